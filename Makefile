@@ -1,0 +1,38 @@
+# NPU Chat. `make run` starts the app, `make test` runs every test; both
+# first run scripts/setup, which installs what is missing.
+GO      ?= go
+BIN     := bin/npuchat
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X main.version=$(VERSION)
+
+.PHONY: setup build run test test-go test-node vet fuzz clean
+
+setup:
+	@./scripts/setup
+
+build:
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/trayapp
+
+run: setup build
+	./$(BIN)
+
+vet:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+
+test: setup vet test-go test-node
+
+test-go:
+	$(GO) test -count=1 -timeout 30m ./...
+
+# Tests written for Node (third-party JavaScript clients and oracles).
+test-node: build
+	@for d in $$(find . -name package.json -path '*/testnode/*' -not -path '*/node_modules/*' -exec dirname {} \;); do \
+		echo "== node tests in $$d"; (cd $$d && node --test) || exit 1; done
+
+# Short fuzzing of the request and file parsers (the corpus runs in test-go).
+fuzz:
+	./scripts/fuzz 30s
+
+clean:
+	rm -rf bin

@@ -1,0 +1,333 @@
+// Package config is where NPU Chat reads every setting: the settings file,
+// the folders it uses on each OS, and the environment variables that
+// override them. No other package calls os.Getenv for a setting; they get
+// a *Config (or the values from it) passed in.
+//
+// Environment variables (documented in the README):
+//
+//	NPUCHAT_ADDR       address to serve on (default 127.0.0.1:8001)
+//	NPUCHAT_DATA       data folder (history, logs, NPU Chat's own models)
+//	NPUCHAT_CONFIG     settings file path
+//	NPUCHAT_API_KEY    require this Bearer key on the API
+//	NPUCHAT_ORIGINS    extra allowed browser origins, comma separated
+//	NPUCHAT_ENGINE     auto, npu, cpu or remote
+//	NPUCHAT_REMOTE_URL base URL of a remote OpenAI-compatible server
+//	NPUCHAT_KEEP_ALIVE idle time before the model is unloaded (e.g. 5m, -1 = never)
+//	NPUCHAT_LOG_LEVEL  debug, info, warn or error
+//	HF_ENDPOINT        Hugging Face endpoint or mirror
+//	HF_TOKEN, HUGGING_FACE_HUB_TOKEN, HF_TOKEN_PATH, HF_HOME   Hugging Face token
+//	FLM_MODEL_PATH     FastFlowLM's models folder
+//	FLM_CONFIG_PATH    FastFlowLM's model_list.json
+//	FLM_XCLBIN_PATH    FastFlowLM's xclbin folder
+//	FLM_SERVE_PORT     FastFlowLM's server port
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// Defaults.
+const (
+	DefaultAddr       = "127.0.0.1:8001" // the model card's port
+	DefaultModel      = "minicpm5:2b"
+	DefaultKeepAlive  = 5 * time.Minute
+	DefaultQueueSize  = 8
+	DefaultHFEndpoint = "https://huggingface.co"
+)
+
+// Settings are what a person can change; they are saved in the settings
+// file as JSON. A zero field means "the default".
+type Settings struct {
+	Addr      string   `json:"addr,omitempty"`
+	Model     string   `json:"model,omitempty"`      // model served by default
+	Engine    string   `json:"engine,omitempty"`     // auto, npu, cpu, remote
+	RemoteURL string   `json:"remote_url,omitempty"` // for the remote engine
+	RemoteKey string   `json:"remote_key,omitempty"` // Bearer key for the remote engine
+	KeepAlive string   `json:"keep_alive,omitempty"` // Go duration; "-1" or "-1s" keeps it loaded
+	QueueSize int      `json:"queue_size,omitempty"` // waiting requests per backend
+	Threads   int      `json:"threads,omitempty"`    // CPU engine threads; 0 = all cores
+	APIKey    string   `json:"api_key,omitempty"`    // require this Bearer key
+	Origins   []string `json:"origins,omitempty"`    // extra allowed browser origins
+	AutoStart bool     `json:"auto_start,omitempty"` // start the model when the app starts
+	FLMRoot   string   `json:"flm_root,omitempty"`   // overrides FastFlowLM discovery
+}
+
+// Config is the resolved configuration: settings merged with the
+// environment, and the folders NPU Chat uses.
+type Config struct {
+	Settings
+	SettingsPath string        // where Settings are saved
+	DataDir      string        // history database, NPU Chat's own models
+	LogDir       string        // rotating log files
+	ModelsDir    string        // NPU Chat's own models (for the in-process engine)
+	KeepAliveDur time.Duration // parsed KeepAlive; negative = never unload
+	HFEndpoint   string
+	HFToken      string
+	LogLevel     string
+	// FLM holds the FastFlowLM environment overrides, empty when unset.
+	FLMModelPath, FLMConfigPath, FLMXclbinPath, FLMServePort string
+}
+
+// Env reads environment variables; os.Getenv in the program, a map in tests.
+type Env func(string) string
+
+// MapEnv turns a map into an Env, for tests.
+func MapEnv(m map[string]string) Env { return func(k string) string { return m[k] } }
+
+// Load resolves the configuration for goos ("linux", "windows", ...) from
+// the environment and the settings file. A missing settings file is not
+// an error; a malformed one is, and names the file.
+func Load(getenv Env, goos string) (*Config, error) {
+	c := &Config{}
+	home := getenv("HOME")
+	if goos == "windows" && getenv("USERPROFILE") != "" {
+		home = getenv("USERPROFILE")
+	}
+	c.SettingsPath = getenv("NPUCHAT_CONFIG")
+	if c.SettingsPath == "" {
+		c.SettingsPath = joinOS(goos, configDir(getenv, goos, home), "npuchat", "settings.json")
+	}
+	if err := c.readSettings(); err != nil {
+		return nil, err
+	}
+	c.DataDir = getenv("NPUCHAT_DATA")
+	if c.DataDir == "" {
+		c.DataDir = dataDir(getenv, goos, home)
+	}
+	c.LogDir = joinOS(goos, c.DataDir, "logs")
+	c.ModelsDir = joinOS(goos, c.DataDir, "models")
+
+	override := func(dst *string, key string) {
+		if v := strings.TrimSpace(getenv(key)); v != "" {
+			*dst = v
+		}
+	}
+	override(&c.Addr, "NPUCHAT_ADDR")
+	override(&c.APIKey, "NPUCHAT_API_KEY")
+	override(&c.Engine, "NPUCHAT_ENGINE")
+	override(&c.RemoteURL, "NPUCHAT_REMOTE_URL")
+	override(&c.KeepAlive, "NPUCHAT_KEEP_ALIVE")
+	if v := getenv("NPUCHAT_ORIGINS"); v != "" {
+		for _, o := range strings.Split(v, ",") {
+			if o = strings.TrimSpace(o); o != "" {
+				c.Origins = append(c.Origins, o)
+			}
+		}
+	}
+	c.LogLevel = getenv("NPUCHAT_LOG_LEVEL")
+	if c.Addr == "" {
+		c.Addr = DefaultAddr
+	}
+	if c.Model == "" {
+		c.Model = DefaultModel
+	}
+	if c.Engine == "" {
+		c.Engine = "auto"
+	}
+	if c.QueueSize <= 0 {
+		c.QueueSize = DefaultQueueSize
+	}
+	switch c.Engine {
+	case "auto", "npu", "cpu", "remote":
+	default:
+		return nil, fmt.Errorf("config: engine %q is not one of auto, npu, cpu, remote", c.Engine)
+	}
+	ka, err := ParseKeepAlive(c.KeepAlive)
+	if err != nil {
+		return nil, fmt.Errorf("config: keep_alive: %w", err)
+	}
+	c.KeepAliveDur = ka
+
+	c.HFEndpoint = strings.TrimRight(getenv("HF_ENDPOINT"), "/")
+	if c.HFEndpoint == "" {
+		c.HFEndpoint = DefaultHFEndpoint
+	}
+	c.HFToken = hfToken(getenv, goos, home)
+	c.FLMModelPath = getenv("FLM_MODEL_PATH")
+	c.FLMConfigPath = getenv("FLM_CONFIG_PATH")
+	c.FLMXclbinPath = getenv("FLM_XCLBIN_PATH")
+	c.FLMServePort = getenv("FLM_SERVE_PORT")
+	return c, nil
+}
+
+// ParseKeepAlive parses a keep-alive as Ollama does: a Go duration
+// ("5m", "1h"), a number of seconds ("300"), or a negative value for
+// "never unload". Empty means the default; "0" means unload at once.
+func ParseKeepAlive(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return DefaultKeepAlive, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		return d, nil
+	}
+	var secs float64
+	if _, err := fmt.Sscanf(s, "%g", &secs); err == nil && fmt.Sprint(secs) == strings.TrimLeft(s, "+") {
+		return time.Duration(secs * float64(time.Second)), nil
+	}
+	return 0, fmt.Errorf("%q is not a duration like 5m or a number of seconds", s)
+}
+
+func (c *Config) readSettings() error {
+	b, err := os.ReadFile(c.SettingsPath)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("config: read settings: %w", err)
+	}
+	if err := json.Unmarshal(b, &c.Settings); err != nil {
+		return fmt.Errorf("config: settings file %s is not valid JSON (%v); fix or delete it", c.SettingsPath, err)
+	}
+	return nil
+}
+
+// Save writes the settings file atomically (a temporary file renamed into
+// place), so that a crash never leaves half a file.
+func (c *Config) Save() error {
+	b, err := json.MarshalIndent(c.Settings, "", "  ")
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(c.SettingsPath, append(b, '\n'), 0o600)
+}
+
+// WriteFileAtomic writes data to a temporary file in path's folder, syncs
+// it and renames it over path.
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, perm)
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// IsLoopback reports whether addr (host:port) binds only the loopback
+// interface.
+func IsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func configDir(getenv Env, goos, home string) string {
+	switch goos {
+	case "windows":
+		if v := getenv("APPDATA"); v != "" {
+			return v
+		}
+		return joinOS(goos, home, "AppData", "Roaming")
+	case "darwin":
+		return joinOS(goos, home, "Library", "Application Support")
+	default:
+		if v := getenv("XDG_CONFIG_HOME"); v != "" {
+			return v
+		}
+		return joinOS(goos, home, ".config")
+	}
+}
+
+func dataDir(getenv Env, goos, home string) string {
+	switch goos {
+	case "windows":
+		if v := getenv("LOCALAPPDATA"); v != "" {
+			return joinOS(goos, v, "npuchat")
+		}
+		return joinOS(goos, home, "AppData", "Local", "npuchat")
+	case "darwin":
+		return joinOS(goos, home, "Library", "Application Support", "npuchat")
+	default:
+		if v := getenv("XDG_DATA_HOME"); v != "" {
+			return joinOS(goos, v, "npuchat")
+		}
+		return joinOS(goos, home, ".local", "share", "npuchat")
+	}
+}
+
+// hfToken finds the Hugging Face token as huggingface_hub does: HF_TOKEN,
+// HUGGING_FACE_HUB_TOKEN, then the file $HF_TOKEN_PATH or $HF_HOME/token.
+func hfToken(getenv Env, goos, home string) string {
+	for _, k := range []string{"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"} {
+		if v := strings.TrimSpace(getenv(k)); v != "" {
+			return v
+		}
+	}
+	path := getenv("HF_TOKEN_PATH")
+	if path == "" {
+		hfHome := getenv("HF_HOME")
+		if hfHome == "" {
+			xdg := getenv("XDG_CACHE_HOME")
+			if xdg == "" {
+				xdg = joinOS(goos, home, ".cache")
+			}
+			hfHome = joinOS(goos, xdg, "huggingface")
+		}
+		path = joinOS(goos, hfHome, "token")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// joinOS joins path elements with the separator of goos, so that Windows
+// paths can be computed (and tested) on Linux.
+func joinOS(goos string, elem ...string) string {
+	if goos != "windows" {
+		return filepath.Join(elem...)
+	}
+	var parts []string
+	for i, e := range elem {
+		e = strings.ReplaceAll(e, "/", `\`)
+		if i > 0 {
+			e = strings.Trim(e, `\`)
+		} else {
+			e = strings.TrimRight(e, `\`)
+		}
+		if e != "" {
+			parts = append(parts, e)
+		}
+	}
+	return strings.Join(parts, `\`)
+}
+
+// Default returns the configuration of this process: the real environment
+// and OS.
+func Default() (*Config, error) { return Load(os.Getenv, runtime.GOOS) }

@@ -1,0 +1,3 @@
+module github.com/npuchat/npuchat
+
+go 1.26

@@ -1,0 +1,156 @@
+// Package backend defines the one interface every NPU Chat inference
+// backend implements (the in-process CPU engine, FastFlowLM on the NPU, a
+// remote OpenAI-compatible server, and the scripted backend the tests use),
+// and the request, token and result types that cross it.
+//
+// It is a leaf package on purpose: the service imports it to drive
+// backends, and the packages that implement backends (engine adapters,
+// npu/flm) import it without importing the service.
+package backend
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Backend runs one model. A Backend is made for one model by its package's
+// constructor; Load brings the model into memory (or starts the process
+// that serves it), Generate runs one request, Unload frees everything.
+//
+// The service calls Generate for one request at a time per backend; an
+// implementation need not be safe for concurrent Generate calls, but Close
+// may be called while Generate runs (it must then make Generate return).
+type Backend interface {
+	// Kind names the backend for people and logs: "cpu", "npu", "remote"
+	// or "fake".
+	Kind() string
+	// Load makes the model ready to generate. It reports progress through
+	// progress (which may be nil) and returns when the model is ready or
+	// loading failed. A cancelled ctx abandons loading.
+	Load(ctx context.Context, progress func(Progress)) error
+	// Generate runs one request. It calls emit for every piece of text in
+	// order (never a broken UTF-8 character, never text past a stop
+	// string) and returns the result when the answer is complete. When
+	// ctx is cancelled it stops within one token and returns ctx.Err().
+	// When emit returns an error, Generate stops and returns that error.
+	Generate(ctx context.Context, req *Request, emit func(Token) error) (Result, error)
+	// Info describes the loaded model.
+	Info() ModelInfo
+	// Unload frees the model. Calling it on an unloaded backend is a no-op.
+	Unload(ctx context.Context) error
+}
+
+// Message is one turn of a chat.
+type Message struct {
+	Role    string `json:"role"` // system, user, assistant or tool
+	Content string `json:"content"`
+	Name    string `json:"name,omitempty"`
+}
+
+// Sampling holds the sampling parameters of a request. The zero value is
+// greedy decoding; the web layer fills defaults before it calls the service.
+type Sampling struct {
+	Temperature      float64 // 0 means greedy
+	TopP             float64 // 1 or 0 means off
+	TopK             int     // 0 means off
+	MinP             float64 // 0 means off
+	RepeatPenalty    float64 // 1 or 0 means off (llama.cpp's repeat_penalty, HF's repetition_penalty)
+	FrequencyPenalty float64 // OpenAI semantics; 0 means off
+	PresencePenalty  float64 // OpenAI semantics; 0 means off
+	Seed             int64   // used when HasSeed
+	HasSeed          bool    // false means a random seed
+}
+
+// Request is one generation request.
+type Request struct {
+	// Model is the model name the client asked for, as resolved by the
+	// service (for backends that proxy and must name it).
+	Model string
+	// Messages is the chat to continue; when nil, Prompt is completed as
+	// raw text.
+	Messages []Message
+	// Prompt is the raw prompt, used when Messages is nil.
+	Prompt string
+	// MaxTokens caps the generated tokens; 0 means until an end token or
+	// the context is full.
+	MaxTokens int
+	// Stop lists strings that end the answer; the stop string itself is
+	// not emitted.
+	Stop     []string
+	Sampling Sampling
+}
+
+// Token is one piece of generated text.
+type Token struct {
+	Text string
+	ID   int // the token id, or -1 when the backend does not know it
+}
+
+// Finish reasons, as in the OpenAI API.
+const (
+	FinishStop   = "stop"   // an end token or a stop string
+	FinishLength = "length" // MaxTokens or the context length reached
+)
+
+// Result describes a finished generation.
+type Result struct {
+	PromptTokens     int
+	CompletionTokens int
+	FinishReason     string // FinishStop or FinishLength
+	PrefillDuration  time.Duration
+	DecodeDuration   time.Duration
+	// Backend is the Kind of the backend that produced the answer (the
+	// service sets it when it falls back from one backend to another).
+	Backend string
+}
+
+// PrefillTokensPerSecond is the prompt processing speed, or 0 if unknown.
+func (r Result) PrefillTokensPerSecond() float64 {
+	if r.PrefillDuration <= 0 || r.PromptTokens == 0 {
+		return 0
+	}
+	return float64(r.PromptTokens) / r.PrefillDuration.Seconds()
+}
+
+// DecodeTokensPerSecond is the generation speed, or 0 if unknown.
+func (r Result) DecodeTokensPerSecond() float64 {
+	if r.DecodeDuration <= 0 || r.CompletionTokens == 0 {
+		return 0
+	}
+	return float64(r.CompletionTokens) / r.DecodeDuration.Seconds()
+}
+
+// Progress reports how far Load has come.
+type Progress struct {
+	Stage string  // a few words for people: "reading weights", "starting FastFlowLM"
+	Done  int64   // units done (bytes, layers), 0 if unknown
+	Total int64   // units in all, 0 if unknown
+	Frac  float64 // 0..1, the fraction done, when known
+}
+
+// ModelInfo describes a loaded model, for /v1/models, /api/show and the UI.
+type ModelInfo struct {
+	Name          string // the name it is served under, e.g. "minicpm5:2b"
+	Family        string // e.g. "llama", "qwen3"
+	ParameterSize string // e.g. "2B"
+	Quantization  string // e.g. "Q4_1"
+	Format        string // "gguf", "safetensors", "q4nx", "remote"
+	ContextLength int    // tokens the model can attend to in this backend
+	Path          string // where the weights were loaded from, if local
+}
+
+// Errors a backend returns, wrapped with context, so that the service and
+// the web layer can answer correctly. Test with errors.Is.
+var (
+	// ErrPromptTooLong: the prompt does not fit the context (HTTP 400).
+	ErrPromptTooLong = errors.New("prompt too long for the model's context")
+	// ErrDeviceFailed: the accelerator or the process serving the model
+	// failed (FastFlowLM's ERT_CMD_STATE_TIMEOUT, a crash, a lost
+	// device). The service falls back to the in-process engine.
+	ErrDeviceFailed = errors.New("inference device failed")
+	// ErrNotLoaded: Generate was called before Load or after Unload.
+	ErrNotLoaded = errors.New("model not loaded")
+	// ErrBadRequest: a request parameter the backend cannot honour (HTTP 400).
+	ErrBadRequest = errors.New("bad request")
+)
