@@ -1,0 +1,88 @@
+package service
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+)
+
+// Entry is a model the service can serve: a catalog model or a local
+// file or folder given on the command line.
+type Entry struct {
+	Desc    ModelDesc
+	Aliases []string // other names clients may use (case-insensitive)
+	// Refresh, when set, recomputes Desc (installed or not, size) each
+	// time the model list is read, so that an install shows at once.
+	Refresh func() ModelDesc
+}
+
+// Registry resolves model names to entries. It is safe for concurrent use.
+type Registry struct {
+	mu      sync.RWMutex
+	entries []*Entry
+}
+
+// Add registers a model. A later entry with the same name replaces an
+// earlier one.
+func (r *Registry) Add(e Entry) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, old := range r.entries {
+		if strings.EqualFold(old.Desc.Name, e.Desc.Name) {
+			r.entries[i] = &e
+			return
+		}
+	}
+	r.entries = append(r.entries, &e)
+}
+
+// Resolve maps a requested name to a served name: exact names and
+// aliases match case-insensitively, and a name without a tag matches
+// ("minicpm5" finds "minicpm5:2b", as "llama3" does in Ollama; also
+// "minicpm5:latest").
+func (r *Registry) Resolve(name string) (string, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	want := strings.TrimSpace(name)
+	for _, e := range r.entries {
+		if strings.EqualFold(e.Desc.Name, want) {
+			return e.Desc.Name, nil
+		}
+		for _, a := range e.Aliases {
+			if strings.EqualFold(a, want) {
+				return e.Desc.Name, nil
+			}
+		}
+	}
+	base := strings.TrimSuffix(strings.ToLower(want), ":latest")
+	if !strings.Contains(base, ":") {
+		for _, e := range r.entries {
+			if n, _, ok := strings.Cut(strings.ToLower(e.Desc.Name), ":"); ok && n == base {
+				return e.Desc.Name, nil
+			}
+		}
+	}
+	var names []string
+	for _, e := range r.entries {
+		names = append(names, e.Desc.Name)
+	}
+	if len(names) == 0 {
+		return "", fmt.Errorf("model %q: %w (no models are configured)", name, ErrUnknownModel)
+	}
+	return "", fmt.Errorf("model %q: %w; available: %s", name, ErrUnknownModel, strings.Join(names, ", "))
+}
+
+// Models lists every entry's description.
+func (r *Registry) Models() []ModelDesc {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]ModelDesc, 0, len(r.entries))
+	for _, e := range r.entries {
+		if e.Refresh != nil {
+			out = append(out, e.Refresh())
+		} else {
+			out = append(out, e.Desc)
+		}
+	}
+	return out
+}

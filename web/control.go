@@ -1,0 +1,99 @@
+package web
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// status is GET /api/status: the service status and the version.
+func (s *Server) status(w http.ResponseWriter, r *http.Request) {
+	st := s.mgr.Status()
+	b, _ := json.Marshal(st)
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	m["version"] = s.opts.Version
+	writeJSON(w, http.StatusOK, m)
+}
+
+func (s *Server) modelStart(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Model string `json:"model"`
+	}
+	body, err := readBody(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if len(body) > 0 {
+		if err := unmarshalBody(body, &in); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	}
+	if err := s.mgr.Start(trimModel(in.Model)); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, s.mgr.Status())
+}
+
+func (s *Server) modelStop(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	if err := s.mgr.Stop(ctx); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.mgr.Status())
+}
+
+// events streams service events as server-sent events ("event: TYPE"),
+// with a comment every 15 seconds to keep proxies from closing it.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	ch, cancel := s.mgr.Subscribe()
+	defer cancel()
+	out := newSSE(w)
+	out.start()
+	out.rc.Flush()
+	tick := time.NewTicker(15 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-tick.C:
+			if out.raw(": keep-alive\n\n") != nil {
+				return
+			}
+		case ev, ok := <-ch:
+			if !ok {
+				return
+			}
+			b, _ := json.Marshal(ev)
+			if out.raw(fmt.Sprintf("event: %s\ndata: %s\n\n", ev.Type, b)) != nil {
+				return
+			}
+		}
+	}
+}
+
+//go:embed static
+var static embed.FS
+
+func (s *Server) page(w http.ResponseWriter, r *http.Request) {
+	b, err := static.ReadFile("static/index.html")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; script-src 'self' 'unsafe-inline'; frame-ancestors 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	w.Write(b)
+}

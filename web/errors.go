@@ -1,0 +1,120 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/npuchat/npuchat/service"
+	"github.com/npuchat/npuchat/service/backend"
+)
+
+// apiError is an error with its HTTP status and OpenAI error code.
+type apiError struct {
+	status int
+	code   string
+	msg    string
+	param  string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+func badRequest(param, format string, args ...any) *apiError {
+	return &apiError{status: http.StatusBadRequest, code: "invalid_request_error", msg: fmt.Sprintf(format, args...), param: param}
+}
+
+// classify maps an error from decoding or from the service to its HTTP
+// status and code. Messages are written for a person.
+func (s *Server) classify(err error) *apiError {
+	var ae *apiError
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.As(err, &mbe):
+		return &apiError{http.StatusRequestEntityTooLarge, "request_too_large", fmt.Sprintf("request body is larger than %d bytes", mbe.Limit), ""}
+	case errors.Is(err, service.ErrQueueFull):
+		return &apiError{http.StatusTooManyRequests, "rate_limit_exceeded", err.Error(), ""}
+	case errors.Is(err, service.ErrUnknownModel):
+		return &apiError{http.StatusNotFound, "model_not_found", err.Error(), "model"}
+	case errors.Is(err, service.ErrModelOff), errors.Is(err, service.ErrNotInstalled):
+		return &apiError{http.StatusServiceUnavailable, "model_not_available", err.Error(), ""}
+	case errors.Is(err, backend.ErrPromptTooLong):
+		return &apiError{http.StatusBadRequest, "context_length_exceeded", err.Error(), "messages"}
+	case errors.Is(err, backend.ErrBadRequest):
+		return &apiError{http.StatusBadRequest, "invalid_request_error", err.Error(), ""}
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return &apiError{499, "request_cancelled", "request cancelled", ""}
+	case errors.Is(err, backend.ErrDeviceFailed):
+		return &apiError{http.StatusBadGateway, "backend_failed", err.Error(), ""}
+	default:
+		return &apiError{http.StatusInternalServerError, "internal_error", err.Error(), ""}
+	}
+}
+
+// fail writes err as an OpenAI error object (or an Ollama one for
+// Ollama routes), with Retry-After when the queue is full.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	ae := s.classify(err)
+	if ae.status == 499 {
+		return // the client is gone
+	}
+	if ae.status >= 500 {
+		s.log.Warn("request failed", "path", r.URL.Path, "err", err)
+	}
+	if ae.status == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(s.mgr.RetryAfter().Seconds()))))
+	}
+	writeErrorParam(w, r, ae.status, ae.code, ae.msg, ae.param)
+}
+
+func writeError(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
+	writeErrorParam(w, r, status, code, msg, "")
+}
+
+func writeErrorParam(w http.ResponseWriter, r *http.Request, status int, code, msg, param string) {
+	if isOllamaRoute(r.URL.Path) {
+		writeJSON(w, status, map[string]string{"error": msg})
+		return
+	}
+	typ := "invalid_request_error"
+	switch {
+	case status == http.StatusUnauthorized:
+		typ = "authentication_error"
+	case status == http.StatusTooManyRequests:
+		typ = "rate_limit_error"
+	case status >= 500:
+		typ = "server_error"
+	}
+	var p any
+	if param != "" {
+		p = param
+	}
+	writeJSON(w, status, map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": code, "param": p}})
+}
+
+// isOllamaRoute reports whether path belongs to the Ollama API, whose
+// errors are {"error":"message"}.
+func isOllamaRoute(path string) bool {
+	switch path {
+	case "/api/chat", "/api/generate", "/api/tags", "/api/ps", "/api/show", "/api/version":
+		return true
+	}
+	return false
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+}
+
+// trimModel is the model name as sent, trimmed.
+func trimModel(s string) string { return strings.TrimSpace(s) }
