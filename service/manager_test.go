@@ -1,0 +1,399 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/npuchat/npuchat/service/backend"
+	"github.com/npuchat/npuchat/service/backend/fake"
+)
+
+// rig is a Manager over fake backends, one per kind.
+type rig struct {
+	m     *Manager
+	mu    sync.Mutex
+	fakes map[string][]*fake.Backend // every backend made, by kind
+	opts  map[string]fake.Options
+	made  map[string]int
+}
+
+func newRig(t *testing.T, engines []string, kinds map[string]fake.Options, mo Options) *rig {
+	t.Helper()
+	r := &rig{fakes: map[string][]*fake.Backend{}, opts: kinds, made: map[string]int{}}
+	reg := &Registry{}
+	reg.Add(Entry{Desc: ModelDesc{Name: "minicpm5:2b", Installed: true}, Aliases: []string{"MiniCPM5-2B-NPU2"}})
+	reg.Add(Entry{Desc: ModelDesc{Name: "other:1b", Installed: true}})
+	mo.Resolve = reg.Resolve
+	mo.Models = reg.Models
+	mo.Engines = func(string) []string { return engines }
+	mo.NewBackend = func(model, kind string) (backend.Backend, error) {
+		o, ok := r.opts[kind]
+		if !ok {
+			return nil, fmt.Errorf("no %s engine: %w", kind, ErrNotInstalled)
+		}
+		o.Kind = kind
+		o.Name = model
+		b := fake.New(o)
+		r.mu.Lock()
+		r.fakes[kind] = append(r.fakes[kind], b)
+		r.mu.Unlock()
+		return b, nil
+	}
+	r.m = New(mo)
+	t.Cleanup(func() { r.m.Close(context.Background()) })
+	return r
+}
+
+func (r *rig) backends(kind string) []*fake.Backend {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]*fake.Backend(nil), r.fakes[kind]...)
+}
+
+func chat(model, text string) *backend.Request {
+	return &backend.Request{Model: model, Messages: []backend.Message{{Role: "user", Content: text}}}
+}
+
+func collect(t *testing.T, m *Manager, req *backend.Request) (string, backend.Result, error) {
+	t.Helper()
+	var sb strings.Builder
+	res, err := m.Generate(context.Background(), req, GenerateOptions{}, func(tok backend.Token) error {
+		sb.WriteString(tok.Text)
+		return nil
+	})
+	return sb.String(), res, err
+}
+
+// waitFor polls cond for up to 5 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestGenerateLoadsOnFirstRequestAndPublishesStates(t *testing.T) {
+	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: -1})
+	events, cancel := r.m.Subscribe()
+	defer cancel()
+	text, res, err := collect(t, r.m, chat("MiniCPM5-2B-NPU2", "hello there"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text != "echo: hello there" || res.Backend != "cpu" || res.FinishReason != backend.FinishStop {
+		t.Fatalf("got %q %+v", text, res)
+	}
+	st := r.m.Status()
+	if st.State != StateOn || st.Model != "minicpm5:2b" || st.Backend != "cpu" || st.Stats.Requests != 1 {
+		t.Fatalf("status %+v", st)
+	}
+	var states []State
+	for len(states) < 3 {
+		select {
+		case ev := <-events:
+			if ev.Type == "status" && (len(states) == 0 || states[len(states)-1] != ev.Status.State) {
+				states = append(states, ev.Status.State)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatalf("states so far %v", states)
+		}
+	}
+	if fmt.Sprint(states) != "[off loading on]" {
+		t.Fatalf("states %v, want [off loading on]", states)
+	}
+}
+
+func TestUnknownModel(t *testing.T) {
+	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{})
+	_, _, err := collect(t, r.m, chat("llama9:70b", "hi"))
+	if !errors.Is(err, ErrUnknownModel) || !strings.Contains(err.Error(), "minicpm5:2b") {
+		t.Fatalf("err = %v; want ErrUnknownModel listing the available models", err)
+	}
+}
+
+func TestOneGenerationAtATimeAndQueueFull(t *testing.T) {
+	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {TokenDelay: 20 * time.Millisecond}}, Options{QueueSize: 2, KeepAlive: -1})
+	if err := r.m.Load(context.Background(), "minicpm5:2b", GenerateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 6
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			_, _, err := collect(t, r.m, chat("minicpm5:2b", "one two three four five"))
+			errs <- err
+		}()
+		time.Sleep(5 * time.Millisecond) // let each one queue in order
+	}
+	ok, full := 0, 0
+	for i := 0; i < n; i++ {
+		switch err := <-errs; {
+		case err == nil:
+			ok++
+		case errors.Is(err, ErrQueueFull):
+			full++
+		default:
+			t.Fatalf("unexpected error %v", err)
+		}
+	}
+	// One runs, two wait, three are refused.
+	if ok != 3 || full != 3 {
+		t.Fatalf("ok=%d full=%d, want 3 and 3", ok, full)
+	}
+	if _, _, maxc := r.backends("cpu")[0].Counts(); maxc != 1 {
+		t.Fatalf("%d generations ran at once", maxc)
+	}
+}
+
+func TestCancelWhileQueuedLeavesTheQueue(t *testing.T) {
+	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {TokenDelay: 30 * time.Millisecond}}, Options{QueueSize: 1, KeepAlive: -1})
+	go collect(t, r.m, chat("minicpm5:2b", "a b c d e f g h"))
+	waitFor(t, "running", func() bool { return r.m.Status().Running == 1 })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() {
+		_, err := r.m.Generate(ctx, chat("minicpm5:2b", "x"), GenerateOptions{}, func(backend.Token) error { return nil })
+		done <- err
+	}()
+	waitFor(t, "queued", func() bool { return r.m.Status().Waiting == 1 })
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	if w := r.m.Status().Waiting; w != 0 {
+		t.Fatalf("waiting = %d after cancel", w)
+	}
+}
+
+func TestCancelStopsGenerationWithinOneToken(t *testing.T) {
+	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {TokenDelay: 10 * time.Millisecond}}, Options{KeepAlive: -1})
+	ctx, cancel := context.WithCancel(context.Background())
+	tokens := 0
+	_, err := r.m.Generate(ctx, chat("minicpm5:2b", strings.Repeat("word ", 500)), GenerateOptions{}, func(backend.Token) error {
+		tokens++
+		if tokens == 3 {
+			cancel()
+		}
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	if tokens != 3 {
+		t.Fatalf("%d tokens emitted after cancelling at the 3rd", tokens)
+	}
+}
+
+func TestKeepAliveUnloadsIdleModelAndReloads(t *testing.T) {
+	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: 50 * time.Millisecond})
+	if _, _, err := collect(t, r.m, chat("minicpm5:2b", "hi")); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.m.Status(); st.ExpiresAt == nil {
+		t.Fatalf("no expiry in %+v", st)
+	}
+	waitFor(t, "idle unload", func() bool { return r.m.Status().State == StateOff })
+	if st := r.m.Status(); !strings.Contains(st.Reason, "idle") || !st.Enabled {
+		t.Fatalf("status after idle: %+v", st)
+	}
+	if _, _, err := collect(t, r.m, chat("minicpm5:2b", "again")); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(r.backends("cpu")); n != 2 {
+		t.Fatalf("%d backends made, want a reload (2)", n)
+	}
+}
+
+func TestPerRequestKeepAlive(t *testing.T) {
+	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: time.Hour})
+	zero := time.Duration(0)
+	_, err := r.m.Generate(context.Background(), chat("minicpm5:2b", "hi"), GenerateOptions{KeepAlive: &zero}, func(backend.Token) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "unload after keep_alive 0", func() bool { return r.m.Status().State == StateOff })
+	never := time.Duration(-1)
+	if err := r.m.Load(context.Background(), "minicpm5:2b", GenerateOptions{KeepAlive: &never}); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.m.Status(); st.State != StateOn || st.ExpiresAt != nil {
+		t.Fatalf("keep_alive -1 should keep it loaded with no expiry: %+v", st)
+	}
+}
+
+func TestStopCancelsAndRefusesUntilStart(t *testing.T) {
+	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {TokenDelay: 10 * time.Millisecond}}, Options{KeepAlive: -1})
+	done := make(chan error)
+	go func() {
+		_, _, err := collect(t, r.m, chat("minicpm5:2b", strings.Repeat("w ", 1000)))
+		done <- err
+	}()
+	waitFor(t, "running", func() bool { return r.m.Status().Running == 1 })
+	if err := r.m.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, ErrModelOff) {
+		t.Fatalf("running request got %v, want ErrModelOff", err)
+	}
+	st := r.m.Status()
+	if st.State != StateOff || st.Enabled || r.backends("cpu")[0].Loaded() {
+		t.Fatalf("after stop: %+v", st)
+	}
+	if _, _, err := collect(t, r.m, chat("minicpm5:2b", "hi")); !errors.Is(err, ErrModelOff) {
+		t.Fatalf("request while off: %v", err)
+	}
+	if err := r.m.Start(""); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "on after start", func() bool { return r.m.Status().State == StateOn })
+	if text, _, err := collect(t, r.m, chat("minicpm5:2b", "back")); err != nil || text != "echo: back" {
+		t.Fatalf("%q %v", text, err)
+	}
+}
+
+func TestStopDuringLoadAbandonsIt(t *testing.T) {
+	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {LoadDelay: 2 * time.Second}}, Options{KeepAlive: -1})
+	if err := r.m.Start("minicpm5:2b"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "loading", func() bool { return r.m.Status().State == StateLoading })
+	start := time.Now()
+	if err := r.m.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("stop took %v while loading", d)
+	}
+	if st := r.m.Status(); st.State != StateOff || r.backends("cpu")[0].Loaded() {
+		t.Fatalf("after stop during load: %+v", st)
+	}
+}
+
+func TestFallbackWhenDeviceFailsBeforeFirstToken(t *testing.T) {
+	ert := fmt.Errorf("flm: runlist failed execution (ERT_CMD_STATE_TIMEOUT): %w", backend.ErrDeviceFailed)
+	r := newRig(t, []string{"npu", "cpu"}, map[string]fake.Options{
+		"npu": {FailErr: ert, FailAfter: 0},
+		"cpu": {},
+	}, Options{KeepAlive: -1})
+	events, cancel := r.m.Subscribe()
+	defer cancel()
+	text, res, err := collect(t, r.m, chat("minicpm5:2b", "hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text != "echo: hello" || res.Backend != "cpu" {
+		t.Fatalf("got %q from %q; want the CPU to answer", text, res.Backend)
+	}
+	st := r.m.Status()
+	if st.Backend != "cpu" || !strings.Contains(st.Fallback, "ERT_CMD_STATE_TIMEOUT") {
+		t.Fatalf("status %+v", st)
+	}
+	if r.backends("npu")[0].Loaded() {
+		t.Fatal("the failed NPU backend is still loaded")
+	}
+	sawFallback := false
+	for !sawFallback {
+		select {
+		case ev := <-events:
+			sawFallback = ev.Type == "fallback" && strings.Contains(ev.Message, "ERT_CMD_STATE_TIMEOUT")
+		case <-time.After(time.Second):
+			t.Fatal("no fallback event")
+		}
+	}
+	// The next request stays on the CPU and does not retry the NPU.
+	if _, res, err := collect(t, r.m, chat("minicpm5:2b", "again")); err != nil || res.Backend != "cpu" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if n := len(r.backends("npu")); n != 1 {
+		t.Fatalf("NPU backend made %d times", n)
+	}
+}
+
+func TestFallbackMidAnswerReportsAndSwitches(t *testing.T) {
+	crash := fmt.Errorf("flm exited: %w", backend.ErrDeviceFailed)
+	r := newRig(t, []string{"npu", "cpu"}, map[string]fake.Options{
+		"npu": {FailErr: crash, FailAfter: 2},
+		"cpu": {},
+	}, Options{KeepAlive: -1})
+	text, _, err := collect(t, r.m, chat("minicpm5:2b", "one two three four"))
+	if !errors.Is(err, backend.ErrDeviceFailed) || !strings.Contains(err.Error(), "after 2 tokens") {
+		t.Fatalf("err = %v", err)
+	}
+	if text != "echo: one " {
+		t.Fatalf("emitted %q before the failure", text)
+	}
+	if _, res, err := collect(t, r.m, chat("minicpm5:2b", "again")); err != nil || res.Backend != "cpu" {
+		t.Fatalf("next request: %+v %v", res, err)
+	}
+}
+
+func TestFallbackWhenLoadFails(t *testing.T) {
+	r := newRig(t, []string{"npu", "cpu"}, map[string]fake.Options{
+		"npu": {LoadErr: errors.New("flm serve exited: No such device with index '0'")},
+		"cpu": {},
+	}, Options{KeepAlive: -1})
+	_, res, err := collect(t, r.m, chat("minicpm5:2b", "hi"))
+	if err != nil || res.Backend != "cpu" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if st := r.m.Status(); !strings.Contains(st.Fallback, "No such device") {
+		t.Fatalf("fallback reason missing: %+v", st)
+	}
+}
+
+func TestNotInstalledLeavesModelOffWithReason(t *testing.T) {
+	r := newRig(t, []string{"npu", "cpu"}, map[string]fake.Options{}, Options{})
+	_, _, err := collect(t, r.m, chat("minicpm5:2b", "hi"))
+	if !errors.Is(err, ErrNotInstalled) {
+		t.Fatalf("err = %v", err)
+	}
+	st := r.m.Status()
+	if st.State != StateOff || !strings.Contains(st.Reason, "no cpu engine") || st.Fallback != "" {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+func TestLoadErrorIsErrorState(t *testing.T) {
+	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {LoadErr: errors.New("model.q4nx: truncated")}}, Options{})
+	if err := r.m.Start("minicpm5:2b"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "error state", func() bool { return r.m.Status().State == StateError })
+	if st := r.m.Status(); !strings.Contains(st.Error, "truncated") {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+func TestSwitchingModelsUnloadsThePrevious(t *testing.T) {
+	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: -1})
+	if _, _, err := collect(t, r.m, chat("minicpm5:2b", "a")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := collect(t, r.m, chat("other", "b")); err != nil {
+		t.Fatal(err)
+	}
+	b := r.backends("cpu")
+	if len(b) != 2 || b[0].Loaded() || !b[1].Loaded() || r.m.Status().Model != "other:1b" {
+		t.Fatalf("after switching: %d backends, first loaded %v, status %+v", len(b), b[0].Loaded(), r.m.Status())
+	}
+}
+
+func TestSubscribersDoNotBlockTheService(t *testing.T) {
+	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: -1})
+	_, cancel := r.m.Subscribe() // never read
+	defer cancel()
+	for i := 0; i < 200; i++ {
+		if _, _, err := collect(t, r.m, chat("minicpm5:2b", "hi")); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
