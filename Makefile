@@ -16,14 +16,19 @@ build:
 run: setup build
 	./$(BIN)
 
+# Modules of their own: third-party client tests and the llama.cpp oracle.
+SUBMODULES := tests/clients
+
 vet:
 	$(GO) vet ./...
+	@for m in $(SUBMODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 
 test: setup vet test-go test-node
 
 test-go:
 	$(GO) test -count=1 -timeout 30m ./...
+	@for m in $(SUBMODULES); do echo "== go test in $$m"; (cd $$m && $(GO) test -count=1 -timeout 10m ./...) || exit 1; done
 
 # Tests written for Node (third-party JavaScript clients and oracles).
 test-node: build
