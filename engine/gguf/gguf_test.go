@@ -52,7 +52,7 @@ func TestRoundTrip(t *testing.T) {
 		"tokenizer.ggml.token_type":    []int32{1, 1, 3},
 		"tokenizer.ggml.scores":        []float32{0, -1, 0},
 		"tokenizer.ggml.add_bos_token": true,
-		"u8": uint8(7), "i8": int8(-7), "u16": uint16(700), "i16": int16(-700),
+		"u8":                           uint8(7), "i8": int8(-7), "u16": uint16(700), "i16": int16(-700),
 		"u64": uint64(1 << 40), "i64": int64(-1 << 40), "f64": 0.25,
 	}
 	if !reflect.DeepEqual(f.Metadata, want) {
