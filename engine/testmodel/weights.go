@@ -123,8 +123,9 @@ type Layer struct {
 
 // Random makes weights of the given shape from seed. Every value is a
 // bfloat16 number. Matrices are Gaussian with standard deviation
-// 1/sqrt(fan_in) so activations stay near unit scale; norm weights are
-// uniform in [0.75, 1.25]; the output projection is scaled so the logits
+// 1/sqrt(fan_in) so activations stay near unit scale, the residual
+// branches larger (see below); norm weights are uniform in [0.75, 1.25];
+// the output projection (the embedding when tied) is scaled so the logits
 // spread by about Shape.LogitStd.
 func Random(seed uint64, s Shape) (*Weights, error) {
 	if err := s.Validate(); err != nil {
@@ -150,19 +151,40 @@ func Random(seed uint64, s Shape) (*Weights, error) {
 	}
 	h, qd, kd := s.Hidden, s.Heads*s.HeadDim, s.KVHeads*s.HeadDim
 	inv := func(n int) float64 { return 1 / math.Sqrt(float64(n)) }
+	// The final RMSNorm makes the hidden state about unit scale per
+	// component, so logits have std about |row| = std*sqrt(h).
+	outStd := float64(s.LogitStd) * inv(h)
+	if s.Arch == ArchMiniCPM {
+		outStd *= float64(h) / float64(s.DimModelBase) // undo the logit divisor
+	}
+	// The residual branches (o_proj, down_proj outputs) are scaled to
+	// outweigh the input embedding in the residual stream: with tied
+	// embeddings the embedding's share x gives its own token a logit bonus
+	// of |x|^2, every token predicts itself, and greedy decoding repeats
+	// one token forever. 32 times the embedding's scale drowns that bonus.
+	embStd, gain := 1.0, 4.0
+	if s.Tied {
+		embStd, gain = outStd, 32*outStd
+	}
+	resScale := 1.0
+	if s.Arch == ArchMiniCPM {
+		gain *= float64(s.ScaleEmb)
+		resScale = float64(s.ScaleDepth) / math.Sqrt(float64(s.Layers))
+	}
+	gain /= resScale
 	w := &Weights{Shape: s, Vocab: NewVocab(s.Vocab)}
-	w.Embed = gauss(s.Vocab*h, 1)
+	w.Embed = gauss(s.Vocab*h, embStd)
 	for l := 0; l < s.Layers; l++ {
 		L := Layer{
 			AttnNorm: norm(h),
 			Q:        gauss(qd*h, inv(h)),
 			K:        gauss(kd*h, inv(h)),
 			V:        gauss(kd*h, inv(h)),
-			O:        gauss(h*qd, inv(qd)),
+			O:        gauss(h*qd, gain*inv(qd)),
 			FFNNorm:  norm(h),
 			Gate:     gauss(s.FFN*h, inv(h)),
 			Up:       gauss(s.FFN*h, inv(h)),
-			Down:     gauss(h*s.FFN, inv(s.FFN)),
+			Down:     gauss(h*s.FFN, gain*inv(s.FFN)),
 		}
 		if s.QKNorm {
 			L.QNorm, L.KNorm = norm(s.HeadDim), norm(s.HeadDim)
@@ -170,19 +192,7 @@ func Random(seed uint64, s Shape) (*Weights, error) {
 		w.Layers = append(w.Layers, L)
 	}
 	w.OutputNorm = norm(h)
-	// The final RMSNorm makes the hidden state about unit scale per
-	// component, so logits have std about |row| = std*sqrt(h).
-	outStd := float64(s.LogitStd) * inv(h)
-	if s.Arch == ArchMiniCPM {
-		outStd *= float64(h) / float64(s.DimModelBase) // undo the logit divisor
-	}
-	if s.Tied {
-		// The embedding is the output: rescale it (RMSNorm on the input
-		// side makes its scale irrelevant there).
-		for i := range w.Embed {
-			w.Embed[i] = roundBF16(w.Embed[i] * float32(outStd))
-		}
-	} else {
+	if !s.Tied {
 		w.Output = gauss(s.Vocab*h, outStd)
 	}
 	return w, nil
