@@ -24,6 +24,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/npuchat/npuchat/engine/quant"
 	"github.com/npuchat/npuchat/engine/safetensors"
@@ -57,6 +58,12 @@ func PackedBytes(rows, cols int) int {
 // (two's-complement nibbles, zero mins); its values are kept exact by
 // rewriting each block as q' = q xor 8 with m = −8d.
 func Unpack(packed []byte, rows, cols int) (out []byte, signed bool, err error) {
+	return UnpackThreads(packed, rows, cols, 1)
+}
+
+// UnpackThreads is Unpack with the row blocks split across threads
+// goroutines.
+func UnpackThreads(packed []byte, rows, cols, threads int) (out []byte, signed bool, err error) {
 	if rows <= 0 || cols <= 0 || rows%RowBlock != 0 || cols%Group != 0 {
 		return nil, false, fmt.Errorf("a %d×%d matrix cannot be Q4NX-packed (rows must be a multiple of %d, columns of %d)", rows, cols, RowBlock, Group)
 	}
@@ -68,7 +75,25 @@ func Unpack(packed []byte, rows, cols int) (out []byte, signed bool, err error) 
 	groups := cols / Group
 	rowBytes := groups * 20
 	out = make([]byte, rows*rowBytes)
-	for n := 0; n < len(packed)/ChunkBytes; n++ {
+	blocks := rows / RowBlock
+	threads = max(1, min(threads, blocks))
+	var wg sync.WaitGroup
+	for t := 0; t < threads; t++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for p := t; p < blocks; p += threads {
+				unpackRowBlock(out, packed, p, chunksPerRow, groups, rowBytes, signed)
+			}
+		}()
+	}
+	wg.Wait()
+	return out, signed, nil
+}
+
+// unpackRowBlock unpacks the chunks of row block p.
+func unpackRowBlock(out, packed []byte, p, chunksPerRow, groups, rowBytes int, signed bool) {
+	for n := p * chunksPerRow; n < (p+1)*chunksPerRow; n++ {
 		chunk := packed[n*ChunkBytes : (n+1)*ChunkBytes]
 		p, q := n/chunksPerRow, n%chunksPerRow
 		for c := 0; c < ColBlock/Group; c++ {
@@ -101,7 +126,6 @@ func Unpack(packed []byte, rows, cols int) (out []byte, signed bool, err error) 
 			}
 		}
 	}
-	return out, signed, nil
 }
 
 // allMinsZero reports whether every min in every chunk is ±0, which only a
