@@ -116,3 +116,6 @@ func (c *Config) validate() error {
 	}
 	return nil
 }
+
+// IsEOS reports whether token ends a sequence (any of the model's EOS ids).
+func (c Config) IsEOS(token int) bool { return contains(c.EOS, token) }
