@@ -28,6 +28,13 @@ type FLMOptions struct {
 	ReplicateKV int
 	// InjectUnitQKNorm adds q_norm and k_norm weights of 1 to every layer.
 	InjectUnitQKNorm bool
+	// LlamaRows stores q_proj and k_proj rows in llama.cpp's permuted
+	// order (PermuteQK), as the converter's qwen3 family leaves them when
+	// its input is a llama-architecture GGUF; a reader must then apply
+	// interleaved RoPE. By default the rows are in Hugging Face order, as
+	// from a qwen3-architecture GGUF (or the llama family, which
+	// un-permutes them).
+	LlamaRows bool
 }
 
 // ForFLM returns the weights WriteFLM stores, before quantization: w with
@@ -103,8 +110,13 @@ func WriteFLM(dir string, w *Weights, opts FLMOptions) error {
 	for i, L := range m.Layers {
 		p := fmt.Sprintf("model.layers.%d.", i)
 		addFloat(p+"input_layernorm.weight", L.AttnNorm, s.Hidden)
-		addQ(p+"self_attn.q_proj.weight", L.Q, s.Hidden)
-		addQ(p+"self_attn.k_proj.weight", L.K, s.Hidden)
+		q, k := L.Q, L.K
+		if opts.LlamaRows {
+			q = PermuteQK(q, s.Heads, s.HeadDim, s.Hidden)
+			k = PermuteQK(k, s.KVHeads, s.HeadDim, s.Hidden)
+		}
+		addQ(p+"self_attn.q_proj.weight", q, s.Hidden)
+		addQ(p+"self_attn.k_proj.weight", k, s.Hidden)
 		addQ(p+"self_attn.v_proj.weight", L.V, s.Hidden)
 		addQ(p+"self_attn.o_proj.weight", L.O, s.Heads*s.HeadDim)
 		if L.QNorm != nil {
@@ -250,8 +262,10 @@ func UnpackQ4NX(b []byte, rows, rowLen int) ([]float32, error) {
 // model.q4nx computes with: opts applied, every matrix replaced by its
 // dequantized q4nx value (d*q + m with bfloat16 d and m), the output
 // projection untied (lm_head is stored quantized even for a tied model,
-// while the embedding stays exact). Written as an F32 GGUF it gives
-// llama.cpp the same model the q4nx holds.
+// while the embedding stays exact), Q/K rows in Hugging Face order
+// whatever opts.LlamaRows says (quantization is per row, so the order does
+// not change the values). Written as an F32 GGUF it gives llama.cpp the
+// same model the q4nx holds.
 func (w *Weights) FLMEquivalent(opts FLMOptions) (*Weights, error) {
 	m, err := w.ForFLM(opts)
 	if err != nil {

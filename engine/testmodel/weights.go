@@ -261,17 +261,6 @@ func (w *Weights) WithUnitQKNorm() (*Weights, error) {
 	return c, nil
 }
 
-// AsQwen3 returns a llama model relabelled as qwen3 without q/k norm: the
-// same function, stored with un-permuted Q/K and NEOX RoPE in GGUF.
-func (w *Weights) AsQwen3() (*Weights, error) {
-	if w.Shape.Arch == ArchMiniCPM {
-		return nil, fmt.Errorf("as qwen3: minicpm's muP scales have no qwen3 equivalent")
-	}
-	c := w.Clone()
-	c.Shape.Arch = ArchQwen3
-	return c, nil
-}
-
 // Dequantized returns the weights a reader of a GGUF of type t sees: every
 // matrix (embedding and output included) encoded as t and decoded again;
 // norms are unchanged (GGUF keeps them F32).
