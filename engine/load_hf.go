@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/npuchat/npuchat/engine/mmapfile"
 	"github.com/npuchat/npuchat/engine/q4nx"
@@ -238,12 +239,12 @@ func openSafetensors(dir string, names []string, m *Model) (*stSource, error) {
 	return src, nil
 }
 
-func loadHF(dir string, opts LoadOptions) (m *Model, err error) {
+func loadHF(dir string, opts LoadOptions) (_ *Model, err error) {
 	c, tie, err := readHFConfig(dir, "safetensors")
 	if err != nil {
 		return nil, err
 	}
-	m = &Model{cfg: c}
+	m := &Model{cfg: c}
 	defer func() {
 		if err != nil {
 			m.Close()
@@ -297,6 +298,14 @@ type q4nxSource struct {
 func (s q4nxSource) has(name string) bool { return s.st.has(name) }
 
 func (s q4nxSource) matrix(name string, rows, cols int) (Matrix, error) {
+	m, err := s.unpack(name, rows, cols)
+	if err != nil && !strings.HasPrefix(err.Error(), "model.q4nx") {
+		err = fmt.Errorf("model.q4nx: %w", err)
+	}
+	return m, err
+}
+
+func (s q4nxSource) unpack(name string, rows, cols int) (Matrix, error) {
 	t, ok := s.st.tensors[name]
 	if !ok {
 		return Matrix{}, missing(name)
@@ -320,12 +329,12 @@ func (s q4nxSource) matrix(name string, rows, cols int) (Matrix, error) {
 
 func (s q4nxSource) vector(name string, n int) ([]float32, error) { return s.st.vector(name, n) }
 
-func loadQ4NX(dir string, opts LoadOptions) (m *Model, err error) {
+func loadQ4NX(dir string, opts LoadOptions) (_ *Model, err error) {
 	c, _, err := readHFConfig(dir, "q4nx")
 	if err != nil {
 		return nil, err
 	}
-	m = &Model{cfg: c}
+	m := &Model{cfg: c}
 	defer func() {
 		if err != nil {
 			m.Close()
@@ -345,7 +354,7 @@ func loadQ4NX(dir string, opts LoadOptions) (m *Model, err error) {
 		st.file[n] = "model.q4nx"
 	}
 	if err := m.build(q4nxSource{st: st, threads: opts.threads()}, hfNames, opts.SkipQKNorm); err != nil {
-		return nil, fmt.Errorf("model.q4nx: %w", err)
+		return nil, err
 	}
 	if err := m.finish(opts); err != nil {
 		return nil, err
