@@ -160,7 +160,10 @@ func TestFormatsAgree(t *testing.T) {
 				name string
 				opts testmodel.FLMOptions
 				load engine.LoadOptions
-			}{{"q4nx", testmodel.FLMOptions{}, engine.LoadOptions{}}}
+			}{
+				{"q4nx", testmodel.FLMOptions{}, engine.LoadOptions{}},
+				{"q4nx-bf16", testmodel.FLMOptions{Unquantized: true}, engine.LoadOptions{}},
+			}
 			if sh.shape.Arch == testmodel.ArchLlama {
 				flms = append(flms, struct {
 					name string

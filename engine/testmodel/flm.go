@@ -35,6 +35,11 @@ type FLMOptions struct {
 	// from a qwen3-architecture GGUF (or the llama family, which
 	// un-permutes them).
 	LlamaRows bool
+	// Unquantized stores every matrix as a BF16 [rows, cols] tensor, as
+	// the upstream converter does when its input GGUF holds F32, F16 or
+	// BF16 matrices (GGUFTensor.unpack returns one tensor and _pack_q4nx
+	// returns it as bfloat16).
+	Unquantized bool
 }
 
 // ForFLM returns the weights WriteFLM stores, before quantization: w with
@@ -67,7 +72,12 @@ func (w *Weights) ForFLM(opts FLMOptions) (*Weights, error) {
 // names; model.embed_tokens.weight in BF16 (unquantized); norms in BF16;
 // every matrix, and lm_head.weight (the embedding again when the model is
 // tied), quantized Q4_1 as ggml does and packed by PackQ4NX into int8
-// [chunks, 5120]. Q/K rows are in Hugging Face order.
+// [chunks, 5120]. Q/K rows are in Hugging Face order (see
+// FLMOptions.LlamaRows). One simplification: the converter stores the
+// embedding as bfloat16 of the GGUF's token_embd after dequantization, so
+// from an all-Q4_1 GGUF it would hold Q4_1-rounded values; here it holds
+// the exact weights (as from a GGUF with a BF16 token_embd and Q4_1
+// matrices), which only changes the numbers, not the format.
 func WriteFLM(dir string, w *Weights, opts FLMOptions) error {
 	m, err := w.ForFLM(opts)
 	if err != nil {
@@ -91,6 +101,10 @@ func WriteFLM(dir string, w *Weights, opts FLMOptions) error {
 	}
 	addQ := func(name string, x []float32, rowLen int) {
 		if err != nil {
+			return
+		}
+		if opts.Unquantized {
+			addFloat(name, x, len(x)/rowLen, rowLen)
 			return
 		}
 		var b []byte
@@ -277,7 +291,7 @@ func (w *Weights) FLMEquivalent(opts FLMOptions) (*Weights, error) {
 		c.Shape.Tied = false
 	}
 	c.eachMatrix(func(name string, x *[]float32, rowLen int) {
-		if err != nil || name == "model.embed_tokens.weight" {
+		if err != nil || name == "model.embed_tokens.weight" || opts.Unquantized {
 			return
 		}
 		var b []byte
