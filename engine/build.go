@@ -45,7 +45,7 @@ var hfNames = tensorNames{
 // build reads every weight the config calls for. It sets cfg.Tied when
 // the output projection is absent, and cfg.QKNorm / cfg.AttnBias when the
 // tensors are present.
-func (m *Model) build(src tensorSource, n tensorNames, skipQKNorm bool) error {
+func (m *Model) build(src tensorSource, n tensorNames) error {
 	c := &m.cfg
 	var err error
 	if m.embed, err = src.matrix(n.embed, c.VocabSize, c.Hidden); err != nil {
@@ -64,7 +64,7 @@ func (m *Model) build(src tensorSource, n tensorNames, skipQKNorm bool) error {
 		c.Tied = true
 	}
 	qDim, kvDim := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
-	c.QKNorm = src.has(fmt.Sprintf(n.qNorm, 0)) && !skipQKNorm
+	c.QKNorm = src.has(fmt.Sprintf(n.qNorm, 0))
 	c.AttnBias = src.has(fmt.Sprintf(n.bq, 0))
 	m.layers = make([]layer, c.Layers)
 	for i := range m.layers {

@@ -45,9 +45,13 @@ type Config struct {
 	// ContextLength is the model's trained context (0 when unknown).
 	ContextLength int
 
-	Tied     bool // output projection is the token embedding
-	QKNorm   bool // per-head RMSNorm on q and k before RoPE (Qwen3)
-	AttnBias bool // q, k, v projections have biases (Qwen2)
+	Tied   bool // output projection is the token embedding
+	QKNorm bool // per-head RMSNorm on q and k before RoPE (Qwen3)
+	// UnitQKNorm reports that the file's q/k norm weights are all exactly
+	// 1, the sign of norms a port injected into a model that has none.
+	// (RMSNorm with unit weights is not the identity; see SkipQKNorm.)
+	UnitQKNorm bool
+	AttnBias   bool // q, k, v projections have biases (Qwen2)
 
 	// MiniCPM muP scales, 1 when the model has none: embeddings are
 	// multiplied by EmbedScale, each residual branch by ResidualScale

@@ -146,6 +146,9 @@ func TestForwardMatchesReference(t *testing.T) {
 			if cfg.KVHeads != c.kvHeads || cfg.Format != c.format {
 				t.Errorf("config: %d KV heads, format %s; want %d, %s", cfg.KVHeads, cfg.Format, c.kvHeads, c.format)
 			}
+			if cfg.QKNorm && cfg.UnitQKNorm && c.ref.Shape.Arch == testmodel.ArchQwen3 && c.ref.Layers[0].QNorm[0] != 1 {
+				t.Error("trained q/k norms reported as unit norms")
+			}
 			want := refForward(c.ref, testTokens)
 			got := logitsOf(t, m, testTokens)
 			d, agree := maxDiff(got, want)
@@ -195,8 +198,15 @@ func TestUnitQKNormIsNotIdentity(t *testing.T) {
 	if err := testmodel.WriteFLM(dir, w, testmodel.FLMOptions{InjectUnitQKNorm: true}); err != nil {
 		t.Fatal(err)
 	}
-	with := logitsOf(t, loadT(t, dir, LoadOptions{}), testTokens)
-	without := logitsOf(t, loadT(t, dir, LoadOptions{SkipQKNorm: true}), testTokens)
+	mw, mo := loadT(t, dir, LoadOptions{}), loadT(t, dir, LoadOptions{SkipQKNorm: true})
+	if c := mw.Config(); !c.QKNorm || !c.UnitQKNorm {
+		t.Errorf("injected norms: QKNorm %v, UnitQKNorm %v", c.QKNorm, c.UnitQKNorm)
+	}
+	if c := mo.Config(); c.QKNorm || !c.UnitQKNorm {
+		t.Errorf("skipped norms: QKNorm %v, UnitQKNorm %v", c.QKNorm, c.UnitQKNorm)
+	}
+	with := logitsOf(t, mw, testTokens)
+	without := logitsOf(t, mo, testTokens)
 	d, _ := maxDiff(with, toF64(without))
 	if d < 1e-2 {
 		t.Errorf("unit q/k norm changed the logits by only %g", d)
@@ -386,5 +396,25 @@ func TestRopeLayouts(t *testing.T) {
 	m.rope(v, 1, 0)
 	if fmt.Sprint(v) != "[1 2 3 4]" {
 		t.Errorf("rope at 0 changed %v", v)
+	}
+}
+
+// TestWrongRopeLayoutDiffers shows the reference comparison can fail: a
+// q4nx with llama.cpp's permuted Q/K rows read with NEOX RoPE is a
+// different model.
+func TestWrongRopeLayoutDiffers(t *testing.T) {
+	w := randomWeights(t, 10, testmodel.MiniCPM5Small())
+	dir := t.TempDir()
+	o := testmodel.FLMOptions{LlamaRows: true}
+	if err := testmodel.WriteFLM(dir, w, o); err != nil {
+		t.Fatal(err)
+	}
+	ref, err := w.FLMEquivalent(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := maxDiff(logitsOf(t, loadT(t, dir, LoadOptions{}), testTokens), refForward(ref, testTokens))
+	if d < 1e-2 {
+		t.Errorf("NEOX RoPE on permuted rows matched the reference (max |Δ| %g)", d)
 	}
 }

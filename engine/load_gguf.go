@@ -189,7 +189,7 @@ func loadGGUFData(data []byte, opts LoadOptions) (*Model, error) {
 	}
 	m := &Model{cfg: c, meta: f.Metadata}
 	src := ggufSource{f: f, data: data}
-	if err := m.build(src, ggufNames, opts.SkipQKNorm); err != nil {
+	if err := m.build(src, ggufNames); err != nil {
 		return nil, err
 	}
 	if src.has("rope_freqs.weight") {

@@ -280,7 +280,7 @@ func loadHF(dir string, opts LoadOptions) (_ *Model, err error) {
 	src.quantize = opts.Quantize != "none"
 	src.threads = opts.threads()
 	src.tie = tie
-	if err := m.build(src, hfNames, opts.SkipQKNorm); err != nil {
+	if err := m.build(src, hfNames); err != nil {
 		return nil, err
 	}
 	if err := m.finish(opts); err != nil {
@@ -353,7 +353,7 @@ func loadQ4NX(dir string, opts LoadOptions) (_ *Model, err error) {
 	for n := range f.Tensors {
 		st.file[n] = "model.q4nx"
 	}
-	if err := m.build(q4nxSource{st: st, threads: opts.threads()}, hfNames, opts.SkipQKNorm); err != nil {
+	if err := m.build(q4nxSource{st: st, threads: opts.threads()}, hfNames); err != nil {
 		return nil, err
 	}
 	if err := m.finish(opts); err != nil {

@@ -121,6 +121,16 @@ func (m *Model) finish(opts LoadOptions) error {
 			*s = 1
 		}
 	}
+	c.UnitQKNorm = c.QKNorm
+	for _, w := range m.layers {
+		for _, v := range [][]float32{w.qNorm, w.kNorm} {
+			for _, x := range v {
+				if x != 1 {
+					c.UnitQKNorm = false
+				}
+			}
+		}
+	}
 	if opts.SkipQKNorm {
 		for i := range m.layers {
 			m.layers[i].qNorm, m.layers[i].kNorm = nil, nil
