@@ -30,16 +30,16 @@ var shapes = []struct {
 
 // TestGGUFMatchesLlamaCpp: on F32 GGUFs the engine's logits match
 // llama.cpp's within f32Tol at every position and its greedy tokens are
-// the same over 32 steps. On Q8_0, Q4_0 and Q4_1 GGUFs see
-// checkQuantized.
+// the same over 32 steps. On F16 (ggml rounds activations to F16 for F16
+// matrices), Q8_0, Q4_0 and Q4_1 GGUFs see checkQuantized.
 func TestGGUFMatchesLlamaCpp(t *testing.T) {
 	for _, sh := range shapes {
 		w := model(t, sh.shape, sh.seed)
 		p := prompt(w.Vocab)
-		for _, typ := range []testmodel.TensorType{testmodel.F32, testmodel.Q8_0, testmodel.Q4_0, testmodel.Q4_1} {
+		for _, typ := range []testmodel.TensorType{testmodel.F32, testmodel.F16, testmodel.Q8_0, testmodel.Q4_0, testmodel.Q4_1} {
 			t.Run(fmt.Sprintf("%s/%s", sh.name, typ), func(t *testing.T) {
 				path := writeGGUF(t, w, typ)
-				if typ.Quantized() {
+				if typ != testmodel.F32 {
 					checkQuantized(t, path, engine.LoadOptions{}, w, typ, p)
 					return
 				}
@@ -53,15 +53,16 @@ func TestGGUFMatchesLlamaCpp(t *testing.T) {
 	}
 }
 
-// qTol bounds the engine against llama.cpp on the same quantized file
-// when the engine, like ggml, rounds activations to 8 bits before the
-// quantized dot products: the two then differ only in summation order.
+// qTol bounds the engine against llama.cpp on the same lossy file when
+// the engine, like ggml, rounds activations (to 8 bits, or F16) before
+// the dot products: the two then differ only in summation order.
 const qTol = 1e-3
 
 // checkQuantized compares the engine on a model file whose matrices are
-// of quantized type typ (a GGUF, or a float folder the engine quantizes
-// at load) with llama.cpp. ggml multiplies quantized matrices by
-// activations it has itself rounded to 8 bits (Q8_0, or Q8_1 for Q4_1);
+// of lossy type typ (a GGUF, or a float folder the engine quantizes at
+// load) with llama.cpp. ggml multiplies quantized matrices by activations
+// it has itself rounded to 8 bits (Q8_0, or Q8_1 for Q4_1), F16 matrices
+// by activations rounded to F16;
 // on these models that moves logits by about 2% of their scale, which
 // near-ties in random models turn into different greedy tokens now and
 // then. So the engine must match one of two references exactly:
@@ -69,8 +70,8 @@ const qTol = 1e-3
 //   - llama.cpp on an F32 GGUF of the dequantized weights, within f32Tol
 //     with identical greedy tokens, when it multiplies float activations
 //     by exactly the stored weights;
-//   - llama.cpp on the quantized GGUF itself, within qTol with identical
-//     greedy tokens, when it quantizes activations as ggml does.
+//   - llama.cpp on the GGUF itself, within qTol with identical greedy
+//     tokens, when it rounds activations as ggml does.
 //
 // Either way the stored weights are read exactly; the report says which
 // reference matched and how far the other one was.
@@ -91,14 +92,14 @@ func checkQuantized(t *testing.T, path string, opts engine.LoadOptions, w *testm
 	if dF <= f32Tol {
 		m := compareGreedy(t, "engine vs llama.cpp on the dequantized weights", got, refF)
 		t.Logf("float activations: within %.3g of llama.cpp on the dequantized weights (smallest margin %.3f); "+
-			"llama.cpp's own 8-bit activations move its prompt logits by %.3g", dF, m, ggmlNoise)
+			"llama.cpp's own activation rounding moves its prompt logits by %.3g", dF, m, ggmlNoise)
 		return
 	}
 	gotQ := engineRun(t, path, opts, p, refQ.Greedy)
 	dQ := maxRel(gotQ, refQ)
 	if dQ <= qTol {
 		m := compareGreedy(t, "engine vs llama.cpp on the quantized file", gotQ, refQ)
-		t.Logf("8-bit activations: within %.3g of llama.cpp on the quantized file (smallest margin %.3f)", dQ, m)
+		t.Logf("rounded activations: within %.3g of llama.cpp on the quantized file (smallest margin %.3f)", dQ, m)
 		return
 	}
 	t.Errorf("engine matches neither reference: %.3g from llama.cpp on the dequantized weights (tolerance %.1g), "+
