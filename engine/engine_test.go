@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -416,5 +417,38 @@ func TestWrongRopeLayoutDiffers(t *testing.T) {
 	d, _ := maxDiff(logitsOf(t, loadT(t, dir, LoadOptions{}), testTokens), refForward(ref, testTokens))
 	if d < 1e-2 {
 		t.Errorf("NEOX RoPE on permuted rows matched the reference (max |Δ| %g)", d)
+	}
+}
+
+func TestEOSFromConfigs(t *testing.T) {
+	w := randomWeights(t, 12, testmodel.MiniCPM5Small())
+	dir := t.TempDir()
+	if err := testmodel.WriteHF(dir, w, testmodel.HFOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "generation_config.json"), []byte(`{"eos_token_id":[1,130073],"bos_token_id":0}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := loadT(t, dir, LoadOptions{}).Config()
+	if !c.IsEOS(1) || !c.IsEOS(130073) || c.IsEOS(5) {
+		t.Errorf("EOS %v", c.EOS)
+	}
+	p := filepath.Join(t.TempDir(), "m.gguf")
+	if err := testmodel.WriteGGUF(p, w, testmodel.F32); err != nil {
+		t.Fatal(err)
+	}
+	m := loadT(t, p, LoadOptions{})
+	meta := m.GGUFMetadata()
+	if meta["general.architecture"] != "llama" {
+		t.Errorf("GGUF metadata architecture %v", meta["general.architecture"])
+	}
+	if _, ok := meta["tokenizer.ggml.tokens"].([]string); !ok {
+		t.Errorf("tokenizer.ggml.tokens is %T", meta["tokenizer.ggml.tokens"])
+	}
+	if id, ok := meta["tokenizer.ggml.eos_token_id"].(uint32); !ok || !m.Config().IsEOS(int(id)) {
+		t.Errorf("GGUF EOS %v not in %v", meta["tokenizer.ggml.eos_token_id"], m.Config().EOS)
+	}
+	if loadT(t, dir, LoadOptions{}).GGUFMetadata() != nil {
+		t.Error("HF model has GGUF metadata")
 	}
 }

@@ -119,6 +119,21 @@ func readHFConfig(dir, format string) (Config, bool, error) {
 	if c.EOS, err = tokenIDs(h.EOS); err != nil {
 		return Config{}, false, fmt.Errorf("%s: eos_token_id: %w", path, err)
 	}
+	// generation_config.json often lists more end ids (MiniCPM5: [1, 130073]).
+	if raw, err := os.ReadFile(filepath.Join(dir, "generation_config.json")); err == nil {
+		var g struct {
+			EOS json.RawMessage `json:"eos_token_id"`
+		}
+		if json.Unmarshal(raw, &g) == nil {
+			if ids, err := tokenIDs(g.EOS); err == nil {
+				for _, id := range ids {
+					if !contains(c.EOS, id) {
+						c.EOS = append(c.EOS, id)
+					}
+				}
+			}
+		}
+	}
 	tie := h.Tie != nil && *h.Tie
 	if err := c.validate(); err != nil {
 		return Config{}, false, fmt.Errorf("%s: %w", path, err)
