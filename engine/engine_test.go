@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -266,6 +267,11 @@ func TestSession(t *testing.T) {
 	if _, err := m.NewSession(4).Prefill(testTokens); !errors.Is(err, ErrContextFull) {
 		t.Errorf("Prefill past the limit: %v", err)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := m.NewSession(0).PrefillContext(ctx, testTokens); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled prefill: %v", err)
+	}
 	if err := s.Rewind(9); err == nil {
 		t.Error("Rewind beyond the position accepted")
 	}
@@ -380,8 +386,10 @@ func TestRopeLayouts(t *testing.T) {
 	neox.cfg.RopeLayout = RopeNeox
 	normal := &Model{cfg: c}
 	normal.cfg.RopeLayout = RopeNormal
-	neox.rope(hfVec, 2, 5)
-	normal.rope(perm, 2, 5)
+	cos, sin := make([]float32, hd/2), make([]float32, hd/2)
+	neox.ropeAngles(cos, sin, 5)
+	neox.rope(hfVec, 2, cos, sin)
+	normal.rope(perm, 2, cos, sin)
 	for h := 0; h < 2; h++ {
 		for i := 0; i < hd/2; i++ {
 			for j := 0; j < 2; j++ {
@@ -394,7 +402,9 @@ func TestRopeLayouts(t *testing.T) {
 	// Position 0 is the identity.
 	v := []float32{1, 2, 3, 4}
 	m := &Model{cfg: Config{HeadDim: 4, RopeDim: 4, RopeTheta: 10000, RopeScale: 1, RopeLayout: RopeNormal}}
-	m.rope(v, 1, 0)
+	c0, s0 := make([]float32, 2), make([]float32, 2)
+	m.ropeAngles(c0, s0, 0)
+	m.rope(v, 1, c0, s0)
 	if fmt.Sprint(v) != "[1 2 3 4]" {
 		t.Errorf("rope at 0 changed %v", v)
 	}

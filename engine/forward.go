@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"math"
 )
@@ -17,6 +18,7 @@ type Session struct {
 
 	// scratch buffers, reused every step
 	x, xb, xb2, q, k, v, att, hb, hb2, logits []float32
+	cos, sin                                  []float32 // RoPE angles of the current position
 }
 
 // NewSession starts an empty sequence that can hold maxContext positions
@@ -42,6 +44,7 @@ func (m *Model) NewSession(maxContext int) *Session {
 		k: make([]float32, kvDim), v: make([]float32, kvDim),
 		att: make([]float32, 0, 256), hb: make([]float32, c.FFN), hb2: make([]float32, c.FFN),
 		logits: make([]float32, c.VocabSize),
+		cos:    make([]float32, c.RopeDim/2), sin: make([]float32, c.RopeDim/2),
 	}
 }
 
@@ -68,6 +71,13 @@ func (s *Session) Rewind(n int) error {
 
 // Prefill runs every token and returns the last position's logits.
 func (s *Session) Prefill(tokens []int) ([]float32, error) {
+	return s.PrefillContext(context.Background(), tokens)
+}
+
+// PrefillContext is Prefill that stops between tokens when ctx is done
+// (a long prompt takes a while on a CPU). The positions computed before
+// the cancellation stay in the session.
+func (s *Session) PrefillContext(ctx context.Context, tokens []int) ([]float32, error) {
 	if len(tokens) == 0 {
 		return nil, fmt.Errorf("prefill: no tokens")
 	}
@@ -76,6 +86,9 @@ func (s *Session) Prefill(tokens []int) ([]float32, error) {
 	}
 	var logits []float32
 	for _, t := range tokens {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("prefill stopped at position %d: %w", s.pos, err)
+		}
 		var err error
 		if logits, err = s.Forward(t); err != nil {
 			return nil, err
@@ -109,6 +122,9 @@ func (s *Session) forward(token, pos int) {
 	x := s.x
 	th := m.threads
 
+	// this position's RoPE angles, shared by every layer and head
+	m.ropeAngles(s.cos, s.sin, pos)
+
 	// token embedding (× scale_emb for MiniCPM muP)
 	m.embed.rowFloats(token, x)
 	scale(x, float32(c.EmbedScale))
@@ -134,8 +150,8 @@ func (s *Session) forward(token, pos int) {
 				rmsnorm(s.k[h*hd:(h+1)*hd], s.k[h*hd:(h+1)*hd], w.kNorm, c.NormEps)
 			}
 		}
-		m.rope(s.q, c.Heads, pos)
-		m.rope(s.k, c.KVHeads, pos)
+		m.rope(s.q, c.Heads, s.cos, s.sin)
+		m.rope(s.k, c.KVHeads, s.cos, s.sin)
 
 		// remember this position's key and value
 		s.keys[l] = append(s.keys[l], s.k...)
@@ -197,18 +213,13 @@ func rmsnorm(out, x, w []float32, eps float64) {
 	}
 }
 
-// rope rotates the first RopeDim values of each of n heads in v by the
-// angles of position pos. θ_i = pos·scale·theta^(−2i/d) / factor_i, computed
-// as ggml does (repeated multiplication in float32).
-func (m *Model) rope(v []float32, n, pos int) {
+// ropeAngles sets cos[i], sin[i] of θ_i = pos·scale·theta^(−2i/d) / factor_i,
+// computed as ggml does (θ multiplied by theta^(−2/d) per pair, in float32).
+func (m *Model) ropeAngles(cos, sin []float32, pos int) {
 	c := &m.cfg
-	d := c.RopeDim
-	half := d / 2
-	thetaScale := float32(math.Pow(c.RopeTheta, -2/float64(d)))
-	cos := make([]float32, half)
-	sin := make([]float32, half)
+	thetaScale := float32(math.Pow(c.RopeTheta, -2/float64(c.RopeDim)))
 	theta := float32(pos) * float32(c.RopeScale)
-	for i := 0; i < half; i++ {
+	for i := range cos {
 		t := theta
 		if m.ropeFactors != nil {
 			t /= m.ropeFactors[i]
@@ -217,8 +228,15 @@ func (m *Model) rope(v []float32, n, pos int) {
 		sin[i] = float32(math.Sin(float64(t)))
 		theta *= thetaScale
 	}
+}
+
+// rope rotates the first RopeDim values of each of n heads in v by the
+// given angles, pairing values as the model's RopeLayout says.
+func (m *Model) rope(v []float32, n int, cos, sin []float32) {
+	c := &m.cfg
+	half := c.RopeDim / 2
 	for h := 0; h < n; h++ {
-		x := v[h*c.HeadDim : h*c.HeadDim+d]
+		x := v[h*c.HeadDim : h*c.HeadDim+c.RopeDim]
 		for i := 0; i < half; i++ {
 			a, b := 2*i, 2*i+1 // normal: consecutive pairs
 			if c.RopeLayout == RopeNeox {

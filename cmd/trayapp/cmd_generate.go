@@ -178,7 +178,7 @@ func generate(ctx context.Context, m *engine.Model, prompt []int, maxTokens, ctx
 	s := m.NewSession(ctxLen)
 	res := &generateResult{StopReason: "length"}
 	start := time.Now()
-	logits, err := s.Prefill(prompt)
+	logits, err := s.PrefillContext(ctx, prompt)
 	if err != nil {
 		return nil, err
 	}

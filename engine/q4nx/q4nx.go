@@ -91,37 +91,41 @@ func UnpackThreads(packed []byte, rows, cols, threads int) (out []byte, signed b
 	return out, signed, nil
 }
 
-// unpackRowBlock unpacks the chunks of row block p.
+// unpackRowBlock unpacks the chunks of row block p. Rows come in pairs
+// (one nibble byte holds rows 2i and 2i+1 of a 16-row half at one column),
+// so each pass writes the blocks of two rows.
 func unpackRowBlock(out, packed []byte, p, chunksPerRow, groups, rowBytes int, signed bool) {
-	for n := p * chunksPerRow; n < (p+1)*chunksPerRow; n++ {
-		chunk := packed[n*ChunkBytes : (n+1)*ChunkBytes]
-		p, q := n/chunksPerRow, n%chunksPerRow
+	const stride = Parallel / 2 // bytes between consecutive columns
+	var flip byte
+	if signed {
+		flip = 0x88
+	}
+	for q := 0; q < chunksPerRow; q++ {
+		chunk := packed[(p*chunksPerRow+q)*ChunkBytes:][:ChunkBytes]
 		for c := 0; c < ColBlock/Group; c++ {
 			G := q*(ColBlock/Group) + c
 			if G >= groups {
 				break // zero padding
 			}
-			for r := 0; r < RowBlock; r++ {
-				blk := out[(p*RowBlock+r)*rowBytes+G*20:][:20]
-				d := binary.LittleEndian.Uint16(chunk[scalesOff+(c*RowBlock+r)*2:])
-				m := binary.LittleEndian.Uint16(chunk[minsOff+(c*RowBlock+r)*2:])
-				if signed {
-					m = quant.F32ToBF16(-8 * quant.BF16ToF32(d))
-				}
-				binary.LittleEndian.PutUint16(blk, d)
-				binary.LittleEndian.PutUint16(blk[2:], m)
-				g, shift := r/Parallel, uint(4*(r%2))
-				base := nibOff + g*(ColBlock*Parallel/2) + (r%Parallel)/2
-				for k := 0; k < Group; k++ {
-					v := chunk[base+(c*Group+k)*(Parallel/2)] >> shift & 0x0f
+			for r := 0; r < RowBlock; r += 2 {
+				b0 := out[(p*RowBlock+r)*rowBytes+G*20:][:20]
+				b1 := out[(p*RowBlock+r+1)*rowBytes+G*20:][:20]
+				for i, blk := range [2][]byte{b0, b1} {
+					si := (c*RowBlock + r + i) * 2
+					d := binary.LittleEndian.Uint16(chunk[scalesOff+si:])
+					m := binary.LittleEndian.Uint16(chunk[minsOff+si:])
 					if signed {
-						v ^= 8
+						m = quant.F32ToBF16(-8 * quant.BF16ToF32(d))
 					}
-					if k < 16 {
-						blk[4+k] |= v
-					} else {
-						blk[4+k-16] |= v << 4
-					}
+					binary.LittleEndian.PutUint16(blk, d)
+					binary.LittleEndian.PutUint16(blk[2:], m)
+				}
+				nib := chunk[nibOff+(r/Parallel)*(ColBlock*stride)+(r%Parallel)/2+c*Group*stride:]
+				for j := 0; j < 16; j++ {
+					lo := nib[j*stride] ^ flip      // column j: row r low, row r+1 high
+					hi := nib[(j+16)*stride] ^ flip // column j+16
+					b0[4+j] = lo&0x0f | hi<<4
+					b1[4+j] = lo>>4 | hi&0xf0
 				}
 			}
 		}
