@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/npuchat/npuchat/engine/testmodel"
+)
+
+func runCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	env := &Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
+	code = run(context.Background(), env, args)
+	return code, out.String(), errb.String()
+}
+
+func TestGenerate(t *testing.T) {
+	w, err := testmodel.Random(11, testmodel.MiniCPM5Small())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	model := filepath.Join(dir, "m.gguf")
+	if err := testmodel.WriteGGUF(model, w, testmodel.Q8_0); err != nil {
+		t.Fatal(err)
+	}
+	dump := filepath.Join(dir, "logits.bin")
+	code, out, errs := runCmd(t, "generate", "--model", model, "--prompt-tokens", "5,6,7", "--max-tokens", "4",
+		"--json", "--dump-logits", dump, "--threads", "2")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var res struct {
+		Tokens      []int   `json:"tokens"`
+		Text        *string `json:"text"`
+		PrefillTokS float64 `json:"prefill_tok_s"`
+		DecodeTokS  float64 `json:"decode_tok_s"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("output %q: %v", out, err)
+	}
+	if res.Text == nil || res.PrefillTokS <= 0 {
+		t.Errorf("result %+v", res)
+	}
+	steps := len(res.Tokens)
+	if steps < 4 { // stopped at EOS: one more row chose it
+		steps++
+	}
+	st, err := os.Stat(dump)
+	if err != nil || st.Size() != int64(steps*512*4) {
+		t.Errorf("logits dump: %v, size %d, want %d rows of 512 float32", err, st.Size(), steps)
+	}
+	// Greedy is deterministic.
+	_, out2, _ := runCmd(t, "generate", "--model", model, "--prompt-tokens", "5,6,7", "--max-tokens", "4", "--json")
+	var res2 struct{ Tokens []int }
+	json.Unmarshal([]byte(out2), &res2)
+	if len(res.Tokens) == 0 || len(res2.Tokens) != len(res.Tokens) || res2.Tokens[0] != res.Tokens[0] {
+		t.Errorf("greedy runs differ: %v vs %v", res.Tokens, res2.Tokens)
+	}
+}
+
+func TestGenerateErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.gguf")
+	os.WriteFile(bad, []byte("not a model"), 0o644)
+	cases := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"generate", "--prompt-tokens", "1"}, 2, "--model is required"},
+		{[]string{"generate", "--model", bad}, 2, "exactly one"},
+		{[]string{"generate", "--model", bad, "--prompt-tokens", "1,x"}, 2, "not a token id"},
+		{[]string{"generate", "--model", bad, "--prompt-tokens", "1"}, 1, "wrong magic"},
+		{[]string{"generate", "--model", filepath.Join(dir, "missing"), "--prompt-tokens", "1"}, 1, "no such file"},
+	}
+	for _, c := range cases {
+		code, _, errs := runCmd(t, c.args...)
+		if code != c.code || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, code, errs, c.code, c.want)
+		}
+	}
+	// --prompt needs the tokenizer for now.
+	w, _ := testmodel.Random(1, testmodel.Qwen3Small())
+	model := filepath.Join(dir, "q.gguf")
+	if err := testmodel.WriteGGUF(model, w, testmodel.F32); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := runCmd(t, "generate", "--model", model, "--prompt", "hello")
+	if code != 1 || !strings.Contains(errs, "needs the tokenizer") {
+		t.Errorf("--prompt: exit %d, %q", code, errs)
+	}
+}

@@ -1,0 +1,378 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/npuchat/npuchat/engine/mmapfile"
+	"github.com/npuchat/npuchat/engine/q4nx"
+	"github.com/npuchat/npuchat/engine/quant"
+	"github.com/npuchat/npuchat/engine/safetensors"
+)
+
+// hfConfig is the part of a Hugging Face config.json the engine reads.
+type hfConfig struct {
+	ModelType     string          `json:"model_type"`
+	Hidden        int             `json:"hidden_size"`
+	FFN           int             `json:"intermediate_size"`
+	Layers        int             `json:"num_hidden_layers"`
+	Heads         int             `json:"num_attention_heads"`
+	KVHeads       *int            `json:"num_key_value_heads"`
+	HeadDim       *int            `json:"head_dim"`
+	Vocab         int             `json:"vocab_size"`
+	RopeTheta     *float64        `json:"rope_theta"`
+	NormEps       *float64        `json:"rms_norm_eps"`
+	MaxPositions  int             `json:"max_position_embeddings"`
+	Tie           *bool           `json:"tie_word_embeddings"`
+	BOS           json.RawMessage `json:"bos_token_id"`
+	EOS           json.RawMessage `json:"eos_token_id"`
+	ScaleEmb      *float64        `json:"scale_emb"`
+	ScaleDepth    *float64        `json:"scale_depth"`
+	DimModelBase  *float64        `json:"dim_model_base"`
+	RopeScaling   json.RawMessage `json:"rope_scaling"`
+	PartialRotary *float64        `json:"partial_rotary_factor"`
+}
+
+// hfArchs are the model_type values the engine computes.
+var hfArchs = map[string]bool{"llama": true, "mistral": true, "qwen2": true, "qwen3": true, "minicpm": true}
+
+// readHFConfig turns config.json into a Config (with Hugging Face's NEOX
+// RoPE pairing, which matches the unpermuted rows of safetensors files).
+func readHFConfig(dir, format string) (Config, bool, error) {
+	path := filepath.Join(dir, "config.json")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, false, err
+	}
+	var h hfConfig
+	if err := json.Unmarshal(raw, &h); err != nil {
+		return Config{}, false, fmt.Errorf("%s: %w", path, err)
+	}
+	if !hfArchs[h.ModelType] {
+		return Config{}, false, fmt.Errorf("%s: model_type %q is not supported (supported: llama, mistral, qwen2, qwen3, minicpm)", path, h.ModelType)
+	}
+	c := Config{
+		Arch: h.ModelType, Format: format, Hidden: h.Hidden, FFN: h.FFN, Layers: h.Layers,
+		Heads: h.Heads, KVHeads: h.Heads, VocabSize: h.Vocab, RopeTheta: 10000, NormEps: 1e-6,
+		ContextLength: h.MaxPositions, RopeLayout: RopeNeox, BOS: -1,
+	}
+	if h.KVHeads != nil {
+		c.KVHeads = *h.KVHeads
+	}
+	if h.Heads > 0 {
+		c.HeadDim = h.Hidden / h.Heads
+	}
+	if h.HeadDim != nil {
+		c.HeadDim = *h.HeadDim
+	}
+	c.RopeDim = c.HeadDim
+	if h.PartialRotary != nil {
+		c.RopeDim = int(float64(c.HeadDim) * *h.PartialRotary)
+	}
+	if h.RopeTheta != nil {
+		c.RopeTheta = *h.RopeTheta
+	}
+	if h.NormEps != nil {
+		c.NormEps = *h.NormEps
+	}
+	if len(h.RopeScaling) > 0 && string(h.RopeScaling) != "null" {
+		var rs struct {
+			Type     string  `json:"type"`
+			RopeType string  `json:"rope_type"`
+			Factor   float64 `json:"factor"`
+		}
+		if err := json.Unmarshal(h.RopeScaling, &rs); err != nil {
+			return Config{}, false, fmt.Errorf("%s: rope_scaling: %w", path, err)
+		}
+		kind := rs.RopeType
+		if kind == "" {
+			kind = rs.Type
+		}
+		switch {
+		case kind == "default":
+		case kind == "linear" && rs.Factor > 0:
+			c.RopeScale = 1 / rs.Factor
+		default:
+			return Config{}, false, fmt.Errorf("%s: rope_scaling %s is not supported (only linear)", path, h.RopeScaling)
+		}
+	}
+	if h.ScaleEmb != nil {
+		c.EmbedScale = *h.ScaleEmb
+	}
+	if h.ScaleDepth != nil && h.Layers > 0 {
+		c.ResidualScale = *h.ScaleDepth / math.Sqrt(float64(h.Layers))
+	}
+	if h.DimModelBase != nil && *h.DimModelBase > 0 {
+		c.LogitScale = float64(h.Hidden) / *h.DimModelBase
+	}
+	if ids, err := tokenIDs(h.BOS); err != nil {
+		return Config{}, false, fmt.Errorf("%s: bos_token_id: %w", path, err)
+	} else if len(ids) > 0 {
+		c.BOS = ids[0]
+	}
+	if c.EOS, err = tokenIDs(h.EOS); err != nil {
+		return Config{}, false, fmt.Errorf("%s: eos_token_id: %w", path, err)
+	}
+	// generation_config.json often lists more end ids (MiniCPM5: [1, 130073]).
+	if raw, err := os.ReadFile(filepath.Join(dir, "generation_config.json")); err == nil {
+		var g struct {
+			EOS json.RawMessage `json:"eos_token_id"`
+		}
+		if json.Unmarshal(raw, &g) == nil {
+			if ids, err := tokenIDs(g.EOS); err == nil {
+				for _, id := range ids {
+					if !contains(c.EOS, id) {
+						c.EOS = append(c.EOS, id)
+					}
+				}
+			}
+		}
+	}
+	tie := h.Tie != nil && *h.Tie
+	if err := c.validate(); err != nil {
+		return Config{}, false, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, tie, nil
+}
+
+// tokenIDs reads a token id that config.json gives as a number, a list
+// or null.
+func tokenIDs(raw json.RawMessage) ([]int, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var one int
+	if json.Unmarshal(raw, &one) == nil {
+		return []int{one}, nil
+	}
+	var many []int
+	if err := json.Unmarshal(raw, &many); err != nil {
+		return nil, fmt.Errorf("%s is neither an id nor a list of ids", raw)
+	}
+	return many, nil
+}
+
+// stSource serves tensors from one or more safetensors files.
+type stSource struct {
+	tensors  map[string]safetensors.Tensor
+	file     map[string]string // tensor name → file, for errors
+	quantize bool
+	threads  int
+	tie      bool // ignore lm_head (tie_word_embeddings)
+}
+
+func (s *stSource) has(name string) bool {
+	if s.tie && name == hfNames.output {
+		return false
+	}
+	_, ok := s.tensors[name]
+	return ok
+}
+
+func stType(dtype string) (quant.Type, bool) {
+	switch dtype {
+	case "F32":
+		return quant.F32, true
+	case "F16":
+		return quant.F16, true
+	case "BF16":
+		return quant.BF16, true
+	}
+	return 0, false
+}
+
+func (s *stSource) get(name string, shape ...int) (safetensors.Tensor, quant.Type, error) {
+	t, ok := s.tensors[name]
+	if !ok {
+		return t, 0, missing(name)
+	}
+	if len(t.Shape) != len(shape) || fmt.Sprint(t.Shape) != fmt.Sprint(shape) {
+		return t, 0, fmt.Errorf("%s: tensor %s: shape %s, the config needs %s", s.file[name], name, shapeString(t.Shape), shapeString(shape))
+	}
+	typ, ok := stType(t.DType)
+	if !ok {
+		return t, 0, fmt.Errorf("%s: tensor %s: dtype %s is not supported (want BF16, F16 or F32)", s.file[name], name, t.DType)
+	}
+	return t, typ, nil
+}
+
+func (s *stSource) matrix(name string, rows, cols int) (Matrix, error) {
+	t, typ, err := s.get(name, rows, cols)
+	if err != nil {
+		return Matrix{}, err
+	}
+	m, err := newMatrix(typ, rows, cols, t.Data)
+	if err != nil {
+		return Matrix{}, fmt.Errorf("tensor %s: %w", name, err)
+	}
+	if s.quantize {
+		m = quantizeQ8(m, s.threads)
+	}
+	return m, nil
+}
+
+func (s *stSource) vector(name string, n int) ([]float32, error) {
+	t, typ, err := s.get(name, n)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float32, n)
+	quant.Dequantize(typ, t.Data, out)
+	return out, nil
+}
+
+// openSafetensors maps and parses the given files of dir into one source.
+func openSafetensors(dir string, names []string, m *Model) (*stSource, error) {
+	src := &stSource{tensors: map[string]safetensors.Tensor{}, file: map[string]string{}}
+	for _, name := range names {
+		if filepath.Base(name) != name {
+			return nil, fmt.Errorf("shard name %q is not a plain file name", name)
+		}
+		mf, err := mmapfile.Open(filepath.Join(dir, name))
+		if err != nil {
+			return nil, err
+		}
+		m.files = append(m.files, mf)
+		f, err := safetensors.Parse(mf.Data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		for tn, t := range f.Tensors {
+			if prev, dup := src.file[tn]; dup {
+				return nil, fmt.Errorf("tensor %s is in both %s and %s", tn, prev, name)
+			}
+			src.tensors[tn] = t
+			src.file[tn] = name
+		}
+	}
+	return src, nil
+}
+
+func loadHF(dir string, opts LoadOptions) (_ *Model, err error) {
+	c, tie, err := readHFConfig(dir, "safetensors")
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{cfg: c}
+	defer func() {
+		if err != nil {
+			m.Close()
+		}
+	}()
+	shards := []string{"model.safetensors"}
+	if raw, err := os.ReadFile(filepath.Join(dir, "model.safetensors.index.json")); err == nil {
+		var idx struct {
+			WeightMap map[string]string `json:"weight_map"`
+		}
+		if err := json.Unmarshal(raw, &idx); err != nil {
+			return nil, fmt.Errorf("model.safetensors.index.json: %w", err)
+		}
+		set := map[string]bool{}
+		for _, f := range idx.WeightMap {
+			set[f] = true
+		}
+		shards = shards[:0]
+		for f := range set {
+			shards = append(shards, f)
+		}
+		sort.Strings(shards)
+		if len(shards) == 0 {
+			return nil, errors.New("model.safetensors.index.json lists no weights")
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	src, err := openSafetensors(dir, shards, m)
+	if err != nil {
+		return nil, err
+	}
+	src.quantize = opts.Quantize != "none"
+	src.threads = opts.threads()
+	src.tie = tie
+	if err := m.build(src, hfNames); err != nil {
+		return nil, err
+	}
+	if err := m.finish(opts); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// q4nxSource serves model.q4nx tensors, unpacking packed matrices.
+type q4nxSource struct {
+	st      *stSource
+	threads int
+}
+
+func (s q4nxSource) has(name string) bool { return s.st.has(name) }
+
+func (s q4nxSource) matrix(name string, rows, cols int) (Matrix, error) {
+	m, err := s.unpack(name, rows, cols)
+	if err != nil && !strings.HasPrefix(err.Error(), "model.q4nx") {
+		err = fmt.Errorf("model.q4nx: %w", err)
+	}
+	return m, err
+}
+
+func (s q4nxSource) unpack(name string, rows, cols int) (Matrix, error) {
+	t, ok := s.st.tensors[name]
+	if !ok {
+		return Matrix{}, missing(name)
+	}
+	if !q4nx.IsPacked(t) {
+		return s.st.matrix(name, rows, cols)
+	}
+	if rows%q4nx.RowBlock != 0 || cols%q4nx.Group != 0 {
+		return Matrix{}, fmt.Errorf("tensor %s: a %d×%d matrix cannot be Q4NX-packed", name, rows, cols)
+	}
+	if len(t.Data) != q4nx.PackedBytes(rows, cols) {
+		return Matrix{}, fmt.Errorf("tensor %s: %d packed bytes (shape %s), a %d×%d matrix needs %d: shape mismatch with config.json",
+			name, len(t.Data), shapeString(t.Shape), rows, cols, q4nx.PackedBytes(rows, cols))
+	}
+	data, _, err := q4nx.UnpackThreads(t.Data, rows, cols, s.threads)
+	if err != nil {
+		return Matrix{}, fmt.Errorf("tensor %s: %w", name, err)
+	}
+	return newMatrix(quant.Q4_1BF16, rows, cols, data)
+}
+
+func (s q4nxSource) vector(name string, n int) ([]float32, error) { return s.st.vector(name, n) }
+
+func loadQ4NX(dir string, opts LoadOptions) (_ *Model, err error) {
+	c, _, err := readHFConfig(dir, "q4nx")
+	if err != nil {
+		return nil, err
+	}
+	m := &Model{cfg: c}
+	defer func() {
+		if err != nil {
+			m.Close()
+		}
+	}()
+	mf, err := mmapfile.Open(filepath.Join(dir, "model.q4nx"))
+	if err != nil {
+		return nil, err
+	}
+	m.files = append(m.files, mf)
+	f, err := q4nx.Parse(mf.Data)
+	if err != nil {
+		return nil, fmt.Errorf("model.q4nx: %w", err)
+	}
+	st := &stSource{tensors: f.Tensors, file: map[string]string{}, threads: opts.threads()}
+	for n := range f.Tensors {
+		st.file[n] = "model.q4nx"
+	}
+	if err := m.build(q4nxSource{st: st, threads: opts.threads()}, hfNames); err != nil {
+		return nil, err
+	}
+	if err := m.finish(opts); err != nil {
+		return nil, err
+	}
+	return m, nil
+}

@@ -1,0 +1,146 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/npuchat/npuchat/engine/mmapfile"
+)
+
+// layer holds one transformer block's weights.
+type layer struct {
+	attnNorm       []float32
+	wq, wk, wv     Matrix
+	bq, bk, bv     []float32 // nil without attention bias
+	qNorm, kNorm   []float32 // nil without QK norm
+	wo             Matrix
+	ffnNorm        []float32
+	gate, up, down Matrix
+}
+
+// Model is a loaded model: its config and weights. It is safe for
+// concurrent use by several sessions. Close it after every session is done.
+type Model struct {
+	cfg     Config
+	embed   Matrix
+	layers  []layer
+	outNorm []float32
+	output  Matrix
+	// ropeFactors divides each RoPE frequency (GGUF rope_freqs.weight), or nil.
+	ropeFactors []float32
+	threads     int
+	meta        map[string]any
+	files       []*mmapfile.File
+}
+
+// Config returns the model's configuration.
+func (m *Model) Config() Config {
+	c := m.cfg
+	c.EOS = append([]int(nil), m.cfg.EOS...)
+	return c
+}
+
+// GGUFMetadata returns the GGUF key/value metadata with exact Go types
+// (nil when the model is not a GGUF file). Callers must not modify it.
+func (m *Model) GGUFMetadata() map[string]any { return m.meta }
+
+// Close releases the memory-mapped files.
+func (m *Model) Close() error {
+	var errs []error
+	for _, f := range m.files {
+		errs = append(errs, f.Close())
+	}
+	m.files = nil
+	return errors.Join(errs...)
+}
+
+// Load opens a model: a GGUF file, a Hugging Face folder (config.json and
+// model.safetensors or a sharded index), or an FLM folder (config.json and
+// model.q4nx; a path to model.q4nx itself also works).
+func Load(path string, opts LoadOptions) (*Model, error) {
+	m, err := load(path, opts)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", path, err)
+	}
+	return m, nil
+}
+
+func load(path string, opts LoadOptions) (*Model, error) {
+	switch opts.Quantize {
+	case "", "q8_0", "none":
+	default:
+		return nil, fmt.Errorf("unknown quantization %q (want q8_0 or none)", opts.Quantize)
+	}
+	switch opts.RopeLayout {
+	case "", RopeNeox, RopeNormal:
+	default:
+		return nil, fmt.Errorf("unknown RoPE layout %q (want neox or normal)", opts.RopeLayout)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	dir := path
+	if !st.IsDir() {
+		switch {
+		case filepath.Base(path) == "model.q4nx":
+			dir = filepath.Dir(path)
+		case filepath.Ext(path) == ".safetensors" || filepath.Ext(path) == ".json":
+			dir = filepath.Dir(path)
+		default:
+			return loadGGUF(path, opts)
+		}
+	}
+	has := func(name string) bool {
+		_, err := os.Stat(filepath.Join(dir, name))
+		return err == nil
+	}
+	switch {
+	case has("model.q4nx"):
+		return loadQ4NX(dir, opts)
+	case has("model.safetensors") || has("model.safetensors.index.json"):
+		return loadHF(dir, opts)
+	}
+	return nil, errors.New("no model here: want a .gguf file, or a folder with config.json and model.safetensors (Hugging Face) or model.q4nx (FastFlowLM)")
+}
+
+// finish validates the assembled model, folds KV replicas and applies
+// options common to every format.
+func (m *Model) finish(opts LoadOptions) error {
+	c := &m.cfg
+	if opts.RopeLayout != "" {
+		c.RopeLayout = opts.RopeLayout
+	}
+	if c.RopeScale == 0 {
+		c.RopeScale = 1
+	}
+	for _, s := range []*float64{&c.EmbedScale, &c.ResidualScale, &c.LogitScale} {
+		if *s == 0 {
+			*s = 1
+		}
+	}
+	c.UnitQKNorm = c.QKNorm
+	for _, w := range m.layers {
+		for _, v := range [][]float32{w.qNorm, w.kNorm} {
+			for _, x := range v {
+				if x != 1 {
+					c.UnitQKNorm = false
+				}
+			}
+		}
+	}
+	if opts.SkipQKNorm {
+		for i := range m.layers {
+			m.layers[i].qNorm, m.layers[i].kNorm = nil, nil
+		}
+		c.QKNorm = false
+	}
+	c.FileKVHeads = c.KVHeads
+	if !opts.NoFoldKV {
+		foldKV(m)
+	}
+	m.threads = opts.threads()
+	return c.validate()
+}

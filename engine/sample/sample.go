@@ -1,0 +1,172 @@
+// Package sample picks the next token from a model's logits: greedy or
+// random with temperature, top-k, top-p and min-p, after repetition,
+// frequency and presence penalties.
+//
+// The order is llama.cpp's default chain: penalties, top-k, top-p, min-p
+// (each on the probabilities of the penalised logits at temperature 1),
+// then temperature, then a draw. Zero values disable a step, so
+// Params{Temperature: 0.7} is plain temperature sampling.
+package sample
+
+import (
+	"math"
+	"math/rand/v2"
+	"sort"
+	"time"
+)
+
+// Params are the sampling settings of one request.
+type Params struct {
+	// Temperature ≤ 0 means greedy (argmax after penalties).
+	Temperature float64
+	// TopP keeps the smallest set of tokens whose probability reaches
+	// TopP; ≤ 0 or ≥ 1 disables it.
+	TopP float64
+	// MinP keeps tokens at least MinP times as likely as the most likely;
+	// ≤ 0 disables it.
+	MinP float64
+	// RepeatPenalty divides positive logits and multiplies negative ones of
+	// every token in the window (llama.cpp and Hugging Face semantics);
+	// 0 or 1 disables it.
+	RepeatPenalty float64
+	// FrequencyPenalty subtracts count·FrequencyPenalty and PresencePenalty
+	// subtracts PresencePenalty once from the logit of every token seen in
+	// the window (OpenAI semantics).
+	FrequencyPenalty float64
+	PresencePenalty  float64
+	// TopK keeps the K most likely tokens; ≤ 0 disables it.
+	TopK int
+	// Seed makes the draws reproducible when HasSeed is set; otherwise the
+	// sampler seeds itself from the clock.
+	Seed    int64
+	HasSeed bool
+	// RepeatLastN is the penalty window: the last N tokens of the history
+	// (≤ 0: the whole history).
+	RepeatLastN int
+}
+
+// Sampler draws tokens with fixed Params. It is not safe for concurrent use.
+type Sampler struct {
+	p    Params
+	rng  *rand.Rand
+	work []cand
+	seen map[int]int
+}
+
+type cand struct {
+	id    int
+	logit float64
+	p     float64
+}
+
+// New returns a sampler for p.
+func New(p Params) *Sampler {
+	seed := uint64(p.Seed)
+	if !p.HasSeed {
+		seed = uint64(time.Now().UnixNano())
+	}
+	return &Sampler{p: p, rng: rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)), seen: map[int]int{}}
+}
+
+// Sample returns the next token. history is every token so far (prompt and
+// generated), used by the penalties. logits is not modified.
+func (s *Sampler) Sample(logits []float32, history []int) int {
+	p := s.p
+	cands := s.work[:0]
+	for i, l := range logits {
+		cands = append(cands, cand{id: i, logit: float64(l)})
+	}
+	s.work = cands
+	s.penalize(cands, history)
+	if p.Temperature <= 0 {
+		best := 0
+		for i, c := range cands {
+			if c.logit > cands[best].logit {
+				best = i
+			}
+		}
+		return cands[best].id
+	}
+	// Sort by logit, most likely first (stable on id for determinism).
+	sort.Slice(cands, func(i, j int) bool {
+		if cands[i].logit != cands[j].logit {
+			return cands[i].logit > cands[j].logit
+		}
+		return cands[i].id < cands[j].id
+	})
+	if p.TopK > 0 && p.TopK < len(cands) {
+		cands = cands[:p.TopK]
+	}
+	softmax(cands, 1)
+	if p.TopP > 0 && p.TopP < 1 {
+		var cum float64
+		for i := range cands {
+			cum += cands[i].p
+			if cum >= p.TopP {
+				cands = cands[:i+1]
+				break
+			}
+		}
+	}
+	if p.MinP > 0 {
+		limit := p.MinP * cands[0].p
+		n := 1
+		for n < len(cands) && cands[n].p >= limit {
+			n++
+		}
+		cands = cands[:n]
+	}
+	softmax(cands, p.Temperature)
+	u := s.rng.Float64()
+	var cum float64
+	for _, c := range cands {
+		cum += c.p
+		if u < cum {
+			return c.id
+		}
+	}
+	return cands[len(cands)-1].id
+}
+
+// penalize applies the repetition, frequency and presence penalties.
+func (s *Sampler) penalize(cands []cand, history []int) {
+	p := s.p
+	rep := p.RepeatPenalty != 0 && p.RepeatPenalty != 1
+	if !rep && p.FrequencyPenalty == 0 && p.PresencePenalty == 0 {
+		return
+	}
+	window := history
+	if p.RepeatLastN > 0 && len(window) > p.RepeatLastN {
+		window = window[len(window)-p.RepeatLastN:]
+	}
+	clear(s.seen)
+	for _, t := range window {
+		if t >= 0 && t < len(cands) {
+			s.seen[t]++
+		}
+	}
+	for id, n := range s.seen {
+		c := &cands[id]
+		if rep {
+			if c.logit > 0 {
+				c.logit /= p.RepeatPenalty
+			} else {
+				c.logit *= p.RepeatPenalty
+			}
+		}
+		c.logit -= float64(n)*p.FrequencyPenalty + p.PresencePenalty
+	}
+}
+
+// softmax sets p of sorted candidates from logit/temp.
+func softmax(cands []cand, temp float64) {
+	mx := cands[0].logit
+	var sum float64
+	for i := range cands {
+		cands[i].p = math.Exp((cands[i].logit - mx) / temp)
+		sum += cands[i].p
+	}
+	for i := range cands {
+		cands[i].p /= sum
+	}
+}
