@@ -28,16 +28,18 @@ type AddedToken struct {
 // addedMatcher finds added tokens in text, longest first at the leftmost
 // position, as the Rust library's leftmost-longest Aho-Corasick does.
 type addedMatcher struct {
-	byFirst map[byte][]*AddedToken // candidates by first byte, longest first
+	byFirst [256][]*AddedToken // candidates by first byte, longest first
+	empty   bool
 }
 
 func newAddedMatcher(toks []*AddedToken) *addedMatcher {
-	m := &addedMatcher{byFirst: map[byte][]*AddedToken{}}
+	m := &addedMatcher{empty: true}
 	for _, t := range toks {
 		if t.Content == "" {
 			continue
 		}
 		m.byFirst[t.Content[0]] = append(m.byFirst[t.Content[0]], t)
+		m.empty = false
 	}
 	for _, l := range m.byFirst {
 		sort.SliceStable(l, func(i, j int) bool { return len(l[i].Content) > len(l[j].Content) })
@@ -53,13 +55,17 @@ type segment struct {
 
 // split cuts text at added tokens. special=false skips special tokens.
 func (m *addedMatcher) split(text string, special bool) []segment {
-	if m == nil || len(m.byFirst) == 0 {
+	if m == nil || m.empty {
 		return []segment{{text: text}}
 	}
 	var out []segment
 	start := 0 // start of pending text
 	for i := 0; i < len(text); {
 		cands := m.byFirst[text[i]]
+		if cands == nil {
+			i++
+			continue
+		}
 		var hit *AddedToken
 		for _, t := range cands {
 			if !special && t.Special {

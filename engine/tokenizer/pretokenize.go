@@ -292,6 +292,12 @@ func preTokenizerFor(c *jsonPreTokenizer) (pre preTokenizer, byteLevel bool, err
 		}
 		invert := c.Invert
 		if c.Pattern.Regex != nil {
+			if digits := fastPattern(*c.Pattern.Regex); digits > 0 && b == isolated && !invert {
+				return eachPiece(func(p string) ([]string, error) { return splitQwen(p, digits, nil), nil }), false, nil
+			}
+			if digits := fastPattern(*c.Pattern.Regex); digits > 0 && b == isolated && !invert {
+				return eachPiece(func(p string) ([]string, error) { return splitQwen(p, digits, nil), nil }), false, nil
+			}
 			re, err := compilePattern(*c.Pattern.Regex)
 			if err != nil {
 				return nil, false, fmt.Errorf("pre-tokenizer Split: %w", err)
@@ -360,4 +366,17 @@ func splitDigits(p string, individual bool) []string {
 		out = append(out, p[start:])
 	}
 	return out
+}
+
+// fastPattern reports whether [splitQwen] implements pattern, and with how
+// many digits per number: 1 for Qwen's pattern, 3 for Llama 3's, 0 for
+// any other pattern (which regexp2 runs).
+func fastPattern(pattern string) int {
+	switch pattern {
+	case qwenPattern:
+		return 1
+	case llama3Pattern:
+		return 3
+	}
+	return 0
 }

@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // Tokenizer encodes text to token ids and decodes ids to text. It is safe
@@ -38,6 +39,11 @@ func (t *Tokenizer) Encode(text string) []int { return t.encode(text, true) }
 func (t *Tokenizer) EncodeOrdinary(text string) []int { return t.encode(text, false) }
 
 func (t *Tokenizer) encode(text string, special bool) []int {
+	if !utf8.ValidString(text) {
+		// Hugging Face only ever sees valid text; bytes that are not UTF-8
+		// are encoded as U+FFFD, one per maximal invalid subpart.
+		text, _ = decodeLossy([]byte(text), true)
+	}
 	ids := make([]int, 0, len(text)/3+1)
 	for _, seg := range t.raw.split(text, special) {
 		if seg.tok != nil {
