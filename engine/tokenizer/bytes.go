@@ -60,8 +60,8 @@ func decodeLossy(b []byte, final bool) (text string, rest int) {
 			i += size
 			continue
 		}
-		n, complete := validPrefix(b[i:])
-		if !complete && !final && i+n == len(b) {
+		n, cut := validPrefix(b[i:])
+		if cut && !final && i+n == len(b) {
 			return sb.String(), i
 		}
 		if n == 0 {
