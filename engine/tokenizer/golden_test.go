@@ -1,12 +1,15 @@
 package tokenizer
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -145,5 +148,19 @@ func TestGoldenDecode(t *testing.T) {
 		if got != c.Text {
 			t.Errorf("Decode(%v)\n got %q\nwant %q", c.IDs, got, c.Text)
 		}
+	}
+}
+
+// The tokenizer.json the oracle package ships is the official Qwen3 one
+// (sha256 as recorded in shared/research/engine.md section 5).
+func TestQwen3FileIsOfficial(t *testing.T) {
+	qwen3(t)
+	data, err := os.ReadFile(filepath.Join(qwen3Models, "tokenizer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := fmt.Sprintf("%x", sha256.Sum256(data))
+	if len(data) != 11422654 || !strings.HasPrefix(sum, "aeb13307") || !strings.HasSuffix(sum, "2dae4") {
+		t.Errorf("tokenizer.json: %d bytes, sha256 %s; want 11422654 bytes, sha256 aeb13307…2dae4", len(data), sum)
 	}
 }

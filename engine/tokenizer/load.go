@@ -78,7 +78,7 @@ type jsonPreTokenizer struct {
 
 type jsonModel struct {
 	Type                    string          `json:"type"`
-	Vocab                   map[string]int  `json:"vocab"`
+	Vocab                   json.RawMessage `json:"vocab"`
 	Merges                  []jsonMerge     `json:"merges"`
 	UnkToken                *string         `json:"unk_token"`
 	ByteFallback            bool            `json:"byte_fallback"`
@@ -138,8 +138,12 @@ func FromJSON(data []byte) (*Tokenizer, error) {
 	if j.Model.Type != "BPE" && j.Model.Type != "" {
 		return nil, fmt.Errorf("model type %q is not supported; only BPE is", j.Model.Type)
 	}
-	if j.Model.Vocab == nil {
+	if len(j.Model.Vocab) == 0 || string(j.Model.Vocab) == "null" {
 		return nil, errors.New("model has no vocab")
+	}
+	var vocab map[string]int
+	if err := json.Unmarshal(j.Model.Vocab, &vocab); err != nil {
+		return nil, fmt.Errorf("model vocab: %w", err)
 	}
 	if s := j.Model.ContinuingSubwordPrefix; s != nil && *s != "" {
 		return nil, fmt.Errorf("continuing_subword_prefix %q is not supported", *s)
@@ -164,7 +168,7 @@ func FromJSON(data []byte) (*Tokenizer, error) {
 	}
 	unk := -1
 	if j.Model.UnkToken != nil {
-		id, ok := j.Model.Vocab[*j.Model.UnkToken]
+		id, ok := vocab[*j.Model.UnkToken]
 		if !ok {
 			return nil, fmt.Errorf("unk_token %q is not in the vocabulary", *j.Model.UnkToken)
 		}
@@ -180,7 +184,7 @@ func FromJSON(data []byte) (*Tokenizer, error) {
 		merges[i] = m
 	}
 	return build(buildSpec{
-		vocab: j.Model.Vocab, merges: merges, added: added,
+		vocab: vocab, merges: merges, added: added,
 		norm: norm, pre: pre, byteLevel: byteLevel, dec: dec,
 		unk: unk, byteFallback: j.Model.ByteFallback, fuseUnk: j.Model.FuseUnk,
 		ignoreMerges: j.Model.IgnoreMerges,
