@@ -167,7 +167,8 @@ for (const [tname, src] of [["qwen3", tokenizerConfig.chat_template], ["chatml",
       { add_generation_prompt: true, tools },
     ]) {
       const vars = { messages, bos_token: "", eos_token: "<|im_end|>", ...opts };
-      templateGolden.push({ template: tname, conversation: cname, options: opts, text: t.render(vars) });
+      const text = t.render(vars);
+      templateGolden.push({ template: tname, conversation: cname, messages, options: opts, bos_token: "", eos_token: "<|im_end|>", text, ids: encode(tok, text) });
     }
   }
 }
