@@ -16,6 +16,7 @@ type bpe struct {
 	// (byteIDs); the others start from one symbol per character.
 	byteLevel bool
 	byteIDs   [256]int // -1 when the byte's character is not in the vocabulary
+	byteRunes [256]rune
 
 	byteFallback bool // an unknown character becomes its <0xAB> byte tokens
 	unk          int  // id of the unknown token, or -1
@@ -71,8 +72,7 @@ func (m *bpe) encodeWord(piece string, out []int) []int {
 	if m.ignoreMerges {
 		key := piece
 		if m.byteLevel {
-			t := byteToRune()
-			key = byteLevelString(piece, &t)
+			key = byteLevelString(piece, &m.byteRunes)
 		}
 		if id, ok := m.vocab[key]; ok {
 			return append(out, id)

@@ -112,6 +112,3 @@ func validPrefix(b []byte) (n int, cutByEnd bool) {
 	}
 	return n, false // complete sequence; the caller only asks about invalid ones
 }
-
-// runeToByteTable is the inverse byte-level table. It is never modified.
-var runeToByteTable = runeToByte()

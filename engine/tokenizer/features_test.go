@@ -254,3 +254,26 @@ func TestLoadFolder(t *testing.T) {
 		t.Errorf("Encode = %v", got)
 	}
 }
+
+// ignore_merges: a word that is itself in the vocabulary is one token,
+// even when no merges lead to it.
+func TestIgnoreMerges(t *testing.T) {
+	for _, ignore := range []bool{false, true} {
+		var doc map[string]any
+		if err := json.Unmarshal(tinyJSON(t, false, nil), &doc); err != nil {
+			t.Fatal(err)
+		}
+		model := doc["model"].(map[string]any)
+		model["vocab"].(map[string]any)["xyz"] = 400
+		model["ignore_merges"] = ignore
+		data, _ := json.Marshal(doc)
+		tok := mustJSON(t, data)
+		want := []int{'x', 'y', 'z'}
+		if ignore {
+			want = []int{400}
+		}
+		if got := tok.Encode("xyz"); !slices.Equal(got, want) {
+			t.Errorf("ignore_merges %v: Encode = %v, want %v", ignore, got, want)
+		}
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -214,6 +213,7 @@ func build(s buildSpec) (*Tokenizer, error) {
 		cache: newWordCache(cacheWords),
 	}
 	table := byteToRune()
+	m.byteRunes = table
 	for b := range m.byteIDs {
 		m.byteIDs[b] = -1
 		if id, ok := m.vocab[string(table[b])]; ok {
@@ -238,6 +238,9 @@ func build(s buildSpec) (*Tokenizer, error) {
 			return nil, fmt.Errorf("added token %q has negative id %d", a.Content, a.ID)
 		}
 		size = max(size, a.ID+1)
+	}
+	if s.dec.byteLevel {
+		s.dec.runeToByte = runeToByte()
 	}
 	t := &Tokenizer{
 		model: m, norm: s.norm, pre: s.pre,
@@ -269,24 +272,34 @@ func build(s buildSpec) (*Tokenizer, error) {
 // decoderSpec says how one vocabulary entry turns into bytes.
 type decoderSpec struct {
 	byteLevel    bool              // entries are byte-level text ("Ġ" is a space)
+	runeToByte   map[rune]byte     // the byte-level table, inverted
 	byteFallback bool              // "<0xAB>" entries are the byte 0xAB
 	replace      map[string]string // literal replacements ("▁" -> " "), in order below
 	replaceOrder []string
 	stripLeading int
 }
 
-var byteToken = regexp.MustCompile(`^<0x[0-9A-Fa-f]{2}>$`)
+// byteToken reports whether tok is a byte-fallback token "<0xAB>" and
+// which byte it stands for.
+func byteToken(tok string) (byte, bool) {
+	if len(tok) != 6 || !strings.HasPrefix(tok, "<0x") || tok[5] != '>' {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(tok[3:5], 16, 8)
+	return byte(v), err == nil
+}
 
 func (d decoderSpec) tokenBytes(tok string) []byte {
-	if d.byteFallback && byteToken.MatchString(tok) {
-		v, _ := strconv.ParseUint(tok[3:5], 16, 8)
-		return []byte{byte(v)}
+	if b, ok := byteToken(tok); ok && d.byteFallback {
+		return []byte{b}
 	}
 	if d.byteLevel {
-		inv := runeToByteTable
+		if d.runeToByte == nil {
+			d.runeToByte = runeToByte()
+		}
 		out := make([]byte, 0, len(tok))
 		for _, r := range tok {
-			b, ok := inv[r]
+			b, ok := d.runeToByte[r]
 			if !ok {
 				return []byte(tok) // not byte-level text: as the Rust decoder, keep it as is
 			}
