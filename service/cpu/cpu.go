@@ -1,0 +1,318 @@
+// Package cpu is the in-process backend: the pure-Go engine (package
+// engine) with the model's tokenizer and chat template, behind the
+// service's Backend interface. It turns messages into the model's prompt,
+// reuses the KV cache for a prompt that starts like the previous one (a
+// chat's history), samples tokens, and streams text that never breaks a
+// character or shows part of a stop string.
+package cpu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/npuchat/npuchat/engine"
+	"github.com/npuchat/npuchat/engine/chat"
+	"github.com/npuchat/npuchat/engine/sample"
+	"github.com/npuchat/npuchat/engine/tokenizer"
+	"github.com/npuchat/npuchat/service/backend"
+)
+
+// DefaultMaxContext caps the context when the model allows more: the KV
+// cache grows with use, but a bound keeps a runaway prompt from taking
+// all memory.
+const DefaultMaxContext = 32768
+
+// Options configure the backend.
+type Options struct {
+	Path string // GGUF file, Hugging Face folder, or FLM folder (or its model.q4nx)
+	Name string // served name
+	// Threads for the engine (0: every core).
+	Threads int
+	// SkipQKNorm ignores q/k norms a port injected (the catalog knows).
+	SkipQKNorm bool
+	// RopeLayout overrides the engine's choice ("" keeps it).
+	RopeLayout engine.RopeLayout
+	// MaxContext caps the context (0: the model's, at most DefaultMaxContext).
+	MaxContext int
+	// ParameterSize, Quantization describe the model for the UI ("" to derive).
+	ParameterSize, Quantization string
+}
+
+// Backend runs a model in this process. One Generate at a time.
+type Backend struct {
+	opts Options
+
+	mu     sync.Mutex // guards the fields below against Unload during Generate
+	model  *engine.Model
+	tok    *tokenizer.Tokenizer
+	tcfg   tokenizer.Config
+	tmpl   *chat.Template
+	sess   *engine.Session
+	cached []int // the tokens whose keys and values are in sess
+	maxCtx int
+}
+
+// New returns an unloaded backend.
+func New(opts Options) *Backend { return &Backend{opts: opts} }
+
+// Kind implements backend.Backend.
+func (b *Backend) Kind() string { return "cpu" }
+
+// Load implements backend.Backend: it maps the weights and reads the
+// tokenizer and chat template next to them (or inside a GGUF file).
+func (b *Backend) Load(ctx context.Context, progress func(backend.Progress)) error {
+	report := func(stage string, frac float64) {
+		if progress != nil {
+			progress(backend.Progress{Stage: stage, Frac: frac})
+		}
+	}
+	report("reading weights", 0.1)
+	m, err := engine.Load(b.opts.Path, engine.LoadOptions{Threads: b.opts.Threads, SkipQKNorm: b.opts.SkipQKNorm, RopeLayout: b.opts.RopeLayout})
+	if err != nil {
+		return fmt.Errorf("load %s: %w", b.opts.Path, err)
+	}
+	if err := ctx.Err(); err != nil {
+		m.Close()
+		return err
+	}
+	report("reading the tokenizer", 0.8)
+	tok, tcfg, tmpl, err := loadText(m, b.opts.Path)
+	if err != nil {
+		m.Close()
+		return err
+	}
+	maxCtx := b.opts.MaxContext
+	if maxCtx <= 0 {
+		maxCtx = m.Config().ContextLength
+		if maxCtx <= 0 || maxCtx > DefaultMaxContext {
+			maxCtx = min(max(maxCtx, 4096), DefaultMaxContext)
+		}
+	}
+	b.mu.Lock()
+	b.model, b.tok, b.tcfg, b.tmpl = m, tok, tcfg, tmpl
+	b.sess, b.cached, b.maxCtx = m.NewSession(maxCtx), nil, maxCtx
+	b.mu.Unlock()
+	report("ready", 1)
+	return nil
+}
+
+// loadText finds the tokenizer, its special tokens and the chat template:
+// inside a GGUF file, or in the model's folder.
+func loadText(m *engine.Model, path string) (*tokenizer.Tokenizer, tokenizer.Config, *chat.Template, error) {
+	if md := m.GGUFMetadata(); md != nil {
+		tok, err := tokenizer.FromGGUF(md)
+		if err != nil {
+			return nil, tokenizer.Config{}, nil, fmt.Errorf("load %s: tokenizer: %w", path, err)
+		}
+		cfg, err := tokenizer.GGUFSpecialIDs(md)
+		if err != nil {
+			return nil, tokenizer.Config{}, nil, fmt.Errorf("load %s: special tokens: %w", path, err)
+		}
+		tmpl := chat.ChatML()
+		if src, ok := md["tokenizer.chat_template"].(string); ok && src != "" {
+			if tmpl, err = chat.New(src, path); err != nil {
+				return nil, tokenizer.Config{}, nil, fmt.Errorf("load %s: chat template: %w", path, err)
+			}
+		}
+		if len(cfg.EOS) == 0 {
+			cfg.EOS = m.Config().EOS
+		}
+		return tok, cfg, tmpl, nil
+	}
+	dir := path
+	if fi, err := os.Stat(path); err == nil && !fi.IsDir() {
+		dir = filepath.Dir(path)
+	}
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		return nil, tokenizer.Config{}, nil, fmt.Errorf("load %s: tokenizer: %w", dir, err)
+	}
+	cfg, err := tokenizer.LoadConfig(dir, tok)
+	if err != nil {
+		return nil, tokenizer.Config{}, nil, fmt.Errorf("load %s: %w", dir, err)
+	}
+	tmpl, err := chat.LoadTemplate(dir)
+	if err != nil {
+		return nil, tokenizer.Config{}, nil, fmt.Errorf("load %s: chat template: %w", dir, err)
+	}
+	cfg.EOS = unionIDs(cfg.EOS, m.Config().EOS)
+	return tok, cfg, tmpl, nil
+}
+
+func unionIDs(a, b []int) []int {
+	out := append([]int(nil), a...)
+	for _, x := range b {
+		found := false
+		for _, y := range out {
+			found = found || x == y
+		}
+		if !found && x >= 0 {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// Unload implements backend.Backend.
+func (b *Backend) Unload(ctx context.Context) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.model == nil {
+		return nil
+	}
+	err := b.model.Close()
+	b.model, b.sess, b.cached, b.tok, b.tmpl = nil, nil, nil, nil, nil
+	return err
+}
+
+// Info implements backend.Backend.
+func (b *Backend) Info() backend.ModelInfo {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	info := backend.ModelInfo{Name: b.opts.Name, Path: b.opts.Path, ParameterSize: b.opts.ParameterSize, Quantization: b.opts.Quantization, ContextLength: b.maxCtx}
+	if b.model != nil {
+		c := b.model.Config()
+		info.Family, info.Format = c.Arch, c.Format
+	}
+	return info
+}
+
+// Prompt returns the token ids the backend would feed the model for req.
+func (b *Backend) Prompt(req *backend.Request) ([]int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.model == nil {
+		return nil, backend.ErrNotLoaded
+	}
+	return b.promptLocked(req)
+}
+
+func (b *Backend) promptLocked(req *backend.Request) ([]int, error) {
+	if req.Messages == nil {
+		ids := b.tok.Encode(req.Prompt)
+		if b.tcfg.AddBOS && b.tcfg.BOS >= 0 && (len(ids) == 0 || ids[0] != b.tcfg.BOS) {
+			ids = append([]int{b.tcfg.BOS}, ids...)
+		}
+		return ids, nil
+	}
+	msgs := make([]chat.Message, len(req.Messages))
+	for i, m := range req.Messages {
+		msgs[i] = chat.Message{Role: m.Role, Content: m.Content, Name: m.Name}
+	}
+	text, err := b.tmpl.Render(msgs, chat.RenderOptions{AddGenerationPrompt: true, BOSToken: b.tcfg.BOSToken, EOSToken: b.tcfg.EOSToken})
+	if err != nil {
+		return nil, fmt.Errorf("chat template: %v: %w", err, backend.ErrBadRequest)
+	}
+	return chat.Encode(b.tok, b.tcfg, text), nil
+}
+
+// Generate implements backend.Backend.
+func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(backend.Token) error) (backend.Result, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var res backend.Result
+	res.Backend = "cpu"
+	if b.model == nil {
+		return res, backend.ErrNotLoaded
+	}
+	ids, err := b.promptLocked(req)
+	if err != nil {
+		return res, err
+	}
+	res.PromptTokens = len(ids)
+	if len(ids) == 0 {
+		return res, fmt.Errorf("the prompt is empty: %w", backend.ErrBadRequest)
+	}
+	if len(ids) >= b.maxCtx {
+		return res, fmt.Errorf("%d prompt tokens, the context holds %d: %w", len(ids), b.maxCtx, backend.ErrPromptTooLong)
+	}
+
+	// Reuse the cached prefix; at least the last prompt token is computed
+	// again to get its logits.
+	keep := commonPrefix(b.cached, ids)
+	if keep == len(ids) {
+		keep--
+	}
+	if err := b.sess.Rewind(keep); err != nil {
+		b.sess, b.cached, keep = b.model.NewSession(b.maxCtx), nil, 0
+	}
+	b.cached = append(b.cached[:keep], ids[keep:]...)
+	start := time.Now()
+	logits, err := b.sess.PrefillContext(ctx, ids[keep:])
+	res.PrefillDuration = time.Since(start)
+	if err != nil {
+		b.cached = b.cached[:b.sess.Pos()]
+		return res, err
+	}
+
+	sampler := sample.New(sample.Params{
+		Temperature: req.Sampling.Temperature, TopP: req.Sampling.TopP, TopK: req.Sampling.TopK, MinP: req.Sampling.MinP,
+		RepeatPenalty: req.Sampling.RepeatPenalty, FrequencyPenalty: req.Sampling.FrequencyPenalty, PresencePenalty: req.Sampling.PresencePenalty,
+		Seed: req.Sampling.Seed, HasSeed: req.Sampling.HasSeed, RepeatLastN: 64,
+	})
+	stream := tokenizer.NewStream(b.tok, req.Stop)
+	history := append([]int(nil), ids...)
+	start = time.Now()
+	defer func() { res.DecodeDuration = time.Since(start) }()
+	for {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		if len(history) >= b.maxCtx { // prompt and answer fill the context
+			res.FinishReason = backend.FinishLength
+			break
+		}
+		next := sampler.Sample(logits, history)
+		if b.tcfg.IsEOS(next) {
+			res.FinishReason = backend.FinishStop
+			break
+		}
+		res.CompletionTokens++
+		history = append(history, next)
+		text, stopped := stream.Add(next)
+		if text != "" {
+			if err := emit(backend.Token{Text: text, ID: next}); err != nil {
+				return res, err
+			}
+		}
+		if stopped {
+			res.FinishReason = backend.FinishStop
+			break
+		}
+		if req.MaxTokens > 0 && res.CompletionTokens >= req.MaxTokens {
+			res.FinishReason = backend.FinishLength
+			break
+		}
+		logits, err = b.sess.Forward(next)
+		if err != nil {
+			b.cached = b.cached[:min(len(b.cached), b.sess.Pos())]
+			if errors.Is(err, engine.ErrContextFull) {
+				res.FinishReason = backend.FinishLength
+				break
+			}
+			return res, err
+		}
+		b.cached = append(b.cached, next)
+	}
+	if !stream.Stopped() {
+		if text := stream.Flush(); text != "" {
+			if err := emit(backend.Token{Text: text, ID: -1}); err != nil {
+				return res, err
+			}
+		}
+	}
+	return res, nil
+}
+
+func commonPrefix(a, b []int) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
