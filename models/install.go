@@ -97,7 +97,7 @@ func NewInstaller(cfg *config.Config, opt Options) (*Installer, error) {
 		Catalog: cat,
 		Config:  cfg,
 		Probe:   ProbeFor(cfg, opt),
-		Hub:     &hub.Client{Endpoint: cfg.HFEndpoint, Token: cfg.HFToken},
+		Hub:     &hub.Client{Endpoint: cfg.HFEndpoint, Token: cfg.HFToken, HTTP: hub.NewHTTPClient()},
 	}, nil
 }
 
@@ -165,6 +165,11 @@ func (in *Installer) Install(ctx context.Context, name string, opt InstallOption
 		return nil, fmt.Errorf("install %s: source %q is not %s or %s", m.Name, source, SourceNPU, SourceOriginal)
 	}
 	res := &Result{Model: m}
+	unlock, err := lockInstalls(in.Config)
+	if err != nil {
+		return nil, fmt.Errorf("install %s: %w", m.Name, err)
+	}
+	defer unlock()
 	layout := in.Layout(ctx)
 
 	target, dir := TargetNPUChat, filepath.Join(in.Config.ModelsDir, path.Base(src.Repo))
@@ -187,6 +192,14 @@ func (in *Installer) Install(ctx context.Context, name string, opt InstallOption
 	in.emit(Event{Model: m.Name, Phase: "list", Message: fmt.Sprintf("listing %s@%s on %s", src.Repo, src.Revision, in.Hub.Endpoint)})
 	tree, err := in.Hub.Tree(ctx, src.Repo, src.Revision)
 	if err != nil {
+		// Offline, an install that is still as it was is fine as it is.
+		if ctx.Err() == nil && prev != nil && prev.Dir == dir && unchanged(prev) {
+			note := fmt.Sprintf("could not check for updates (%v); %s is installed and unchanged since it was verified", err, m.Name)
+			res.Notes = append(res.Notes, note)
+			in.emit(Event{Model: m.Name, Phase: "note", Message: note})
+			res.Manifest = prev
+			return res, nil
+		}
 		return nil, fmt.Errorf("install %s: %w", m.Name, err)
 	}
 	files, err := selectFiles(tree, src, target == TargetFLM)
@@ -235,7 +248,7 @@ func (in *Installer) Install(ctx context.Context, name string, opt InstallOption
 			return nil, fmt.Errorf("install %s: %w", m.Name, err)
 		}
 		for _, f := range need {
-			seed(ctx, in.Config, m.Name, staging, dir, f)
+			seed(ctx, prev, staging, dir, f)
 			err := in.Hub.Download(ctx, src.Repo, src.Revision, f, staging, func(p hub.Progress) {
 				in.emit(Event{Model: m.Name, Phase: "download", File: &p})
 			})
@@ -306,8 +319,41 @@ func (in *Installer) Install(ctx context.Context, name string, opt InstallOption
 	if _, err := saveManifest(in.Config, man); err != nil {
 		return nil, fmt.Errorf("install %s: save install record: %w", m.Name, err)
 	}
+	// An earlier install elsewhere (NPU Chat's folder, before FastFlowLM
+	// was installed) is superseded: its files were reused, remove them.
+	if prev != nil && prev.Dir != dir {
+		old := *prev
+		old.Lists = slices.DeleteFunc(slices.Clone(old.Lists), func(l string) bool { return slices.Contains(man.Lists, l) })
+		old.XclbinDirs = slices.DeleteFunc(slices.Clone(old.XclbinDirs), func(d string) bool { return slices.Contains(man.XclbinDirs, d) })
+		if err := in.uninstall(ctx, m, &old, res); err != nil {
+			return nil, fmt.Errorf("install %s: remove the earlier copy in %s: %w", m.Name, prev.Dir, err)
+		}
+		note := fmt.Sprintf("moved from %s to %s", prev.Dir, dir)
+		res.Notes = append(res.Notes, note)
+		in.emit(Event{Model: m.Name, Phase: "note", Message: note})
+	}
 	res.Manifest = man
 	return res, nil
+}
+
+// unchanged reports whether every file of an install still has the size
+// and time it had when it was verified.
+func unchanged(man *Manifest) bool {
+	for _, f := range man.Files {
+		p, err := hub.Join(man.Dir, f.Path)
+		if err != nil {
+			return false
+		}
+		st, err := os.Stat(p)
+		size := f.Size
+		if f.Edited {
+			size = f.LocalSize
+		}
+		if err != nil || st.Size() != size || st.ModTime().UnixNano() != f.ModTime {
+			return false
+		}
+	}
+	return true
 }
 
 // selectFiles picks the source's files from the tree. Every literal name
@@ -410,7 +456,7 @@ func stagingDir(dir string) string {
 // seed puts a verified copy of f from the model's other install (the one
 // in NPU Chat's folder made before FastFlowLM was installed, or the
 // reverse) into staging, so that it is not downloaded twice.
-func seed(ctx context.Context, cfg *config.Config, model, staging, dir string, f hub.File) {
+func seed(ctx context.Context, other *Manifest, staging, dir string, f hub.File) {
 	dst, err := hub.Join(staging, f.Path)
 	if err != nil {
 		return
@@ -418,7 +464,6 @@ func seed(ctx context.Context, cfg *config.Config, model, staging, dir string, f
 	if _, err := os.Stat(dst); err == nil {
 		return
 	}
-	other, _ := loadManifest(cfg, model, SourceNPU)
 	if other == nil || other.Dir == dir {
 		return
 	}

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -556,4 +557,115 @@ func TestCancelledInstall(t *testing.T) {
 	}
 	_, err = e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
 	must(t, err)
+}
+
+func TestInstallWithoutFLMThenWithFLM(t *testing.T) {
+	e := newEnv(t, false)
+	_, err := e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	must(t, err)
+	old := filepath.Join(e.cfg.ModelsDir, "MiniCPM5-2B-NPU2")
+	// FastFlowLM appears.
+	e2 := newEnv(t, true)
+	e.root, e.origSys = e2.root, e2.origSys
+	reqs := len(e.hub.Requests())
+	res, err := e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	must(t, err)
+	var fetched []string
+	for _, r := range e.hub.Requests()[reqs:] {
+		if !strings.Contains(r.Path, "/api/") && strings.HasPrefix(r.Host, "localhost") {
+			fetched = append(fetched, filepath.Base(r.Path))
+		}
+	}
+	if len(fetched) != 4 { // only the kernels; the rest is reused
+		t.Errorf("fetched %v", fetched)
+	}
+	if _, err := os.Stat(old); err == nil {
+		t.Errorf("the earlier copy in %s was kept", old)
+	}
+	loc, err := Locate(e.cfg, "minicpm5:2b")
+	must(t, err)
+	if loc.Dir != e.modelDir() {
+		t.Errorf("Locate %s", loc.Dir)
+	}
+	if len(res.Notes) == 0 || !strings.Contains(strings.Join(res.Notes, " "), "moved from") {
+		t.Errorf("notes %q", res.Notes)
+	}
+	reps, err := e.installer().Verify(context.Background(), "minicpm5:2b")
+	must(t, err)
+	if !reps[0].OK {
+		t.Errorf("verify %+v", reps[0].Files)
+	}
+}
+
+func TestOfflineReinstall(t *testing.T) {
+	e := newEnv(t, true)
+	_, err := e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	must(t, err)
+	e.hub.Close()
+	in := e.installer()
+	in.Hub.Attempts = 1
+	res, err := in.Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	if err != nil || len(res.Notes) == 0 || !strings.Contains(res.Notes[0], "unchanged") {
+		t.Errorf("offline reinstall: %v %+v", err, res)
+	}
+	// A damaged install offline is an error, not a silent success.
+	must(t, os.WriteFile(filepath.Join(e.modelDir(), "config.json"), []byte("{}"), 0o644))
+	if _, err := in.Install(context.Background(), "minicpm5:2b", InstallOptions{}); err == nil {
+		t.Error("offline install of a changed copy succeeded")
+	}
+}
+
+func TestConcurrentInstallRefused(t *testing.T) {
+	e := newEnv(t, true)
+	unlock, err := lockInstalls(e.cfg)
+	must(t, err)
+	defer unlock()
+	if _, err := e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{}); err == nil || !strings.Contains(err.Error(), "another NPU Chat install") {
+		t.Errorf("err = %v", err)
+	}
+	if _, err := e.installer().Uninstall(context.Background(), "minicpm5:2b"); err == nil {
+		t.Error("uninstall ran while the lock was held")
+	}
+}
+
+// enospcFS fails every write after limit bytes with "no space left".
+type enospcFS struct{ limit, written int }
+
+func (d *enospcFS) OpenFile(name string, flag int, perm os.FileMode) (hub.WritableFile, error) {
+	f, err := os.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return &enospcFile{f, d}, nil
+}
+
+type enospcFile struct {
+	*os.File
+	d *enospcFS
+}
+
+func (f *enospcFile) Write(p []byte) (int, error) {
+	if f.d.written+len(p) > f.d.limit {
+		return 0, &os.PathError{Op: "write", Path: f.Name(), Err: syscall.ENOSPC}
+	}
+	f.d.written += len(p)
+	return f.File.Write(p)
+}
+
+func TestDiskFullDuringUpdate(t *testing.T) {
+	e := newEnv(t, true)
+	_, err := e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	must(t, err)
+	before := snapshot(t, e.modelDir(), filepath.Join(e.root, "model_list.json"), filepath.Join(e.cfg.DataDir, "installed"))
+	e.hub.AddRepo(repo, "main", portFiles("v2"))
+	in := e.installer()
+	in.Hub.FS = &enospcFS{limit: 100_000}
+	_, err = in.Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("err = %v, want ENOSPC", err)
+	}
+	after := snapshot(t, e.modelDir(), filepath.Join(e.root, "model_list.json"), filepath.Join(e.cfg.DataDir, "installed"))
+	if !reflect.DeepEqual(before, after) {
+		t.Error("a disk-full update changed the installed model")
+	}
 }

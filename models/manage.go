@@ -29,6 +29,11 @@ func (in *Installer) Uninstall(ctx context.Context, name string) (*Result, error
 		return nil, err
 	}
 	res := &Result{Model: m}
+	unlock, err := lockInstalls(in.Config)
+	if err != nil {
+		return nil, fmt.Errorf("uninstall %s: %w", m.Name, err)
+	}
+	defer unlock()
 	found := false
 	for _, source := range []string{SourceNPU, SourceOriginal} {
 		man, err := loadManifest(in.Config, m.Name, source)

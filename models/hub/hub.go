@@ -47,7 +47,8 @@ type Client struct {
 	Endpoint string
 	// Token is sent as "Authorization: Bearer" to the endpoint's host only.
 	Token string
-	// HTTP is the client used; nil means NewHTTPClient().
+	// HTTP is the client used (NewHTTPClient() in the program); nil
+	// means http.DefaultTransport with CheckRedirect.
 	HTTP *http.Client
 	// Now and Sleep are the clock; nil means the real one.
 	Now   func() time.Time
@@ -148,7 +149,9 @@ func (c *Client) http() *http.Client {
 	if c.HTTP != nil {
 		return c.HTTP
 	}
-	return NewHTTPClient()
+	// The standard library's shared transport (certificates verified),
+	// with this package's redirect rule.
+	return &http.Client{CheckRedirect: CheckRedirect}
 }
 
 func (c *Client) now() time.Time {
