@@ -459,3 +459,24 @@ func TestWindowsPaths(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseObject: no panic, and formatting is stable.
+func FuzzParseObject(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a":1,"b":[1,2,{"c":"<x>"}]}`, `{"a":1e9}`, `{`, `{"a":}`, `[]`, `{"a":1} x`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		o, err := ParseObject(b)
+		if err != nil {
+			return
+		}
+		out := o.Format("  ")
+		o2, err := ParseObject(out)
+		if err != nil {
+			t.Fatalf("re-parse of %q: %v", out, err)
+		}
+		if !bytes.Equal(o2.Format("  "), out) {
+			t.Fatalf("format not stable for %q", b)
+		}
+	})
+}

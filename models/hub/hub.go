@@ -433,7 +433,8 @@ func (e *safetyError) Error() string { return e.msg }
 
 // SafePath checks that a repository path names a file inside a folder:
 // relative, with "/" separators, no "..", "." or empty parts, no
-// backslash, drive letter, colon or NUL.
+// backslash, drive letter, colon or NUL, no part ending in a dot or
+// space and no Windows device name.
 func SafePath(p string) error {
 	bad := func(why string) error {
 		return &safetyError{fmt.Sprintf("refusing file name %q from the server: %s", p, why)}
@@ -454,11 +455,35 @@ func SafePath(p string) error {
 		if s == "" || s == "." || s == ".." {
 			return bad("has an empty, . or .. part")
 		}
+		// Windows drops trailing dots and spaces ("..." is the folder
+		// itself) and maps device names (NUL, COM1) to devices.
+		if strings.HasSuffix(s, ".") || strings.HasSuffix(s, " ") {
+			return bad("a part ends in a dot or space")
+		}
+		if windowsDevice(s) {
+			return bad("a part is a Windows device name")
+		}
 	}
 	if path.Clean(p) != p {
 		return bad("not a clean path")
 	}
 	return nil
+}
+
+func windowsDevice(s string) bool {
+	base := strings.ToUpper(s)
+	if i := strings.IndexByte(base, '.'); i >= 0 {
+		base = base[:i]
+	}
+	base = strings.TrimRight(base, " ")
+	switch base {
+	case "CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$":
+		return true
+	}
+	if len(base) == 4 && (strings.HasPrefix(base, "COM") || strings.HasPrefix(base, "LPT")) && base[3] >= '0' && base[3] <= '9' {
+		return true
+	}
+	return false
 }
 
 // Join places a repository path inside dir, after SafePath.

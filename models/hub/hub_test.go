@@ -436,7 +436,7 @@ func TestProgressRateAndETA(t *testing.T) {
 }
 
 func TestHostileNames(t *testing.T) {
-	for _, name := range []string{"../evil.json", "a/../../evil", "/etc/passwd", "C:/Windows/evil", `a\..\evil`, "a\x00b", "./x", "a//b", "c:evil"} {
+	for _, name := range []string{"../evil.json", "a/../../evil", "/etc/passwd", "C:/Windows/evil", `a\..\evil`, "a\x00b", "./x", "a//b", "c:evil", "...", "a/.. ", "x.", "NUL", "sub/com1.txt"} {
 		s := hubtest.New(repo, rev, append(repoFiles(), hubtest.File{Path: name, Content: []byte("x")}))
 		c := newClient(s)
 		if _, err := c.Tree(context.Background(), repo, rev); err == nil || !strings.Contains(err.Error(), "refusing file name") {
@@ -508,4 +508,29 @@ func TestVerifyGitBlobHash(t *testing.T) {
 	if err := hub.Verify(context.Background(), p, f); !errors.Is(err, hub.ErrHashMismatch) {
 		t.Errorf("err = %v", err)
 	}
+}
+
+// FuzzSafePath: whatever the server sends, an accepted name stays inside
+// the folder on both Unix and Windows.
+func FuzzSafePath(f *testing.F) {
+	for _, s := range []string{"config.json", "a/b", "../x", "C:x", `a\b`, "a\x00", "/x", "a//b", "..", "...", "a/./b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		if hub.SafePath(p) != nil {
+			return
+		}
+		dir := "/base/dir"
+		got, err := hub.Join(dir, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, err := filepath.Rel(dir, got)
+		if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
+			t.Fatalf("%q escapes: %s", p, got)
+		}
+		if strings.ContainsAny(p, "\\:\x00") {
+			t.Fatalf("%q accepted with a Windows-special character", p)
+		}
+	})
 }
