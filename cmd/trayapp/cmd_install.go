@@ -34,6 +34,9 @@ func runInstall(ctx context.Context, env *Env, args []string) int {
 		fs.PrintDefaults()
 	}
 	rest, err := parseInterspersed(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
 	if err != nil {
 		return 2
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"strings"
@@ -21,6 +22,9 @@ func runModels(ctx context.Context, env *Env, args []string) int {
 	flmRoot := fs.String("flm-root", "", "use the FastFlowLM in `DIR` instead of finding it")
 	asJSON := fs.Bool("json", false, "print JSON")
 	rest, err := parseInterspersed(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
 	if err != nil {
 		return 2
 	}

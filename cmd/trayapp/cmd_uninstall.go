@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 )
@@ -14,6 +15,9 @@ func runUninstall(ctx context.Context, env *Env, args []string) int {
 	fs.SetOutput(env.Stderr)
 	flmRoot := fs.String("flm-root", "", "use the FastFlowLM in `DIR` instead of finding it")
 	rest, err := parseInterspersed(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
 	if err != nil {
 		return 2
 	}

@@ -320,6 +320,10 @@ func (c *Client) Tree(ctx context.Context, repo, revision string) ([]File, error
 			page, link, err = c.treePage(ctx, next, what)
 			return err
 		})
+		var he *HTTPError
+		if err != nil && ctx.Err() == nil && !errors.As(err, &he) {
+			return nil, fmt.Errorf("%w; cannot reach %s: check the network, or set HF_ENDPOINT to a Hugging Face mirror", err, c.Endpoint)
+		}
 		if err != nil {
 			return nil, err
 		}
