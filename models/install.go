@@ -187,6 +187,18 @@ func (in *Installer) Install(ctx context.Context, name string, opt InstallOption
 	if err != nil {
 		return nil, err
 	}
+	// Installed for FastFlowLM, which is not found now (another shell's
+	// PATH, say): do not move the model out of FastFlowLM's folder.
+	if target != TargetFLM && prev != nil && prev.Target == TargetFLM {
+		if unchanged(prev) {
+			note := fmt.Sprintf("FastFlowLM was not found, but %s is installed for it in %s and unchanged; nothing to do (the in-process engine uses it from there)", m.Name, prev.Dir)
+			res.Notes = []string{note}
+			in.emit(Event{Model: m.Name, Phase: "note", Message: note})
+			res.Manifest = prev
+			return res, nil
+		}
+		return nil, fmt.Errorf("install %s: it is installed for FastFlowLM in %s, but FastFlowLM was not found; run again with --flm-root DIR (the FastFlowLM folder), or uninstall it first to install it for the in-process engine only", m.Name, prev.Dir)
+	}
 
 	// 1. What the hub has.
 	in.emit(Event{Model: m.Name, Phase: "list", Message: fmt.Sprintf("listing %s@%s on %s", src.Repo, src.Revision, in.Hub.Endpoint)})
@@ -409,6 +421,7 @@ func (in *Installer) inPlace(ctx context.Context, dir string, f hub.File, prev *
 	if rec != nil && rec.ModTime == st.ModTime().UnixNano() && ((rec.Edited && rec.LocalSize == st.Size()) || (!rec.Edited && rec.Size == st.Size())) {
 		return true, nil
 	}
+	in.emit(Event{Phase: "verify", Message: fmt.Sprintf("checking %s already in %s", f.Path, dir)})
 	if err := hub.Verify(ctx, p, f); err == nil {
 		return true, nil
 	} else if ctx.Err() != nil {

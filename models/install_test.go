@@ -669,3 +669,21 @@ func TestDiskFullDuringUpdate(t *testing.T) {
 		t.Error("a disk-full update changed the installed model")
 	}
 }
+
+func TestFLMMissingLaterKeepsInstall(t *testing.T) {
+	e := newEnv(t, true)
+	_, err := e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	must(t, err)
+	before := snapshot(t, e.root, e.cfg.DataDir)
+	in := e.installer()
+	in.Probe.Root = ""
+	in.Probe.LookPath = func(string) (string, error) { return "", errors.New("no flm") }
+	in.Probe.Stat = func(string) (fs.FileInfo, error) { return nil, fs.ErrNotExist }
+	res, err := in.Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	if err != nil || len(res.Notes) != 1 || !strings.Contains(res.Notes[0], "installed for it") {
+		t.Fatalf("err %v notes %q", err, res.Notes)
+	}
+	if after := snapshot(t, e.root, e.cfg.DataDir); !reflect.DeepEqual(before, after) {
+		t.Error("install without FastFlowLM moved or changed the FastFlowLM install")
+	}
+}
