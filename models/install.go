@@ -177,10 +177,6 @@ func (in *Installer) Install(ctx context.Context, name string, opt InstallOption
 		dir = filepath.Join(in.Config.ModelsDir, m.FLMName())
 		if layout.Found() {
 			target, dir = TargetFLM, layout.ModelDir(m.FLMName())
-		} else {
-			note := fmt.Sprintf("FastFlowLM was not found, so %s goes to NPU Chat's own folder for the in-process (CPU) engine; the NPU path needs FastFlowLM: %s", m.Name, flm.InstallHint(in.Probe.GOOS))
-			res.Notes = append(res.Notes, note)
-			in.emit(Event{Model: m.Name, Phase: "note", Message: note})
 		}
 	}
 	prev, err := loadManifest(in.Config, m.Name, source)
@@ -192,12 +188,23 @@ func (in *Installer) Install(ctx context.Context, name string, opt InstallOption
 	if target != TargetFLM && prev != nil && prev.Target == TargetFLM {
 		if unchanged(prev) {
 			note := fmt.Sprintf("FastFlowLM was not found, but %s is installed for it in %s and unchanged; nothing to do (the in-process engine uses it from there)", m.Name, prev.Dir)
-			res.Notes = []string{note}
+			res.Notes = append(res.Notes, note)
 			in.emit(Event{Model: m.Name, Phase: "note", Message: note})
 			res.Manifest = prev
 			return res, nil
 		}
 		return nil, fmt.Errorf("install %s: it is installed for FastFlowLM in %s, but FastFlowLM was not found; run again with --flm-root DIR (the FastFlowLM folder), or uninstall it first to install it for the in-process engine only", m.Name, prev.Dir)
+	}
+	if source == SourceNPU && target != TargetFLM {
+		note := fmt.Sprintf("FastFlowLM was not found, so %s goes to NPU Chat's own folder for the in-process (CPU) engine; the NPU path needs FastFlowLM: %s", m.Name, flm.InstallHint(in.Probe.GOOS))
+		res.Notes = append(res.Notes, note)
+		in.emit(Event{Model: m.Name, Phase: "note", Message: note})
+	}
+	// A broken FastFlowLM list is refused before gigabytes are fetched.
+	if target == TargetFLM && layout.SystemList != "" {
+		if err := checkList(layout.SystemList); err != nil {
+			return nil, fmt.Errorf("install %s: %w", m.Name, err)
+		}
 	}
 
 	// 1. What the hub has.
@@ -346,6 +353,18 @@ func (in *Installer) Install(ctx context.Context, name string, opt InstallOption
 	}
 	res.Manifest = man
 	return res, nil
+}
+
+// checkList fails when a model list cannot be read or is not valid JSON.
+func checkList(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read FastFlowLM's model list: %w", err)
+	}
+	if _, err := flm.ParseObject(b); err != nil {
+		return fmt.Errorf("FastFlowLM's model list %s is not valid JSON (%v); fix it or reinstall FastFlowLM; nothing was changed", path, err)
+	}
+	return nil
 }
 
 // unchanged reports whether every file of an install still has the size

@@ -435,6 +435,12 @@ func TestMalformedSystemListRefused(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(e.root, "model_list.json")); !bytes.Equal(b, bad) {
 		t.Error("malformed list was changed")
 	}
+	if n := contentRequests(e.hub); n != 0 {
+		t.Errorf("%d downloads before the broken list was refused", n)
+	}
+	if _, err := os.Stat(e.modelDir()); err == nil {
+		t.Error("model folder created")
+	}
 }
 
 func TestNotEnoughSpace(t *testing.T) {

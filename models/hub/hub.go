@@ -278,6 +278,11 @@ func statusError(resp *http.Response, what string) (err error, retry bool) {
 	default:
 		e.Msg = fmt.Sprintf("%s: unexpected answer %s from %s", what, resp.Status, u)
 	}
+	// The hub explains itself in X-Error-Code / X-Error-Message
+	// (GatedRepo, RepoNotFound, EntryNotFound, RevisionNotFound).
+	if code, msg := resp.Header.Get("X-Error-Code"), resp.Header.Get("X-Error-Message"); code != "" || msg != "" {
+		e.Msg += fmt.Sprintf(" (hub: %s)", strings.TrimSpace(code+" "+msg))
+	}
 	return e, false
 }
 

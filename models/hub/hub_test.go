@@ -534,3 +534,17 @@ func FuzzSafePath(f *testing.F) {
 		}
 	})
 }
+
+func TestHubErrorHeadersShown(t *testing.T) {
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Error-Code", "GatedRepo")
+		w.Header().Set("X-Error-Message", "Access to model julianmb/x is restricted.")
+		w.WriteHeader(http.StatusForbidden)
+	}))
+	defer s.Close()
+	c := &hub.Client{Endpoint: s.URL}
+	_, err := c.Tree(context.Background(), repo, rev)
+	if err == nil || !strings.Contains(err.Error(), "gated") || !strings.Contains(err.Error(), "hub: GatedRepo Access to model julianmb/x is restricted.") {
+		t.Errorf("err = %v", err)
+	}
+}
