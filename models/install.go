@@ -237,7 +237,7 @@ func (in *Installer) Install(ctx context.Context, name string, opt InstallOption
 	var need []hub.File
 	var needBytes int64
 	for _, f := range files {
-		ok, err := in.inPlace(ctx, dir, f, prev, edited[f.Path])
+		ok, err := in.inPlace(ctx, m.Name, dir, f, prev, edited[f.Path])
 		if err != nil {
 			return nil, fmt.Errorf("install %s: %w", m.Name, err)
 		}
@@ -418,7 +418,7 @@ func selectFiles(tree []hub.File, src catalog.Source, withXclbins bool) ([]hub.F
 // inPlace reports whether dir already holds f as installed: the hub's
 // content, or (for a file NPU Chat edits) the edited version of that
 // same hub content recorded in the previous manifest.
-func (in *Installer) inPlace(ctx context.Context, dir string, f hub.File, prev *Manifest, edited bool) (bool, error) {
+func (in *Installer) inPlace(ctx context.Context, model, dir string, f hub.File, prev *Manifest, edited bool) (bool, error) {
 	p, err := hub.Join(dir, f.Path)
 	if err != nil {
 		return false, err
@@ -440,7 +440,7 @@ func (in *Installer) inPlace(ctx context.Context, dir string, f hub.File, prev *
 	if rec != nil && rec.ModTime == st.ModTime().UnixNano() && ((rec.Edited && rec.LocalSize == st.Size()) || (!rec.Edited && rec.Size == st.Size())) {
 		return true, nil
 	}
-	in.emit(Event{Phase: "verify", Message: fmt.Sprintf("checking %s already in %s", f.Path, dir)})
+	in.emit(Event{Model: model, Phase: "verify", Message: fmt.Sprintf("checking %s already in %s", f.Path, dir)})
 	if err := hub.Verify(ctx, p, f); err == nil {
 		return true, nil
 	} else if ctx.Err() != nil {

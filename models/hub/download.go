@@ -168,7 +168,9 @@ func (c *Client) fetch(ctx context.Context, src string, f File, partial, what st
 		return fmt.Errorf("%s: %w", what, &writeError{err})
 	}
 	pw := &progressWriter{c: c, file: f.Path, have: have, total: f.Size, start: c.now(), startHave: have, fn: progress, reset: func() { timer.Reset(idle) }}
-	_, cerr := io.Copy(io.MultiWriter(&tagWriter{out}, pw), resp.Body)
+	// Never take more than the listing announced (plus one byte, to
+	// notice): a server that streams forever cannot fill the disk.
+	_, cerr := io.Copy(io.MultiWriter(&tagWriter{out}, pw), io.LimitReader(resp.Body, f.Size-have+1))
 	if cerr == nil {
 		if err := out.Sync(); err != nil {
 			cerr = &writeError{err}
@@ -189,7 +191,10 @@ func (c *Client) fetch(ctx context.Context, src string, f File, partial, what st
 		}
 		return fmt.Errorf("%s: %w", what, cerr)
 	}
-	if got := fileSize(partial); got != f.Size {
+	if got := fileSize(partial); got > f.Size {
+		os.Remove(partial)
+		return fmt.Errorf("%s: the server sent more than the %d bytes the listing announced (did the repository change during the download?)", what, f.Size)
+	} else if got < f.Size {
 		return fmt.Errorf("%s: the connection ended at byte %d of %d", what, got, f.Size)
 	}
 	return nil

@@ -548,3 +548,22 @@ func TestHubErrorHeadersShown(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// A server that sends more than the listing announced is cut off and
+// the file is not installed.
+func TestOversizedBodyRefused(t *testing.T) {
+	s := hubtest.New(repo, rev, repoFiles())
+	defer s.Close()
+	c := newClient(s)
+	c.Attempts = 2
+	f := treeOf(t, c)["config.json"]
+	f.Size -= 5 // the listing says less than the server sends
+	dir := t.TempDir()
+	err := c.Download(context.Background(), repo, rev, f, dir, nil)
+	if err == nil || !strings.Contains(err.Error(), "more than") {
+		t.Fatalf("err = %v", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("left %v", entries)
+	}
+}
