@@ -2,11 +2,244 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/npuchat/npuchat/config"
+	"github.com/npuchat/npuchat/models"
+	"github.com/npuchat/npuchat/models/hub"
 )
 
-// runInstall implements `npuchat install`. Not written yet: its issue owns it.
+// runInstall implements `npuchat install [flags] [MODEL]`: download a
+// catalog model from Hugging Face and install it into FastFlowLM's
+// folders (or NPU Chat's own without FastFlowLM); with --verify, re-hash
+// an installed model instead.
 func runInstall(ctx context.Context, env *Env, args []string) int {
-	fmt.Fprintln(env.Stderr, "npuchat install: not available in this build yet")
-	return 2
+	fs := flag.NewFlagSet("install", flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	flmRoot := fs.String("flm-root", "", "use the FastFlowLM in `DIR` (flm, model_list.json, xclbins/, models/) instead of finding it")
+	noSystem := fs.Bool("no-system", false, "do not register in FastFlowLM's own model_list.json or copy kernels to its folder, even when writable")
+	source := fs.String("source", models.SourceNPU, "npu (the FastFlowLM port) or original (the original safetensors, for the in-process engine)")
+	verify := fs.Bool("verify", false, "re-hash the installed files against the hashes recorded at install (offline)")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	fs.Usage = func() {
+		fmt.Fprintln(env.Stderr, "Usage: npuchat install [flags] [MODEL]   (default model: "+config.DefaultModel+")")
+		fs.PrintDefaults()
+	}
+	rest, err := parseInterspersed(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		return 2
+	}
+	if len(rest) > 1 {
+		fs.Usage()
+		return 2
+	}
+	name := ""
+	if len(rest) == 1 {
+		name = rest[0]
+	}
+	in, code := newInstaller(env, *flmRoot)
+	if in == nil {
+		return code
+	}
+	if name == "" {
+		name = in.Config.Model
+	}
+	if *verify {
+		return verifyModel(ctx, env, in, name, *asJSON)
+	}
+	bar := newProgressBar(env.Stderr)
+	in.Progress = bar.event
+	res, err := in.Install(ctx, name, models.InstallOptions{Source: *source, NoSystem: *noSystem})
+	bar.finish()
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			fmt.Fprintln(env.Stderr, "npuchat install: interrupted; run the same command again to resume")
+			return 1
+		}
+		fmt.Fprintf(env.Stderr, "npuchat install: %v\n", err)
+		return 1
+	}
+	if *asJSON {
+		return printJSON(env, res)
+	}
+	m := res.Manifest
+	switch {
+	case len(res.Downloaded) == 0 && len(res.Changed) == 0:
+		fmt.Fprintf(env.Stdout, "%s is already installed in %s; nothing to do\n", res.Model.Name, m.Dir)
+	default:
+		fmt.Fprintf(env.Stdout, "installed %s in %s (%d files downloaded, %s)\n", res.Model.Name, m.Dir, len(res.Downloaded), hub.HumanBytes(m.TotalSize()))
+	}
+	for _, l := range m.Lists {
+		fmt.Fprintf(env.Stdout, "registered as %s in %s\n", res.Model.FLMTag(), l)
+	}
+	for _, d := range m.XclbinDirs {
+		fmt.Fprintf(env.Stdout, "kernels in %s\n", d)
+	}
+	for _, n := range res.Notes {
+		fmt.Fprintf(env.Stdout, "note: %s\n", n)
+	}
+	return 0
+}
+
+func verifyModel(ctx context.Context, env *Env, in *models.Installer, name string, asJSON bool) int {
+	reps, err := in.Verify(ctx, name)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "npuchat install --verify: %v\n", err)
+		return 1
+	}
+	ok := true
+	for _, r := range reps {
+		ok = ok && r.OK
+	}
+	if asJSON {
+		printJSON(env, reps)
+	} else {
+		for _, r := range reps {
+			for _, f := range r.Files {
+				if f.OK {
+					fmt.Fprintf(env.Stdout, "ok      %s\n", f.Path)
+				} else {
+					fmt.Fprintf(env.Stdout, "FAILED  %s: %s\n", f.Path, f.Problem)
+				}
+			}
+			verdict := "verified"
+			if !r.OK {
+				verdict = "DAMAGED: run npuchat install " + r.Model + " to repair it"
+			}
+			fmt.Fprintf(env.Stdout, "%s (%s) in %s: %s\n", r.Model, r.Source, r.Dir, verdict)
+		}
+	}
+	if !ok {
+		return 1
+	}
+	return 0
+}
+
+// newInstaller loads the configuration and builds the installer; on
+// failure it prints why and returns the exit code.
+func newInstaller(env *Env, flmRoot string) (*models.Installer, int) {
+	cfg, err := config.Load(env.Getenv, runtime.GOOS)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "npuchat: %v\n", err)
+		return nil, 1
+	}
+	in, err := models.NewInstaller(cfg, models.Options{FLMRoot: flmRoot, Getenv: env.Getenv})
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "npuchat: %v\n", err)
+		return nil, 1
+	}
+	return in, 0
+}
+
+// parseInterspersed parses flags that may come before or after the
+// positional arguments ("install minicpm5:2b --flm-root X").
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var rest []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return rest, nil
+		}
+		if args[0] == "--" {
+			return append(rest, args[1:]...), nil
+		}
+		rest = append(rest, args[0])
+		args = args[1:]
+	}
+}
+
+func printJSON(env *Env, v any) int {
+	enc := json.NewEncoder(env.Stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		fmt.Fprintf(env.Stderr, "npuchat: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// progressBar draws download progress: one redrawn line on a terminal,
+// one line per finished file otherwise (logs, tests).
+type progressBar struct {
+	w        io.Writer
+	terminal bool
+	drawn    bool
+	last     time.Time
+}
+
+func newProgressBar(w io.Writer) *progressBar {
+	b := &progressBar{w: w}
+	if f, ok := w.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			b.terminal = true
+		}
+	}
+	return b
+}
+
+func (b *progressBar) event(e models.Event) {
+	if e.File == nil {
+		b.clear()
+		fmt.Fprintf(b.w, "%s: %s\n", e.Phase, e.Message)
+		return
+	}
+	p := e.File
+	if !b.terminal {
+		if p.Done {
+			fmt.Fprintf(b.w, "downloaded %s (%s)\n", p.File, hub.HumanBytes(p.Total))
+		}
+		return
+	}
+	if !p.Done && time.Since(b.last) < 100*time.Millisecond {
+		return
+	}
+	b.last = time.Now()
+	fmt.Fprint(b.w, "\r"+barLine(*p)+"\x1b[K")
+	b.drawn = true
+	if p.Done {
+		fmt.Fprintln(b.w)
+		b.drawn = false
+	}
+}
+
+func (b *progressBar) clear() {
+	if b.drawn {
+		fmt.Fprint(b.w, "\r\x1b[K")
+		b.drawn = false
+	}
+}
+
+func (b *progressBar) finish() { b.clear() }
+
+// barLine renders "model.q4nx [=====>    ]  45%  850.0 MB/1.9 GB  12.3 MB/s  ETA 1m25s".
+func barLine(p hub.Progress) string {
+	const width = 24
+	frac := 1.0
+	if p.Total > 0 {
+		frac = float64(p.Bytes) / float64(p.Total)
+	}
+	n := int(frac * width)
+	bar := strings.Repeat("=", n)
+	if n < width {
+		bar += ">" + strings.Repeat(" ", width-n-1)
+	}
+	s := fmt.Sprintf("%-22s [%s] %3.0f%%  %s/%s", p.File, bar, frac*100, hub.HumanBytes(p.Bytes), hub.HumanBytes(p.Total))
+	if p.Rate > 0 && !p.Done {
+		s += fmt.Sprintf("  %s/s  ETA %s", hub.HumanBytes(int64(p.Rate)), p.ETA.Round(time.Second))
+	}
+	return s
 }

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/npuchat/npuchat/models/hub"
+
+	"github.com/npuchat/npuchat/models/hub/hubtest"
+)
+
+func fakeRepo() []hubtest.File {
+	blob := func(name string, n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(i*7) ^ name[i%len(name)]
+		}
+		return b
+	}
+	return []hubtest.File{
+		{Path: "config.json", Content: []byte(`{"model_type": "qwen3", "flm_version": "0.9.22"}`)},
+		{Path: "model.q4nx", Content: blob("model.q4nx", 100_000), LFS: true},
+		{Path: "tokenizer.json", Content: blob("tokenizer.json", 10_000), LFS: true},
+		{Path: "tokenizer_config.json", Content: []byte(`{"eos_token": {"content": "<|im_end|>"}, "eos_token_id": 130073}`)},
+		{Path: "special_tokens_map.json", Content: []byte(`{}`)},
+		{Path: "chat_template.jinja", Content: []byte(`{{ messages }}`)},
+		{Path: "attn.xclbin", Content: blob("attn", 1000), LFS: true},
+		{Path: "mm.xclbin", Content: blob("mm", 1000), LFS: true},
+		{Path: "layer.xclbin", Content: blob("layer", 1000), LFS: true},
+		{Path: "dequant.xclbin", Content: blob("dequant", 1000), LFS: true},
+	}
+}
+
+// cli runs npuchat in process with its own environment.
+type cli struct {
+	t   *testing.T
+	env map[string]string
+}
+
+func (c cli) run(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	e := &Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(k string) string { return c.env[k] }}
+	code := run(context.Background(), e, args)
+	return code, out.String(), errb.String()
+}
+
+func TestInstallModelsUninstallCLI(t *testing.T) {
+	fake := hubtest.New("julianmb/MiniCPM5-2B-NPU2", "main", fakeRepo())
+	defer fake.Close()
+	base := t.TempDir()
+	root := filepath.Join(base, "flm")
+	os.MkdirAll(filepath.Join(root, "xclbins", "Llama-3.2-1B-NPU2"), 0o755)
+	os.WriteFile(filepath.Join(root, "flm"), []byte("#!/bin/sh\nif [ \"$1\" = version ] && [ \"$2\" = --json ]; then echo '{\"version\": \"0.9.45\"}'; else exit 3; fi\n"), 0o755)
+	sys, err := os.ReadFile("../../models/flm/testdata/flm_v0.9.45.input.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(root, "model_list.json"), sys, 0o644)
+	c := cli{t, map[string]string{
+		"HOME": filepath.Join(base, "home"), "NPUCHAT_DATA": filepath.Join(base, "data"),
+		"NPUCHAT_CONFIG": filepath.Join(base, "settings.json"), "HF_ENDPOINT": fake.URL(),
+	}}
+
+	code, out, _ := c.run("models", "--flm-root", root)
+	if code != 0 || !strings.Contains(out, "FastFlowLM: "+filepath.Join(root, "flm")+" (0.9.45)") || !regexpLine(out, `minicpm5:2b\s+no`) {
+		t.Fatalf("models before install: %d\n%s", code, out)
+	}
+
+	// Default model, flags after the positional argument too.
+	code, out, errs := c.run("install", "--flm-root", root)
+	if code != 0 {
+		t.Fatalf("install: %d\n%s\n%s", code, out, errs)
+	}
+	dir := filepath.Join(root, "models", "MiniCPM5-2B-NPU2")
+	for _, want := range []string{"installed minicpm5:2b in " + dir, "registered as minicpm5:2b in " + filepath.Join(root, "model_list.json"), "kernels in " + filepath.Join(root, "xclbins", "MiniCPM5-2B-NPU2")} {
+		if !strings.Contains(out, want) {
+			t.Errorf("install output lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(errs, "downloaded model.q4nx (100.0 kB)") {
+		t.Errorf("no progress lines on stderr:\n%s", errs)
+	}
+	code, out, _ = c.run("install", "minicpm5:2b", "--flm-root", root)
+	if code != 0 || !strings.Contains(out, "already installed") {
+		t.Errorf("second install: %d\n%s", code, out)
+	}
+	code, out, _ = c.run("install", "--verify", "--flm-root", root, "MiniCPM5-2B-NPU2")
+	if code != 0 || !strings.Contains(out, "verified") || !strings.Contains(out, "ok      model.q4nx") {
+		t.Errorf("verify: %d\n%s", code, out)
+	}
+
+	code, out, _ = c.run("models", "--json", "--flm-root", root)
+	var st struct {
+		FLM struct {
+			Found   bool
+			Version string
+		}
+		Models []struct {
+			Model     string
+			Installed bool
+			Installs  []struct {
+				Dir        string
+				Size       int64
+				Verified   string
+				Registered []string
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil || code != 0 {
+		t.Fatalf("models --json: %d %v\n%s", code, err, out)
+	}
+	if !st.FLM.Found || st.FLM.Version != "0.9.45" || !st.Models[0].Installed || st.Models[0].Installs[0].Dir != dir || st.Models[0].Installs[0].Verified != "yes" || len(st.Models[0].Installs[0].Registered) != 2 || st.Models[0].Installs[0].Size < 100_000 {
+		t.Errorf("models --json: %+v", st)
+	}
+
+	// Damage a file: verify fails with exit 1 and says how to repair.
+	p := filepath.Join(dir, "model.q4nx")
+	b, _ := os.ReadFile(p)
+	b[5] ^= 0xff
+	os.WriteFile(p, b, 0o644)
+	code, out, _ = c.run("install", "--verify", "--flm-root", root)
+	if code != 1 || !strings.Contains(out, "FAILED  model.q4nx") || !strings.Contains(out, "run npuchat install minicpm5:2b") {
+		t.Errorf("verify of a damaged file: %d\n%s", code, out)
+	}
+
+	code, out, _ = c.run("uninstall", "minicpm5:2b", "--flm-root", root)
+	if code != 0 || !strings.Contains(out, "uninstalled minicpm5:2b") {
+		t.Errorf("uninstall: %d\n%s", code, out)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Error("model folder left behind")
+	}
+	if _, err := os.Stat(filepath.Join(root, "xclbins", "Llama-3.2-1B-NPU2")); err != nil {
+		t.Error("uninstall removed another model's kernels")
+	}
+	code, out, _ = c.run("models", "--flm-root", root)
+	if code != 0 || !regexpLine(out, `minicpm5:2b\s+no`) {
+		t.Errorf("models after uninstall: %d\n%s", code, out)
+	}
+}
+
+func TestCLIErrors(t *testing.T) {
+	base := t.TempDir()
+	c := cli{t, map[string]string{"HOME": base, "NPUCHAT_DATA": filepath.Join(base, "data"), "NPUCHAT_CONFIG": filepath.Join(base, "s.json"), "HF_ENDPOINT": "http://127.0.0.1:1"}}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"install", "llama9:70b"}, 1, "unknown model"},
+		{[]string{"install", "a", "b"}, 2, "Usage"},
+		{[]string{"install", "--bogus"}, 2, "flag provided but not defined"},
+		{[]string{"uninstall"}, 2, "Usage"},
+		{[]string{"install", "--verify", "minicpm5:2b"}, 1, "run npuchat install minicpm5:2b"},
+		{[]string{"install", "--source", "gguf", "minicpm5:2b"}, 1, "source"},
+	} {
+		code, out, errs := c.run(tc.args...)
+		if code != tc.code || !strings.Contains(out+errs, tc.want) {
+			t.Errorf("%v: exit %d, output %q %q; want exit %d and %q", tc.args, code, out, errs, tc.code, tc.want)
+		}
+	}
+}
+
+func TestBarLine(t *testing.T) {
+	line := barLine(hubProgress(500, 1000))
+	if !strings.Contains(line, " 50%") || !strings.Contains(line, "model.q4nx") || !strings.Contains(line, "ETA") {
+		t.Errorf("bar line %q", line)
+	}
+}
+
+func regexpLine(s, pattern string) bool { return regexp.MustCompile(`(?m)^` + pattern).MatchString(s) }
+
+func hubProgress(bytes, total int64) hub.Progress {
+	return hub.Progress{File: "model.q4nx", Bytes: bytes, Total: total, Rate: 100, ETA: 5 * time.Second}
+}

@@ -1,0 +1,198 @@
+// Package catalog lists the models NPU Chat offers. The list is data, not
+// code: catalog.json is embedded in the binary, so adding a model means
+// adding an entry there. Each entry says where the files come from (a
+// Hugging Face repository and revision), which of them FastFlowLM needs,
+// the model_list.json entry FastFlowLM reads, the tokenizer facts FastFlowLM
+// insists on, and what the port changed (so the in-process engine can undo
+// it).
+package catalog
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+//go:embed catalog.json
+var catalogJSON []byte
+
+// Catalog is the list of models, in the order they are offered.
+type Catalog struct {
+	Models []*Model `json:"models"`
+}
+
+// Model is one model NPU Chat can install.
+type Model struct {
+	// Name is the tag people type: "family:size", e.g. "minicpm5:2b".
+	Name        string `json:"name"`
+	Family      string `json:"family"`
+	Size        string `json:"size"`
+	Description string `json:"description"`
+	Default     bool   `json:"default,omitempty"`
+	// Source is the repository installed for FastFlowLM and read by the
+	// in-process engine (model.q4nx).
+	Source Source `json:"source"`
+	// Original is the unported model (Hugging Face safetensors), an
+	// alternative source for the in-process engine. Optional.
+	Original *Source `json:"original,omitempty"`
+	// FLM is how the model is registered in FastFlowLM's model_list.json.
+	FLM FLMEntry `json:"flm"`
+	// Tokenizer holds the token facts FastFlowLM needs in
+	// tokenizer_config.json, and the engine's stop tokens.
+	Tokenizer Tokenizer `json:"tokenizer"`
+	// Port says what the NPU port changed relative to the original model.
+	Port Port `json:"port"`
+}
+
+// Source is a Hugging Face repository and the files taken from it.
+type Source struct {
+	Repo     string `json:"repo"`
+	Revision string `json:"revision"`
+	// Files are paths in the repository; an entry may be a path.Match
+	// pattern such as "*.safetensors".
+	Files []string `json:"files"`
+	// XCLBins are the NPU kernels among Files, copied to FastFlowLM's
+	// xclbin folder.
+	XCLBins []string `json:"xclbins,omitempty"`
+	// Format is "flm-q4nx" (default) or "hf-safetensors".
+	Format string `json:"format,omitempty"`
+}
+
+// FLMEntry places the model in FastFlowLM's model_list.json: under
+// models[Family][Tag], with Entry as the value (kept as raw JSON so that
+// every field FastFlowLM reads is written exactly as listed).
+type FLMEntry struct {
+	Family string          `json:"family"`
+	Tag    string          `json:"tag"`
+	Entry  json.RawMessage `json:"entry"`
+}
+
+// Tokenizer holds what FastFlowLM requires of tokenizer_config.json.
+type Tokenizer struct {
+	EOSToken    string `json:"eos_token"`
+	EOSTokenIDs []int  `json:"eos_token_ids"`
+	BOSTokenID  int    `json:"bos_token_id"`
+	PadTokenID  int    `json:"pad_token_id"`
+}
+
+// Port records how the NPU port differs from the original model.
+type Port struct {
+	// KVHeadsOriginal and KVHeadsReplicated: the port repeats each KV head
+	// KVReplication times; the engine may fold identical copies back.
+	KVHeadsOriginal   int `json:"kv_heads_original"`
+	KVHeadsReplicated int `json:"kv_heads_replicated"`
+	KVReplication     int `json:"kv_replication"`
+	// InjectedQKNorm: the port added unit q_norm/k_norm weights the
+	// original model does not have; the engine must skip them to compute
+	// the original model.
+	InjectedQKNorm bool `json:"injected_qk_norm"`
+}
+
+// FLMName is the folder name FastFlowLM uses for the model, under both
+// its models folder and its xclbin folder ("MiniCPM5-2B-NPU2").
+func (m *Model) FLMName() string {
+	var e struct {
+		Name string `json:"name"`
+	}
+	_ = json.Unmarshal(m.FLM.Entry, &e) // validated by Parse
+	return e.Name
+}
+
+// FLMMinVersion is the entry's flm_min_version.
+func (m *Model) FLMMinVersion() string {
+	var e struct {
+		V string `json:"flm_min_version"`
+	}
+	_ = json.Unmarshal(m.FLM.Entry, &e)
+	return e.V
+}
+
+// FLMTag is the tag FastFlowLM serves the model under ("minicpm5:2b").
+func (m *Model) FLMTag() string { return m.FLM.Family + ":" + m.FLM.Tag }
+
+// Load returns the embedded catalog.
+func Load() (*Catalog, error) { return Parse(catalogJSON) }
+
+// Parse reads a catalog from JSON and checks every entry.
+func Parse(b []byte) (*Catalog, error) {
+	var c Catalog
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	seen := map[string]bool{}
+	for i, m := range c.Models {
+		if err := m.check(); err != nil {
+			return nil, fmt.Errorf("catalog: model %d (%q): %w", i, m.Name, err)
+		}
+		if seen[strings.ToLower(m.Name)] {
+			return nil, fmt.Errorf("catalog: model %q listed twice", m.Name)
+		}
+		seen[strings.ToLower(m.Name)] = true
+	}
+	return &c, nil
+}
+
+func (m *Model) check() error {
+	if m.Name != m.Family+":"+m.Size {
+		return fmt.Errorf("name must be family:size (%s:%s)", m.Family, m.Size)
+	}
+	if m.Source.Repo == "" || m.Source.Revision == "" || len(m.Source.Files) == 0 {
+		return fmt.Errorf("source needs repo, revision and files")
+	}
+	var e struct {
+		Name       string                  `json:"name"`
+		FileURL    string                  `json:"file_url"`
+		MinVersion string                  `json:"flm_min_version"`
+		Files      []string                `json:"files"`
+		Details    struct{ Family string } `json:"details"`
+	}
+	if err := json.Unmarshal(m.FLM.Entry, &e); err != nil {
+		return fmt.Errorf("flm entry: %w", err)
+	}
+	// FastFlowLM reads file_url unconditionally and fails without it.
+	if e.Name == "" || e.FileURL == "" || e.MinVersion == "" || len(e.Files) == 0 || e.Details.Family == "" {
+		return fmt.Errorf("flm entry needs name, file_url, flm_min_version, files and details.family")
+	}
+	if m.FLM.Family == "" || m.FLM.Tag == "" {
+		return fmt.Errorf("flm needs family and tag")
+	}
+	return nil
+}
+
+// Lookup finds a model by name, case-insensitively: "minicpm5:2b", the
+// family alone ("minicpm5", its first size), or FastFlowLM's folder name
+// ("MiniCPM5-2B-NPU2"). An empty name means the default model.
+func (c *Catalog) Lookup(name string) (*Model, error) {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		for _, m := range c.Models {
+			if m.Default {
+				return m, nil
+			}
+		}
+		if len(c.Models) > 0 {
+			return c.Models[0], nil
+		}
+	}
+	for _, m := range c.Models {
+		if strings.EqualFold(m.Name, name) || strings.EqualFold(m.FLMName(), name) || strings.EqualFold(m.FLMTag(), name) {
+			return m, nil
+		}
+	}
+	for _, m := range c.Models {
+		if strings.EqualFold(m.Family, name) {
+			return m, nil
+		}
+	}
+	return nil, fmt.Errorf("unknown model %q; known models: %s", name, strings.Join(c.Names(), ", "))
+}
+
+// Names lists the model names in catalog order.
+func (c *Catalog) Names() []string {
+	var n []string
+	for _, m := range c.Models {
+		n = append(n, m.Name)
+	}
+	return n
+}

@@ -1,0 +1,261 @@
+package flm
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/npuchat/npuchat/config"
+)
+
+// Object is a JSON object that keeps its keys in their original order
+// and its values as raw JSON, so that editing one key leaves every other
+// key, value, number and string escape exactly as it was.
+type Object struct {
+	keys []string
+	vals map[string]json.RawMessage
+}
+
+// NewObject returns an empty object.
+func NewObject() *Object { return &Object{vals: map[string]json.RawMessage{}} }
+
+// ParseObject reads a JSON object. A syntax error names the line and
+// column.
+func ParseObject(b []byte) (*Object, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	o := NewObject()
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, syntaxError(b, dec, err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return nil, fmt.Errorf("not a JSON object")
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, syntaxError(b, dec, err)
+		}
+		k, ok := tok.(string)
+		if !ok {
+			return nil, fmt.Errorf("object key is not a string")
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, syntaxError(b, dec, err)
+		}
+		o.Set(k, v)
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, syntaxError(b, dec, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("text after the JSON object (line %d)", lineOf(b, dec.InputOffset()))
+	}
+	return o, nil
+}
+
+func syntaxError(b []byte, dec *json.Decoder, err error) error {
+	off := dec.InputOffset()
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		off = se.Offset
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		off = int64(len(b))
+		err = errors.New("unexpected end of file")
+	}
+	line, col := 1, 1
+	for _, c := range b[:min(int(off), len(b))] {
+		if c == '\n' {
+			line, col = line+1, 1
+		} else {
+			col++
+		}
+	}
+	return fmt.Errorf("invalid JSON at line %d, column %d: %v", line, col, err)
+}
+
+func lineOf(b []byte, off int64) int {
+	return 1 + bytes.Count(b[:min(int(off), len(b))], []byte("\n"))
+}
+
+// Keys returns the keys in order.
+func (o *Object) Keys() []string { return append([]string(nil), o.keys...) }
+
+// Get returns the raw value of k.
+func (o *Object) Get(k string) (json.RawMessage, bool) {
+	v, ok := o.vals[k]
+	return v, ok
+}
+
+// Set sets k, keeping its position when it exists and appending it
+// otherwise.
+func (o *Object) Set(k string, v json.RawMessage) {
+	if _, ok := o.vals[k]; !ok {
+		o.keys = append(o.keys, k)
+	}
+	o.vals[k] = v
+}
+
+// SetValue sets k to v encoded as JSON (without HTML escaping).
+func (o *Object) SetValue(k string, v any) error {
+	raw, err := Marshal(v)
+	if err != nil {
+		return err
+	}
+	o.Set(k, raw)
+	return nil
+}
+
+// Delete removes k.
+func (o *Object) Delete(k string) {
+	if _, ok := o.vals[k]; !ok {
+		return
+	}
+	delete(o.vals, k)
+	for i, key := range o.keys {
+		if key == k {
+			o.keys = append(o.keys[:i], o.keys[i+1:]...)
+			break
+		}
+	}
+}
+
+// Len is the number of keys.
+func (o *Object) Len() int { return len(o.keys) }
+
+// Object parses the value of k as an object; a missing key gives an
+// empty object and false.
+func (o *Object) Object(k string) (*Object, bool, error) {
+	v, ok := o.vals[k]
+	if !ok {
+		return NewObject(), false, nil
+	}
+	sub, err := ParseObject(v)
+	if err != nil {
+		return nil, true, fmt.Errorf("%q: %w", k, err)
+	}
+	return sub, true, nil
+}
+
+// SetObject stores sub as the value of k.
+func (o *Object) SetObject(k string, sub *Object) { o.Set(k, sub.Raw()) }
+
+// Raw encodes the object compactly, values as they were.
+func (o *Object) Raw() json.RawMessage {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, k := range o.keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		kb, _ := Marshal(k)
+		b.Write(kb)
+		b.WriteByte(':')
+		b.Write(o.vals[k])
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+// Format encodes the object indented with indent, ending in a newline.
+func (o *Object) Format(indent string) []byte {
+	var out bytes.Buffer
+	if err := json.Indent(&out, o.Raw(), "", indent); err != nil {
+		// Raw is built from validated parts; this cannot happen.
+		panic(fmt.Sprintf("flm: re-encoding JSON: %v", err))
+	}
+	out.WriteByte('\n')
+	return out.Bytes()
+}
+
+// Marshal encodes v as JSON without escaping <, > and & (tokenizer files
+// are full of "<|im_end|>").
+func Marshal(v any) (json.RawMessage, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
+}
+
+// DetectIndent guesses a file's indentation from its first indented
+// line; two spaces when there is none.
+func DetectIndent(b []byte) string {
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		trimmed := strings.TrimLeft(line, " \t")
+		if trimmed != "" && len(trimmed) < len(line) {
+			return line[:len(line)-len(trimmed)]
+		}
+	}
+	return "  "
+}
+
+// WriteIfChanged writes data to path unless the file already holds the
+// same JSON formatted the same way (then it returns false and touches
+// nothing). The previous content is saved as path.bak first; both writes
+// go to a temporary file renamed into place.
+func WriteIfChanged(path string, data []byte) (bool, error) {
+	old, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		if bytes.Equal(old, data) {
+			return false, nil
+		}
+		perm := os.FileMode(0o644)
+		if st, err := os.Stat(path); err == nil {
+			perm = st.Mode().Perm()
+		}
+		if err := config.WriteFileAtomic(path+".bak", old, perm); err != nil {
+			return false, fmt.Errorf("back up %s: %w", path, err)
+		}
+		if err := config.WriteFileAtomic(path, data, perm); err != nil {
+			return false, err
+		}
+	case errors.Is(err, os.ErrNotExist):
+		if err := config.WriteFileAtomic(path, data, 0o644); err != nil {
+			return false, err
+		}
+	default:
+		return false, fmt.Errorf("read %s: %w", path, err)
+	}
+	return true, nil
+}
+
+// EditJSONFile applies edit to the JSON object in path and writes the
+// result with WriteIfChanged. The file keeps its key order and
+// indentation; when edit changes nothing (the result equals the file
+// re-encoded unchanged), the file is not written. A malformed file is
+// refused with an error naming it, and left alone.
+func EditJSONFile(path string, edit func(*Object) error) (bool, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", path, err)
+	}
+	return editJSON(path, b, edit)
+}
+
+func editJSON(path string, b []byte, edit func(*Object) error) (bool, error) {
+	o, err := ParseObject(b)
+	if err != nil {
+		return false, fmt.Errorf("%s is not valid JSON (%v); fix it or restore it from %s.bak; it was not changed", path, err, path)
+	}
+	indent := DetectIndent(b)
+	before := o.Format(indent)
+	if err := edit(o); err != nil {
+		return false, fmt.Errorf("edit %s: %w", path, err)
+	}
+	after := o.Format(indent)
+	if bytes.Equal(before, after) {
+		return false, nil
+	}
+	return WriteIfChanged(path, after)
+}

@@ -1,0 +1,41 @@
+package hub
+
+import "fmt"
+
+// DiskFree reports the bytes available to this user on the file system
+// holding dir. FreeSpace is the real one; tests pass their own.
+type DiskFree func(dir string) (uint64, error)
+
+// CheckSpace fails with a clear message when the file system of dir has
+// less than need bytes free (plus a 64 MiB margin).
+func CheckSpace(free DiskFree, dir string, need int64) error {
+	if need <= 0 {
+		return nil
+	}
+	if free == nil {
+		free = FreeSpace
+	}
+	have, err := free(dir)
+	if err != nil {
+		return fmt.Errorf("check free space in %s: %w", dir, err)
+	}
+	const margin = 64 << 20
+	if have < uint64(need)+margin {
+		return fmt.Errorf("not enough free space in %s: need %s, have %s; free some space and run again", dir, HumanBytes(need+margin), HumanBytes(int64(have)))
+	}
+	return nil
+}
+
+// HumanBytes formats a byte count as "1.9 GB".
+func HumanBytes(n int64) string {
+	const unit = 1000
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %cB", float64(n)/float64(div), "kMGTPE"[exp])
+}

@@ -1,0 +1,695 @@
+package models
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/npuchat/npuchat/config"
+	"github.com/npuchat/npuchat/models/hub"
+	"github.com/npuchat/npuchat/models/hub/hubtest"
+)
+
+const repo = "julianmb/MiniCPM5-2B-NPU2"
+
+func blob(name string, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*13+len(name)) ^ name[i%len(name)]
+	}
+	return b
+}
+
+// portFiles is a small stand-in for the real repository: same names,
+// JSON files shaped like the real ones, random bytes for the rest.
+func portFiles(version string) []hubtest.File {
+	return []hubtest.File{
+		{Path: ".gitattributes", Content: []byte("*.q4nx filter=lfs\n")},
+		{Path: "README.md", Content: []byte("# MiniCPM5-2B-NPU2\n")},
+		{Path: "config.json", Content: []byte(`{"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "num_key_value_heads": 8, "flm_version": "0.9.22"}` + "\n")},
+		{Path: "model.q4nx", Content: blob("model.q4nx"+version, 300_000), LFS: true},
+		{Path: "tokenizer.json", Content: blob("tokenizer.json", 40_000), LFS: true},
+		{Path: "tokenizer_config.json", Content: []byte(`{"bos_token": "<|im_start|>", "eos_token": {"content": "<|im_end|>", "special": true}, "eos_token_id": 130073, "chat_template": "{{'<|im_start|>'}}", "tokenizer_class": "Qwen2Tokenizer"}` + "\n")},
+		{Path: "special_tokens_map.json", Content: []byte(`{"eos_token": "<|im_end|>"}`)},
+		{Path: "chat_template.jinja", Content: []byte("{% for m in messages %}<|im_start|>{{m.role}}\n{{m.content}}<|im_end|>\n{% endfor %}")},
+		{Path: "attn.xclbin", Content: blob("attn", 5000), LFS: true},
+		{Path: "mm.xclbin", Content: blob("mm", 5000), LFS: true},
+		{Path: "layer.xclbin", Content: blob("layer", 5000), LFS: true},
+		{Path: "dequant.xclbin", Content: blob("dequant", 5000), LFS: true},
+	}
+}
+
+type env struct {
+	t       *testing.T
+	hub     *hubtest.Server
+	cfg     *config.Config
+	root    string // fake FastFlowLM root (--flm-root)
+	base    string
+	origSys []byte
+}
+
+// newEnv makes a fake hub, a fake FastFlowLM root holding a real flm
+// script (for `flm version --json`), FastFlowLM's real model list and a
+// kernel folder of a built-in model, and an NPU Chat data folder.
+func newEnv(t *testing.T, withFLM bool) *env {
+	t.Helper()
+	e := &env{t: t, base: t.TempDir()}
+	e.hub = hubtest.New(repo, "main", portFiles("v1"))
+	t.Cleanup(e.hub.Close)
+	cfg, err := config.Load(config.MapEnv(map[string]string{
+		"HOME": filepath.Join(e.base, "home"), "NPUCHAT_DATA": filepath.Join(e.base, "data"),
+		"NPUCHAT_CONFIG": filepath.Join(e.base, "settings.json"), "HF_ENDPOINT": e.hub.URL(), "HF_TOKEN": "hf_test",
+	}), "linux")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.cfg = cfg
+	e.root = filepath.Join(e.base, "flm")
+	if withFLM {
+		must(t, os.MkdirAll(filepath.Join(e.root, "xclbins", "Qwen3-0.6B-NPU2"), 0o755))
+		must(t, os.WriteFile(filepath.Join(e.root, "xclbins", "Qwen3-0.6B-NPU2", "attn.xclbin"), []byte("qwen kernels"), 0o644))
+		must(t, os.WriteFile(filepath.Join(e.root, "flm"), []byte("#!/bin/sh\n[ \"$1 $2\" = \"version --json\" ] && echo '{\"version\": \"0.9.45\"}'\n"), 0o755))
+		sys, err := os.ReadFile("flm/testdata/flm_v0.9.45.input.json")
+		must(t, err)
+		e.origSys = sys
+		must(t, os.WriteFile(filepath.Join(e.root, "model_list.json"), sys, 0o644))
+	}
+	return e
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (e *env) installer() *Installer {
+	in, err := NewInstaller(e.cfg, Options{FLMRoot: e.root, GOOS: "linux", Getenv: func(string) string { return "" }})
+	must(e.t, err)
+	if _, err := os.Stat(e.root); err != nil {
+		in.Probe.Root = ""
+		in.Probe.LookPath = func(string) (string, error) { return "", errors.New("no flm") }
+		in.Probe.Stat = func(string) (fs.FileInfo, error) { return nil, fs.ErrNotExist }
+	}
+	in.Hub.Sleep = func(ctx context.Context, d time.Duration) error { return ctx.Err() }
+	in.Free = func(string) (uint64, error) { return 100 << 30, nil }
+	return in
+}
+
+func (e *env) modelDir() string { return filepath.Join(e.root, "models", "MiniCPM5-2B-NPU2") }
+
+// snapshot maps every file under the folders to its content hash and
+// modification time.
+func snapshot(t *testing.T, dirs ...string) map[string]string {
+	out := map[string]string{}
+	for _, d := range dirs {
+		filepath.WalkDir(d, func(p string, de fs.DirEntry, err error) error {
+			if err != nil || de.IsDir() {
+				return nil
+			}
+			info, _ := os.Lstat(p)
+			b, _ := os.ReadFile(p)
+			h := sha256.Sum256(b)
+			out[p] = hex.EncodeToString(h[:8]) + " " + info.ModTime().String()
+			return nil
+		})
+	}
+	return out
+}
+
+func contentRequests(s *hubtest.Server) int {
+	n := 0
+	for _, r := range s.Requests() {
+		if !strings.Contains(r.Path, "/api/") {
+			n++
+		}
+	}
+	return n
+}
+
+func readJSON(t *testing.T, p string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	must(t, err)
+	var m map[string]any
+	must(t, json.Unmarshal(b, &m))
+	return m
+}
+
+func entryOf(t *testing.T, list string) map[string]any {
+	m := readJSON(t, list)
+	fam, _ := m["models"].(map[string]any)["minicpm5"].(map[string]any)
+	if fam == nil {
+		return nil
+	}
+	e, _ := fam["2b"].(map[string]any)
+	return e
+}
+
+func TestInstallWithFLM(t *testing.T) {
+	e := newEnv(t, true)
+	in := e.installer()
+	var events []Event
+	in.Progress = func(ev Event) { events = append(events, ev) }
+	res, err := in.Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	must(t, err)
+	if len(res.Downloaded) != 10 {
+		t.Errorf("downloaded %v", res.Downloaded)
+	}
+	dir := e.modelDir()
+	for _, f := range portFiles("v1") {
+		_, err := os.Stat(filepath.Join(dir, f.Path))
+		if wanted := f.Path != ".gitattributes" && f.Path != "README.md"; wanted != (err == nil) {
+			t.Errorf("%s: present=%v", f.Path, err == nil)
+		}
+	}
+	// tokenizer_config.json as FastFlowLM needs it, other keys kept.
+	tc := readJSON(t, filepath.Join(dir, "tokenizer_config.json"))
+	if tc["eos_token"] != "<|im_end|>" || !reflect.DeepEqual(tc["eos_token_id"], []any{1.0, 130073.0}) || tc["bos_token_id"] != 0.0 || tc["pad_token_id"] != 1.0 || tc["tokenizer_class"] != "Qwen2Tokenizer" || tc["chat_template"] != "{{'<|im_start|>'}}" {
+		t.Errorf("tokenizer_config = %v", tc)
+	}
+	if bak, _ := os.ReadFile(filepath.Join(dir, "tokenizer_config.json.bak")); !bytes.Equal(bak, portFiles("v1")[5].Content) {
+		t.Error("tokenizer_config.json.bak is not the downloaded original")
+	}
+	if c := readJSON(t, filepath.Join(dir, "config.json")); c["flm_version"] != "0.9.22" || c["num_key_value_heads"] != 8.0 {
+		t.Errorf("config.json = %v", c)
+	}
+	// Kernels: in NPU Chat's root and in FastFlowLM's (writable here).
+	own := filepath.Join(e.cfg.DataDir, "flm", "xclbins")
+	for _, d := range []string{filepath.Join(own, "MiniCPM5-2B-NPU2"), filepath.Join(e.root, "xclbins", "MiniCPM5-2B-NPU2")} {
+		for _, x := range []string{"attn", "mm", "layer", "dequant"} {
+			if b, err := os.ReadFile(filepath.Join(d, x+".xclbin")); err != nil || !bytes.Equal(b, blob(x, 5000)) {
+				t.Errorf("%s/%s.xclbin: %v", d, x, err)
+			}
+		}
+	}
+	// FastFlowLM's built-in kernels are reachable from NPU Chat's root.
+	if b, err := os.ReadFile(filepath.Join(own, "Qwen3-0.6B-NPU2", "attn.xclbin")); err != nil || string(b) != "qwen kernels" {
+		t.Errorf("built-in kernels not linked: %v", err)
+	}
+	// Registered in both lists; FastFlowLM's entries kept in NPU Chat's.
+	for _, l := range []string{filepath.Join(e.cfg.DataDir, "flm", "model_list.json"), filepath.Join(e.root, "model_list.json")} {
+		ent := entryOf(t, l)
+		if ent == nil || ent["name"] != "MiniCPM5-2B-NPU2" || ent["file_url"] == nil {
+			t.Errorf("%s: entry %v", l, ent)
+		}
+		if m := readJSON(t, l)["models"].(map[string]any); m["qwen3"] == nil || m["gemma3"] == nil {
+			t.Errorf("%s lost FastFlowLM's models", l)
+		}
+	}
+	if bak, _ := os.ReadFile(filepath.Join(e.root, "model_list.json.bak")); !bytes.Equal(bak, e.origSys) {
+		t.Error("FastFlowLM's list has no .bak of its previous version")
+	}
+	// The engine finds it.
+	loc, err := Locate(e.cfg, "MiniCPM5")
+	must(t, err)
+	if loc.Dir != dir || loc.Format != "flm-q4nx" || len(loc.Weights) != 1 || !loc.Model.Port.InjectedQKNorm {
+		t.Errorf("Locate = %+v", loc)
+	}
+	// The FastFlowLM backend's view.
+	layout, err := in.PrepareFLM(context.Background())
+	must(t, err)
+	if layout.Version != "0.9.45" || layout.Exe != filepath.Join(e.root, "flm") {
+		t.Errorf("layout %+v", layout)
+	}
+	envs := strings.Join(layout.ServeEnv(), " ")
+	if !strings.Contains(envs, "FLM_CONFIG_PATH="+filepath.Join(e.cfg.DataDir, "flm", "model_list.json")) || !strings.Contains(envs, "FLM_MODEL_PATH="+e.root) {
+		t.Errorf("ServeEnv %s", envs)
+	}
+	// Progress reached the callback.
+	sawDone := false
+	for _, ev := range events {
+		if ev.File != nil && ev.File.File == "model.q4nx" && ev.File.Done {
+			sawDone = true
+		}
+	}
+	if !sawDone {
+		t.Error("no download progress events")
+	}
+	// Verify passes; status is complete.
+	reps, err := in.Verify(context.Background(), "minicpm5:2b")
+	must(t, err)
+	if len(reps) != 1 || !reps[0].OK || len(reps[0].Files) != 18 { // 10 files + 2 x 4 kernel copies
+		t.Errorf("verify: %+v", reps[0])
+	}
+	st, err := in.Status(context.Background())
+	must(t, err)
+	if len(st) != 1 || !st[0].Installed || st[0].Installs[0].Verified != "yes" || len(st[0].Installs[0].Registered) != 2 {
+		t.Errorf("status %+v", st)
+	}
+}
+
+func TestInstallTwiceChangesNothing(t *testing.T) {
+	e := newEnv(t, true)
+	_, err := e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	must(t, err)
+	before := snapshot(t, e.root, e.cfg.DataDir)
+	reqs := len(e.hub.Requests())
+	time.Sleep(10 * time.Millisecond)
+	res, err := e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	must(t, err)
+	if len(res.Downloaded) != 0 || len(res.Changed) != 0 {
+		t.Errorf("second install downloaded %v changed %v", res.Downloaded, res.Changed)
+	}
+	for _, r := range e.hub.Requests()[reqs:] {
+		if !strings.Contains(r.Path, "/api/") {
+			t.Errorf("second install fetched %s", r.Path)
+		}
+	}
+	if after := snapshot(t, e.root, e.cfg.DataDir); !reflect.DeepEqual(before, after) {
+		for k, v := range after {
+			if before[k] != v {
+				t.Errorf("second install touched %s", k)
+			}
+		}
+	}
+}
+
+func TestInterruptedInstallResumes(t *testing.T) {
+	e := newEnv(t, true)
+	e.hub.AddFaults("model.q4nx", hubtest.Fault{DropAfter: 120_000})
+	in := e.installer()
+	in.Hub.Attempts = 1
+	_, err := in.Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	if err == nil {
+		t.Fatal("install with a dropped connection and one attempt succeeded")
+	}
+	// Nothing is in place: the model folder holds the previous state
+	// (none), the lists are untouched, no record.
+	if _, err := os.Stat(e.modelDir()); err == nil {
+		entries, _ := os.ReadDir(e.modelDir())
+		t.Errorf("model folder exists after a failed first install: %v", entries)
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.root, "model_list.json")); !bytes.Equal(b, e.origSys) {
+		t.Error("FastFlowLM's list changed by a failed install")
+	}
+	if _, err := Locate(e.cfg, "minicpm5:2b"); !errors.Is(err, ErrNotInstalled) || !strings.Contains(err.Error(), "npuchat install minicpm5:2b") {
+		t.Errorf("Locate after a failed install: %v", err)
+	}
+	res, err := e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	must(t, err)
+	reqs := e.hub.Requests()
+	var ranges []string
+	for _, r := range reqs {
+		if strings.HasSuffix(r.Path, "/model.q4nx") && strings.HasPrefix(r.Host, "localhost") {
+			ranges = append(ranges, r.Range)
+		}
+	}
+	if len(ranges) != 2 || ranges[1] != "bytes=120000-" {
+		t.Errorf("model.q4nx requests with Range %q, want a resume from 120000", ranges)
+	}
+	if len(res.Downloaded) != 10 {
+		t.Errorf("downloaded %v", res.Downloaded)
+	}
+	if _, err := os.Stat(filepath.Join(e.root, "models", ".npuchat-staging")); err == nil {
+		t.Error("staging folder left behind")
+	}
+}
+
+// An update whose download keeps failing leaves the installed version
+// exactly as it was.
+func TestFailedUpdateKeepsPreviousVersion(t *testing.T) {
+	e := newEnv(t, true)
+	_, err := e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	must(t, err)
+	before := snapshot(t, e.root, e.cfg.DataDir)
+	e.hub.AddRepo(repo, "main", portFiles("v2"))
+	e.hub.AddFaults("model.q4nx", hubtest.Fault{Corrupt: true}, hubtest.Fault{Corrupt: true})
+	in := e.installer()
+	in.Hub.Attempts = 2
+	_, err = in.Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	if !errors.Is(err, hub.ErrHashMismatch) {
+		t.Fatalf("err = %v, want a hash mismatch", err)
+	}
+	after := snapshot(t, e.root, e.cfg.DataDir)
+	for k, v := range after {
+		if strings.Contains(k, ".npuchat-staging") {
+			continue // downloads of other files wait there for the next run
+		}
+		if before[k] != v {
+			t.Errorf("failed update changed %s", k)
+		}
+	}
+	// The next run completes the update.
+	res, err := e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	must(t, err)
+	if !reflect.DeepEqual(res.Downloaded, []string{"model.q4nx"}) {
+		t.Errorf("update downloaded %v", res.Downloaded)
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.modelDir(), "model.q4nx")); !bytes.Equal(b, blob("model.q4nxv2", 300_000)) {
+		t.Error("model.q4nx is not v2")
+	}
+}
+
+func TestInstallWithoutFLM(t *testing.T) {
+	e := newEnv(t, false)
+	res, err := e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	must(t, err)
+	dir := filepath.Join(e.cfg.ModelsDir, "MiniCPM5-2B-NPU2")
+	if len(res.Notes) == 0 || !strings.Contains(res.Notes[0], "needs FastFlowLM") {
+		t.Errorf("notes %q", res.Notes)
+	}
+	if len(res.Downloaded) != 6 {
+		t.Errorf("downloaded %v (kernels are useless without FastFlowLM)", res.Downloaded)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "model.q4nx")); err != nil {
+		t.Error(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "attn.xclbin")); err == nil {
+		t.Error("kernels downloaded without FastFlowLM")
+	}
+	loc, err := Locate(e.cfg, "minicpm5:2b")
+	must(t, err)
+	if loc.Dir != dir {
+		t.Errorf("Locate dir %s", loc.Dir)
+	}
+	if _, err := e.installer().PrepareFLM(context.Background()); err == nil || !strings.Contains(err.Error(), "install FastFlowLM") {
+		t.Errorf("PrepareFLM without FLM: %v", err)
+	}
+}
+
+func TestInstallOriginal(t *testing.T) {
+	e := newEnv(t, true)
+	e.hub.AddRepo("openbmb/MiniCPM5-2B", "main", []hubtest.File{
+		{Path: "config.json", Content: []byte(`{"model_type":"llama"}`)},
+		{Path: "generation_config.json", Content: []byte(`{}`)},
+		{Path: "tokenizer.json", Content: blob("tok", 1000), LFS: true},
+		{Path: "tokenizer_config.json", Content: []byte(`{}`)},
+		{Path: "special_tokens_map.json", Content: []byte(`{}`)},
+		{Path: "chat_template.jinja", Content: []byte(`x`)},
+		{Path: "model-00001-of-00002.safetensors", Content: blob("s1", 3000), LFS: true},
+		{Path: "model-00002-of-00002.safetensors", Content: blob("s2", 3000), LFS: true},
+		{Path: "model.safetensors.index.json", Content: []byte(`{}`)},
+		{Path: "README.md", Content: []byte(`x`)},
+	})
+	res, err := e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{Source: SourceOriginal})
+	must(t, err)
+	if len(res.Downloaded) != 9 {
+		t.Errorf("downloaded %v", res.Downloaded)
+	}
+	loc, err := Locate(e.cfg, "minicpm5:2b")
+	must(t, err)
+	if loc.Format != "hf-safetensors" || len(loc.Weights) != 2 || loc.Dir != filepath.Join(e.cfg.ModelsDir, "MiniCPM5-2B") {
+		t.Errorf("Locate %+v", loc)
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.root, "model_list.json")); !bytes.Equal(b, e.origSys) {
+		t.Error("the original model was registered with FastFlowLM")
+	}
+}
+
+func TestNoSystem(t *testing.T) {
+	e := newEnv(t, true)
+	_, err := e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{NoSystem: true})
+	must(t, err)
+	if b, _ := os.ReadFile(filepath.Join(e.root, "model_list.json")); !bytes.Equal(b, e.origSys) {
+		t.Error("--no-system changed FastFlowLM's list")
+	}
+	if _, err := os.Stat(filepath.Join(e.root, "xclbins", "MiniCPM5-2B-NPU2")); err == nil {
+		t.Error("--no-system wrote FastFlowLM's kernel folder")
+	}
+	if entryOf(t, filepath.Join(e.cfg.DataDir, "flm", "model_list.json")) == nil {
+		t.Error("not registered in NPU Chat's list")
+	}
+}
+
+func TestMalformedSystemListRefused(t *testing.T) {
+	e := newEnv(t, true)
+	bad := []byte("{\n  \"models\": {,\n}\n")
+	must(t, os.WriteFile(filepath.Join(e.root, "model_list.json"), bad, 0o644))
+	_, err := e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	if err == nil || !strings.Contains(err.Error(), "not valid JSON") || !strings.Contains(err.Error(), "line 2") {
+		t.Fatalf("err = %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.root, "model_list.json")); !bytes.Equal(b, bad) {
+		t.Error("malformed list was changed")
+	}
+	if n := contentRequests(e.hub); n != 0 {
+		t.Errorf("%d downloads before the broken list was refused", n)
+	}
+	if _, err := os.Stat(e.modelDir()); err == nil {
+		t.Error("model folder created")
+	}
+}
+
+func TestNotEnoughSpace(t *testing.T) {
+	e := newEnv(t, true)
+	in := e.installer()
+	in.Free = func(string) (uint64, error) { return 1 << 20, nil }
+	_, err := in.Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	if err == nil || !strings.Contains(err.Error(), "not enough free space") {
+		t.Fatalf("err = %v", err)
+	}
+	if n := contentRequests(e.hub); n != 0 {
+		t.Errorf("%d downloads started without the space for them", n)
+	}
+}
+
+func TestVerifyFindsDamage(t *testing.T) {
+	e := newEnv(t, true)
+	in := e.installer()
+	_, err := in.Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	must(t, err)
+	p := filepath.Join(e.modelDir(), "model.q4nx")
+	b, _ := os.ReadFile(p)
+	b[1000] ^= 1
+	must(t, os.WriteFile(p, b, 0o644))
+	tc := filepath.Join(e.modelDir(), "tokenizer_config.json")
+	must(t, os.WriteFile(tc, []byte(`{"eos_token": null}`), 0o644))
+	reps, err := in.Verify(context.Background(), "minicpm5:2b")
+	must(t, err)
+	bad := map[string]bool{}
+	for _, f := range reps[0].Files {
+		if !f.OK {
+			bad[f.Path] = true
+		}
+	}
+	if reps[0].OK || !bad["model.q4nx"] || !bad["tokenizer_config.json"] || len(bad) != 2 {
+		t.Errorf("verify found %v", bad)
+	}
+	st, _ := in.Status(context.Background())
+	if st[0].Installs[0].Verified != "changed" {
+		t.Errorf("status %+v", st[0].Installs[0])
+	}
+	// Installing again repairs both.
+	res, err := e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	must(t, err)
+	if !reflect.DeepEqual(res.Downloaded, []string{"model.q4nx", "tokenizer_config.json"}) {
+		t.Errorf("repair downloaded %v", res.Downloaded)
+	}
+	reps, _ = in.Verify(context.Background(), "minicpm5:2b")
+	if !reps[0].OK {
+		t.Errorf("after repair: %+v", reps[0].Files)
+	}
+}
+
+func TestUninstall(t *testing.T) {
+	e := newEnv(t, true)
+	in := e.installer()
+	_, err := in.Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	must(t, err)
+	// Someone else's file in the model folder, and another model's kernels.
+	mine := filepath.Join(e.modelDir(), "notes.txt")
+	must(t, os.WriteFile(mine, []byte("mine"), 0o644))
+	res, err := in.Uninstall(context.Background(), "MiniCPM5-2B-NPU2")
+	must(t, err)
+	for _, f := range portFiles("v1") {
+		if _, err := os.Stat(filepath.Join(e.modelDir(), f.Path)); err == nil {
+			t.Errorf("%s left behind", f.Path)
+		}
+	}
+	if _, err := os.Stat(mine); err != nil {
+		t.Error("uninstall removed a file it did not install")
+	}
+	if len(res.Notes) == 0 || !strings.Contains(res.Notes[0], "kept") {
+		t.Errorf("notes %q", res.Notes)
+	}
+	for _, d := range []string{filepath.Join(e.root, "xclbins", "MiniCPM5-2B-NPU2"), filepath.Join(e.cfg.DataDir, "flm", "xclbins", "MiniCPM5-2B-NPU2")} {
+		if _, err := os.Stat(d); err == nil {
+			t.Errorf("%s left behind", d)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(e.root, "xclbins", "Qwen3-0.6B-NPU2", "attn.xclbin")); err != nil {
+		t.Error("another model's kernels were removed")
+	}
+	for _, l := range []string{filepath.Join(e.root, "model_list.json"), filepath.Join(e.cfg.DataDir, "flm", "model_list.json")} {
+		if entryOf(t, l) != nil {
+			t.Errorf("%s still lists minicpm5:2b", l)
+		}
+	}
+	var a, b any
+	json.Unmarshal(e.origSys, &a)
+	got, _ := os.ReadFile(filepath.Join(e.root, "model_list.json"))
+	json.Unmarshal(got, &b)
+	if !reflect.DeepEqual(a, b) {
+		t.Error("FastFlowLM's list is not back to its original content")
+	}
+	if _, err := Locate(e.cfg, "minicpm5:2b"); !errors.Is(err, ErrNotInstalled) {
+		t.Errorf("Locate after uninstall: %v", err)
+	}
+	res, err = in.Uninstall(context.Background(), "minicpm5:2b")
+	if err != nil || len(res.Notes) == 0 || !strings.Contains(res.Notes[0], "not installed") {
+		t.Errorf("second uninstall: %v %q", err, res.Notes)
+	}
+}
+
+func TestCancelledInstall(t *testing.T) {
+	e := newEnv(t, true)
+	e.hub.AddFaults("model.q4nx", hubtest.Fault{Delay: 2 * time.Millisecond})
+	in := e.installer()
+	ctx, cancel := context.WithCancel(context.Background())
+	in.Progress = func(ev Event) {
+		if ev.File != nil && ev.File.File == "model.q4nx" && ev.File.Bytes > 10_000 {
+			cancel()
+		}
+	}
+	_, err := in.Install(ctx, "minicpm5:2b", InstallOptions{})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := os.Stat(e.modelDir()); err == nil {
+		t.Error("a cancelled first install created the model folder")
+	}
+	_, err = e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	must(t, err)
+}
+
+func TestInstallWithoutFLMThenWithFLM(t *testing.T) {
+	e := newEnv(t, false)
+	_, err := e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	must(t, err)
+	old := filepath.Join(e.cfg.ModelsDir, "MiniCPM5-2B-NPU2")
+	// FastFlowLM appears.
+	e2 := newEnv(t, true)
+	e.root, e.origSys = e2.root, e2.origSys
+	reqs := len(e.hub.Requests())
+	res, err := e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	must(t, err)
+	var fetched []string
+	for _, r := range e.hub.Requests()[reqs:] {
+		if !strings.Contains(r.Path, "/api/") && strings.HasPrefix(r.Host, "localhost") {
+			fetched = append(fetched, filepath.Base(r.Path))
+		}
+	}
+	if len(fetched) != 4 { // only the kernels; the rest is reused
+		t.Errorf("fetched %v", fetched)
+	}
+	if _, err := os.Stat(old); err == nil {
+		t.Errorf("the earlier copy in %s was kept", old)
+	}
+	loc, err := Locate(e.cfg, "minicpm5:2b")
+	must(t, err)
+	if loc.Dir != e.modelDir() {
+		t.Errorf("Locate %s", loc.Dir)
+	}
+	if len(res.Notes) == 0 || !strings.Contains(strings.Join(res.Notes, " "), "moved from") {
+		t.Errorf("notes %q", res.Notes)
+	}
+	reps, err := e.installer().Verify(context.Background(), "minicpm5:2b")
+	must(t, err)
+	if !reps[0].OK {
+		t.Errorf("verify %+v", reps[0].Files)
+	}
+}
+
+func TestOfflineReinstall(t *testing.T) {
+	e := newEnv(t, true)
+	_, err := e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	must(t, err)
+	e.hub.Close()
+	in := e.installer()
+	in.Hub.Attempts = 1
+	res, err := in.Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	if err != nil || len(res.Notes) == 0 || !strings.Contains(res.Notes[0], "unchanged") {
+		t.Errorf("offline reinstall: %v %+v", err, res)
+	}
+	// A damaged install offline is an error, not a silent success.
+	must(t, os.WriteFile(filepath.Join(e.modelDir(), "config.json"), []byte("{}"), 0o644))
+	if _, err := in.Install(context.Background(), "minicpm5:2b", InstallOptions{}); err == nil {
+		t.Error("offline install of a changed copy succeeded")
+	}
+}
+
+func TestConcurrentInstallRefused(t *testing.T) {
+	e := newEnv(t, true)
+	unlock, err := lockInstalls(e.cfg)
+	must(t, err)
+	defer unlock()
+	if _, err := e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{}); err == nil || !strings.Contains(err.Error(), "another NPU Chat install") {
+		t.Errorf("err = %v", err)
+	}
+	if _, err := e.installer().Uninstall(context.Background(), "minicpm5:2b"); err == nil {
+		t.Error("uninstall ran while the lock was held")
+	}
+}
+
+// enospcFS fails every write after limit bytes with "no space left".
+type enospcFS struct{ limit, written int }
+
+func (d *enospcFS) OpenFile(name string, flag int, perm os.FileMode) (hub.WritableFile, error) {
+	f, err := os.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return &enospcFile{f, d}, nil
+}
+
+type enospcFile struct {
+	*os.File
+	d *enospcFS
+}
+
+func (f *enospcFile) Write(p []byte) (int, error) {
+	if f.d.written+len(p) > f.d.limit {
+		return 0, &os.PathError{Op: "write", Path: f.Name(), Err: syscall.ENOSPC}
+	}
+	f.d.written += len(p)
+	return f.File.Write(p)
+}
+
+func TestDiskFullDuringUpdate(t *testing.T) {
+	e := newEnv(t, true)
+	_, err := e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	must(t, err)
+	before := snapshot(t, e.modelDir(), filepath.Join(e.root, "model_list.json"), filepath.Join(e.cfg.DataDir, "installed"))
+	e.hub.AddRepo(repo, "main", portFiles("v2"))
+	in := e.installer()
+	in.Hub.FS = &enospcFS{limit: 100_000}
+	_, err = in.Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("err = %v, want ENOSPC", err)
+	}
+	after := snapshot(t, e.modelDir(), filepath.Join(e.root, "model_list.json"), filepath.Join(e.cfg.DataDir, "installed"))
+	if !reflect.DeepEqual(before, after) {
+		t.Error("a disk-full update changed the installed model")
+	}
+}
+
+func TestFLMMissingLaterKeepsInstall(t *testing.T) {
+	e := newEnv(t, true)
+	_, err := e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	must(t, err)
+	before := snapshot(t, e.root, e.cfg.DataDir)
+	in := e.installer()
+	in.Probe.Root = ""
+	in.Probe.LookPath = func(string) (string, error) { return "", errors.New("no flm") }
+	in.Probe.Stat = func(string) (fs.FileInfo, error) { return nil, fs.ErrNotExist }
+	res, err := in.Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	if err != nil || len(res.Notes) != 1 || !strings.Contains(res.Notes[0], "installed for it") {
+		t.Fatalf("err %v notes %q", err, res.Notes)
+	}
+	if after := snapshot(t, e.root, e.cfg.DataDir); !reflect.DeepEqual(before, after) {
+		t.Error("install without FastFlowLM moved or changed the FastFlowLM install")
+	}
+}

@@ -1,0 +1,224 @@
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/npuchat/npuchat/models/catalog"
+	"github.com/npuchat/npuchat/models/flm"
+	"github.com/npuchat/npuchat/models/hub"
+)
+
+// installXclbins copies the model's kernels from its folder to NPU
+// Chat's xclbin root (always) and to FastFlowLM's own (when writable and
+// allowed), and links FastFlowLM's other kernel folders into NPU Chat's
+// root, because FastFlowLM reads kernels from one root only.
+func (in *Installer) installXclbins(m *catalog.Model, src catalog.Source, dir string, layout *flm.Layout, noSystem bool, man *Manifest, res *Result) error {
+	ctx := context.Background()
+	name := m.FLMName()
+	dirs := []string{layout.OwnXclbinDir(name)}
+	if !noSystem && layout.XclbinRoot != "" {
+		dirs = append(dirs, layout.XclbinDir(name))
+	}
+	for i, d := range dirs {
+		var werr error
+		for _, x := range src.XCLBins {
+			from, err := hub.Join(dir, x)
+			if err != nil {
+				return err
+			}
+			to, err := hub.Join(d, x)
+			if err != nil {
+				return err
+			}
+			changed, err := copyIfDifferent(ctx, from, to)
+			if err != nil {
+				werr = err
+				break
+			}
+			if changed {
+				res.Changed = append(res.Changed, to)
+			}
+		}
+		if werr != nil {
+			if i > 0 && isPermission(werr) {
+				note := fmt.Sprintf("FastFlowLM's kernel folder %s is not writable; NPU Chat starts flm with its own (%s). Run the install as root (or with --no-system to silence this) to have plain `flm serve %s` work too", layout.XclbinDir(name), layout.OwnXclbinRoot, m.FLMTag())
+				res.Notes = append(res.Notes, note)
+				in.emit(Event{Model: m.Name, Phase: "note", Message: note})
+				continue
+			}
+			return fmt.Errorf("copy kernels to %s: %w", d, werr)
+		}
+		man.XclbinDirs = append(man.XclbinDirs, d)
+	}
+	linked, err := LinkSystemXclbins(layout)
+	if err != nil {
+		return err
+	}
+	res.Changed = append(res.Changed, linked...)
+	return nil
+}
+
+// LinkSystemXclbins makes every kernel folder of FastFlowLM's own xclbin
+// root visible in NPU Chat's root (symbolic links; copies where links are
+// not allowed, as on Windows without developer mode), so that flm started
+// with FLM_XCLBIN_PATH pointing at NPU Chat's root still finds the
+// kernels of its built-in models. Existing entries are left alone. It
+// returns what it created.
+func LinkSystemXclbins(layout *flm.Layout) ([]string, error) {
+	if layout.XclbinRoot == "" {
+		return nil, nil
+	}
+	sys := filepath.Join(layout.XclbinRoot, "xclbins")
+	own := filepath.Join(layout.OwnXclbinRoot, "xclbins")
+	if same(sys, own) {
+		return nil, nil
+	}
+	entries, err := os.ReadDir(sys)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("read FastFlowLM's kernels: %w", err)
+	}
+	if err := os.MkdirAll(own, 0o755); err != nil {
+		return nil, err
+	}
+	var made []string
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		to := filepath.Join(own, e.Name())
+		if _, err := os.Lstat(to); err == nil {
+			continue
+		}
+		from, _ := filepath.Abs(filepath.Join(sys, e.Name()))
+		if err := os.Symlink(from, to); err != nil {
+			if err := copyDir(from, to); err != nil {
+				return made, fmt.Errorf("link FastFlowLM's kernels %s: %w", from, err)
+			}
+		}
+		made = append(made, to)
+	}
+	return made, nil
+}
+
+func same(a, b string) bool {
+	x, err1 := os.Stat(a)
+	y, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(x, y)
+}
+
+func copyDir(from, to string) error {
+	tmp := to + ".tmp-npuchat"
+	os.RemoveAll(tmp)
+	err := filepath.WalkDir(from, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, p)
+		dst := filepath.Join(tmp, rel)
+		if d.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		return copyFile(p, dst)
+	})
+	if err == nil {
+		err = os.Rename(tmp, to)
+	}
+	if err != nil {
+		os.RemoveAll(tmp)
+	}
+	return err
+}
+
+// register puts the model in NPU Chat's model list and, when allowed and
+// writable, in FastFlowLM's own.
+func (in *Installer) register(ctx context.Context, m *catalog.Model, layout *flm.Layout, noSystem bool, man *Manifest, res *Result) error {
+	e := flm.Entry{Family: m.FLM.Family, Tag: m.FLM.Tag, Value: m.FLM.Entry}
+	changed, err := in.writeOwnList(layout, []flm.Entry{e})
+	if err != nil {
+		return err
+	}
+	if changed {
+		res.Changed = append(res.Changed, layout.OwnList)
+	}
+	man.Lists = append(man.Lists, layout.OwnList)
+	if noSystem || layout.SystemList == "" {
+		return nil
+	}
+	changed, err = flm.EditJSONFile(layout.SystemList, func(o *flm.Object) error { return flm.SetEntries(o, []flm.Entry{e}) })
+	if err != nil {
+		if isPermission(err) {
+			note := fmt.Sprintf("FastFlowLM's model list %s is not writable; %s is registered in NPU Chat's list %s, which NPU Chat passes to flm as FLM_CONFIG_PATH. Run the install as root (or use --no-system) to register it for plain `flm` too", layout.SystemList, m.FLMTag(), layout.OwnList)
+			res.Notes = append(res.Notes, note)
+			in.emit(Event{Model: m.Name, Phase: "note", Message: note})
+			return nil
+		}
+		return err
+	}
+	if changed {
+		res.Changed = append(res.Changed, layout.SystemList)
+	}
+	man.Lists = append(man.Lists, layout.SystemList)
+	in.emit(Event{Model: m.Name, Phase: "register", Message: "registered " + m.FLMTag() + " in " + layout.SystemList})
+	return nil
+}
+
+// writeOwnList rebuilds NPU Chat's model list: FastFlowLM's own list
+// (or, when there is none, NPU Chat's previous list) with every model
+// installed for FastFlowLM, plus extra.
+func (in *Installer) writeOwnList(layout *flm.Layout, extra []flm.Entry) (bool, error) {
+	var base []byte
+	if layout.SystemList != "" {
+		b, err := os.ReadFile(layout.SystemList)
+		if err != nil {
+			return false, fmt.Errorf("read FastFlowLM's model list: %w", err)
+		}
+		if _, err := flm.ParseObject(b); err != nil {
+			return false, fmt.Errorf("FastFlowLM's model list %s is not valid JSON (%v); fix it or reinstall FastFlowLM; nothing was changed", layout.SystemList, err)
+		}
+		base = b
+	} else if b, err := os.ReadFile(layout.OwnList); err == nil {
+		if _, err := flm.ParseObject(b); err == nil {
+			base = b
+		}
+	}
+	var entries []flm.Entry
+	for _, m := range in.Catalog.Models {
+		man, err := loadManifest(in.Config, m.Name, SourceNPU)
+		if err != nil || man == nil || man.Target != TargetFLM {
+			continue
+		}
+		entries = append(entries, flm.Entry{Family: m.FLM.Family, Tag: m.FLM.Tag, Value: m.FLM.Entry})
+	}
+	entries = append(entries, extra...)
+	out, err := flm.MergeList(base, entries)
+	if err != nil {
+		return false, fmt.Errorf("build %s: %w", layout.OwnList, err)
+	}
+	return flm.WriteIfChanged(layout.OwnList, out)
+}
+
+// PrepareFLM is what the FastFlowLM backend calls before `flm serve`:
+// it finds FastFlowLM, refreshes NPU Chat's model list from
+// FastFlowLM's (a FastFlowLM upgrade may have changed it) and the links
+// to its kernels, and returns the layout whose Exe and ServeEnv start
+// flm. Without FastFlowLM it returns flm.ErrNoFLM with the install hint.
+func (in *Installer) PrepareFLM(ctx context.Context) (*flm.Layout, error) {
+	layout := in.Layout(ctx)
+	if !layout.Found() {
+		return layout, fmt.Errorf("%w: %s", flm.ErrNoFLM, flm.InstallHint(in.Probe.GOOS))
+	}
+	if _, err := in.writeOwnList(layout, nil); err != nil {
+		return layout, err
+	}
+	if _, err := LinkSystemXclbins(layout); err != nil {
+		return layout, err
+	}
+	return layout, nil
+}
