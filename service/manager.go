@@ -419,12 +419,13 @@ func (m *Manager) ensureLoaded(ctx context.Context, model string) (backend.Backe
 		if errors.Is(err, ErrModelOff) || ctx.Err() != nil {
 			break
 		}
+		if errors.Is(err, ErrNotInstalled) {
+			continue // not a failure: it may be installed by the next request
+		}
 		m.mu.Lock()
 		m.failed[kind] = fmt.Sprintf("%s backend: %v", kind, err)
-		if !errors.Is(err, ErrNotInstalled) {
-			m.fallback = m.failed[kind]
-			m.publishLocked("fallback", m.failed[kind])
-		}
+		m.fallback = m.failed[kind]
+		m.publishLocked("fallback", m.failed[kind])
 		m.mu.Unlock()
 	}
 	if lastErr == nil {

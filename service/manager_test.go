@@ -360,6 +360,17 @@ func TestNotInstalledLeavesModelOffWithReason(t *testing.T) {
 	if st.State != StateOff || !strings.Contains(st.Reason, "no cpu engine") || st.Fallback != "" {
 		t.Fatalf("status %+v", st)
 	}
+	// Asking again gives the same answer (not a stale "failed" one), and
+	// once installed the model loads.
+	if _, _, err := collect(t, r.m, chat("minicpm5:2b", "hi")); !errors.Is(err, ErrNotInstalled) {
+		t.Fatalf("second request: %v", err)
+	}
+	r.mu.Lock()
+	r.opts["cpu"] = fake.Options{}
+	r.mu.Unlock()
+	if _, res, err := collect(t, r.m, chat("minicpm5:2b", "hi")); err != nil || res.Backend != "cpu" {
+		t.Fatalf("after install: %+v %v", res, err)
+	}
 }
 
 func TestLoadErrorIsErrorState(t *testing.T) {

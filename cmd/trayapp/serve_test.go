@@ -1,0 +1,141 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/npuchat/npuchat/engine/testmodel"
+)
+
+// serveInProcess runs `npuchat serve args...` with a private data folder
+// and returns its base URL; it stops when the test ends.
+func serveInProcess(t *testing.T, args ...string) string {
+	t.Helper()
+	home := t.TempDir()
+	envs := map[string]string{"HOME": home, "NPUCHAT_DATA": filepath.Join(home, "data"), "FLM_MODEL_PATH": filepath.Join(home, "flm")}
+	pr, pw := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int)
+	go func() {
+		done <- run(ctx, &Env{Stdin: strings.NewReader(""), Stdout: pw, Stderr: io.Discard, Getenv: func(k string) string { return envs[k] }},
+			append([]string{"serve", "--addr", "127.0.0.1:0"}, args...))
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatalf("serve printed nothing: %v", err)
+	}
+	go io.Copy(io.Discard, pr)
+	url, _, _ := strings.Cut(strings.TrimPrefix(line, "NPU Chat is serving on "), " ")
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case code := <-done:
+			if code != 0 {
+				t.Errorf("serve exited with %d", code)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("serve did not stop")
+		}
+	})
+	return url
+}
+
+func getJSON(t *testing.T, url string, v any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestServeWithNoModelInstalledSaysWhy(t *testing.T) {
+	url := serveInProcess(t)
+	var st struct {
+		State, Reason, Model string
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for st.Reason == "" || st.State == "loading" {
+		getJSON(t, url+"/api/status", &st)
+		if time.Now().After(deadline) {
+			t.Fatalf("status %+v", st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if st.State != "off" || st.Model != "minicpm5:2b" || !strings.Contains(st.Reason, "npuchat install minicpm5:2b") {
+		t.Fatalf("status %+v", st)
+	}
+	resp, err := http.Get(url + "/")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("page: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	resp, err = http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"minicpm5:2b","messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 503 || !strings.Contains(string(b), "npuchat install minicpm5:2b") {
+		t.Fatalf("chat without a model: %d %s", resp.StatusCode, b)
+	}
+}
+
+// TestServeALocalModel serves a small generated Hugging Face folder with
+// the in-process engine under --name and chats with it.
+func TestServeALocalModel(t *testing.T) {
+	w, err := testmodel.Random(3, testmodel.Qwen3Small())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "tiny-qwen")
+	if err := testmodel.WriteHF(dir, w, testmodel.HFOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	url := serveInProcess(t, "--model", dir, "--name", "tiny", "--engine", "cpu")
+	body := `{"model":"tiny","max_tokens":5,"temperature":0,"messages":[{"role":"user","content":"hello"}]}`
+	resp, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Choices []struct {
+			Message      struct{ Content string } `json:"message"`
+			FinishReason string                   `json:"finish_reason"`
+		} `json:"choices"`
+		Usage struct {
+			PromptTokens     int `json:"prompt_tokens"`
+			CompletionTokens int `json:"completion_tokens"`
+		} `json:"usage"`
+		Fingerprint string `json:"system_fingerprint"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("%d %v", resp.StatusCode, err)
+	}
+	if out.Usage.CompletionTokens == 0 || out.Usage.PromptTokens < 5 || out.Fingerprint != "npuchat-cpu" {
+		t.Fatalf("answer %+v", out)
+	}
+	var models struct {
+		Data []struct{ ID string } `json:"data"`
+	}
+	getJSON(t, url+"/v1/models", &models)
+	ids := []string{}
+	for _, m := range models.Data {
+		ids = append(ids, m.ID)
+	}
+	if !strings.Contains(strings.Join(ids, ","), "tiny") {
+		t.Fatalf("models %v", ids)
+	}
+}
