@@ -212,10 +212,9 @@ func (b *Backend) promptLocked(req *backend.Request) ([]int, error) {
 }
 
 // Generate implements backend.Backend.
-func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(backend.Token) error) (backend.Result, error) {
+func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(backend.Token) error) (res backend.Result, err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var res backend.Result
 	res.Backend = "cpu"
 	if b.model == nil {
 		return res, backend.ErrNotLoaded

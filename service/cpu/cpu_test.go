@@ -92,7 +92,7 @@ func TestGenerateMatchesTheEngine(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.PromptTokens != len(prompt) || res.CompletionTokens == 0 {
+			if res.PromptTokens != len(prompt) || res.CompletionTokens == 0 || res.PrefillDuration <= 0 || res.DecodeDuration <= 0 {
 				t.Fatalf("result %+v for a %d-token prompt", res, len(prompt))
 			}
 			// The same computation by hand.
