@@ -5,7 +5,7 @@ import "time"
 // ModelDesc describes a model the service can serve, for /v1/models,
 // /api/tags and the UI.
 type ModelDesc struct {
-	Name          string    `json:"name"`               // served name, e.g. "minicpm5:2b"
+	Name          string    `json:"name"` // served name, e.g. "minicpm5:2b"
 	Description   string    `json:"description,omitempty"`
 	Family        string    `json:"family,omitempty"`
 	ParameterSize string    `json:"parameter_size,omitempty"`
