@@ -160,8 +160,7 @@ func (l *linuxRun) pci() {
 	if len(found) == 0 {
 		c.Status, c.Found = Fail, "no AMD NPU found on the PCI bus"
 		c.Fix = "This needs a Ryzen AI processor with an XDNA 2 NPU (Ryzen AI 300 \"Strix\", Ryzen AI Max \"Strix Halo\", Ryzen AI 7/5 \"Krackan\"). " +
-			"If yours has one, enable the NPU (\"IPU Device\" / \"NPU\") in the BIOS setup and reboot. In a virtual machine the NPU is not available. " +
-			"Until then NPU Chat runs the model on the CPU."
+			"If yours has one, enable the NPU (\"IPU Device\" / \"NPU\") in the BIOS setup and reboot. In a virtual machine the NPU is not available."
 		l.b.add(c)
 		return
 	}
@@ -270,6 +269,11 @@ func (l *linuxRun) ensureRelease() {
 func (l *linuxRun) kernel() {
 	c := Check{ID: "L3", Title: "Kernel version", Group: GroupDriver,
 		Need: "kernel 7.0 or newer, or kernel 6.10+ with amdxdna-dkms (FastFlowLM's requirement)"}
+	if l.npu == nil {
+		c.Status, c.Found = skip(noNPU)
+		l.b.add(c)
+		return
+	}
 	u, err := l.sys.Uname()
 	if err != nil {
 		c.Status, c.Found = Warn, fmt.Sprintf("cannot read the kernel version: %v", err)
@@ -292,7 +296,7 @@ func (l *linuxRun) kernel() {
 		c.Status = Pass
 	case versionAtLeast(major, minor, 6, 17):
 		c.Status = Warn
-		c.Found += " with the in-tree amdxdna: `flm validate` accepts it, but FastFlowLM's documentation wants 7.0+ or DKMS"
+		c.Found += ": `flm validate` accepts 6.17+, but FastFlowLM's documentation wants 7.0+ or amdxdna-dkms"
 		c.Fix = "If the firmware or driver checks below fail, " + lowerFirst(fixKernel)
 	default:
 		c.Status = Fail
@@ -560,6 +564,11 @@ func (l *linuxRun) fwFiles() {
 // L12: where the driver comes from (information).
 func (l *linuxRun) moduleInfo() {
 	c := Check{ID: "L12", Title: "Driver source", Group: GroupDriver, Need: "information only"}
+	if l.npu == nil {
+		c.Status, c.Found = skip(noNPU)
+		l.b.add(c)
+		return
+	}
 	ver, _ := readString(l.fs, "/sys/module/amdxdna/version")
 	switch {
 	case ver != "":
@@ -586,6 +595,11 @@ func (l *linuxRun) memlock() {
 	}
 	c := Check{ID: "L13", Title: "Locked-memory limit (memlock)", Group: GroupLimits, required: true,
 		Need: "a hard memlock limit of unlimited or at least " + what}
+	if l.npu == nil {
+		c.Status, c.Found = skip(noNPU)
+		l.b.add(c)
+		return
+	}
 	rl, err := l.sys.Memlock()
 	switch {
 	case err != nil:
@@ -641,6 +655,11 @@ func (l *linuxRun) xrtDirs() []string {
 func (l *linuxRun) xrtLibrary() {
 	c := Check{ID: "L14", Title: "XRT runtime library", Group: GroupRuntime, required: true,
 		Need: xrt.LinuxLibrary + " (XRT, which FastFlowLM uses to reach the NPU) that loads"}
+	if l.npu == nil {
+		c.Status, c.Found = skip(noNPU)
+		l.b.add(c)
+		return
+	}
 	dirs := l.xrtDirs()
 	for _, d := range dirs {
 		if l.fs.Exists(d + "/" + xrt.LinuxLibrary) {
@@ -679,7 +698,7 @@ func (l *linuxRun) xrtPlugin() {
 	c := Check{ID: "L15", Title: "XRT NPU plugin", Group: GroupRuntime, required: true,
 		Need: "libxrt_driver_xdna.so.2 beside libxrt_core.so.2 (XRT loads its device plugins from there)"}
 	if l.xrtDir == "" {
-		c.Status, c.Found = skip("XRT not found (L14)")
+		c.Status, c.Found = skip(dependsOn("L14", l.npu == nil))
 		l.b.add(c)
 		return
 	}
@@ -707,7 +726,7 @@ func (l *linuxRun) xrtOpen() {
 		Need: "xrtDeviceOpen(0) returns a device (what FastFlowLM does first)"}
 	switch {
 	case l.xrtLib == "":
-		c.Status, c.Found = skip("XRT not found (L14)")
+		c.Status, c.Found = skip(dependsOn("L14", l.npu == nil))
 	case l.xrt == nil:
 		c.Status, c.Found = skip("XRT probe not run")
 	case !l.xrtLoaded:
@@ -808,6 +827,11 @@ func (l *linuxRun) kernelLog() {
 func (l *linuxRun) cmdTimeout() {
 	c := Check{ID: "L18", Title: "NPU command timeout", Group: GroupDriver,
 		Need: fmt.Sprintf("amdxdna timeout_in_sec of %d s or more (or 0, no timeout) for long models", recommendedTimeout)}
+	if l.npu == nil {
+		c.Status, c.Found = skip(noNPU)
+		l.b.add(c)
+		return
+	}
 	if !l.fs.Exists("/sys/module/amdxdna") {
 		c.Status, c.Found = skip("amdxdna is not loaded")
 		l.b.add(c)
@@ -855,7 +879,7 @@ func dependsOn(id string, noDevice bool) string {
 	if noDevice {
 		return noNPU
 	}
-	names := map[string]string{"L2": "amdxdna is not bound (L2)", "L4": "no device node (L4)"}
+	names := map[string]string{"L2": "amdxdna is not bound (L2)", "L4": "no device node (L4)", "L14": "XRT not found (L14)"}
 	return names[id]
 }
 

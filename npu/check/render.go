@@ -25,8 +25,15 @@ func WriteJSON(w io.Writer, r *Report) error {
 func WriteText(w io.Writer, r *Report) error {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "NPU check (%s)\n\n%s\n", r.OS, r.Summary)
+	// Without an NPU nearly everything is skipped for that one reason:
+	// show the checks that ran and count the rest.
 	groups := map[string][]Check{}
+	hidden := 0
 	for _, c := range r.Checks {
+		if r.NPU == nil && c.Status == Skipped {
+			hidden++
+			continue
+		}
 		groups[c.Group] = append(groups[c.Group], c)
 	}
 	for _, g := range groupOrder {
@@ -37,6 +44,9 @@ func WriteText(w io.Writer, r *Report) error {
 		for _, c := range groups[g] {
 			writeCheck(&sb, c)
 		}
+	}
+	if hidden > 0 {
+		fmt.Fprintf(&sb, "\n(%d more checks skipped: they need an NPU)\n", hidden)
 	}
 	// Fixes in check order, failures first; checks with the same fix share a line.
 	var fixes []string

@@ -61,7 +61,7 @@ func runWindows(ctx context.Context, sys WindowsSystem, prober xrt.Prober) *Repo
 	case dev == nil:
 		c.Status, c.Found = Fail, "no AMD NPU found"
 		c.Fix = "This needs a Ryzen AI processor with an XDNA 2 NPU (Ryzen AI 300 \"Strix\", Ryzen AI Max \"Strix Halo\", Ryzen AI 7/5 \"Krackan\"). " +
-			"If yours has one, enable the NPU (\"IPU Device\" / \"NPU\") in the BIOS setup. Until then NPU Chat runs the model on the CPU."
+			"If yours has one, enable the NPU (\"IPU Device\" / \"NPU\") in the BIOS setup."
 	default:
 		c.Found = fmt.Sprintf("%s NPU (%s), PCI %s", name, gen, id)
 		switch gen {
@@ -141,6 +141,8 @@ func runWindows(ctx context.Context, sys WindowsSystem, prober xrt.Prober) *Repo
 	c = Check{ID: "W5", Title: "NPU runtime (XRT)", Group: GroupRuntime,
 		Need: xrt.WindowsLibrary + " (installed by the NPU driver in System32) loads and opens device 0"}
 	switch {
+	case dev == nil:
+		c.Status, c.Found = skip("no NPU (W1)")
 	case prober == nil:
 		c.Status, c.Found = skip("XRT probe not run")
 	default:
