@@ -34,16 +34,14 @@ func (d *Device) Close() error {
 
 // Version runs DRM_IOCTL_VERSION.
 func (d *Device) Version() (DRMVersion, error) {
-	var name, date, desc [128]byte
-	v := drmVersion{
-		NameLen: uint64(len(name)), Name: uintptr(unsafe.Pointer(&name[0])),
-		DateLen: uint64(len(date)), Date: uintptr(unsafe.Pointer(&date[0])),
-		DescLen: uint64(len(desc)), Desc: uintptr(unsafe.Pointer(&desc[0])),
+	name, date, desc := make([]byte, 128), make([]byte, 128), make([]byte, 128)
+	v := &drmVersion{
+		NameLen: uint64(len(name)), Name: unsafe.Pointer(&name[0]),
+		DateLen: uint64(len(date)), Date: unsafe.Pointer(&date[0]),
+		DescLen: uint64(len(desc)), Desc: unsafe.Pointer(&desc[0]),
 	}
-	err := d.ioctl(d.fd, IoctlVersion, unsafe.Pointer(&v))
-	runtime.KeepAlive(&name)
-	runtime.KeepAlive(&date)
-	runtime.KeepAlive(&desc)
+	err := d.ioctl(d.fd, IoctlVersion, unsafe.Pointer(v))
+	runtime.KeepAlive(v)
 	if err != nil {
 		return DRMVersion{}, fmt.Errorf("DRM_IOCTL_VERSION: %w", err)
 	}
@@ -58,9 +56,9 @@ func (d *Device) Version() (DRMVersion, error) {
 // getInfo runs DRM_IOCTL_AMDXDNA_GET_INFO for param into a buffer of size bytes.
 func (d *Device) getInfo(param uint32, size int) ([]byte, error) {
 	buf := make([]byte, size)
-	gi := getInfo{Param: param, BufferSize: uint32(size), Buffer: uintptr(unsafe.Pointer(&buf[0]))}
-	err := d.ioctl(d.fd, IoctlGetInfo, unsafe.Pointer(&gi))
-	runtime.KeepAlive(buf)
+	gi := &getInfo{Param: param, BufferSize: uint32(size), Buffer: unsafe.Pointer(&buf[0])}
+	err := d.ioctl(d.fd, IoctlGetInfo, unsafe.Pointer(gi))
+	runtime.KeepAlive(gi)
 	if err != nil {
 		return nil, err
 	}

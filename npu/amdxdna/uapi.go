@@ -14,6 +14,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"unsafe"
 )
 
 // DRM ioctl encoding (asm-generic/ioctl.h): dir<<30 | size<<16 | type<<8 | nr.
@@ -98,22 +99,25 @@ type AIEMetadata struct {
 // drmVersion mirrors struct drm_version on 64-bit Linux: three ints, then
 // (length, pointer) pairs for name, date and description. Go lays it out
 // exactly like C does: int32 at 0, 4, 8, padding to 16, then 8-byte words.
+// The pointers are unsafe.Pointer, not uintptr, so that the buffers they
+// point to are known to the garbage collector and cannot move or be freed
+// before the ioctl has filled them.
 type drmVersion struct {
 	Major, Minor, Patch int32
 	_                   int32
 	NameLen             uint64
-	Name                uintptr
+	Name                unsafe.Pointer
 	DateLen             uint64
-	Date                uintptr
+	Date                unsafe.Pointer
 	DescLen             uint64
-	Desc                uintptr
+	Desc                unsafe.Pointer
 }
 
-// getInfo mirrors struct amdxdna_drm_get_info.
+// getInfo mirrors struct amdxdna_drm_get_info (the user pointer as above).
 type getInfo struct {
 	Param      uint32
 	BufferSize uint32
-	Buffer     uintptr
+	Buffer     unsafe.Pointer
 }
 
 // decodeFirmware reads struct amdxdna_drm_query_firmware_version.
