@@ -297,7 +297,7 @@ func (l *linuxRun) kernel() {
 	case versionAtLeast(major, minor, 6, 17):
 		c.Status = Warn
 		c.Found += ": `flm validate` accepts 6.17+, but FastFlowLM's documentation wants 7.0+ or amdxdna-dkms"
-		c.Fix = "If the firmware or driver checks below fail, " + lowerFirst(fixKernel)
+		c.Fix = "If the driver or firmware checks fail, " + lowerFirst(fixKernel)
 	default:
 		c.Status = Fail
 		if l.moduleSrc == "dkms" {

@@ -48,12 +48,20 @@ func WriteText(w io.Writer, r *Report) error {
 	if hidden > 0 {
 		fmt.Fprintf(&sb, "\n(%d more checks skipped: they need an NPU)\n", hidden)
 	}
-	// Fixes in check order, failures first; checks with the same fix share a line.
+	// Fixes in check order, failures first; checks with the same fix share
+	// a line. When the hardware itself is missing or unsupported, nothing
+	// else is worth doing, so only its fix is listed.
+	hardwareOnly := false
+	for _, c := range r.Checks {
+		if c.Group == GroupHardware && c.Status == Fail {
+			hardwareOnly = true
+		}
+	}
 	var fixes []string
 	ids := map[string][]string{}
 	for _, want := range []Status{Fail, Warn} {
 		for _, c := range r.Checks {
-			if c.Fix == "" || c.Status != want {
+			if c.Fix == "" || c.Status != want || (hardwareOnly && c.Group != GroupHardware) {
 				continue
 			}
 			if ids[c.Fix] == nil {
