@@ -77,7 +77,7 @@ func WriteText(w io.Writer, r *Report) error {
 		}
 	}
 	if !r.Ready {
-		sb.WriteString("\nUntil then NPU Chat runs models on the CPU. Run `npuchat check` again after a fix;\n" +
+		sb.WriteString("\nMeanwhile NPU Chat runs models on the CPU. Run `npuchat check` again after a fix;\n" +
 			"`npuchat check --record DIR` saves what it read, to attach to a bug report.\n")
 	}
 	_, err := io.WriteString(w, sb.String())
