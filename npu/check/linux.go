@@ -74,6 +74,7 @@ type linuxRun struct {
 	moduleVer string
 	node      string
 	dev       Device
+	opened    bool // L6 opened the node (dev is closed after L10)
 	xrtLib    string
 	xrtDir    string
 	xrtLoaded bool
@@ -93,29 +94,26 @@ func (d pciDevice) sys(attr string) string { return "/sys/bus/pci/devices/" + d.
 // runLinux performs L1–L18.
 func runLinux(ctx context.Context, f FS, sys LinuxSystem, prober xrt.Prober, getenv func(string) string, modelBytes int64) *Report {
 	l := &linuxRun{ctx: ctx, fs: f, sys: sys, xrt: prober, getenv: getenv, modelBytes: modelBytes}
-	defer func() {
-		if l.dev != nil {
-			l.dev.Close()
-		}
-	}()
-	l.pci()        // L1
-	l.bound()      // L2
-	l.kernel()     // L3
-	l.node_()      // L4
-	l.perms()      // L5
-	l.open()       // L6
-	l.iommu()      // L7
-	l.drmVersion() // L8
-	l.firmware()   // L9
-	l.columns()    // L10
-	l.fwFiles()    // L11
-	l.moduleInfo() // L12
-	l.memlock()    // L13
-	l.xrtLibrary() // L14
-	l.xrtPlugin()  // L15
-	l.xrtOpen()    // L16
-	l.kernelLog()  // L17
-	l.cmdTimeout() // L18
+	defer l.closeDevice()
+	l.pci()         // L1
+	l.bound()       // L2
+	l.kernel()      // L3
+	l.deviceNode()  // L4
+	l.perms()       // L5
+	l.open()        // L6
+	l.iommu()       // L7
+	l.drmVersion()  // L8
+	l.firmware()    // L9
+	l.columns()     // L10
+	l.closeDevice() // XRT opens the NPU itself below
+	l.fwFiles()     // L11
+	l.moduleInfo()  // L12
+	l.memlock()     // L13
+	l.xrtLibrary()  // L14
+	l.xrtPlugin()   // L15
+	l.xrtOpen()     // L16
+	l.kernelLog()   // L17
+	l.cmdTimeout()  // L18
 	r := &Report{OS: "linux", Checks: l.b.checks}
 	if l.npu != nil {
 		r.NPU = &NPU{Location: l.npu.BDF, PCIID: l.npu.ID.String(), Name: l.npu.Name, Generation: l.npu.Gen, Node: l.node}
@@ -311,7 +309,7 @@ func (l *linuxRun) kernel() {
 }
 
 // L4: the accel device node.
-func (l *linuxRun) node_() {
+func (l *linuxRun) deviceNode() {
 	c := Check{ID: "L4", Title: "Device node", Group: GroupAccess, required: true,
 		Need: "/dev/accel/accelN for the NPU"}
 	if s := l.b.status("L2"); s != Pass {
@@ -533,6 +531,15 @@ func (l *linuxRun) columns() {
 	l.b.add(c)
 }
 
+// closeDevice closes the accel node opened by L6, keeping whether it opened.
+func (l *linuxRun) closeDevice() {
+	if l.dev != nil {
+		l.dev.Close()
+		l.dev = nil
+		l.opened = true
+	}
+}
+
 // L11: firmware files on disk.
 func (l *linuxRun) fwFiles() {
 	c := Check{ID: "L11", Title: "Firmware files", Group: GroupNPU,
@@ -731,7 +738,7 @@ func (l *linuxRun) xrtOpen() {
 		c.Status, c.Found = skip("XRT probe not run")
 	case !l.xrtLoaded:
 		c.Status, c.Found = skip("XRT does not load (L14)")
-	case l.dev == nil:
+	case !l.opened:
 		c.Status, c.Found = skip(l.noDevice())
 	}
 	if c.Status == Skipped {

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/npuchat/npuchat/npu/amdxdna"
@@ -365,7 +366,8 @@ func golden(t *testing.T, path string, got []byte) {
 		t.Fatalf("%v (run go test -update to create it)", err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (run go test -update after checking the change):\n--- got\n%s\n--- want\n%s", path, got, want)
+		t.Errorf("%s differs (run go test -update after checking the change); first difference at line %d:\n got: %s\nwant: %s",
+			path, diffLine(got, want)+1, lineAt(got, diffLine(got, want)), lineAt(want, diffLine(got, want)))
 	}
 }
 
@@ -379,4 +381,23 @@ func equalStrings(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// diffLine returns the index of the first line where a and b differ.
+func diffLine(a, b []byte) int {
+	la, lb := strings.Split(string(a), "\n"), strings.Split(string(b), "\n")
+	for i := range la {
+		if i >= len(lb) || la[i] != lb[i] {
+			return i
+		}
+	}
+	return len(la)
+}
+
+func lineAt(b []byte, i int) string {
+	lines := strings.Split(string(b), "\n")
+	if i < len(lines) {
+		return lines[i]
+	}
+	return "(end of file)"
 }
