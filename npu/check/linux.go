@@ -625,11 +625,20 @@ func (l *linuxRun) memlock() {
 	l.b.add(c)
 }
 
-// xrtDirs lists where libxrt_coreutil.so.2 may be, in search order.
+// xrtDirs lists where libxrt_coreutil.so.2 may be, in search order:
+// $XILINX_XRT/lib, the paths /etc/ld.so.cache lists for it, XRT's default
+// /opt/xilinx/xrt/lib, the /etc/ld.so.conf.d directories, then the usual
+// library directories.
 func (l *linuxRun) xrtDirs() []string {
 	var dirs []string
 	if x := l.getenv("XILINX_XRT"); x != "" {
 		dirs = append(dirs, path.Join(x, "lib"))
+	}
+	// What the dynamic loader would load comes next, then XRT's default prefix.
+	if b, err := l.fs.ReadFile("/etc/ld.so.cache"); err == nil {
+		for _, p := range ldCacheLookup(b, xrt.LinuxLibrary) {
+			dirs = append(dirs, path.Dir(p))
+		}
 	}
 	dirs = append(dirs, "/opt/xilinx/xrt/lib")
 	confs, _ := l.fs.Glob("/etc/ld.so.conf.d/*.conf")

@@ -61,6 +61,13 @@ func TestLinuxBranches(t *testing.T) {
 			s.fs.removeAll("/opt/xilinx")
 			s.fs.files["/home/u/xrt/lib/libxrt_coreutil.so.2"] = ""
 		}, 0, "L14", Fail, "not found"},
+		{"xrt found through ld.so.cache", func(s *scenario) {
+			s.fs.removeAll("/opt/xilinx")
+			s.fs.files["/etc/ld.so.cache"] = string(buildLDCache(false, [][2]string{{"libxrt_coreutil.so.2", "/srv/xrt/lib64/libxrt_coreutil.so.2"}}))
+			for _, f := range []string{"libxrt_coreutil.so.2", "libxrt_core.so.2", "libxrt_driver_xdna.so.2"} {
+				s.fs.files["/srv/xrt/lib64/"+f] = ""
+			}
+		}, 0, "L14", Pass, "at /srv/xrt/lib64/libxrt_coreutil.so.2"},
 		{"xrt does not load", func(s *scenario) {
 			s.xrt.load = xrt.Result{LoadError: "libboost_filesystem.so.1.83.0: cannot open shared object file"}
 		},

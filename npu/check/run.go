@@ -150,6 +150,7 @@ func Record(ctx context.Context, dir string, opts Options) (*Report, error) {
 	case "linux":
 		rec.Linux = &LinuxRecording{}
 		s.linux = &recordingLinux{inner: s.linux, r: rec.Linux}
+		s.linux.Uname() // always recorded: a bug report needs the kernel even without an NPU
 	case "windows":
 		rec.Windows = &WindowsRecording{}
 		s.windows = &recordingWindows{inner: s.windows, r: rec.Windows}
