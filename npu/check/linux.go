@@ -52,8 +52,9 @@ const (
 	fixPlugin = "Install the XRT xdna plugin (libxrt_driver_xdna.so.2): Arch `sudo pacman -S xrt-plugin-amdxdna`; " +
 		"Ubuntu PPA ppa:lemonade-team/stable `sudo apt install libxrt-npu2`; or build amd/xdna-driver and install its plugin package. " +
 		"Without it XRT sees no device and FastFlowLM fails with \"No such device with index '0'\"."
-	fixTimeout = "Raise the amdxdna command timeout: `sudo modprobe -r amdxdna && sudo modprobe amdxdna timeout_in_sec=20`; " +
-		"to keep it, `echo 'options amdxdna timeout_in_sec=20' | sudo tee /etc/modprobe.d/amdxdna.conf` (and `sudo update-initramfs -u` where the module loads from the initramfs)."
+	fixTimeout = "Raise the amdxdna command timeout (it is writable while the driver runs): `echo 20 | sudo tee /sys/module/amdxdna/parameters/timeout_in_sec`, " +
+		"or reload the driver with it: `sudo modprobe -r amdxdna && sudo modprobe amdxdna timeout_in_sec=20`; " +
+		"to keep it across reboots, `echo 'options amdxdna timeout_in_sec=20' | sudo tee /etc/modprobe.d/amdxdna.conf` (and `sudo update-initramfs -u` where the module loads from the initramfs)."
 )
 
 // linuxRun holds the state of one Linux run: the seams and the facts
