@@ -8,8 +8,8 @@ import (
 	"unsafe"
 )
 
-// The request numbers the uapi headers produce on x86_64 (checked by
-// compiling amdxdna_accel.h; see docs/npu.md).
+// The request numbers the uapi headers produce on x86_64 (research/npu.md;
+// TestLayoutMatchesC recomputes them with the C compiler).
 func TestIoctlNumbers(t *testing.T) {
 	if IoctlVersion != 0xC0406400 {
 		t.Errorf("DRM_IOCTL_VERSION = %#x, want 0xC0406400", IoctlVersion)
