@@ -201,6 +201,17 @@ func TestCheckUnderWine(t *testing.T) {
 		t.Errorf("report under wine: %+v", r)
 	}
 
+	// A Windows recording replays on Linux with the same report.
+	rec := filepath.Join(tmp, "winrec")
+	code, out, errOut = runWine(2*time.Minute, exe, "check", "--no-xrt", "--record", `Z:`+strings.ReplaceAll(rec, "/", `\`))
+	if code != 1 {
+		t.Fatalf("npuchat.exe check --record: exit %d\n%s\n%s", code, out, errOut)
+	}
+	code2, out2, _ := runCheckCmd(t, "--sysroot", rec)
+	if code2 != 1 || strings.ReplaceAll(out, "\r\n", "\n") != out2 {
+		t.Errorf("replaying the Windows recording on Linux: exit %d\n%s\n--- recorded under wine:\n%s", code2, out2, out)
+	}
+
 	fake := filepath.Join(tmp, "fake_xrt.dll")
 	compile(fake, "-DFAKE_MODE=0", "../../npu/xrt/testdata/fakexrt.c")
 	code, out, errOut = runWine(time.Minute, exe, "check", xrtProbeChild, `Z:`+strings.ReplaceAll(fake, "/", `\`), "--open")
