@@ -550,22 +550,29 @@ func (l *linuxRun) fwFiles() {
 		l.b.add(c)
 		return
 	}
-	dir := fmt.Sprintf("/lib/firmware/amdnpu/%04x_%02x", l.npu.ID.Device, l.npu.ID.Revision)
-	c.Need = "one of npu.dev.sbin, npu_7.sbin, npu.sbin (optionally .zst/.xz) in " + dir
-	var have []string
-	for _, name := range []string{"npu.dev.sbin", "npu_7.sbin", "npu.sbin"} {
-		for _, ext := range []string{"", ".zst", ".xz"} {
-			if l.fs.Exists(dir + "/" + name + ext) {
-				have = append(have, name+ext)
+	dirs := []string{fmt.Sprintf("/lib/firmware/amdnpu/%04x_%02x", l.npu.ID.Device, l.npu.ID.Revision)}
+	if l.npu.ID.Device == 0x17f0 && l.npu.ID.Revision == 0x20 {
+		// Krackan: mainline names 17f0_20, the out-of-tree driver loads 17f0_10.
+		dirs = append(dirs, "/lib/firmware/amdnpu/17f0_10")
+	}
+	c.Need = "one of npu.dev.sbin, npu_7.sbin, npu.sbin (optionally .zst/.xz) in " + strings.Join(dirs, " or ")
+	for _, dir := range dirs {
+		var have []string
+		for _, name := range []string{"npu.dev.sbin", "npu_7.sbin", "npu.sbin"} {
+			for _, ext := range []string{"", ".zst", ".xz"} {
+				if l.fs.Exists(dir + "/" + name + ext) {
+					have = append(have, name+ext)
+				}
 			}
 		}
+		if len(have) > 0 {
+			c.Status, c.Found = Pass, dir+": "+strings.Join(have, ", ")
+			l.b.add(c)
+			return
+		}
 	}
-	if len(have) == 0 {
-		c.Status, c.Found = Fail, "no firmware file in "+dir
-		c.Fix = "Install or update linux-firmware (it ships amdnpu/); or install amdxdna-dkms, which brings matching firmware. Then reboot."
-	} else {
-		c.Status, c.Found = Pass, dir+": "+strings.Join(have, ", ")
-	}
+	c.Status, c.Found = Fail, "no firmware file in "+strings.Join(dirs, " or ")
+	c.Fix = "Install or update linux-firmware (it ships amdnpu/); or install amdxdna-dkms, which brings matching firmware. Then reboot."
 	l.b.add(c)
 }
 

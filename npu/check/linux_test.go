@@ -36,6 +36,11 @@ func TestLinuxBranches(t *testing.T) {
 		{"not amdxdna", func(s *scenario) { s.linux.drm.Name = "intel_vpu" }, 0, "L8", Fail, `"intel_vpu", not amdxdna`},
 		{"abi too old", func(s *scenario) { s.linux.drm.Minor = 5 }, 0, "L8", Fail, "amdxdna 0.5 is too old"},
 		{"fw ioctl fails, sysfs used", func(s *scenario) { s.linux.fwErr = Errno("EINVAL") }, 0, "L9", Pass, "1.1.2.65 (sysfs)"},
+		{"krackan firmware in 17f0_10", func(s *scenario) {
+			s.fs.files[dev+"revision"] = "0x20\n"
+			s.fs.removeAll("/lib/firmware")
+			s.fs.files["/lib/firmware/amdnpu/17f0_10/npu.sbin.zst"] = ""
+		}, 0, "L11", Pass, "17f0_10: npu.sbin.zst"},
 		{"no firmware files", func(s *scenario) { s.fs.removeAll("/lib/firmware") }, 0, "L11", Fail, "no firmware file"},
 		{"dkms module", func(s *scenario) {
 			s.fs.files["/sys/module/amdxdna/version"] = "2.21.0_20251110, 0ab3c4d\n"
