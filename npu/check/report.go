@@ -119,7 +119,7 @@ func (r *Report) finish() {
 	case firstFail != nil && firstFail.ID[1:] == "1":
 		r.Summary = "No usable NPU: " + firstFail.Found + "."
 	case firstFail != nil:
-		r.Summary = fmt.Sprintf("Not ready: %s (%s): %s.", firstFail.Title, firstFail.ID, firstFail.Found)
+		r.Summary = fmt.Sprintf("Not ready: [%s] %s: %s.", firstFail.ID, firstFail.Title, firstFail.Found)
 	default:
 		r.Summary = fmt.Sprintf("Not ready: %s could not be checked: %s.", firstMissing.ID, firstMissing.Found)
 	}
