@@ -43,12 +43,18 @@ func (d DirFS) ReadDir(name string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, len(entries))
-	for i, e := range entries {
-		names[i] = e.Name()
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		if e.Name() != emptyDirMarker {
+			names = append(names, e.Name())
+		}
 	}
 	return names, nil
 }
+
+// emptyDirMarker is written into a recorded folder that was empty, so
+// that it survives git (which keeps no empty folders); ReadDir hides it.
+const emptyDirMarker = ".npuchat-empty-dir"
 
 // Readlink reads a symbolic link.
 func (d DirFS) Readlink(name string) (string, error) { return os.Readlink(d.path(name)) }
@@ -204,6 +210,11 @@ func (r *recordingFS) writeTree(dir string) error {
 	for _, name := range sortedKeys(r.dirs) {
 		if err := os.MkdirAll(target(name), 0o755); err != nil {
 			return err
+		}
+		if len(r.dirs[name]) == 0 {
+			if err := os.WriteFile(filepath.Join(target(name), emptyDirMarker), nil, 0o644); err != nil {
+				return err
+			}
 		}
 		for _, e := range r.dirs[name] {
 			child := path.Join(name, e)
