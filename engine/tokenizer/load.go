@@ -207,7 +207,7 @@ type buildSpec struct {
 
 func build(s buildSpec) (*Tokenizer, error) {
 	m := &bpe{
-		vocab: s.vocab, merges: make(map[uint64]merge, len(s.merges)),
+		vocab: s.vocab, merges: newPairTable(len(s.merges)),
 		byteLevel: s.byteLevel, unk: s.unk, byteFallback: s.byteFallback,
 		fuseUnk: s.fuseUnk, ignoreMerges: s.ignoreMerges,
 		cache: newWordCache(cacheWords),
