@@ -86,12 +86,12 @@ func TestGGUFMatchesJSON(t *testing.T) {
 			t.Errorf("gguf Decode(%v) = %q, %v; want %q", c.IDs, got, err, c.Text)
 		}
 	}
-	c, err := GGUFSpecialIDs(md)
+	c, err := ConfigFromGGUF(md)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.BOS != 151643 || !slices.Equal(c.EOS, []int{151645}) || c.Pad != 151643 || c.Unk != -1 || c.AddBOS || c.ChatTemplate != "{{ messages }}" {
-		t.Errorf("GGUFSpecialIDs = %+v", c)
+		t.Errorf("ConfigFromGGUF = %+v", c)
 	}
 }
 
@@ -167,7 +167,7 @@ func TestGGUFErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := GGUFSpecialIDs(map[string]any{"tokenizer.ggml.bos_token_id": "1"}); err == nil {
-		t.Error("GGUFSpecialIDs accepted a string id")
+	if _, err := ConfigFromGGUF(map[string]any{"tokenizer.ggml.bos_token_id": "1"}); err == nil {
+		t.Error("ConfigFromGGUF accepted a string id")
 	}
 }
