@@ -132,7 +132,8 @@ func TestAddedTokenOptions(t *testing.T) {
 		map[string]any{"id": 302, "content": "[R]", "rstrip": true},
 		map[string]any{"id": 303, "content": "hel", "single_word": true},
 		map[string]any{"id": 304, "content": "<s>x", "special": true}, // longer match wins
-		map[string]any{"id": 305, "content": "ß", "normalized": true}, // matched after NFKC lowercase
+		map[string]any{"id": 305, "content": "ß", "normalized": true}, // matched after lowercasing
+		map[string]any{"id": 306, "content": "QQ", "normalized": true}, // its content is normalized too: matches "qq" and "QQ"
 	}
 	tok := mustJSON(t, tinyJSON(t, false, map[string]any{
 		"added_tokens": added,
@@ -151,6 +152,7 @@ func TestAddedTokenOptions(t *testing.T) {
 		{in: "hel hello", want: []int{303, 261}},
 		{in: "shel", want: []int{'s', 256, 'l'}}, // not a whole word: plain BPE
 		{in: "SS ß", want: []int{'s', 's', ' ', 305}},
+		{in: "aQQ qq", want: []int{'a', 306, ' ', 306}},
 	}
 	for _, tc := range tests {
 		want := tc.want

@@ -261,11 +261,11 @@ func build(s buildSpec) (*Tokenizer, error) {
 		t.addedByID[a.ID] = a
 		t.tokens[a.ID], t.known[a.ID] = a.Content, true
 		t.pieces[a.ID] = []byte(a.Content)
-		// The vocabulary must map the content to this id too, so that ID
-		// and the merges agree with the added token.
 		if a.Normalized && s.norm != nil {
+			a.match = s.norm(a.Content) // as the Rust library, which normalizes the content too
 			normToks = append(normToks, a)
 		} else {
+			a.match = a.Content
 			rawToks = append(rawToks, a)
 		}
 	}
