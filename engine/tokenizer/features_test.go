@@ -131,8 +131,8 @@ func TestAddedTokenOptions(t *testing.T) {
 		map[string]any{"id": 301, "content": "[L]", "lstrip": true},
 		map[string]any{"id": 302, "content": "[R]", "rstrip": true},
 		map[string]any{"id": 303, "content": "hel", "single_word": true},
-		map[string]any{"id": 304, "content": "<s>x", "special": true}, // longer match wins
-		map[string]any{"id": 305, "content": "ß", "normalized": true}, // matched after lowercasing
+		map[string]any{"id": 304, "content": "<s>x", "special": true},  // longer match wins
+		map[string]any{"id": 305, "content": "ß", "normalized": true},  // matched after lowercasing
 		map[string]any{"id": 306, "content": "QQ", "normalized": true}, // its content is normalized too: matches "qq" and "QQ"
 	}
 	tok := mustJSON(t, tinyJSON(t, false, map[string]any{
