@@ -234,3 +234,25 @@ func TestEncodeBOS(t *testing.T) {
 		t.Errorf("got %v", got)
 	}
 }
+
+// Arguments sent as a JSON string (the OpenAI wire format) are printed as
+// they are; sent as an object, through tojson with the client's key order.
+func TestQwen3ToolCallArguments(t *testing.T) {
+	tmpl := qwen3Template(t)
+	for _, tc := range []struct{ args, want string }{
+		{`"{\"b\":1,\"a\":2}"`, `{"name": "f", "arguments": {"b":1,"a":2}}`},
+		{`{"b":1,"a":[true,null,"x"]}`, `{"name": "f", "arguments": {"b": 1, "a": [true, null, "x"]}}`},
+	} {
+		msgs := []Message{{Role: "user", Content: "q"}, {Role: "assistant", ToolCalls: []ToolCall{{Function: FunctionCall{Name: "f", Arguments: json.RawMessage(tc.args)}}}}}
+		got, err := tmpl.Render(msgs, RenderOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The last assistant turn after the last user query gets an (empty)
+		// think block: loop.last and loop.index0 > ns.last_query_index.
+		want := "<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n<tool_call>\n" + tc.want + "\n</tool_call><|im_end|>\n"
+		if got != want {
+			t.Errorf("arguments %s:\n got %q\nwant %q", tc.args, got, want)
+		}
+	}
+}

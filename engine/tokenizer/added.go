@@ -23,6 +23,8 @@ type AddedToken struct {
 	// LStrip and RStrip make the token swallow the whitespace on its left
 	// or right; SingleWord makes it match only as a whole word.
 	LStrip, RStrip, SingleWord bool
+
+	match string // the text searched for: Content, normalized when Normalized
 }
 
 // addedMatcher finds added tokens in text, longest first at the leftmost
@@ -35,14 +37,14 @@ type addedMatcher struct {
 func newAddedMatcher(toks []*AddedToken) *addedMatcher {
 	m := &addedMatcher{empty: true}
 	for _, t := range toks {
-		if t.Content == "" {
+		if t.match == "" {
 			continue
 		}
-		m.byFirst[t.Content[0]] = append(m.byFirst[t.Content[0]], t)
+		m.byFirst[t.match[0]] = append(m.byFirst[t.match[0]], t)
 		m.empty = false
 	}
 	for _, l := range m.byFirst {
-		sort.SliceStable(l, func(i, j int) bool { return len(l[i].Content) > len(l[j].Content) })
+		sort.SliceStable(l, func(i, j int) bool { return len(l[i].match) > len(l[j].match) })
 	}
 	return m
 }
@@ -71,7 +73,7 @@ func (m *addedMatcher) split(text string, special bool) []segment {
 			if !special && t.Special {
 				continue
 			}
-			if strings.HasPrefix(text[i:], t.Content) && (!t.SingleWord || wholeWord(text, i, i+len(t.Content))) {
+			if strings.HasPrefix(text[i:], t.match) && (!t.SingleWord || wholeWord(text, i, i+len(t.match))) {
 				hit = t
 				break
 			}
@@ -80,7 +82,7 @@ func (m *addedMatcher) split(text string, special bool) []segment {
 			i++
 			continue
 		}
-		ms, me := i, i+len(hit.Content)
+		ms, me := i, i+len(hit.match)
 		if hit.LStrip {
 			for ms > start {
 				r, size := utf8.DecodeLastRuneInString(text[start:ms])
@@ -128,4 +130,6 @@ func wholeWord(text string, s, e int) bool {
 	return true
 }
 
-func isWordRune(r rune) bool { return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) }
+// isWordRune is Rust's char::is_alphanumeric or '_', near enough: letters
+// and numbers.
+func isWordRune(r rune) bool { return r == '_' || unicode.IsLetter(r) || unicode.IsNumber(r) }

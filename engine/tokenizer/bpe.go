@@ -10,7 +10,7 @@ import (
 // bpe is the model: a vocabulary and ranked merges.
 type bpe struct {
 	vocab  map[string]int // token text (byte-level form for byte-level models) -> id
-	merges map[uint64]merge
+	merges *pairTable
 
 	// byteLevel models start every word from one symbol per byte
 	// (byteIDs); the others start from one symbol per character.
@@ -49,10 +49,7 @@ func (m *bpe) addMerge(left, right string, rank int) error {
 	if !ok {
 		return fmt.Errorf("merge %d (%q %q): %q is not in the vocabulary", rank, left, right, left+right)
 	}
-	k := pairKey(a, b)
-	if _, dup := m.merges[k]; !dup { // the first (best) rank wins, as in HF
-		m.merges[k] = merge{rank: int32(rank), id: int32(c)}
-	}
+	m.merges.add(pairKey(a, b), merge{rank: int32(rank), id: int32(c)}) // the first (best) rank wins, as in HF
 	return nil
 }
 
@@ -128,6 +125,9 @@ func (m *bpe) mergeAll(syms []int) []int {
 	if n < 2 {
 		return syms
 	}
+	if n <= shortWord {
+		return m.mergeShort(syms)
+	}
 	prev := make([]int, n)
 	next := make([]int, n)
 	for i := range syms {
@@ -136,7 +136,7 @@ func (m *bpe) mergeAll(syms []int) []int {
 	next[n-1] = -1
 	q := make(mergeQueue, 0, n)
 	for i := 0; i+1 < n; i++ {
-		if mg, ok := m.merges[pairKey(syms[i], syms[i+1])]; ok {
+		if mg, ok := m.merges.get(pairKey(syms[i], syms[i+1])); ok {
 			q = append(q, candidate{pos: i, rank: mg.rank, id: mg.id})
 		}
 	}
@@ -147,7 +147,7 @@ func (m *bpe) mergeAll(syms []int) []int {
 			continue
 		}
 		r := next[c.pos]
-		mg, ok := m.merges[pairKey(syms[c.pos], syms[r])]
+		mg, ok := m.merges.get(pairKey(syms[c.pos], syms[r]))
 		if !ok || mg.id != c.id {
 			continue // stale: one side was merged since
 		}
@@ -158,12 +158,12 @@ func (m *bpe) mergeAll(syms []int) []int {
 			prev[next[r]] = c.pos
 		}
 		if p := prev[c.pos]; p >= 0 {
-			if mg, ok := m.merges[pairKey(syms[p], syms[c.pos])]; ok {
+			if mg, ok := m.merges.get(pairKey(syms[p], syms[c.pos])); ok {
 				heap.Push(&q, candidate{pos: p, rank: mg.rank, id: mg.id})
 			}
 		}
 		if nx := next[c.pos]; nx >= 0 {
-			if mg, ok := m.merges[pairKey(syms[c.pos], syms[nx])]; ok {
+			if mg, ok := m.merges.get(pairKey(syms[c.pos], syms[nx])); ok {
 				heap.Push(&q, candidate{pos: c.pos, rank: mg.rank, id: mg.id})
 			}
 		}
@@ -173,6 +173,52 @@ func (m *bpe) mergeAll(syms []int) []int {
 		out = append(out, syms[i])
 	}
 	return out
+}
+
+// shortWord is the length up to which mergeShort is used: for the short
+// words that make up most text, a scan over an array of ranks beats a heap.
+const shortWord = 48
+
+// mergeShort does what mergeAll does, for short words: it keeps the rank of
+// every adjacent pair and merges the lowest (leftmost on ties) until none
+// is left.
+func (m *bpe) mergeShort(syms []int) []int {
+	const none = int32(1<<31 - 1)
+	var rankBuf, idBuf [shortWord]int32
+	n := len(syms)
+	ranks, ids := rankBuf[:n-1], idBuf[:n-1]
+	look := func(i int) {
+		if mg, ok := m.merges.get(pairKey(syms[i], syms[i+1])); ok {
+			ranks[i], ids[i] = mg.rank, mg.id
+		} else {
+			ranks[i] = none
+		}
+	}
+	for i := range ranks {
+		look(i)
+	}
+	for len(ranks) > 0 {
+		best := 0
+		for i := 1; i < len(ranks); i++ {
+			if ranks[i] < ranks[best] {
+				best = i
+			}
+		}
+		if ranks[best] == none {
+			break
+		}
+		syms[best] = int(ids[best])
+		syms = append(syms[:best+1], syms[best+2:]...)
+		ranks = append(ranks[:best], ranks[best+1:]...)
+		ids = append(ids[:best], ids[best+1:]...)
+		if best < len(ranks) {
+			look(best)
+		}
+		if best > 0 {
+			look(best - 1)
+		}
+	}
+	return syms
 }
 
 type candidate struct {

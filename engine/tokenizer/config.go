@@ -31,9 +31,11 @@ type Config struct {
 func (c Config) IsEOS(id int) bool { return containsInt(c.EOS, id) }
 
 // LoadConfig reads the special tokens and chat template in a model folder.
-// tokenizer_config.json is required; config.json and
-// generation_config.json add their bos/eos/pad ids when present (the EOS
-// set is the union of all). Token names are resolved with tok.
+// tokenizer_config.json is required: its bos/eos/pad/unk tokens (text,
+// resolved with tok) and any bos_token_id, eos_token_id (an integer or a
+// list) and pad_token_id it has; config.json and generation_config.json
+// add their ids when present. The EOS set is the union of all; BOS and pad
+// come from the first source that names them.
 func LoadConfig(dir string, tok *Tokenizer) (Config, error) {
 	c := Config{BOS: -1, Pad: -1, Unk: -1}
 	data, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json"))
@@ -41,6 +43,10 @@ func LoadConfig(dir string, tok *Tokenizer) (Config, error) {
 		return c, fmt.Errorf("load tokenizer config: %w", err)
 	}
 	if err := c.parseTokenizerConfig(data, tok); err != nil {
+		return c, fmt.Errorf("load tokenizer config %s: %w", filepath.Join(dir, "tokenizer_config.json"), err)
+	}
+	// Some files (MiniCPM5's, fixed for FastFlowLM) also give the ids.
+	if err := c.parseModelConfig(data); err != nil {
 		return c, fmt.Errorf("load tokenizer config %s: %w", filepath.Join(dir, "tokenizer_config.json"), err)
 	}
 	for _, name := range []string{"config.json", "generation_config.json"} {

@@ -73,6 +73,10 @@ func TestConfigForms(t *testing.T) {
 			want: Config{BOS: 0, EOS: []int{130073}, Pad: -1, Unk: -1, AddBOS: true, BOSToken: "<|im_start|>", EOSToken: "<|im_end|>"}},
 		{name: "eos id list only", tokCfg: `{}`, modelCfg: `{"eos_token_id":[1,130073],"bos_token_id":null}`,
 			want: Config{BOS: -1, EOS: []int{1, 130073}, Pad: -1, Unk: -1}},
+		// MiniCPM5's tokenizer_config.json as the model card gives it (for FLM).
+		{name: "ids in tokenizer_config", tokCfg: `{"eos_token":"<|im_end|>","bos_token_id":0,"eos_token_id":[1,130073],"pad_token_id":1}`,
+			want: Config{BOS: 0, EOS: []int{130073, 1}, Pad: 1, Unk: -1, EOSToken: "<|im_end|>"}},
+		{name: "scalar eos id", tokCfg: `{"eos_token_id":130073}`, want: Config{BOS: -1, EOS: []int{130073}, Pad: -1, Unk: -1}},
 		{name: "named templates", tokCfg: `{"chat_template":[{"name":"tool_use","template":"T"},{"name":"default","template":"D"}]}`,
 			want: Config{BOS: -1, Pad: -1, Unk: -1}, wantTempl: "D"},
 		{name: "unknown token", tokCfg: `{"eos_token":"<nope>"}`, wantErr: `eos_token "<nope>" is not in the vocabulary`},

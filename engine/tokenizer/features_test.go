@@ -13,7 +13,7 @@ import (
 // tinyJSON writes a small byte-level tokenizer.json: the 256 byte
 // characters (ids 0..255), merges for "hello" and " hello" (ids 256..),
 // and the given extra parts.
-func tinyJSON(t *testing.T, pairMerges bool, extra map[string]any) []byte {
+func tinyJSON(t testing.TB, pairMerges bool, extra map[string]any) []byte {
 	t.Helper()
 	table := byteToRune()
 	vocab := map[string]int{}
@@ -131,8 +131,9 @@ func TestAddedTokenOptions(t *testing.T) {
 		map[string]any{"id": 301, "content": "[L]", "lstrip": true},
 		map[string]any{"id": 302, "content": "[R]", "rstrip": true},
 		map[string]any{"id": 303, "content": "hel", "single_word": true},
-		map[string]any{"id": 304, "content": "<s>x", "special": true}, // longer match wins
-		map[string]any{"id": 305, "content": "ß", "normalized": true}, // matched after NFKC lowercase
+		map[string]any{"id": 304, "content": "<s>x", "special": true},  // longer match wins
+		map[string]any{"id": 305, "content": "ß", "normalized": true},  // matched after lowercasing
+		map[string]any{"id": 306, "content": "QQ", "normalized": true}, // its content is normalized too: matches "qq" and "QQ"
 	}
 	tok := mustJSON(t, tinyJSON(t, false, map[string]any{
 		"added_tokens": added,
@@ -151,6 +152,7 @@ func TestAddedTokenOptions(t *testing.T) {
 		{in: "hel hello", want: []int{303, 261}},
 		{in: "shel", want: []int{'s', 256, 'l'}}, // not a whole word: plain BPE
 		{in: "SS ß", want: []int{'s', 's', ' ', 305}},
+		{in: "aQQ qq", want: []int{'a', 306, ' ', 306}},
 	}
 	for _, tc := range tests {
 		want := tc.want
@@ -276,4 +278,25 @@ func TestIgnoreMerges(t *testing.T) {
 			t.Errorf("ignore_merges %v: Encode = %v, want %v", ignore, got, want)
 		}
 	}
+}
+
+// FuzzFromJSON: any tokenizer.json either loads or gives an error, never
+// a panic, and a loaded one encodes and decodes without panicking.
+func FuzzFromJSON(f *testing.F) {
+	f.Add(string(tinyJSON(f, false, nil)), "hello")
+	f.Add(`{"model":{"type":"BPE","vocab":{"a":0,"b":1,"ab":2},"merges":["a b"]},"added_tokens":[{"id":3,"content":"<x>","lstrip":true,"rstrip":true}]}`, "ab <x> ba")
+	f.Add(`{"model":{"type":"BPE","vocab":{"a":0},"merges":[]},"pre_tokenizer":{"type":"Split","pattern":{"String":"a"},"behavior":"MergedWithNext","invert":true}}`, "aaba")
+	f.Add(`{"model":{"type":"BPE","vocab":{"a":99999999999}}}`, "a")
+	f.Fuzz(func(t *testing.T, doc, text string) {
+		tok, err := FromJSON([]byte(doc))
+		if err != nil {
+			return
+		}
+		ids := tok.Encode(text)
+		if _, err := tok.Decode(ids); err != nil {
+			t.Fatalf("Decode of Encode(%q) = %v: %v", text, ids, err)
+		}
+		s := NewStream(tok, []string{"a"})
+		feed(s, ids)
+	})
 }

@@ -118,9 +118,10 @@ func FromGGUF(md map[string]any) (*Tokenizer, error) {
 	return t, nil
 }
 
-// GGUFSpecialIDs reads the special token ids of a GGUF tokenizer: BOS, EOS,
-// EOT, padding and unknown, -1 where absent, and whether BOS is added.
-func GGUFSpecialIDs(md map[string]any) (c Config, err error) {
+// ConfigFromGGUF reads the special tokens of a GGUF tokenizer: BOS, EOS,
+// EOT, padding and unknown ids (-1 where absent), whether BOS is added,
+// and tokenizer.chat_template.
+func ConfigFromGGUF(md map[string]any) (c Config, err error) {
 	c = Config{BOS: -1, Pad: -1, Unk: -1}
 	get := func(key string) (int, error) {
 		if _, ok := md[key]; !ok {

@@ -9,13 +9,13 @@ import (
 	"testing"
 )
 
-// qwen3GGUFMetadata builds, from the Qwen3 tokenizer.json, the metadata a
-// GGUF converter writes: tokens by id, token types, "a b" merges, typed as
-// a GGUF reader returns them.
-func qwen3GGUFMetadata(t *testing.T) map[string]any {
+// ggufMetadataFromJSON builds, from a tokenizer.json, the tokenizer
+// metadata a GGUF converter writes: tokens by id, int32 token types
+// (control for special added tokens, user-defined for the others) and
+// "a b" merges, typed as a GGUF reader returns them.
+func ggufMetadataFromJSON(t *testing.T, path, pre string) map[string]any {
 	t.Helper()
-	qwen3(t) // fails with the setup message when the file is missing
-	data, err := os.ReadFile(filepath.Join(qwen3Models, "tokenizer.json"))
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,11 +50,21 @@ func qwen3GGUFMetadata(t *testing.T) map[string]any {
 		merges[i] = m[0] + " " + m[1]
 	}
 	return map[string]any{
-		"tokenizer.ggml.model":             "gpt2",
-		"tokenizer.ggml.pre":               "qwen2",
-		"tokenizer.ggml.tokens":            tokens,
-		"tokenizer.ggml.token_type":        types,
-		"tokenizer.ggml.merges":            merges,
+		"tokenizer.ggml.model":      "gpt2",
+		"tokenizer.ggml.pre":        pre,
+		"tokenizer.ggml.tokens":     tokens,
+		"tokenizer.ggml.token_type": types,
+		"tokenizer.ggml.merges":     merges,
+	}
+}
+
+// qwen3GGUFMetadata is the Qwen3 tokenizer as GGUF metadata, with the
+// special-token keys and some unrelated ones.
+func qwen3GGUFMetadata(t *testing.T) map[string]any {
+	t.Helper()
+	qwen3(t) // fails with the setup message when the file is missing
+	md := ggufMetadataFromJSON(t, filepath.Join(qwen3Models, "tokenizer.json"), "qwen2")
+	for k, v := range map[string]any{
 		"tokenizer.ggml.bos_token_id":      uint32(151643),
 		"tokenizer.ggml.eos_token_id":      uint32(151645),
 		"tokenizer.ggml.padding_token_id":  int64(151643),
@@ -66,7 +76,10 @@ func qwen3GGUFMetadata(t *testing.T) map[string]any {
 		"qwen3.context_length":             uint32(40960),
 		"tokenizer.ggml.token_type_count":  uint32(1),
 		"tokenizer.ggml.unused_other_keys": []any{"ignored"},
+	} {
+		md[k] = v
 	}
+	return md
 }
 
 // The GGUF path, on the same vocabulary, agrees with the tokenizer.json
@@ -86,12 +99,12 @@ func TestGGUFMatchesJSON(t *testing.T) {
 			t.Errorf("gguf Decode(%v) = %q, %v; want %q", c.IDs, got, err, c.Text)
 		}
 	}
-	c, err := GGUFSpecialIDs(md)
+	c, err := ConfigFromGGUF(md)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.BOS != 151643 || !slices.Equal(c.EOS, []int{151645}) || c.Pad != 151643 || c.Unk != -1 || c.AddBOS || c.ChatTemplate != "{{ messages }}" {
-		t.Errorf("GGUFSpecialIDs = %+v", c)
+		t.Errorf("ConfigFromGGUF = %+v", c)
 	}
 }
 
@@ -167,7 +180,7 @@ func TestGGUFErrors(t *testing.T) {
 			}
 		})
 	}
-	if _, err := GGUFSpecialIDs(map[string]any{"tokenizer.ggml.bos_token_id": "1"}); err == nil {
-		t.Error("GGUFSpecialIDs accepted a string id")
+	if _, err := ConfigFromGGUF(map[string]any{"tokenizer.ggml.bos_token_id": "1"}); err == nil {
+		t.Error("ConfigFromGGUF accepted a string id")
 	}
 }

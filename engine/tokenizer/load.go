@@ -205,9 +205,13 @@ type buildSpec struct {
 	ignoreMerges bool
 }
 
+// maxID bounds token ids (16M, a hundred times the largest vocabularies),
+// so that a corrupt file cannot make the tables huge.
+const maxID = 1 << 24
+
 func build(s buildSpec) (*Tokenizer, error) {
 	m := &bpe{
-		vocab: s.vocab, merges: make(map[uint64]merge, len(s.merges)),
+		vocab: s.vocab, merges: newPairTable(len(s.merges)),
 		byteLevel: s.byteLevel, unk: s.unk, byteFallback: s.byteFallback,
 		fuseUnk: s.fuseUnk, ignoreMerges: s.ignoreMerges,
 		cache: newWordCache(cacheWords),
@@ -227,15 +231,15 @@ func build(s buildSpec) (*Tokenizer, error) {
 	}
 	size := 0
 	for tok, id := range s.vocab {
-		if id < 0 {
-			return nil, fmt.Errorf("vocab entry %q has negative id %d", tok, id)
+		if id < 0 || id >= maxID {
+			return nil, fmt.Errorf("vocab entry %q has id %d, outside 0..%d", tok, id, maxID-1)
 		}
 		size = max(size, id+1)
 	}
 	sort.SliceStable(s.added, func(i, j int) bool { return s.added[i].ID < s.added[j].ID })
 	for _, a := range s.added {
-		if a.ID < 0 {
-			return nil, fmt.Errorf("added token %q has negative id %d", a.Content, a.ID)
+		if a.ID < 0 || a.ID >= maxID {
+			return nil, fmt.Errorf("added token %q has id %d, outside 0..%d", a.Content, a.ID, maxID-1)
 		}
 		size = max(size, a.ID+1)
 	}
@@ -257,11 +261,11 @@ func build(s buildSpec) (*Tokenizer, error) {
 		t.addedByID[a.ID] = a
 		t.tokens[a.ID], t.known[a.ID] = a.Content, true
 		t.pieces[a.ID] = []byte(a.Content)
-		// The vocabulary must map the content to this id too, so that ID
-		// and the merges agree with the added token.
 		if a.Normalized && s.norm != nil {
+			a.match = s.norm(a.Content) // as the Rust library, which normalizes the content too
 			normToks = append(normToks, a)
 		} else {
+			a.match = a.Content
 			rawToks = append(rawToks, a)
 		}
 	}

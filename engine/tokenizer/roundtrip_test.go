@@ -1,6 +1,8 @@
 package tokenizer
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"unicode/utf8"
 
@@ -53,6 +55,29 @@ func TestDecodeBadID(t *testing.T) {
 	for _, id := range []int{-1, tok.Size(), 1 << 40} {
 		if _, err := tok.Decode([]int{id}); err == nil {
 			t.Errorf("Decode(%d) gave no error", id)
+		}
+	}
+}
+
+// A Tokenizer is shared by concurrent requests.
+func TestConcurrentEncode(t *testing.T) {
+	tok := qwen3(t)
+	g := loadGolden(t)
+	done := make(chan error, 4)
+	for w := 0; w < 4; w++ {
+		go func(w int) {
+			for i := w; i < len(g.Encode); i += 4 {
+				if got := tok.Encode(g.Encode[i].Text); !slices.Equal(got, g.Encode[i].IDs) {
+					done <- fmt.Errorf("Encode(%q) = %v, want %v", g.Encode[i].Text, got, g.Encode[i].IDs)
+					return
+				}
+			}
+			done <- nil
+		}(w)
+	}
+	for w := 0; w < 4; w++ {
+		if err := <-done; err != nil {
+			t.Error(err)
 		}
 	}
 }

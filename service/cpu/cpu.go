@@ -109,7 +109,7 @@ func loadText(m *engine.Model, path string) (*tokenizer.Tokenizer, tokenizer.Con
 		if err != nil {
 			return nil, tokenizer.Config{}, nil, fmt.Errorf("load %s: tokenizer: %w", path, err)
 		}
-		cfg, err := tokenizer.GGUFSpecialIDs(md)
+		cfg, err := tokenizer.ConfigFromGGUF(md)
 		if err != nil {
 			return nil, tokenizer.Config{}, nil, fmt.Errorf("load %s: special tokens: %w", path, err)
 		}
