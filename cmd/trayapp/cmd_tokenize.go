@@ -8,9 +8,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/npuchat/npuchat/engine/gguf"
+	"github.com/npuchat/npuchat/engine/mmapfile"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -119,11 +120,19 @@ func isGGUF(path string) bool {
 	return err == nil && string(magic[:]) == "GGUF"
 }
 
-// readGGUFMetadata returns a GGUF file's metadata as key -> value. The
-// engine's GGUF reader lives on another branch; when it is merged, this
-// becomes a call to it (and tokenizer.FromGGUF does the rest).
+// readGGUFMetadata returns a GGUF file's metadata as key -> value, read
+// from a memory map of the file (the weights are not touched).
 func readGGUFMetadata(path string) (map[string]any, error) {
-	return nil, fmt.Errorf("%s is a GGUF file, and reading GGUF files needs the engine's GGUF reader, which is not in this build yet; pass the model's tokenizer.json (or its folder) instead", filepath.Base(path))
+	f, err := mmapfile.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	h, err := gguf.Parse(f.Data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return h.Metadata, nil
 }
 
 func writeIDs(w io.Writer, ids []int, asJSON bool) error {

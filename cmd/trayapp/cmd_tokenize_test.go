@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/npuchat/npuchat/engine/testmodel"
 )
 
 // MiniCPM5-shaped tokenizer fixture: "hi"=4, " hi"=6, <|im_start|>=0,
@@ -51,7 +53,7 @@ func TestTokenizeCommand(t *testing.T) {
 		{name: "decode unknown id", stdin: "99", args: []string{"--model", tinyModel, "--decode"}, code: 1, errPart: "not in the vocabulary"},
 		{name: "no model", stdin: "x", args: nil, code: 2, errPart: "--model PATH is required"},
 		{name: "missing model", stdin: "x", args: []string{"--model", "/nonexistent/x"}, code: 1, errPart: "no such file"},
-		{name: "gguf", stdin: "x", args: []string{"--model", gguf}, code: 1, errPart: "needs the engine's GGUF reader"},
+		{name: "truncated gguf", stdin: "x", args: []string{"--model", gguf}, code: 1, errPart: "m.gguf"},
 		{name: "two modes", stdin: "x", args: []string{"--model", tinyModel, "--json", "--decode"}, code: 2, errPart: "only one of"},
 		{name: "argument", stdin: "x", args: []string{"--model", tinyModel, "text"}, code: 2, errPart: "read from standard input"},
 		{name: "help", args: []string{"-h"}, code: 0, errPart: "Usage: npuchat tokenize"},
@@ -63,5 +65,31 @@ func TestTokenizeCommand(t *testing.T) {
 				t.Errorf("exit %d, stdout %q, stderr %q; want exit %d, stdout %q, stderr containing %q", code, out, errOut, tc.code, tc.want, tc.errPart)
 			}
 		})
+	}
+}
+
+// TestTokenizeGGUF: the tokenizer embedded in a GGUF file gives the same
+// ids as the same vocabulary's tokenizer.json.
+func TestTokenizeGGUF(t *testing.T) {
+	w, err := testmodel.Random(1, testmodel.Qwen3Small())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ggufPath, hfDir := filepath.Join(dir, "m.gguf"), filepath.Join(dir, "hf")
+	if err := testmodel.WriteGGUF(ggufPath, w, testmodel.Q8_0); err != nil {
+		t.Fatal(err)
+	}
+	if err := testmodel.WriteHF(hfDir, w, testmodel.HFOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	text := "the quick brown fox, <|im_end|> and 123 more words"
+	fromGGUF, errOut, code := runTok(t, text, "--model", ggufPath, "--special", "--json")
+	if code != 0 {
+		t.Fatalf("gguf: exit %d: %s", code, errOut)
+	}
+	fromJSON, _, _ := runTok(t, text, "--model", hfDir, "--special", "--json")
+	if fromGGUF != fromJSON || len(fromGGUF) < 20 {
+		t.Fatalf("gguf %s, tokenizer.json %s", fromGGUF, fromJSON)
 	}
 }
