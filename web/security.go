@@ -69,6 +69,11 @@ func needsKey(path string) bool {
 
 func (s *Server) keyOK(r *http.Request) bool {
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok && r.URL.Path == "/api/events" {
+		// A browser's EventSource cannot send headers: the page passes
+		// the key in the query for the event stream only.
+		got, ok = r.URL.Query().Get("key"), true
+	}
 	if !ok {
 		return false
 	}

@@ -225,6 +225,24 @@ func TestAPIKey(t *testing.T) {
 	if resp, _ := do(t, "GET", ts.URL+"/", ""); resp.StatusCode != 200 {
 		t.Fatalf("the page itself should load without a key: %d", resp.StatusCode)
 	}
+	// The event stream takes the key in the query (EventSource sends no
+	// headers); no other route does.
+	if resp, _ := do(t, "GET", ts.URL+"/v1/models?key=s3cret", ""); resp.StatusCode != 401 {
+		t.Fatalf("key in the query of another route: %d", resp.StatusCode)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for key, want := range map[string]int{"s3cret": 200, "nope": 401} {
+		req, _ := http.NewRequestWithContext(ctx, "GET", ts.URL+"/api/events?key="+key, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Fatalf("events with key %q: %d, want %d", key, resp.StatusCode, want)
+		}
+	}
 }
 
 func TestNonLoopbackNeedsAPIKey(t *testing.T) {
