@@ -1,5 +1,5 @@
 module github.com/npuchat/npuchat
 
-go 1.26
+go 1.26.0
 
-require golang.org/x/sys v0.50.0 // indirect
+require golang.org/x/sys v0.50.0
