@@ -612,3 +612,5 @@ func freePort() (int, error) {
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
+
+var _ backend.Backend = (*Backend)(nil)

@@ -110,17 +110,15 @@ func (e *events) waitFor(t *testing.T, st State, within time.Duration) Event {
 
 // setup is a test's fake FLM: a mode file and the backend options.
 type setup struct {
-	modeFile string
-	log      *syncBuffer
-	events   *events
-	opts     Options
+	modes  *flmtest.Modes
+	log    *syncBuffer
+	events *events
+	opts   Options
 }
 
 func newSetup(t *testing.T, mode string, env ...string) *setup {
 	t.Helper()
-	dir := t.TempDir()
-	s := &setup{modeFile: filepath.Join(dir, "mode"), log: &syncBuffer{}, events: newEvents()}
-	s.setMode(t, mode)
+	s := &setup{modes: flmtest.NewModes(t, mode), log: &syncBuffer{}, events: newEvents()}
 	list, err := filepath.Abs("testdata/model_list.json")
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +126,7 @@ func newSetup(t *testing.T, mode string, env ...string) *setup {
 	s.opts = Options{
 		Executable:   fakeFLM,
 		Model:        "minicpm5:2b",
-		Env:          append([]string{"FLM_CONFIG_PATH=" + list, "FAKEFLM_MODE_FILE=" + s.modeFile}, env...),
+		Env:          append([]string{"FLM_CONFIG_PATH=" + list, s.modes.Env()}, env...),
 		Log:          s.log,
 		StartTimeout: 20 * time.Second,
 		PollInterval: 50 * time.Millisecond,
@@ -139,12 +137,7 @@ func newSetup(t *testing.T, mode string, env ...string) *setup {
 	return s
 }
 
-func (s *setup) setMode(t *testing.T, mode string) {
-	t.Helper()
-	if err := os.WriteFile(s.modeFile, []byte(mode+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
+func (s *setup) setMode(t *testing.T, mode string) { s.modes.Set(t, mode) }
 
 // start makes and loads the backend; it is unloaded at the end of the test.
 func (s *setup) start(t *testing.T) *Backend {
@@ -199,7 +192,7 @@ func waitGone(t *testing.T, pid int, within time.Duration) {
 // TestServe: the backend starts flm serve with the right arguments,
 // streams an answer, and stops it gracefully.
 func TestServe(t *testing.T) {
-	s := newSetup(t, "normal")
+	s := newSetup(t, flmtest.ModeNormal)
 	s.opts.ContextLength = 512
 	var stages []string
 	b, err := New(s.opts)
@@ -277,9 +270,9 @@ func TestServe(t *testing.T) {
 // TestERT: FLM's decode failure on MiniCPM5-2B is a device failure, in
 // one request, with nothing emitted.
 func TestERT(t *testing.T) {
-	s := newSetup(t, "normal")
+	s := newSetup(t, flmtest.ModeNormal)
 	b := s.start(t)
-	s.setMode(t, "ert")
+	s.setMode(t, flmtest.ModeERT)
 	start := time.Now()
 	text, _, err := generate(b, chat("hi"))
 	if !errors.Is(err, backend.ErrDeviceFailed) || !strings.Contains(err.Error(), "ERT_CMD_STATE_TIMEOUT") {
@@ -300,7 +293,7 @@ func TestERT(t *testing.T) {
 // TestERTMidstream: the same failure after some tokens: the connection
 // drops; the error says two pieces were emitted.
 func TestERTMidstream(t *testing.T) {
-	s := newSetup(t, "ert-midstream", "FAKEFLM_CRASH_AFTER=2")
+	s := newSetup(t, flmtest.ModeERTMidstream, "FAKEFLM_CRASH_AFTER=2")
 	b := s.start(t)
 	text, _, err := generate(b, chat("a b c"))
 	var oe *oaicompat.Error
@@ -316,10 +309,10 @@ func TestERTMidstream(t *testing.T) {
 // device failure that quotes its last output; the backend restarts it
 // with backoff and serves again.
 func TestCrashRestart(t *testing.T) {
-	s := newSetup(t, "normal")
+	s := newSetup(t, flmtest.ModeNormal)
 	b := s.start(t)
 	pid := b.PID()
-	s.setMode(t, "crash")
+	s.setMode(t, flmtest.ModeCrash)
 	_, _, err := generate(b, chat("a b c"))
 	var pe *ProcessError
 	if !errors.Is(err, backend.ErrDeviceFailed) || !errors.As(err, &pe) || !pe.Exited {
@@ -332,7 +325,7 @@ func TestCrashRestart(t *testing.T) {
 	if !errors.As(err, &counted) || counted.EmittedTokens() != 2 {
 		t.Errorf("emitted count not reachable: %v", err)
 	}
-	s.setMode(t, "normal")
+	s.setMode(t, flmtest.ModeNormal)
 	ev := s.events.waitFor(t, StateRestarting, 5*time.Second)
 	if ev.Attempt != 1 || ev.Err == nil {
 		t.Errorf("restarting event %+v", ev)
@@ -349,9 +342,9 @@ func TestCrashRestart(t *testing.T) {
 // TestRestartGivesUp: a child that keeps failing to start is given up
 // after the policy's attempts; requests fail fast as device failures.
 func TestRestartGivesUp(t *testing.T) {
-	s := newSetup(t, "normal")
+	s := newSetup(t, flmtest.ModeNormal)
 	b := s.start(t)
-	s.setMode(t, "nodevice")
+	s.setMode(t, flmtest.ModeNoDevice)
 	syscall.Kill(b.PID(), syscall.SIGKILL)
 	ev := s.events.waitFor(t, StateFailed, 10*time.Second)
 	if ev.Err == nil || !strings.Contains(ev.Err.Error(), "No such device") {
@@ -375,7 +368,7 @@ func TestRestartGivesUp(t *testing.T) {
 	if err := b.Unload(context.Background()); err != nil || b.State() != StateStopped {
 		t.Errorf("Unload: %v, state %s", err, b.State())
 	}
-	s.setMode(t, "normal")
+	s.setMode(t, flmtest.ModeNormal)
 	if err := b.Load(context.Background(), nil); err != nil {
 		t.Errorf("Load after reset: %v", err)
 	}
@@ -385,7 +378,7 @@ func TestRestartGivesUp(t *testing.T) {
 // missing executable and an unknown model each give a clear Load error.
 func TestStartFailures(t *testing.T) {
 	t.Run("no device", func(t *testing.T) {
-		s := newSetup(t, "nodevice")
+		s := newSetup(t, flmtest.ModeNoDevice)
 		b, _ := New(s.opts)
 		err := b.Load(context.Background(), nil)
 		if !errors.Is(err, backend.ErrDeviceFailed) || !strings.Contains(err.Error(), "No such device with index '0'") ||
@@ -397,7 +390,7 @@ func TestStartFailures(t *testing.T) {
 		}
 	})
 	t.Run("hang", func(t *testing.T) {
-		s := newSetup(t, "hang")
+		s := newSetup(t, flmtest.ModeHang)
 		s.opts.StartTimeout = 1500 * time.Millisecond
 		s.opts.StopGrace = 300 * time.Millisecond
 		b, _ := New(s.opts)
@@ -420,7 +413,7 @@ func TestStartFailures(t *testing.T) {
 		waitGone(t, ev.PID, time.Second)
 	})
 	t.Run("missing executable", func(t *testing.T) {
-		s := newSetup(t, "normal")
+		s := newSetup(t, flmtest.ModeNormal)
 		s.opts.Executable = filepath.Join(t.TempDir(), "no-flm")
 		b, _ := New(s.opts)
 		err := b.Load(context.Background(), nil)
@@ -429,7 +422,7 @@ func TestStartFailures(t *testing.T) {
 		}
 	})
 	t.Run("unknown model", func(t *testing.T) {
-		s := newSetup(t, "normal")
+		s := newSetup(t, flmtest.ModeNormal)
 		s.opts.Model = "minicpm5:9b"
 		b, _ := New(s.opts)
 		err := b.Load(context.Background(), nil)
@@ -453,7 +446,7 @@ func TestStartFailures(t *testing.T) {
 // TestSlowStartAndCancel: a slow start reports progress and succeeds; a
 // cancelled Load stops the child.
 func TestSlowStartAndCancel(t *testing.T) {
-	s := newSetup(t, "slow", "FAKEFLM_START_DELAY=800ms")
+	s := newSetup(t, flmtest.ModeSlow, "FAKEFLM_START_DELAY=800ms")
 	b, _ := New(s.opts)
 	t.Cleanup(func() { b.Unload(context.Background()) })
 	var loading int
@@ -469,7 +462,7 @@ func TestSlowStartAndCancel(t *testing.T) {
 	}
 	b.Unload(context.Background())
 
-	s = newSetup(t, "slow", "FAKEFLM_START_DELAY=30s")
+	s = newSetup(t, flmtest.ModeSlow, "FAKEFLM_START_DELAY=30s")
 	b, _ = New(s.opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
@@ -491,7 +484,7 @@ func TestSlowStartAndCancel(t *testing.T) {
 // TestKillAfterGrace: a child that ignores SIGTERM is killed after the
 // grace period.
 func TestKillAfterGrace(t *testing.T) {
-	s := newSetup(t, "normal", "FAKEFLM_IGNORE_TERM=1")
+	s := newSetup(t, flmtest.ModeNormal, "FAKEFLM_IGNORE_TERM=1")
 	s.opts.StopGrace = 400 * time.Millisecond
 	b := s.start(t)
 	pid := b.PID()
@@ -511,7 +504,7 @@ func TestKillAfterGrace(t *testing.T) {
 // TestUnloadAndCancelDuringGenerate: Unload and a cancelled context both
 // end a running request promptly.
 func TestUnloadAndCancelDuringGenerate(t *testing.T) {
-	s := newSetup(t, "normal", "FAKEFLM_TOKEN_DELAY=100ms")
+	s := newSetup(t, flmtest.ModeNormal, "FAKEFLM_TOKEN_DELAY=100ms")
 	b := s.start(t)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -553,7 +546,7 @@ func TestUnloadAndCancelDuringGenerate(t *testing.T) {
 // TestNoOrphanWhenParentKilled: a parent process that loaded FLM is
 // killed with SIGKILL; its flm child must go too.
 func TestNoOrphanWhenParentKilled(t *testing.T) {
-	s := newSetup(t, "normal", "FAKEFLM_IGNORE_TERM=1")
+	s := newSetup(t, flmtest.ModeNormal, "FAKEFLM_IGNORE_TERM=1")
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "FLMTEST_ORPHAN_PARENT=1", "FLMTEST_FAKE="+fakeFLM,
 		"FLMTEST_ENV="+strings.Join(s.opts.Env, "\x1f"))

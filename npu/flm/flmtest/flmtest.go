@@ -9,6 +9,7 @@ package flmtest
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -47,4 +48,45 @@ func BuildTo(dir string) (string, error) {
 		return "", fmt.Errorf("build fake flm: %w\n%s", err, msg)
 	}
 	return out, nil
+}
+
+// The fake flm's modes (see npu/flm/fakeflm).
+const (
+	ModeNormal       = "normal"        // answers
+	ModeERT          = "ert"           // FLM's ERT_CMD_STATE_TIMEOUT after prefill, nothing streamed
+	ModeERTMidstream = "ert-midstream" // the same after some tokens: the connection drops
+	ModeCrash        = "crash"         // exits with status 139 mid-answer
+	ModeNoDevice     = "nodevice"      // fails at start: "No such device with index '0'"
+	ModeHang         = "hang"          // never ready, ignores SIGTERM
+	ModeSlow         = "slow"          // ready after FAKEFLM_START_DELAY (default 2s)
+)
+
+// Modes switches the mode of fake flm processes, running or not, through
+// a mode file.
+type Modes struct {
+	path string
+}
+
+// NewModes makes a mode file in a temporary folder of t, set to initial.
+func NewModes(t testing.TB, initial string) *Modes {
+	t.Helper()
+	m := &Modes{path: filepath.Join(t.TempDir(), "fakeflm-mode")}
+	m.Set(t, initial)
+	return m
+}
+
+// Env is the environment entry that points the fake at the mode file;
+// add it to the FLM backend's Options.Env.
+func (m *Modes) Env() string { return "FAKEFLM_MODE_FILE=" + m.path }
+
+// Set changes the mode; running fakes read it at their next request.
+func (m *Modes) Set(t testing.TB, mode string) {
+	t.Helper()
+	tmp := m.path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(mode+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, m.path); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -404,3 +404,5 @@ func isEventStream(contentType string) bool {
 	mt, _, err := mime.ParseMediaType(contentType)
 	return err == nil && mt == "text/event-stream"
 }
+
+var _ backend.Backend = (*Client)(nil)
