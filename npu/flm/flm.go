@@ -278,8 +278,32 @@ func (b *Backend) lastErrOr() error {
 	return backend.ErrDeviceFailed
 }
 
-// launch starts one child and waits until it is ready.
+// launch starts a child and waits until it is ready. When the child
+// could not bind the port picked for it (another program took it in the
+// meantime), it tries once more with another port.
 func (b *Backend) launch(ctx context.Context, progress func(backend.Progress), attempt int) (*child, *oaicompat.Client, error) {
+	c, client, err := b.launchOnce(ctx, progress, attempt)
+	var pe *ProcessError
+	if err != nil && errors.As(err, &pe) && pe.Exited && portConflict(pe.Log) && ctx.Err() == nil {
+		b.log.Note("the port was taken; trying another")
+		return b.launchOnce(ctx, progress, attempt)
+	}
+	return c, client, err
+}
+
+// portConflict says whether a child's last output says its port was taken.
+func portConflict(lines []string) bool {
+	for _, l := range lines {
+		l = strings.ToLower(l)
+		if strings.Contains(l, "address already in use") || strings.Contains(l, "only one usage of each socket address") {
+			return true
+		}
+	}
+	return false
+}
+
+// launchOnce starts one child and waits until it is ready.
+func (b *Backend) launchOnce(ctx context.Context, progress func(backend.Progress), attempt int) (*child, *oaicompat.Client, error) {
 	report := func(p backend.Progress) {
 		if progress != nil {
 			progress(p)

@@ -412,6 +412,17 @@ func TestStartFailures(t *testing.T) {
 		}
 		waitGone(t, ev.PID, time.Second)
 	})
+	t.Run("port taken", func(t *testing.T) {
+		s := newSetup(t, flmtest.ModeBusyPort)
+		b, _ := New(s.opts)
+		err := b.Load(context.Background(), nil)
+		if err == nil || !strings.Contains(err.Error(), "address already in use") {
+			t.Errorf("err = %v", err)
+		}
+		if n := strings.Count(s.log.String(), "npuchat: starting"); n != 2 {
+			t.Errorf("%d starts, want 2 (one retry on another port):\n%s", n, s.log)
+		}
+	})
 	t.Run("missing executable", func(t *testing.T) {
 		s := newSetup(t, flmtest.ModeNormal)
 		s.opts.Executable = filepath.Join(t.TempDir(), "no-flm")

@@ -33,6 +33,7 @@
 //	nodevice      fails at start with XRT's "No such device with index '0'"
 //	hang          never becomes ready and ignores SIGTERM
 //	slow          becomes ready after $FAKEFLM_START_DELAY (default 2s)
+//	busyport      fails at start as if its port were taken
 //
 // $FAKEFLM_IGNORE_TERM=1 makes it ignore SIGTERM in any mode;
 // $FAKEFLM_TOKEN_DELAY (a Go duration, default 2ms) paces the tokens.
@@ -243,6 +244,10 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	if m == "busyport" && err == nil {
+		ln.Close()
+		err = fmt.Errorf("bind: %w", syscall.EADDRINUSE)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "[FLM]  Error: bind: %v\n", err)
 		return 1

@@ -59,6 +59,7 @@ const (
 	ModeNoDevice     = "nodevice"      // fails at start: "No such device with index '0'"
 	ModeHang         = "hang"          // never ready, ignores SIGTERM
 	ModeSlow         = "slow"          // ready after FAKEFLM_START_DELAY (default 2s)
+	ModeBusyPort     = "busyport"      // fails at start as if its port were taken
 )
 
 // Modes switches the mode of fake flm processes, running or not, through
