@@ -78,6 +78,11 @@ type Options struct {
 	// StopGrace is how long Unload waits after SIGTERM before it kills
 	// (default 5s).
 	StopGrace time.Duration
+	// IdleTimeout ends a request on which FLM has sent nothing for this
+	// long as a device failure: a hung NPU (default 10m, which exceeds the
+	// prefill of a full 32K context; negative: never). FLM's own watchdog
+	// (the amdxdna TDR, ERT_CMD_STATE_TIMEOUT) normally answers first.
+	IdleTimeout time.Duration
 	// Restart says how a child that died while loaded is restarted.
 	Restart RestartPolicy
 	// HTTPClient talks to the child; nil means a client without timeout
@@ -159,6 +164,9 @@ func New(opts Options) (*Backend, error) {
 	}
 	if opts.StopGrace <= 0 {
 		opts.StopGrace = 5 * time.Second
+	}
+	if opts.IdleTimeout == 0 {
+		opts.IdleTimeout = 10 * time.Minute
 	}
 	r := &opts.Restart
 	if r.MaxAttempts == 0 {
@@ -356,7 +364,7 @@ func (b *Backend) launchOnce(ctx context.Context, progress func(backend.Progress
 	}
 	client, err := oaicompat.New(oaicompat.Options{
 		BaseURL: "http://127.0.0.1:" + strconv.Itoa(port), Model: b.opts.Model,
-		HTTPClient: b.http, Kind: "npu", Info: b.Info(),
+		HTTPClient: b.http, Kind: "npu", Info: b.Info(), IdleTimeout: max(b.opts.IdleTimeout, 0),
 	})
 	if err == nil {
 		err = client.Load(ctx, nil)
@@ -530,7 +538,7 @@ func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(
 	case state == StateFailed:
 		return backend.Result{}, fmt.Errorf("FastFlowLM %s is down: %w", b.opts.Model, errOr(lastErr, backend.ErrDeviceFailed))
 	case client == nil || state != StateReady:
-		return backend.Result{}, fmt.Errorf("FastFlowLM %s is %s after a failure: %w", b.opts.Model, state, backend.ErrDeviceFailed)
+		return backend.Result{}, fmt.Errorf("FastFlowLM %s is not ready (%s): %w", b.opts.Model, state, backend.ErrDeviceFailed)
 	}
 	res, err := client.Generate(ctx, req, emit)
 	if err == nil || ctx.Err() != nil || !errors.Is(err, backend.ErrDeviceFailed) {

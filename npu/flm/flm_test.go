@@ -305,6 +305,22 @@ func TestERTMidstream(t *testing.T) {
 	}
 }
 
+// TestStall: an NPU that hangs mid-answer is a device failure after
+// IdleTimeout.
+func TestStall(t *testing.T) {
+	s := newSetup(t, flmtest.ModeStall)
+	s.opts.IdleTimeout = 300 * time.Millisecond
+	b := s.start(t)
+	start := time.Now()
+	text, _, err := generate(b, chat("a b c"))
+	if !errors.Is(err, backend.ErrDeviceFailed) || text != "Fake" || !strings.Contains(err.Error(), "sent nothing for 300ms") {
+		t.Fatalf("%q %v", text, err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("took %v", d)
+	}
+}
+
 // TestCrashRestart: the child dies mid-answer; the request fails with a
 // device failure that quotes its last output; the backend restarts it
 // with backoff and serves again.

@@ -34,6 +34,7 @@
 //	hang          never becomes ready and ignores SIGTERM
 //	slow          becomes ready after $FAKEFLM_START_DELAY (default 2s)
 //	busyport      fails at start as if its port were taken
+//	stall         streams one token, then nothing (a hung NPU)
 //
 // $FAKEFLM_IGNORE_TERM=1 makes it ignore SIGTERM in any mode;
 // $FAKEFLM_TOKEN_DELAY (a Go duration, default 2ms) paces the tokens.
@@ -438,6 +439,11 @@ func (s *server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 	}
 	crashAfter := envInt("FAKEFLM_CRASH_AFTER", 2)
 	for i, tok := range tokens {
+		if m == "stall" && i == 1 {
+			fmt.Fprintln(s.out, "[FLM]  (stalled)")
+			<-r.Context().Done()
+			return
+		}
 		if (m == "crash" || m == "ert-midstream") && i == crashAfter {
 			if m == "crash" {
 				s.crash()

@@ -60,6 +60,7 @@ const (
 	ModeHang         = "hang"          // never ready, ignores SIGTERM
 	ModeSlow         = "slow"          // ready after FAKEFLM_START_DELAY (default 2s)
 	ModeBusyPort     = "busyport"      // fails at start as if its port were taken
+	ModeStall        = "stall"         // streams one token, then nothing (a hung NPU)
 )
 
 // Modes switches the mode of fake flm processes, running or not, through

@@ -58,6 +58,11 @@ type Options struct {
 	// Info describes the model for Info; Name defaults to Model and Format
 	// to "remote".
 	Info backend.ModelInfo
+	// IdleTimeout, when > 0, ends a request on which the server has sent
+	// nothing (no headers, no event, no keep-alive) for this long, as a
+	// device failure: a hung accelerator. It must exceed the longest
+	// prefill. 0 means wait as long as the context allows.
+	IdleTimeout time.Duration
 }
 
 // Client is a backend.Backend for an OpenAI-compatible server. Make one
@@ -72,7 +77,8 @@ type Client struct {
 	mu       sync.Mutex
 	model    string
 	loaded   bool
-	inflight map[*int]context.CancelFunc // cancels of running Generates, for Unload
+	inflight map[*int]context.CancelCauseFunc // cancels of running Generates, for Unload
+	idle     time.Duration
 }
 
 // New checks opts and returns an unloaded Client.
@@ -88,7 +94,8 @@ func New(opts Options) (*Client, error) {
 		kind:     opts.Kind,
 		info:     opts.Info,
 		model:    opts.Model,
-		inflight: map[*int]context.CancelFunc{},
+		inflight: map[*int]context.CancelCauseFunc{},
+		idle:     opts.IdleTimeout,
 	}
 	if c.http == nil {
 		c.http = &http.Client{}
@@ -230,7 +237,7 @@ func (c *Client) Unload(ctx context.Context) error {
 	c.mu.Lock()
 	c.loaded = false
 	for _, cancel := range c.inflight {
-		cancel()
+		cancel(errUnloaded)
 	}
 	c.mu.Unlock()
 	c.http.CloseIdleConnections()
@@ -247,13 +254,16 @@ func (c *Client) Generate(ctx context.Context, req *backend.Request, emit func(b
 	if req.Messages == nil && req.Prompt == "" {
 		return backend.Result{}, fmt.Errorf("generate: neither messages nor a prompt: %w", backend.ErrBadRequest)
 	}
+	if req.Messages != nil && len(req.Messages) == 0 {
+		return backend.Result{}, fmt.Errorf("generate: no messages: %w", backend.ErrBadRequest)
+	}
 	c.mu.Lock()
 	if !c.loaded {
 		c.mu.Unlock()
 		return backend.Result{}, fmt.Errorf("generate on %s: %w", c.base, backend.ErrNotLoaded)
 	}
 	model := c.model
-	reqCtx, cancel := context.WithCancel(ctx)
+	reqCtx, cancel := context.WithCancelCause(ctx)
 	key := new(int)
 	c.inflight[key] = cancel
 	c.mu.Unlock()
@@ -261,7 +271,7 @@ func (c *Client) Generate(ctx context.Context, req *backend.Request, emit func(b
 		c.mu.Lock()
 		delete(c.inflight, key)
 		c.mu.Unlock()
-		cancel()
+		cancel(nil)
 	}()
 
 	endpoint := c.base + "/chat/completions"
@@ -286,20 +296,36 @@ func (c *Client) Generate(ctx context.Context, req *backend.Request, emit func(b
 		stop:     newStopFilter(req.Stop),
 		start:    time.Now(),
 	}
+	if c.idle > 0 {
+		// The watchdog: every read from the server pushes it back.
+		timer := time.AfterFunc(c.idle, func() { cancel(errIdle) })
+		defer timer.Stop()
+		g.alive = func() { timer.Reset(c.idle) }
+	}
 	res, err := g.run(c.http, hreq)
 	if err != nil {
 		// Report why the request really ended: the caller's context, an
-		// Unload, or the upstream.
+		// Unload, the watchdog, or the upstream.
 		if ctx.Err() != nil {
 			return res, ctx.Err()
 		}
-		if reqCtx.Err() != nil {
+		switch context.Cause(reqCtx) {
+		case errUnloaded:
 			return res, fmt.Errorf("generate on %s: unloaded while generating: %w", c.base, backend.ErrNotLoaded)
+		case errIdle:
+			return res, &Error{URL: endpoint, Message: fmt.Sprintf("the server sent nothing for %v", c.idle),
+				Emitted: g.emitted, EmittedText: g.text.String(), Kind: backend.ErrDeviceFailed}
 		}
 		return res, err
 	}
 	return res, nil
 }
+
+// Causes of a request's cancellation other than the caller's context.
+var (
+	errUnloaded = errors.New("unloaded")
+	errIdle     = errors.New("idle timeout")
+)
 
 func (c *Client) authorize(req *http.Request) {
 	if c.apiKey != "" {

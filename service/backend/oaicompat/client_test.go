@@ -688,3 +688,41 @@ func FuzzSSE(f *testing.F) {
 		t.Fatalf("more events than bytes in %q", in)
 	})
 }
+
+// TestIdleTimeout: a server that goes silent mid-answer (a hung
+// accelerator) is a device failure after IdleTimeout; keep-alive comments
+// count as life.
+func TestIdleTimeout(t *testing.T) {
+	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, `data: {"choices":[{"index":0,"delta":{"content":"Hel"},"finish_reason":null}]}`+"\n\n")
+		w.(http.Flusher).Flush()
+		if r.URL.Path == "/v1/completions" { // the lively variant
+			for i := 0; i < 10; i++ {
+				time.Sleep(50 * time.Millisecond)
+				io.WriteString(w, ": keep-alive\n\n")
+				w.(http.Flusher).Flush()
+			}
+			io.WriteString(w, `data: {"choices":[{"index":0,"delta":{"content":"lo"},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
+			return
+		}
+		<-r.Context().Done()
+	})
+	c := loaded(t, srv, Options{IdleTimeout: 200 * time.Millisecond})
+	start := time.Now()
+	text, _, _, err := collect(c, context.Background(), chat("hi"))
+	var oe *Error
+	if !errors.Is(err, backend.ErrDeviceFailed) || !errors.As(err, &oe) || oe.Emitted != 1 || text != "Hel" {
+		t.Fatalf("silent server: %q %v", text, err)
+	}
+	if d := time.Since(start); d < 200*time.Millisecond || d > 2*time.Second {
+		t.Errorf("gave up after %v", d)
+	}
+	text, _, _, err = collect(c, context.Background(), &backend.Request{Prompt: "hi"})
+	if err != nil || text != "Hello" {
+		t.Errorf("server with keep-alives: %q %v", text, err)
+	}
+	if _, err := c.Generate(context.Background(), &backend.Request{Messages: []backend.Message{}}, nil); !errors.Is(err, backend.ErrBadRequest) {
+		t.Errorf("empty messages: %v", err)
+	}
+}

@@ -16,6 +16,7 @@ type generation struct {
 	endpoint string
 	emit     func(backend.Token) error
 	stop     *stopFilter
+	alive    func() // called whenever the server sends something; may be nil
 
 	start, first, end time.Time
 	emitted           int
@@ -70,6 +71,7 @@ func (g *generation) run(hc *http.Client, req *http.Request) (backend.Result, er
 		return backend.Result{}, g.broken("could not send the request", err)
 	}
 	defer resp.Body.Close()
+	g.heard()
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		msg, _, _ := parseError(body, true)
@@ -90,6 +92,7 @@ func (g *generation) run(hc *http.Client, req *http.Request) (backend.Result, er
 // readStream reads server-sent events until [DONE].
 func (g *generation) readStream(body io.Reader) (backend.Result, error) {
 	r := newSSEReader(body)
+	r.onLine = g.heard
 	for {
 		ev, err := r.Next()
 		if err == io.EOF {
@@ -211,6 +214,13 @@ func (g *generation) chunk(ch *wireChunk) (done bool, err error) {
 		}
 	}
 	return false, nil
+}
+
+// heard pushes back the idle watchdog.
+func (g *generation) heard() {
+	if g.alive != nil {
+		g.alive()
+	}
 }
 
 // send passes text to emit and counts it.

@@ -26,6 +26,7 @@ type event struct {
 type sseReader struct {
 	sc        *bufio.Scanner
 	firstLine bool
+	onLine    func() // called for every line read, comments included; may be nil
 }
 
 // maxLine bounds one SSE line (a JSON chunk); a server sending more is
@@ -50,6 +51,9 @@ func (r *sseReader) Next() (event, error) {
 		pending bool
 	)
 	for r.sc.Scan() {
+		if r.onLine != nil {
+			r.onLine()
+		}
 		line := r.sc.Text()
 		if r.firstLine {
 			line = strings.TrimPrefix(line, "\uFEFF")
