@@ -13,9 +13,9 @@
 //     parent dies (Pdeathsig, from a thread that lives as long as the
 //     child); on Windows it runs in a job object that kills it when NPU
 //     Chat's last handle closes;
-//   - Unload stops it with SIGTERM (Windows: CTRL_BREAK_EVENT, or at once
-//     when it has no console) and kills it if it is still there after
-//     Options.StopGrace;
+//   - Unload stops it with SIGTERM and kills it if it is still there after
+//     Options.StopGrace (on Windows, where a child without a console cannot
+//     be asked to stop, it terminates its job object at once);
 //   - when it dies while loaded, it is restarted with exponential backoff,
 //     a bounded number of times, and Options.OnState hears every change;
 //   - its output goes to Options.Log, and its last lines are quoted in
@@ -567,8 +567,8 @@ func errOr(err, def error) error {
 	return def
 }
 
-// Unload stops the child: SIGTERM (or CTRL_BREAK_EVENT), then, after
-// Options.StopGrace, a kill. It makes a running Generate return.
+// Unload stops the child: SIGTERM, then, after Options.StopGrace, a kill
+// (on Windows a kill at once). It makes a running Generate return.
 func (b *Backend) Unload(ctx context.Context) error {
 	b.lifecycle.Lock()
 	defer b.lifecycle.Unlock()

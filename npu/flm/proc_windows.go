@@ -1,6 +1,7 @@
 package flm
 
 import (
+	"errors"
 	"fmt"
 	"os/exec"
 	"syscall"
@@ -10,7 +11,7 @@ import (
 )
 
 // startChild starts cmd without a console window, in a new process group
-// (so that CTRL_BREAK_EVENT reaches it and not us), and puts it in a job
+// (so that a Ctrl+C in NPU Chat's console does not reach it), and puts it in a job
 // object with JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE: when this process ends,
 // however it ends, Windows closes the job handle and kills everything in
 // the job, as Lemonade does for its `flm serve` children.
@@ -56,12 +57,15 @@ func startChild(cmd *exec.Cmd) (*child, error) {
 	return c, nil
 }
 
-// terminate sends CTRL_BREAK_EVENT to the child's process group. It fails
-// when the child has no console (NPU Chat's tray app has none); the caller
-// then kills it, as Lemonade and Ollama's installer do with taskkill /f.
-func (c *child) terminate() error {
-	return windows.GenerateConsoleCtrlEvent(windows.CTRL_BREAK_EVENT, uint32(c.pid))
-}
+// errNoGracefulStop: a child started without a console cannot receive
+// CTRL_BREAK_EVENT (GenerateConsoleCtrlEvent reaches only processes on the
+// caller's console), so Windows children are ended at once, as Lemonade
+// and Ollama's installer end theirs (taskkill /f). FLM keeps no state that
+// a graceful stop would save.
+var errNoGracefulStop = errors.New("a process without a console cannot be asked to stop")
+
+// terminate cannot ask the child to stop on Windows; the caller kills it.
+func (c *child) terminate() error { return errNoGracefulStop }
 
 // kill ends every process in the child's job at once.
 func (c *child) kill() error {
