@@ -13,9 +13,10 @@
 //     parent dies (Pdeathsig, from a thread that lives as long as the
 //     child); on Windows it runs in a job object that kills it when NPU
 //     Chat's last handle closes;
-//   - Unload stops it with SIGTERM and kills it if it is still there after
-//     Options.StopGrace (on Windows, where a child without a console cannot
-//     be asked to stop, it terminates its job object at once);
+//   - Unload stops it with SIGINT (FLM's "Press Ctrl+C to stop"), then
+//     SIGTERM, and kills it if it is still there after Options.StopGrace
+//     (on Windows, where a child without a console cannot be asked to
+//     stop, it terminates its job object at once);
 //   - when it dies while loaded, it is restarted with exponential backoff,
 //     a bounded number of times, and Options.OnState hears every change;
 //   - its output goes to Options.Log, and its last lines are quoted in
@@ -75,8 +76,8 @@ type Options struct {
 	StartTimeout time.Duration
 	// PollInterval is the readiness poll period (default 250ms).
 	PollInterval time.Duration
-	// StopGrace is how long Unload waits after SIGTERM before it kills
-	// (default 5s).
+	// StopGrace is how long Unload waits after SIGINT before it kills
+	// (default 5s; SIGTERM goes half way).
 	StopGrace time.Duration
 	// IdleTimeout ends a request on which FLM has sent nothing for this
 	// long as a device failure: a hung NPU (default 10m, which exceeds the
@@ -301,9 +302,13 @@ func (b *Backend) launch(ctx context.Context, progress func(backend.Progress), a
 
 // portConflict says whether a child's last output says its port was taken.
 func portConflict(lines []string) bool {
+	return logSays(lines, "address already in use") || logSays(lines, "only one usage of each socket address")
+}
+
+// logSays says whether one of lines contains what (lower case).
+func logSays(lines []string, what string) bool {
 	for _, l := range lines {
-		l = strings.ToLower(l)
-		if strings.Contains(l, "address already in use") || strings.Contains(l, "only one usage of each socket address") {
+		if strings.Contains(strings.ToLower(l), what) {
 			return true
 		}
 	}
@@ -360,6 +365,11 @@ func (b *Backend) launchOnce(ctx context.Context, progress func(backend.Progress
 		return nil, nil, err
 	}
 	if err := b.waitReady(ctx, c, report); err != nil {
+		var pe *ProcessError
+		if errors.As(err, &pe) && logSays(pe.Log, "model not found") {
+			// Not a device failure: FLM's list lacks the tag (v0.9.45 exits).
+			err = fmt.Errorf("FastFlowLM does not know model %q: is it in the model_list.json that FLM_CONFIG_PATH names? %s", b.opts.Model, pe.msg)
+		}
 		return fail(err)
 	}
 	client, err := oaicompat.New(oaicompat.Options{
@@ -373,6 +383,7 @@ func (b *Backend) launchOnce(ctx context.Context, progress func(backend.Progress
 		if ctx.Err() != nil {
 			return fail(ctx.Err())
 		}
+		// Older FLM versions serve llama3.2:1b instead of an unknown tag.
 		return fail(fmt.Errorf("FastFlowLM does not serve %q: is it in the model_list.json that FLM_CONFIG_PATH names? %w", b.opts.Model, err))
 	}
 	c.readyAt = time.Now()
@@ -567,8 +578,8 @@ func errOr(err, def error) error {
 	return def
 }
 
-// Unload stops the child: SIGTERM, then, after Options.StopGrace, a kill
-// (on Windows a kill at once). It makes a running Generate return.
+// Unload stops the child: SIGINT, SIGTERM, then, after Options.StopGrace,
+// a kill (on Windows a kill at once). It makes a running Generate return.
 func (b *Backend) Unload(ctx context.Context) error {
 	b.lifecycle.Lock()
 	defer b.lifecycle.Unlock()
@@ -602,34 +613,47 @@ func (b *Backend) Unload(ctx context.Context) error {
 	return err
 }
 
-// stopChild ends c: terminate, wait StopGrace, kill, wait.
+// stopChild ends c: SIGINT (FLM's own stop, "Press Ctrl+C to stop"),
+// SIGTERM after half of StopGrace, SIGKILL after StopGrace; on Windows a
+// kill at once.
 func (b *Backend) stopChild(ctx context.Context, c *child) error {
 	defer c.release()
 	if c.exited() {
 		return nil
 	}
-	grace := time.NewTimer(b.opts.StopGrace)
-	defer grace.Stop()
-	if err := c.terminate(); err != nil {
+	wait := func(d time.Duration) bool {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-c.done:
+			return true
+		case <-t.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+	if err := c.interrupt(); err != nil {
 		b.log.Note(fmt.Sprintf("could not ask flm (pid %d) to stop (%v); killing it", c.pid, err))
-		grace.Reset(0)
 	} else {
 		b.log.Note(fmt.Sprintf("asked flm (pid %d) to stop", c.pid))
+		if wait(b.opts.StopGrace / 2) {
+			return nil
+		}
+		if ctx.Err() == nil && c.terminate() == nil && wait(b.opts.StopGrace-b.opts.StopGrace/2) {
+			return nil
+		}
+		b.log.Note(fmt.Sprintf("flm (pid %d) did not stop; killing it", c.pid))
 	}
-	select {
-	case <-c.done:
-		return nil
-	case <-grace.C:
-	case <-ctx.Done():
-	}
-	b.log.Note(fmt.Sprintf("flm (pid %d) did not stop; killing it", c.pid))
 	if err := c.kill(); err != nil && !c.exited() {
 		return fmt.Errorf("kill FastFlowLM (pid %d): %w", c.pid, err)
 	}
+	t := time.NewTimer(10 * time.Second)
+	defer t.Stop()
 	select {
 	case <-c.done:
 		return nil
-	case <-time.After(10 * time.Second):
+	case <-t.C:
 		return fmt.Errorf("FastFlowLM (pid %d) is still running after a kill", c.pid)
 	}
 }

@@ -251,7 +251,7 @@ func TestServe(t *testing.T) {
 	}
 	waitGone(t, pid, time.Second)
 	log := s.log.String()
-	for _, want := range []string{"serve minicpm5:2b --host 127.0.0.1 --port", "--quiet --ctx-len 512", "WebServer started", "[FLM]  Shutting down", "asked flm"} {
+	for _, want := range []string{"serve minicpm5:2b --host 127.0.0.1 --port", "--quiet --ctx-len 512", "Press Ctrl+C to stop", "[FLM]  Shutting down (interrupt)", "asked flm"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("log lacks %q:\n%s", want, log)
 		}
@@ -453,8 +453,11 @@ func TestStartFailures(t *testing.T) {
 		s.opts.Model = "minicpm5:9b"
 		b, _ := New(s.opts)
 		err := b.Load(context.Background(), nil)
-		if err == nil || !strings.Contains(err.Error(), "model_list.json") || !strings.Contains(err.Error(), "minicpm5:2b") {
+		if err == nil || !strings.Contains(err.Error(), "model_list.json") || !strings.Contains(err.Error(), "Model not found: minicpm5:9b") {
 			t.Errorf("err = %v", err)
+		}
+		if errors.Is(err, backend.ErrDeviceFailed) {
+			t.Errorf("an unknown model is not a device failure: %v", err)
 		}
 		if b.PID() != 0 {
 			t.Error("child left running")

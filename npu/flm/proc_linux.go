@@ -38,6 +38,12 @@ func startChild(cmd *exec.Cmd) (*child, error) {
 	return c, nil
 }
 
+// interrupt asks the child's process group to stop as Ctrl+C would
+// (SIGINT: FLM's serve loop waits for it, "Press Ctrl+C to stop").
+func (c *child) interrupt() error {
+	return syscall.Kill(-c.pid, syscall.SIGINT)
+}
+
 // terminate asks the child's process group to stop (SIGTERM).
 func (c *child) terminate() error {
 	return syscall.Kill(-c.pid, syscall.SIGTERM)

@@ -22,6 +22,8 @@ func startChild(cmd *exec.Cmd) (*child, error) {
 	return c, nil
 }
 
+func (c *child) interrupt() error { return syscall.Kill(-c.pid, syscall.SIGINT) }
+
 func (c *child) terminate() error { return syscall.Kill(-c.pid, syscall.SIGTERM) }
 
 func (c *child) kill() error { return syscall.Kill(-c.pid, syscall.SIGKILL) }

@@ -64,7 +64,10 @@ func startChild(cmd *exec.Cmd) (*child, error) {
 // a graceful stop would save.
 var errNoGracefulStop = errors.New("a process without a console cannot be asked to stop")
 
-// terminate cannot ask the child to stop on Windows; the caller kills it.
+// interrupt cannot ask the child to stop on Windows; the caller kills it.
+func (c *child) interrupt() error { return errNoGracefulStop }
+
+// terminate cannot either.
 func (c *child) terminate() error { return errNoGracefulStop }
 
 // kill ends every process in the child's job at once.

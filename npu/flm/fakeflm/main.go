@@ -13,8 +13,10 @@
 // word a token.
 //
 // Like FLM it lists the models of the model_list.json that
-// $FLM_CONFIG_PATH names (all of them, installed or not), and falls back
-// to llama3.2:1b when the tag it is asked to serve is not in that list.
+// $FLM_CONFIG_PATH names (all of them, installed or not), and, like FLM
+// v0.9.45 (src/src/main.cpp), exits with "Model not found" when the tag it
+// is asked to serve is not in that list. It stops on SIGINT (FLM's "Press
+// Ctrl+C to stop") or SIGTERM.
 //
 // Failure modes, for tests, come from $FAKEFLM_MODE, or from the first
 // line of the file $FAKEFLM_MODE_FILE names (read at start and at every
@@ -31,12 +33,12 @@
 //	crash         streams $FAKEFLM_CRASH_AFTER tokens (default 2), then
 //	              exits with status 139 as a segfault would
 //	nodevice      fails at start with XRT's "No such device with index '0'"
-//	hang          never becomes ready and ignores SIGTERM
+//	hang          never becomes ready and ignores SIGINT and SIGTERM
 //	slow          becomes ready after $FAKEFLM_START_DELAY (default 2s)
 //	busyport      fails at start as if its port were taken
 //	stall         streams one token, then nothing (a hung NPU)
 //
-// $FAKEFLM_IGNORE_TERM=1 makes it ignore SIGTERM in any mode;
+// $FAKEFLM_IGNORE_TERM=1 makes it ignore SIGINT and SIGTERM in any mode;
 // $FAKEFLM_TOKEN_DELAY (a Go duration, default 2ms) paces the tokens.
 package main
 
@@ -75,7 +77,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "version":
 		if hasFlag(args[1:], "--json", "-j") {
-			fmt.Fprintf(stdout, "{\"version\":%q}\n", version)
+			fmt.Fprintf(stdout, "{ \"version\": %q }\n", version)
 		} else {
 			fmt.Fprintf(stdout, "FLM v%s\n", version)
 		}
@@ -101,15 +103,26 @@ func hasFlag(args []string, names ...string) bool {
 }
 
 func validate(asJSON bool, stdout io.Writer) int {
+	// The keys of FLM's Linux sanity_check_npu_stack (src/src/main.cpp).
 	ok := mode() != "nodevice"
+	devices := []any{}
+	if ok {
+		devices = append(devices, map[string]any{"device": "/dev/accel/accel0", "fw_major": 1, "fw_minor": 1,
+			"fw_patch": 2, "fw_build": 65, "fw_ok": true, "cols": 8})
+	}
 	if asJSON {
 		out := map[string]any{
-			"kernel_ok": true, "amd_device_found": ok, "all_fw_ok": ok, "enough_cols": ok,
-			"memlock_ok": true, "drm_version": "0.7", "devices": []any{}, "ready": ok,
+			"object": "npu_stack_validation", "platform": "linux", "npu_platform": "aie2p",
+			"kernel": "6.18.0-fake", "kernel_ok": true, "amd_device_found": ok, "all_fw_ok": true,
+			"enough_cols": true, "memlock_ok": true, "memlock_limit": "infinity", "devices": devices, "ready": ok,
 		}
-		json.NewEncoder(stdout).Encode(out)
+		if ok {
+			out["drm_version"] = "0.7"
+		}
+		b, _ := json.MarshalIndent(out, "", "    ")
+		fmt.Fprintf(stdout, "%s\n", b)
 	} else if ok {
-		fmt.Fprintln(stdout, "[Linux]  NPU stack is ready")
+		fmt.Fprintln(stdout, "[Linux]  NPU: /dev/accel/accel0 with 8 columns")
 	} else {
 		fmt.Fprintln(stdout, "[ERROR]  No NPU device found.")
 	}
@@ -214,8 +227,9 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 	s.models = models
 	if !contains(models, s.tag) {
-		fmt.Fprintf(stdout, "[Warning]  Default model tag '%s' is not supported. Falling back to 'llama3.2:1b'.\n", s.tag)
-		s.tag = "llama3.2:1b"
+		// FLM v0.9.45+ (main.cpp) refuses a tag missing from its list.
+		fmt.Fprintf(stdout, "[ERROR]  Model not found: %s; Please check with `flm list` and try again.\n", s.tag)
+		return 1
 	}
 
 	sigs := make(chan os.Signal, 1)
@@ -234,7 +248,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		return 1
 	case "hang":
 		fmt.Fprintln(stdout, "[FLM]  Waiting for the NPU...")
-		select {} // never ready; SIGTERM is ignored
+		select {} // never ready; SIGINT and SIGTERM are ignored
 	case "slow":
 		select {
 		case <-time.After(envDuration("FAKEFLM_START_DELAY", 2*time.Second)):
@@ -253,11 +267,13 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "[FLM]  Error: bind: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "[FLM]  WebServer started on port %d with 4 I/O threads\n", port)
+	fmt.Fprintf(stdout, "[FLM]  Starting server on port %d...\n", port)
+	fmt.Fprintf(stdout, "[FLM]  WebServer started on port %d with 10 I/O threads\n", port)
+	fmt.Fprintln(stdout, "[FLM]  Press Ctrl+C to stop.")
 	srv := &http.Server{Handler: s.routes()}
 	go srv.Serve(ln)
-	<-sigs
-	fmt.Fprintln(stdout, "[FLM]  Shutting down")
+	sig := <-sigs
+	fmt.Fprintf(stdout, "[FLM]  Shutting down (%v)\n", sig)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	srv.Shutdown(ctx)
