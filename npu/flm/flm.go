@@ -335,7 +335,10 @@ func (b *Backend) launchOnce(ctx context.Context, progress func(backend.Progress
 	if env == nil {
 		env = os.Environ()
 	}
-	cmd.Env = append(append([]string(nil), env...), b.opts.Env...)
+	// FLM checks GitHub for a newer version at every serve unless told not
+	// to (its README); NPU Chat pins the version it runs. Options.Env,
+	// coming after, can override it.
+	cmd.Env = append(append(append([]string(nil), env...), "FLM_DISABLE_UPDATE_CHECK=1"), b.opts.Env...)
 	cmd.Stdout, cmd.Stderr = b.log, b.log
 	cmd.WaitDelay = 2 * time.Second // do not wait long for pipes held by grandchildren
 

@@ -256,6 +256,9 @@ func TestServe(t *testing.T) {
 			t.Errorf("log lacks %q:\n%s", want, log)
 		}
 	}
+	if strings.Contains(log, "Checking for a newer") {
+		t.Error("flm was not started with FLM_DISABLE_UPDATE_CHECK=1")
+	}
 	if got := s.events.states(); fmt.Sprint(got) != "[starting ready stopped]" {
 		t.Errorf("states %v", got)
 	}

@@ -240,6 +240,9 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		signal.Notify(sigs, syscall.SIGTERM, os.Interrupt)
 	}
 
+	if os.Getenv("FLM_DISABLE_UPDATE_CHECK") != "1" {
+		fmt.Fprintln(stdout, "[FLM]  Checking for a newer FastFlowLM version...")
+	}
 	fmt.Fprintf(stdout, "[FLM]  Loading model: %s\n", s.tag)
 	switch m {
 	case "nodevice":
