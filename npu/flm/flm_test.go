@@ -329,6 +329,7 @@ func TestStall(t *testing.T) {
 // with backoff and serves again.
 func TestCrashRestart(t *testing.T) {
 	s := newSetup(t, flmtest.ModeNormal)
+	s.opts.Restart.Backoff = 500 * time.Millisecond // room for the request right after the crash
 	b := s.start(t)
 	pid := b.PID()
 	s.setMode(t, flmtest.ModeCrash)
@@ -343,6 +344,9 @@ func TestCrashRestart(t *testing.T) {
 	var counted interface{ EmittedTokens() int }
 	if !errors.As(err, &counted) || counted.EmittedTokens() != 2 {
 		t.Errorf("emitted count not reachable: %v", err)
+	}
+	if _, _, err := generate(b, chat("now")); !errors.Is(err, backend.ErrDeviceFailed) {
+		t.Errorf("Generate right after the crash: %v, want ErrDeviceFailed", err)
 	}
 	s.setMode(t, flmtest.ModeNormal)
 	ev := s.events.waitFor(t, StateRestarting, 5*time.Second)
