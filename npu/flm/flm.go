@@ -6,7 +6,7 @@
 // FastFlowLM's engine libraries export no C ABI, so its executable and
 // REST server are its one interface; this package drives them the way
 // Lemonade does (flm serve <tag> --host 127.0.0.1 --port <free> --quiet
-// [--ctx-len N], readiness by polling GET /api/tags).
+// [--ctx-len N], readiness by polling GET /api/tags), plus --cors 0.
 //
 // Supervision:
 //   - the child dies with NPU Chat: on Linux the kernel kills it when its
@@ -326,7 +326,10 @@ func (b *Backend) launchOnce(ctx context.Context, progress func(backend.Progress
 	if err != nil {
 		return nil, nil, fmt.Errorf("start FastFlowLM: %w", err)
 	}
-	args := []string{"serve", b.opts.Model, "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--quiet"}
+	// --cors 0: FLM answers CORS preflights with "*" by default, which would
+	// let any web page drive the NPU on this private port; NPU Chat's own
+	// server is the one that faces browsers.
+	args := []string{"serve", b.opts.Model, "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--cors", "0", "--quiet"}
 	if b.opts.ContextLength > 0 {
 		args = append(args, "--ctx-len", strconv.Itoa(b.opts.ContextLength))
 	}
