@@ -557,6 +557,7 @@ func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(
 	case client == nil || state != StateReady:
 		return backend.Result{}, fmt.Errorf("FastFlowLM %s is not ready (%s): %w", b.opts.Model, state, backend.ErrDeviceFailed)
 	}
+	seq := b.log.Seq()
 	res, err := client.Generate(ctx, req, emit)
 	if err == nil || ctx.Err() != nil || !errors.Is(err, backend.ErrDeviceFailed) {
 		return res, err
@@ -573,6 +574,9 @@ func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(
 	}
 	if c.exited() {
 		return res, b.processError("died during the request", c, err)
+	}
+	if lines := b.log.Since(seq, 8); len(lines) > 0 {
+		return res, fmt.Errorf("FastFlowLM %s on the NPU: %w; its output during the request:\n\t%s", b.opts.Model, err, strings.Join(lines, "\n\t"))
 	}
 	return res, fmt.Errorf("FastFlowLM %s on the NPU: %w", b.opts.Model, err)
 }

@@ -306,6 +306,9 @@ func TestERTMidstream(t *testing.T) {
 	if oe.Emitted != 2 || text != "Fake FLM" || oe.EmittedText != text {
 		t.Errorf("emitted %d %q, caller saw %q", oe.Emitted, oe.EmittedText, text)
 	}
+	if !strings.Contains(err.Error(), "its output during the request:") || !strings.Contains(err.Error(), "[Error]  runlist failed") {
+		t.Errorf("error does not quote FLM's output: %v", err)
+	}
 }
 
 // TestStall: an NPU that hangs mid-answer is a device failure after
