@@ -1,0 +1,651 @@
+//go:build linux
+
+package flm
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/npuchat/npuchat/npu/flm/flmtest"
+	"github.com/npuchat/npuchat/service/backend"
+	"github.com/npuchat/npuchat/service/backend/oaicompat"
+)
+
+// fakeFLM is the fake flm built once for this test binary.
+var fakeFLM string
+
+func TestMain(m *testing.M) {
+	if os.Getenv("FLMTEST_ORPHAN_PARENT") == "1" {
+		os.Exit(orphanParent())
+	}
+	dir, err := os.MkdirTemp("", "fakeflm")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fakeFLM, err = flmtest.BuildTo(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// syncBuffer is a log writer tests can read while the child writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// events records state changes.
+type events struct {
+	mu  sync.Mutex
+	evs []Event
+	ch  chan Event
+}
+
+func newEvents() *events { return &events{ch: make(chan Event, 100)} }
+
+func (e *events) on(ev Event) {
+	e.mu.Lock()
+	e.evs = append(e.evs, ev)
+	e.mu.Unlock()
+	select {
+	case e.ch <- ev:
+	default: // a test that stopped reading
+	}
+}
+
+func (e *events) states() []State {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var s []State
+	for _, ev := range e.evs {
+		s = append(s, ev.State)
+	}
+	return s
+}
+
+// waitFor waits for an event in state st.
+func (e *events) waitFor(t *testing.T, st State, within time.Duration) Event {
+	t.Helper()
+	deadline := time.After(within)
+	for {
+		select {
+		case ev := <-e.ch:
+			if ev.State == st {
+				return ev
+			}
+		case <-deadline:
+			t.Fatalf("no %s event within %v; saw %v", st, within, e.states())
+		}
+	}
+}
+
+// setup is a test's fake FLM: a mode file and the backend options.
+type setup struct {
+	modes  *flmtest.Modes
+	log    *syncBuffer
+	events *events
+	opts   Options
+}
+
+func newSetup(t *testing.T, mode string, env ...string) *setup {
+	t.Helper()
+	s := &setup{modes: flmtest.NewModes(t, mode), log: &syncBuffer{}, events: newEvents()}
+	list, err := filepath.Abs("testdata/model_list.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.opts = Options{
+		Executable:   fakeFLM,
+		Model:        "minicpm5:2b",
+		Env:          append([]string{"FLM_CONFIG_PATH=" + list, s.modes.Env()}, env...),
+		Log:          s.log,
+		StartTimeout: 20 * time.Second,
+		PollInterval: 50 * time.Millisecond,
+		StopGrace:    2 * time.Second,
+		Restart:      RestartPolicy{MaxAttempts: 2, Backoff: 100 * time.Millisecond},
+		OnState:      s.events.on,
+	}
+	return s
+}
+
+func (s *setup) setMode(t *testing.T, mode string) { s.modes.Set(t, mode) }
+
+// start makes and loads the backend; it is unloaded at the end of the test.
+func (s *setup) start(t *testing.T) *Backend {
+	t.Helper()
+	b, err := New(s.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Unload(context.Background()) })
+	if err := b.Load(context.Background(), nil); err != nil {
+		t.Fatalf("Load: %v\nlog:\n%s", err, s.log)
+	}
+	return b
+}
+
+func chat(text string) *backend.Request {
+	return &backend.Request{Messages: []backend.Message{{Role: "user", Content: text}}}
+}
+
+func generate(b *Backend, req *backend.Request) (string, backend.Result, error) {
+	var sb strings.Builder
+	res, err := b.Generate(context.Background(), req, func(tok backend.Token) error {
+		sb.WriteString(tok.Text)
+		return nil
+	})
+	return sb.String(), res, err
+}
+
+// alive says whether pid is a live process (a zombie counts as dead).
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// pid (comm) S ...: the state follows the last ')'.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+func waitGone(t *testing.T, pid int, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d still alive after %v", pid, within)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestServe: the backend starts flm serve with the right arguments,
+// streams an answer, and stops it gracefully.
+func TestServe(t *testing.T) {
+	s := newSetup(t, flmtest.ModeNormal)
+	s.opts.ContextLength = 512
+	var stages []string
+	b, err := New(s.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Load(context.Background(), func(p backend.Progress) { stages = append(stages, p.Stage) }); err != nil {
+		t.Fatalf("Load: %v\n%s", err, s.log)
+	}
+	if len(stages) < 2 || stages[0] != "starting FastFlowLM" || stages[len(stages)-1] != "FastFlowLM ready" {
+		t.Errorf("progress stages %q", stages)
+	}
+	pid := b.PID()
+	if pid == 0 || !alive(pid) || b.State() != StateReady {
+		t.Fatalf("pid %d state %s", pid, b.State())
+	}
+	if b.Kind() != "npu" || b.Info().Name != "minicpm5:2b" || b.Info().ContextLength != 512 {
+		t.Errorf("kind %q info %+v", b.Kind(), b.Info())
+	}
+
+	text, res, err := generate(b, chat("hello there"))
+	if err != nil {
+		t.Fatalf("Generate: %v", err)
+	}
+	if text != "Fake FLM heard: hello there" || res.FinishReason != backend.FinishStop || res.CompletionTokens != 5 || res.PromptTokens != 6 {
+		t.Errorf("got %q %+v", text, res)
+	}
+	if res.PrefillDuration != 10*time.Millisecond || res.DecodeDuration <= 0 {
+		t.Errorf("durations %v %v (FLM's usage extras not read)", res.PrefillDuration, res.DecodeDuration)
+	}
+
+	// A raw prompt goes to /v1/completions; max tokens and stop strings
+	// hold (FLM ignores "stop"; the client enforces it).
+	text, res, err = generate(b, &backend.Request{Prompt: "one two three four", MaxTokens: 5})
+	if err != nil || text != "Fake FLM heard: one two" || res.FinishReason != backend.FinishLength {
+		t.Errorf("completion: %q %+v %v", text, res, err)
+	}
+	req := chat("alpha beta gamma")
+	req.Stop = []string{" gam"}
+	if text, res, err = generate(b, req); err != nil || text != "Fake FLM heard: alpha beta" || res.FinishReason != backend.FinishStop {
+		t.Errorf("stop: %q %+v %v", text, res, err)
+	}
+
+	// --ctx-len reached flm: a prompt past 512 tokens is refused.
+	_, _, err = generate(b, chat(strings.Repeat("word ", 600)))
+	if !errors.Is(err, backend.ErrPromptTooLong) {
+		t.Errorf("long prompt: %v, want ErrPromptTooLong", err)
+	}
+
+	start := time.Now()
+	if err := b.Unload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > s.opts.StopGrace {
+		t.Errorf("graceful stop took %v", d)
+	}
+	waitGone(t, pid, time.Second)
+	log := s.log.String()
+	for _, want := range []string{"serve minicpm5:2b --host 127.0.0.1 --port", "--cors 0 --quiet --ctx-len 512", "Press Ctrl+C to stop", "[FLM]  Shutting down (interrupt)", "asked flm"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("log lacks %q:\n%s", want, log)
+		}
+	}
+	if strings.Contains(log, "Checking for a newer") {
+		t.Error("flm was not started with FLM_DISABLE_UPDATE_CHECK=1")
+	}
+	if got := s.events.states(); fmt.Sprint(got) != "[starting ready stopped]" {
+		t.Errorf("states %v", got)
+	}
+	if _, _, err := generate(b, chat("hi")); !errors.Is(err, backend.ErrNotLoaded) {
+		t.Errorf("after Unload: %v", err)
+	}
+	if err := b.Unload(context.Background()); err != nil {
+		t.Errorf("second Unload: %v", err)
+	}
+}
+
+// TestERT: FLM's decode failure on MiniCPM5-2B is a device failure, in
+// one request, with nothing emitted.
+func TestERT(t *testing.T) {
+	s := newSetup(t, flmtest.ModeNormal)
+	b := s.start(t)
+	s.setMode(t, flmtest.ModeERT)
+	start := time.Now()
+	text, _, err := generate(b, chat("hi"))
+	if !errors.Is(err, backend.ErrDeviceFailed) || !strings.Contains(err.Error(), "ERT_CMD_STATE_TIMEOUT") {
+		t.Fatalf("err = %v", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("took %v", d)
+	}
+	var counted interface{ EmittedTokens() int }
+	if text != "" || !errors.As(err, &counted) || counted.EmittedTokens() != 0 {
+		t.Errorf("emitted %q", text)
+	}
+	if !alive(b.PID()) || b.State() != StateReady {
+		t.Error("FLM reports ERT from a live process; it should still run")
+	}
+}
+
+// TestERTMidstream: the same failure after some tokens: the connection
+// drops; the error says two pieces were emitted.
+func TestERTMidstream(t *testing.T) {
+	s := newSetup(t, flmtest.ModeERTMidstream, "FAKEFLM_CRASH_AFTER=2")
+	b := s.start(t)
+	text, _, err := generate(b, chat("a b c"))
+	var oe *oaicompat.Error
+	if !errors.Is(err, backend.ErrDeviceFailed) || !errors.As(err, &oe) {
+		t.Fatalf("err = %v", err)
+	}
+	if oe.Emitted != 2 || text != "Fake FLM" || oe.EmittedText != text {
+		t.Errorf("emitted %d %q, caller saw %q", oe.Emitted, oe.EmittedText, text)
+	}
+	if !strings.Contains(err.Error(), "its output during the request:") || !strings.Contains(err.Error(), "[Error]  runlist failed") {
+		t.Errorf("error does not quote FLM's output: %v", err)
+	}
+}
+
+// TestStall: an NPU that hangs mid-answer is a device failure after
+// IdleTimeout.
+func TestStall(t *testing.T) {
+	s := newSetup(t, flmtest.ModeStall)
+	s.opts.IdleTimeout = 300 * time.Millisecond
+	b := s.start(t)
+	start := time.Now()
+	text, _, err := generate(b, chat("a b c"))
+	if !errors.Is(err, backend.ErrDeviceFailed) || text != "Fake" || !strings.Contains(err.Error(), "sent nothing for 300ms") {
+		t.Fatalf("%q %v", text, err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("took %v", d)
+	}
+}
+
+// TestCrashRestart: the child dies mid-answer; the request fails with a
+// device failure that quotes its last output; the backend restarts it
+// with backoff and serves again.
+func TestCrashRestart(t *testing.T) {
+	s := newSetup(t, flmtest.ModeNormal)
+	s.opts.Restart.Backoff = 500 * time.Millisecond // room for the request right after the crash
+	b := s.start(t)
+	pid := b.PID()
+	s.setMode(t, flmtest.ModeCrash)
+	_, _, err := generate(b, chat("a b c"))
+	var pe *ProcessError
+	if !errors.Is(err, backend.ErrDeviceFailed) || !errors.As(err, &pe) || !pe.Exited {
+		t.Fatalf("err = %v", err)
+	}
+	if !strings.Contains(err.Error(), "Segmentation fault") || !strings.Contains(err.Error(), "exit status 139") {
+		t.Errorf("error lacks the crash output: %v", err)
+	}
+	var counted interface{ EmittedTokens() int }
+	if !errors.As(err, &counted) || counted.EmittedTokens() != 2 {
+		t.Errorf("emitted count not reachable: %v", err)
+	}
+	if _, _, err := generate(b, chat("now")); !errors.Is(err, backend.ErrDeviceFailed) {
+		t.Errorf("Generate right after the crash: %v, want ErrDeviceFailed", err)
+	}
+	s.setMode(t, flmtest.ModeNormal)
+	ev := s.events.waitFor(t, StateRestarting, 5*time.Second)
+	if ev.Attempt != 1 || ev.Err == nil {
+		t.Errorf("restarting event %+v", ev)
+	}
+	ev = s.events.waitFor(t, StateReady, 10*time.Second)
+	if ev.PID == pid || ev.PID != b.PID() {
+		t.Errorf("ready event %+v, pid now %d, before %d", ev, b.PID(), pid)
+	}
+	if text, _, err := generate(b, chat("again")); err != nil || text != "Fake FLM heard: again" {
+		t.Errorf("after restart: %q %v", text, err)
+	}
+}
+
+// TestRestartGivesUp: a child that keeps failing to start is given up
+// after the policy's attempts; requests fail fast as device failures.
+func TestRestartGivesUp(t *testing.T) {
+	s := newSetup(t, flmtest.ModeNormal)
+	b := s.start(t)
+	s.setMode(t, flmtest.ModeNoDevice)
+	syscall.Kill(b.PID(), syscall.SIGKILL)
+	ev := s.events.waitFor(t, StateFailed, 10*time.Second)
+	if ev.Err == nil || !strings.Contains(ev.Err.Error(), "No such device") {
+		t.Errorf("failed event %+v", ev)
+	}
+	restarts := 0
+	for _, st := range s.events.states() {
+		if st == StateRestarting {
+			restarts++
+		}
+	}
+	if restarts != 2 {
+		t.Errorf("%d restarts, want 2: %v", restarts, s.events.states())
+	}
+	if _, _, err := generate(b, chat("hi")); !errors.Is(err, backend.ErrDeviceFailed) {
+		t.Errorf("Generate when failed: %v", err)
+	}
+	if err := b.Load(context.Background(), nil); err == nil {
+		t.Error("Load when failed did not say so")
+	}
+	if err := b.Unload(context.Background()); err != nil || b.State() != StateStopped {
+		t.Errorf("Unload: %v, state %s", err, b.State())
+	}
+	s.setMode(t, flmtest.ModeNormal)
+	if err := b.Load(context.Background(), nil); err != nil {
+		t.Errorf("Load after reset: %v", err)
+	}
+}
+
+// TestStartFailures: a missing device, a server that never answers, a
+// missing executable and an unknown model each give a clear Load error.
+func TestStartFailures(t *testing.T) {
+	t.Run("no device", func(t *testing.T) {
+		s := newSetup(t, flmtest.ModeNoDevice)
+		b, _ := New(s.opts)
+		err := b.Load(context.Background(), nil)
+		if !errors.Is(err, backend.ErrDeviceFailed) || !strings.Contains(err.Error(), "No such device with index '0'") ||
+			!strings.Contains(err.Error(), "exited while starting (exit status 1)") {
+			t.Errorf("err = %v", err)
+		}
+		if b.State() != StateStopped || b.PID() != 0 {
+			t.Errorf("state %s pid %d", b.State(), b.PID())
+		}
+	})
+	t.Run("hang", func(t *testing.T) {
+		s := newSetup(t, flmtest.ModeHang)
+		s.opts.StartTimeout = 1500 * time.Millisecond
+		s.opts.StopGrace = 300 * time.Millisecond
+		b, _ := New(s.opts)
+		start := time.Now()
+		err := b.Load(context.Background(), nil)
+		if !errors.Is(err, backend.ErrDeviceFailed) || !strings.Contains(err.Error(), "did not answer within 1.5s") ||
+			!strings.Contains(err.Error(), "Waiting for the NPU") {
+			t.Errorf("err = %v", err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("took %v", d)
+		}
+		if !strings.Contains(s.log.String(), "did not stop; killing it") {
+			t.Errorf("no kill after grace in log:\n%s", s.log)
+		}
+		ev := s.events.waitFor(t, StateStarting, time.Second)
+		if ev.PID == 0 {
+			t.Fatal("no pid in the starting event")
+		}
+		waitGone(t, ev.PID, time.Second)
+	})
+	t.Run("port taken", func(t *testing.T) {
+		s := newSetup(t, flmtest.ModeBusyPort)
+		b, _ := New(s.opts)
+		err := b.Load(context.Background(), nil)
+		if err == nil || !strings.Contains(err.Error(), "address already in use") {
+			t.Errorf("err = %v", err)
+		}
+		if n := strings.Count(s.log.String(), "npuchat: starting"); n != 2 {
+			t.Errorf("%d starts, want 2 (one retry on another port):\n%s", n, s.log)
+		}
+	})
+	t.Run("missing executable", func(t *testing.T) {
+		s := newSetup(t, flmtest.ModeNormal)
+		s.opts.Executable = filepath.Join(t.TempDir(), "no-flm")
+		b, _ := New(s.opts)
+		err := b.Load(context.Background(), nil)
+		if err == nil || !strings.Contains(err.Error(), "is FastFlowLM installed?") {
+			t.Errorf("err = %v", err)
+		}
+	})
+	t.Run("unknown model", func(t *testing.T) {
+		s := newSetup(t, flmtest.ModeNormal)
+		s.opts.Model = "minicpm5:9b"
+		b, _ := New(s.opts)
+		err := b.Load(context.Background(), nil)
+		if err == nil || !strings.Contains(err.Error(), "model_list.json") || !strings.Contains(err.Error(), "Model not found: minicpm5:9b") {
+			t.Errorf("err = %v", err)
+		}
+		if errors.Is(err, backend.ErrDeviceFailed) {
+			t.Errorf("an unknown model is not a device failure: %v", err)
+		}
+		if b.PID() != 0 {
+			t.Error("child left running")
+		}
+	})
+	t.Run("bad options", func(t *testing.T) {
+		if _, err := New(Options{Model: "m"}); err == nil {
+			t.Error("no executable accepted")
+		}
+		if _, err := New(Options{Executable: "flm"}); err == nil {
+			t.Error("no model accepted")
+		}
+	})
+}
+
+// TestSlowStartAndCancel: a slow start reports progress and succeeds; a
+// cancelled Load stops the child.
+func TestSlowStartAndCancel(t *testing.T) {
+	s := newSetup(t, flmtest.ModeSlow, "FAKEFLM_START_DELAY=800ms")
+	b, _ := New(s.opts)
+	t.Cleanup(func() { b.Unload(context.Background()) })
+	var loading int
+	if err := b.Load(context.Background(), func(p backend.Progress) {
+		if strings.HasPrefix(p.Stage, "loading minicpm5:2b on the NPU") && p.Total == 20 {
+			loading++
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if loading < 3 {
+		t.Errorf("%d loading progress reports", loading)
+	}
+	b.Unload(context.Background())
+
+	s = newSetup(t, flmtest.ModeSlow, "FAKEFLM_START_DELAY=30s")
+	b, _ = New(s.opts)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for b.PID() == 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(200 * time.Millisecond)
+		cancel()
+	}()
+	err := b.Load(ctx, nil)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	if b.PID() != 0 || b.State() != StateStopped {
+		t.Errorf("pid %d state %s", b.PID(), b.State())
+	}
+}
+
+// TestKillAfterGrace: a child that ignores SIGTERM is killed after the
+// grace period.
+func TestKillAfterGrace(t *testing.T) {
+	s := newSetup(t, flmtest.ModeNormal, "FAKEFLM_IGNORE_TERM=1")
+	s.opts.StopGrace = 400 * time.Millisecond
+	b := s.start(t)
+	pid := b.PID()
+	start := time.Now()
+	if err := b.Unload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < 400*time.Millisecond || d > 3*time.Second {
+		t.Errorf("Unload took %v", d)
+	}
+	waitGone(t, pid, time.Second)
+	if log := s.log.String(); !strings.Contains(log, "did not stop; killing it") || strings.Contains(log, "Shutting down") {
+		t.Errorf("log:\n%s", log)
+	}
+}
+
+// TestUnloadAndCancelDuringGenerate: Unload and a cancelled context both
+// end a running request promptly.
+func TestUnloadAndCancelDuringGenerate(t *testing.T) {
+	s := newSetup(t, flmtest.ModeNormal, "FAKEFLM_TOKEN_DELAY=100ms")
+	b := s.start(t)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err := b.Generate(ctx, chat("w w w w w w w w w w w w w w w w w w w w"), func(backend.Token) error {
+		cancel()
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("cancel: %v", err)
+	}
+
+	done := make(chan error, 1)
+	started := make(chan struct{})
+	var once sync.Once
+	go func() {
+		_, err := b.Generate(context.Background(), chat("w w w w w w w w w w w w w w w w w w w w"), func(backend.Token) error {
+			once.Do(func() { close(started) })
+			return nil
+		})
+		done <- err
+	}()
+	<-started
+	if err := b.Unload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, backend.ErrNotLoaded) {
+			t.Errorf("Generate during Unload: %v", err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("Generate still running after Unload")
+	}
+	if !strings.Contains(s.log.String(), "Client disconnected") {
+		t.Errorf("flm did not see the cancelled request go:\n%s", s.log)
+	}
+}
+
+// TestNoOrphanWhenParentKilled: a parent process that loaded FLM is
+// killed with SIGKILL; its flm child must go too.
+func TestNoOrphanWhenParentKilled(t *testing.T) {
+	s := newSetup(t, flmtest.ModeNormal, "FAKEFLM_IGNORE_TERM=1")
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "FLMTEST_ORPHAN_PARENT=1", "FLMTEST_FAKE="+fakeFLM,
+		"FLMTEST_ENV="+strings.Join(s.opts.Env, "\x1f"))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "PID ") {
+		t.Fatalf("helper parent said %q, %v; stderr:\n%s", line, err, stderr.String())
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "PID ")))
+	if !alive(pid) {
+		t.Fatalf("flm pid %d not running", pid)
+	}
+	// Give the parent's runtime time to move goroutines between threads:
+	// the child must survive that (it would not if the forking thread
+	// ended).
+	time.Sleep(300 * time.Millisecond)
+	if !alive(pid) {
+		t.Fatalf("flm pid %d died while its parent lives", pid)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	waitGone(t, pid, 2*time.Second)
+}
+
+// orphanParent is the helper parent of TestNoOrphanWhenParentKilled: it
+// loads the fake flm, prints its pid, and waits to be killed while its
+// goroutines churn across OS threads.
+func orphanParent() int {
+	b, err := New(Options{
+		Executable: os.Getenv("FLMTEST_FAKE"), Model: "minicpm5:2b",
+		Env: strings.Split(os.Getenv("FLMTEST_ENV"), "\x1f"), PollInterval: 50 * time.Millisecond,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := b.Load(context.Background(), nil); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Printf("PID %d\n", b.PID())
+	for {
+		var wg sync.WaitGroup
+		for i := 0; i < 8; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				time.Sleep(time.Millisecond)
+			}()
+		}
+		wg.Wait()
+	}
+}

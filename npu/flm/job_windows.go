@@ -1,0 +1,5 @@
+package flm
+
+import "golang.org/x/sys/windows"
+
+type jobHandle = windows.Handle

@@ -1,0 +1,87 @@
+package flm
+
+import (
+	"errors"
+	"fmt"
+	"os/exec"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/windows"
+)
+
+// startChild starts cmd without a console window, in a new process group
+// (so that a Ctrl+C in NPU Chat's console does not reach it), and puts it in a job
+// object with JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE: when this process ends,
+// however it ends, Windows closes the job handle and kills everything in
+// the job, as Lemonade does for its `flm serve` children.
+//
+// The child runs for a moment before it joins the job; FLM starts no
+// processes of its own at start, so nothing escapes in that moment.
+func startChild(cmd *exec.Cmd) (*child, error) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		CreationFlags: windows.CREATE_NEW_PROCESS_GROUP | windows.CREATE_NO_WINDOW,
+		HideWindow:    true,
+	}
+	job, err := windows.CreateJobObject(nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("create job object: %w", err)
+	}
+	info := windows.JOBOBJECT_EXTENDED_LIMIT_INFORMATION{}
+	info.BasicLimitInformation.LimitFlags = windows.JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE
+	if _, err := windows.SetInformationJobObject(job, windows.JobObjectExtendedLimitInformation,
+		uintptr(unsafe.Pointer(&info)), uint32(unsafe.Sizeof(info))); err != nil {
+		windows.CloseHandle(job)
+		return nil, fmt.Errorf("set job object limits: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		windows.CloseHandle(job)
+		return nil, err
+	}
+	c := &child{cmd: cmd, done: make(chan struct{}), pid: cmd.Process.Pid, job: job}
+	h, err := windows.OpenProcess(windows.PROCESS_SET_QUOTA|windows.PROCESS_TERMINATE, false, uint32(c.pid))
+	if err == nil {
+		err = windows.AssignProcessToJobObject(job, h)
+		windows.CloseHandle(h)
+	}
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		windows.CloseHandle(job)
+		return nil, fmt.Errorf("put flm in a job object: %w", err)
+	}
+	go func() {
+		c.waitErr = cmd.Wait()
+		close(c.done)
+	}()
+	return c, nil
+}
+
+// errNoGracefulStop: a child started without a console cannot receive
+// CTRL_BREAK_EVENT (GenerateConsoleCtrlEvent reaches only processes on the
+// caller's console), so Windows children are ended at once, as Lemonade
+// and Ollama's installer end theirs (taskkill /f). FLM keeps no state that
+// a graceful stop would save.
+var errNoGracefulStop = errors.New("a process without a console cannot be asked to stop")
+
+// interrupt cannot ask the child to stop on Windows; the caller kills it.
+func (c *child) interrupt() error { return errNoGracefulStop }
+
+// terminate cannot either.
+func (c *child) terminate() error { return errNoGracefulStop }
+
+// kill ends every process in the child's job at once.
+func (c *child) kill() error {
+	if err := windows.TerminateJobObject(c.job, 1); err != nil {
+		return c.cmd.Process.Kill()
+	}
+	return nil
+}
+
+// release closes the job handle (which kills anything left in the job).
+func (c *child) release() {
+	if c.job != 0 {
+		windows.CloseHandle(c.job)
+		c.job = 0
+	}
+}
