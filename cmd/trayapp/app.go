@@ -1,18 +1,28 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/npuchat/npuchat/config"
 	"github.com/npuchat/npuchat/models"
 	"github.com/npuchat/npuchat/models/catalog"
+	"github.com/npuchat/npuchat/npu/check"
+	"github.com/npuchat/npuchat/npu/flm"
+	"github.com/npuchat/npuchat/npu/xrt"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
+	"github.com/npuchat/npuchat/service/backend/oaicompat"
 	"github.com/npuchat/npuchat/service/cpu"
+	"gopkg.in/natefinch/lumberjack.v2"
 )
 
 // app is NPU Chat wired together: configuration, the models it can
@@ -26,12 +36,22 @@ type app struct {
 	cat *catalog.Catalog
 	// local maps names served from --model paths to those paths.
 	local map[string]string
+	// getenv reads the environment (for FastFlowLM discovery and XRT).
+	getenv func(string) string
+	// npuSysroot, when set, is a recorded system tree the NPU check reads
+	// instead of this machine (tests; `npuchat check --record` makes one).
+	npuSysroot string
+	// flmLog receives FastFlowLM's output (logs/flm.log).
+	flmLog io.WriteCloser
+	// lastNPU is the FastFlowLM backend made last, for its process id.
+	lastNPU atomic.Pointer[flm.Backend]
 }
 
 // newApp wires the registry and the manager. localModel, when set, is a
 // GGUF file, Hugging Face folder or FLM folder served under localName.
-func newApp(cfg *config.Config, log *slog.Logger, localModel, localName string) (*app, error) {
-	a := &app{cfg: cfg, log: log, reg: &service.Registry{}, local: map[string]string{}}
+func newApp(cfg *config.Config, log *slog.Logger, getenv func(string) string, localModel, localName string) (*app, error) {
+	a := &app{cfg: cfg, log: log, reg: &service.Registry{}, local: map[string]string{}, getenv: getenv}
+	a.flmLog = &lumberjack.Logger{Filename: filepath.Join(cfg.LogDir, "flm.log"), MaxSize: 10, MaxBackups: 3}
 	cat, err := catalog.Load()
 	if err != nil {
 		return nil, err
@@ -108,9 +128,66 @@ func (a *app) newBackend(model, kind string) (backend.Backend, error) {
 			opts.Quantization = "Q4_1"
 		}
 		return cpu.New(opts), nil
+	case "npu":
+		return a.newNPUBackend(model)
+	case "remote":
+		return oaicompat.New(oaicompat.Options{BaseURL: a.cfg.RemoteURL, APIKey: a.cfg.RemoteKey, Model: model, Kind: "remote"})
 	default:
-		return nil, fmt.Errorf("%s: the %s engine is not part of this build yet: %w", model, kind, service.ErrNotInstalled)
+		return nil, fmt.Errorf("%s: no %s engine", model, kind)
 	}
+}
+
+// newNPUBackend makes the FastFlowLM backend, after checking that the
+// NPU is ready and FastFlowLM and the model are installed; each "no"
+// says what to do, and the service falls back to the CPU with it.
+func (a *app) newNPUBackend(model string) (backend.Backend, error) {
+	if _, ok := a.local[model]; ok {
+		return nil, fmt.Errorf("%s is a local file: only the cpu engine runs those", model)
+	}
+	m, err := a.cat.Lookup(model)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	exe, _ := os.Executable()
+	rep, err := check.Run(ctx, check.Options{
+		Root: a.npuSysroot, Getenv: a.getenv, ModelBytes: flmSize(m),
+		XRT: xrt.ChildProber{Command: []string{exe, "check", "--xrt-probe-child"}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("NPU check: %w", err)
+	}
+	if !rep.Ready {
+		return nil, fmt.Errorf("the NPU is not ready (%s); run `npuchat check` for the fixes", strings.TrimSuffix(rep.Summary, "."))
+	}
+	in, err := models.NewInstaller(a.cfg, models.Options{FLMRoot: a.cfg.FLMRoot, Getenv: a.getenv})
+	if err != nil {
+		return nil, err
+	}
+	layout, err := in.PrepareFLM(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(layout.ModelsDir, m.FLMName(), "model.q4nx")); err != nil {
+		return nil, fmt.Errorf("%s is not installed for FastFlowLM; run npuchat install %s", model, model)
+	}
+	be, err := flm.New(flm.Options{
+		Executable: layout.Exe,
+		Model:      m.FLMTag(),
+		Env:        layout.ServeEnv(),
+		Log:        a.flmLog,
+		Info: backend.ModelInfo{Name: model, Family: m.Family, ParameterSize: strings.ToUpper(m.Size), Quantization: "Q4_1",
+			Format: "q4nx", Path: filepath.Join(layout.ModelsDir, m.FLMName())},
+		OnState: func(ev flm.Event) {
+			a.log.Info("FastFlowLM", "state", ev.State, "pid", ev.PID, "attempt", ev.Attempt, "err", ev.Err)
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.lastNPU.Store(be)
+	return be, nil
 }
 
 // formatOf names a local model's file format from its path.
@@ -160,3 +237,37 @@ type notInstalled struct{ err error }
 
 func (e notInstalled) Error() string   { return e.err.Error() }
 func (e notInstalled) Unwrap() []error { return []error{e.err, service.ErrNotInstalled} }
+
+// flmSize is the model's size in bytes from its FastFlowLM entry (what
+// FastFlowLM raises memlock by), or 0 when the entry has none.
+func flmSize(m *catalog.Model) int64 {
+	var e struct {
+		Size int64 `json:"size"`
+	}
+	json.Unmarshal(m.FLM.Entry, &e)
+	return e.Size
+}
+
+// addRemoteModels registers what the remote server serves (for the
+// remote engine), so that clients can name those models; the configured
+// model is registered even when the server cannot be reached yet.
+func (a *app) addRemoteModels(ctx context.Context) {
+	names := []string{a.cfg.Model}
+	if c, err := oaicompat.New(oaicompat.Options{BaseURL: a.cfg.RemoteURL, APIKey: a.cfg.RemoteKey, Kind: "remote"}); err == nil {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if ids, err := c.Models(ctx); err == nil {
+			names = append(names, ids...)
+		} else {
+			a.log.Warn("remote server's models", "url", a.cfg.RemoteURL, "err", err)
+		}
+	}
+	for _, n := range names {
+		if _, err := a.reg.Resolve(n); err != nil {
+			a.reg.Add(service.Entry{Desc: service.ModelDesc{Name: n, Installed: true, Format: "remote"}})
+		}
+	}
+}
+
+// close releases what the app holds open.
+func (a *app) close() { a.flmLog.Close() }

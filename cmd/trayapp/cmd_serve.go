@@ -24,6 +24,7 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 	remoteURL := fs.String("remote-url", "", "base URL of an OpenAI-compatible server, for --engine remote")
 	keepAlive := fs.String("keep-alive", "", "how long an idle model stays loaded, e.g. 5m; -1 keeps it loaded")
 	lazy := fs.Bool("lazy", false, "load the model on the first request instead of at start")
+	flmRoot := fs.String("flm-root", "", "FastFlowLM folder to use instead of looking for it (a portable copy)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -44,6 +45,7 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 	set(&cfg.Addr, *addr)
 	set(&cfg.Engine, *engine)
 	set(&cfg.RemoteURL, *remoteURL)
+	set(&cfg.FLMRoot, *flmRoot)
 	if *keepAlive != "" {
 		if cfg.KeepAliveDur, err = config.ParseKeepAlive(*keepAlive); err != nil {
 			fmt.Fprintln(env.Stderr, "npuchat serve: --keep-alive:", err)
@@ -73,10 +75,14 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 	} else if *model != "" {
 		cfg.Model = *model
 	}
-	a, err := newApp(cfg, log, localModel, *name)
+	a, err := newApp(cfg, log, env.Getenv, localModel, *name)
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "npuchat serve:", err)
 		return 2
+	}
+	defer a.close()
+	if cfg.Engine == "remote" {
+		a.addRemoteModels(ctx)
 	}
 	srv, err := web.NewServer(a.mgr, web.Options{
 		Addr: cfg.Addr, APIKey: cfg.APIKey, Origins: cfg.Origins, Version: version, Logger: log,

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/npuchat/npuchat/config"
+	"github.com/npuchat/npuchat/engine/testmodel"
+	"github.com/npuchat/npuchat/models/hub/hubtest"
+	"github.com/npuchat/npuchat/npu/flm/flmtest"
+	"github.com/npuchat/npuchat/service"
+	"github.com/npuchat/npuchat/service/backend"
+)
+
+// npuRig is a machine with a (fake) ready NPU: a recorded Strix Halo
+// tree for the check, a FastFlowLM root whose flm is the fake
+// executable, and minicpm5:2b installed into it by `npuchat install`
+// from a fake hub serving a small real model (so that the CPU engine can
+// run it too).
+type npuRig struct {
+	env  map[string]string
+	root string
+}
+
+func newNPURig(t *testing.T) *npuRig {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("the fake flm and the recorded NPU tree are Linux")
+	}
+	w, err := testmodel.Random(5, testmodel.MiniCPM5Small())
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(t.TempDir(), "src")
+	if err := testmodel.WriteFLM(src, w, testmodel.FLMOptions{ReplicateKV: 4, InjectUnitQKNorm: true}); err != nil {
+		t.Fatal(err)
+	}
+	var files []hubtest.File
+	entries, _ := os.ReadDir(src)
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, hubtest.File{Path: e.Name(), Content: b, LFS: strings.HasSuffix(e.Name(), ".q4nx") || e.Name() == "tokenizer.json"})
+	}
+	for _, name := range []string{"special_tokens_map.json", "chat_template.jinja", "attn.xclbin", "mm.xclbin", "layer.xclbin", "dequant.xclbin"} {
+		if _, err := os.Stat(filepath.Join(src, name)); err == nil {
+			continue
+		}
+		content := []byte("kernel " + name)
+		switch name {
+		case "special_tokens_map.json":
+			content = []byte("{}")
+		case "chat_template.jinja":
+			content = []byte("{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}")
+		}
+		files = append(files, hubtest.File{Path: name, Content: content, LFS: strings.HasSuffix(name, ".xclbin")})
+	}
+	hub := hubtest.New("julianmb/MiniCPM5-2B-NPU2", "main", files)
+	t.Cleanup(hub.Close)
+
+	base := t.TempDir()
+	root := filepath.Join(base, "flm")
+	if err := os.MkdirAll(filepath.Join(root, "xclbins"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fake := flmtest.Build(t)
+	b, err := os.ReadFile(fake)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "flm"), b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	list, err := os.ReadFile("../../models/flm/testdata/flm_v0.9.45.input.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(root, "model_list.json"), list, 0o644)
+	r := &npuRig{root: root, env: map[string]string{
+		"HOME": filepath.Join(base, "home"), "NPUCHAT_DATA": filepath.Join(base, "data"),
+		"NPUCHAT_CONFIG": filepath.Join(base, "settings.json"), "HF_ENDPOINT": hub.URL(),
+		"PATH": os.Getenv("PATH"),
+	}}
+	if code, out, errs := (cli{t, r.env}).run("install", "--flm-root", root, "minicpm5:2b"); code != 0 {
+		t.Fatalf("install: %d\n%s\n%s", code, out, errs)
+	}
+	return r
+}
+
+// app builds the service as `npuchat serve --flm-root` does, with the
+// NPU check reading the recorded ready Strix Halo.
+func (r *npuRig) app(t *testing.T) *app {
+	t.Helper()
+	cfg, err := config.Load(func(k string) string { return r.env[k] }, runtime.GOOS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.FLMRoot = r.root
+	cfg.KeepAliveDur = -1
+	a, err := newApp(cfg, slog.New(slog.DiscardHandler), func(k string) string { return r.env[k] }, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.npuSysroot = "../../npu/check/testdata/trees/strix-halo-ready"
+	t.Cleanup(func() {
+		a.mgr.Close(context.Background())
+		a.close()
+	})
+	return a
+}
+
+func ask(t *testing.T, a *app) (string, backend.Result, error) {
+	t.Helper()
+	var sb strings.Builder
+	res, err := a.mgr.Generate(context.Background(), &backend.Request{
+		Model: "minicpm5:2b", MaxTokens: 8,
+		Messages: []backend.Message{{Role: "user", Content: "hello"}},
+	}, service.GenerateOptions{}, func(tok backend.Token) error {
+		sb.WriteString(tok.Text)
+		return nil
+	})
+	return sb.String(), res, err
+}
+
+func TestNPUServesThroughFastFlowLM(t *testing.T) {
+	r := newNPURig(t)
+	t.Setenv("FAKEFLM_MODE", flmtest.ModeNormal)
+	a := r.app(t)
+	text, res, err := ask(t, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Backend != "npu" || text == "" {
+		t.Fatalf("answered %q by %q; want the NPU", text, res.Backend)
+	}
+	st := a.mgr.Status()
+	if st.Backend != "npu" || st.Fallback != "" || st.Info == nil || st.Info.Format != "q4nx" {
+		t.Fatalf("status %+v", st)
+	}
+	// Switching the model off stops FastFlowLM: no process is left.
+	be := a.lastNPU.Load()
+	if be == nil {
+		t.Fatal("no FastFlowLM backend was made")
+	}
+	pid := be.PID()
+	if err := a.mgr.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("flm (pid %d) still running after the model was switched off", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestNPUFailureFallsBackToCPU: FastFlowLM answers the first decoded
+// token with its ERT_CMD_STATE_TIMEOUT, as it does for this model on real
+// NPUs (FastFlowLM#712): the same request is answered by the in-process
+// engine, and the status says why.
+func TestNPUFailureFallsBackToCPU(t *testing.T) {
+	r := newNPURig(t)
+	t.Setenv("FAKEFLM_MODE", flmtest.ModeERT)
+	a := r.app(t)
+	events, cancel := a.mgr.Subscribe()
+	defer cancel()
+	text, res, err := ask(t, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Backend != "cpu" || res.CompletionTokens == 0 {
+		t.Fatalf("answered %q by %q (%+v); want the CPU after the NPU failed", text, res.Backend, res)
+	}
+	st := a.mgr.Status()
+	if st.Backend != "cpu" || !strings.Contains(st.Fallback, "ERT_CMD_STATE_TIMEOUT") {
+		t.Fatalf("status %+v", st)
+	}
+	for {
+		select {
+		case ev := <-events:
+			if ev.Type == "fallback" && strings.Contains(ev.Message, "ERT_CMD_STATE_TIMEOUT") {
+				return
+			}
+		case <-time.After(time.Second):
+			t.Fatal("no fallback event for the tray and the page")
+		}
+	}
+}
+
+func TestNPUNotReadyUsesCPUAndSaysWhy(t *testing.T) {
+	r := newNPURig(t)
+	a := r.app(t)
+	a.npuSysroot = "../../npu/check/testdata/trees/permission-denied"
+	_, res, err := ask(t, a)
+	if err != nil || res.Backend != "cpu" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if st := a.mgr.Status(); !strings.Contains(st.Fallback, "NPU is not ready") || !strings.Contains(st.Fallback, "npuchat check") {
+		t.Fatalf("fallback reason %q", st.Fallback)
+	}
+}
