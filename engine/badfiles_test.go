@@ -94,11 +94,11 @@ func TestBadGGUF(t *testing.T) {
 		{name: "unsupported type", edit: func(_ map[string]any, ts []gguf.WriteTensor) []gguf.WriteTensor {
 			for i := range ts {
 				if ts[i].Name == "blk.0.attn_q.weight" {
-					ts[i].Type = 6 // Q5_0
+					ts[i].Type = 11 // Q3_K
 				}
 			}
 			return ts
-		}, want: []string{"blk.0.attn_q.weight", "Q5_0", "not supported"}},
+		}, want: []string{"blk.0.attn_q.weight", "Q3_K", "not supported"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -287,7 +287,7 @@ func TestSession(t *testing.T) {
 // every type.
 func TestMatvec(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	for _, typ := range []quant.Type{quant.F32, quant.F16, quant.BF16, quant.Q8_0, quant.Q4_0, quant.Q4_1, quant.Q4_1BF16, quant.Q4_K, quant.Q6_K} {
+	for _, typ := range []quant.Type{quant.F32, quant.F16, quant.BF16, quant.Q8_0, quant.Q4_0, quant.Q4_1, quant.Q4_1BF16, quant.Q5_0, quant.Q5_1, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		rows, cols := 100, 512
 		rb, _ := typ.RowBytes(cols)
 		data := make([]byte, rows*rb)
@@ -349,6 +349,20 @@ func fillRow(r *rand.Rand, typ quant.Type, b []byte) {
 		}
 	case quant.Q4_1, quant.Q4_1BF16:
 		for i := 0; i < len(b); i += 20 {
+			f16(i)
+			f16(i + 2)
+		}
+	case quant.Q5_0:
+		for i := 0; i < len(b); i += 22 {
+			f16(i)
+		}
+	case quant.Q5_1:
+		for i := 0; i < len(b); i += 24 {
+			f16(i)
+			f16(i + 2)
+		}
+	case quant.Q5_K:
+		for i := 0; i < len(b); i += 176 {
 			f16(i)
 			f16(i + 2)
 		}

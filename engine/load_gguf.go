@@ -25,7 +25,7 @@ func (s ggufSource) matrix(name string, rows, cols int) (Matrix, error) {
 		return Matrix{}, fmt.Errorf("tensor %s: shape %s, the config needs [%d %d]", name, shapeString(t.Dims), cols, rows)
 	}
 	if !t.Type.Supported() {
-		return Matrix{}, fmt.Errorf("tensor %s: type %s is not supported (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K)", name, t.Type)
+		return Matrix{}, fmt.Errorf("tensor %s: type %s is not supported (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)", name, t.Type)
 	}
 	data, err := s.f.Data(s.data, t)
 	if err != nil {

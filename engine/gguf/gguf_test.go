@@ -142,13 +142,13 @@ func TestBadFiles(t *testing.T) {
 func TestUnsupportedTypeListed(t *testing.T) {
 	// A tensor of a type the engine cannot compute is listed with Size -1,
 	// and reading it is an error naming the tensor and the type.
-	data := header(3, 1, 0, tensorInfo("w", []uint64{32}, 6, 0), make([]byte, 64))
+	data := header(3, 1, 0, tensorInfo("w", []uint64{256}, 11, 0), make([]byte, 64))
 	f, err := Parse(data)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = f.Data(data, f.Tensors[0])
-	if err == nil || !strings.Contains(err.Error(), "w") || !strings.Contains(err.Error(), "Q5_0") {
+	if err == nil || !strings.Contains(err.Error(), "w") || !strings.Contains(err.Error(), "Q3_K") {
 		t.Errorf("Data error = %v", err)
 	}
 }

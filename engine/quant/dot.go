@@ -26,6 +26,8 @@ func Dot(t Type, row []byte, x []float32) float32 {
 		return dotQ4K(row, x)
 	case Q6_K:
 		return dotQ6K(row, x)
+	case Q5_0, Q5_1, Q5_K:
+		return dotByBlock(t, row, x)
 	}
 	panic("quant.Dot: unsupported type " + t.String())
 }
@@ -190,4 +192,30 @@ func dotQ6K(row []byte, x []float32) float32 {
 		}
 	}
 	return sum
+}
+
+// dotByBlock dequantizes one block at a time into a stack buffer; the
+// types that use it are rare in the models the engine targets.
+func dotByBlock(t Type, row []byte, x []float32) float32 {
+	var buf [256]float32
+	bs, bb := t.BlockSize(), t.BlockBytes()
+	var sum float32
+	for b := 0; b < len(x)/bs; b++ {
+		y := buf[:bs]
+		Dequantize(t, row[b*bb:(b+1)*bb], y)
+		sum += dotF32s(y, x[b*bs:(b+1)*bs])
+	}
+	return sum
+}
+
+func dotF32s(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	for i := 0; i+4 <= len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	return (s0 + s1) + (s2 + s3)
 }
