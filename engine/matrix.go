@@ -51,8 +51,14 @@ func matvecRef(out []float32, w *Matrix, x []float32) {
 func matvec(out []float32, w *Matrix, x []float32, threads int) {
 	x = x[:w.Cols]
 	n := w.Rows
+	var sums []float32
+	switch w.Type {
+	case quant.Q4_1, quant.Q4_1BF16, quant.Q4_K:
+		sums = make([]float32, w.Cols/32)
+		quant.BlockSums(x, sums)
+	}
 	if threads <= 1 || n < 64 {
-		matvecRows(out, w, x, 0, n)
+		matvecRows(out, w, x, sums, 0, n)
 		return
 	}
 	chunk := (n + threads - 1) / threads
@@ -62,13 +68,19 @@ func matvec(out []float32, w *Matrix, x []float32, threads int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			matvecRows(out, w, x, lo, hi)
+			matvecRows(out, w, x, sums, lo, hi)
 		}()
 	}
 	wg.Wait()
 }
 
-func matvecRows(out []float32, w *Matrix, x []float32, lo, hi int) {
+func matvecRows(out []float32, w *Matrix, x, sums []float32, lo, hi int) {
+	if sums != nil {
+		for i := lo; i < hi; i++ {
+			out[i] = quant.DotSums(w.Type, w.Data[i*w.rowBytes:(i+1)*w.rowBytes], x, sums)
+		}
+		return
+	}
 	for i := lo; i < hi; i++ {
 		out[i] = quant.Dot(w.Type, w.Data[i*w.rowBytes:(i+1)*w.rowBytes], x)
 	}

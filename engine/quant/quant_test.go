@@ -225,9 +225,12 @@ func TestDotMatchesDequantize(t *testing.T) {
 				want += float64(w[i]) * float64(x[i])
 				mag += math.Abs(float64(w[i]) * float64(x[i]))
 			}
-			got := Dot(typ, row, x)
-			if d := math.Abs(float64(got) - want); d > 1e-5*mag+1e-6 {
-				t.Errorf("%s n=%d: Dot = %v, reference %v (|Δ| %g, Σ|wx| %g)", typ, n, got, want, d, mag)
+			sums := make([]float32, n/32)
+			BlockSums(x, sums)
+			for name, got := range map[string]float32{"Dot": Dot(typ, row, x), "DotSums": DotSums(typ, row, x, sums)} {
+				if d := math.Abs(float64(got) - want); d > 1e-5*mag+1e-6 {
+					t.Errorf("%s n=%d: %s = %v, reference %v (|Δ| %g, Σ|wx| %g)", typ, n, name, got, want, d, mag)
+				}
 			}
 		}
 	}
