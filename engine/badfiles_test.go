@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -42,7 +43,16 @@ func rewriteGGUF(t *testing.T, src, dst string, edit func(meta map[string]any, t
 	for _, k := range f.Keys {
 		if v, ok := meta[k]; ok {
 			kvs = append(kvs, gguf.KV{Key: k, Value: v})
+			delete(meta, k)
 		}
+	}
+	var added []string
+	for k := range meta {
+		added = append(added, k)
+	}
+	sort.Strings(added)
+	for _, k := range added {
+		kvs = append(kvs, gguf.KV{Key: k, Value: meta[k]})
 	}
 	var buf bytes.Buffer
 	if err := gguf.Write(&buf, kvs, tensors); err != nil {
