@@ -476,3 +476,32 @@ func TestEOSFromConfigs(t *testing.T) {
 		t.Error("HF model has GGUF metadata")
 	}
 }
+
+// TestThreadsAgree runs a 300-token prompt (long enough for the threaded
+// attention) with 1 and 3 threads: splitting rows and heads across
+// goroutines does not change any arithmetic, so the logits are identical.
+func TestThreadsAgree(t *testing.T) {
+	w := randomWeights(t, 14, testmodel.MiniCPM5Small())
+	p := filepath.Join(t.TempDir(), "m.gguf")
+	if err := testmodel.WriteGGUF(p, w, testmodel.Q8_0); err != nil {
+		t.Fatal(err)
+	}
+	prompt := make([]int, 300)
+	for i := range prompt {
+		prompt[i] = (i*37 + 11) % 512
+	}
+	var got [][]float32
+	for _, threads := range []int{1, 3} {
+		s := loadT(t, p, LoadOptions{Threads: threads}).NewSession(0)
+		l, err := s.Prefill(prompt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, append([]float32(nil), l...))
+	}
+	for i := range got[0] {
+		if got[0][i] != got[1][i] {
+			t.Fatalf("logit %d: %v with 1 thread, %v with 3", i, got[0][i], got[1][i])
+		}
+	}
+}
