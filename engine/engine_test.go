@@ -278,6 +278,10 @@ func TestSession(t *testing.T) {
 	if _, err := m.NewSession(0).Forward(100000); err == nil {
 		t.Error("token outside the vocabulary accepted")
 	}
+	s2 := m.NewSession(0)
+	if _, err := s2.Prefill([]int{1, 2, -1}); err == nil || s2.Pos() != 0 {
+		t.Errorf("prefill with a bad token: %v, position %d", err, s2.Pos())
+	}
 	if got := m.NewSession(1 << 30).MaxContext(); got != 4096 {
 		t.Errorf("session limit %d, want the model's 4096", got)
 	}

@@ -86,6 +86,11 @@ func (s *Session) PrefillContext(ctx context.Context, tokens []int) ([]float32, 
 	if s.pos+len(tokens) > s.maxCtx {
 		return nil, fmt.Errorf("prefill %d tokens at position %d: %w (limit %d positions)", len(tokens), s.pos, ErrContextFull, s.maxCtx)
 	}
+	for _, t := range tokens {
+		if t < 0 || t >= s.m.cfg.VocabSize {
+			return nil, fmt.Errorf("prefill: token %d is outside the vocabulary (size %d)", t, s.m.cfg.VocabSize)
+		}
+	}
 	for i, t := range tokens {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("prefill stopped at position %d: %w", s.pos, err)
