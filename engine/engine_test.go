@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/npuchat/npuchat/engine/quant"
@@ -507,5 +508,36 @@ func TestThreadsAgree(t *testing.T) {
 		if got[0][i] != got[1][i] {
 			t.Fatalf("logit %d: %v with 1 thread, %v with 3", i, got[0][i], got[1][i])
 		}
+	}
+}
+
+func TestLoadPaths(t *testing.T) {
+	w := randomWeights(t, 15, testmodel.Qwen3Small())
+	flmDir, ggufDir, hfDir := t.TempDir(), t.TempDir(), t.TempDir()
+	if err := testmodel.WriteFLM(flmDir, w, testmodel.FLMOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := testmodel.WriteGGUF(filepath.Join(ggufDir, "a.gguf"), w, testmodel.F32); err != nil {
+		t.Fatal(err)
+	}
+	if err := testmodel.WriteHF(hfDir, w, testmodel.HFOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for path, format := range map[string]string{
+		filepath.Join(flmDir, "model.q4nx"): "q4nx",
+		flmDir:                              "q4nx",
+		ggufDir:                             "gguf",
+		filepath.Join(hfDir, "model.safetensors"): "safetensors",
+		filepath.Join(hfDir, "config.json"):       "safetensors",
+	} {
+		if got := loadT(t, path, LoadOptions{}).Config().Format; got != format {
+			t.Errorf("%s: format %s, want %s", path, got, format)
+		}
+	}
+	if err := testmodel.WriteGGUF(filepath.Join(ggufDir, "b.gguf"), w, testmodel.F32); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(ggufDir, LoadOptions{}); err == nil || !strings.Contains(err.Error(), "2 .gguf files") {
+		t.Errorf("two GGUFs: %v", err)
 	}
 }

@@ -202,14 +202,14 @@ func (s *stSource) get(name string, shape ...int) (safetensors.Tensor, quant.Typ
 	return t, typ, nil
 }
 
-func (s *stSource) matrix(name string, rows, cols int) (Matrix, error) {
+func (s *stSource) matrix(name string, rows, cols int) (matrix, error) {
 	t, typ, err := s.get(name, rows, cols)
 	if err != nil {
-		return Matrix{}, err
+		return matrix{}, err
 	}
 	m, err := newMatrix(typ, rows, cols, t.Data)
 	if err != nil {
-		return Matrix{}, fmt.Errorf("tensor %s: %w", name, err)
+		return matrix{}, fmt.Errorf("tensor %s: %w", name, err)
 	}
 	if s.quantize {
 		m = quantizeQ8(m, s.threads)
@@ -312,7 +312,7 @@ type q4nxSource struct {
 
 func (s q4nxSource) has(name string) bool { return s.st.has(name) }
 
-func (s q4nxSource) matrix(name string, rows, cols int) (Matrix, error) {
+func (s q4nxSource) matrix(name string, rows, cols int) (matrix, error) {
 	m, err := s.unpack(name, rows, cols)
 	if err != nil && !strings.HasPrefix(err.Error(), "model.q4nx") {
 		err = fmt.Errorf("model.q4nx: %w", err)
@@ -320,24 +320,24 @@ func (s q4nxSource) matrix(name string, rows, cols int) (Matrix, error) {
 	return m, err
 }
 
-func (s q4nxSource) unpack(name string, rows, cols int) (Matrix, error) {
+func (s q4nxSource) unpack(name string, rows, cols int) (matrix, error) {
 	t, ok := s.st.tensors[name]
 	if !ok {
-		return Matrix{}, missing(name)
+		return matrix{}, missing(name)
 	}
 	if !q4nx.IsPacked(t) {
 		return s.st.matrix(name, rows, cols)
 	}
 	if rows%q4nx.RowBlock != 0 || cols%q4nx.Group != 0 {
-		return Matrix{}, fmt.Errorf("tensor %s: a %d×%d matrix cannot be Q4NX-packed", name, rows, cols)
+		return matrix{}, fmt.Errorf("tensor %s: a %d×%d matrix cannot be Q4NX-packed", name, rows, cols)
 	}
 	if len(t.Data) != q4nx.PackedBytes(rows, cols) {
-		return Matrix{}, fmt.Errorf("tensor %s: %d packed bytes (shape %s), a %d×%d matrix needs %d: shape mismatch with config.json",
+		return matrix{}, fmt.Errorf("tensor %s: %d packed bytes (shape %s), a %d×%d matrix needs %d: shape mismatch with config.json",
 			name, len(t.Data), shapeString(t.Shape), rows, cols, q4nx.PackedBytes(rows, cols))
 	}
 	data, _, err := q4nx.UnpackThreads(t.Data, rows, cols, s.threads)
 	if err != nil {
-		return Matrix{}, fmt.Errorf("tensor %s: %w", name, err)
+		return matrix{}, fmt.Errorf("tensor %s: %w", name, err)
 	}
 	return newMatrix(quant.Q4_1BF16, rows, cols, data)
 }
