@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -326,7 +327,11 @@ func (s q4nxSource) unpack(name string, rows, cols int) (matrix, error) {
 		return matrix{}, missing(name)
 	}
 	if !q4nx.IsPacked(t) {
-		return s.st.matrix(name, rows, cols)
+		// A float matrix (the BF16 embedding): copy it out of the file so
+		// that the mapping can be released after loading.
+		mat, err := s.st.matrix(name, rows, cols)
+		mat.Data = bytes.Clone(mat.Data)
+		return mat, err
 	}
 	if rows%q4nx.RowBlock != 0 || cols%q4nx.Group != 0 {
 		return matrix{}, fmt.Errorf("tensor %s: a %d×%d matrix cannot be Q4NX-packed", name, rows, cols)
@@ -372,6 +377,12 @@ func loadQ4NX(dir string, opts LoadOptions) (_ *Model, err error) {
 		return nil, err
 	}
 	if err := m.finish(opts); err != nil {
+		return nil, err
+	}
+	// Every weight now lives in the heap (unpacked or copied): release the
+	// 2 GB file instead of keeping it resident (on Windows it was read
+	// into memory, not mapped).
+	if err := m.Close(); err != nil {
 		return nil, err
 	}
 	return m, nil
