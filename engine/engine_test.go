@@ -541,3 +541,29 @@ func TestLoadPaths(t *testing.T) {
 		t.Errorf("two GGUFs: %v", err)
 	}
 }
+
+// TestFilesReleased checks that models held entirely in memory do not keep
+// their files open, and that models computed from the mapping do.
+func TestFilesReleased(t *testing.T) {
+	w := randomWeights(t, 16, testmodel.MiniCPM5Small())
+	hf, flm := t.TempDir(), t.TempDir()
+	if err := testmodel.WriteHF(hf, w, testmodel.HFOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := testmodel.WriteFLM(flm, w, testmodel.FLMOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path string
+		opts LoadOptions
+		open bool
+	}{
+		{hf, LoadOptions{}, false}, {hf, LoadOptions{Quantize: "none"}, true}, {flm, LoadOptions{}, false},
+	} {
+		m := loadT(t, c.path, c.opts)
+		if got := len(m.files) > 0; got != c.open {
+			t.Errorf("%s %+v: files open %v, want %v", filepath.Base(c.path), c.opts, got, c.open)
+		}
+		logitsOf(t, m, testTokens[:2]) // still runs
+	}
+}

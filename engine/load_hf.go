@@ -166,6 +166,8 @@ type stSource struct {
 	quantize bool
 	threads  int
 	tie      bool // ignore lm_head (tie_word_embeddings)
+	// views is set when a matrix still points into a file.
+	views bool
 }
 
 func (s *stSource) has(name string) bool {
@@ -214,6 +216,9 @@ func (s *stSource) matrix(name string, rows, cols int) (matrix, error) {
 	}
 	if s.quantize {
 		m = quantizeQ8(m, s.threads)
+	}
+	if m.Type == typ {
+		s.views = true
 	}
 	return m, nil
 }
@@ -301,6 +306,12 @@ func loadHF(dir string, opts LoadOptions) (_ *Model, err error) {
 	}
 	if err := m.finish(opts); err != nil {
 		return nil, err
+	}
+	if !src.views {
+		// Everything was quantized into memory: release the files.
+		if err := m.Close(); err != nil {
+			return nil, err
+		}
 	}
 	return m, nil
 }
