@@ -114,6 +114,7 @@ func TestBadFiles(t *testing.T) {
 		{"empty", nil, "wrong magic"},
 		{"wrong magic", append([]byte("GGML"), good[4:]...), "wrong magic"},
 		{"version 1", header(1, 0, 0), "version 1"},
+		{"big-endian", header(3<<24, 0, 0), "big-endian"},
 		{"2^60 tensors", header(3, 1<<60, 0), "more than the file can hold"},
 		{"2^60 metadata", header(3, 0, 1<<60), "more than the file can hold"},
 		{"truncated", good[:len(good)-40], "tensor b"},
