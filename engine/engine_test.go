@@ -567,3 +567,34 @@ func TestFilesReleased(t *testing.T) {
 		logitsOf(t, m, testTokens[:2]) // still runs
 	}
 }
+
+// TestGQAEqualsExplicitRepetition: 16 query heads over 2 KV heads (8:1)
+// give bit-identical logits to the same model with every KV head written
+// out 8 times (16 KV heads, plain multi-head attention), loaded unfolded.
+func TestGQAEqualsExplicitRepetition(t *testing.T) {
+	w := randomWeights(t, 17, testmodel.MiniCPM5Small())
+	mha, err := w.ReplicateKV(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	gqaPath, mhaPath := filepath.Join(dir, "gqa.gguf"), filepath.Join(dir, "mha.gguf")
+	if err := testmodel.WriteGGUF(gqaPath, w, testmodel.F32); err != nil {
+		t.Fatal(err)
+	}
+	if err := testmodel.WriteGGUF(mhaPath, mha, testmodel.F32); err != nil {
+		t.Fatal(err)
+	}
+	m := loadT(t, mhaPath, LoadOptions{NoFoldKV: true})
+	if c := m.Config(); c.KVHeads != 16 {
+		t.Fatalf("%d KV heads", c.KVHeads)
+	}
+	want := logitsOf(t, loadT(t, gqaPath, LoadOptions{}), testTokens)
+	got := logitsOf(t, m, testTokens)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Error("GQA 8:1 differs from explicit repetition")
+	}
+	if c := loadT(t, mhaPath, LoadOptions{}).Config(); c.KVHeads != 2 || c.FileKVHeads != 16 {
+		t.Errorf("folding 16 KV heads gave %d of %d", c.KVHeads, c.FileKVHeads)
+	}
+}
