@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -42,7 +43,16 @@ func rewriteGGUF(t *testing.T, src, dst string, edit func(meta map[string]any, t
 	for _, k := range f.Keys {
 		if v, ok := meta[k]; ok {
 			kvs = append(kvs, gguf.KV{Key: k, Value: v})
+			delete(meta, k)
 		}
+	}
+	var added []string
+	for k := range meta {
+		added = append(added, k)
+	}
+	sort.Strings(added)
+	for _, k := range added {
+		kvs = append(kvs, gguf.KV{Key: k, Value: meta[k]})
 	}
 	var buf bytes.Buffer
 	if err := gguf.Write(&buf, kvs, tensors); err != nil {
@@ -94,11 +104,11 @@ func TestBadGGUF(t *testing.T) {
 		{name: "unsupported type", edit: func(_ map[string]any, ts []gguf.WriteTensor) []gguf.WriteTensor {
 			for i := range ts {
 				if ts[i].Name == "blk.0.attn_q.weight" {
-					ts[i].Type = 6 // Q5_0
+					ts[i].Type = 11 // Q3_K
 				}
 			}
 			return ts
-		}, want: []string{"blk.0.attn_q.weight", "Q5_0", "not supported"}},
+		}, want: []string{"blk.0.attn_q.weight", "Q3_K", "not supported"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

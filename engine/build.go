@@ -9,7 +9,7 @@ import (
 type tensorSource interface {
 	has(name string) bool
 	// matrix returns a rows×cols weight matrix.
-	matrix(name string, rows, cols int) (Matrix, error)
+	matrix(name string, rows, cols int) (matrix, error)
 	// vector returns n values as float32.
 	vector(name string, n int) ([]float32, error)
 }
@@ -71,7 +71,7 @@ func (m *Model) build(src tensorSource, n tensorNames) error {
 		w := &m.layers[i]
 		name := func(pattern string) string { return fmt.Sprintf(pattern, i) }
 		mats := []struct {
-			dst        *Matrix
+			dst        *matrix
 			pattern    string
 			rows, cols int
 		}{

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/npuchat/npuchat/engine/quant"
@@ -278,6 +279,10 @@ func TestSession(t *testing.T) {
 	if _, err := m.NewSession(0).Forward(100000); err == nil {
 		t.Error("token outside the vocabulary accepted")
 	}
+	s2 := m.NewSession(0)
+	if _, err := s2.Prefill([]int{1, 2, -1}); err == nil || s2.Pos() != 0 {
+		t.Errorf("prefill with a bad token: %v, position %d", err, s2.Pos())
+	}
 	if got := m.NewSession(1 << 30).MaxContext(); got != 4096 {
 		t.Errorf("session limit %d, want the model's 4096", got)
 	}
@@ -287,7 +292,7 @@ func TestSession(t *testing.T) {
 // every type.
 func TestMatvec(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
-	for _, typ := range []quant.Type{quant.F32, quant.F16, quant.BF16, quant.Q8_0, quant.Q4_0, quant.Q4_1, quant.Q4_1BF16, quant.Q4_K, quant.Q6_K} {
+	for _, typ := range []quant.Type{quant.F32, quant.F16, quant.BF16, quant.Q8_0, quant.Q4_0, quant.Q4_1, quant.Q4_1BF16, quant.Q5_0, quant.Q5_1, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		rows, cols := 100, 512
 		rb, _ := typ.RowBytes(cols)
 		data := make([]byte, rows*rb)
@@ -349,6 +354,20 @@ func fillRow(r *rand.Rand, typ quant.Type, b []byte) {
 		}
 	case quant.Q4_1, quant.Q4_1BF16:
 		for i := 0; i < len(b); i += 20 {
+			f16(i)
+			f16(i + 2)
+		}
+	case quant.Q5_0:
+		for i := 0; i < len(b); i += 22 {
+			f16(i)
+		}
+	case quant.Q5_1:
+		for i := 0; i < len(b); i += 24 {
+			f16(i)
+			f16(i + 2)
+		}
+	case quant.Q5_K:
+		for i := 0; i < len(b); i += 176 {
 			f16(i)
 			f16(i + 2)
 		}
@@ -460,5 +479,122 @@ func TestEOSFromConfigs(t *testing.T) {
 	}
 	if loadT(t, dir, LoadOptions{}).GGUFMetadata() != nil {
 		t.Error("HF model has GGUF metadata")
+	}
+}
+
+// TestThreadsAgree runs a 300-token prompt (long enough for the threaded
+// attention) with 1 and 3 threads: splitting rows and heads across
+// goroutines does not change any arithmetic, so the logits are identical.
+func TestThreadsAgree(t *testing.T) {
+	w := randomWeights(t, 14, testmodel.MiniCPM5Small())
+	p := filepath.Join(t.TempDir(), "m.gguf")
+	if err := testmodel.WriteGGUF(p, w, testmodel.Q8_0); err != nil {
+		t.Fatal(err)
+	}
+	prompt := make([]int, 300)
+	for i := range prompt {
+		prompt[i] = (i*37 + 11) % 512
+	}
+	var got [][]float32
+	for _, threads := range []int{1, 3} {
+		s := loadT(t, p, LoadOptions{Threads: threads}).NewSession(0)
+		l, err := s.Prefill(prompt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, append([]float32(nil), l...))
+	}
+	for i := range got[0] {
+		if got[0][i] != got[1][i] {
+			t.Fatalf("logit %d: %v with 1 thread, %v with 3", i, got[0][i], got[1][i])
+		}
+	}
+}
+
+func TestLoadPaths(t *testing.T) {
+	w := randomWeights(t, 15, testmodel.Qwen3Small())
+	flmDir, ggufDir, hfDir := t.TempDir(), t.TempDir(), t.TempDir()
+	if err := testmodel.WriteFLM(flmDir, w, testmodel.FLMOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := testmodel.WriteGGUF(filepath.Join(ggufDir, "a.gguf"), w, testmodel.F32); err != nil {
+		t.Fatal(err)
+	}
+	if err := testmodel.WriteHF(hfDir, w, testmodel.HFOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for path, format := range map[string]string{
+		filepath.Join(flmDir, "model.q4nx"): "q4nx",
+		flmDir:                              "q4nx",
+		ggufDir:                             "gguf",
+		filepath.Join(hfDir, "model.safetensors"): "safetensors",
+		filepath.Join(hfDir, "config.json"):       "safetensors",
+	} {
+		if got := loadT(t, path, LoadOptions{}).Config().Format; got != format {
+			t.Errorf("%s: format %s, want %s", path, got, format)
+		}
+	}
+	if err := testmodel.WriteGGUF(filepath.Join(ggufDir, "b.gguf"), w, testmodel.F32); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(ggufDir, LoadOptions{}); err == nil || !strings.Contains(err.Error(), "2 .gguf files") {
+		t.Errorf("two GGUFs: %v", err)
+	}
+}
+
+// TestFilesReleased checks that models held entirely in memory do not keep
+// their files open, and that models computed from the mapping do.
+func TestFilesReleased(t *testing.T) {
+	w := randomWeights(t, 16, testmodel.MiniCPM5Small())
+	hf, flm := t.TempDir(), t.TempDir()
+	if err := testmodel.WriteHF(hf, w, testmodel.HFOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := testmodel.WriteFLM(flm, w, testmodel.FLMOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		path string
+		opts LoadOptions
+		open bool
+	}{
+		{hf, LoadOptions{}, false}, {hf, LoadOptions{Quantize: "none"}, true}, {flm, LoadOptions{}, false},
+	} {
+		m := loadT(t, c.path, c.opts)
+		if got := len(m.files) > 0; got != c.open {
+			t.Errorf("%s %+v: files open %v, want %v", filepath.Base(c.path), c.opts, got, c.open)
+		}
+		logitsOf(t, m, testTokens[:2]) // still runs
+	}
+}
+
+// TestGQAEqualsExplicitRepetition: 16 query heads over 2 KV heads (8:1)
+// give bit-identical logits to the same model with every KV head written
+// out 8 times (16 KV heads, plain multi-head attention), loaded unfolded.
+func TestGQAEqualsExplicitRepetition(t *testing.T) {
+	w := randomWeights(t, 17, testmodel.MiniCPM5Small())
+	mha, err := w.ReplicateKV(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	gqaPath, mhaPath := filepath.Join(dir, "gqa.gguf"), filepath.Join(dir, "mha.gguf")
+	if err := testmodel.WriteGGUF(gqaPath, w, testmodel.F32); err != nil {
+		t.Fatal(err)
+	}
+	if err := testmodel.WriteGGUF(mhaPath, mha, testmodel.F32); err != nil {
+		t.Fatal(err)
+	}
+	m := loadT(t, mhaPath, LoadOptions{NoFoldKV: true})
+	if c := m.Config(); c.KVHeads != 16 {
+		t.Fatalf("%d KV heads", c.KVHeads)
+	}
+	want := logitsOf(t, loadT(t, gqaPath, LoadOptions{}), testTokens)
+	got := logitsOf(t, m, testTokens)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Error("GQA 8:1 differs from explicit repetition")
+	}
+	if c := loadT(t, mhaPath, LoadOptions{}).Config(); c.KVHeads != 2 || c.FileKVHeads != 16 {
+		t.Errorf("folding 16 KV heads gave %d of %d", c.KVHeads, c.FileKVHeads)
 	}
 }

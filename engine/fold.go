@@ -32,7 +32,7 @@ func replicated(m *Model, r int) bool {
 	c := &m.cfg
 	for i := range m.layers {
 		w := &m.layers[i]
-		for _, mat := range []*Matrix{&w.wk, &w.wv} {
+		for _, mat := range []*matrix{&w.wk, &w.wv} {
 			if mat.Rows != c.KVHeads*c.HeadDim {
 				return false
 			}
@@ -61,7 +61,7 @@ func replicated(m *Model, r int) bool {
 	return true
 }
 
-func keepHeads(m Matrix, headDim, r int) Matrix {
+func keepHeads(m matrix, headDim, r int) matrix {
 	headBytes := headDim * m.rowBytes
 	heads := m.Rows / headDim
 	data := make([]byte, 0, heads/r*headBytes)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"sync"
 )
 
 // Session is one sequence being computed: its position and KV cache.
@@ -17,8 +18,9 @@ type Session struct {
 	keys, values [][]float32
 
 	// scratch buffers, reused every step
-	x, xb, xb2, q, k, v, att, hb, hb2, logits []float32
-	cos, sin                                  []float32 // RoPE angles of the current position
+	x, xb, xb2, q, k, v, hb, hb2, logits []float32
+	att                                  [][]float32 // attention scores, one buffer per thread
+	cos, sin                             []float32   // RoPE angles of the current position
 }
 
 // NewSession starts an empty sequence that can hold maxContext positions
@@ -42,7 +44,7 @@ func (m *Model) NewSession(maxContext int) *Session {
 		x: make([]float32, c.Hidden), xb: make([]float32, max(c.Hidden, c.Heads*c.HeadDim)),
 		xb2: make([]float32, c.Hidden), q: make([]float32, c.Heads*c.HeadDim),
 		k: make([]float32, kvDim), v: make([]float32, kvDim),
-		att: make([]float32, 0, 256), hb: make([]float32, c.FFN), hb2: make([]float32, c.FFN),
+		hb: make([]float32, c.FFN), hb2: make([]float32, c.FFN),
 		logits: make([]float32, c.VocabSize),
 		cos:    make([]float32, c.RopeDim/2), sin: make([]float32, c.RopeDim/2),
 	}
@@ -84,41 +86,52 @@ func (s *Session) PrefillContext(ctx context.Context, tokens []int) ([]float32, 
 	if s.pos+len(tokens) > s.maxCtx {
 		return nil, fmt.Errorf("prefill %d tokens at position %d: %w (limit %d positions)", len(tokens), s.pos, ErrContextFull, s.maxCtx)
 	}
-	var logits []float32
 	for _, t := range tokens {
+		if t < 0 || t >= s.m.cfg.VocabSize {
+			return nil, fmt.Errorf("prefill: token %d is outside the vocabulary (size %d)", t, s.m.cfg.VocabSize)
+		}
+	}
+	for i, t := range tokens {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("prefill stopped at position %d: %w", s.pos, err)
 		}
-		var err error
-		if logits, err = s.Forward(t); err != nil {
+		// Only the last position's logits are needed.
+		if err := s.step(t, i == len(tokens)-1); err != nil {
 			return nil, err
 		}
 	}
-	return logits, nil
+	return s.logits, nil
 }
 
 // Forward computes token at position Pos() and returns the vocabulary
 // logits; the slice is valid until the next call.
 func (s *Session) Forward(token int) ([]float32, error) {
-	c := &s.m.cfg
-	if token < 0 || token >= c.VocabSize {
-		return nil, fmt.Errorf("token %d is outside the vocabulary (size %d)", token, c.VocabSize)
+	if err := s.step(token, true); err != nil {
+		return nil, err
 	}
-	if s.pos >= s.maxCtx {
-		return nil, fmt.Errorf("position %d: %w (limit %d positions)", s.pos, ErrContextFull, s.maxCtx)
-	}
-	s.forward(token, s.pos)
-	s.pos++
 	return s.logits, nil
 }
 
-// forward is the transformer, in the order of the equations.
-func (s *Session) forward(token, pos int) {
+// step checks token and the context limit, then computes one position.
+func (s *Session) step(token int, logits bool) error {
+	c := &s.m.cfg
+	if token < 0 || token >= c.VocabSize {
+		return fmt.Errorf("token %d is outside the vocabulary (size %d)", token, c.VocabSize)
+	}
+	if s.pos >= s.maxCtx {
+		return fmt.Errorf("position %d: %w (limit %d positions)", s.pos, ErrContextFull, s.maxCtx)
+	}
+	s.forward(token, s.pos, logits)
+	s.pos++
+	return nil
+}
+
+// forward is the transformer, in the order of the equations. Without
+// logits it stops before the output projection (prefill).
+func (s *Session) forward(token, pos int, logits bool) {
 	m := s.m
 	c := &m.cfg
 	hd := c.HeadDim
-	kvDim := c.KVHeads * hd
-	group := c.Heads / c.KVHeads
 	x := s.x
 	th := m.threads
 
@@ -156,29 +169,10 @@ func (s *Session) forward(token, pos int) {
 		// remember this position's key and value
 		s.keys[l] = append(s.keys[l], s.k...)
 		s.values[l] = append(s.values[l], s.v...)
-		keys, values := s.keys[l], s.values[l]
 
 		// grouped-query attention over positions 0..pos
 		out := s.xb[:c.Heads*hd]
-		clear(out)
-		if cap(s.att) < pos+1 {
-			s.att = make([]float32, pos+1, 2*(pos+1))
-		}
-		att := s.att[:pos+1]
-		inv := float32(1 / math.Sqrt(float64(hd)))
-		for h := 0; h < c.Heads; h++ {
-			q := s.q[h*hd : (h+1)*hd]
-			kvh := h / group
-			for t := 0; t <= pos; t++ {
-				k := keys[t*kvDim+kvh*hd : t*kvDim+(kvh+1)*hd]
-				att[t] = dot(q, k) * inv
-			}
-			softmax(att)
-			o := out[h*hd : (h+1)*hd]
-			for t := 0; t <= pos; t++ {
-				axpy(o, att[t], values[t*kvDim+kvh*hd:t*kvDim+(kvh+1)*hd])
-			}
-		}
+		s.attention(out, s.keys[l], s.values[l], pos)
 		matvec(s.xb2, &w.wo, out, th)
 		scale(s.xb2, float32(c.ResidualScale))
 		add(x, s.xb2)
@@ -193,6 +187,10 @@ func (s *Session) forward(token, pos int) {
 		matvec(s.xb2, &w.down, s.hb, th)
 		scale(s.xb2, float32(c.ResidualScale))
 		add(x, s.xb2)
+	}
+
+	if !logits {
+		return
 	}
 
 	// final norm, muP logit scale, output projection
@@ -211,6 +209,60 @@ func rmsnorm(out, x, w []float32, eps float64) {
 	for i, v := range x {
 		out[i] = v * r * w[i]
 	}
+}
+
+// attention sets out (HeadDim values per query head) to the softmax of
+// q·k/√HeadDim over positions 0..pos applied to the cached values; query
+// head h reads KV head h/(Heads/KVHeads). Heads are split across threads
+// when the context is long; each head's arithmetic is the same either way.
+func (s *Session) attention(out, keys, values []float32, pos int) {
+	c := &s.m.cfg
+	hd := c.HeadDim
+	kvDim := c.KVHeads * hd
+	group := c.Heads / c.KVHeads
+	inv := float32(1 / math.Sqrt(float64(hd)))
+	head := func(h int, att []float32) {
+		q := s.q[h*hd : (h+1)*hd]
+		kvh := h / group
+		for t := 0; t <= pos; t++ {
+			att[t] = dot(q, keys[t*kvDim+kvh*hd:t*kvDim+(kvh+1)*hd]) * inv
+		}
+		softmax(att)
+		o := out[h*hd : (h+1)*hd]
+		clear(o)
+		for t := 0; t <= pos; t++ {
+			axpy(o, att[t], values[t*kvDim+kvh*hd:t*kvDim+(kvh+1)*hd])
+		}
+	}
+	n := min(s.m.threads, c.Heads)
+	if (pos+1)*c.Heads*hd < 1<<16 {
+		n = 1
+	}
+	for len(s.att) < n {
+		s.att = append(s.att, nil)
+	}
+	for i := range n {
+		if cap(s.att[i]) < pos+1 {
+			s.att[i] = make([]float32, pos+1, 2*(pos+1))
+		}
+	}
+	if n == 1 {
+		for h := 0; h < c.Heads; h++ {
+			head(h, s.att[0][:pos+1])
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for h := i; h < c.Heads; h += n {
+				head(h, s.att[i][:pos+1])
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // ropeAngles sets cos[i], sin[i] of θ_i = pos·scale·theta^(−2i/d) / factor_i,

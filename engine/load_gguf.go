@@ -16,24 +16,24 @@ type ggufSource struct {
 
 func (s ggufSource) has(name string) bool { _, ok := s.f.Tensor(name); return ok }
 
-func (s ggufSource) matrix(name string, rows, cols int) (Matrix, error) {
+func (s ggufSource) matrix(name string, rows, cols int) (matrix, error) {
 	t, ok := s.f.Tensor(name)
 	if !ok {
-		return Matrix{}, missing(name)
+		return matrix{}, missing(name)
 	}
 	if len(t.Dims) != 2 || t.Dims[0] != uint64(cols) || t.Dims[1] != uint64(rows) {
-		return Matrix{}, fmt.Errorf("tensor %s: shape %s, the config needs [%d %d]", name, shapeString(t.Dims), cols, rows)
+		return matrix{}, fmt.Errorf("tensor %s: shape %s, the config needs [%d %d]", name, shapeString(t.Dims), cols, rows)
 	}
 	if !t.Type.Supported() {
-		return Matrix{}, fmt.Errorf("tensor %s: type %s is not supported (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K)", name, t.Type)
+		return matrix{}, fmt.Errorf("tensor %s: type %s is not supported (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)", name, t.Type)
 	}
 	data, err := s.f.Data(s.data, t)
 	if err != nil {
-		return Matrix{}, err
+		return matrix{}, err
 	}
 	mat, err := newMatrix(t.Type, rows, cols, data)
 	if err != nil {
-		return Matrix{}, fmt.Errorf("tensor %s: %w", name, err)
+		return matrix{}, fmt.Errorf("tensor %s: %w", name, err)
 	}
 	return mat, nil
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -165,6 +166,8 @@ type stSource struct {
 	quantize bool
 	threads  int
 	tie      bool // ignore lm_head (tie_word_embeddings)
+	// views is set when a matrix still points into a file.
+	views bool
 }
 
 func (s *stSource) has(name string) bool {
@@ -202,17 +205,20 @@ func (s *stSource) get(name string, shape ...int) (safetensors.Tensor, quant.Typ
 	return t, typ, nil
 }
 
-func (s *stSource) matrix(name string, rows, cols int) (Matrix, error) {
+func (s *stSource) matrix(name string, rows, cols int) (matrix, error) {
 	t, typ, err := s.get(name, rows, cols)
 	if err != nil {
-		return Matrix{}, err
+		return matrix{}, err
 	}
 	m, err := newMatrix(typ, rows, cols, t.Data)
 	if err != nil {
-		return Matrix{}, fmt.Errorf("tensor %s: %w", name, err)
+		return matrix{}, fmt.Errorf("tensor %s: %w", name, err)
 	}
 	if s.quantize {
 		m = quantizeQ8(m, s.threads)
+	}
+	if m.Type == typ {
+		s.views = true
 	}
 	return m, nil
 }
@@ -301,6 +307,12 @@ func loadHF(dir string, opts LoadOptions) (_ *Model, err error) {
 	if err := m.finish(opts); err != nil {
 		return nil, err
 	}
+	if !src.views {
+		// Everything was quantized into memory: release the files.
+		if err := m.Close(); err != nil {
+			return nil, err
+		}
+	}
 	return m, nil
 }
 
@@ -312,7 +324,7 @@ type q4nxSource struct {
 
 func (s q4nxSource) has(name string) bool { return s.st.has(name) }
 
-func (s q4nxSource) matrix(name string, rows, cols int) (Matrix, error) {
+func (s q4nxSource) matrix(name string, rows, cols int) (matrix, error) {
 	m, err := s.unpack(name, rows, cols)
 	if err != nil && !strings.HasPrefix(err.Error(), "model.q4nx") {
 		err = fmt.Errorf("model.q4nx: %w", err)
@@ -320,24 +332,28 @@ func (s q4nxSource) matrix(name string, rows, cols int) (Matrix, error) {
 	return m, err
 }
 
-func (s q4nxSource) unpack(name string, rows, cols int) (Matrix, error) {
+func (s q4nxSource) unpack(name string, rows, cols int) (matrix, error) {
 	t, ok := s.st.tensors[name]
 	if !ok {
-		return Matrix{}, missing(name)
+		return matrix{}, missing(name)
 	}
 	if !q4nx.IsPacked(t) {
-		return s.st.matrix(name, rows, cols)
+		// A float matrix (the BF16 embedding): copy it out of the file so
+		// that the mapping can be released after loading.
+		mat, err := s.st.matrix(name, rows, cols)
+		mat.Data = bytes.Clone(mat.Data)
+		return mat, err
 	}
 	if rows%q4nx.RowBlock != 0 || cols%q4nx.Group != 0 {
-		return Matrix{}, fmt.Errorf("tensor %s: a %d×%d matrix cannot be Q4NX-packed", name, rows, cols)
+		return matrix{}, fmt.Errorf("tensor %s: a %d×%d matrix cannot be Q4NX-packed", name, rows, cols)
 	}
 	if len(t.Data) != q4nx.PackedBytes(rows, cols) {
-		return Matrix{}, fmt.Errorf("tensor %s: %d packed bytes (shape %s), a %d×%d matrix needs %d: shape mismatch with config.json",
+		return matrix{}, fmt.Errorf("tensor %s: %d packed bytes (shape %s), a %d×%d matrix needs %d: shape mismatch with config.json",
 			name, len(t.Data), shapeString(t.Shape), rows, cols, q4nx.PackedBytes(rows, cols))
 	}
 	data, _, err := q4nx.UnpackThreads(t.Data, rows, cols, s.threads)
 	if err != nil {
-		return Matrix{}, fmt.Errorf("tensor %s: %w", name, err)
+		return matrix{}, fmt.Errorf("tensor %s: %w", name, err)
 	}
 	return newMatrix(quant.Q4_1BF16, rows, cols, data)
 }
@@ -372,6 +388,12 @@ func loadQ4NX(dir string, opts LoadOptions) (_ *Model, err error) {
 		return nil, err
 	}
 	if err := m.finish(opts); err != nil {
+		return nil, err
+	}
+	// Every weight now lives in the heap (unpacked or copied): release the
+	// 2 GB file instead of keeping it resident (on Windows it was read
+	// into memory, not mapped).
+	if err := m.Close(); err != nil {
 		return nil, err
 	}
 	return m, nil

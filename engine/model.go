@@ -12,22 +12,22 @@ import (
 // layer holds one transformer block's weights.
 type layer struct {
 	attnNorm       []float32
-	wq, wk, wv     Matrix
+	wq, wk, wv     matrix
 	bq, bk, bv     []float32 // nil without attention bias
 	qNorm, kNorm   []float32 // nil without QK norm
-	wo             Matrix
+	wo             matrix
 	ffnNorm        []float32
-	gate, up, down Matrix
+	gate, up, down matrix
 }
 
 // Model is a loaded model: its config and weights. It is safe for
 // concurrent use by several sessions. Close it after every session is done.
 type Model struct {
 	cfg     Config
-	embed   Matrix
+	embed   matrix
 	layers  []layer
 	outNorm []float32
-	output  Matrix
+	output  matrix
 	// ropeFactors divides each RoPE frequency (GGUF rope_freqs.weight), or nil.
 	ropeFactors []float32
 	threads     int
@@ -56,9 +56,10 @@ func (m *Model) Close() error {
 	return errors.Join(errs...)
 }
 
-// Load opens a model: a GGUF file, a Hugging Face folder (config.json and
-// model.safetensors or a sharded index), or an FLM folder (config.json and
-// model.q4nx; a path to model.q4nx itself also works).
+// Load opens a model: a GGUF file (or a folder holding exactly one), a
+// Hugging Face folder (config.json and model.safetensors or a sharded
+// index), or an FLM folder (config.json and model.q4nx; a path to
+// model.q4nx itself also works).
 func Load(path string, opts LoadOptions) (*Model, error) {
 	m, err := load(path, opts)
 	if err != nil {
@@ -102,6 +103,11 @@ func load(path string, opts LoadOptions) (*Model, error) {
 		return loadQ4NX(dir, opts)
 	case has("model.safetensors") || has("model.safetensors.index.json"):
 		return loadHF(dir, opts)
+	}
+	if ggufs, _ := filepath.Glob(filepath.Join(dir, "*.gguf")); len(ggufs) == 1 {
+		return loadGGUF(ggufs[0], opts)
+	} else if len(ggufs) > 1 {
+		return nil, fmt.Errorf("%d .gguf files here; name the one to load", len(ggufs))
 	}
 	return nil, errors.New("no model here: want a .gguf file, or a folder with config.json and model.safetensors (Hugging Face) or model.q4nx (FastFlowLM)")
 }

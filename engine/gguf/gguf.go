@@ -226,6 +226,9 @@ func Parse(data []byte) (*File, error) {
 	if f.Version, err = r.u32(); err != nil {
 		return nil, fmt.Errorf("version: %w", err)
 	}
+	if f.Version&0xffff == 0 && f.Version != 0 {
+		return nil, errors.New("big-endian GGUF files are not supported")
+	}
 	if f.Version != 2 && f.Version != 3 {
 		return nil, fmt.Errorf("unsupported GGUF version %d (want 2 or 3)", f.Version)
 	}

@@ -114,6 +114,7 @@ func TestBadFiles(t *testing.T) {
 		{"empty", nil, "wrong magic"},
 		{"wrong magic", append([]byte("GGML"), good[4:]...), "wrong magic"},
 		{"version 1", header(1, 0, 0), "version 1"},
+		{"big-endian", header(3<<24, 0, 0), "big-endian"},
 		{"2^60 tensors", header(3, 1<<60, 0), "more than the file can hold"},
 		{"2^60 metadata", header(3, 0, 1<<60), "more than the file can hold"},
 		{"truncated", good[:len(good)-40], "tensor b"},
@@ -142,13 +143,13 @@ func TestBadFiles(t *testing.T) {
 func TestUnsupportedTypeListed(t *testing.T) {
 	// A tensor of a type the engine cannot compute is listed with Size -1,
 	// and reading it is an error naming the tensor and the type.
-	data := header(3, 1, 0, tensorInfo("w", []uint64{32}, 6, 0), make([]byte, 64))
+	data := header(3, 1, 0, tensorInfo("w", []uint64{256}, 11, 0), make([]byte, 64))
 	f, err := Parse(data)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = f.Data(data, f.Tensors[0])
-	if err == nil || !strings.Contains(err.Error(), "w") || !strings.Contains(err.Error(), "Q5_0") {
+	if err == nil || !strings.Contains(err.Error(), "w") || !strings.Contains(err.Error(), "Q3_K") {
 		t.Errorf("Data error = %v", err)
 	}
 }

@@ -77,6 +77,12 @@ func UnpackThreads(packed []byte, rows, cols, threads int) (out []byte, signed b
 	out = make([]byte, rows*rowBytes)
 	blocks := rows / RowBlock
 	threads = max(1, min(threads, blocks))
+	if threads == 1 {
+		for p := 0; p < blocks; p++ {
+			unpackRowBlock(out, packed, p, chunksPerRow, groups, rowBytes, signed)
+		}
+		return out, signed, nil
+	}
 	var wg sync.WaitGroup
 	for t := 0; t < threads; t++ {
 		wg.Add(1)

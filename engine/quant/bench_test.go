@@ -19,5 +19,12 @@ func BenchmarkDot(b *testing.B) {
 				Dot(typ, row, x)
 			}
 		})
+		sums := make([]float32, 2048/32)
+		BlockSums(x, sums)
+		b.Run(typ.String()+"/sums", func(b *testing.B) {
+			for b.Loop() {
+				DotSums(typ, row, x, sums)
+			}
+		})
 	}
 }

@@ -4,6 +4,8 @@
 // reference dequantization, and fused dequantize-and-dot kernels that the
 // engine's matrix-vector products use.
 //
+// Q5_0, Q5_1 and Q5_K are supported too (common in downloaded GGUFs).
+//
 // The block layouts are exactly ggml's (ggml-common.h, ggml-quants.c):
 // a row of n values is n/BlockSize blocks of BlockBytes each, stored
 // back to back, little-endian. Activations stay float32: a dot product is
@@ -28,8 +30,11 @@ const (
 	F16  Type = 1
 	Q4_0 Type = 2
 	Q4_1 Type = 3
+	Q5_0 Type = 6
+	Q5_1 Type = 7
 	Q8_0 Type = 8
 	Q4_K Type = 12
+	Q5_K Type = 13
 	Q6_K Type = 14
 	BF16 Type = 30
 	// Q4_1BF16 is Q4_1 with bfloat16 instead of float16 scale and min:
@@ -60,8 +65,14 @@ func (t Type) info() (info, bool) {
 		return info{"Q4_0", 32, 18}, true
 	case Q4_1:
 		return info{"Q4_1", 32, 20}, true
+	case Q5_0:
+		return info{"Q5_0", 32, 22}, true
+	case Q5_1:
+		return info{"Q5_1", 32, 24}, true
 	case Q4_K:
 		return info{"Q4_K", 256, 144}, true
+	case Q5_K:
+		return info{"Q5_K", 256, 176}, true
 	case Q6_K:
 		return info{"Q6_K", 256, 210}, true
 	case Q4_1BF16:
@@ -87,7 +98,7 @@ func (t Type) String() string {
 // ggmlNames names the ggml types the engine does not compute with, so that
 // errors about them read well.
 var ggmlNames = map[Type]string{
-	6: "Q5_0", 7: "Q5_1", 9: "Q8_1", 10: "Q2_K", 11: "Q3_K", 13: "Q5_K", 15: "Q8_K",
+	9: "Q8_1", 10: "Q2_K", 11: "Q3_K", 15: "Q8_K",
 	16: "IQ2_XXS", 17: "IQ2_XS", 18: "IQ3_XXS", 19: "IQ1_S", 20: "IQ4_NL", 21: "IQ3_S",
 	22: "IQ2_S", 23: "IQ4_XS", 24: "I8", 25: "I16", 26: "I32", 27: "I64", 28: "F64",
 	29: "IQ1_M", 34: "TQ1_0", 35: "TQ2_0", 39: "MXFP4",
@@ -242,9 +253,18 @@ func Dequantize(t Type, row []byte, dst []float32) {
 				dst[b*32+j+16] = float32(blk[4+j]>>4)*d + m
 			}
 		}
+	case Q5_0, Q5_1:
+		bb := t.BlockBytes()
+		for b := 0; b < len(dst)/32; b++ {
+			dequantQ5(t, row[b*bb:(b+1)*bb], dst[b*32:b*32+32])
+		}
 	case Q4_K:
 		for b := 0; b < len(dst)/256; b++ {
 			dequantQ4K(row[b*144:b*144+144], dst[b*256:b*256+256])
+		}
+	case Q5_K:
+		for b := 0; b < len(dst)/256; b++ {
+			dequantQ5K(row[b*176:b*176+176], dst[b*256:b*256+256])
 		}
 	case Q6_K:
 		for b := 0; b < len(dst)/256; b++ {
@@ -292,6 +312,63 @@ func dequantQ4K(blk []byte, y []float32) {
 		}
 		q = q[32:]
 		is += 2
+	}
+}
+
+// dequantQ5 is ggml's dequantize_row_q5_0 / q5_1 for one block: f16 d
+// (and f16 m for Q5_1), 4 bytes holding the 32 fifth bits, 16 bytes of
+// nibbles. Q5_0 is (q−16)·d, Q5_1 is q·d + m.
+func dequantQ5(t Type, blk []byte, y []float32) {
+	d := F16ToF32(le16(blk))
+	var m float32
+	off, bias := 2, 16
+	if t == Q5_1 {
+		m = F16ToF32(le16(blk[2:]))
+		off, bias = 4, 0
+	}
+	qh := binary.LittleEndian.Uint32(blk[off:])
+	qs := blk[off+4 : off+20]
+	for j := 0; j < 16; j++ {
+		h0 := byte(qh>>j<<4) & 0x10
+		h1 := byte(qh>>(j+12)) & 0x10
+		y[j] = float32(int(qs[j]&0x0f|h0)-bias)*d + m
+		y[j+16] = float32(int(qs[j]>>4|h1)-bias)*d + m
+	}
+}
+
+// dequantQ5K is ggml's dequantize_row_q5_K for one 176-byte block: f16 d,
+// f16 dmin, 12 bytes of 6-bit scales and mins, qh[32] fifth bits, qs[128].
+func dequantQ5K(blk []byte, y []float32) {
+	d := F16ToF32(le16(blk))
+	dmin := F16ToF32(le16(blk[2:]))
+	scales := blk[4:16]
+	qh := blk[16:48]
+	ql := blk[48:176]
+	is := 0
+	u1, u2 := byte(1), byte(2)
+	for j := 0; j < 256; j += 64 {
+		sc, m := scaleMinK4(is, scales)
+		d1, m1 := d*float32(sc), dmin*float32(m)
+		sc, m = scaleMinK4(is+1, scales)
+		d2, m2 := d*float32(sc), dmin*float32(m)
+		for l := 0; l < 32; l++ {
+			h := float32(0)
+			if qh[l]&u1 != 0 {
+				h = 16
+			}
+			y[j+l] = d1*(float32(ql[l]&0x0f)+h) - m1
+		}
+		for l := 0; l < 32; l++ {
+			h := float32(0)
+			if qh[l]&u2 != 0 {
+				h = 16
+			}
+			y[j+32+l] = d2*(float32(ql[l]>>4)+h) - m2
+		}
+		ql = ql[32:]
+		is += 2
+		u1 <<= 2
+		u2 <<= 2
 	}
 }
 

@@ -77,12 +77,31 @@ func TestDequantizeHandBlocks(t *testing.T) {
 	q4k[16+0] = 0x4b       // value 0: nibble 11; value 32: nibble 4
 	q4k[16+64] = 0x02      // value 128: nibble 2
 	q6k := make([]byte, 210)
-	q6k[0] = 0x21                         // ql[0]
-	q6k[128] = 0x06                       // qh[0]
-	q6k[192+0] = 2                        // scales[0]
-	q6k[192+2] = 0xfd                     // scales[2] = -3
-	q6k[192+4] = 1                        // scales[4]
-	put16(q6k[208:], 0x3800)              // d = 0.5
+	q6k[0] = 0x21            // ql[0]
+	q6k[128] = 0x06          // qh[0]
+	q6k[192+0] = 2           // scales[0]
+	q6k[192+2] = 0xfd        // scales[2] = -3
+	q6k[192+4] = 1           // scales[4]
+	put16(q6k[208:], 0x3800) // d = 0.5
+	q50 := make([]byte, 22)
+	put16(q50, 0x4000) // d = 2
+	q50[2] = 0x01      // qh bit 0: value 0 gets its fifth bit
+	q50[4] = 0x01      // qh bit 16: value 16 gets its fifth bit
+	q50[6+0] = 0x3f    // value 0: 15|16 = 31 → 15·2; value 16: 3|16 = 19 → 3·2
+	q50[6+1] = 0x01    // value 1: 1 → −15·2; value 17: 0 → −16·2
+	q51 := make([]byte, 24)
+	put16(q51, 0x3800)     // d = 0.5
+	put16(q51[2:], 0xbc00) // m = −1
+	q51[4+3] = 0x80        // qh bit 31: value 31 gets its fifth bit
+	q51[8+15] = 0x20       // value 15: 0; value 31: 2|16 = 18 → 9 − 1
+	q5k := make([]byte, 176)
+	put16(q5k, 0x3c00)                    // d = 1
+	put16(q5k[2:], 0x3800)                // dmin = 0.5
+	q5k[4+0] = 3                          // sc0 = 3
+	q5k[4+4] = 2                          // m0 = 2
+	q5k[4+1] = 5                          // sc1 = 5, m1 = 0
+	q5k[16+0] = 0x01 | 0x02 | 0x04        // qh[0]: fifth bit for values 0, 32, 64
+	q5k[48+0] = 0x21                      // value 0: 1+16 = 17 → 3·17 − 1 = 50; value 32: 2+16 → 5·18 = 90
 	f16 := []byte{0x00, 0x3c, 0x00, 0xc0} // 1, -2
 	bf16 := []byte{0x80, 0x3f, 0x00, 0xc0}
 	f32 := make([]byte, 8)
@@ -102,6 +121,9 @@ func TestDequantizeHandBlocks(t *testing.T) {
 		{"Q4_0", Q4_0, 32, q40, []probe{{0, 14}, {16, 2}, {1, -16}, {17, -16}}},
 		{"Q4_1", Q4_1, 32, q41, []probe{{0, 1.5}, {16, -0.25}, {1, -1}}},
 		{"Q4_1BF16", Q4_1BF16, 32, q41b, []probe{{0, 1.5}, {16, -0.25}, {1, -1}}},
+		{"Q5_0", Q5_0, 32, q50, []probe{{0, 30}, {16, 6}, {1, -30}, {17, -32}}},
+		{"Q5_1", Q5_1, 32, q51, []probe{{31, 8}, {15, -1}, {0, -1}}},
+		{"Q5_K", Q5_K, 256, q5k, []probe{{0, 50}, {32, 90}, {1, -1}, {64, 0}}},
 		{"Q4_K", Q4_K, 256, q4k, []probe{{0, 32}, {32, 0}, {1, -1}, {128, 38.5}, {129, -3.5}}},
 		{"Q6_K", Q6_K, 256, q6k, []probe{{0, 1}, {32, 24}, {64, -15}, {1, -32}}},
 	}
@@ -158,6 +180,20 @@ func randomRow(r *rand.Rand, t Type, n int) []byte {
 			put16(row[b*20:], F32ToBF16(float32(r.Float64()*0.1)))
 			put16(row[b*20+2:], F32ToBF16(float32(r.Float64()*0.1-0.05)))
 		}
+	case Q5_0:
+		for b := 0; b < nb/22; b++ {
+			put16(row[b*22:], scale())
+		}
+	case Q5_1:
+		for b := 0; b < nb/24; b++ {
+			put16(row[b*24:], scale())
+			put16(row[b*24+2:], scale())
+		}
+	case Q5_K:
+		for b := 0; b < nb/176; b++ {
+			put16(row[b*176:], scale())
+			put16(row[b*176+2:], scale())
+		}
 	case Q4_K:
 		for b := 0; b < nb/144; b++ {
 			put16(row[b*144:], scale())
@@ -175,7 +211,7 @@ func randomRow(r *rand.Rand, t Type, n int) []byte {
 // dequantize-then-dot, in float64.
 func TestDotMatchesDequantize(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	for _, typ := range []Type{F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_1BF16, Q4_K, Q6_K} {
+	for _, typ := range []Type{F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_1BF16, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K} {
 		for _, n := range []int{256, 512, 2048} {
 			row := randomRow(r, typ, n)
 			x := make([]float32, n)
@@ -189,9 +225,12 @@ func TestDotMatchesDequantize(t *testing.T) {
 				want += float64(w[i]) * float64(x[i])
 				mag += math.Abs(float64(w[i]) * float64(x[i]))
 			}
-			got := Dot(typ, row, x)
-			if d := math.Abs(float64(got) - want); d > 1e-5*mag+1e-6 {
-				t.Errorf("%s n=%d: Dot = %v, reference %v (|Δ| %g, Σ|wx| %g)", typ, n, got, want, d, mag)
+			sums := make([]float32, n/32)
+			BlockSums(x, sums)
+			for name, got := range map[string]float32{"Dot": Dot(typ, row, x), "DotSums": DotSums(typ, row, x, sums)} {
+				if d := math.Abs(float64(got) - want); d > 1e-5*mag+1e-6 {
+					t.Errorf("%s n=%d: %s = %v, reference %v (|Δ| %g, Σ|wx| %g)", typ, n, name, got, want, d, mag)
+				}
 			}
 		}
 	}
@@ -237,7 +276,7 @@ func TestRowBytesErrors(t *testing.T) {
 	if _, err := Q4_K.RowBytes(100); err == nil {
 		t.Error("Q4_K row of 100 accepted")
 	}
-	if _, err := Type(6).RowBytes(32); err == nil || Type(6).String() != "Q5_0" {
-		t.Errorf("Q5_0: err %v name %s", err, Type(6))
+	if _, err := Type(11).RowBytes(256); err == nil || Type(11).String() != "Q3_K" {
+		t.Errorf("Q3_K: err %v name %s", err, Type(11))
 	}
 }

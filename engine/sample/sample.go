@@ -68,8 +68,10 @@ func New(p Params) *Sampler {
 	return &Sampler{p: p, rng: rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15)), seen: map[int]int{}}
 }
 
-// Sample returns the next token. history is every token so far (prompt and
-// generated), used by the penalties. logits is not modified.
+// Sample returns the next token. history is the tokens the penalties look
+// at: llama.cpp passes the whole sequence (prompt and generated), OpenAI's
+// frequency and presence penalties count only generated tokens, so an
+// OpenAI-style caller passes just those. logits is not modified.
 func (s *Sampler) Sample(logits []float32, history []int) int {
 	p := s.p
 	cands := s.work[:0]
