@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/npuchat/npuchat/config"
+	"github.com/npuchat/npuchat/engine"
 	"github.com/npuchat/npuchat/models"
 	"github.com/npuchat/npuchat/models/catalog"
 	"github.com/npuchat/npuchat/npu/check"
@@ -125,6 +126,7 @@ func (a *app) newBackend(model, kind string) (backend.Backend, error) {
 		if inst.Format == "flm-q4nx" {
 			// Compute the original model, not the port's changes.
 			opts.SkipQKNorm = inst.Model.Port.InjectedQKNorm
+			opts.RopeLayout = engine.RopeLayout(inst.Model.Port.RopeLayout)
 			opts.Quantization = "Q4_1"
 		}
 		return cpu.New(opts), nil

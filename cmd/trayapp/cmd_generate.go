@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/npuchat/npuchat/engine/tokenizer"
 	"io"
 	"math"
 	"os"
@@ -19,20 +20,53 @@ import (
 	"github.com/npuchat/npuchat/engine/sample"
 )
 
-// textCodec turns text into token ids and back. The in-process tokenizer
-// plugs in here: make newTextCodec return it.
-type textCodec interface {
-	Encode(text string) ([]int, error)
-	Decode(ids []int) (string, error)
+// textCodec turns text into token ids and back with the model's own
+// tokenizer, and knows the tokenizer's end-of-sequence ids.
+type textCodec struct {
+	tok *tokenizer.Tokenizer
+	cfg tokenizer.Config
 }
 
-// errNoTokenizer is what --prompt reports until a tokenizer is wired in.
-var errNoTokenizer = errors.New("--prompt needs the tokenizer, which is not in this build yet; pass token ids with --prompt-tokens")
+// Encode tokenizes a raw prompt (special tokens recognised, as in a chat
+// template's output), with BOS in front when the model wants it.
+func (c *textCodec) Encode(text string) ([]int, error) {
+	ids := c.tok.Encode(text)
+	if c.cfg.AddBOS && c.cfg.BOS >= 0 && (len(ids) == 0 || ids[0] != c.cfg.BOS) {
+		ids = append([]int{c.cfg.BOS}, ids...)
+	}
+	return ids, nil
+}
+
+// Decode turns ids into text.
+func (c *textCodec) Decode(ids []int) (string, error) { return c.tok.Decode(ids) }
 
 // newTextCodec returns the tokenizer for the model at path (its
 // tokenizer.json for a folder, its tokenizer.ggml.* metadata for a GGUF).
-func newTextCodec(path string, m *engine.Model) (textCodec, error) {
-	return nil, errNoTokenizer
+func newTextCodec(path string, m *engine.Model) (*textCodec, error) {
+	if md := m.GGUFMetadata(); md != nil {
+		tok, err := tokenizer.FromGGUF(md)
+		if err != nil {
+			return nil, fmt.Errorf("%s: tokenizer: %w", path, err)
+		}
+		cfg, err := tokenizer.ConfigFromGGUF(md)
+		if err != nil {
+			return nil, fmt.Errorf("%s: special tokens: %w", path, err)
+		}
+		return &textCodec{tok, cfg}, nil
+	}
+	dir := path
+	if fi, err := os.Stat(path); err == nil && !fi.IsDir() {
+		dir = filepath.Dir(path)
+	}
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		return nil, fmt.Errorf("--prompt needs the model's tokenizer: %w", err)
+	}
+	cfg, err := tokenizer.LoadConfig(dir, tok)
+	if err != nil {
+		cfg = tokenizer.Config{BOS: -1}
+	}
+	return &textCodec{tok, cfg}, nil
 }
 
 // generateResult is the --json output.
@@ -133,7 +167,11 @@ func runGenerate(ctx context.Context, env *Env, args []string) int {
 	}
 	params := sample.Params{Temperature: *temperature, TopK: *topK, TopP: *topP, MinP: *minP,
 		RepeatPenalty: *repeat, Seed: *seed, HasSeed: *seed >= 0, RepeatLastN: 64}
-	res, err := generate(ctx, m, ids, *maxTokens, *ctxLen, params, logitsOut)
+	var eos []int
+	if codecErr == nil {
+		eos = codec.cfg.EOS
+	}
+	res, err := generate(ctx, m, ids, *maxTokens, *ctxLen, params, eos, logitsOut)
 	if err != nil {
 		return fail(err)
 	}
@@ -168,13 +206,15 @@ func runGenerate(ctx context.Context, env *Env, args []string) int {
 }
 
 // generate prefills the prompt and samples up to maxTokens tokens,
-// stopping at an EOS id (which is not included in the result). With
-// logitsOut set, each step's logits are written as float32 little-endian.
-func generate(ctx context.Context, m *engine.Model, prompt []int, maxTokens, ctxLen int, p sample.Params, logitsOut io.Writer) (*generateResult, error) {
+// stopping at an EOS id of the model or of extraEOS (the tokenizer's),
+// which is not included in the result. With logitsOut set, each step's
+// logits are written as float32 little-endian.
+func generate(ctx context.Context, m *engine.Model, prompt []int, maxTokens, ctxLen int, p sample.Params, extraEOS []int, logitsOut io.Writer) (*generateResult, error) {
 	if len(prompt) == 0 {
 		return nil, errors.New("the prompt is empty")
 	}
 	cfg := m.Config()
+	cfg.EOS = append(append([]int(nil), cfg.EOS...), extraEOS...)
 	s := m.NewSession(ctxLen)
 	res := &generateResult{StopReason: "length"}
 	start := time.Now()

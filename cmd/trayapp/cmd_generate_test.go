@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -86,14 +87,35 @@ func TestGenerateErrors(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args, code, errs, c.code, c.want)
 		}
 	}
-	// --prompt needs the tokenizer for now.
+}
+
+// TestGeneratePrompt: --prompt tokenizes with the model's own tokenizer,
+// from GGUF metadata or from the folder's tokenizer.json, and the same
+// weights in both formats give the same answer.
+func TestGeneratePrompt(t *testing.T) {
+	dir := t.TempDir()
 	w, _ := testmodel.Random(1, testmodel.Qwen3Small())
-	model := filepath.Join(dir, "q.gguf")
-	if err := testmodel.WriteGGUF(model, w, testmodel.F32); err != nil {
+	gguf, hf := filepath.Join(dir, "q.gguf"), filepath.Join(dir, "hf")
+	if err := testmodel.WriteGGUF(gguf, w, testmodel.F32); err != nil {
 		t.Fatal(err)
 	}
-	code, _, errs := runCmd(t, "generate", "--model", model, "--prompt", "hello")
-	if code != 1 || !strings.Contains(errs, "needs the tokenizer") {
-		t.Errorf("--prompt: exit %d, %q", code, errs)
+	if err := testmodel.WriteHF(hf, w, testmodel.HFOptions{DType: testmodel.F32}); err != nil {
+		t.Fatal(err)
+	}
+	var outs [2]struct {
+		Tokens []int
+		Text   string
+	}
+	for i, model := range []string{gguf, hf} {
+		code, out, errs := runCmd(t, "generate", "--model", model, "--quantize", "none", "--prompt", "hello world, the cat", "--max-tokens", "6", "--json")
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", model, code, errs)
+		}
+		if err := json.Unmarshal([]byte(out), &outs[i]); err != nil || len(outs[i].Tokens) == 0 || outs[i].Text == "" {
+			t.Fatalf("%s: %s", model, out)
+		}
+	}
+	if fmt.Sprint(outs[0]) != fmt.Sprint(outs[1]) {
+		t.Fatalf("gguf %+v, hf %+v", outs[0], outs[1])
 	}
 }

@@ -39,7 +39,8 @@ func newNPURig(t *testing.T) *npuRig {
 		t.Fatal(err)
 	}
 	src := filepath.Join(t.TempDir(), "src")
-	if err := testmodel.WriteFLM(src, w, testmodel.FLMOptions{ReplicateKV: 4, InjectUnitQKNorm: true}); err != nil {
+	// As the real port: KV heads ×4, unit q/k norms, llama.cpp's Q/K rows.
+	if err := testmodel.WriteFLM(src, w, testmodel.FLMOptions{ReplicateKV: 4, InjectUnitQKNorm: true, LlamaRows: true}); err != nil {
 		t.Fatal(err)
 	}
 	var files []hubtest.File

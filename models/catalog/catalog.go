@@ -87,6 +87,11 @@ type Port struct {
 	// original model does not have; the engine must skip them to compute
 	// the original model.
 	InjectedQKNorm bool `json:"injected_qk_norm"`
+	// RopeLayout is the RoPE pairing the port's weights need on the CPU:
+	// "normal" (interleaved) because the port ran FastFlowLM's qwen3
+	// converter on a llama-architecture GGUF, which keeps llama.cpp's
+	// permuted Q/K rows (docs/q4nx.md); "" lets the engine choose.
+	RopeLayout string `json:"rope_layout,omitempty"`
 }
 
 // FLMName is the folder name FastFlowLM uses for the model, under both
@@ -139,6 +144,11 @@ func (m *Model) check() error {
 	}
 	if m.Source.Repo == "" || m.Source.Revision == "" || len(m.Source.Files) == 0 {
 		return fmt.Errorf("source needs repo, revision and files")
+	}
+	switch m.Port.RopeLayout {
+	case "", "neox", "normal":
+	default:
+		return fmt.Errorf("port.rope_layout %q is not neox or normal", m.Port.RopeLayout)
 	}
 	var e struct {
 		Name       string                  `json:"name"`
