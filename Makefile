@@ -5,7 +5,7 @@ BIN     := bin/npuchat
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: setup build run test test-go test-node vet fuzz clean
+.PHONY: setup build run test test-go vet fuzz clean
 
 setup:
 	@./scripts/setup
@@ -17,23 +17,18 @@ run: setup build
 	./$(BIN)
 
 # Modules of their own: third-party client tests and the llama.cpp oracle.
-SUBMODULES := tests/clients
+SUBMODULES := tests/clients tools/llamaref
 
 vet:
 	$(GO) vet ./...
 	@for m in $(SUBMODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 
-test: setup vet test-go test-node
+test: setup vet test-go
 
 test-go:
 	$(GO) test -count=1 -timeout 30m ./...
 	@for m in $(SUBMODULES); do echo "== go test in $$m"; (cd $$m && $(GO) test -count=1 -timeout 10m ./...) || exit 1; done
-
-# Tests written for Node (third-party JavaScript clients and oracles).
-test-node: build
-	@for d in $$(find . -name package.json -path '*/testnode/*' -not -path '*/node_modules/*' -exec dirname {} \;); do \
-		echo "== node tests in $$d"; (cd $$d && node --test) || exit 1; done
 
 # Short fuzzing of the request and file parsers (the corpus runs in test-go).
 fuzz:

@@ -81,6 +81,22 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// checkNPU answers GET /api/check with the NPU check's report.
+func (s *Server) checkNPU(w http.ResponseWriter, r *http.Request) {
+	if s.opts.CheckNPU == nil {
+		writeError(w, r, http.StatusNotFound, "not_found", "the NPU check is not available in this server")
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
+	defer cancel()
+	rep, err := s.opts.CheckNPU(ctx)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
+}
+
 //go:embed static
 var static embed.FS
 

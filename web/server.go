@@ -32,7 +32,10 @@ type Options struct {
 	MaxBodyBytes int64
 	// Version is reported by /api/version.
 	Version string
-	Logger  *slog.Logger
+	// CheckNPU runs the NPU check for GET /api/check (the report the
+	// tray's "Check NPU" and the page's check view show); nil: 404.
+	CheckNPU func(ctx context.Context) (any, error)
+	Logger   *slog.Logger
 }
 
 // Server is NPU Chat's HTTP server.
@@ -83,6 +86,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/model/start", s.modelStart)
 	mux.HandleFunc("POST /api/model/stop", s.modelStop)
 	mux.HandleFunc("GET /api/events", s.events)
+	mux.HandleFunc("GET /api/check", s.checkNPU)
 	// The chat page.
 	mux.HandleFunc("GET /{$}", s.page)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

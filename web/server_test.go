@@ -623,3 +623,19 @@ func TestLoad(t *testing.T) {
 		t.Fatalf("status after load %+v", st)
 	}
 }
+
+func TestCheckRoute(t *testing.T) {
+	ts := startServer(t, fake.Options{}, Options{}, service.Options{})
+	if resp, _ := do(t, "GET", ts.URL+"/api/check", ""); resp.StatusCode != 404 {
+		t.Fatalf("without a checker: %d", resp.StatusCode)
+	}
+	calls := 0
+	ts = startServer(t, fake.Options{}, Options{CheckNPU: func(ctx context.Context) (any, error) {
+		calls++
+		return map[string]any{"ready": false, "summary": "No usable NPU"}, nil
+	}}, service.Options{})
+	resp, out := do(t, "GET", ts.URL+"/api/check", "")
+	if resp.StatusCode != 200 || !strings.Contains(out, `"summary":"No usable NPU"`) || calls != 1 {
+		t.Fatalf("%d %s (calls %d)", resp.StatusCode, out, calls)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/npuchat/npuchat/config"
@@ -152,11 +153,7 @@ func (a *app) newNPUBackend(model string) (backend.Backend, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	exe, _ := os.Executable()
-	rep, err := check.Run(ctx, check.Options{
-		Root: a.npuSysroot, Getenv: a.getenv, ModelBytes: flmSize(m),
-		XRT: xrt.ChildProber{Command: []string{exe, "check", "--xrt-probe-child"}},
-	})
+	rep, err := a.checkNPU(ctx, flmSize(m))
 	if err != nil {
 		return nil, fmt.Errorf("NPU check: %w", err)
 	}
@@ -273,3 +270,14 @@ func (a *app) addRemoteModels(ctx context.Context) {
 
 // close releases what the app holds open.
 func (a *app) close() { a.flmLog.Close() }
+
+// checkNPU runs the NPU check as `npuchat check` does, for a model of
+// modelBytes (0: FastFlowLM's minimum), with XRT probed in a child.
+func (a *app) checkNPU(ctx context.Context, modelBytes int64) (*check.Report, error) {
+	opts := check.Options{Root: a.npuSysroot, Getenv: a.getenv, ModelBytes: modelBytes}
+	// The probe child is this executable; a test binary is not npuchat.
+	if exe, err := os.Executable(); err == nil && !testing.Testing() {
+		opts.XRT = xrt.ChildProber{Command: []string{exe, "check", "--xrt-probe-child"}}
+	}
+	return check.Run(ctx, opts)
+}

@@ -86,6 +86,14 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 	}
 	srv, err := web.NewServer(a.mgr, web.Options{
 		Addr: cfg.Addr, APIKey: cfg.APIKey, Origins: cfg.Origins, Version: version, Logger: log,
+		CheckNPU: func(ctx context.Context) (any, error) {
+			m, err := a.cat.Lookup(cfg.Model)
+			size := int64(0)
+			if err == nil {
+				size = flmSize(m)
+			}
+			return a.checkNPU(ctx, size)
+		},
 	})
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "npuchat serve:", err)

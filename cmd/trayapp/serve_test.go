@@ -81,6 +81,15 @@ func TestServeWithNoModelInstalledSaysWhy(t *testing.T) {
 		t.Fatalf("page: %v %v", resp, err)
 	}
 	resp.Body.Close()
+	var rep struct {
+		Ready   *bool  `json:"ready"`
+		Summary string `json:"summary"`
+		Checks  []struct{ ID, Status string }
+	}
+	getJSON(t, url+"/api/check", &rep) // this machine has no NPU
+	if rep.Ready == nil || *rep.Ready || rep.Summary == "" || len(rep.Checks) == 0 {
+		t.Fatalf("check report %+v", rep)
+	}
 	resp, err = http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"minicpm5:2b","messages":[{"role":"user","content":"hi"}]}`))
 	if err != nil {
 		t.Fatal(err)
