@@ -93,7 +93,7 @@ func Load(getenv Env, goos string) (*Config, error) {
 	}
 	c.SettingsPath = getenv("NPUCHAT_CONFIG")
 	if c.SettingsPath == "" {
-		c.SettingsPath = joinOS(goos, configDir(getenv, goos, home), "npuchat", "settings.json")
+		c.SettingsPath = JoinOS(goos, configDir(getenv, goos, home), "npuchat", "settings.json")
 	}
 	if err := c.readSettings(); err != nil {
 		return nil, err
@@ -102,8 +102,8 @@ func Load(getenv Env, goos string) (*Config, error) {
 	if c.DataDir == "" {
 		c.DataDir = dataDir(getenv, goos, home)
 	}
-	c.LogDir = joinOS(goos, c.DataDir, "logs")
-	c.ModelsDir = joinOS(goos, c.DataDir, "models")
+	c.LogDir = JoinOS(goos, c.DataDir, "logs")
+	c.ModelsDir = JoinOS(goos, c.DataDir, "models")
 
 	override := func(dst *string, key string) {
 		if v := strings.TrimSpace(getenv(key)); v != "" {
@@ -252,14 +252,14 @@ func configDir(getenv Env, goos, home string) string {
 		if v := getenv("APPDATA"); v != "" {
 			return v
 		}
-		return joinOS(goos, home, "AppData", "Roaming")
+		return JoinOS(goos, home, "AppData", "Roaming")
 	case "darwin":
-		return joinOS(goos, home, "Library", "Application Support")
+		return JoinOS(goos, home, "Library", "Application Support")
 	default:
 		if v := getenv("XDG_CONFIG_HOME"); v != "" {
 			return v
 		}
-		return joinOS(goos, home, ".config")
+		return JoinOS(goos, home, ".config")
 	}
 }
 
@@ -267,16 +267,16 @@ func dataDir(getenv Env, goos, home string) string {
 	switch goos {
 	case "windows":
 		if v := getenv("LOCALAPPDATA"); v != "" {
-			return joinOS(goos, v, "npuchat")
+			return JoinOS(goos, v, "npuchat")
 		}
-		return joinOS(goos, home, "AppData", "Local", "npuchat")
+		return JoinOS(goos, home, "AppData", "Local", "npuchat")
 	case "darwin":
-		return joinOS(goos, home, "Library", "Application Support", "npuchat")
+		return JoinOS(goos, home, "Library", "Application Support", "npuchat")
 	default:
 		if v := getenv("XDG_DATA_HOME"); v != "" {
-			return joinOS(goos, v, "npuchat")
+			return JoinOS(goos, v, "npuchat")
 		}
-		return joinOS(goos, home, ".local", "share", "npuchat")
+		return JoinOS(goos, home, ".local", "share", "npuchat")
 	}
 }
 
@@ -294,11 +294,11 @@ func hfToken(getenv Env, goos, home string) string {
 		if hfHome == "" {
 			xdg := getenv("XDG_CACHE_HOME")
 			if xdg == "" {
-				xdg = joinOS(goos, home, ".cache")
+				xdg = JoinOS(goos, home, ".cache")
 			}
-			hfHome = joinOS(goos, xdg, "huggingface")
+			hfHome = JoinOS(goos, xdg, "huggingface")
 		}
-		path = joinOS(goos, hfHome, "token")
+		path = JoinOS(goos, hfHome, "token")
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -307,9 +307,10 @@ func hfToken(getenv Env, goos, home string) string {
 	return strings.TrimSpace(string(b))
 }
 
-// joinOS joins path elements with the separator of goos, so that Windows
-// paths can be computed (and tested) on Linux.
-func joinOS(goos string, elem ...string) string {
+// JoinOS joins path elements with the separator of goos, so that Windows
+// paths can be computed (and tested) on Linux. A Windows drive root such
+// as `C:\` keeps its backslash.
+func JoinOS(goos string, elem ...string) string {
 	if goos != "windows" {
 		return filepath.Join(elem...)
 	}
@@ -318,14 +319,14 @@ func joinOS(goos string, elem ...string) string {
 		e = strings.ReplaceAll(e, "/", `\`)
 		if i > 0 {
 			e = strings.Trim(e, `\`)
-		} else {
+		} else if len(e) > 3 || !strings.HasSuffix(e, `:\`) {
 			e = strings.TrimRight(e, `\`)
 		}
 		if e != "" {
 			parts = append(parts, e)
 		}
 	}
-	return strings.Join(parts, `\`)
+	return strings.ReplaceAll(strings.Join(parts, `\`), `:\\`, `:\`)
 }
 
 // Default returns the configuration of this process: the real environment

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"github.com/npuchat/npuchat/config"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -264,8 +265,8 @@ func (f fakeFS) probe(goos string, env map[string]string) Probe {
 				sep = ";"
 			}
 			for _, dir := range strings.Split(env["PATH"], sep) {
-				if dir != "" && f.files[joinOS(goos, dir, name)] {
-					return joinOS(goos, dir, name), nil
+				if dir != "" && f.files[config.JoinOS(goos, dir, name)] {
+					return config.JoinOS(goos, dir, name), nil
 				}
 			}
 			return "", errors.New("not found")
@@ -444,8 +445,8 @@ func TestWindowsPaths(t *testing.T) {
 		{[]string{`C:\Users\Ana`, "a/b"}, `C:\Users\Ana\a\b`},
 		{[]string{`\\server\share`, "flm"}, `\\server\share\flm`},
 	} {
-		if got := joinOS("windows", tc.in...); got != tc.want {
-			t.Errorf("joinOS(%q) = %s, want %s", tc.in, got, tc.want)
+		if got := config.JoinOS("windows", tc.in...); got != tc.want {
+			t.Errorf("config.JoinOS(%q) = %s, want %s", tc.in, got, tc.want)
 		}
 	}
 	for in, want := range map[string]string{`C:\Program Files\flm\flm.exe`: `C:\Program Files\flm`, `C:\flm.exe`: `C:\`, `D:\x\`: `D:\`} {

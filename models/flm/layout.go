@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/npuchat/npuchat/config"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -84,7 +85,7 @@ func (l *Layout) ServeEnv() []string {
 	}
 }
 
-func (l *Layout) join(elem ...string) string { return joinOS(l.goos, elem...) }
+func (l *Layout) join(elem ...string) string { return config.JoinOS(l.goos, elem...) }
 
 // Probe is what Discover looks at; every field can be faked in tests.
 type Probe struct {
@@ -360,28 +361,6 @@ func stripXclbins(p string) string {
 		return strings.TrimRight(t[:len(t)-len(base)], `/\`)
 	}
 	return p
-}
-
-// joinOS joins path elements with goos's separator, so that Windows
-// paths can be computed and tested on Linux.
-func joinOS(goos string, elem ...string) string {
-	if goos != "windows" {
-		return filepath.Join(elem...)
-	}
-	var parts []string
-	for i, e := range elem {
-		e = strings.ReplaceAll(e, "/", `\`)
-		if i > 0 {
-			e = strings.Trim(e, `\`)
-		} else if len(e) > 3 || !strings.HasSuffix(e, `:\`) {
-			e = strings.TrimRight(e, `\`)
-		}
-		if e != "" {
-			parts = append(parts, e)
-		}
-	}
-	out := strings.Join(parts, `\`)
-	return strings.ReplaceAll(out, `:\\`, `:\`)
 }
 
 // parentOS is the folder of a path with goos's separator.

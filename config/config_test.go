@@ -1,0 +1,184 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLoadPathsPerOS(t *testing.T) {
+	cases := []struct {
+		name                     string
+		goos                     string
+		env                      map[string]string
+		settings, data, logs, hf string
+	}{
+		{"linux defaults", "linux", map[string]string{"HOME": "/home/u"},
+			"/home/u/.config/npuchat/settings.json", "/home/u/.local/share/npuchat", "/home/u/.local/share/npuchat/logs", "https://huggingface.co"},
+		{"linux xdg", "linux", map[string]string{"HOME": "/home/u", "XDG_CONFIG_HOME": "/c", "XDG_DATA_HOME": "/d", "HF_ENDPOINT": "https://mirror.example/"},
+			"/c/npuchat/settings.json", "/d/npuchat", "/d/npuchat/logs", "https://mirror.example"},
+		{"overrides", "linux", map[string]string{"HOME": "/home/u", "NPUCHAT_CONFIG": "/etc/n.json", "NPUCHAT_DATA": "/srv/n"},
+			"/etc/n.json", "/srv/n", "/srv/n/logs", "https://huggingface.co"},
+		{"windows", "windows", map[string]string{"USERPROFILE": `C:\Users\Ann`, "APPDATA": `C:\Users\Ann\AppData\Roaming`, "LOCALAPPDATA": `C:\Users\Ann\AppData\Local`},
+			`C:\Users\Ann\AppData\Roaming\npuchat\settings.json`, `C:\Users\Ann\AppData\Local\npuchat`, `C:\Users\Ann\AppData\Local\npuchat\logs`, "https://huggingface.co"},
+		{"windows without AppData variables", "windows", map[string]string{"USERPROFILE": `C:\Users\Ann`},
+			`C:\Users\Ann\AppData\Roaming\npuchat\settings.json`, `C:\Users\Ann\AppData\Local\npuchat`, `C:\Users\Ann\AppData\Local\npuchat\logs`, "https://huggingface.co"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := Load(MapEnv(c.env), c.goos)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.SettingsPath != c.settings || cfg.DataDir != c.data || cfg.LogDir != c.logs || cfg.HFEndpoint != c.hf {
+				t.Fatalf("got settings %s data %s logs %s hf %s", cfg.SettingsPath, cfg.DataDir, cfg.LogDir, cfg.HFEndpoint)
+			}
+			if cfg.Addr != DefaultAddr || cfg.Model != DefaultModel || cfg.Engine != "auto" || cfg.KeepAliveDur != DefaultKeepAlive || cfg.QueueSize != DefaultQueueSize {
+				t.Fatalf("defaults %+v", cfg)
+			}
+		})
+	}
+}
+
+func TestSettingsFileAndEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "settings.json")
+	os.WriteFile(path, []byte(`{"addr":"127.0.0.1:9000","engine":"cpu","keep_alive":"10m","origins":["https://a.example"],"future_field":1}`), 0o600)
+	env := map[string]string{"HOME": dir, "NPUCHAT_CONFIG": path}
+	cfg, err := Load(MapEnv(env), "linux")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Addr != "127.0.0.1:9000" || cfg.Engine != "cpu" || cfg.KeepAliveDur != 10*time.Minute || len(cfg.Origins) != 1 {
+		t.Fatalf("from the file: %+v", cfg.Settings)
+	}
+	env["NPUCHAT_ADDR"], env["NPUCHAT_ENGINE"], env["NPUCHAT_ORIGINS"], env["NPUCHAT_KEEP_ALIVE"] = "127.0.0.1:7000", "remote", "https://b.example, https://c.example", "-1"
+	if cfg, err = Load(MapEnv(env), "linux"); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Addr != "127.0.0.1:7000" || cfg.Engine != "remote" || len(cfg.Origins) != 3 || cfg.KeepAliveDur >= 0 {
+		t.Fatalf("environment over the file: %+v %v", cfg.Settings, cfg.KeepAliveDur)
+	}
+	// Save and read back.
+	cfg.Model = "other:1b"
+	if err := cfg.Save(); err != nil {
+		t.Fatal(err)
+	}
+	delete(env, "NPUCHAT_ENGINE")
+	again, err := Load(MapEnv(env), "linux")
+	if err != nil || again.Model != "other:1b" {
+		t.Fatalf("after save: %+v %v", again, err)
+	}
+}
+
+func TestBadSettings(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "settings.json")
+	os.WriteFile(path, []byte(`{"addr": `), 0o600)
+	_, err := Load(MapEnv(map[string]string{"NPUCHAT_CONFIG": path}), "linux")
+	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "not valid JSON") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := Load(MapEnv(map[string]string{"HOME": dir, "NPUCHAT_ENGINE": "gpu"}), "linux"); err == nil || !strings.Contains(err.Error(), `"gpu"`) {
+		t.Fatalf("bad engine: %v", err)
+	}
+	if _, err := Load(MapEnv(map[string]string{"HOME": dir, "NPUCHAT_KEEP_ALIVE": "soon"}), "linux"); err == nil {
+		t.Fatal("bad keep-alive accepted")
+	}
+}
+
+func TestHFToken(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "hf"), 0o755)
+	os.WriteFile(filepath.Join(dir, "hf", "token"), []byte("hf_file\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, "tok"), []byte(" hf_path "), 0o600)
+	cases := []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"HF_TOKEN": "hf_a", "HUGGING_FACE_HUB_TOKEN": "hf_b", "HF_HOME": filepath.Join(dir, "hf")}, "hf_a"},
+		{map[string]string{"HUGGING_FACE_HUB_TOKEN": "hf_b", "HF_HOME": filepath.Join(dir, "hf")}, "hf_b"},
+		{map[string]string{"HF_TOKEN_PATH": filepath.Join(dir, "tok"), "HF_HOME": filepath.Join(dir, "hf")}, "hf_path"},
+		{map[string]string{"HF_HOME": filepath.Join(dir, "hf")}, "hf_file"},
+		{map[string]string{"HOME": dir}, ""},
+	}
+	for _, c := range cases {
+		cfg, err := Load(MapEnv(c.env), "linux")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.HFToken != c.want {
+			t.Errorf("%v: token %q, want %q", c.env, cfg.HFToken, c.want)
+		}
+	}
+}
+
+func TestParseKeepAlive(t *testing.T) {
+	cases := []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"", DefaultKeepAlive, true}, {"5m", 5 * time.Minute, true}, {"300", 300 * time.Second, true},
+		{"0", 0, true}, {"-1", -time.Second, true}, {"1.5", 1500 * time.Millisecond, true},
+		{"soon", 0, false}, {"5 minutes", 0, false}, {"1e3x", 0, false},
+	}
+	for _, c := range cases {
+		got, err := ParseKeepAlive(c.in)
+		if (err == nil) != c.ok || (c.ok && got != c.want) {
+			t.Errorf("ParseKeepAlive(%q) = %v, %v", c.in, got, err)
+		}
+	}
+}
+
+func TestIsLoopback(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:8001": true, "localhost:1": true, "[::1]:8001": true, "127.1.2.3:80": true,
+		"0.0.0.0:8001": false, "[::]:8001": false, "192.168.1.5:8001": false, ":8001": false, "nonsense": false,
+	} {
+		if IsLoopback(addr) != want {
+			t.Errorf("IsLoopback(%q) = %v", addr, !want)
+		}
+	}
+}
+
+func TestJoinOS(t *testing.T) {
+	cases := []struct {
+		goos string
+		in   []string
+		want string
+	}{
+		{"windows", []string{`C:\`, "flm"}, `C:\flm`},
+		{"windows", []string{`C:\Users\Ann\`, `.flm\`, "models"}, `C:\Users\Ann\.flm\models`},
+		{"windows", []string{`C:/Program Files/flm`, "model_list.json"}, `C:\Program Files\flm\model_list.json`},
+		{"windows", []string{`\\server\share`, "x"}, `\\server\share\x`},
+		{"linux", []string{"/home/u/", "a", "../b"}, "/home/u/b"},
+	}
+	for _, c := range cases {
+		if got := JoinOS(c.goos, c.in...); got != c.want {
+			t.Errorf("JoinOS(%s, %q) = %q, want %q", c.goos, c.in, got, c.want)
+		}
+	}
+}
+
+func TestWriteFileAtomicLeavesNoTemporaryFiles(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "sub", "f.json")
+	if err := WriteFileAtomic(path, []byte("one"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFileAtomic(path, []byte("two"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	entries, _ := os.ReadDir(filepath.Dir(path))
+	if string(b) != "two" || len(entries) != 1 {
+		t.Fatalf("content %q, %d files", b, len(entries))
+	}
+	// A folder in the way: an error, and the old content is untouched.
+	if err := WriteFileAtomic(filepath.Join(path, "x"), []byte("three"), 0o600); err == nil {
+		t.Fatal("writing under a file succeeded")
+	}
+}
