@@ -15,34 +15,11 @@ import (
 	"github.com/npuchat/npuchat/service/backend"
 )
 
-// openAIChatRequest is the body of POST /v1/chat/completions. Fields not
-// listed are ignored, as OpenAI-compatible servers do.
-type openAIChatRequest struct {
-	Model         string        `json:"model"`
-	Messages      []chatMessage `json:"messages"`
-	Stream        bool          `json:"stream"`
-	StreamOptions *struct {
-		IncludeUsage bool `json:"include_usage"`
-	} `json:"stream_options"`
-	MaxTokens           *int     `json:"max_tokens"`
-	MaxCompletionTokens *int     `json:"max_completion_tokens"`
-	Temperature         *float64 `json:"temperature"`
-	TopP                *float64 `json:"top_p"`
-	TopK                *int     `json:"top_k"`
-	MinP                *float64 `json:"min_p"`
-	Seed                *int64   `json:"seed"`
-	RepetitionPenalty   *float64 `json:"repetition_penalty"`
-	FrequencyPenalty    *float64 `json:"frequency_penalty"`
-	PresencePenalty     *float64 `json:"presence_penalty"`
-	Stop                stopList `json:"stop"`
-	N                   *int     `json:"n"`
-}
-
-// openAICompletionRequest is the body of POST /v1/completions.
-type openAICompletionRequest struct {
-	Model         string          `json:"model"`
-	Prompt        json.RawMessage `json:"prompt"`
-	Stream        bool            `json:"stream"`
+// openAICommon holds the fields /v1/chat/completions and /v1/completions
+// share. Fields not listed are ignored, as OpenAI-compatible servers do.
+type openAICommon struct {
+	Model         string `json:"model"`
+	Stream        bool   `json:"stream"`
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
@@ -57,7 +34,44 @@ type openAICompletionRequest struct {
 	PresencePenalty   *float64 `json:"presence_penalty"`
 	Stop              stopList `json:"stop"`
 	N                 *int     `json:"n"`
-	Echo              bool     `json:"echo"`
+}
+
+// includeUsage reports whether a stream ends with a usage chunk.
+func (c *openAICommon) includeUsage() bool {
+	return c.StreamOptions != nil && c.StreamOptions.IncludeUsage
+}
+
+// toRequest validates the shared fields into req (everything but the
+// prompt or messages and the token limit).
+func (c *openAICommon) toRequest(req *backend.Request) error {
+	req.Model = trimModel(c.Model)
+	if req.Model == "" {
+		return badRequest("model", "model is required (for example \"minicpm5:2b\")")
+	}
+	if c.N != nil && *c.N != 1 {
+		return badRequest("n", "n must be 1: NPU Chat generates one answer per request")
+	}
+	var err error
+	if req.Stop, err = checkStops("stop", c.Stop); err != nil {
+		return err
+	}
+	sp := samplingParams{c.Temperature, c.TopP, c.TopK, c.MinP, c.RepetitionPenalty, c.FrequencyPenalty, c.PresencePenalty, c.Seed}
+	req.Sampling, err = sp.toSampling(nil)
+	return err
+}
+
+// openAIChatRequest is the body of POST /v1/chat/completions.
+type openAIChatRequest struct {
+	openAICommon
+	Messages            []chatMessage `json:"messages"`
+	MaxCompletionTokens *int          `json:"max_completion_tokens"`
+}
+
+// openAICompletionRequest is the body of POST /v1/completions.
+type openAICompletionRequest struct {
+	openAICommon
+	Prompt json.RawMessage `json:"prompt"`
+	Echo   bool            `json:"echo"`
 }
 
 // parseOpenAIChat decodes and validates a chat request body.
@@ -66,30 +80,19 @@ func parseOpenAIChat(body []byte) (*backend.Request, *openAIChatRequest, error) 
 	if err := unmarshalBody(body, &in); err != nil {
 		return nil, nil, err
 	}
-	req := &backend.Request{Model: trimModel(in.Model)}
-	if req.Model == "" {
-		return nil, nil, badRequest("model", "model is required (for example \"minicpm5:2b\")")
-	}
-	if in.N != nil && *in.N != 1 {
-		return nil, nil, badRequest("n", "n must be 1: NPU Chat generates one answer per request")
+	req := &backend.Request{}
+	if err := in.toRequest(req); err != nil {
+		return nil, nil, err
 	}
 	var err error
 	if req.Messages, err = toMessages(in.Messages); err != nil {
 		return nil, nil, err
 	}
-	limit := in.MaxCompletionTokens
-	param := "max_completion_tokens"
+	limit, param := in.MaxCompletionTokens, "max_completion_tokens"
 	if limit == nil {
 		limit, param = in.MaxTokens, "max_tokens"
 	}
 	if req.MaxTokens, err = checkMaxTokens(param, limit); err != nil {
-		return nil, nil, err
-	}
-	if req.Stop, err = checkStops("stop", in.Stop); err != nil {
-		return nil, nil, err
-	}
-	sp := samplingParams{in.Temperature, in.TopP, in.TopK, in.MinP, in.RepetitionPenalty, in.FrequencyPenalty, in.PresencePenalty, in.Seed}
-	if req.Sampling, err = sp.toSampling(nil); err != nil {
 		return nil, nil, err
 	}
 	return req, &in, nil
@@ -101,30 +104,19 @@ func parseOpenAICompletion(body []byte) (*backend.Request, *openAICompletionRequ
 	if err := unmarshalBody(body, &in); err != nil {
 		return nil, nil, err
 	}
-	req := &backend.Request{Model: trimModel(in.Model)}
-	if req.Model == "" {
-		return nil, nil, badRequest("model", "model is required (for example \"minicpm5:2b\")")
-	}
-	if in.N != nil && *in.N != 1 {
-		return nil, nil, badRequest("n", "n must be 1: NPU Chat generates one answer per request")
-	}
-	prompt, err := parsePrompt(in.Prompt)
-	if err != nil {
+	req := &backend.Request{}
+	if err := in.toRequest(req); err != nil {
 		return nil, nil, err
 	}
-	req.Prompt = prompt
+	var err error
+	if req.Prompt, err = parsePrompt(in.Prompt); err != nil {
+		return nil, nil, err
+	}
 	if req.MaxTokens, err = checkMaxTokens("max_tokens", in.MaxTokens); err != nil {
 		return nil, nil, err
 	}
 	if in.MaxTokens == nil {
 		req.MaxTokens = 16 // OpenAI's default for completions
-	}
-	if req.Stop, err = checkStops("stop", in.Stop); err != nil {
-		return nil, nil, err
-	}
-	sp := samplingParams{in.Temperature, in.TopP, in.TopK, in.MinP, in.RepetitionPenalty, in.FrequencyPenalty, in.PresencePenalty, in.Seed}
-	if req.Sampling, err = sp.toSampling(nil); err != nil {
-		return nil, nil, err
 	}
 	return req, &in, nil
 }
@@ -306,7 +298,7 @@ func (s *Server) openAIChat(w http.ResponseWriter, r *http.Request) {
 		out.data(chunk(map[string]any{"role": "assistant", "content": ""}, nil))
 	}
 	out.data(chunk(map[string]any{}, res.FinishReason))
-	if in.StreamOptions != nil && in.StreamOptions.IncludeUsage {
+	if in.includeUsage() {
 		out.data(map[string]any{
 			"id": id, "object": "chat.completion.chunk", "created": created, "model": in.Model,
 			"choices": []any{}, "usage": usageOf(res),
@@ -374,7 +366,7 @@ func (s *Server) openAICompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out.data(chunk(prefix, res.FinishReason))
-	if in.StreamOptions != nil && in.StreamOptions.IncludeUsage {
+	if in.includeUsage() {
 		out.data(map[string]any{"id": id, "object": "text_completion", "created": created, "model": in.Model, "choices": []any{}, "usage": usageOf(res)})
 	}
 	out.raw("data: [DONE]\n\n")

@@ -1,4 +1,4 @@
-package web
+package web_test
 
 import (
 	"bufio"
@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"runtime"
 	"strings"
@@ -17,57 +16,14 @@ import (
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/backend/fake"
+	"github.com/npuchat/npuchat/web"
+	"github.com/npuchat/npuchat/web/webtest"
 )
 
-// testServer is the real server on a loopback port over a fake backend.
-type testServer struct {
-	URL  string
-	mgr  *service.Manager
-	fake *fake.Backend
-}
-
-func startServer(t testing.TB, fo fake.Options, so Options, mo service.Options) *testServer {
+// startServer starts the real server over a fake backend (webtest).
+func startServer(t testing.TB, fo fake.Options, so web.Options, mo service.Options) *webtest.Server {
 	t.Helper()
-	reg := &service.Registry{}
-	reg.Add(service.Entry{Desc: service.ModelDesc{Name: "minicpm5:2b", Installed: true, Family: "llama", ParameterSize: "2B", Quantization: "Q4_1", Format: "q4nx", Size: 2023518368, ContextLength: 4096},
-		Aliases: []string{"MiniCPM5-2B-NPU2"}})
-	ts := &testServer{}
-	var once sync.Once
-	mo.Resolve, mo.Models = reg.Resolve, reg.Models
-	mo.Engines = func(string) []string { return []string{"cpu"} }
-	mo.NewBackend = func(model, kind string) (backend.Backend, error) {
-		fo.Name, fo.Kind = model, kind
-		b := fake.New(fo)
-		once.Do(func() { ts.fake = b })
-		return b, nil
-	}
-	if mo.KeepAlive == 0 {
-		mo.KeepAlive = -1
-	}
-	ts.mgr = service.New(mo)
-	so.Addr = "127.0.0.1:0"
-	so.Version = "test"
-	srv, err := NewServer(ts.mgr, so)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", so.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		srv.Serve(ctx, ln, nil)
-		close(done)
-	}()
-	ts.URL = "http://" + ln.Addr().String()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		ts.mgr.Close(context.Background())
-	})
-	return ts
+	return webtest.Start(t, webtest.Config{Fake: fo, Web: so, Service: mo})
 }
 
 func do(t testing.TB, method, url, body string, hdr ...string) (*http.Response, string) {
@@ -112,7 +68,7 @@ func errorOf(t *testing.T, body string) (msg, code string) {
 }
 
 func TestBadRequestsGetClearErrors(t *testing.T) {
-	ts := startServer(t, fake.Options{ContextLength: 50}, Options{MaxBodyBytes: 4096}, service.Options{})
+	ts := startServer(t, fake.Options{ContextLength: 50}, web.Options{MaxBodyBytes: 4096}, service.Options{})
 	msgs := `"messages":[{"role":"user","content":"hi"}]`
 	cases := []struct {
 		name, path, body string
@@ -159,7 +115,7 @@ func TestBadRequestsGetClearErrors(t *testing.T) {
 }
 
 func TestOllamaErrorsAreOllamaShaped(t *testing.T) {
-	ts := startServer(t, fake.Options{}, Options{}, service.Options{})
+	ts := startServer(t, fake.Options{}, web.Options{}, service.Options{})
 	cases := []struct{ body, contains string }{
 		{`{"model":"minicpm5:2b","messages":[{"role":"user","content":"x"}],"options":{"temperature":"hot"}}`, "options.temperature must be a number"},
 		{`{"model":"minicpm5:2b","messages":[{"role":"user","content":"x"}],"options":{"num_predict":1.5}}`, "whole number"},
@@ -179,7 +135,7 @@ func TestOllamaErrorsAreOllamaShaped(t *testing.T) {
 }
 
 func TestHostAndOriginChecks(t *testing.T) {
-	ts := startServer(t, fake.Options{}, Options{Origins: []string{"https://tools.example"}}, service.Options{})
+	ts := startServer(t, fake.Options{}, web.Options{Origins: []string{"https://tools.example"}}, service.Options{})
 	cases := []struct {
 		name   string
 		hdr    []string
@@ -212,7 +168,7 @@ func TestHostAndOriginChecks(t *testing.T) {
 }
 
 func TestAPIKey(t *testing.T) {
-	ts := startServer(t, fake.Options{}, Options{APIKey: "s3cret"}, service.Options{})
+	ts := startServer(t, fake.Options{}, web.Options{APIKey: "s3cret"}, service.Options{})
 	if resp, _ := do(t, "GET", ts.URL+"/v1/models", ""); resp.StatusCode != 401 {
 		t.Fatalf("no key: %d", resp.StatusCode)
 	}
@@ -246,10 +202,10 @@ func TestAPIKey(t *testing.T) {
 }
 
 func TestNonLoopbackNeedsAPIKey(t *testing.T) {
-	if _, err := NewServer(service.New(service.Options{}), Options{Addr: "0.0.0.0:8001"}); err == nil || !strings.Contains(err.Error(), "API key") {
+	if _, err := web.NewServer(service.New(service.Options{}), web.Options{Addr: "0.0.0.0:8001"}); err == nil || !strings.Contains(err.Error(), "API key") {
 		t.Fatalf("err = %v", err)
 	}
-	if _, err := NewServer(service.New(service.Options{}), Options{Addr: "0.0.0.0:8001", APIKey: "k"}); err != nil {
+	if _, err := web.NewServer(service.New(service.Options{}), web.Options{Addr: "0.0.0.0:8001", APIKey: "k"}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -267,8 +223,15 @@ func readSSE(t *testing.T, r io.Reader) []string {
 	return out
 }
 
+// usageJSON is OpenAI's usage object.
+type usageJSON struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
 func TestOpenAIStreamFormat(t *testing.T) {
-	ts := startServer(t, fake.Options{}, Options{}, service.Options{})
+	ts := startServer(t, fake.Options{}, web.Options{}, service.Options{})
 	body := `{"model":"minicpm5:2b","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"one two three"}]}`
 	resp, err := http.Post(ts.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
 	if err != nil {
@@ -284,7 +247,7 @@ func TestOpenAIStreamFormat(t *testing.T) {
 	}
 	var text strings.Builder
 	var finish string
-	var usage *openAIUsage
+	var usage *usageJSON
 	for _, e := range events[:len(events)-1] {
 		var c struct {
 			Object  string `json:"object"`
@@ -294,7 +257,7 @@ func TestOpenAIStreamFormat(t *testing.T) {
 				} `json:"delta"`
 				FinishReason *string `json:"finish_reason"`
 			} `json:"choices"`
-			Usage *openAIUsage `json:"usage"`
+			Usage *usageJSON `json:"usage"`
 		}
 		if err := json.Unmarshal([]byte(e), &c); err != nil || c.Object != "chat.completion.chunk" {
 			t.Fatalf("bad chunk %s: %v", e, err)
@@ -318,7 +281,7 @@ func TestOpenAIStreamFormat(t *testing.T) {
 }
 
 func TestStopStringsAndMaxTokens(t *testing.T) {
-	ts := startServer(t, fake.Options{}, Options{}, service.Options{})
+	ts := startServer(t, fake.Options{}, web.Options{}, service.Options{})
 	cases := []struct {
 		extra, want, finish string
 	}{
@@ -372,13 +335,13 @@ func TestStopStringsAndMaxTokens(t *testing.T) {
 }
 
 func TestSamplingParametersReachTheBackend(t *testing.T) {
-	ts := startServer(t, fake.Options{}, Options{}, service.Options{})
+	ts := startServer(t, fake.Options{}, web.Options{}, service.Options{})
 	body := `{"model":"minicpm5:2b","messages":[{"role":"system","content":"be brief"},{"role":"developer","content":"x"},{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}],
 	"temperature":0.2,"top_p":0.5,"top_k":7,"min_p":0.1,"seed":42,"repetition_penalty":1.3,"frequency_penalty":0.5,"presence_penalty":-0.5}`
 	if resp, out := do(t, "POST", ts.URL+"/v1/chat/completions", body); resp.StatusCode != 200 {
 		t.Fatal(out)
 	}
-	got := ts.fake.Requests()[0]
+	got := ts.Fakes()[0].Requests()[0]
 	want := backend.Sampling{Temperature: 0.2, TopP: 0.5, TopK: 7, MinP: 0.1, RepeatPenalty: 1.3, FrequencyPenalty: 0.5, PresencePenalty: -0.5, Seed: 42, HasSeed: true}
 	if got.Sampling != want {
 		t.Fatalf("sampling %+v, want %+v", got.Sampling, want)
@@ -391,7 +354,7 @@ func TestSamplingParametersReachTheBackend(t *testing.T) {
 	if resp, out := do(t, "POST", ts.URL+"/api/chat", body); resp.StatusCode != 200 {
 		t.Fatal(out)
 	}
-	got = ts.fake.Requests()[1]
+	got = ts.Fakes()[0].Requests()[1]
 	want = backend.Sampling{Temperature: 0.3, TopP: 0.9, TopK: 5, MinP: 0.2, RepeatPenalty: 1.1, Seed: 7, HasSeed: true}
 	if got.Sampling != want || got.MaxTokens != 9 || len(got.Stop) != 1 {
 		t.Fatalf("ollama request %+v", got)
@@ -399,7 +362,7 @@ func TestSamplingParametersReachTheBackend(t *testing.T) {
 }
 
 func TestOllamaStreamAndGenerate(t *testing.T) {
-	ts := startServer(t, fake.Options{}, Options{}, service.Options{})
+	ts := startServer(t, fake.Options{}, web.Options{}, service.Options{})
 	resp, out := do(t, "POST", ts.URL+"/api/chat", `{"model":"minicpm5:2b","messages":[{"role":"user","content":"a b"}]}`)
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/x-ndjson" {
 		t.Fatalf("%d %v", resp.StatusCode, resp.Header)
@@ -436,18 +399,18 @@ func TestOllamaStreamAndGenerate(t *testing.T) {
 	if resp.StatusCode != 200 || json.Unmarshal([]byte(out), &g) != nil || g.Response != "echo: x y" || !g.Done {
 		t.Fatalf("%d %s", resp.StatusCode, out)
 	}
-	if r := ts.fake.Requests()[1]; len(r.Messages) != 2 || r.Messages[0].Role != "system" {
+	if r := ts.Fakes()[0].Requests()[1]; len(r.Messages) != 2 || r.Messages[0].Role != "system" {
 		t.Fatalf("generate request %+v", r)
 	}
 	// An empty generate with keep_alive 0 unloads.
 	resp, out = do(t, "POST", ts.URL+"/api/generate", `{"model":"minicpm5:2b","keep_alive":0}`)
-	if resp.StatusCode != 200 || !strings.Contains(out, `"done_reason":"unload"`) || ts.mgr.Status().State != service.StateOff {
-		t.Fatalf("unload: %d %s %v", resp.StatusCode, out, ts.mgr.Status().State)
+	if resp.StatusCode != 200 || !strings.Contains(out, `"done_reason":"unload"`) || ts.Manager.Status().State != service.StateOff {
+		t.Fatalf("unload: %d %s %v", resp.StatusCode, out, ts.Manager.Status().State)
 	}
 }
 
 func TestModelListsAndShow(t *testing.T) {
-	ts := startServer(t, fake.Options{}, Options{}, service.Options{})
+	ts := startServer(t, fake.Options{}, web.Options{}, service.Options{})
 	_, out := do(t, "GET", ts.URL+"/v1/models", "")
 	if !strings.Contains(out, `"id":"minicpm5:2b"`) || !strings.Contains(out, `"object":"list"`) {
 		t.Fatal(out)
@@ -479,7 +442,7 @@ func TestModelListsAndShow(t *testing.T) {
 }
 
 func TestControlAPIAndEvents(t *testing.T) {
-	ts := startServer(t, fake.Options{LoadDelay: 40 * time.Millisecond}, Options{}, service.Options{})
+	ts := startServer(t, fake.Options{LoadDelay: 40 * time.Millisecond}, web.Options{}, service.Options{})
 	req, _ := http.NewRequest("GET", ts.URL+"/api/events", nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -516,7 +479,7 @@ func TestControlAPIAndEvents(t *testing.T) {
 }
 
 func TestClientDisconnectCancelsGeneration(t *testing.T) {
-	ts := startServer(t, fake.Options{TokenDelay: 20 * time.Millisecond}, Options{}, service.Options{})
+	ts := startServer(t, fake.Options{TokenDelay: 20 * time.Millisecond}, web.Options{}, service.Options{})
 	for _, path := range []string{"/v1/chat/completions", "/api/chat"} {
 		body := `{"model":"minicpm5:2b","stream":true,"messages":[{"role":"user","content":"` + strings.Repeat("w ", 2000) + `"}]}`
 		ctx, cancel := context.WithCancel(context.Background())
@@ -531,17 +494,17 @@ func TestClientDisconnectCancelsGeneration(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		before := ts.mgr.Status().Stats.CompletionTokens
+		before := ts.Manager.Status().Stats.CompletionTokens
 		cancel()
 		resp.Body.Close()
 		deadline := time.Now().Add(2 * time.Second) // the answer would take 40 s
-		for ts.mgr.Status().Running != 0 {
+		for ts.Manager.Status().Running != 0 {
 			if time.Now().After(deadline) {
 				t.Fatalf("%s: generation still running after the client left", path)
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
-		if after := ts.mgr.Status().Stats.CompletionTokens; after != before {
+		if after := ts.Manager.Status().Stats.CompletionTokens; after != before {
 			t.Fatalf("a cancelled request was counted as completed")
 		}
 	}
@@ -551,7 +514,7 @@ func TestClientDisconnectCancelsGeneration(t *testing.T) {
 // a full answer or a 429 with Retry-After; none hangs; goroutines and
 // memory return to where they were.
 func TestLoad(t *testing.T) {
-	ts := startServer(t, fake.Options{TokenDelay: time.Millisecond}, Options{}, service.Options{QueueSize: 8})
+	ts := startServer(t, fake.Options{TokenDelay: time.Millisecond}, web.Options{}, service.Options{QueueSize: 8})
 	do(t, "POST", ts.URL+"/api/generate", `{"model":"minicpm5:2b"}`) // load
 	client := &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 200}}
 	baseline := func() (int, uint64) {
@@ -619,18 +582,18 @@ func TestLoad(t *testing.T) {
 	if h1 > h0+8<<20 {
 		t.Fatalf("heap in use %d MB after the load, %d MB before", h1>>20, h0>>20)
 	}
-	if st := ts.mgr.Status(); st.Running != 0 || st.Waiting != 0 {
+	if st := ts.Manager.Status(); st.Running != 0 || st.Waiting != 0 {
 		t.Fatalf("status after load %+v", st)
 	}
 }
 
 func TestCheckRoute(t *testing.T) {
-	ts := startServer(t, fake.Options{}, Options{}, service.Options{})
+	ts := startServer(t, fake.Options{}, web.Options{}, service.Options{})
 	if resp, _ := do(t, "GET", ts.URL+"/api/check", ""); resp.StatusCode != 404 {
 		t.Fatalf("without a checker: %d", resp.StatusCode)
 	}
 	calls := 0
-	ts = startServer(t, fake.Options{}, Options{CheckNPU: func(ctx context.Context) (any, error) {
+	ts = startServer(t, fake.Options{}, web.Options{CheckNPU: func(ctx context.Context) (any, error) {
 		calls++
 		return map[string]any{"ready": false, "summary": "No usable NPU"}, nil
 	}}, service.Options{})

@@ -123,21 +123,21 @@ func (r Result) DecodeTokensPerSecond() float64 {
 
 // Progress reports how far Load has come.
 type Progress struct {
-	Stage string  // a few words for people: "reading weights", "starting FastFlowLM"
-	Done  int64   // units done (bytes, layers), 0 if unknown
-	Total int64   // units in all, 0 if unknown
-	Frac  float64 // 0..1, the fraction done, when known
+	Stage string  `json:"stage"`           // a few words for people: "reading weights", "starting FastFlowLM"
+	Done  int64   `json:"done,omitempty"`  // units done (bytes, layers), 0 if unknown
+	Total int64   `json:"total,omitempty"` // units in all, 0 if unknown
+	Frac  float64 `json:"frac,omitempty"`  // 0..1, the fraction done, when known
 }
 
 // ModelInfo describes a loaded model, for /v1/models, /api/show and the UI.
 type ModelInfo struct {
-	Name          string // the name it is served under, e.g. "minicpm5:2b"
-	Family        string // e.g. "llama", "qwen3"
-	ParameterSize string // e.g. "2B"
-	Quantization  string // e.g. "Q4_1"
-	Format        string // "gguf", "safetensors", "q4nx", "remote"
-	ContextLength int    // tokens the model can attend to in this backend
-	Path          string // where the weights were loaded from, if local
+	Name          string `json:"name"`                         // the name it is served under, e.g. "minicpm5:2b"
+	Family        string `json:"family,omitempty"`             // e.g. "llama", "qwen3"
+	ParameterSize string `json:"parameter_size,omitempty"`     // e.g. "2B"
+	Quantization  string `json:"quantization_level,omitempty"` // e.g. "Q4_1"
+	Format        string `json:"format,omitempty"`             // "gguf", "safetensors", "q4nx", "remote"
+	ContextLength int    `json:"context_length,omitempty"`     // tokens the model can attend to in this backend
+	Path          string `json:"path,omitempty"`               // where the weights were loaded from, if local
 }
 
 // Errors a backend returns, wrapped with context, so that the service and

@@ -43,7 +43,8 @@ func Start(t testing.TB, cfg Config) *Server {
 	reg := &service.Registry{}
 	if len(cfg.Models) == 0 {
 		cfg.Models = []service.Entry{{
-			Desc:    service.ModelDesc{Name: "minicpm5:2b", Installed: true, Family: "llama", ParameterSize: "2B", Quantization: "Q4_1", Format: "q4nx"},
+			Desc: service.ModelDesc{Name: "minicpm5:2b", Installed: true, Family: "llama", ParameterSize: "2B", Quantization: "Q4_1",
+				Format: "q4nx", Size: 2023518368, ContextLength: 4096},
 			Aliases: []string{"MiniCPM5-2B-NPU2"},
 		}}
 	}
@@ -74,6 +75,9 @@ func Start(t testing.TB, cfg Config) *Server {
 	s.Manager = service.New(mo)
 	wo := cfg.Web
 	wo.Addr = "127.0.0.1:0"
+	if wo.Version == "" {
+		wo.Version = "test"
+	}
 	srv, err := web.NewServer(s.Manager, wo)
 	if err != nil {
 		t.Fatal(err)
