@@ -330,10 +330,8 @@ func (m *Manager) Stop(ctx context.Context) error {
 		m.genCancel()
 	}
 	m.mu.Unlock()
-	select {
-	case m.slot <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := m.takeSlot(ctx); err != nil {
+		return err
 	}
 	defer func() { <-m.slot }()
 	m.mu.Lock()
@@ -607,6 +605,16 @@ func (m *Manager) acquire(ctx context.Context) error {
 	return err
 }
 
+// takeSlot waits for the slot outside the request queue (Stop, Unload).
+func (m *Manager) takeSlot(ctx context.Context) error {
+	select {
+	case m.slot <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // release gives the slot back and arms the idle timer.
 func (m *Manager) release(keepAlive *time.Duration) {
 	<-m.slot
@@ -651,10 +659,8 @@ func (m *Manager) idleUnload() {
 // Unload unloads the model now without switching it off (Ollama's
 // keep_alive 0 with an empty request).
 func (m *Manager) Unload(ctx context.Context) error {
-	select {
-	case m.slot <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := m.takeSlot(ctx); err != nil {
+		return err
 	}
 	defer func() { <-m.slot }()
 	m.mu.Lock()
