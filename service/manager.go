@@ -359,14 +359,13 @@ func (m *Manager) Close(ctx context.Context) error {
 	return err
 }
 
-// unloadLocked unloads the backend and sets the state off with reason.
-// m.mu must be held (the backend's Unload is quick).
+// unloadLocked sets the state off with reason and unloads the backend.
+// m.mu must be held, and the slot (so that nothing else uses the
+// backend); the lock is released while the backend unloads, which for
+// FastFlowLM means waiting for its process to stop, so that Status and
+// the events do not wait for it.
 func (m *Manager) unloadLocked(ctx context.Context, reason string) {
-	if m.be != nil {
-		if err := m.be.Unload(ctx); err != nil {
-			m.log.Warn("unload", "model", m.model, "backend", m.kind, "err", err)
-		}
-	}
+	be, kind := m.be, m.kind
 	m.be, m.kind, m.info = nil, "", nil
 	m.expires = time.Time{}
 	if m.idle != nil {
@@ -374,6 +373,14 @@ func (m *Manager) unloadLocked(ctx context.Context, reason string) {
 	}
 	m.reason, m.errMsg = reason, ""
 	m.setStateLocked(StateOff, reason)
+	if be != nil {
+		m.mu.Unlock()
+		err := be.Unload(ctx)
+		m.mu.Lock()
+		if err != nil {
+			m.log.Warn("unload", "model", m.model, "backend", kind, "err", err)
+		}
+	}
 }
 
 // ensureLoaded makes model loaded on the best backend that works. The

@@ -408,3 +408,22 @@ func TestSubscribersDoNotBlockTheService(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusDoesNotWaitForASlowUnload: stopping FastFlowLM can take
+// seconds; the tray and the page must still get the status meanwhile.
+func TestStatusDoesNotWaitForASlowUnload(t *testing.T) {
+	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {UnloadDelay: time.Second}}, Options{KeepAlive: -1})
+	if _, _, err := collect(t, r.m, chat("minicpm5:2b", "hi")); err != nil {
+		t.Fatal(err)
+	}
+	go r.m.Stop(context.Background())
+	waitFor(t, "stopping", func() bool { return !r.m.Status().Enabled })
+	time.Sleep(100 * time.Millisecond) // Stop is now inside the backend's Unload
+	start := time.Now()
+	if st := r.m.Status(); st.State != StateOff {
+		t.Fatalf("state %s while unloading", st.State)
+	}
+	if d := time.Since(start); d > 200*time.Millisecond {
+		t.Fatalf("Status took %v while the backend unloaded", d)
+	}
+}

@@ -20,6 +20,7 @@ type Options struct {
 	Name          string        // served model name (default "fake")
 	ContextLength int           // prompt tokens allowed (default 4096)
 	LoadDelay     time.Duration // time Load takes
+	UnloadDelay   time.Duration // time Unload takes (a process stopping)
 	TokenDelay    time.Duration // time between tokens
 	LoadErr       error         // returned by Load when set
 	// Reply computes the answer text for a request; the default echoes
@@ -86,6 +87,7 @@ func (b *Backend) Load(ctx context.Context, progress func(backend.Progress)) err
 
 // Unload implements backend.Backend.
 func (b *Backend) Unload(ctx context.Context) error {
+	time.Sleep(b.opts.UnloadDelay)
 	b.mu.Lock()
 	if b.loaded {
 		b.unloads++
