@@ -416,14 +416,14 @@ func TestStatusDoesNotWaitForASlowUnload(t *testing.T) {
 	if _, _, err := collect(t, r.m, chat("minicpm5:2b", "hi")); err != nil {
 		t.Fatal(err)
 	}
+	start := time.Now()
 	go r.m.Stop(context.Background())
 	waitFor(t, "stopping", func() bool { return !r.m.Status().Enabled })
 	time.Sleep(100 * time.Millisecond) // Stop is now inside the backend's Unload
-	start := time.Now()
 	if st := r.m.Status(); st.State != StateOff {
 		t.Fatalf("state %s while unloading", st.State)
 	}
-	if d := time.Since(start); d > 200*time.Millisecond {
-		t.Fatalf("Status took %v while the backend unloaded", d)
+	if d := time.Since(start); d > 600*time.Millisecond {
+		t.Fatalf("the status was available only after %v, while the backend took 1 s to unload", d)
 	}
 }
