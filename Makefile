@@ -21,6 +21,7 @@ SUBMODULES := tests/clients tools/llamaref
 
 vet:
 	$(GO) vet ./...
+	GOOS=windows $(GO) vet ./...
 	@for m in $(SUBMODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 
