@@ -46,9 +46,11 @@ type Options struct {
 	// ("npu", then "cpu" for the auto engine). The Manager falls back
 	// along this list when a backend fails to load or its device fails.
 	Engines func(model string) []string
-	// NewBackend makes a backend of a kind for a model. An error wrapping
-	// ErrNotInstalled leaves the model off with that error as the reason.
-	NewBackend func(model, kind string) (backend.Backend, error)
+	// NewBackend makes a backend of a kind for a model; it may take a
+	// while (the NPU check), and ctx ends when the load is abandoned. An
+	// error wrapping ErrNotInstalled leaves the model off with that error
+	// as the reason.
+	NewBackend func(ctx context.Context, model, kind string) (backend.Backend, error)
 	// Models lists the models that can be served (catalog and local
 	// files) for /v1/models and /api/tags.
 	Models func() []ModelDesc
@@ -123,6 +125,7 @@ type Manager struct {
 	model     string // loaded or loading or last wanted
 	kind      string
 	be        backend.Backend
+	beModel   string // the model be has loaded
 	info      *backend.ModelInfo
 	reason    string
 	errMsg    string
@@ -272,11 +275,7 @@ func (m *Manager) Start(model string) error {
 	if model != "" {
 		name, err := m.opts.Resolve(model)
 		if err != nil {
-			m.mu.Lock()
-			m.model, m.reason = model, err.Error()
-			m.setStateLocked(StateOff, m.reason)
-			m.mu.Unlock()
-			return err
+			return err // a typo changes nothing: what is loaded stays loaded
 		}
 		model = name
 	}
@@ -366,7 +365,7 @@ func (m *Manager) Close(ctx context.Context) error {
 // the events do not wait for it.
 func (m *Manager) unloadLocked(ctx context.Context, reason string) {
 	be, kind := m.be, m.kind
-	m.be, m.kind, m.info = nil, "", nil
+	m.be, m.beModel, m.kind, m.info = nil, "", "", nil
 	m.expires = time.Time{}
 	if m.idle != nil {
 		m.idle.Stop()
@@ -384,14 +383,16 @@ func (m *Manager) unloadLocked(ctx context.Context, reason string) {
 }
 
 // ensureLoaded makes model loaded on the best backend that works. The
-// caller holds the slot. It returns the backend to use.
+// caller holds the slot. It returns the backend to use. Loading goes on
+// when the caller's ctx ends (a client that gave up), so that the next
+// request finds the model ready; Stop abandons it.
 func (m *Manager) ensureLoaded(ctx context.Context, model string) (backend.Backend, error) {
 	m.mu.Lock()
 	if !m.enabled {
 		m.mu.Unlock()
 		return nil, ErrModelOff
 	}
-	if m.be != nil && m.model == model && m.state == StateOn {
+	if m.be != nil && m.beModel == model && m.state == StateOn {
 		be := m.be
 		m.mu.Unlock()
 		return be, nil
@@ -399,7 +400,7 @@ func (m *Manager) ensureLoaded(ctx context.Context, model string) (backend.Backe
 	if m.be != nil {
 		m.unloadLocked(ctx, "switching to "+model)
 	}
-	if m.model != model {
+	if m.beModel != model && m.model != model {
 		m.failed = map[string]string{}
 		m.fallback = ""
 	}
@@ -407,8 +408,10 @@ func (m *Manager) ensureLoaded(ctx context.Context, model string) (backend.Backe
 	gen := m.loadGen
 	m.mu.Unlock()
 
+	lctx := context.WithoutCancel(ctx)
+	kinds := m.opts.Engines(model)
 	var lastErr error
-	for _, kind := range m.opts.Engines(model) {
+	for i, kind := range kinds {
 		m.mu.Lock()
 		why, bad := m.failed[kind]
 		m.mu.Unlock()
@@ -416,16 +419,18 @@ func (m *Manager) ensureLoaded(ctx context.Context, model string) (backend.Backe
 			lastErr = errors.New(why)
 			continue
 		}
-		be, err := m.load(ctx, model, kind, gen)
+		be, err := m.load(lctx, model, kind, gen)
 		if err == nil {
 			return be, nil
 		}
 		lastErr = err
-		if errors.Is(err, ErrModelOff) || ctx.Err() != nil {
+		if errors.Is(err, ErrModelOff) {
 			break
 		}
-		if errors.Is(err, ErrNotInstalled) {
-			continue // not a failure: it may be installed by the next request
+		if errors.Is(err, ErrNotInstalled) || i == len(kinds)-1 {
+			// Not a failure to remember: it may be installed or fixed by
+			// the next request, and there is nothing to fall back to.
+			continue
 		}
 		m.mu.Lock()
 		m.failed[kind] = fmt.Sprintf("%s backend: %v", kind, err)
@@ -440,6 +445,10 @@ func (m *Manager) ensureLoaded(ctx context.Context, model string) (backend.Backe
 	defer m.mu.Unlock()
 	switch {
 	case errors.Is(lastErr, ErrModelOff) || m.loadGen != gen:
+		if m.be == nil { // abandoned by Stop: say so even if Stop gave up waiting
+			m.reason, m.errMsg = "switched off", ""
+			m.setStateLocked(StateOff, m.reason)
+		}
 		return nil, ErrModelOff
 	case errors.Is(lastErr, ErrNotInstalled):
 		m.reason, m.errMsg = lastErr.Error(), ""
@@ -452,12 +461,9 @@ func (m *Manager) ensureLoaded(ctx context.Context, model string) (backend.Backe
 	return nil, lastErr
 }
 
-// load makes and loads one backend.
+// load makes and loads one backend. Stop abandons it (loadGen changes):
+// the context given to NewBackend and Load is then cancelled.
 func (m *Manager) load(ctx context.Context, model, kind string, gen int) (backend.Backend, error) {
-	be, err := m.opts.NewBackend(model, kind)
-	if err != nil {
-		return nil, err
-	}
 	m.mu.Lock()
 	if m.loadGen != gen {
 		m.mu.Unlock()
@@ -465,14 +471,14 @@ func (m *Manager) load(ctx context.Context, model, kind string, gen int) (backen
 	}
 	m.kind = kind
 	m.reason, m.errMsg = "", ""
-	m.progress = &backend.Progress{Stage: "starting " + kind + " backend"}
+	m.progress = &backend.Progress{Stage: "preparing the " + kind + " backend"}
 	m.setStateLocked(StateLoading, fmt.Sprintf("loading %s on %s", model, kind))
 	m.mu.Unlock()
 
-	// Stop abandons a load: watch loadGen while loading.
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stopWatch := make(chan struct{})
+	defer close(stopWatch)
 	go func() {
 		t := time.NewTicker(50 * time.Millisecond)
 		defer t.Stop()
@@ -491,6 +497,19 @@ func (m *Manager) load(ctx context.Context, model, kind string, gen int) (backen
 			}
 		}
 	}()
+	fail := func(err error) (backend.Backend, error) {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		m.kind = ""
+		if m.loadGen != gen {
+			return nil, ErrModelOff
+		}
+		return nil, fmt.Errorf("load %s on %s: %w", model, kind, err)
+	}
+	be, err := m.opts.NewBackend(lctx, model, kind)
+	if err != nil {
+		return fail(err)
+	}
 	start := m.opts.Now()
 	err = be.Load(lctx, func(p backend.Progress) {
 		m.mu.Lock()
@@ -498,25 +517,25 @@ func (m *Manager) load(ctx context.Context, model, kind string, gen int) (backen
 		m.publishLocked("progress", p.Stage)
 		m.mu.Unlock()
 	})
-	close(stopWatch)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if err == nil && m.loadGen != gen {
-		be.Unload(context.Background())
-		err = ErrModelOff
+	if err == nil {
+		m.mu.Lock()
+		abandoned := m.loadGen != gen
+		m.mu.Unlock()
+		if abandoned { // loaded just after Stop: unload, outside the lock
+			be.Unload(context.Background())
+			err = ErrModelOff
+		}
 	}
 	if err != nil {
-		m.kind = ""
-		if m.loadGen != gen {
-			return nil, ErrModelOff
-		}
-		return nil, fmt.Errorf("load %s on %s: %w", model, kind, err)
+		return fail(err)
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	info := be.Info()
 	if info.Name == "" {
 		info.Name = model
 	}
-	m.be, m.info = be, &info
+	m.be, m.beModel, m.info = be, model, &info
 	m.stats.LoadSeconds = m.opts.Now().Sub(start).Seconds()
 	m.setStateLocked(StateOn, fmt.Sprintf("%s is on (%s)", model, kind))
 	return be, nil
@@ -543,21 +562,11 @@ func (m *Manager) Generate(ctx context.Context, req *backend.Request, opts Gener
 		if err != nil {
 			return backend.Result{}, err
 		}
-		gctx, cancel := context.WithCancel(ctx)
+		if err := ctx.Err(); err != nil {
+			return backend.Result{}, err // the client left while the model loaded
+		}
+		kind, emitted, res, err := m.run(ctx, be, &r, emit)
 		m.mu.Lock()
-		m.genCancel = cancel
-		m.running++
-		kind := m.kind
-		m.mu.Unlock()
-		emitted := 0
-		res, err := be.Generate(gctx, &r, func(t backend.Token) error {
-			emitted++
-			return emit(t)
-		})
-		cancel()
-		m.mu.Lock()
-		m.running--
-		m.genCancel = nil
 		enabled := m.enabled
 		m.mu.Unlock()
 		if res.Backend == "" {
@@ -573,19 +582,67 @@ func (m *Manager) Generate(ctx context.Context, req *backend.Request, opts Gener
 		if !errors.Is(err, backend.ErrDeviceFailed) || ctx.Err() != nil {
 			return res, err
 		}
-		// The device failed: fall back for this model.
+		// The device failed: fall back for this model, if there is a
+		// next engine; otherwise unload, and the next request tries again.
 		m.mu.Lock()
 		why := fmt.Sprintf("%s backend failed: %v", kind, err)
-		m.failed[kind] = why
-		m.fallback = why
-		m.log.Warn("backend failed; falling back", "model", model, "backend", kind, "err", err)
+		next := m.hasNextEngineLocked(model, kind)
+		m.log.Warn("backend failed", "model", model, "backend", kind, "fallback", next, "err", err)
+		if next {
+			m.failed[kind] = why
+			m.fallback = why
+		}
 		m.unloadLocked(context.Background(), why)
+		if !next {
+			m.mu.Unlock()
+			return res, err
+		}
 		m.publishLocked("fallback", why)
 		m.mu.Unlock()
 		if emitted > 0 {
 			return res, fmt.Errorf("the %s backend failed after %d tokens; NPU Chat switched to the next engine, ask again: %w", kind, emitted, err)
 		}
 	}
+}
+
+// run runs one generation on be, counted as running and cancellable by
+// Stop, and says which backend kind ran it and how many tokens it emitted.
+func (m *Manager) run(ctx context.Context, be backend.Backend, r *backend.Request, emit func(backend.Token) error) (kind string, emitted int, res backend.Result, err error) {
+	gctx, cancel := context.WithCancel(ctx)
+	m.mu.Lock()
+	m.genCancel = cancel
+	m.running++
+	kind = m.kind
+	m.mu.Unlock()
+	defer func() {
+		cancel()
+		m.mu.Lock()
+		m.running--
+		m.genCancel = nil
+		m.mu.Unlock()
+	}()
+	res, err = be.Generate(gctx, r, func(t backend.Token) error {
+		emitted++
+		return emit(t)
+	})
+	return kind, emitted, res, err
+}
+
+// hasNextEngineLocked reports whether an engine after kind, not failed
+// yet, can serve model.
+func (m *Manager) hasNextEngineLocked(model, kind string) bool {
+	kinds := m.opts.Engines(model)
+	for i, k := range kinds {
+		if k != kind {
+			continue
+		}
+		for _, later := range kinds[i+1:] {
+			if _, bad := m.failed[later]; !bad {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // acquire waits for the slot, counting as waiting meanwhile.
@@ -628,21 +685,24 @@ func (m *Manager) release(keepAlive *time.Duration) {
 	m.armIdle(keepAlive)
 }
 
-// armIdle sets the keep-alive timer after a request (or a Start).
+// armIdle sets the keep-alive timer after a request (or a Start): the
+// request's own keep_alive when it gave one, else the default. As in
+// Ollama, one request's keep_alive does not change the default.
 func (m *Manager) armIdle(keepAlive *time.Duration) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	d := m.opts.KeepAlive
 	if keepAlive != nil {
-		m.keepAlive = *keepAlive
+		d = *keepAlive
 	}
+	m.keepAlive = d // for the reason text of the unload
 	if m.idle != nil {
 		m.idle.Stop()
 	}
 	m.expires = time.Time{}
-	if m.state != StateOn || m.keepAlive < 0 || m.closed {
+	if m.state != StateOn || d < 0 || m.closed {
 		return
 	}
-	d := m.keepAlive
 	m.expires = m.opts.Now().Add(d)
 	m.idle = time.AfterFunc(d, m.idleUnload)
 }
@@ -663,16 +723,24 @@ func (m *Manager) idleUnload() {
 	m.unloadLocked(context.Background(), fmt.Sprintf("unloaded after %s idle; it loads again on the next request", m.keepAlive))
 }
 
-// Unload unloads the model now without switching it off (Ollama's
-// keep_alive 0 with an empty request).
-func (m *Manager) Unload(ctx context.Context) error {
+// Unload unloads model now, if it is the one loaded, without switching
+// it off (Ollama's keep_alive 0 with an empty request); "" unloads
+// whatever is loaded.
+func (m *Manager) Unload(ctx context.Context, model string) error {
+	if model != "" {
+		name, err := m.opts.Resolve(model)
+		if err != nil {
+			return err
+		}
+		model = name
+	}
 	if err := m.takeSlot(ctx); err != nil {
 		return err
 	}
 	defer func() { <-m.slot }()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.be != nil {
+	if m.be != nil && (model == "" || model == m.beModel) {
 		m.unloadLocked(ctx, "unloaded on request; it loads again on the next request")
 	}
 	return nil

@@ -31,7 +31,7 @@ func newRig(t *testing.T, engines []string, kinds map[string]fake.Options, mo Op
 	mo.Resolve = reg.Resolve
 	mo.Models = reg.Models
 	mo.Engines = func(string) []string { return engines }
-	mo.NewBackend = func(model, kind string) (backend.Backend, error) {
+	mo.NewBackend = func(_ context.Context, model, kind string) (backend.Backend, error) {
 		o, ok := r.opts[kind]
 		if !ok {
 			return nil, fmt.Errorf("no %s engine: %w", kind, ErrNotInstalled)
@@ -425,5 +425,188 @@ func TestStatusDoesNotWaitForASlowUnload(t *testing.T) {
 	}
 	if d := time.Since(start); d > 600*time.Millisecond {
 		t.Fatalf("the status was available only after %v, while the backend took 1 s to unload", d)
+	}
+}
+
+// Review findings, kept as tests.
+
+func TestStartAnotherModelWhileOnLoadsIt(t *testing.T) {
+	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: -1})
+	if _, _, err := collect(t, r.m, chat("minicpm5:2b", "a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.m.Start("other:1b"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "other on", func() bool { st := r.m.Status(); return st.State == StateOn && st.Info != nil && st.Info.Name == "other:1b" })
+	if _, _, err := collect(t, r.m, chat("other:1b", "b")); err != nil {
+		t.Fatal(err)
+	}
+	b := r.backends("cpu")
+	if len(b) != 2 || b[0].Loaded() || len(b[1].Requests()) != 1 || b[1].Requests()[0].Model != "other:1b" {
+		t.Fatalf("%d backends; the first still loaded: %v", len(b), len(b) > 0 && b[0].Loaded())
+	}
+}
+
+func TestStartWithATypoChangesNothing(t *testing.T) {
+	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: 100 * time.Millisecond})
+	if _, _, err := collect(t, r.m, chat("minicpm5:2b", "a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.m.Start("nosuch"); !errors.Is(err, ErrUnknownModel) {
+		t.Fatalf("err = %v", err)
+	}
+	if st := r.m.Status(); st.State != StateOn || st.Model != "minicpm5:2b" {
+		t.Fatalf("status after a typo: %+v", st)
+	}
+	waitFor(t, "the idle unload still happens", func() bool { return !r.backends("cpu")[0].Loaded() })
+}
+
+func TestClientLeavingDuringLoadIsNotAnError(t *testing.T) {
+	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {LoadDelay: 300 * time.Millisecond}}, Options{KeepAlive: -1})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() {
+		_, err := r.m.Generate(ctx, chat("minicpm5:2b", "hi"), GenerateOptions{}, func(backend.Token) error { return nil })
+		done <- err
+	}()
+	waitFor(t, "loading", func() bool { return r.m.Status().State == StateLoading })
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	// The load finished for the next request.
+	if st := r.m.Status(); st.State != StateOn {
+		t.Fatalf("state %s (%s) after the client left during the load", st.State, st.Error)
+	}
+}
+
+// slowLoad ignores its context while loading, as a load that cannot be
+// interrupted.
+type slowLoad struct{ *fake.Backend }
+
+func (s slowLoad) Load(ctx context.Context, p func(backend.Progress)) error {
+	time.Sleep(400 * time.Millisecond)
+	return s.Backend.Load(context.Background(), p)
+}
+
+func TestStopThatTimesOutStillEndsOff(t *testing.T) {
+	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: -1})
+	r.m.opts.NewBackend = func(_ context.Context, model, kind string) (backend.Backend, error) {
+		return slowLoad{fake.New(fake.Options{Name: model})}, nil
+	}
+	r.m.Start("minicpm5:2b")
+	waitFor(t, "loading", func() bool { return r.m.Status().State == StateLoading })
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := r.m.Stop(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("stop: %v", err)
+	}
+	waitFor(t, "off after the abandoned load ended", func() bool { return r.m.Status().State == StateOff })
+}
+
+func TestOneRequestsKeepAliveIsNotTheDefault(t *testing.T) {
+	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: time.Hour})
+	zero := time.Duration(0)
+	if _, err := r.m.Generate(context.Background(), chat("minicpm5:2b", "hi"), GenerateOptions{KeepAlive: &zero}, func(backend.Token) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "off", func() bool { return r.m.Status().State == StateOff })
+	if _, _, err := collect(t, r.m, chat("minicpm5:2b", "no keep_alive")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if st := r.m.Status(); st.State != StateOn || st.ExpiresAt == nil || time.Until(*st.ExpiresAt) < 50*time.Minute {
+		t.Fatalf("the default keep-alive (1h) was not used: %+v", st)
+	}
+}
+
+func TestLoadFailureOfTheOnlyEngineIsRetriedAndNotAFallback(t *testing.T) {
+	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: -1})
+	n := 0
+	r.m.opts.NewBackend = func(_ context.Context, model, kind string) (backend.Backend, error) {
+		if n++; n == 1 {
+			return fake.New(fake.Options{Name: model, LoadErr: errors.New("file busy")}), nil
+		}
+		return fake.New(fake.Options{Name: model}), nil
+	}
+	events, cancel := r.m.Subscribe()
+	defer cancel()
+	if _, _, err := collect(t, r.m, chat("minicpm5:2b", "a")); err == nil || !strings.Contains(err.Error(), "file busy") {
+		t.Fatalf("first: %v", err)
+	}
+	if _, _, err := collect(t, r.m, chat("minicpm5:2b", "b")); err != nil {
+		t.Fatalf("the second request did not retry the load: %v", err)
+	}
+	if st := r.m.Status(); st.Fallback != "" {
+		t.Fatalf("fallback %q with one engine", st.Fallback)
+	}
+	for len(events) > 0 {
+		if ev := <-events; ev.Type == "fallback" {
+			t.Fatalf("fallback event with one engine: %s", ev.Message)
+		}
+	}
+}
+
+func TestUnloadNamesTheModel(t *testing.T) {
+	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: -1})
+	if _, _, err := collect(t, r.m, chat("minicpm5:2b", "a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.m.Unload(context.Background(), "other:1b"); err != nil {
+		t.Fatal(err)
+	}
+	if r.m.Status().State != StateOn {
+		t.Fatal("unloading another model unloaded the loaded one")
+	}
+	if err := r.m.Unload(context.Background(), "MiniCPM5-2B-NPU2"); err != nil || r.m.Status().State != StateOff {
+		t.Fatalf("unload by alias: %v %s", err, r.m.Status().State)
+	}
+}
+
+// panicking is a backend whose Generate panics (the web layer recovers).
+type panicking struct{ *fake.Backend }
+
+func (p panicking) Generate(context.Context, *backend.Request, func(backend.Token) error) (backend.Result, error) {
+	panic("backend bug")
+}
+
+func TestPanickingBackendLeavesNothingRunning(t *testing.T) {
+	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: -1})
+	r.m.opts.NewBackend = func(_ context.Context, model, kind string) (backend.Backend, error) {
+		return panicking{fake.New(fake.Options{Name: model})}, nil
+	}
+	func() {
+		defer func() { recover() }()
+		collect(t, r.m, chat("minicpm5:2b", "a"))
+	}()
+	if st := r.m.Status(); st.Running != 0 || st.Waiting != 0 {
+		t.Fatalf("after a panic: running %d waiting %d", st.Running, st.Waiting)
+	}
+	// The slot was released too.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := r.m.Unload(ctx, ""); err != nil {
+		t.Fatalf("slot still held: %v", err)
+	}
+}
+
+func TestNPUCheckPhaseShowsLoadingAndStopEndsIt(t *testing.T) {
+	r := newRig(t, []string{"npu", "cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: -1})
+	r.m.opts.NewBackend = func(ctx context.Context, model, kind string) (backend.Backend, error) {
+		if kind == "npu" {
+			<-ctx.Done() // a slow NPU check that honours its context
+			return nil, ctx.Err()
+		}
+		return fake.New(fake.Options{Name: model}), nil
+	}
+	r.m.Start("minicpm5:2b")
+	waitFor(t, "loading while the NPU is checked", func() bool { return r.m.Status().State == StateLoading })
+	start := time.Now()
+	if err := r.m.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > time.Second || r.m.Status().State != StateOff {
+		t.Fatalf("stop took %v; state %s", d, r.m.Status().State)
 	}
 }

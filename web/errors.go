@@ -62,7 +62,11 @@ func (s *Server) classify(err error) *apiError {
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	ae := s.classify(err)
 	if ae.status == 499 {
-		return // the client is gone
+		if r.Context().Err() != nil {
+			return // the client is gone
+		}
+		// A deadline of the server's own (a stop or a check that took too long).
+		ae = &apiError{http.StatusGatewayTimeout, "timeout", "timed out: " + err.Error(), ""}
 	}
 	if ae.status >= 500 {
 		s.log.Warn("request failed", "path", r.URL.Path, "err", err)

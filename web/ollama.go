@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -298,11 +299,7 @@ func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, chat bool) {
 		// Load or unload only.
 		reason := "load"
 		if p.keepAlive != nil && *p.keepAlive == 0 {
-			if _, err := s.mgr.Resolve(req.Model); err != nil {
-				s.fail(w, r, err)
-				return
-			}
-			err, reason = s.mgr.Unload(r.Context()), "unload"
+			err, reason = s.mgr.Unload(r.Context(), req.Model), "unload"
 		} else {
 			err = s.mgr.Load(r.Context(), req.Model, service.GenerateOptions{KeepAlive: p.keepAlive})
 		}
@@ -442,9 +439,18 @@ func (s *Server) ollamaShow(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := s.describe(canon)
-	info := map[string]any{"general.architecture": d.Family, "general.name": d.Name}
-	if d.ContextLength > 0 {
-		info[d.Family+".context_length"] = d.ContextLength
+	// Ollama's CLI reads these keys with unchecked type assertions (older
+	// versions panic when one is missing): always send them, 0 when unknown.
+	arch := d.Family
+	if arch == "" {
+		arch = "llama"
+	}
+	info := map[string]any{
+		"general.architecture":     arch,
+		"general.name":             d.Name,
+		"general.parameter_count":  parameterCount(d.ParameterSize),
+		arch + ".context_length":   d.ContextLength,
+		arch + ".embedding_length": 0,
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"license":      "",
@@ -460,4 +466,22 @@ func (s *Server) ollamaShow(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) ollamaVersion(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"version": s.opts.Version})
+}
+
+// parameterCount turns a size such as "2B" or "500M" into a number (0
+// when it is not one).
+func parameterCount(size string) float64 {
+	size = strings.TrimSpace(strings.ToUpper(size))
+	mult := 1.0
+	switch {
+	case strings.HasSuffix(size, "B"):
+		mult, size = 1e9, strings.TrimSuffix(size, "B")
+	case strings.HasSuffix(size, "M"):
+		mult, size = 1e6, strings.TrimSuffix(size, "M")
+	}
+	f, err := strconv.ParseFloat(size, 64)
+	if err != nil || f < 0 {
+		return 0
+	}
+	return f * mult
 }

@@ -49,6 +49,12 @@ func (s *Server) secure(h http.Handler) http.Handler {
 				return
 			}
 		}
+		// A page elsewhere can make the browser send a GET with no Origin
+		// (an <img> or <script> tag); Fetch Metadata still says so.
+		if r.Header.Get("Origin") == "" && r.Header.Get("Sec-Fetch-Site") == "cross-site" && needsKey(r.URL.Path) {
+			writeError(sw, r, http.StatusForbidden, "forbidden_origin", "cross-site requests to the API are not allowed")
+			return
+		}
 		if s.opts.APIKey != "" && needsKey(r.URL.Path) && !s.keyOK(r) {
 			sw.Header().Set("WWW-Authenticate", `Bearer realm="npuchat"`)
 			writeError(sw, r, http.StatusUnauthorized, "invalid_api_key", "missing or wrong API key: send Authorization: Bearer <key>")

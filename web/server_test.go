@@ -602,3 +602,51 @@ func TestCheckRoute(t *testing.T) {
 		t.Fatalf("%d %s (calls %d)", resp.StatusCode, out, calls)
 	}
 }
+
+func TestServerTimeoutIs504NotAnEmpty200(t *testing.T) {
+	ts := startServer(t, fake.Options{}, web.Options{CheckNPU: func(ctx context.Context) (any, error) {
+		return nil, fmt.Errorf("xrt probe: %w", context.DeadlineExceeded)
+	}}, service.Options{})
+	resp, out := do(t, "GET", ts.URL+"/api/check", "")
+	if resp.StatusCode != 504 || !strings.Contains(out, "timed out") {
+		t.Fatalf("%d %q", resp.StatusCode, out)
+	}
+}
+
+func TestCrossSiteRequestsWithoutOriginAreRefused(t *testing.T) {
+	ts := startServer(t, fake.Options{}, web.Options{}, service.Options{})
+	for site, want := range map[string]int{"cross-site": 403, "same-origin": 200, "none": 200, "": 200} {
+		resp, _ := do(t, "GET", ts.URL+"/api/status", "", "Sec-Fetch-Site", site)
+		if resp.StatusCode != want {
+			t.Errorf("Sec-Fetch-Site %q: %d, want %d", site, resp.StatusCode, want)
+		}
+	}
+	// The page itself may be linked from anywhere.
+	if resp, _ := do(t, "GET", ts.URL+"/", "", "Sec-Fetch-Site", "cross-site"); resp.StatusCode != 200 {
+		t.Fatalf("page: %d", resp.StatusCode)
+	}
+}
+
+// TestOllamaShowHasTheCLIsKeys: Ollama's CLI type-asserts these.
+func TestOllamaShowHasTheCLIsKeys(t *testing.T) {
+	ts := startServer(t, fake.Options{}, web.Options{}, service.Options{})
+	_, out := do(t, "POST", ts.URL+"/api/show", `{"model":"minicpm5:2b"}`)
+	var show struct {
+		ModelInfo map[string]any `json:"model_info"`
+	}
+	if err := json.Unmarshal([]byte(out), &show); err != nil {
+		t.Fatal(err)
+	}
+	arch, ok := show.ModelInfo["general.architecture"].(string)
+	if !ok || arch == "" {
+		t.Fatalf("model_info %v", show.ModelInfo)
+	}
+	for _, k := range []string{"general.parameter_count", arch + ".context_length", arch + ".embedding_length"} {
+		if _, ok := show.ModelInfo[k].(float64); !ok {
+			t.Errorf("model_info[%s] = %v, not a number", k, show.ModelInfo[k])
+		}
+	}
+	if show.ModelInfo["general.parameter_count"] != 2e9 {
+		t.Errorf("parameter_count %v", show.ModelInfo["general.parameter_count"])
+	}
+}

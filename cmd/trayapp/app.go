@@ -100,6 +100,9 @@ func newApp(cfg *config.Config, log *slog.Logger, getenv func(string) string, lo
 // engines lists the backends to try for a model, best first, from the
 // engine setting.
 func (a *app) engines(model string) []string {
+	if _, ok := a.local[model]; ok && a.cfg.Engine != "remote" {
+		return []string{"cpu"} // a file on disk: only the in-process engine reads it
+	}
 	switch a.cfg.Engine {
 	case "npu":
 		return []string{"npu"}
@@ -113,7 +116,7 @@ func (a *app) engines(model string) []string {
 }
 
 // newBackend makes the backend of a kind for a model.
-func (a *app) newBackend(model, kind string) (backend.Backend, error) {
+func (a *app) newBackend(ctx context.Context, model, kind string) (backend.Backend, error) {
 	switch kind {
 	case "cpu":
 		if path, ok := a.local[model]; ok {
@@ -132,7 +135,7 @@ func (a *app) newBackend(model, kind string) (backend.Backend, error) {
 		}
 		return cpu.New(opts), nil
 	case "npu":
-		return a.newNPUBackend(model)
+		return a.newNPUBackend(ctx, model)
 	case "remote":
 		return oaicompat.New(oaicompat.Options{BaseURL: a.cfg.RemoteURL, APIKey: a.cfg.RemoteKey, Model: model, Kind: "remote"})
 	default:
@@ -143,7 +146,7 @@ func (a *app) newBackend(model, kind string) (backend.Backend, error) {
 // newNPUBackend makes the FastFlowLM backend, after checking that the
 // NPU is ready and FastFlowLM and the model are installed; each "no"
 // says what to do, and the service falls back to the CPU with it.
-func (a *app) newNPUBackend(model string) (backend.Backend, error) {
+func (a *app) newNPUBackend(ctx context.Context, model string) (backend.Backend, error) {
 	if _, ok := a.local[model]; ok {
 		return nil, fmt.Errorf("%s is a local file: only the cpu engine runs those", model)
 	}
@@ -151,7 +154,7 @@ func (a *app) newNPUBackend(model string) (backend.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	rep, err := a.checkNPU(ctx, flmSize(m))
 	if err != nil {
@@ -207,7 +210,8 @@ func formatOf(path string, fi os.FileInfo) string {
 
 // describe reports a catalog model as the API lists it.
 func (a *app) describe(m *catalog.Model) service.ModelDesc {
-	d := service.ModelDesc{Name: m.Name, Description: m.Description, Family: m.Family, ParameterSize: strings.ToUpper(m.Size)}
+	d := service.ModelDesc{Name: m.Name, Description: m.Description, Family: m.Family, ParameterSize: strings.ToUpper(m.Size),
+		ContextLength: flmContext(m)}
 	inst, err := models.Locate(a.cfg, m.Name)
 	if err != nil {
 		return d
@@ -280,4 +284,14 @@ func (a *app) checkNPU(ctx context.Context, modelBytes int64) (*check.Report, er
 		opts.XRT = xrt.ChildProber{Command: []string{exe, "check", "--xrt-probe-child"}}
 	}
 	return check.Run(ctx, opts)
+}
+
+// flmContext is the model's default context length from its FastFlowLM
+// entry (0 when absent).
+func flmContext(m *catalog.Model) int {
+	var e struct {
+		Context int `json:"default_context_length"`
+	}
+	json.Unmarshal(m.FLM.Entry, &e)
+	return e.Context
 }

@@ -29,7 +29,7 @@ type Server struct {
 // small generated model).
 type Config struct {
 	Fake       fake.Options
-	NewBackend func(model, kind string) (backend.Backend, error)
+	NewBackend func(ctx context.Context, model, kind string) (backend.Backend, error)
 	Web        web.Options
 	Service    service.Options
 	// Models are the served models; default one, "minicpm5:2b", with
@@ -59,7 +59,7 @@ func Start(t testing.TB, cfg Config) *Server {
 	}
 	mo.NewBackend = cfg.NewBackend
 	if mo.NewBackend == nil {
-		mo.NewBackend = func(model, kind string) (backend.Backend, error) {
+		mo.NewBackend = func(_ context.Context, model, kind string) (backend.Backend, error) {
 			fo := cfg.Fake
 			fo.Name, fo.Kind = model, kind
 			b := fake.New(fo)
