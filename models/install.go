@@ -200,6 +200,11 @@ func (in *Installer) Install(ctx context.Context, name string, opt InstallOption
 		res.Notes = append(res.Notes, note)
 		in.emit(Event{Model: m.Name, Phase: "note", Message: note})
 	}
+	// A FastFlowLM too old for the model is refused before gigabytes are
+	// moved into its folder.
+	if target == TargetFLM && layout.Version != "" && flm.CompareVersions(layout.Version, m.FLMMinVersion()) < 0 {
+		return nil, fmt.Errorf("install %s: FastFlowLM %s (%s) is older than %s, the oldest that runs this model; update FastFlowLM, then run the install again; nothing was downloaded", m.Name, layout.Version, layout.Exe, m.FLMMinVersion())
+	}
 	// A broken FastFlowLM list is refused before gigabytes are fetched.
 	if target == TargetFLM && layout.SystemList != "" {
 		if err := checkList(layout.SystemList); err != nil {

@@ -693,3 +693,24 @@ func TestFLMMissingLaterKeepsInstall(t *testing.T) {
 		t.Error("install without FastFlowLM moved or changed the FastFlowLM install")
 	}
 }
+
+// A FastFlowLM older than the model's flm_min_version is refused before
+// anything is downloaded or moved into FastFlowLM's folder.
+func TestOldFLMRefusedBeforeDownload(t *testing.T) {
+	e := newEnv(t, true)
+	must(t, os.WriteFile(filepath.Join(e.root, "flm"), []byte("#!/bin/sh\necho '{\"version\": \"0.9.1\"}'\n"), 0o755))
+	before := snapshot(t, e.root, filepath.Join(e.cfg.DataDir, "flm"))
+	_, err := e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	if err == nil || !strings.Contains(err.Error(), "FastFlowLM 0.9.1") || !strings.Contains(err.Error(), "update FastFlowLM") {
+		t.Fatalf("err = %v, want FastFlowLM 0.9.1 refused", err)
+	}
+	if n := len(e.hub.Requests()); n != 0 {
+		t.Errorf("%d hub requests before the old FastFlowLM was refused", n)
+	}
+	if _, err := os.Stat(e.modelDir()); err == nil {
+		t.Error("the refused install created the model folder")
+	}
+	if after := snapshot(t, e.root, filepath.Join(e.cfg.DataDir, "flm")); !reflect.DeepEqual(before, after) {
+		t.Error("the refused install changed files")
+	}
+}
