@@ -36,6 +36,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -367,14 +368,20 @@ type treeEntry struct {
 	} `json:"lfs"`
 }
 
+// treePage fetches one page of the listing. Like a download, it is
+// abandoned (and retried by the caller) when no byte arrives for
+// IdleTimeout, so that a stalled hub cannot hold the install lock
+// forever.
 func (c *Client) treePage(ctx context.Context, u, what string) ([]treeEntry, string, error) {
-	req, err := c.newRequest(ctx, u)
+	rctx, idle := c.idleContext(ctx)
+	defer idle.stop()
+	req, err := c.newRequest(rctx, u)
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: %w", what, err)
 	}
 	resp, err := c.http().Do(req)
 	if err != nil {
-		return nil, "", fmt.Errorf("%s: %w", what, err)
+		return nil, "", idle.wrap(ctx, what, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -382,10 +389,76 @@ func (c *Client) treePage(ctx context.Context, u, what string) ([]treeEntry, str
 		return nil, "", err
 	}
 	var page []treeEntry
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&page); err != nil {
+	body := &idleReader{r: io.LimitReader(resp.Body, 64<<20), reset: idle.reset}
+	if err := json.NewDecoder(body).Decode(&page); err != nil {
+		if idle.fired() || ctx.Err() != nil {
+			return nil, "", idle.wrap(ctx, what, err)
+		}
 		return nil, "", fmt.Errorf("%s: the tree answer is not the expected JSON list: %w", what, err)
 	}
 	return page, resp.Header.Get("Link"), nil
+}
+
+// idleTimer cancels a request's context when no byte arrived for the
+// client's IdleTimeout.
+type idleTimer struct {
+	d      time.Duration
+	t      *time.Timer
+	mu     sync.Mutex
+	stalls bool
+}
+
+// idleContext returns a context cancelled after IdleTimeout without
+// progress (progress is reported with reset).
+func (c *Client) idleContext(ctx context.Context) (context.Context, *idleTimer) {
+	d := c.IdleTimeout
+	if d <= 0 {
+		d = 60 * time.Second
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	it := &idleTimer{d: d}
+	it.t = time.AfterFunc(d, func() {
+		it.mu.Lock()
+		it.stalls = true
+		it.mu.Unlock()
+		cancel()
+	})
+	return rctx, it
+}
+
+func (it *idleTimer) reset() { it.t.Reset(it.d) }
+func (it *idleTimer) stop()  { it.t.Stop() }
+
+func (it *idleTimer) fired() bool {
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	return it.stalls
+}
+
+// wrap describes a failed request: the caller's cancellation, a stall
+// (retryable), or err itself.
+func (it *idleTimer) wrap(ctx context.Context, what string, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("%s: %w", what, ctx.Err())
+	case it.fired():
+		return fmt.Errorf("%s: no data for %s", what, it.d)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// idleReader reports every read that made progress.
+type idleReader struct {
+	r     io.Reader
+	reset func()
+}
+
+func (r *idleReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if n > 0 {
+		r.reset()
+	}
+	return n, err
 }
 
 // resolveLink finds rel="next" in a Link header and resolves it against

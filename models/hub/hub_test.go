@@ -567,3 +567,41 @@ func TestOversizedBodyRefused(t *testing.T) {
 		t.Errorf("left %v", entries)
 	}
 }
+
+// A hub that stops answering while listing must not hang the install
+// (which holds the install lock): each page is abandoned after
+// IdleTimeout without a byte, retried, and finally reported.
+func TestTreeStallTimesOut(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		faults []hubtest.Fault
+		ok     bool
+	}{
+		{"stall after the first byte, then fine", []hubtest.Fault{{Stall: true}}, true},
+		{"no headers, then fine", []hubtest.Fault{{Delay: time.Hour}}, true},
+		{"stall on every attempt", []hubtest.Fault{{Stall: true}, {Stall: true}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := hubtest.New(repo, rev, repoFiles())
+			defer s.Close()
+			c := newClient(s)
+			c.HTTP = hub.NewHTTPClient()
+			c.IdleTimeout = 300 * time.Millisecond
+			c.Attempts = 2
+			s.AddFaults("@tree", tc.faults...)
+			done := make(chan error, 1)
+			go func() { _, err := c.Tree(context.Background(), repo, rev); done <- err }()
+			select {
+			case err := <-done:
+				if tc.ok && err != nil {
+					t.Errorf("Tree after one stalled page: %v", err)
+				}
+				if !tc.ok && (err == nil || !strings.Contains(err.Error(), "no data for 300ms")) {
+					t.Errorf("Tree = %v, want a stall error", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("Tree still waiting 10 s after the hub stalled (IdleTimeout 300ms)")
+			}
+		})
+	}
+}

@@ -28,7 +28,9 @@ type File struct {
 	LFS     bool // served through the CDN redirect, with an LFS sha256
 }
 
-// Fault changes how one download request is answered.
+// Fault changes how one download request is answered. Faults queued
+// for the path "@tree" apply to tree pages: Status, Delay (before the
+// headers) and Stall (after the first byte).
 type Fault struct {
 	Status      int           // answer with this status and no body
 	DropAfter   int           // send this many bytes, then cut the connection
@@ -46,6 +48,7 @@ type Server struct {
 	// RelativeLinks makes Link headers relative URLs.
 	RelativeLinks bool
 
+	closed   chan struct{} // closed by Close: stalled handlers return
 	mu       sync.Mutex
 	repos    map[string][]File // "owner/name@rev"
 	faults   map[string][]Fault
@@ -60,7 +63,7 @@ type Request struct {
 // New starts a fake hub serving repo at revision with files. Close it
 // with Close.
 func New(repo, revision string, files []File) *Server {
-	s := &Server{repos: map[string][]File{}, faults: map[string][]Fault{}, PageSize: 2}
+	s := &Server{repos: map[string][]File{}, faults: map[string][]Fault{}, PageSize: 2, closed: make(chan struct{})}
 	s.AddRepo(repo, revision, files)
 	s.CDN = httptest.NewServer(http.HandlerFunc(s.serveCDN))
 	s.Hub = httptest.NewServer(http.HandlerFunc(s.serveHub))
@@ -74,8 +77,18 @@ func (s *Server) AddRepo(repo, revision string, files []File) {
 	s.repos[repo+"@"+revision] = files
 }
 
-// Close stops both servers.
-func (s *Server) Close() { s.Hub.Close(); s.CDN.Close() }
+// Close stops both servers, ending stalled answers first.
+func (s *Server) Close() {
+	s.mu.Lock()
+	select {
+	case <-s.closed:
+	default:
+		close(s.closed)
+	}
+	s.mu.Unlock()
+	s.Hub.Close()
+	s.CDN.Close()
+}
 
 // URL is the hub endpoint (HF_ENDPOINT).
 func (s *Server) URL() string { return s.Hub.URL }
@@ -251,7 +264,10 @@ func (s *Server) serveContent(w http.ResponseWriter, r *http.Request, f File) {
 	}
 	if fault.Stall {
 		w.(http.Flusher).Flush()
-		<-r.Context().Done()
+		select {
+		case <-r.Context().Done():
+		case <-s.closed:
+		}
 		return
 	}
 	if fault.DropAfter > 0 && fault.DropAfter < len(rest) {
@@ -300,8 +316,29 @@ func (s *Server) serveTree(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":"Repository not found"}`, http.StatusNotFound)
 		return
 	}
-	if f := s.nextFault("@tree"); f.Status != 0 {
-		http.Error(w, "fault", f.Status)
+	fault := s.nextFault("@tree")
+	switch {
+	case fault.Status != 0:
+		http.Error(w, "fault", fault.Status)
+		return
+	case fault.Delay > 0:
+		// No answer at all for Delay.
+		select {
+		case <-time.After(fault.Delay):
+		case <-r.Context().Done():
+			return
+		case <-s.closed:
+			return
+		}
+	case fault.Stall:
+		// The headers and the first byte, then nothing.
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte("["))
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+		case <-s.closed:
+		}
 		return
 	}
 	var entries []treeEntry
