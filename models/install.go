@@ -289,6 +289,11 @@ func (in *Installer) Install(ctx context.Context, name string, opt InstallOption
 			if err := os.Rename(from, to); err != nil {
 				return nil, fmt.Errorf("install %s: move %s into place: %w", m.Name, f.Path, err)
 			}
+			if edited[f.Path] {
+				// The .bak of the file NPU Chat edits is the original
+				// as downloaded: the new download's, made by the edit.
+				os.Remove(to + ".bak")
+			}
 			res.Downloaded = append(res.Downloaded, f.Path)
 		}
 		removeEmptyDirs(staging, filepath.Dir(filepath.Dir(staging)))

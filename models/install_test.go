@@ -714,3 +714,21 @@ func TestOldFLMRefusedBeforeDownload(t *testing.T) {
 		t.Error("the refused install changed files")
 	}
 }
+
+// FastFlowLM's model_list.json.bak is its list as it was before NPU Chat
+// first touched it, even after install, uninstall and install again.
+func TestSystemListBakKeepsOriginal(t *testing.T) {
+	e := newEnv(t, true)
+	for _, step := range []string{"install", "uninstall", "install"} {
+		var err error
+		if step == "install" {
+			_, err = e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
+		} else {
+			_, err = e.installer().Uninstall(context.Background(), "minicpm5:2b")
+		}
+		must(t, err)
+		if bak, _ := os.ReadFile(filepath.Join(e.root, "model_list.json.bak")); !bytes.Equal(bak, e.origSys) {
+			t.Fatalf("after %s, model_list.json.bak is not FastFlowLM's original list (%d bytes, want %d)", step, len(bak), len(e.origSys))
+		}
+	}
+}

@@ -481,3 +481,23 @@ func FuzzParseObject(f *testing.F) {
 		}
 	})
 }
+
+// path.bak keeps the file as it was before the first edit: later edits
+// (a second install, an uninstall) do not replace it with NPU Chat's own
+// version.
+func TestBakKeepsFirstOriginal(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "model_list.json")
+	orig := []byte("{\n    \"models\": {}\n}\n")
+	if err := os.WriteFile(path, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i, val := range []string{`1`, `2`, `3`} {
+		changed, err := EditJSONFile(path, func(o *Object) error { o.Set("x", json.RawMessage(val)); return nil })
+		if err != nil || !changed {
+			t.Fatalf("edit %d: changed=%v err=%v", i, changed, err)
+		}
+		if bak, _ := os.ReadFile(path + ".bak"); !bytes.Equal(bak, orig) {
+			t.Errorf("after edit %d, .bak = %q, want the original %q", i+1, bak, orig)
+		}
+	}
+}

@@ -201,8 +201,11 @@ func DetectIndent(b []byte) string {
 
 // WriteIfChanged writes data to path unless the file already holds the
 // same JSON formatted the same way (then it returns false and touches
-// nothing). The previous content is saved as path.bak first; both writes
-// go to a temporary file renamed into place.
+// nothing). Before the first change the previous content is saved as
+// path.bak; an existing path.bak is kept, so that it always holds the
+// file as it was before NPU Chat first edited it (a second edit would
+// otherwise replace the original with NPU Chat's own version). Both
+// writes go to a temporary file renamed into place.
 func WriteIfChanged(path string, data []byte) (bool, error) {
 	old, err := os.ReadFile(path)
 	switch {
@@ -214,8 +217,10 @@ func WriteIfChanged(path string, data []byte) (bool, error) {
 		if st, err := os.Stat(path); err == nil {
 			perm = st.Mode().Perm()
 		}
-		if err := config.WriteFileAtomic(path+".bak", old, perm); err != nil {
-			return false, fmt.Errorf("back up %s: %w", path, err)
+		if _, err := os.Lstat(path + ".bak"); errors.Is(err, os.ErrNotExist) {
+			if err := config.WriteFileAtomic(path+".bak", old, perm); err != nil {
+				return false, fmt.Errorf("back up %s: %w", path, err)
+			}
 		}
 		if err := config.WriteFileAtomic(path, data, perm); err != nil {
 			return false, err
