@@ -338,7 +338,7 @@ func (in *Installer) Install(ctx context.Context, name string, opt InstallOption
 	// 5. Kernels and registration.
 	if target == TargetFLM {
 		man.FLMVersion = layout.Version
-		if err := in.installXclbins(m, src, dir, layout, opt.NoSystem, man, res); err != nil {
+		if err := in.installXclbins(m, src, dir, layout, opt.NoSystem, prev, man, res); err != nil {
 			return nil, fmt.Errorf("install %s: %w", m.Name, err)
 		}
 		if err := in.register(ctx, m, layout, opt.NoSystem, man, res); err != nil {

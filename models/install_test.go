@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -730,5 +731,56 @@ func TestSystemListBakKeepsOriginal(t *testing.T) {
 		if bak, _ := os.ReadFile(filepath.Join(e.root, "model_list.json.bak")); !bytes.Equal(bak, e.origSys) {
 			t.Fatalf("after %s, model_list.json.bak is not FastFlowLM's original list (%d bytes, want %d)", step, len(bak), len(e.origSys))
 		}
+	}
+}
+
+// Kernels copied by hand into FastFlowLM's folder (the model card's
+// steps, or an earlier install as root) make PrepareFLM link NPU Chat's
+// folder of the model to FastFlowLM's. Install must replace that link by
+// its own folder rather than write through it (into /opt, or over
+// FastFlowLM's kernels with --no-system), and uninstall must not delete
+// FastFlowLM's kernels, through the link or in a folder NPU Chat did not
+// create.
+func TestKernelsCopiedByHandBeforeInstall(t *testing.T) {
+	kernels := []string{"attn.xclbin", "mm.xclbin", "layer.xclbin", "dequant.xclbin"}
+	for _, noSystem := range []bool{true, false} {
+		t.Run(fmt.Sprintf("no-system=%v", noSystem), func(t *testing.T) {
+			e := newEnv(t, true)
+			sys := filepath.Join(e.root, "xclbins", "MiniCPM5-2B-NPU2")
+			own := filepath.Join(e.cfg.DataDir, "flm", "xclbins", "MiniCPM5-2B-NPU2")
+			must(t, os.MkdirAll(sys, 0o755))
+			for _, x := range kernels {
+				must(t, os.WriteFile(filepath.Join(sys, x), []byte("hand-copied kernels"), 0o644))
+			}
+			_, err := e.installer().PrepareFLM(context.Background())
+			must(t, err)
+			_, err = e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{NoSystem: noSystem})
+			must(t, err)
+			if st, err := os.Lstat(own); err != nil || !st.IsDir() {
+				t.Fatalf("NPU Chat's kernel folder %s is not a real folder after install (%v, %v)", own, st.Mode(), err)
+			}
+			for _, x := range kernels {
+				if b, _ := os.ReadFile(filepath.Join(own, x)); !bytes.Equal(b, blob(strings.TrimSuffix(x, ".xclbin"), 5000)) {
+					t.Errorf("%s in NPU Chat's folder is not the downloaded kernel", x)
+				}
+				b, _ := os.ReadFile(filepath.Join(sys, x))
+				if noSystem && string(b) != "hand-copied kernels" {
+					t.Errorf("--no-system install changed FastFlowLM's %s", x)
+				}
+			}
+			res, err := e.installer().Uninstall(context.Background(), "minicpm5:2b")
+			must(t, err)
+			for _, x := range kernels {
+				if _, err := os.Stat(filepath.Join(sys, x)); err != nil {
+					t.Errorf("uninstall deleted FastFlowLM's %s, which NPU Chat did not put there: %v", x, err)
+				}
+			}
+			if _, err := os.Lstat(own); err == nil {
+				t.Errorf("NPU Chat's kernel folder %s left behind", own)
+			}
+			if !noSystem && !strings.Contains(strings.Join(res.Notes, "\n"), "kept the kernels in "+sys) {
+				t.Errorf("uninstall notes %q do not say FastFlowLM's kernels were kept", res.Notes)
+			}
+		})
 	}
 }

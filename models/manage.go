@@ -87,6 +87,15 @@ func (in *Installer) uninstall(ctx context.Context, m *catalog.Model, man *Manif
 		}
 	}
 	for _, d := range man.XclbinDirs {
+		// Never delete through a link (NPU Chat's folder pointing at
+		// FastFlowLM's), nor from a folder NPU Chat did not create.
+		if st, err := os.Lstat(d); err != nil || st.Mode()&(os.ModeSymlink|os.ModeIrregular) != 0 {
+			continue
+		}
+		if slices.Contains(man.XclbinFound, d) {
+			res.Notes = append(res.Notes, fmt.Sprintf("kept the kernels in %s: they were there before NPU Chat installed %s", d, m.Name))
+			continue
+		}
 		for _, x := range m.Source.XCLBins {
 			if p, err := hub.Join(d, x); err == nil {
 				if err := remove(p); err != nil {

@@ -22,13 +22,17 @@ type Manifest struct {
 	Revision string `json:"revision"`
 	// Target is "flm" (FastFlowLM's models folder) or "npuchat" (NPU
 	// Chat's own, for the in-process engine only).
-	Target      string         `json:"target"`
-	Dir         string         `json:"dir"`
-	Files       []ManifestFile `json:"files"`
-	XclbinDirs  []string       `json:"xclbin_dirs,omitempty"`
-	Lists       []string       `json:"lists,omitempty"`
-	FLMVersion  string         `json:"flm_version,omitempty"`
-	InstalledAt time.Time      `json:"installed_at"`
+	Target     string         `json:"target"`
+	Dir        string         `json:"dir"`
+	Files      []ManifestFile `json:"files"`
+	XclbinDirs []string       `json:"xclbin_dirs,omitempty"`
+	// XclbinFound are the XclbinDirs that existed before NPU Chat first
+	// copied kernels into them (FastFlowLM's own folder of the model,
+	// filled by hand per the model card): uninstall leaves them.
+	XclbinFound []string  `json:"xclbin_found,omitempty"`
+	Lists       []string  `json:"lists,omitempty"`
+	FLMVersion  string    `json:"flm_version,omitempty"`
+	InstalledAt time.Time `json:"installed_at"`
 }
 
 // ManifestFile is one installed file.

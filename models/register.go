@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/npuchat/npuchat/models/catalog"
 	"github.com/npuchat/npuchat/models/flm"
@@ -16,14 +17,35 @@ import (
 // Chat's xclbin root (always) and to FastFlowLM's own (when writable and
 // allowed), and links FastFlowLM's other kernel folders into NPU Chat's
 // root, because FastFlowLM reads kernels from one root only.
-func (in *Installer) installXclbins(m *catalog.Model, src catalog.Source, dir string, layout *flm.Layout, noSystem bool, man *Manifest, res *Result) error {
+func (in *Installer) installXclbins(m *catalog.Model, src catalog.Source, dir string, layout *flm.Layout, noSystem bool, prev, man *Manifest, res *Result) error {
 	ctx := context.Background()
 	name := m.FLMName()
 	dirs := []string{layout.OwnXclbinDir(name)}
 	if !noSystem && layout.XclbinRoot != "" {
 		dirs = append(dirs, layout.XclbinDir(name))
 	}
+	var prevDirs, prevFound []string
+	if prev != nil {
+		prevDirs, prevFound = prev.XclbinDirs, prev.XclbinFound
+	}
 	for i, d := range dirs {
+		if i == 0 {
+			// NPU Chat's own folder may be a link to FastFlowLM's folder
+			// of the same name (made by LinkSystemXclbins before the
+			// model was installed, when someone had copied its kernels
+			// there by hand): never write through it.
+			if err := unlinkOwnFolder(d); err != nil {
+				return err
+			}
+		} else if st, err := os.Lstat(d); err == nil {
+			// FastFlowLM's own folder of the model existed before NPU
+			// Chat first installed into it (the model card's hand copy,
+			// or another tool): uninstall leaves it.
+			ours := slices.Contains(prevDirs, d) && !slices.Contains(prevFound, d)
+			if !ours || st.Mode()&os.ModeSymlink != 0 {
+				man.XclbinFound = append(man.XclbinFound, d)
+			}
+		}
 		var werr error
 		for _, x := range src.XCLBins {
 			from, err := hub.Join(dir, x)
@@ -44,6 +66,9 @@ func (in *Installer) installXclbins(m *catalog.Model, src catalog.Source, dir st
 			}
 		}
 		if werr != nil {
+			if i > 0 {
+				man.XclbinFound = slices.DeleteFunc(man.XclbinFound, func(x string) bool { return x == d })
+			}
 			if i > 0 && isPermission(werr) {
 				note := fmt.Sprintf("FastFlowLM's kernel folder %s is not writable; NPU Chat starts flm with its own (%s). Run the install as root (or with --no-system to silence this) to have plain `flm serve %s` work too", layout.XclbinDir(name), layout.OwnXclbinRoot, m.FLMTag())
 				res.Notes = append(res.Notes, note)
@@ -105,6 +130,20 @@ func LinkSystemXclbins(layout *flm.Layout) ([]string, error) {
 		made = append(made, to)
 	}
 	return made, nil
+}
+
+// unlinkOwnFolder makes sure d, a kernel folder in NPU Chat's root, is
+// not a symbolic link (or Windows junction) before kernels are copied
+// into it: a link is removed (only the link; what it points to stays).
+func unlinkOwnFolder(d string) error {
+	st, err := os.Lstat(d)
+	if err != nil || st.Mode()&(os.ModeSymlink|os.ModeIrregular) == 0 {
+		return nil
+	}
+	if err := os.Remove(d); err != nil {
+		return fmt.Errorf("replace the link %s to FastFlowLM's kernels by NPU Chat's own folder: %w", d, err)
+	}
+	return nil
 }
 
 func same(a, b string) bool {
