@@ -239,8 +239,12 @@ func (in *Installer) Install(ctx context.Context, name string, opt InstallOption
 	}
 
 	// 2. What is already in place.
+	// A file already in place on the first install into dir was put
+	// there by someone else (the model card's git clone, `flm pull`):
+	// it is adopted, and uninstall will leave it.
 	var need []hub.File
 	var needBytes int64
+	adopted := map[string]bool{}
 	for _, f := range files {
 		ok, err := in.inPlace(ctx, m.Name, dir, f, prev, edited[f.Path])
 		if err != nil {
@@ -249,6 +253,12 @@ func (in *Installer) Install(ctx context.Context, name string, opt InstallOption
 		if !ok {
 			need = append(need, f)
 			needBytes += f.Size
+			continue
+		}
+		if prev == nil || prev.Dir != dir {
+			adopted[f.Path] = true
+		} else if i := slices.IndexFunc(prev.Files, func(pf ManifestFile) bool { return pf.Path == f.Path }); i >= 0 {
+			adopted[f.Path] = prev.Files[i].Adopted
 		}
 	}
 
@@ -332,6 +342,7 @@ func (in *Installer) Install(ctx context.Context, name string, opt InstallOption
 		if err != nil {
 			return nil, fmt.Errorf("install %s: %w", m.Name, err)
 		}
+		mf.Adopted = adopted[f.Path]
 		man.Files = append(man.Files, mf)
 	}
 
@@ -341,7 +352,7 @@ func (in *Installer) Install(ctx context.Context, name string, opt InstallOption
 		if err := in.installXclbins(m, src, dir, layout, opt.NoSystem, prev, man, res); err != nil {
 			return nil, fmt.Errorf("install %s: %w", m.Name, err)
 		}
-		if err := in.register(ctx, m, layout, opt.NoSystem, man, res); err != nil {
+		if err := in.register(ctx, m, layout, opt.NoSystem, prev, man, res); err != nil {
 			return nil, fmt.Errorf("install %s: %w", m.Name, err)
 		}
 	}

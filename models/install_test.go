@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/npuchat/npuchat/config"
+	"github.com/npuchat/npuchat/models/flm"
 	"github.com/npuchat/npuchat/models/hub"
 	"github.com/npuchat/npuchat/models/hub/hubtest"
 )
@@ -782,5 +783,71 @@ func TestKernelsCopiedByHandBeforeInstall(t *testing.T) {
 				t.Errorf("uninstall notes %q do not say FastFlowLM's kernels were kept", res.Notes)
 			}
 		})
+	}
+}
+
+// Files someone else put in place (the model card's git clone, or `flm
+// pull`) are adopted by install and kept by uninstall; the one NPU Chat
+// edited is put back as it was. A second install keeps them adopted.
+func TestUninstallKeepsAdoptedFiles(t *testing.T) {
+	for _, installs := range []int{1, 2} {
+		t.Run(fmt.Sprintf("%d installs", installs), func(t *testing.T) {
+			e := newEnv(t, true)
+			must(t, os.MkdirAll(e.modelDir(), 0o755))
+			clone := map[string][]byte{}
+			for _, f := range portFiles("v1") {
+				must(t, os.WriteFile(filepath.Join(e.modelDir(), f.Path), f.Content, 0o644))
+				clone[f.Path] = f.Content
+			}
+			for range installs {
+				res, err := e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
+				must(t, err)
+				if len(res.Downloaded) != 0 {
+					t.Fatalf("downloaded %v, which were in place", res.Downloaded)
+				}
+			}
+			res, err := e.installer().Uninstall(context.Background(), "minicpm5:2b")
+			must(t, err)
+			for name, want := range clone {
+				if got, err := os.ReadFile(filepath.Join(e.modelDir(), name)); err != nil || !bytes.Equal(got, want) {
+					t.Errorf("uninstall did not leave the user's own %s as it was (%v)", name, err)
+				}
+			}
+			if !strings.Contains(strings.Join(res.Notes, "\n"), "model.q4nx") {
+				t.Errorf("notes %q do not say which files were kept", res.Notes)
+			}
+		})
+	}
+}
+
+// A minicpm5:2b entry the user had in FastFlowLM's list before install
+// (the model card's step) is put back by uninstall, in both lists,
+// rather than deleted.
+func TestUninstallRestoresEarlierListEntry(t *testing.T) {
+	e := newEnv(t, true)
+	list := filepath.Join(e.root, "model_list.json")
+	own := filepath.Join(e.cfg.DataDir, "flm", "model_list.json")
+	earlier := `{"name": "MiniCPM5-2B-NPU2", "url": "https://huggingface.co/julianmb/MiniCPM5-2B-NPU2", "x_mine": 1}`
+	o, err := flm.ParseObject(e.origSys)
+	must(t, err)
+	must(t, flm.SetEntries(o, []flm.Entry{{Family: "minicpm5", Tag: "2b", Value: json.RawMessage(earlier)}}))
+	must(t, os.WriteFile(list, o.Format("    "), 0o644))
+	_, err = e.installer().PrepareFLM(context.Background())
+	must(t, err)
+	_, err = e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	must(t, err)
+	if ent := entryOf(t, list); ent["file_url"] == nil {
+		t.Fatalf("install did not register the catalog entry: %v", ent)
+	}
+	_, err = e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	must(t, err)
+	_, err = e.installer().Uninstall(context.Background(), "minicpm5:2b")
+	must(t, err)
+	var want map[string]any
+	must(t, json.Unmarshal([]byte(earlier), &want))
+	for _, l := range []string{list, own} {
+		if got := entryOf(t, l); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: minicpm5:2b after uninstall = %v, want the user's earlier entry %v", l, got, want)
+		}
 	}
 }

@@ -29,10 +29,15 @@ type Manifest struct {
 	// XclbinFound are the XclbinDirs that existed before NPU Chat first
 	// copied kernels into them (FastFlowLM's own folder of the model,
 	// filled by hand per the model card): uninstall leaves them.
-	XclbinFound []string  `json:"xclbin_found,omitempty"`
-	Lists       []string  `json:"lists,omitempty"`
-	FLMVersion  string    `json:"flm_version,omitempty"`
-	InstalledAt time.Time `json:"installed_at"`
+	XclbinFound []string `json:"xclbin_found,omitempty"`
+	Lists       []string `json:"lists,omitempty"`
+	// ListsBefore holds, per list, the entry it had under the model's
+	// family and tag before NPU Chat first registered the model there
+	// (the user's own, from the model card or `flm pull`); uninstall
+	// puts it back instead of deleting the entry.
+	ListsBefore map[string]json.RawMessage `json:"lists_before,omitempty"`
+	FLMVersion  string                     `json:"flm_version,omitempty"`
+	InstalledAt time.Time                  `json:"installed_at"`
 }
 
 // ManifestFile is one installed file.
@@ -51,6 +56,11 @@ type ManifestFile struct {
 	// ModTime is the installed file's modification time (Unix ns), to
 	// notice changes without hashing.
 	ModTime int64 `json:"mod_time"`
+	// Adopted is set when the file was already in place, with the hub's
+	// hashes, when NPU Chat first installed into the folder (the model
+	// card's git clone, or `flm pull`): NPU Chat did not create it, so
+	// uninstall keeps it (an edited one is put back from its .bak).
+	Adopted bool `json:"adopted,omitempty"`
 }
 
 // TotalSize is the sum of the installed files' sizes.
@@ -110,4 +120,11 @@ func saveManifest(cfg *config.Config, m *Manifest) (bool, error) {
 		return false, err
 	}
 	return true, config.WriteFileAtomic(path, append(b, '\n'), 0o644)
+}
+
+func (m *Manifest) setListBefore(list string, v json.RawMessage) {
+	if m.ListsBefore == nil {
+		m.ListsBefore = map[string]json.RawMessage{}
+	}
+	m.ListsBefore[list] = v
 }

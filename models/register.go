@@ -177,8 +177,34 @@ func copyDir(from, to string) error {
 
 // register puts the model in NPU Chat's model list and, when allowed and
 // writable, in FastFlowLM's own.
-func (in *Installer) register(ctx context.Context, m *catalog.Model, layout *flm.Layout, noSystem bool, man *Manifest, res *Result) error {
+func (in *Installer) register(ctx context.Context, m *catalog.Model, layout *flm.Layout, noSystem bool, prev, man *Manifest, res *Result) error {
 	e := flm.Entry{Family: m.FLM.Family, Tag: m.FLM.Tag, Value: m.FLM.Entry}
+	// Remember what each list held under the model's tag before NPU
+	// Chat first registered it there, for uninstall to put back.
+	remember := func(list string, from ...string) {
+		if prev != nil && slices.Contains(prev.Lists, list) {
+			if v, ok := prev.ListsBefore[list]; ok {
+				man.setListBefore(list, v)
+			}
+			return
+		}
+		for _, p := range append([]string{list}, from...) {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				continue
+			}
+			if o, err := flm.ParseObject(b); err == nil {
+				if v, ok := flm.GetEntry(o, m.FLM.Family, m.FLM.Tag); ok {
+					man.setListBefore(list, v)
+				}
+			}
+			return
+		}
+	}
+	remember(layout.OwnList, layout.SystemList)
+	if !noSystem && layout.SystemList != "" {
+		remember(layout.SystemList)
+	}
 	changed, err := in.writeOwnList(layout, []flm.Entry{e})
 	if err != nil {
 		return err
@@ -188,11 +214,13 @@ func (in *Installer) register(ctx context.Context, m *catalog.Model, layout *flm
 	}
 	man.Lists = append(man.Lists, layout.OwnList)
 	if noSystem || layout.SystemList == "" {
+		delete(man.ListsBefore, layout.SystemList)
 		return nil
 	}
 	changed, err = flm.EditJSONFile(layout.SystemList, func(o *flm.Object) error { return flm.SetEntries(o, []flm.Entry{e}) })
 	if err != nil {
 		if isPermission(err) {
+			delete(man.ListsBefore, layout.SystemList)
 			note := fmt.Sprintf("FastFlowLM's model list %s is not writable; %s is registered in NPU Chat's list %s, which NPU Chat passes to flm as FLM_CONFIG_PATH. Run the install as root (or use --no-system) to register it for plain `flm` too", layout.SystemList, m.FLMTag(), layout.OwnList)
 			res.Notes = append(res.Notes, note)
 			in.emit(Event{Model: m.Name, Phase: "note", Message: note})
