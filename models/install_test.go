@@ -851,3 +851,81 @@ func TestUninstallRestoresEarlierListEntry(t *testing.T) {
 		}
 	}
 }
+
+// An update whose new tokenizer_config.json or config.json cannot be
+// edited (not valid JSON) fails before anything is moved into place: the
+// working install, its record and the lists stay exactly as they were.
+func TestFailedEditKeepsWorkingInstall(t *testing.T) {
+	for _, broken := range []string{"config.json", "tokenizer_config.json"} {
+		t.Run(broken, func(t *testing.T) {
+			e := newEnv(t, true)
+			_, err := e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
+			must(t, err)
+			before := snapshot(t, e.root, filepath.Join(e.cfg.DataDir, "flm"), filepath.Join(e.cfg.DataDir, "installed"))
+			v2 := portFiles("v2")
+			for i := range v2 {
+				if v2[i].Path == broken {
+					v2[i].Content = []byte(`{"model_type": "qwen3", "flm_version": "0.9.22",}`)
+				}
+			}
+			e.hub.AddRepo(repo, "main", v2)
+			_, err = e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
+			if err == nil || !strings.Contains(err.Error(), broken) || !strings.Contains(err.Error(), "not valid JSON") {
+				t.Fatalf("update with a malformed %s: err = %v", broken, err)
+			}
+			after := snapshot(t, e.root, filepath.Join(e.cfg.DataDir, "flm"), filepath.Join(e.cfg.DataDir, "installed"))
+			for k, v := range after {
+				if strings.Contains(k, ".npuchat-staging") || strings.HasSuffix(k, ".lock") {
+					continue // the downloads wait there for the next run
+				}
+				if before[k] != v {
+					t.Errorf("the failed update changed %s", k)
+				}
+			}
+			for k := range before {
+				if _, ok := after[k]; !ok {
+					t.Errorf("the failed update removed %s", k)
+				}
+			}
+			reps, err := e.installer().Verify(context.Background(), "minicpm5:2b")
+			must(t, err)
+			if !reps[0].OK {
+				t.Errorf("the install no longer verifies: %+v", reps[0].Files)
+			}
+		})
+	}
+}
+
+// swapIn moves a set of files in, or none: when one move fails, the
+// files already moved are put back.
+func TestSwapInAllOrNothing(t *testing.T) {
+	base := t.TempDir()
+	staging, old, dir := filepath.Join(base, "staging"), filepath.Join(base, "old"), filepath.Join(base, "dir")
+	for _, f := range []struct{ dir, name, body string }{
+		{dir, "a", "old a"}, {dir, "b", "old b"}, {staging, "a", "new a"}, {staging, "b", "new b"},
+	} {
+		must(t, os.MkdirAll(f.dir, 0o755))
+		must(t, os.WriteFile(filepath.Join(f.dir, f.name), []byte(f.body), 0o644))
+	}
+	// "c/d" cannot be moved in: dir/c is a file, not a folder.
+	must(t, os.WriteFile(filepath.Join(staging, "c"), nil, 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "c"), []byte("old c"), 0o644))
+	err := swapIn(staging, old, dir, []string{"a", "b", "c/d"})
+	if err == nil {
+		t.Fatal("swapIn into a path under a file succeeded")
+	}
+	for name, want := range map[string]string{"a": "old a", "b": "old b", "c": "old c"} {
+		if b, _ := os.ReadFile(filepath.Join(dir, name)); string(b) != want {
+			t.Errorf("after a failed swap, %s = %q, want %q", name, b, want)
+		}
+	}
+	must(t, swapIn(staging, old, dir, []string{"a", "b"}))
+	for name, want := range map[string]string{"a": "new a", "b": "new b"} {
+		if b, _ := os.ReadFile(filepath.Join(dir, name)); string(b) != want {
+			t.Errorf("after the swap, %s = %q, want %q", name, b, want)
+		}
+	}
+	if _, err := os.Stat(old); err == nil {
+		t.Error("the folder of replaced files is left behind")
+	}
+}

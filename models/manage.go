@@ -134,10 +134,16 @@ func (in *Installer) uninstall(ctx context.Context, m *catalog.Model, man *Manif
 		}
 		if sp, err := hub.Join(stagingDir(man.Dir), f.Path); err == nil {
 			remove(sp)
+			remove(sp + ".bak")
 			remove(hub.PartialName(sp))
+		}
+		if op, err := hub.Join(oldDir(man.Dir), f.Path); err == nil {
+			remove(op)
+			remove(op + ".bak")
 		}
 	}
 	staging := stagingDir(man.Dir)
+	removeEmptyDirs(oldDir(man.Dir), filepath.Dir(filepath.Dir(staging)))
 	removeEmptyDirs(staging, filepath.Dir(filepath.Dir(staging)))
 	removeEmptyDirs(man.Dir, filepath.Dir(man.Dir))
 	if len(kept) > 0 {
