@@ -213,8 +213,14 @@ func (in *Installer) Install(ctx context.Context, name string, opt InstallOption
 	}
 
 	// 1. What the hub has.
+	// The listing and every download use the commit the revision points
+	// at now, so that a push meanwhile cannot mix two versions.
 	in.emit(Event{Model: m.Name, Phase: "list", Message: fmt.Sprintf("listing %s@%s on %s", src.Repo, src.Revision, in.Hub.Endpoint)})
-	tree, err := in.Hub.Tree(ctx, src.Repo, src.Revision)
+	commit, err := in.Hub.Commit(ctx, src.Repo, src.Revision)
+	var tree []hub.File
+	if err == nil {
+		tree, err = in.Hub.Tree(ctx, src.Repo, commit)
+	}
 	if err != nil {
 		// Offline, an install that is still as it was is fine as it is.
 		if ctx.Err() == nil && prev != nil && prev.Dir == dir && unchanged(prev) {
@@ -283,7 +289,7 @@ func (in *Installer) Install(ctx context.Context, name string, opt InstallOption
 		}
 		for _, f := range need {
 			seed(ctx, prev, staging, dir, f)
-			err := in.Hub.Download(ctx, src.Repo, src.Revision, f, staging, func(p hub.Progress) {
+			err := in.Hub.Download(ctx, src.Repo, commit, f, staging, func(p hub.Progress) {
 				in.emit(Event{Model: m.Name, Phase: "download", File: &p})
 			})
 			if err != nil {
@@ -347,7 +353,7 @@ func (in *Installer) Install(ctx context.Context, name string, opt InstallOption
 		in.emit(Event{Model: m.Name, Phase: "install", Message: fmt.Sprintf("%d files in %s", len(need), dir)})
 	}
 
-	man := &Manifest{Model: m.Name, Source: source, Repo: src.Repo, Revision: src.Revision, Target: target, Dir: dir, InstalledAt: in.now().UTC()}
+	man := &Manifest{Model: m.Name, Source: source, Repo: src.Repo, Revision: src.Revision, Commit: commit, Target: target, Dir: dir, InstalledAt: in.now().UTC()}
 	if prev != nil && len(res.Downloaded) == 0 && len(res.Changed) == 0 {
 		man.InstalledAt = prev.InstalledAt
 	}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -927,5 +928,36 @@ func TestSwapInAllOrNothing(t *testing.T) {
 	}
 	if _, err := os.Stat(old); err == nil {
 		t.Error("the folder of replaced files is left behind")
+	}
+}
+
+// A push to the repository between the listing and the downloads does
+// not mix two versions (which made every hash fail): the install lists
+// and downloads the commit "main" pointed at when it started, once each.
+func TestRepositoryChangesDuringInstall(t *testing.T) {
+	e := newEnv(t, true)
+	commit := e.hub.Commit(repo, "main")
+	var once sync.Once
+	e.hub.SetAfterTree(func() { once.Do(func() { e.hub.AddRepo(repo, "main", portFiles("v2")) }) })
+	res, err := e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	must(t, err)
+	if b, _ := os.ReadFile(filepath.Join(e.modelDir(), "model.q4nx")); !bytes.Equal(b, blob("model.q4nxv1", 300_000)) {
+		t.Error("model.q4nx is not the version that was listed")
+	}
+	if res.Manifest.Commit != commit {
+		t.Errorf("install record commit %q, want %q", res.Manifest.Commit, commit)
+	}
+	for _, r := range e.hub.Requests() {
+		if strings.Contains(r.Path, "/resolve/") && !strings.Contains(r.Path, "/resolve/"+commit+"/") {
+			t.Errorf("download %s is not pinned to commit %s", r.Path, commit)
+		}
+		if strings.Contains(r.Path, "/tree/") && !strings.Contains(r.Path, "/tree/"+commit) {
+			t.Errorf("listing %s is not pinned to commit %s", r.Path, commit)
+		}
+	}
+	for _, f := range res.Downloaded {
+		if n := e.hub.Downloads(f); n != 1 {
+			t.Errorf("%s downloaded %d times", f, n)
+		}
 	}
 }

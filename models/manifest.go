@@ -20,6 +20,8 @@ type Manifest struct {
 	Source   string `json:"source"` // "npu" (the FastFlowLM port) or "original"
 	Repo     string `json:"repo"`
 	Revision string `json:"revision"`
+	// Commit is the commit Revision pointed at, which was installed.
+	Commit string `json:"commit,omitempty"`
 	// Target is "flm" (FastFlowLM's models folder) or "npuchat" (NPU
 	// Chat's own, for the in-process engine only).
 	Target     string         `json:"target"`
