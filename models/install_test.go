@@ -961,3 +961,46 @@ func TestRepositoryChangesDuringInstall(t *testing.T) {
 		}
 	}
 }
+
+// PrepareFLM rebuilds NPU Chat's model list only under the install lock:
+// while an install holds it, the existing list is used as it is, and
+// without a list it says an install is running.
+func TestPrepareFLMRespectsInstallLock(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		locked, haveList bool
+		rebuilt          bool
+		errHas           string
+	}{
+		{"unlocked", false, true, true, ""},
+		{"locked, list there", true, true, false, ""},
+		{"locked, no list yet", true, false, false, "another NPU Chat install"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, true)
+			own := filepath.Join(e.cfg.DataDir, "flm", "model_list.json")
+			stale := []byte(`{"model_path": "models", "models": {}}` + "\n")
+			if tc.haveList {
+				must(t, os.MkdirAll(filepath.Dir(own), 0o755))
+				must(t, os.WriteFile(own, stale, 0o644))
+			}
+			if tc.locked {
+				unlock, err := lockInstalls(e.cfg)
+				must(t, err)
+				defer unlock()
+			}
+			_, err := e.installer().PrepareFLM(context.Background())
+			if tc.errHas != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.errHas) {
+					t.Fatalf("err = %v, want %q", err, tc.errHas)
+				}
+				return
+			}
+			must(t, err)
+			got, _ := os.ReadFile(own)
+			if rebuilt := !bytes.Equal(got, stale); rebuilt != tc.rebuilt {
+				t.Errorf("list rebuilt = %v, want %v", rebuilt, tc.rebuilt)
+			}
+		})
+	}
+}
