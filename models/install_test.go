@@ -1004,3 +1004,16 @@ func TestPrepareFLMRespectsInstallLock(t *testing.T) {
 		})
 	}
 }
+
+// Install then uninstall gives FastFlowLM's own list back byte for
+// byte: edits change only the entry, not the rest of FLM's formatting.
+func TestSystemListRoundTripBytes(t *testing.T) {
+	e := newEnv(t, true)
+	_, err := e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	must(t, err)
+	_, err = e.installer().Uninstall(context.Background(), "minicpm5:2b")
+	must(t, err)
+	if got, _ := os.ReadFile(filepath.Join(e.root, "model_list.json")); !bytes.Equal(got, e.origSys) {
+		t.Errorf("FastFlowLM's list after install and uninstall differs from its original (%d bytes, want %d)", len(got), len(e.origSys))
+	}
+}
