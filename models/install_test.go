@@ -758,6 +758,10 @@ func TestKernelsCopiedByHandBeforeInstall(t *testing.T) {
 			must(t, err)
 			_, err = e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{NoSystem: noSystem})
 			must(t, err)
+			// The backend's next start must not link or copy
+			// FastFlowLM's folder over NPU Chat's again.
+			_, err = e.installer().PrepareFLM(context.Background())
+			must(t, err)
 			if st, err := os.Lstat(own); err != nil || !st.IsDir() {
 				t.Fatalf("NPU Chat's kernel folder %s is not a real folder after install (%v, %v)", own, st.Mode(), err)
 			}
@@ -1015,5 +1019,54 @@ func TestSystemListRoundTripBytes(t *testing.T) {
 	must(t, err)
 	if got, _ := os.ReadFile(filepath.Join(e.root, "model_list.json")); !bytes.Equal(got, e.origSys) {
 		t.Errorf("FastFlowLM's list after install and uninstall differs from its original (%d bytes, want %d)", len(got), len(e.origSys))
+	}
+}
+
+// Where links are not allowed (Windows without developer mode) NPU
+// Chat's root holds copies of FastFlowLM's kernel folders; PrepareFLM
+// makes a copy again when FastFlowLM's folder changed (an upgrade), and
+// leaves an up-to-date copy and links alone.
+func TestPrepareFLMRefreshesKernelCopies(t *testing.T) {
+	const name = "Qwen3-0.6B-NPU2"
+	for _, tc := range []struct {
+		name       string
+		setup      func(t *testing.T, sys, own string)
+		want       string
+		wantLinked bool
+	}{
+		{"stale copy", func(t *testing.T, sys, own string) {
+			must(t, os.MkdirAll(own, 0o755))
+			must(t, os.WriteFile(filepath.Join(own, "attn.xclbin"), []byte("kernels of an older FastFlowLM"), 0o644))
+		}, "qwen kernels", false},
+		{"up-to-date copy", func(t *testing.T, sys, own string) {
+			must(t, copyDir(sys, own))
+		}, "qwen kernels", false},
+		{"link", func(t *testing.T, sys, own string) {
+			must(t, os.MkdirAll(filepath.Dir(own), 0o755))
+			must(t, os.Symlink(sys, own))
+		}, "qwen kernels", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, true)
+			sys := filepath.Join(e.root, "xclbins", name)
+			own := filepath.Join(e.cfg.DataDir, "flm", "xclbins", name)
+			tc.setup(t, sys, own)
+			before, _ := os.Stat(filepath.Join(own, "attn.xclbin"))
+			_, err := e.installer().PrepareFLM(context.Background())
+			must(t, err)
+			if b, _ := os.ReadFile(filepath.Join(own, "attn.xclbin")); string(b) != tc.want {
+				t.Errorf("kernel in NPU Chat's root = %q, want %q", b, tc.want)
+			}
+			st, err := os.Lstat(own)
+			must(t, err)
+			if linked := st.Mode()&os.ModeSymlink != 0; linked != tc.wantLinked {
+				t.Errorf("linked = %v, want %v", linked, tc.wantLinked)
+			}
+			if tc.name == "up-to-date copy" {
+				if after, _ := os.Stat(filepath.Join(own, "attn.xclbin")); !os.SameFile(before, after) {
+					t.Error("an up-to-date copy was copied again")
+				}
+			}
+		})
 	}
 }

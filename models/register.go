@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/npuchat/npuchat/models/catalog"
 	"github.com/npuchat/npuchat/models/flm"
@@ -79,7 +81,7 @@ func (in *Installer) installXclbins(m *catalog.Model, src catalog.Source, dir st
 		}
 		man.XclbinDirs = append(man.XclbinDirs, d)
 	}
-	linked, err := LinkSystemXclbins(layout)
+	linked, err := LinkSystemXclbins(layout, in.installedFLMNames(m))
 	if err != nil {
 		return err
 	}
@@ -87,19 +89,38 @@ func (in *Installer) installXclbins(m *catalog.Model, src catalog.Source, dir st
 	return nil
 }
 
+// installedFLMNames are the FastFlowLM folder names of the catalog models
+// NPU Chat has installed for FastFlowLM (plus extra): their kernel
+// folders in NPU Chat's root are NPU Chat's own, never links or copies
+// of FastFlowLM's.
+func (in *Installer) installedFLMNames(extra ...*catalog.Model) []string {
+	var names []string
+	for _, m := range in.Catalog.Models {
+		if man, err := loadManifest(in.Config, m.Name, SourceNPU); err == nil && man != nil && man.Target == TargetFLM {
+			names = append(names, m.FLMName())
+		}
+	}
+	for _, m := range extra {
+		names = append(names, m.FLMName())
+	}
+	return names
+}
+
 // LinkSystemXclbins makes every kernel folder of FastFlowLM's own xclbin
 // root visible in NPU Chat's root (symbolic links; copies where links are
 // not allowed, as on Windows without developer mode), so that flm started
 // with FLM_XCLBIN_PATH pointing at NPU Chat's root still finds the
-// kernels of its built-in models. Existing entries are left alone. It
-// returns what it created.
-func LinkSystemXclbins(layout *flm.Layout) ([]string, error) {
+// kernels of its built-in models. The folders named in own (models NPU
+// Chat installed itself) are skipped. Existing links are left alone; a
+// copy that no longer matches FastFlowLM's folder (FastFlowLM was
+// upgraded) is made again. It returns what it created or refreshed.
+func LinkSystemXclbins(layout *flm.Layout, own []string) ([]string, error) {
 	if layout.XclbinRoot == "" {
 		return nil, nil
 	}
 	sys := filepath.Join(layout.XclbinRoot, "xclbins")
-	own := filepath.Join(layout.OwnXclbinRoot, "xclbins")
-	if same(sys, own) {
+	ownRoot := filepath.Join(layout.OwnXclbinRoot, "xclbins")
+	if same(sys, ownRoot) {
 		return nil, nil
 	}
 	entries, err := os.ReadDir(sys)
@@ -109,19 +130,27 @@ func LinkSystemXclbins(layout *flm.Layout) ([]string, error) {
 		}
 		return nil, fmt.Errorf("read FastFlowLM's kernels: %w", err)
 	}
-	if err := os.MkdirAll(own, 0o755); err != nil {
+	if err := os.MkdirAll(ownRoot, 0o755); err != nil {
 		return nil, err
 	}
 	var made []string
 	for _, e := range entries {
-		if !e.IsDir() {
+		if !e.IsDir() || slices.ContainsFunc(own, func(n string) bool { return strings.EqualFold(n, e.Name()) }) {
 			continue
 		}
-		to := filepath.Join(own, e.Name())
-		if _, err := os.Lstat(to); err == nil {
-			continue
-		}
+		to := filepath.Join(ownRoot, e.Name())
 		from, _ := filepath.Abs(filepath.Join(sys, e.Name()))
+		if st, err := os.Lstat(to); err == nil {
+			if !st.IsDir() || sameTree(from, to) {
+				continue // a link, or an up-to-date copy
+			}
+			// A copy of an older FastFlowLM's kernels: copy again.
+			if err := copyDir(from, to); err != nil {
+				return made, fmt.Errorf("refresh the copy of FastFlowLM's kernels %s: %w", from, err)
+			}
+			made = append(made, to)
+			continue
+		}
 		if err := os.Symlink(from, to); err != nil {
 			if err := copyDir(from, to); err != nil {
 				return made, fmt.Errorf("link FastFlowLM's kernels %s: %w", from, err)
@@ -152,6 +181,9 @@ func same(a, b string) bool {
 	return err1 == nil && err2 == nil && os.SameFile(x, y)
 }
 
+// copyDir copies the folder from to to (files keep their modification
+// times, for sameTree), replacing an earlier copy only once the new one
+// is complete.
 func copyDir(from, to string) error {
 	tmp := to + ".tmp-npuchat"
 	os.RemoveAll(tmp)
@@ -164,15 +196,60 @@ func copyDir(from, to string) error {
 		if d.IsDir() {
 			return os.MkdirAll(dst, 0o755)
 		}
-		return copyFile(p, dst)
+		if err := copyFile(p, dst); err != nil {
+			return err
+		}
+		st, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		return os.Chtimes(dst, st.ModTime(), st.ModTime())
 	})
 	if err == nil {
-		err = os.Rename(tmp, to)
+		old := to + ".old-npuchat"
+		os.RemoveAll(old)
+		if _, serr := os.Lstat(to); serr == nil {
+			err = os.Rename(to, old)
+		}
+		if err == nil {
+			if err = os.Rename(tmp, to); err != nil {
+				os.Rename(old, to)
+			}
+		}
+		os.RemoveAll(old)
 	}
 	if err != nil {
 		os.RemoveAll(tmp)
 	}
 	return err
+}
+
+// sameTree reports whether the folder b holds the same files as a, with
+// the same sizes and modification times.
+func sameTree(a, b string) bool {
+	type info struct {
+		size int64
+		mod  int64
+	}
+	list := func(root string) (map[string]info, error) {
+		out := map[string]info{}
+		err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			st, err := d.Info()
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(root, p)
+			out[rel] = info{st.Size(), st.ModTime().UnixNano()}
+			return nil
+		})
+		return out, err
+	}
+	x, err1 := list(a)
+	y, err2 := list(b)
+	return err1 == nil && err2 == nil && maps.Equal(x, y)
 }
 
 // register puts the model in NPU Chat's model list and, when allowed and
@@ -296,7 +373,7 @@ func (in *Installer) PrepareFLM(ctx context.Context) (*flm.Layout, error) {
 	if _, err := in.writeOwnList(layout, nil); err != nil {
 		return layout, err
 	}
-	if _, err := LinkSystemXclbins(layout); err != nil {
+	if _, err := LinkSystemXclbins(layout, in.installedFLMNames()); err != nil {
 		return layout, err
 	}
 	return layout, nil
