@@ -200,6 +200,11 @@ func (in *Installer) Install(ctx context.Context, name string, opt InstallOption
 		res.Notes = append(res.Notes, note)
 		in.emit(Event{Model: m.Name, Phase: "note", Message: note})
 	}
+	// A FastFlowLM too old for the model is refused before gigabytes are
+	// moved into its folder.
+	if target == TargetFLM && layout.Version != "" && flm.CompareVersions(layout.Version, m.FLMMinVersion()) < 0 {
+		return nil, fmt.Errorf("install %s: FastFlowLM %s (%s) is older than %s, the oldest that runs this model; update FastFlowLM, then run the install again; nothing was downloaded", m.Name, layout.Version, layout.Exe, m.FLMMinVersion())
+	}
 	// A broken FastFlowLM list is refused before gigabytes are fetched.
 	if target == TargetFLM && layout.SystemList != "" {
 		if err := checkList(layout.SystemList); err != nil {
@@ -208,8 +213,14 @@ func (in *Installer) Install(ctx context.Context, name string, opt InstallOption
 	}
 
 	// 1. What the hub has.
+	// The listing and every download use the commit the revision points
+	// at now, so that a push meanwhile cannot mix two versions.
 	in.emit(Event{Model: m.Name, Phase: "list", Message: fmt.Sprintf("listing %s@%s on %s", src.Repo, src.Revision, in.Hub.Endpoint)})
-	tree, err := in.Hub.Tree(ctx, src.Repo, src.Revision)
+	commit, err := in.Hub.Commit(ctx, src.Repo, src.Revision)
+	var tree []hub.File
+	if err == nil {
+		tree, err = in.Hub.Tree(ctx, src.Repo, commit)
+	}
 	if err != nil {
 		// Offline, an install that is still as it was is fine as it is.
 		if ctx.Err() == nil && prev != nil && prev.Dir == dir && unchanged(prev) {
@@ -234,8 +245,12 @@ func (in *Installer) Install(ctx context.Context, name string, opt InstallOption
 	}
 
 	// 2. What is already in place.
+	// A file already in place on the first install into dir was put
+	// there by someone else (the model card's git clone, `flm pull`):
+	// it is adopted, and uninstall will leave it.
 	var need []hub.File
 	var needBytes int64
+	adopted := map[string]bool{}
 	for _, f := range files {
 		ok, err := in.inPlace(ctx, m.Name, dir, f, prev, edited[f.Path])
 		if err != nil {
@@ -244,12 +259,18 @@ func (in *Installer) Install(ctx context.Context, name string, opt InstallOption
 		if !ok {
 			need = append(need, f)
 			needBytes += f.Size
+			continue
+		}
+		if prev == nil || prev.Dir != dir {
+			adopted[f.Path] = true
+		} else if i := slices.IndexFunc(prev.Files, func(pf ManifestFile) bool { return pf.Path == f.Path }); i >= 0 {
+			adopted[f.Path] = prev.Files[i].Adopted
 		}
 	}
 
-	// 3. Download what is missing into the staging folder, then move it
-	// into place only when every file is complete and verified.
+	// 3. Download what is missing into the staging folder.
 	staging := stagingDir(dir)
+	staged := map[string]bool{}
 	if len(need) > 0 {
 		for _, f := range need {
 			if p, err := hub.Join(staging, f.Path); err == nil {
@@ -268,52 +289,71 @@ func (in *Installer) Install(ctx context.Context, name string, opt InstallOption
 		}
 		for _, f := range need {
 			seed(ctx, prev, staging, dir, f)
-			err := in.Hub.Download(ctx, src.Repo, src.Revision, f, staging, func(p hub.Progress) {
+			err := in.Hub.Download(ctx, src.Repo, commit, f, staging, func(p hub.Progress) {
 				in.emit(Event{Model: m.Name, Phase: "download", File: &p})
 			})
 			if err != nil {
 				return nil, fmt.Errorf("install %s: %w", m.Name, err)
 			}
+			staged[f.Path] = true
 		}
-		for _, f := range need {
-			from, _ := hub.Join(staging, f.Path)
-			to, _ := hub.Join(dir, f.Path)
-			if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+	}
+
+	// 4. FastFlowLM's needs: tokenizer_config.json, config.json. A new
+	// download is edited in the staging folder, before anything is moved
+	// into place, so that a failed edit leaves the working install alone.
+	if source == SourceNPU {
+		tf := flm.TokenizerFacts{EOSToken: m.Tokenizer.EOSToken, EOSTokenIDs: m.Tokenizer.EOSTokenIDs, BOSTokenID: m.Tokenizer.BOSTokenID, PadTokenID: m.Tokenizer.PadTokenID}
+		fixes := []struct {
+			name string
+			fix  func(*flm.Object) error
+		}{
+			{"tokenizer_config.json", func(o *flm.Object) error { return flm.FixTokenizerConfig(o, tf) }},
+			{"config.json", func(o *flm.Object) error { return flm.FixFLMVersion(o, m.FLMMinVersion(), layout.Version) }},
+		}
+		for _, fx := range fixes {
+			if !edited[fx.name] {
+				continue
+			}
+			p := filepath.Join(dir, fx.name)
+			if staged[fx.name] {
+				p = filepath.Join(staging, fx.name)
+				// The .bak must be this download's original.
+				os.Remove(p + ".bak")
+			}
+			changed, err := flm.EditJSONFile(p, fx.fix)
+			if err != nil {
 				return nil, fmt.Errorf("install %s: %w", m.Name, err)
 			}
-			if err := os.Rename(from, to); err != nil {
-				return nil, fmt.Errorf("install %s: move %s into place: %w", m.Name, f.Path, err)
+			if changed && !staged[fx.name] {
+				res.Changed = append(res.Changed, p)
 			}
+		}
+	}
+
+	// 5. Move the new files into place, all or none: the files they
+	// replace are moved aside first and put back if any move fails.
+	if len(need) > 0 {
+		var paths []string
+		for _, f := range need {
+			paths = append(paths, f.Path)
+			if edited[f.Path] {
+				// The download's original (or none, when the edit changed
+				// nothing) replaces the earlier version's.
+				paths = append(paths, f.Path+".bak")
+			}
+		}
+		if err := swapIn(staging, oldDir(dir), dir, paths); err != nil {
+			return nil, fmt.Errorf("install %s: %w; the previous files were put back", m.Name, err)
+		}
+		for _, f := range need {
 			res.Downloaded = append(res.Downloaded, f.Path)
 		}
 		removeEmptyDirs(staging, filepath.Dir(filepath.Dir(staging)))
 		in.emit(Event{Model: m.Name, Phase: "install", Message: fmt.Sprintf("%d files in %s", len(need), dir)})
 	}
 
-	// 4. FastFlowLM's needs: tokenizer_config.json, config.json.
-	if source == SourceNPU {
-		tf := flm.TokenizerFacts{EOSToken: m.Tokenizer.EOSToken, EOSTokenIDs: m.Tokenizer.EOSTokenIDs, BOSTokenID: m.Tokenizer.BOSTokenID, PadTokenID: m.Tokenizer.PadTokenID}
-		p := filepath.Join(dir, "tokenizer_config.json")
-		changed, err := flm.EditJSONFile(p, func(o *flm.Object) error { return flm.FixTokenizerConfig(o, tf) })
-		if err != nil {
-			return nil, fmt.Errorf("install %s: %w", m.Name, err)
-		}
-		if changed {
-			res.Changed = append(res.Changed, p)
-		}
-		if target == TargetFLM {
-			p := filepath.Join(dir, "config.json")
-			changed, err := flm.EditJSONFile(p, func(o *flm.Object) error { return flm.FixFLMVersion(o, m.FLMMinVersion(), layout.Version) })
-			if err != nil {
-				return nil, fmt.Errorf("install %s: %w", m.Name, err)
-			}
-			if changed {
-				res.Changed = append(res.Changed, p)
-			}
-		}
-	}
-
-	man := &Manifest{Model: m.Name, Source: source, Repo: src.Repo, Revision: src.Revision, Target: target, Dir: dir, InstalledAt: in.now().UTC()}
+	man := &Manifest{Model: m.Name, Source: source, Repo: src.Repo, Revision: src.Revision, Commit: commit, Target: target, Dir: dir, InstalledAt: in.now().UTC()}
 	if prev != nil && len(res.Downloaded) == 0 && len(res.Changed) == 0 {
 		man.InstalledAt = prev.InstalledAt
 	}
@@ -322,16 +362,17 @@ func (in *Installer) Install(ctx context.Context, name string, opt InstallOption
 		if err != nil {
 			return nil, fmt.Errorf("install %s: %w", m.Name, err)
 		}
+		mf.Adopted = adopted[f.Path]
 		man.Files = append(man.Files, mf)
 	}
 
-	// 5. Kernels and registration.
+	// 6. Kernels and registration.
 	if target == TargetFLM {
 		man.FLMVersion = layout.Version
-		if err := in.installXclbins(m, src, dir, layout, opt.NoSystem, man, res); err != nil {
+		if err := in.installXclbins(m, src, dir, layout, opt.NoSystem, prev, man, res); err != nil {
 			return nil, fmt.Errorf("install %s: %w", m.Name, err)
 		}
-		if err := in.register(ctx, m, layout, opt.NoSystem, man, res); err != nil {
+		if err := in.register(ctx, m, layout, opt.NoSystem, prev, man, res); err != nil {
 			return nil, fmt.Errorf("install %s: %w", m.Name, err)
 		}
 	}
@@ -483,6 +524,64 @@ func recordFile(ctx context.Context, dir string, f hub.File, edited bool) (Manif
 // beside it, on the same file system, so moving them in is a rename.
 func stagingDir(dir string) string {
 	return filepath.Join(filepath.Dir(dir), ".npuchat-staging", filepath.Base(dir))
+}
+
+// oldDir is where the files an update replaces wait until every new
+// file is in place: beside the staging folder, on the same file system.
+func oldDir(dir string) string { return stagingDir(dir) + ".old" }
+
+// swapIn moves the files paths (relative, "/"-separated) from staging
+// into dir. A file of dir it replaces is first moved into old; a path
+// missing from staging only moves dir's file aside. On any error every
+// move is undone, so dir is as it was; on success old is removed.
+func swapIn(staging, old, dir string, paths []string) error {
+	type move struct{ from, to string }
+	var done []move
+	mv := func(from, to string) error {
+		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+			return err
+		}
+		if err := os.Rename(from, to); err != nil {
+			return err
+		}
+		done = append(done, move{from, to})
+		return nil
+	}
+	undo := func() {
+		for i := len(done) - 1; i >= 0; i-- {
+			os.Rename(done[i].to, done[i].from)
+		}
+		removeEmptyDirs(old, filepath.Dir(old))
+	}
+	for _, p := range paths {
+		from, err1 := hub.Join(staging, p)
+		to, err2 := hub.Join(dir, p)
+		aside, err3 := hub.Join(old, p)
+		if err := errors.Join(err1, err2, err3); err != nil {
+			undo()
+			return err
+		}
+		if _, err := os.Lstat(aside); err == nil {
+			// Left over from an interrupted run: the file in dir (if
+			// any) is the one to keep.
+			os.Remove(aside)
+		}
+		if _, err := os.Lstat(to); err == nil {
+			if err := mv(to, aside); err != nil {
+				undo()
+				return fmt.Errorf("move %s aside: %w", p, err)
+			}
+		}
+		if _, err := os.Lstat(from); errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err := mv(from, to); err != nil {
+			undo()
+			return fmt.Errorf("move %s into place: %w", p, err)
+		}
+	}
+	os.RemoveAll(old)
+	return nil
 }
 
 // seed puts a verified copy of f from the model's other install (the one

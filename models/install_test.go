@@ -7,16 +7,19 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/npuchat/npuchat/config"
+	"github.com/npuchat/npuchat/models/flm"
 	"github.com/npuchat/npuchat/models/hub"
 	"github.com/npuchat/npuchat/models/hub/hubtest"
 )
@@ -691,5 +694,379 @@ func TestFLMMissingLaterKeepsInstall(t *testing.T) {
 	}
 	if after := snapshot(t, e.root, e.cfg.DataDir); !reflect.DeepEqual(before, after) {
 		t.Error("install without FastFlowLM moved or changed the FastFlowLM install")
+	}
+}
+
+// A FastFlowLM older than the model's flm_min_version is refused before
+// anything is downloaded or moved into FastFlowLM's folder.
+func TestOldFLMRefusedBeforeDownload(t *testing.T) {
+	e := newEnv(t, true)
+	must(t, os.WriteFile(filepath.Join(e.root, "flm"), []byte("#!/bin/sh\necho '{\"version\": \"0.9.1\"}'\n"), 0o755))
+	before := snapshot(t, e.root, filepath.Join(e.cfg.DataDir, "flm"))
+	_, err := e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	if err == nil || !strings.Contains(err.Error(), "FastFlowLM 0.9.1") || !strings.Contains(err.Error(), "update FastFlowLM") {
+		t.Fatalf("err = %v, want FastFlowLM 0.9.1 refused", err)
+	}
+	if n := len(e.hub.Requests()); n != 0 {
+		t.Errorf("%d hub requests before the old FastFlowLM was refused", n)
+	}
+	if _, err := os.Stat(e.modelDir()); err == nil {
+		t.Error("the refused install created the model folder")
+	}
+	if after := snapshot(t, e.root, filepath.Join(e.cfg.DataDir, "flm")); !reflect.DeepEqual(before, after) {
+		t.Error("the refused install changed files")
+	}
+}
+
+// FastFlowLM's model_list.json.bak is its list as it was before NPU Chat
+// first touched it, even after install, uninstall and install again.
+func TestSystemListBakKeepsOriginal(t *testing.T) {
+	e := newEnv(t, true)
+	for _, step := range []string{"install", "uninstall", "install"} {
+		var err error
+		if step == "install" {
+			_, err = e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
+		} else {
+			_, err = e.installer().Uninstall(context.Background(), "minicpm5:2b")
+		}
+		must(t, err)
+		if bak, _ := os.ReadFile(filepath.Join(e.root, "model_list.json.bak")); !bytes.Equal(bak, e.origSys) {
+			t.Fatalf("after %s, model_list.json.bak is not FastFlowLM's original list (%d bytes, want %d)", step, len(bak), len(e.origSys))
+		}
+	}
+}
+
+// Kernels copied by hand into FastFlowLM's folder (the model card's
+// steps, or an earlier install as root) make PrepareFLM link NPU Chat's
+// folder of the model to FastFlowLM's. Install must replace that link by
+// its own folder rather than write through it (into /opt, or over
+// FastFlowLM's kernels with --no-system), and uninstall must not delete
+// FastFlowLM's kernels, through the link or in a folder NPU Chat did not
+// create.
+func TestKernelsCopiedByHandBeforeInstall(t *testing.T) {
+	kernels := []string{"attn.xclbin", "mm.xclbin", "layer.xclbin", "dequant.xclbin"}
+	for _, noSystem := range []bool{true, false} {
+		t.Run(fmt.Sprintf("no-system=%v", noSystem), func(t *testing.T) {
+			e := newEnv(t, true)
+			sys := filepath.Join(e.root, "xclbins", "MiniCPM5-2B-NPU2")
+			own := filepath.Join(e.cfg.DataDir, "flm", "xclbins", "MiniCPM5-2B-NPU2")
+			must(t, os.MkdirAll(sys, 0o755))
+			for _, x := range kernels {
+				must(t, os.WriteFile(filepath.Join(sys, x), []byte("hand-copied kernels"), 0o644))
+			}
+			_, err := e.installer().PrepareFLM(context.Background())
+			must(t, err)
+			_, err = e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{NoSystem: noSystem})
+			must(t, err)
+			// The backend's next start must not link or copy
+			// FastFlowLM's folder over NPU Chat's again.
+			_, err = e.installer().PrepareFLM(context.Background())
+			must(t, err)
+			if st, err := os.Lstat(own); err != nil || !st.IsDir() {
+				t.Fatalf("NPU Chat's kernel folder %s is not a real folder after install (%v, %v)", own, st.Mode(), err)
+			}
+			for _, x := range kernels {
+				if b, _ := os.ReadFile(filepath.Join(own, x)); !bytes.Equal(b, blob(strings.TrimSuffix(x, ".xclbin"), 5000)) {
+					t.Errorf("%s in NPU Chat's folder is not the downloaded kernel", x)
+				}
+				b, _ := os.ReadFile(filepath.Join(sys, x))
+				if noSystem && string(b) != "hand-copied kernels" {
+					t.Errorf("--no-system install changed FastFlowLM's %s", x)
+				}
+			}
+			res, err := e.installer().Uninstall(context.Background(), "minicpm5:2b")
+			must(t, err)
+			for _, x := range kernels {
+				if _, err := os.Stat(filepath.Join(sys, x)); err != nil {
+					t.Errorf("uninstall deleted FastFlowLM's %s, which NPU Chat did not put there: %v", x, err)
+				}
+			}
+			if _, err := os.Lstat(own); err == nil {
+				t.Errorf("NPU Chat's kernel folder %s left behind", own)
+			}
+			if !noSystem && !strings.Contains(strings.Join(res.Notes, "\n"), "kept the kernels in "+sys) {
+				t.Errorf("uninstall notes %q do not say FastFlowLM's kernels were kept", res.Notes)
+			}
+		})
+	}
+}
+
+// Files someone else put in place (the model card's git clone, or `flm
+// pull`) are adopted by install and kept by uninstall; the one NPU Chat
+// edited is put back as it was. A second install keeps them adopted.
+func TestUninstallKeepsAdoptedFiles(t *testing.T) {
+	for _, installs := range []int{1, 2} {
+		t.Run(fmt.Sprintf("%d installs", installs), func(t *testing.T) {
+			e := newEnv(t, true)
+			must(t, os.MkdirAll(e.modelDir(), 0o755))
+			clone := map[string][]byte{}
+			for _, f := range portFiles("v1") {
+				must(t, os.WriteFile(filepath.Join(e.modelDir(), f.Path), f.Content, 0o644))
+				clone[f.Path] = f.Content
+			}
+			for range installs {
+				res, err := e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
+				must(t, err)
+				if len(res.Downloaded) != 0 {
+					t.Fatalf("downloaded %v, which were in place", res.Downloaded)
+				}
+			}
+			res, err := e.installer().Uninstall(context.Background(), "minicpm5:2b")
+			must(t, err)
+			for name, want := range clone {
+				if got, err := os.ReadFile(filepath.Join(e.modelDir(), name)); err != nil || !bytes.Equal(got, want) {
+					t.Errorf("uninstall did not leave the user's own %s as it was (%v)", name, err)
+				}
+			}
+			if !strings.Contains(strings.Join(res.Notes, "\n"), "model.q4nx") {
+				t.Errorf("notes %q do not say which files were kept", res.Notes)
+			}
+		})
+	}
+}
+
+// A minicpm5:2b entry the user had in FastFlowLM's list before install
+// (the model card's step) is put back by uninstall, in both lists,
+// rather than deleted.
+func TestUninstallRestoresEarlierListEntry(t *testing.T) {
+	e := newEnv(t, true)
+	list := filepath.Join(e.root, "model_list.json")
+	own := filepath.Join(e.cfg.DataDir, "flm", "model_list.json")
+	earlier := `{"name": "MiniCPM5-2B-NPU2", "url": "https://huggingface.co/julianmb/MiniCPM5-2B-NPU2", "x_mine": 1}`
+	o, err := flm.ParseObject(e.origSys)
+	must(t, err)
+	must(t, flm.SetEntries(o, []flm.Entry{{Family: "minicpm5", Tag: "2b", Value: json.RawMessage(earlier)}}))
+	must(t, os.WriteFile(list, o.Format("    "), 0o644))
+	_, err = e.installer().PrepareFLM(context.Background())
+	must(t, err)
+	_, err = e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	must(t, err)
+	if ent := entryOf(t, list); ent["file_url"] == nil {
+		t.Fatalf("install did not register the catalog entry: %v", ent)
+	}
+	_, err = e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	must(t, err)
+	_, err = e.installer().Uninstall(context.Background(), "minicpm5:2b")
+	must(t, err)
+	var want map[string]any
+	must(t, json.Unmarshal([]byte(earlier), &want))
+	for _, l := range []string{list, own} {
+		if got := entryOf(t, l); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: minicpm5:2b after uninstall = %v, want the user's earlier entry %v", l, got, want)
+		}
+	}
+}
+
+// An update whose new tokenizer_config.json or config.json cannot be
+// edited (not valid JSON) fails before anything is moved into place: the
+// working install, its record and the lists stay exactly as they were.
+func TestFailedEditKeepsWorkingInstall(t *testing.T) {
+	for _, broken := range []string{"config.json", "tokenizer_config.json"} {
+		t.Run(broken, func(t *testing.T) {
+			e := newEnv(t, true)
+			_, err := e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
+			must(t, err)
+			before := snapshot(t, e.root, filepath.Join(e.cfg.DataDir, "flm"), filepath.Join(e.cfg.DataDir, "installed"))
+			v2 := portFiles("v2")
+			for i := range v2 {
+				if v2[i].Path == broken {
+					v2[i].Content = []byte(`{"model_type": "qwen3", "flm_version": "0.9.22",}`)
+				}
+			}
+			e.hub.AddRepo(repo, "main", v2)
+			_, err = e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
+			if err == nil || !strings.Contains(err.Error(), broken) || !strings.Contains(err.Error(), "not valid JSON") {
+				t.Fatalf("update with a malformed %s: err = %v", broken, err)
+			}
+			after := snapshot(t, e.root, filepath.Join(e.cfg.DataDir, "flm"), filepath.Join(e.cfg.DataDir, "installed"))
+			for k, v := range after {
+				if strings.Contains(k, ".npuchat-staging") || strings.HasSuffix(k, ".lock") {
+					continue // the downloads wait there for the next run
+				}
+				if before[k] != v {
+					t.Errorf("the failed update changed %s", k)
+				}
+			}
+			for k := range before {
+				if _, ok := after[k]; !ok {
+					t.Errorf("the failed update removed %s", k)
+				}
+			}
+			reps, err := e.installer().Verify(context.Background(), "minicpm5:2b")
+			must(t, err)
+			if !reps[0].OK {
+				t.Errorf("the install no longer verifies: %+v", reps[0].Files)
+			}
+		})
+	}
+}
+
+// swapIn moves a set of files in, or none: when one move fails, the
+// files already moved are put back.
+func TestSwapInAllOrNothing(t *testing.T) {
+	base := t.TempDir()
+	staging, old, dir := filepath.Join(base, "staging"), filepath.Join(base, "old"), filepath.Join(base, "dir")
+	for _, f := range []struct{ dir, name, body string }{
+		{dir, "a", "old a"}, {dir, "b", "old b"}, {staging, "a", "new a"}, {staging, "b", "new b"},
+	} {
+		must(t, os.MkdirAll(f.dir, 0o755))
+		must(t, os.WriteFile(filepath.Join(f.dir, f.name), []byte(f.body), 0o644))
+	}
+	// "c/d" cannot be moved in: dir/c is a file, not a folder.
+	must(t, os.WriteFile(filepath.Join(staging, "c"), nil, 0o644))
+	must(t, os.WriteFile(filepath.Join(dir, "c"), []byte("old c"), 0o644))
+	err := swapIn(staging, old, dir, []string{"a", "b", "c/d"})
+	if err == nil {
+		t.Fatal("swapIn into a path under a file succeeded")
+	}
+	for name, want := range map[string]string{"a": "old a", "b": "old b", "c": "old c"} {
+		if b, _ := os.ReadFile(filepath.Join(dir, name)); string(b) != want {
+			t.Errorf("after a failed swap, %s = %q, want %q", name, b, want)
+		}
+	}
+	must(t, swapIn(staging, old, dir, []string{"a", "b"}))
+	for name, want := range map[string]string{"a": "new a", "b": "new b"} {
+		if b, _ := os.ReadFile(filepath.Join(dir, name)); string(b) != want {
+			t.Errorf("after the swap, %s = %q, want %q", name, b, want)
+		}
+	}
+	if _, err := os.Stat(old); err == nil {
+		t.Error("the folder of replaced files is left behind")
+	}
+}
+
+// A push to the repository between the listing and the downloads does
+// not mix two versions (which made every hash fail): the install lists
+// and downloads the commit "main" pointed at when it started, once each.
+func TestRepositoryChangesDuringInstall(t *testing.T) {
+	e := newEnv(t, true)
+	commit := e.hub.Commit(repo, "main")
+	var once sync.Once
+	e.hub.SetAfterTree(func() { once.Do(func() { e.hub.AddRepo(repo, "main", portFiles("v2")) }) })
+	res, err := e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	must(t, err)
+	if b, _ := os.ReadFile(filepath.Join(e.modelDir(), "model.q4nx")); !bytes.Equal(b, blob("model.q4nxv1", 300_000)) {
+		t.Error("model.q4nx is not the version that was listed")
+	}
+	if res.Manifest.Commit != commit {
+		t.Errorf("install record commit %q, want %q", res.Manifest.Commit, commit)
+	}
+	for _, r := range e.hub.Requests() {
+		if strings.Contains(r.Path, "/resolve/") && !strings.Contains(r.Path, "/resolve/"+commit+"/") {
+			t.Errorf("download %s is not pinned to commit %s", r.Path, commit)
+		}
+		if strings.Contains(r.Path, "/tree/") && !strings.Contains(r.Path, "/tree/"+commit) {
+			t.Errorf("listing %s is not pinned to commit %s", r.Path, commit)
+		}
+	}
+	for _, f := range res.Downloaded {
+		if n := e.hub.Downloads(f); n != 1 {
+			t.Errorf("%s downloaded %d times", f, n)
+		}
+	}
+}
+
+// PrepareFLM rebuilds NPU Chat's model list only under the install lock:
+// while an install holds it, the existing list is used as it is, and
+// without a list it says an install is running.
+func TestPrepareFLMRespectsInstallLock(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		locked, haveList bool
+		rebuilt          bool
+		errHas           string
+	}{
+		{"unlocked", false, true, true, ""},
+		{"locked, list there", true, true, false, ""},
+		{"locked, no list yet", true, false, false, "another NPU Chat install"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, true)
+			own := filepath.Join(e.cfg.DataDir, "flm", "model_list.json")
+			stale := []byte(`{"model_path": "models", "models": {}}` + "\n")
+			if tc.haveList {
+				must(t, os.MkdirAll(filepath.Dir(own), 0o755))
+				must(t, os.WriteFile(own, stale, 0o644))
+			}
+			if tc.locked {
+				unlock, err := lockInstalls(e.cfg)
+				must(t, err)
+				defer unlock()
+			}
+			_, err := e.installer().PrepareFLM(context.Background())
+			if tc.errHas != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.errHas) {
+					t.Fatalf("err = %v, want %q", err, tc.errHas)
+				}
+				return
+			}
+			must(t, err)
+			got, _ := os.ReadFile(own)
+			if rebuilt := !bytes.Equal(got, stale); rebuilt != tc.rebuilt {
+				t.Errorf("list rebuilt = %v, want %v", rebuilt, tc.rebuilt)
+			}
+		})
+	}
+}
+
+// Install then uninstall gives FastFlowLM's own list back byte for
+// byte: edits change only the entry, not the rest of FLM's formatting.
+func TestSystemListRoundTripBytes(t *testing.T) {
+	e := newEnv(t, true)
+	_, err := e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	must(t, err)
+	_, err = e.installer().Uninstall(context.Background(), "minicpm5:2b")
+	must(t, err)
+	if got, _ := os.ReadFile(filepath.Join(e.root, "model_list.json")); !bytes.Equal(got, e.origSys) {
+		t.Errorf("FastFlowLM's list after install and uninstall differs from its original (%d bytes, want %d)", len(got), len(e.origSys))
+	}
+}
+
+// Where links are not allowed (Windows without developer mode) NPU
+// Chat's root holds copies of FastFlowLM's kernel folders; PrepareFLM
+// makes a copy again when FastFlowLM's folder changed (an upgrade), and
+// leaves an up-to-date copy and links alone.
+func TestPrepareFLMRefreshesKernelCopies(t *testing.T) {
+	const name = "Qwen3-0.6B-NPU2"
+	for _, tc := range []struct {
+		name       string
+		setup      func(t *testing.T, sys, own string)
+		want       string
+		wantLinked bool
+	}{
+		{"stale copy", func(t *testing.T, sys, own string) {
+			must(t, os.MkdirAll(own, 0o755))
+			must(t, os.WriteFile(filepath.Join(own, "attn.xclbin"), []byte("kernels of an older FastFlowLM"), 0o644))
+		}, "qwen kernels", false},
+		{"up-to-date copy", func(t *testing.T, sys, own string) {
+			must(t, copyDir(sys, own))
+		}, "qwen kernels", false},
+		{"link", func(t *testing.T, sys, own string) {
+			must(t, os.MkdirAll(filepath.Dir(own), 0o755))
+			must(t, os.Symlink(sys, own))
+		}, "qwen kernels", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, true)
+			sys := filepath.Join(e.root, "xclbins", name)
+			own := filepath.Join(e.cfg.DataDir, "flm", "xclbins", name)
+			tc.setup(t, sys, own)
+			before, _ := os.Stat(filepath.Join(own, "attn.xclbin"))
+			_, err := e.installer().PrepareFLM(context.Background())
+			must(t, err)
+			if b, _ := os.ReadFile(filepath.Join(own, "attn.xclbin")); string(b) != tc.want {
+				t.Errorf("kernel in NPU Chat's root = %q, want %q", b, tc.want)
+			}
+			st, err := os.Lstat(own)
+			must(t, err)
+			if linked := st.Mode()&os.ModeSymlink != 0; linked != tc.wantLinked {
+				t.Errorf("linked = %v, want %v", linked, tc.wantLinked)
+			}
+			if tc.name == "up-to-date copy" {
+				if after, _ := os.Stat(filepath.Join(own, "attn.xclbin")); !os.SameFile(before, after) {
+					t.Error("an up-to-date copy was copied again")
+				}
+			}
+		})
 	}
 }

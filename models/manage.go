@@ -73,7 +73,7 @@ func (in *Installer) uninstall(ctx context.Context, m *catalog.Model, man *Manif
 	// make FastFlowLM try to download them.
 	for _, list := range man.Lists {
 		changed, err := flm.EditJSONFile(list, func(o *flm.Object) error {
-			_, err := flm.RemoveEntry(o, m.FLM.Family, m.FLM.Tag, m.FLMName())
+			_, err := flm.RestoreEntry(o, m.FLM.Family, m.FLM.Tag, m.FLMName(), man.ListsBefore[list])
 			return err
 		})
 		switch {
@@ -87,6 +87,15 @@ func (in *Installer) uninstall(ctx context.Context, m *catalog.Model, man *Manif
 		}
 	}
 	for _, d := range man.XclbinDirs {
+		// Never delete through a link (NPU Chat's folder pointing at
+		// FastFlowLM's), nor from a folder NPU Chat did not create.
+		if st, err := os.Lstat(d); err != nil || st.Mode()&(os.ModeSymlink|os.ModeIrregular) != 0 {
+			continue
+		}
+		if slices.Contains(man.XclbinFound, d) {
+			res.Notes = append(res.Notes, fmt.Sprintf("kept the kernels in %s: they were there before NPU Chat installed %s", d, m.Name))
+			continue
+		}
 		for _, x := range m.Source.XCLBins {
 			if p, err := hub.Join(d, x); err == nil {
 				if err := remove(p); err != nil {
@@ -100,9 +109,22 @@ func (in *Installer) uninstall(ctx context.Context, m *catalog.Model, man *Manif
 		}
 		os.Remove(d)
 	}
+	var kept []string
 	for _, f := range man.Files {
 		p, err := hub.Join(man.Dir, f.Path)
 		if err != nil {
+			continue
+		}
+		if f.Adopted {
+			// Someone else's file: keep it, as it was before NPU Chat
+			// edited it when it did.
+			if _, err := os.Stat(p + ".bak"); err == nil && f.Edited {
+				if err := os.Rename(p+".bak", p); err != nil {
+					return err
+				}
+				res.Changed = append(res.Changed, p)
+			}
+			kept = append(kept, f.Path)
 			continue
 		}
 		for _, q := range []string{p, p + ".bak", hub.PartialName(p)} {
@@ -112,13 +134,21 @@ func (in *Installer) uninstall(ctx context.Context, m *catalog.Model, man *Manif
 		}
 		if sp, err := hub.Join(stagingDir(man.Dir), f.Path); err == nil {
 			remove(sp)
+			remove(sp + ".bak")
 			remove(hub.PartialName(sp))
+		}
+		if op, err := hub.Join(oldDir(man.Dir), f.Path); err == nil {
+			remove(op)
+			remove(op + ".bak")
 		}
 	}
 	staging := stagingDir(man.Dir)
+	removeEmptyDirs(oldDir(man.Dir), filepath.Dir(filepath.Dir(staging)))
 	removeEmptyDirs(staging, filepath.Dir(filepath.Dir(staging)))
 	removeEmptyDirs(man.Dir, filepath.Dir(man.Dir))
-	if _, err := os.Stat(man.Dir); err == nil {
+	if len(kept) > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("kept %s in %s: they were there before NPU Chat installed %s (delete them yourself if you no longer want them)", strings.Join(kept, ", "), man.Dir, m.Name))
+	} else if _, err := os.Stat(man.Dir); err == nil {
 		res.Notes = append(res.Notes, fmt.Sprintf("kept %s: it holds files NPU Chat did not put there", man.Dir))
 	}
 	return nil

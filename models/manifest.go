@@ -20,15 +20,26 @@ type Manifest struct {
 	Source   string `json:"source"` // "npu" (the FastFlowLM port) or "original"
 	Repo     string `json:"repo"`
 	Revision string `json:"revision"`
+	// Commit is the commit Revision pointed at, which was installed.
+	Commit string `json:"commit,omitempty"`
 	// Target is "flm" (FastFlowLM's models folder) or "npuchat" (NPU
 	// Chat's own, for the in-process engine only).
-	Target      string         `json:"target"`
-	Dir         string         `json:"dir"`
-	Files       []ManifestFile `json:"files"`
-	XclbinDirs  []string       `json:"xclbin_dirs,omitempty"`
-	Lists       []string       `json:"lists,omitempty"`
-	FLMVersion  string         `json:"flm_version,omitempty"`
-	InstalledAt time.Time      `json:"installed_at"`
+	Target     string         `json:"target"`
+	Dir        string         `json:"dir"`
+	Files      []ManifestFile `json:"files"`
+	XclbinDirs []string       `json:"xclbin_dirs,omitempty"`
+	// XclbinFound are the XclbinDirs that existed before NPU Chat first
+	// copied kernels into them (FastFlowLM's own folder of the model,
+	// filled by hand per the model card): uninstall leaves them.
+	XclbinFound []string `json:"xclbin_found,omitempty"`
+	Lists       []string `json:"lists,omitempty"`
+	// ListsBefore holds, per list, the entry it had under the model's
+	// family and tag before NPU Chat first registered the model there
+	// (the user's own, from the model card or `flm pull`); uninstall
+	// puts it back instead of deleting the entry.
+	ListsBefore map[string]json.RawMessage `json:"lists_before,omitempty"`
+	FLMVersion  string                     `json:"flm_version,omitempty"`
+	InstalledAt time.Time                  `json:"installed_at"`
 }
 
 // ManifestFile is one installed file.
@@ -47,6 +58,11 @@ type ManifestFile struct {
 	// ModTime is the installed file's modification time (Unix ns), to
 	// notice changes without hashing.
 	ModTime int64 `json:"mod_time"`
+	// Adopted is set when the file was already in place, with the hub's
+	// hashes, when NPU Chat first installed into the folder (the model
+	// card's git clone, or `flm pull`): NPU Chat did not create it, so
+	// uninstall keeps it (an edited one is put back from its .bak).
+	Adopted bool `json:"adopted,omitempty"`
 }
 
 // TotalSize is the sum of the installed files' sizes.
@@ -106,4 +122,11 @@ func saveManifest(cfg *config.Config, m *Manifest) (bool, error) {
 		return false, err
 	}
 	return true, config.WriteFileAtomic(path, append(b, '\n'), 0o644)
+}
+
+func (m *Manifest) setListBefore(list string, v json.RawMessage) {
+	if m.ListsBefore == nil {
+		m.ListsBefore = map[string]json.RawMessage{}
+	}
+	m.ListsBefore[list] = v
 }

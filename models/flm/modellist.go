@@ -84,6 +84,48 @@ func RemoveEntry(list *Object, family, tag, name string) (bool, error) {
 	return true, nil
 }
 
+// GetEntry returns the raw value of models[family][tag], if any.
+func GetEntry(list *Object, family, tag string) (json.RawMessage, bool) {
+	models, _, err := list.Object("models")
+	if err != nil {
+		return nil, false
+	}
+	fam, _, err := models.Object(family)
+	if err != nil {
+		return nil, false
+	}
+	return fam.Get(tag)
+}
+
+// RestoreEntry undoes a registration: when models[family][tag] is the
+// entry named name, it is put back to before (the value the list held
+// there before the model was registered), or removed (with its family
+// when that becomes empty) when before is nil. An entry someone else put
+// there is left alone. It reports whether it changed anything.
+func RestoreEntry(list *Object, family, tag, name string, before json.RawMessage) (bool, error) {
+	if before == nil {
+		return RemoveEntry(list, family, tag, name)
+	}
+	if !HasEntry(list, family, tag, name) {
+		return false, nil
+	}
+	models, _, err := list.Object("models")
+	if err != nil {
+		return false, err
+	}
+	fam, _, err := models.Object(family)
+	if err != nil {
+		return false, err
+	}
+	if _, err := ParseObject(before); err != nil {
+		return false, fmt.Errorf("earlier entry %s:%s: %w", family, tag, err)
+	}
+	fam.Set(tag, before)
+	models.SetObject(family, fam)
+	list.SetObject("models", models)
+	return true, nil
+}
+
 // HasEntry reports whether models[family][tag] exists with this name.
 func HasEntry(list *Object, family, tag, name string) bool {
 	models, _, err := list.Object("models")

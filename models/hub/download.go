@@ -31,7 +31,8 @@ func PartialName(name string) string { return name + ".partial" }
 // hash, and only then renames the file into place. A file already in
 // place is kept when its hash matches. Network errors and 5xx answers are
 // retried with backoff; a hash mismatch discards the bytes and fetches
-// again. progress may be nil.
+// again, once (pass a commit id as revision, from Commit, so that a
+// change to the repository cannot cause it). progress may be nil.
 func (c *Client) Download(ctx context.Context, repo, revision string, f File, dir string, progress func(Progress)) error {
 	what := fmt.Sprintf("download %s from %s", f.Path, repo)
 	final, err := Join(dir, f.Path)
@@ -56,7 +57,7 @@ func (c *Client) Download(ctx context.Context, repo, revision string, f File, di
 		return fmt.Errorf("%s: %w", what, &writeError{err})
 	}
 	partial := PartialName(final)
-	failures := 0
+	failures, mismatches := 0, 0
 	for {
 		before := fileSize(partial)
 		err := c.fetch(ctx, src, f, partial, what, progress)
@@ -66,6 +67,13 @@ func (c *Client) Download(ctx context.Context, repo, revision string, f File, di
 				// Never keep or install bytes that fail their hash.
 				os.Remove(partial)
 				if ctx.Err() == nil && errors.Is(err, ErrHashMismatch) {
+					// Once may be a damaged transfer; twice means the
+					// server sends other bytes than it listed: another
+					// 2 GB attempt would not help.
+					mismatches++
+					if mismatches >= 2 {
+						return fmt.Errorf("%s: %w, twice; the repository may have changed during the download, or the server or a proxy alters the file; try again later", what, err)
+					}
 					err = fmt.Errorf("%s: %w", what, err)
 				}
 			}

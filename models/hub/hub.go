@@ -36,6 +36,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -304,6 +305,80 @@ func retryable(ctx context.Context, err error) bool {
 	return !errors.As(err, &se)
 }
 
+// Commit resolves a revision (a branch such as "main", or a tag) to the
+// commit it points at now, with GET /api/models/{repo}/revision/{rev}
+// (the answer's "sha"). Listing and downloading at that commit, rather
+// than at the branch name, keeps every file of an install from the same
+// commit even when the repository changes meanwhile (otherwise every
+// hash would fail). A revision that is already a commit id is returned
+// as it is, without a request.
+func (c *Client) Commit(ctx context.Context, repo, revision string) (string, error) {
+	if isCommitID(revision) {
+		return revision, nil
+	}
+	u, err := c.endpoint()
+	if err != nil {
+		return "", err
+	}
+	if err := checkRepo(repo); err != nil {
+		return "", err
+	}
+	what := fmt.Sprintf("resolve %s@%s", repo, revision)
+	target := u.String() + "/api/models/" + repo + "/revision/" + url.PathEscape(revision)
+	var sha string
+	err = c.retry(ctx, func() error {
+		rctx, idle := c.idleContext(ctx)
+		defer idle.stop()
+		req, err := c.newRequest(rctx, target)
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		resp, err := c.http().Do(req)
+		if err != nil {
+			return idle.wrap(ctx, what, err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			err, _ := statusError(resp, what)
+			return err
+		}
+		var info struct {
+			SHA string `json:"sha"`
+		}
+		body := &idleReader{r: io.LimitReader(resp.Body, 16<<20), reset: idle.reset}
+		if err := json.NewDecoder(body).Decode(&info); err != nil {
+			if idle.fired() || ctx.Err() != nil {
+				return idle.wrap(ctx, what, err)
+			}
+			return &safetyError{fmt.Sprintf("%s: the answer is not the expected JSON: %v", what, err)}
+		}
+		if !isCommitID(info.SHA) {
+			return &safetyError{fmt.Sprintf("%s: the answer has no commit id (sha %q)", what, info.SHA)}
+		}
+		sha = info.SHA
+		return nil
+	})
+	var he *HTTPError
+	var se *safetyError
+	if err != nil && ctx.Err() == nil && !errors.As(err, &he) && !errors.As(err, &se) {
+		return "", fmt.Errorf("%w; cannot reach %s: check the network, or set HF_ENDPOINT to a Hugging Face mirror", err, c.Endpoint)
+	}
+	return sha, err
+}
+
+// isCommitID reports whether s is a full git commit id (40 hex digits).
+func isCommitID(s string) bool {
+	if len(s) != 40 {
+		return false
+	}
+	for _, r := range s {
+		if !strings.ContainsRune("0123456789abcdef", r) {
+			return false
+		}
+	}
+	return true
+}
+
 // Tree lists every file of repo at revision, following the Link header's
 // rel="next" pages. It refuses the whole listing when an entry's path
 // would escape a target folder.
@@ -367,14 +442,20 @@ type treeEntry struct {
 	} `json:"lfs"`
 }
 
+// treePage fetches one page of the listing. Like a download, it is
+// abandoned (and retried by the caller) when no byte arrives for
+// IdleTimeout, so that a stalled hub cannot hold the install lock
+// forever.
 func (c *Client) treePage(ctx context.Context, u, what string) ([]treeEntry, string, error) {
-	req, err := c.newRequest(ctx, u)
+	rctx, idle := c.idleContext(ctx)
+	defer idle.stop()
+	req, err := c.newRequest(rctx, u)
 	if err != nil {
 		return nil, "", fmt.Errorf("%s: %w", what, err)
 	}
 	resp, err := c.http().Do(req)
 	if err != nil {
-		return nil, "", fmt.Errorf("%s: %w", what, err)
+		return nil, "", idle.wrap(ctx, what, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -382,10 +463,76 @@ func (c *Client) treePage(ctx context.Context, u, what string) ([]treeEntry, str
 		return nil, "", err
 	}
 	var page []treeEntry
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&page); err != nil {
+	body := &idleReader{r: io.LimitReader(resp.Body, 64<<20), reset: idle.reset}
+	if err := json.NewDecoder(body).Decode(&page); err != nil {
+		if idle.fired() || ctx.Err() != nil {
+			return nil, "", idle.wrap(ctx, what, err)
+		}
 		return nil, "", fmt.Errorf("%s: the tree answer is not the expected JSON list: %w", what, err)
 	}
 	return page, resp.Header.Get("Link"), nil
+}
+
+// idleTimer cancels a request's context when no byte arrived for the
+// client's IdleTimeout.
+type idleTimer struct {
+	d      time.Duration
+	t      *time.Timer
+	mu     sync.Mutex
+	stalls bool
+}
+
+// idleContext returns a context cancelled after IdleTimeout without
+// progress (progress is reported with reset).
+func (c *Client) idleContext(ctx context.Context) (context.Context, *idleTimer) {
+	d := c.IdleTimeout
+	if d <= 0 {
+		d = 60 * time.Second
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	it := &idleTimer{d: d}
+	it.t = time.AfterFunc(d, func() {
+		it.mu.Lock()
+		it.stalls = true
+		it.mu.Unlock()
+		cancel()
+	})
+	return rctx, it
+}
+
+func (it *idleTimer) reset() { it.t.Reset(it.d) }
+func (it *idleTimer) stop()  { it.t.Stop() }
+
+func (it *idleTimer) fired() bool {
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	return it.stalls
+}
+
+// wrap describes a failed request: the caller's cancellation, a stall
+// (retryable), or err itself.
+func (it *idleTimer) wrap(ctx context.Context, what string, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("%s: %w", what, ctx.Err())
+	case it.fired():
+		return fmt.Errorf("%s: no data for %s", what, it.d)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// idleReader reports every read that made progress.
+type idleReader struct {
+	r     io.Reader
+	reset func()
+}
+
+func (r *idleReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if n > 0 {
+		r.reset()
+	}
+	return n, err
 }
 
 // resolveLink finds rel="next" in a Link header and resolves it against

@@ -277,10 +277,13 @@ func TestFailuresKeepPreviousState(t *testing.T) {
 		wantErr func(error) bool
 		maxReq  int
 	}{
+		// A second mismatch is final: no third (or fifth) 2 GB download.
 		{"always corrupt", func(s *hubtest.Server, c *hub.Client) {
 			s.AddFaults(name, hubtest.Fault{Corrupt: true}, hubtest.Fault{Corrupt: true}, hubtest.Fault{Corrupt: true})
-			c.Attempts = 3
-		}, func(err error) bool { return errors.Is(err, hub.ErrHashMismatch) }, 3},
+			c.Attempts = 5
+		}, func(err error) bool {
+			return errors.Is(err, hub.ErrHashMismatch) && strings.Contains(err.Error(), "twice")
+		}, 2},
 		{"always 500", func(s *hubtest.Server, c *hub.Client) {
 			s.AddFaults(name, hubtest.Fault{Status: 500}, hubtest.Fault{Status: 500}, hubtest.Fault{Status: 500})
 			c.Attempts = 3
@@ -565,5 +568,83 @@ func TestOversizedBodyRefused(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("left %v", entries)
+	}
+}
+
+// A hub that stops answering while listing must not hang the install
+// (which holds the install lock): each page is abandoned after
+// IdleTimeout without a byte, retried, and finally reported.
+func TestTreeStallTimesOut(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		faults []hubtest.Fault
+		ok     bool
+	}{
+		{"stall after the first byte, then fine", []hubtest.Fault{{Stall: true}}, true},
+		{"no headers, then fine", []hubtest.Fault{{Delay: time.Hour}}, true},
+		{"stall on every attempt", []hubtest.Fault{{Stall: true}, {Stall: true}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := hubtest.New(repo, rev, repoFiles())
+			defer s.Close()
+			c := newClient(s)
+			c.HTTP = hub.NewHTTPClient()
+			c.IdleTimeout = 300 * time.Millisecond
+			c.Attempts = 2
+			s.AddFaults("@tree", tc.faults...)
+			done := make(chan error, 1)
+			go func() { _, err := c.Tree(context.Background(), repo, rev); done <- err }()
+			select {
+			case err := <-done:
+				if tc.ok && err != nil {
+					t.Errorf("Tree after one stalled page: %v", err)
+				}
+				if !tc.ok && (err == nil || !strings.Contains(err.Error(), "no data for 300ms")) {
+					t.Errorf("Tree = %v, want a stall error", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("Tree still waiting 10 s after the hub stalled (IdleTimeout 300ms)")
+			}
+		})
+	}
+}
+
+// Commit resolves a branch to the commit it points at now; a commit id
+// needs no request; a missing revision is a clear error.
+func TestCommit(t *testing.T) {
+	s := hubtest.New(repo, rev, repoFiles())
+	defer s.Close()
+	c := newClient(s)
+	head := s.Commit(repo, rev)
+	for _, tc := range []struct {
+		name, revision, want, errHas string
+		requests                     int
+	}{
+		{"branch", rev, head, "", 1},
+		{"commit id", head, head, "", 0},
+		{"no such branch", "nope", "", "404 Not Found", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := len(s.Requests())
+			got, err := c.Commit(context.Background(), repo, tc.revision)
+			if tc.errHas != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.errHas) {
+					t.Errorf("Commit(%q) = %q, %v; want an error with %q", tc.revision, got, err, tc.errHas)
+				}
+			} else if err != nil || got != tc.want {
+				t.Errorf("Commit(%q) = %q, %v; want %q", tc.revision, got, err, tc.want)
+			}
+			if n := len(s.Requests()) - before; n != tc.requests {
+				t.Errorf("%d requests, want %d", n, tc.requests)
+			}
+		})
+	}
+	// A new push moves the branch; the old commit stays listable.
+	s.AddRepo(repo, rev, repoFiles()[:2])
+	if got, _ := c.Commit(context.Background(), repo, rev); got == head || got != s.Commit(repo, rev) {
+		t.Errorf("after a push, Commit = %q (old head %q)", got, head)
+	}
+	if files, err := c.Tree(context.Background(), repo, head); err != nil || len(files) != len(repoFiles()) {
+		t.Errorf("the old commit's tree: %d files, %v", len(files), err)
 	}
 }

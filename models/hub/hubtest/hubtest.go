@@ -28,7 +28,9 @@ type File struct {
 	LFS     bool // served through the CDN redirect, with an LFS sha256
 }
 
-// Fault changes how one download request is answered.
+// Fault changes how one download request is answered. Faults queued
+// for the path "@tree" apply to tree pages: Status, Delay (before the
+// headers) and Stall (after the first byte).
 type Fault struct {
 	Status      int           // answer with this status and no body
 	DropAfter   int           // send this many bytes, then cut the connection
@@ -46,10 +48,17 @@ type Server struct {
 	// RelativeLinks makes Link headers relative URLs.
 	RelativeLinks bool
 
-	mu       sync.Mutex
-	repos    map[string][]File // "owner/name@rev"
-	faults   map[string][]Fault
-	requests []Request
+	closed  chan struct{} // closed by Close: stalled handlers return
+	mu      sync.Mutex
+	repos   map[string][]File // "owner/name@rev", rev a branch or a commit id
+	heads   map[string]string // "owner/name@branch" -> commit id
+	commits int
+	// AfterTree, when set, is called after each tree page is served
+	// (to change the repository between the listing and the downloads);
+	// set it with SetAfterTree.
+	AfterTree func()
+	faults    map[string][]Fault
+	requests  []Request
 }
 
 // Request is a request the fake saw.
@@ -60,22 +69,57 @@ type Request struct {
 // New starts a fake hub serving repo at revision with files. Close it
 // with Close.
 func New(repo, revision string, files []File) *Server {
-	s := &Server{repos: map[string][]File{}, faults: map[string][]Fault{}, PageSize: 2}
+	s := &Server{repos: map[string][]File{}, heads: map[string]string{}, faults: map[string][]Fault{}, PageSize: 2, closed: make(chan struct{})}
 	s.AddRepo(repo, revision, files)
 	s.CDN = httptest.NewServer(http.HandlerFunc(s.serveCDN))
 	s.Hub = httptest.NewServer(http.HandlerFunc(s.serveHub))
 	return s
 }
 
-// AddRepo adds or replaces a repository.
+// AddRepo adds or replaces a repository at a branch: a new commit, which
+// the branch then points at (GET /api/models/{repo}/revision/{branch}
+// gives its id). The earlier commits stay available by id.
 func (s *Server) AddRepo(repo, revision string, files []File) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.commits++
+	h := sha1.New()
+	fmt.Fprintf(h, "%s@%s #%d\n", repo, revision, s.commits)
+	for _, f := range files {
+		fmt.Fprintf(h, "%s %s\n", f.Path, SHA256(f.Content))
+	}
+	commit := hex.EncodeToString(h.Sum(nil))
 	s.repos[repo+"@"+revision] = files
+	s.repos[repo+"@"+commit] = files
+	s.heads[repo+"@"+revision] = commit
 }
 
-// Close stops both servers.
-func (s *Server) Close() { s.Hub.Close(); s.CDN.Close() }
+// SetAfterTree sets AfterTree.
+func (s *Server) SetAfterTree(f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.AfterTree = f
+}
+
+// Commit is the commit id a branch points at ("" when unknown).
+func (s *Server) Commit(repo, revision string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.heads[repo+"@"+revision]
+}
+
+// Close stops both servers, ending stalled answers first.
+func (s *Server) Close() {
+	s.mu.Lock()
+	select {
+	case <-s.closed:
+	default:
+		close(s.closed)
+	}
+	s.mu.Unlock()
+	s.Hub.Close()
+	s.CDN.Close()
+}
 
 // URL is the hub endpoint (HF_ENDPOINT).
 func (s *Server) URL() string { return s.Hub.URL }
@@ -157,7 +201,17 @@ func BlobSHA1(b []byte) string {
 func (s *Server) serveHub(w http.ResponseWriter, r *http.Request) {
 	s.record(r)
 	if strings.HasPrefix(r.URL.Path, "/api/models/") {
+		if parts := strings.SplitN(strings.TrimPrefix(r.URL.Path, "/api/models/"), "/", 4); len(parts) == 4 && parts[2] == "revision" {
+			s.serveRevision(w, r, parts[0]+"/"+parts[1], parts[3])
+			return
+		}
 		s.serveTree(w, r)
+		s.mu.Lock()
+		after := s.AfterTree
+		s.mu.Unlock()
+		if after != nil {
+			after()
+		}
 		return
 	}
 	// /{owner}/{name}/resolve/{rev}/{path}
@@ -251,7 +305,10 @@ func (s *Server) serveContent(w http.ResponseWriter, r *http.Request, f File) {
 	}
 	if fault.Stall {
 		w.(http.Flusher).Flush()
-		<-r.Context().Done()
+		select {
+		case <-r.Context().Done():
+		case <-s.closed:
+		}
 		return
 	}
 	if fault.DropAfter > 0 && fault.DropAfter < len(rest) {
@@ -274,6 +331,28 @@ func (s *Server) serveContent(w http.ResponseWriter, r *http.Request, f File) {
 		w.(http.Flusher).Flush()
 		rest = rest[n:]
 	}
+}
+
+// serveRevision answers /api/models/{owner}/{name}/revision/{rev} with
+// the model's info, whose "sha" is the commit rev points at.
+func (s *Server) serveRevision(w http.ResponseWriter, r *http.Request, repo, rev string) {
+	if f := s.nextFault("@revision"); f.Status != 0 {
+		http.Error(w, "fault", f.Status)
+		return
+	}
+	s.mu.Lock()
+	sha, ok := s.heads[repo+"@"+rev]
+	if _, isCommit := s.repos[repo+"@"+rev]; !ok && isCommit {
+		sha, ok = rev, true
+	}
+	s.mu.Unlock()
+	if !ok {
+		w.Header().Set("X-Error-Code", "RevisionNotFound")
+		http.Error(w, `{"error":"Invalid rev id"}`, http.StatusNotFound)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"id": repo, "sha": sha, "private": false})
 }
 
 type treeEntry struct {
@@ -300,8 +379,29 @@ func (s *Server) serveTree(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":"Repository not found"}`, http.StatusNotFound)
 		return
 	}
-	if f := s.nextFault("@tree"); f.Status != 0 {
-		http.Error(w, "fault", f.Status)
+	fault := s.nextFault("@tree")
+	switch {
+	case fault.Status != 0:
+		http.Error(w, "fault", fault.Status)
+		return
+	case fault.Delay > 0:
+		// No answer at all for Delay.
+		select {
+		case <-time.After(fault.Delay):
+		case <-r.Context().Done():
+			return
+		case <-s.closed:
+			return
+		}
+	case fault.Stall:
+		// The headers and the first byte, then nothing.
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte("["))
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+		case <-s.closed:
+		}
 		return
 	}
 	var entries []treeEntry
