@@ -46,43 +46,99 @@ func matvecRef(out []float32, w *matrix, x []float32) {
 	}
 }
 
-// matvec computes out = W·x with the fused kernels, splitting the rows
-// across threads goroutines.
-func matvec(out []float32, w *matrix, x []float32, threads int) {
-	x = x[:w.Cols]
-	n := w.Rows
-	var sums []float32
-	switch w.Type {
-	case quant.Q4_1, quant.Q4_1BF16, quant.Q4_K:
-		sums = make([]float32, w.Cols/32)
-		quant.BlockSums(x, sums)
-	}
-	if threads <= 1 || n < 64 {
-		matvecRows(out, w, x, sums, 0, n)
-		return
-	}
-	chunk := (n + threads - 1) / threads
-	var wg sync.WaitGroup
-	for lo := 0; lo < n; lo += chunk {
-		hi := min(lo+chunk, n)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			matvecRows(out, w, x, sums, lo, hi)
-		}()
-	}
-	wg.Wait()
+// arith says how a matrix product computes.
+type arith struct {
+	// floatAct multiplies quantized weights by the float32 activations
+	// (the engine's exact arithmetic) instead of by activations rounded
+	// to 8 bits as llama.cpp does (quant.Q8Vector, quant.DotQ8).
+	floatAct bool
+	// noSIMD uses the plain-Go kernels even where the CPU has SIMD ones.
+	noSIMD bool
 }
 
-func matvecRows(out []float32, w *matrix, x, sums []float32, lo, hi int) {
-	if sums != nil {
-		for i := lo; i < hi; i++ {
-			out[i] = quant.DotSums(w.Type, w.Data[i*w.rowBytes:(i+1)*w.rowBytes], x, sums)
+// mulTask is one matrix times a batch of vectors, outs[t] = W·xs[t],
+// split by rows across a pool. Its buffers are reused from product to
+// product, so a token allocates nothing.
+type mulTask struct {
+	arith
+	w        *matrix
+	outs, xs [][]float32
+	q8       []quant.Q8Vector // xs rounded to 8 bits (integer kernels)
+	sums     [][]float32      // 32-value block sums of xs (Q4_1, Q4_K float path)
+	mode     mulMode
+}
+
+type mulMode int
+
+const (
+	modeDot   mulMode = iota // quant.Dot on float activations
+	modeSums                 // quant.DotSums with block sums
+	modeF32                  // F32 rows with the SIMD float kernel
+	modeQ8                   // quant.DotQ8 on Q8 activations
+	modeQ8Ref                // quant.DotQ8Ref (SIMD off)
+)
+
+// mul sets outs[t] = W·xs[t] for every t, on pool p.
+func (k *mulTask) mul(p *pool, outs [][]float32, w *matrix, xs [][]float32) {
+	k.w, k.outs, k.xs = w, outs, xs
+	switch {
+	case !k.floatAct && quant.HasQ8Kernel(w.Type) && w.Cols%32 == 0:
+		k.mode = modeQ8
+		if k.noSIMD {
+			k.mode = modeQ8Ref
 		}
-		return
+		for len(k.q8) < len(xs) {
+			k.q8 = append(k.q8, quant.Q8Vector{})
+		}
+		for t, x := range xs {
+			k.q8[t].Quantize(x[:w.Cols])
+		}
+	case w.Type == quant.Q4_1 || w.Type == quant.Q4_1BF16 || w.Type == quant.Q4_K:
+		k.mode = modeSums
+		for len(k.sums) < len(xs) {
+			k.sums = append(k.sums, nil)
+		}
+		for t, x := range xs {
+			if cap(k.sums[t]) < w.Cols/32 {
+				k.sums[t] = make([]float32, w.Cols/32)
+			}
+			k.sums[t] = k.sums[t][:w.Cols/32]
+			quant.BlockSums(x[:w.Cols], k.sums[t])
+		}
+	case w.Type == quant.F32 && !k.noSIMD:
+		k.mode = modeF32
+	default:
+		k.mode = modeDot
 	}
-	for i := lo; i < hi; i++ {
-		out[i] = quant.Dot(w.Type, w.Data[i*w.rowBytes:(i+1)*w.rowBytes], x)
+	if w.Rows*len(xs) < 64 {
+		k.part(0, 1)
+	} else {
+		p.run(k)
+	}
+	k.w, k.outs, k.xs = nil, nil, nil
+}
+
+// part computes rows [lo, hi) of the k-th share for every vector: each
+// weight row is read from memory once and used for the whole batch.
+func (k *mulTask) part(i, n int) {
+	w := k.w
+	lo, hi := share(i, n, w.Rows)
+	for r := lo; r < hi; r++ {
+		row := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
+		for t, out := range k.outs {
+			switch k.mode {
+			case modeQ8:
+				out[r] = quant.DotQ8(w.Type, row, &k.q8[t])
+			case modeQ8Ref:
+				out[r] = quant.DotQ8Ref(w.Type, row, &k.q8[t])
+			case modeSums:
+				out[r] = quant.DotSums(w.Type, row, k.xs[t][:w.Cols], k.sums[t])
+			case modeF32:
+				out[r] = quant.DotF32Row(row, k.xs[t][:w.Cols])
+			default:
+				out[r] = quant.Dot(w.Type, row, k.xs[t][:w.Cols])
+			}
+		}
 	}
 }
 

@@ -1,6 +1,9 @@
 package quant
 
-import "math"
+import (
+	"math"
+	"unsafe"
+)
 
 // Q8Vector is an activation vector rounded to 8 bits per value in blocks
 // of 32, as ggml rounds activations before a quantized matrix product
@@ -141,4 +144,13 @@ func DotF32(a, b []float32) float32 {
 		s += a[i] * b[i]
 	}
 	return s
+}
+
+// DotF32Row is Dot for an F32 row (its bytes), with DotF32's SIMD.
+func DotF32Row(row []byte, x []float32) float32 {
+	if len(x) == 0 {
+		return 0
+	}
+	_ = row[4*len(x)-1]
+	return DotF32(unsafe.Slice((*float32)(unsafe.Pointer(&row[0])), len(x)), x)
 }
