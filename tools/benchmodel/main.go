@@ -17,6 +17,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/npuchat/npuchat/engine/testmodel"
@@ -25,18 +27,19 @@ import (
 func main() {
 	out := flag.String("out", "", "folder to write into (created)")
 	layers := flag.Int("layers", 42, "transformer layers (fewer for a quick try)")
+	formats := flag.String("formats", "q4_1,q8_0,q4nx", "which files to write (comma-separated; each needs about 12 GB of memory while written)")
 	flag.Parse()
 	if *out == "" {
 		fmt.Fprintln(os.Stderr, "benchmodel: -out is required")
 		os.Exit(2)
 	}
-	if err := run(*out, *layers); err != nil {
+	if err := run(*out, *layers, strings.Split(*formats, ",")); err != nil {
 		fmt.Fprintln(os.Stderr, "benchmodel:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out string, layers int) error {
+func run(out string, layers int, formats []string) error {
 	shape := testmodel.Shape{Arch: testmodel.ArchLlama, Hidden: 2048, Layers: layers, FFN: 6144,
 		Heads: 16, KVHeads: 2, HeadDim: 128, Vocab: 130560, ContextLength: 4096,
 		RopeTheta: 5e6, NormEps: 1e-6}
@@ -50,11 +53,17 @@ func run(out string, layers int) error {
 	}
 	fmt.Printf("weights made in %s\n", time.Since(start).Round(time.Second))
 	for _, t := range []testmodel.TensorType{testmodel.Q4_1, testmodel.Q8_0} {
+		if !slices.Contains(formats, strings.ToLower(t.String())) {
+			continue
+		}
 		p := filepath.Join(out, fmt.Sprintf("minicpm5-2b-%s.gguf", t))
 		if err := testmodel.WriteGGUF(p, w, t); err != nil {
 			return err
 		}
 		fmt.Printf("wrote %s (%s)\n", p, time.Since(start).Round(time.Second))
+	}
+	if !slices.Contains(formats, "q4nx") {
+		return nil
 	}
 	dir := filepath.Join(out, "minicpm5-2b-q4nx")
 	if err := testmodel.WriteFLM(dir, w, testmodel.FLMOptions{ReplicateKV: 4, InjectUnitQKNorm: true}); err != nil {
