@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -47,6 +48,7 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 	exact := fs.Bool("exact", false, "multiply by float activations (engine.LoadOptions.FloatActivations) instead of 8-bit ones")
 	skipQKNorm := fs.Bool("skip-qk-norm", false, "ignore q/k norm weights a port injected")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of prefill and decode to this file (go tool pprof)")
 	fs.Usage = func() {
 		fmt.Fprintln(env.Stderr, "Usage: npuchat bench --model PATH [--threads N] [--prompt-tokens N] [--gen-tokens N] [--json]")
 		fs.PrintDefaults()
@@ -65,8 +67,19 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 		fmt.Fprintln(env.Stderr, "npuchat bench: --prompt-tokens and --gen-tokens must be at least 1, --threads not negative")
 		return 2
 	}
+	var profile func() error
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "npuchat bench: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		profile = func() error { return pprof.StartCPUProfile(f) }
+		defer pprof.StopCPUProfile()
+	}
 	res, err := bench(ctx, *model, engine.LoadOptions{Threads: *threads, FloatActivations: *exact, SkipQKNorm: *skipQKNorm},
-		*promptTokens, *genTokens)
+		*promptTokens, *genTokens, profile)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "npuchat bench: %v\n", err)
 		return 1
@@ -86,7 +99,8 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 }
 
 // bench measures one load, one prefill and one decode run.
-func bench(ctx context.Context, path string, opts engine.LoadOptions, promptTokens, genTokens int) (*benchResult, error) {
+// profile, when not nil, starts a CPU profile after loading.
+func bench(ctx context.Context, path string, opts engine.LoadOptions, promptTokens, genTokens int, profile func() error) (*benchResult, error) {
 	res := &benchResult{Model: path, Threads: opts.Threads, SIMD: quant.SIMD(), Activations: "q8",
 		PromptTokens: promptTokens, GenTokens: genTokens}
 	if res.Threads == 0 {
@@ -111,6 +125,11 @@ func bench(ctx context.Context, path string, opts engine.LoadOptions, promptToke
 	if s.MaxContext() < promptTokens+genTokens {
 		return nil, fmt.Errorf("the model's context holds %d positions, fewer than %d prompt and %d generated tokens",
 			s.MaxContext(), promptTokens, genTokens)
+	}
+	if profile != nil {
+		if err := profile(); err != nil {
+			return nil, fmt.Errorf("cpu profile: %w", err)
+		}
 	}
 	prompt := make([]int, promptTokens)
 	for i := range prompt {

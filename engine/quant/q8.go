@@ -44,13 +44,21 @@ func (v *Q8Vector) Quantize(x []float32) {
 		}
 		var sum int32
 		for j, f := range xs {
-			q := int32(math.RoundToEven(float64(f * id)))
+			q := int32(roundEven(f * id))
 			qs[j] = int8(q)
 			sum += q
 		}
 		v.D[b] = F16ToF32(F32ToF16(d))
 		v.S[b] = F16ToF32(F32ToF16(d * float32(sum)))
 	}
+}
+
+// roundEven rounds |f| ≤ 2²² to the nearest integer, ties to even (as
+// math.RoundToEven, and as x86's default rounding in ggml's
+// _mm256_round_ps): adding 1.5·2²³ leaves no fraction bits in float32.
+func roundEven(f float32) float32 {
+	const magic = 1.5 * (1 << 23)
+	return (f + magic) - magic
 }
 
 func abs32(f float32) float32 { return math.Float32frombits(math.Float32bits(f) &^ (1 << 31)) }

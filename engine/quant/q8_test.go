@@ -183,3 +183,18 @@ func TestDotF32(t *testing.T) {
 		}
 	}
 }
+
+// TestRoundEven checks the float32 rounding trick against math.RoundToEven
+// on ties, near-ties and random values in the quantizer's range.
+func TestRoundEven(t *testing.T) {
+	vals := []float32{0, 0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 126.5, -126.5, 127, -127, 0.49999997, 60.500004, -23.5}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 10000 {
+		vals = append(vals, float32(r.Float64()*254-127))
+	}
+	for _, v := range vals {
+		if got, want := roundEven(v), float32(math.RoundToEven(float64(v))); got != want {
+			t.Errorf("roundEven(%v) = %v, want %v", v, got, want)
+		}
+	}
+}
