@@ -63,8 +63,8 @@ type mulTask struct {
 	arith
 	w        *matrix
 	outs, xs [][]float32
-	q8       []quant.Q8Vector // xs rounded to 8 bits (integer kernels)
-	sums     [][]float32      // 32-value block sums of xs (Q4_1, Q4_K float path)
+	q8       quant.Q8Batch // xs rounded to 8 bits (integer kernels)
+	sums     [][]float32   // 32-value block sums of xs (Q4_1, Q4_K float path)
 	mode     mulMode
 }
 
@@ -87,12 +87,7 @@ func (k *mulTask) mul(p *pool, outs [][]float32, w *matrix, xs [][]float32) {
 		if k.noSIMD {
 			k.mode = modeQ8Ref
 		}
-		for len(k.q8) < len(xs) {
-			k.q8 = append(k.q8, quant.Q8Vector{})
-		}
-		for t, x := range xs {
-			k.q8[t].Quantize(x[:w.Cols])
-		}
+		k.q8.Quantize(xs, w.Cols)
 	case w.Type == quant.Q4_1 || w.Type == quant.Q4_1BF16 || w.Type == quant.Q4_K:
 		k.mode = modeSums
 		for len(k.sums) < len(xs) {
@@ -119,18 +114,30 @@ func (k *mulTask) mul(p *pool, outs [][]float32, w *matrix, xs [][]float32) {
 }
 
 // part computes rows [lo, hi) of the k-th share for every vector: each
-// weight row is read from memory once and used for the whole batch.
+// weight row is read from memory once and used for the whole batch, four
+// vectors at a time where there is a kernel for that.
 func (k *mulTask) part(i, n int) {
 	w := k.w
 	lo, hi := share(i, n, w.Rows)
+	var four [4]float32
 	for r := lo; r < hi; r++ {
 		row := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
-		for t, out := range k.outs {
+		t := 0
+		if k.mode == modeQ8 {
+			for ; t+4 <= len(k.outs); t += 4 {
+				quant.DotQ8x4(w.Type, row, &k.q8, t, &four)
+				for j, v := range four {
+					k.outs[t+j][r] = v
+				}
+			}
+		}
+		for ; t < len(k.outs); t++ {
+			out := k.outs[t]
 			switch k.mode {
 			case modeQ8:
-				out[r] = quant.DotQ8(w.Type, row, &k.q8[t])
+				out[r] = quant.DotQ8(w.Type, row, &k.q8.Vecs[t])
 			case modeQ8Ref:
-				out[r] = quant.DotQ8Ref(w.Type, row, &k.q8[t])
+				out[r] = quant.DotQ8Ref(w.Type, row, &k.q8.Vecs[t])
 			case modeSums:
 				out[r] = quant.DotSums(w.Type, row, k.xs[t][:w.Cols], k.sums[t])
 			case modeF32:

@@ -41,6 +41,21 @@ func BenchmarkDotQ8(b *testing.B) {
 				DotQ8(typ, row, x)
 			}
 		})
+		var batch Q8Batch
+		xs := make([][]float32, 4)
+		for i := range xs {
+			xs[i] = make([]float32, 2048)
+			for j := range xs[i] {
+				xs[i][j] = float32(r.NormFloat64())
+			}
+		}
+		batch.Quantize(xs, 2048)
+		b.Run(typ.String()+"/x4/"+SIMD(), func(b *testing.B) {
+			var out [4]float32
+			for b.Loop() {
+				DotQ8x4(typ, row, &batch, 0, &out)
+			}
+		})
 		b.Run(typ.String()+"/ref", func(b *testing.B) {
 			for b.Loop() {
 				DotQ8Ref(typ, row, x)

@@ -86,16 +86,69 @@ func DotQ8(t Type, row []byte, x *Q8Vector) float32 {
 		_ = row[nb*bb-1]
 		switch t {
 		case Q8_0:
-			return dotQ8_0Q8AVX2(&row[0], &x.Qs[0], &x.D[0], nb)
+			return dotQ8_0Q8x1(&row[0], &x.Qs[0], &x.D[0], nb)
 		case Q4_0:
-			return dotQ4_0Q8AVX2(&row[0], &x.Qs[0], &x.D[0], nb)
+			return dotQ4_0Q8x1(&row[0], &x.Qs[0], &x.D[0], nb)
 		case Q4_1:
-			return dotQ4_1Q8AVX2(&row[0], &x.Qs[0], &x.D[0], &x.S[0], nb)
+			return dotQ4_1Q8x1(&row[0], &x.Qs[0], &x.D[0], &x.S[0], nb)
 		case Q4_1BF16:
-			return dotQ4_1BF16Q8AVX2(&row[0], &x.Qs[0], &x.D[0], &x.S[0], nb)
+			return dotQ4_1BF16Q8x1(&row[0], &x.Qs[0], &x.D[0], &x.S[0], nb)
 		}
 	}
 	return DotQ8Ref(t, row, x)
+}
+
+// Q8Batch is several activation vectors rounded as Q8Vector does, stored
+// back to back so that DotQ8x4 can multiply one weight row by four of
+// them at once (batched prefill).
+type Q8Batch struct {
+	Vecs []Q8Vector // views into the arrays below, one per vector
+	qs   []int8
+	d, s []float32
+}
+
+// Quantize rounds each of xs (n values, a whole number of blocks) into
+// b.Vecs, reusing b's storage.
+func (b *Q8Batch) Quantize(xs [][]float32, n int) {
+	nb := n / 32
+	if cap(b.qs) < len(xs)*n {
+		b.qs = make([]int8, len(xs)*n)
+		b.d = make([]float32, len(xs)*nb)
+		b.s = make([]float32, len(xs)*nb)
+	}
+	b.Vecs = b.Vecs[:0]
+	for i, x := range xs {
+		v := Q8Vector{Qs: b.qs[i*n : (i+1)*n : (i+1)*n], D: b.d[i*nb : (i+1)*nb : (i+1)*nb], S: b.s[i*nb : (i+1)*nb : (i+1)*nb]}
+		v.Quantize(x[:n])
+		b.Vecs = append(b.Vecs, v)
+	}
+}
+
+// DotQ8x4 sets out[i] = DotQ8(t, row, &b.Vecs[first+i]) for i < 4, bit for
+// bit, reading and unpacking each weight block once for the four vectors.
+func DotQ8x4(t Type, row []byte, b *Q8Batch, first int, out *[4]float32) {
+	v := b.Vecs[first : first+4]
+	nb := len(v[0].D)
+	if simdQ8 && nb > 0 {
+		_ = row[nb*t.BlockBytes()-1]
+		switch t {
+		case Q8_0:
+			dotQ8_0Q8x4(&row[0], &v[0].Qs[0], &v[0].D[0], &v[0].S[0], nb, out)
+			return
+		case Q4_0:
+			dotQ4_0Q8x4(&row[0], &v[0].Qs[0], &v[0].D[0], &v[0].S[0], nb, out)
+			return
+		case Q4_1:
+			dotQ4_1Q8x4(&row[0], &v[0].Qs[0], &v[0].D[0], &v[0].S[0], nb, out)
+			return
+		case Q4_1BF16:
+			dotQ4_1BF16Q8x4(&row[0], &v[0].Qs[0], &v[0].D[0], &v[0].S[0], nb, out)
+			return
+		}
+	}
+	for i := range out {
+		out[i] = DotQ8(t, row, &v[i])
+	}
 }
 
 // DotQ8Ref is the plain-Go DotQ8: the reference the SIMD kernels are

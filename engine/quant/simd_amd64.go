@@ -17,19 +17,32 @@ func SIMD() string {
 }
 
 // The kernels of simd_amd64.s. nb is the number of 32-value blocks (> 0);
-// w points at the row's first block, qs, d, s at the Q8Vector's arrays.
+// w points at the row's first block, qs, d, s at a Q8Vector's arrays (x4:
+// at the first of four vectors stored back to back, as in a Q8Batch).
 
 //go:noescape
-func dotQ8_0Q8AVX2(w *byte, qs *int8, d *float32, nb int) float32
+func dotQ8_0Q8x1(w *byte, qs *int8, d *float32, nb int) float32
 
 //go:noescape
-func dotQ4_0Q8AVX2(w *byte, qs *int8, d *float32, nb int) float32
+func dotQ4_0Q8x1(w *byte, qs *int8, d *float32, nb int) float32
 
 //go:noescape
-func dotQ4_1Q8AVX2(w *byte, qs *int8, d, s *float32, nb int) float32
+func dotQ4_1Q8x1(w *byte, qs *int8, d, s *float32, nb int) float32
 
 //go:noescape
-func dotQ4_1BF16Q8AVX2(w *byte, qs *int8, d, s *float32, nb int) float32
+func dotQ4_1BF16Q8x1(w *byte, qs *int8, d, s *float32, nb int) float32
+
+//go:noescape
+func dotQ8_0Q8x4(w *byte, qs *int8, d, s *float32, nb int, out *[4]float32)
+
+//go:noescape
+func dotQ4_0Q8x4(w *byte, qs *int8, d, s *float32, nb int, out *[4]float32)
+
+//go:noescape
+func dotQ4_1Q8x4(w *byte, qs *int8, d, s *float32, nb int, out *[4]float32)
+
+//go:noescape
+func dotQ4_1BF16Q8x4(w *byte, qs *int8, d, s *float32, nb int, out *[4]float32)
 
 // dotF32AVX2 returns Σ a[i]·b[i] for n values, n a multiple of 8.
 //

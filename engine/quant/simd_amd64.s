@@ -1,221 +1,259 @@
 // AVX2+FMA dot products of quantized weight rows with Q8 activations
 // (ggml's ggml_vec_dot_q8_0_q8_0, _q4_0_q8_0 and _q4_1_q8_1 for AVX2,
-// ggml-cpu/arch/x86/quants.c), and of float32 vectors. Per 32-value
-// block: VPMADDUBSW (unsigned × signed bytes → int16 pairs), VPMADDWD
-// with ones (→ 8 int32), convert to float, multiply-add with the block's
-// scale into 8 float lanes; a horizontal sum at the end. Two blocks per
-// iteration into two accumulators hide the FMA latency.
+// ggml-cpu/arch/x86/quants.c), for one activation vector (…x1) or four at
+// once (…x4, prefill: each weight block is loaded and unpacked once for
+// four tokens), and of float32 vectors. Per 32-value block and vector:
+// VPMADDUBSW (unsigned × signed bytes → int16 pairs), VPMADDWD with ones
+// (→ 8 int32), convert to float, multiply-add with the block's scale
+// into 8 float lanes; a horizontal sum at the end. The x1 and x4 kernels
+// do the same operations in the same order for each vector, so their
+// results are identical bit for bit.
+//
+// Registers: Y0-Y3 dot accumulators (one per vector), X4-X7 Q4_1 minimum
+// accumulators, Y8 weight bytes, X9 weight scale, X10 weight minimum (Q4_1)
+// or Y10 bytes of 8 (Q4_0), Y11 and Y13 temporaries, Y12 |weights|,
+// Y14 bytes of 0x0F, Y15 int16 ones. SI weights, DI activation bytes,
+// DX activation scales, BX activation sums, R8 = n (bytes between
+// vectors' values), R9 = 3n, R10 = 4·nb (bytes between vectors' scales),
+// R11 = 3·R10, CX blocks left.
 
 #include "textflag.h"
 
-// ONES16 sets Y15 to int16 ones, MASK0F Y14 to bytes 0x0F, EIGHTS Y13 to bytes 8.
 #define CONSTS \
 	MOVL $0x00010001, AX; VMOVD AX, X15; VPBROADCASTD X15, Y15; \
 	MOVL $0x0F0F0F0F, AX; VMOVD AX, X14; VPBROADCASTD X14, Y14; \
-	MOVL $0x08080808, AX; VMOVD AX, X13; VPBROADCASTD X13, Y13
+	MOVL $0x08080808, AX; VMOVD AX, X10; VPBROADCASTD X10, Y10
 
-// F16 loads the float16 at addr into the low lane of xr as a float32.
+// F16 and BF16 load a float16 / bfloat16 at addr into xr's low lane as float32.
 #define F16(addr, xr) MOVWLZX addr, AX; VMOVD AX, xr; VCVTPH2PS xr, xr
-
-// BF16 loads the bfloat16 at addr into the low lane of xr as a float32.
 #define BF16(addr, xr) MOVWLZX addr, AX; SHLL $16, AX; VMOVD AX, xr
 
-// SIGNED_DOT sets yacc += ydd · float(Σ pairs of wq·yq) for signed bytes wq
-// (clobbered) and yq (clobbered), using the sign trick (|w| × sign(y, w)).
-#define SIGNED_DOT(wq, yq, ydd, yacc) \
-	VPSIGNB wq, yq, yq; VPSIGNB wq, wq, wq; \
-	VPMADDUBSW yq, wq, wq; VPMADDWD Y15, wq, wq; VCVTDQ2PS wq, wq; \
-	VFMADD231PS ydd, wq, yacc
+// NIBBLES expands the 16 bytes at addr into Y8: low nibbles (values
+// 0..15 of the block) then high nibbles (16..31), as ggml orders them.
+#define NIBBLES(addr) \
+	VMOVDQU addr, X8; VPSRLW $4, X8, X11; VINSERTI128 $1, X11, Y8, Y8; VPAND Y14, Y8, Y8
 
-// UNSIGNED_DOT is SIGNED_DOT for unsigned bytes wq (no sign trick).
-#define UNSIGNED_DOT(wq, yq, ydd, yacc) \
-	VPMADDUBSW yq, wq, wq; VPMADDWD Y15, wq, wq; VCVTDQ2PS wq, wq; \
-	VFMADD231PS ydd, wq, yacc
+// SDOT: acc += (X9 × d) · Σ pairs of w·y for the signed weights in Y8
+// (|w| in Y12) and the activation bytes at qy.
+#define SDOT(qy, d, acc) \
+	VMOVDQU qy, Y11; VPSIGNB Y8, Y11, Y11; VPMADDUBSW Y11, Y12, Y11; VPMADDWD Y15, Y11, Y11; \
+	VCVTDQ2PS Y11, Y11; VMULSS d, X9, X13; VBROADCASTSS X13, Y13; VFMADD231PS Y13, Y11, acc
 
-// NIBBLES expands the 16 bytes at addr into 32 values in yr: low nibbles
-// (values 0..15) then high nibbles (16..31), as ggml's Q4 blocks order them.
-#define NIBBLES(addr, xr, yr, xt) \
-	VMOVDQU addr, xr; VPSRLW $4, xr, xt; VINSERTI128 $1, xt, yr, yr; VPAND Y14, yr, yr
+// UDOT is SDOT for the unsigned nibbles in Y8, plus min += X10 × s.
+#define UDOT(qy, d, s, acc, min) \
+	VMOVDQU qy, Y11; VPMADDUBSW Y11, Y8, Y11; VPMADDWD Y15, Y11, Y11; \
+	VCVTDQ2PS Y11, Y11; VMULSS d, X9, X13; VBROADCASTSS X13, Y13; VFMADD231PS Y13, Y11, acc; \
+	VFMADD231SS s, X10, min
 
-// HSUM reduces the 8 lanes of Y0 to X0's low lane.
-#define HSUM \
-	VEXTRACTF128 $1, Y0, X1; VADDPS X1, X0, X0; \
-	VHADDPS X0, X0, X0; VHADDPS X0, X0, X0
+// HSUM reduces the 8 lanes of yr into the low lane of xr.
+#define HSUM(yr, xr) VEXTRACTF128 $1, yr, X11; VADDPS X11, xr, xr; VHADDPS xr, xr, xr; VHADDPS xr, xr, xr
 
-// func dotQ8_0Q8AVX2(w *byte, qs *int8, d *float32, nb int) float32
-TEXT ·dotQ8_0Q8AVX2(SB), NOSPLIT, $0-36
-	MOVQ w+0(FP), SI
-	MOVQ qs+8(FP), DI
-	MOVQ d+16(FP), DX
+#define ARGS1 \
+	MOVQ w+0(FP), SI; MOVQ qs+8(FP), DI; MOVQ d+16(FP), DX
+#define ZERO4 \
+	VXORPS Y0, Y0, Y0; VXORPS Y1, Y1, Y1; VXORPS Y2, Y2, Y2; VXORPS Y3, Y3, Y3; \
+	VXORPS X4, X4, X4; VXORPS X5, X5, X5; VXORPS X6, X6, X6; VXORPS X7, X7, X7
+#define STRIDES \
+	MOVQ CX, R10; SHLQ $2, R10; LEAQ (R10)(R10*2), R11; \
+	MOVQ CX, R8; SHLQ $5, R8; LEAQ (R8)(R8*2), R9
+#define STORE4 \
+	MOVQ out+40(FP), AX; \
+	HSUM(Y0, X0); VADDSS X4, X0, X0; VMOVSS X0, 0(AX); \
+	HSUM(Y1, X1); VADDSS X5, X1, X1; VMOVSS X1, 4(AX); \
+	HSUM(Y2, X2); VADDSS X6, X2, X2; VMOVSS X2, 8(AX); \
+	HSUM(Y3, X3); VADDSS X7, X3, X3; VMOVSS X3, 12(AX)
+
+// func dotQ8_0Q8x1(w *byte, qs *int8, d *float32, nb int) float32
+TEXT ·dotQ8_0Q8x1(SB), NOSPLIT, $0-36
+	ARGS1
 	MOVQ nb+24(FP), CX
 	CONSTS
-	VXORPS Y0, Y0, Y0
-	VXORPS Y8, Y8, Y8
-	CMPQ CX, $2
-	JLT q80tail
-q80loop:
-	F16((SI), X1)
-	VMULSS (DX), X1, X1
-	VBROADCASTSS X1, Y1
-	VMOVDQU 2(SI), Y2
-	VMOVDQU (DI), Y3
-	SIGNED_DOT(Y2, Y3, Y1, Y0)
-	F16(34(SI), X4)
-	VMULSS 4(DX), X4, X4
-	VBROADCASTSS X4, Y4
-	VMOVDQU 36(SI), Y5
-	VMOVDQU 32(DI), Y6
-	SIGNED_DOT(Y5, Y6, Y4, Y8)
-	ADDQ $68, SI
-	ADDQ $64, DI
-	ADDQ $8, DX
-	SUBQ $2, CX
-	CMPQ CX, $2
-	JGE q80loop
-q80tail:
-	TESTQ CX, CX
-	JEQ q80done
-	F16((SI), X1)
-	VMULSS (DX), X1, X1
-	VBROADCASTSS X1, Y1
-	VMOVDQU 2(SI), Y2
-	VMOVDQU (DI), Y3
-	SIGNED_DOT(Y2, Y3, Y1, Y0)
-q80done:
-	VADDPS Y8, Y0, Y0
-	HSUM
+	ZERO4
+dotQ8_0Q8x1loop:
+	F16((SI), X9)
+	VMOVDQU 2(SI), Y8
+	VPSIGNB Y8, Y8, Y12
+	SDOT((DI), (DX), Y0)
+	ADDQ $34, SI
+	ADDQ $32, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ dotQ8_0Q8x1loop
+	HSUM(Y0, X0)
+	VADDSS X4, X0, X0
 	VMOVSS X0, ret+32(FP)
 	VZEROUPPER
 	RET
 
-// func dotQ4_0Q8AVX2(w *byte, qs *int8, d *float32, nb int) float32
-TEXT ·dotQ4_0Q8AVX2(SB), NOSPLIT, $0-36
-	MOVQ w+0(FP), SI
-	MOVQ qs+8(FP), DI
-	MOVQ d+16(FP), DX
+// func dotQ8_0Q8x4(w *byte, qs *int8, d, s *float32, nb int, out *[4]float32)
+// s is unused (the signature matches the Q4_1 kernels').
+TEXT ·dotQ8_0Q8x4(SB), NOSPLIT, $0-48
+	ARGS1
+	MOVQ nb+32(FP), CX
+	STRIDES
+	CONSTS
+	ZERO4
+dotQ8_0Q8x4loop:
+	F16((SI), X9)
+	VMOVDQU 2(SI), Y8
+	VPSIGNB Y8, Y8, Y12
+	SDOT((DI), (DX), Y0)
+	SDOT((DI)(R8*1), (DX)(R10*1), Y1)
+	SDOT((DI)(R8*2), (DX)(R10*2), Y2)
+	SDOT((DI)(R9*1), (DX)(R11*1), Y3)
+	ADDQ $34, SI
+	ADDQ $32, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ dotQ8_0Q8x4loop
+	STORE4
+	VZEROUPPER
+	RET
+
+// func dotQ4_0Q8x1(w *byte, qs *int8, d *float32, nb int) float32
+TEXT ·dotQ4_0Q8x1(SB), NOSPLIT, $0-36
+	ARGS1
 	MOVQ nb+24(FP), CX
 	CONSTS
-	VXORPS Y0, Y0, Y0
-	VXORPS Y8, Y8, Y8
-	CMPQ CX, $2
-	JLT q40tail
-q40loop:
-	F16((SI), X1)
-	VMULSS (DX), X1, X1
-	VBROADCASTSS X1, Y1
-	NIBBLES(2(SI), X2, Y2, X9)
-	VPSUBB Y13, Y2, Y2
-	VMOVDQU (DI), Y3
-	SIGNED_DOT(Y2, Y3, Y1, Y0)
-	F16(18(SI), X4)
-	VMULSS 4(DX), X4, X4
-	VBROADCASTSS X4, Y4
-	NIBBLES(20(SI), X5, Y5, X10)
-	VPSUBB Y13, Y5, Y5
-	VMOVDQU 32(DI), Y6
-	SIGNED_DOT(Y5, Y6, Y4, Y8)
-	ADDQ $36, SI
-	ADDQ $64, DI
-	ADDQ $8, DX
-	SUBQ $2, CX
-	CMPQ CX, $2
-	JGE q40loop
-q40tail:
-	TESTQ CX, CX
-	JEQ q40done
-	F16((SI), X1)
-	VMULSS (DX), X1, X1
-	VBROADCASTSS X1, Y1
-	NIBBLES(2(SI), X2, Y2, X9)
-	VPSUBB Y13, Y2, Y2
-	VMOVDQU (DI), Y3
-	SIGNED_DOT(Y2, Y3, Y1, Y0)
-q40done:
-	VADDPS Y8, Y0, Y0
-	HSUM
+	ZERO4
+dotQ4_0Q8x1loop:
+	F16((SI), X9)
+	NIBBLES(2(SI)); VPSUBB Y10, Y8, Y8
+	VPSIGNB Y8, Y8, Y12
+	SDOT((DI), (DX), Y0)
+	ADDQ $18, SI
+	ADDQ $32, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ dotQ4_0Q8x1loop
+	HSUM(Y0, X0)
+	VADDSS X4, X0, X0
 	VMOVSS X0, ret+32(FP)
 	VZEROUPPER
 	RET
 
-// Q41BODY is one Q4_1 block at SI/DI/DX/BX (scale loader SCALE), adding the
-// scaled integer sum into yacc and the minimum × S into X12.
-#define Q41BODY(SCALE, off, qoff, doff, yacc) \
-	SCALE(off(SI), X1); \
-	VMULSS doff(DX), X1, X1; \
-	VBROADCASTSS X1, Y1; \
-	SCALE(off+2(SI), X3); \
-	VFMADD231SS doff(BX), X3, X12; \
-	NIBBLES(off+4(SI), X2, Y2, X9); \
-	VMOVDQU qoff(DI), Y3; \
-	UNSIGNED_DOT(Y2, Y3, Y1, yacc)
+// func dotQ4_0Q8x4(w *byte, qs *int8, d, s *float32, nb int, out *[4]float32)
+// s is unused (the signature matches the Q4_1 kernels').
+TEXT ·dotQ4_0Q8x4(SB), NOSPLIT, $0-48
+	ARGS1
+	MOVQ nb+32(FP), CX
+	STRIDES
+	CONSTS
+	ZERO4
+dotQ4_0Q8x4loop:
+	F16((SI), X9)
+	NIBBLES(2(SI)); VPSUBB Y10, Y8, Y8
+	VPSIGNB Y8, Y8, Y12
+	SDOT((DI), (DX), Y0)
+	SDOT((DI)(R8*1), (DX)(R10*1), Y1)
+	SDOT((DI)(R8*2), (DX)(R10*2), Y2)
+	SDOT((DI)(R9*1), (DX)(R11*1), Y3)
+	ADDQ $18, SI
+	ADDQ $32, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ dotQ4_0Q8x4loop
+	STORE4
+	VZEROUPPER
+	RET
 
-// func dotQ4_1Q8AVX2(w *byte, qs *int8, d, s *float32, nb int) float32
-TEXT ·dotQ4_1Q8AVX2(SB), NOSPLIT, $0-44
-	MOVQ w+0(FP), SI
-	MOVQ qs+8(FP), DI
-	MOVQ d+16(FP), DX
+// func dotQ4_1Q8x1(w *byte, qs *int8, d, s *float32, nb int) float32
+TEXT ·dotQ4_1Q8x1(SB), NOSPLIT, $0-44
+	ARGS1
 	MOVQ s+24(FP), BX
 	MOVQ nb+32(FP), CX
 	CONSTS
-	VXORPS Y0, Y0, Y0
-	VXORPS Y8, Y8, Y8
-	VXORPS X12, X12, X12
-	CMPQ CX, $2
-	JLT q41tail
-q41loop:
-	Q41BODY(F16, 0, 0, 0, Y0)
-	Q41BODY(F16, 20, 32, 4, Y8)
-	ADDQ $40, SI
-	ADDQ $64, DI
-	ADDQ $8, DX
-	ADDQ $8, BX
-	SUBQ $2, CX
-	CMPQ CX, $2
-	JGE q41loop
-q41tail:
-	TESTQ CX, CX
-	JEQ q41done
-	Q41BODY(F16, 0, 0, 0, Y0)
-q41done:
-	VADDPS Y8, Y0, Y0
-	HSUM
-	VADDSS X12, X0, X0
+	ZERO4
+dotQ4_1Q8x1loop:
+	F16((SI), X9)
+	F16(2(SI), X10)
+	NIBBLES(4(SI))
+	UDOT((DI), (DX), (BX), Y0, X4)
+	ADDQ $20, SI
+	ADDQ $32, DI
+	ADDQ $4, DX
+	ADDQ $4, BX
+	DECQ CX
+	JNZ dotQ4_1Q8x1loop
+	HSUM(Y0, X0)
+	VADDSS X4, X0, X0
 	VMOVSS X0, ret+40(FP)
 	VZEROUPPER
 	RET
 
-// func dotQ4_1BF16Q8AVX2(w *byte, qs *int8, d, s *float32, nb int) float32
-TEXT ·dotQ4_1BF16Q8AVX2(SB), NOSPLIT, $0-44
-	MOVQ w+0(FP), SI
-	MOVQ qs+8(FP), DI
-	MOVQ d+16(FP), DX
+// func dotQ4_1Q8x4(w *byte, qs *int8, d, s *float32, nb int, out *[4]float32)
+TEXT ·dotQ4_1Q8x4(SB), NOSPLIT, $0-48
+	ARGS1
+	MOVQ s+24(FP), BX
+	MOVQ nb+32(FP), CX
+	STRIDES
+	CONSTS
+	ZERO4
+dotQ4_1Q8x4loop:
+	F16((SI), X9)
+	F16(2(SI), X10)
+	NIBBLES(4(SI))
+	UDOT((DI), (DX), (BX), Y0, X4)
+	UDOT((DI)(R8*1), (DX)(R10*1), (BX)(R10*1), Y1, X5)
+	UDOT((DI)(R8*2), (DX)(R10*2), (BX)(R10*2), Y2, X6)
+	UDOT((DI)(R9*1), (DX)(R11*1), (BX)(R11*1), Y3, X7)
+	ADDQ $20, SI
+	ADDQ $32, DI
+	ADDQ $4, DX
+	ADDQ $4, BX
+	DECQ CX
+	JNZ dotQ4_1Q8x4loop
+	STORE4
+	VZEROUPPER
+	RET
+
+// func dotQ4_1BF16Q8x1(w *byte, qs *int8, d, s *float32, nb int) float32
+TEXT ·dotQ4_1BF16Q8x1(SB), NOSPLIT, $0-44
+	ARGS1
 	MOVQ s+24(FP), BX
 	MOVQ nb+32(FP), CX
 	CONSTS
-	VXORPS Y0, Y0, Y0
-	VXORPS Y8, Y8, Y8
-	VXORPS X12, X12, X12
-	CMPQ CX, $2
-	JLT b41tail
-b41loop:
-	Q41BODY(BF16, 0, 0, 0, Y0)
-	Q41BODY(BF16, 20, 32, 4, Y8)
-	ADDQ $40, SI
-	ADDQ $64, DI
-	ADDQ $8, DX
-	ADDQ $8, BX
-	SUBQ $2, CX
-	CMPQ CX, $2
-	JGE b41loop
-b41tail:
-	TESTQ CX, CX
-	JEQ b41done
-	Q41BODY(BF16, 0, 0, 0, Y0)
-b41done:
-	VADDPS Y8, Y0, Y0
-	HSUM
-	VADDSS X12, X0, X0
+	ZERO4
+dotQ4_1BF16Q8x1loop:
+	BF16((SI), X9)
+	BF16(2(SI), X10)
+	NIBBLES(4(SI))
+	UDOT((DI), (DX), (BX), Y0, X4)
+	ADDQ $20, SI
+	ADDQ $32, DI
+	ADDQ $4, DX
+	ADDQ $4, BX
+	DECQ CX
+	JNZ dotQ4_1BF16Q8x1loop
+	HSUM(Y0, X0)
+	VADDSS X4, X0, X0
 	VMOVSS X0, ret+40(FP)
+	VZEROUPPER
+	RET
+
+// func dotQ4_1BF16Q8x4(w *byte, qs *int8, d, s *float32, nb int, out *[4]float32)
+TEXT ·dotQ4_1BF16Q8x4(SB), NOSPLIT, $0-48
+	ARGS1
+	MOVQ s+24(FP), BX
+	MOVQ nb+32(FP), CX
+	STRIDES
+	CONSTS
+	ZERO4
+dotQ4_1BF16Q8x4loop:
+	BF16((SI), X9)
+	BF16(2(SI), X10)
+	NIBBLES(4(SI))
+	UDOT((DI), (DX), (BX), Y0, X4)
+	UDOT((DI)(R8*1), (DX)(R10*1), (BX)(R10*1), Y1, X5)
+	UDOT((DI)(R8*2), (DX)(R10*2), (BX)(R10*2), Y2, X6)
+	UDOT((DI)(R9*1), (DX)(R11*1), (BX)(R11*1), Y3, X7)
+	ADDQ $20, SI
+	ADDQ $32, DI
+	ADDQ $4, DX
+	ADDQ $4, BX
+	DECQ CX
+	JNZ dotQ4_1BF16Q8x4loop
+	STORE4
 	VZEROUPPER
 	RET
 
@@ -257,7 +295,7 @@ f32done:
 	VADDPS Y1, Y0, Y0
 	VADDPS Y3, Y2, Y2
 	VADDPS Y2, Y0, Y0
-	HSUM
+	HSUM(Y0, X0)
 	VMOVSS X0, ret+24(FP)
 	VZEROUPPER
 	RET
