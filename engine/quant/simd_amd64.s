@@ -24,9 +24,13 @@
 	MOVL $0x0F0F0F0F, AX; VMOVD AX, X14; VPBROADCASTD X14, Y14; \
 	MOVL $0x08080808, AX; VMOVD AX, X10; VPBROADCASTD X10, Y10
 
-// F16 and BF16 load a float16 / bfloat16 at addr into xr's low lane as float32.
+// F16 loads the float16 at addr into xr's low lane as float32.
 #define F16(addr, xr) MOVWLZX addr, AX; VMOVD AX, xr; VCVTPH2PS xr, xr
-#define BF16(addr, xr) MOVWLZX addr, AX; SHLL $16, AX; VMOVD AX, xr
+
+// F16PAIR and BF16PAIR load a Q4_1 block's scale d and minimum m (two
+// float16 / bfloat16 at addr) as float32: d into X9's low lane, m into X10's.
+#define F16PAIR(addr) VMOVD addr, X9; VCVTPH2PS X9, X9; VMOVSHDUP X9, X10
+#define BF16PAIR(addr) VPMOVZXWD addr, X9; VPSLLD $16, X9, X9; VMOVSHDUP X9, X10
 
 // NIBBLES expands the 16 bytes at addr into Y8: low nibbles (values
 // 0..15 of the block) then high nibbles (16..31), as ggml orders them.
@@ -165,8 +169,7 @@ TEXT ·dotQ4_1Q8x1(SB), NOSPLIT, $0-44
 	CONSTS
 	ZERO4
 dotQ4_1Q8x1loop:
-	F16((SI), X9)
-	F16(2(SI), X10)
+	F16PAIR((SI))
 	NIBBLES(4(SI))
 	UDOT((DI), (DX), (BX), Y0, X4)
 	ADDQ $20, SI
@@ -190,8 +193,7 @@ TEXT ·dotQ4_1Q8x4(SB), NOSPLIT, $0-48
 	CONSTS
 	ZERO4
 dotQ4_1Q8x4loop:
-	F16((SI), X9)
-	F16(2(SI), X10)
+	F16PAIR((SI))
 	NIBBLES(4(SI))
 	UDOT((DI), (DX), (BX), Y0, X4)
 	UDOT((DI)(R8*1), (DX)(R10*1), (BX)(R10*1), Y1, X5)
@@ -215,8 +217,7 @@ TEXT ·dotQ4_1BF16Q8x1(SB), NOSPLIT, $0-44
 	CONSTS
 	ZERO4
 dotQ4_1BF16Q8x1loop:
-	BF16((SI), X9)
-	BF16(2(SI), X10)
+	BF16PAIR((SI))
 	NIBBLES(4(SI))
 	UDOT((DI), (DX), (BX), Y0, X4)
 	ADDQ $20, SI
@@ -240,8 +241,7 @@ TEXT ·dotQ4_1BF16Q8x4(SB), NOSPLIT, $0-48
 	CONSTS
 	ZERO4
 dotQ4_1BF16Q8x4loop:
-	BF16((SI), X9)
-	BF16(2(SI), X10)
+	BF16PAIR((SI))
 	NIBBLES(4(SI))
 	UDOT((DI), (DX), (BX), Y0, X4)
 	UDOT((DI)(R8*1), (DX)(R10*1), (BX)(R10*1), Y1, X5)
