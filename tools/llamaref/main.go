@@ -220,6 +220,7 @@ type BenchResult struct {
 	PrefillTokS  float64 `json:"prefill_tok_s"`
 	GenTokens    int     `json:"gen_tokens"`
 	DecodeTokS   float64 `json:"decode_tok_s"`
+	PeakRSSMB    float64 `json:"peak_rss_mb"` // VmHWM of this process
 }
 
 // bench loads the model, decodes a synthetic prompt (the ids npuchat bench
@@ -284,5 +285,23 @@ func bench(lib, model string, threads, promptTokens, genTokens int, verbose bool
 		}
 	}
 	res.DecodeTokS = float64(genTokens) / time.Since(start).Seconds()
+	res.PeakRSSMB = peakRSSMB()
 	return json.NewEncoder(os.Stdout).Encode(res)
+}
+
+// peakRSSMB reads VmHWM from /proc/self/status (0 when unavailable).
+func peakRSSMB() float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
+			if err == nil {
+				return kb / 1024
+			}
+		}
+	}
+	return 0
 }
