@@ -87,7 +87,14 @@ func (k *mulTask) mul(p *pool, outs [][]float32, w *matrix, xs [][]float32) {
 		if k.noSIMD {
 			k.mode = modeQ8Ref
 		}
-		k.q8.Quantize(xs, w.Cols)
+		k.q8.Prepare(len(xs), w.Cols)
+		if len(xs) >= 4 {
+			p.run(quantizeTask{k}) // prefill: round the batch's vectors in parallel
+		} else {
+			for t, x := range xs {
+				k.q8.Vecs[t].Quantize(x[:w.Cols])
+			}
+		}
 	case w.Type == quant.Q4_1 || w.Type == quant.Q4_1BF16 || w.Type == quant.Q4_K:
 		k.mode = modeSums
 		for len(k.sums) < len(xs) {
@@ -146,6 +153,16 @@ func (k *mulTask) part(i, n int) {
 				out[r] = quant.Dot(w.Type, row, k.xs[t][:w.Cols])
 			}
 		}
+	}
+}
+
+// quantizeTask rounds a mulTask's vectors to 8 bits, split by vector.
+type quantizeTask struct{ k *mulTask }
+
+func (q quantizeTask) part(i, n int) {
+	lo, hi := share(i, n, len(q.k.xs))
+	for t := lo; t < hi; t++ {
+		q.k.q8.Vecs[t].Quantize(q.k.xs[t][:q.k.w.Cols])
 	}
 }
 

@@ -71,3 +71,27 @@ func argmaxF(x []float32) int {
 	}
 	return best
 }
+
+// TestForwardAllocations: a decoded token allocates nothing beyond the
+// KV cache's occasional growth (the matrix products, pool and scratch
+// buffers are reused).
+func TestForwardAllocations(t *testing.T) {
+	w := randomWeights(t, 22, testmodel.MiniCPM5Small())
+	p := filepath.Join(t.TempDir(), "m.gguf")
+	if err := testmodel.WriteGGUF(p, w, testmodel.Q4_1); err != nil {
+		t.Fatal(err)
+	}
+	s := loadT(t, p, LoadOptions{Threads: 2}).NewSession(4096)
+	if _, err := s.Prefill(testTokens); err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(200, func() {
+		if _, err := s.Forward(7); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// The KV cache (2 layers × keys and values) doubles now and then.
+	if allocs > 0.5 {
+		t.Errorf("%.2f allocations per decoded token", allocs)
+	}
+}

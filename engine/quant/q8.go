@@ -110,17 +110,25 @@ type Q8Batch struct {
 // Quantize rounds each of xs (n values, a whole number of blocks) into
 // b.Vecs, reusing b's storage.
 func (b *Q8Batch) Quantize(xs [][]float32, n int) {
+	b.Prepare(len(xs), n)
+	for i, x := range xs {
+		b.Vecs[i].Quantize(x[:n])
+	}
+}
+
+// Prepare sizes b for count vectors of n values; b.Vecs[i].Quantize can
+// then fill each vector, concurrently for different i.
+func (b *Q8Batch) Prepare(count, n int) {
 	nb := n / 32
-	if cap(b.qs) < len(xs)*n {
-		b.qs = make([]int8, len(xs)*n)
-		b.d = make([]float32, len(xs)*nb)
-		b.s = make([]float32, len(xs)*nb)
+	if cap(b.qs) < count*n {
+		b.qs = make([]int8, count*n)
+		b.d = make([]float32, count*nb)
+		b.s = make([]float32, count*nb)
 	}
 	b.Vecs = b.Vecs[:0]
-	for i, x := range xs {
-		v := Q8Vector{Qs: b.qs[i*n : (i+1)*n : (i+1)*n], D: b.d[i*nb : (i+1)*nb : (i+1)*nb], S: b.s[i*nb : (i+1)*nb : (i+1)*nb]}
-		v.Quantize(x[:n])
-		b.Vecs = append(b.Vecs, v)
+	for i := range count {
+		b.Vecs = append(b.Vecs, Q8Vector{Qs: b.qs[i*n : (i+1)*n : (i+1)*n],
+			D: b.d[i*nb : (i+1)*nb : (i+1)*nb], S: b.s[i*nb : (i+1)*nb : (i+1)*nb]})
 	}
 }
 
