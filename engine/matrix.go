@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/npuchat/npuchat/engine/quant"
 )
@@ -66,6 +67,12 @@ type mulTask struct {
 	q8       quant.Q8Batch // xs rounded to 8 bits (integer kernels)
 	sums     [][]float32   // 32-value block sums of xs (Q4_1, Q4_K float path)
 	mode     mulMode
+	// next is the first row no thread has taken yet: threads take chunks
+	// of rows until none are left, so a thread slowed by other work on
+	// the machine takes fewer (each row's result does not depend on
+	// which thread computes it).
+	next  atomic.Int64
+	chunk int
 }
 
 type mulMode int
@@ -112,6 +119,8 @@ func (k *mulTask) mul(p *pool, outs [][]float32, w *matrix, xs [][]float32) {
 	default:
 		k.mode = modeDot
 	}
+	k.next.Store(0)
+	k.chunk = max(16, w.Rows/(16*p.threads))
 	if w.Rows*len(xs) < 64 {
 		k.part(0, 1)
 	} else {
@@ -120,12 +129,23 @@ func (k *mulTask) mul(p *pool, outs [][]float32, w *matrix, xs [][]float32) {
 	k.w, k.outs, k.xs = nil, nil, nil
 }
 
-// part computes rows [lo, hi) of the k-th share for every vector: each
-// weight row is read from memory once and used for the whole batch, four
-// vectors at a time where there is a kernel for that.
-func (k *mulTask) part(i, n int) {
+// part takes chunks of rows until none are left and computes them for
+// every vector: each weight row is read from memory once and used for
+// the whole batch, four vectors at a time where there is a kernel for
+// that.
+func (k *mulTask) part(_, _ int) {
+	for {
+		lo := int(k.next.Add(int64(k.chunk))) - k.chunk
+		if lo >= k.w.Rows {
+			return
+		}
+		k.rows(lo, min(lo+k.chunk, k.w.Rows))
+	}
+}
+
+// rows computes rows [lo, hi) for every vector.
+func (k *mulTask) rows(lo, hi int) {
 	w := k.w
-	lo, hi := share(i, n, w.Rows)
 	var four [4]float32
 	for r := lo; r < hi; r++ {
 		row := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
