@@ -58,8 +58,8 @@ func (m *Model) NewSession(maxContext int) *Session {
 	return s
 }
 
-// rows returns n rows of size values from *buf, growing it as needed.
-func rows(buf *[][]float32, n, size int) [][]float32 {
+// batchRows returns n rows of size values from *buf, growing it as needed.
+func batchRows(buf *[][]float32, n, size int) [][]float32 {
 	for len(*buf) < n {
 		*buf = append(*buf, make([]float32, size))
 	}
@@ -153,11 +153,11 @@ func (s *Session) forward(tokens []int, pos int, logits bool) {
 	c := &m.cfg
 	hd, qDim, kvDim := c.HeadDim, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
 	n := len(tokens)
-	x, xb, xb2 := rows(&s.x, n, c.Hidden), rows(&s.xb, n, c.Hidden), rows(&s.xb2, n, c.Hidden)
-	q, k, v := rows(&s.q, n, qDim), rows(&s.k, n, kvDim), rows(&s.v, n, kvDim)
-	hb, hb2 := rows(&s.hb, n, c.FFN), rows(&s.hb2, n, c.FFN)
-	cos, sin := rows(&s.cos, n, c.RopeDim/2), rows(&s.sin, n, c.RopeDim/2)
-	norm, attOut := xb, rows(&s.ao, n, qDim)
+	x, xb, xb2 := batchRows(&s.x, n, c.Hidden), batchRows(&s.xb, n, c.Hidden), batchRows(&s.xb2, n, c.Hidden)
+	q, k, v := batchRows(&s.q, n, qDim), batchRows(&s.k, n, kvDim), batchRows(&s.v, n, kvDim)
+	hb, hb2 := batchRows(&s.hb, n, c.FFN), batchRows(&s.hb2, n, c.FFN)
+	cos, sin := batchRows(&s.cos, n, c.RopeDim/2), batchRows(&s.sin, n, c.RopeDim/2)
+	norm, attOut := xb, batchRows(&s.ao, n, qDim)
 
 	for t, tok := range tokens {
 		// each position's RoPE angles, shared by every layer and head

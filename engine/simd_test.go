@@ -3,7 +3,9 @@ package engine
 import (
 	"math"
 	"path/filepath"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/npuchat/npuchat/engine/testmodel"
 )
@@ -93,5 +95,34 @@ func TestForwardAllocations(t *testing.T) {
 	// The KV cache (2 layers × keys and values) doubles now and then.
 	if allocs > 0.5 {
 		t.Errorf("%.2f allocations per decoded token", allocs)
+	}
+}
+
+// TestSessionWorkersStop: a session's worker goroutines end once the
+// session is unreachable.
+func TestSessionWorkersStop(t *testing.T) {
+	w := randomWeights(t, 23, testmodel.MiniCPM5Small())
+	p := filepath.Join(t.TempDir(), "m.gguf")
+	if err := testmodel.WriteGGUF(p, w, testmodel.Q8_0); err != nil {
+		t.Fatal(err)
+	}
+	m := loadT(t, p, LoadOptions{Threads: 4})
+	before := runtime.NumGoroutine()
+	for range 5 {
+		s := m.NewSession(0)
+		if _, err := s.Prefill(testTokens); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := runtime.NumGoroutine(); n < before+15 {
+		t.Fatalf("%d goroutines with 5 sessions of 4 threads, %d before: the test does not see the workers", n, before)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Errorf("%d goroutines after the sessions were dropped, %d before", n, before)
 	}
 }
