@@ -311,7 +311,7 @@ func (a *attnTask) part(k, n int) {
 		o := a.out[h*hd : (h+1)*hd]
 		clear(o)
 		for t, p := range att {
-			axpy(o, p, a.values[t*kvDim+kvh*hd:t*kvDim+(kvh+1)*hd])
+			quant.AxpyF32(o, p, a.values[t*kvDim+kvh*hd:t*kvDim+(kvh+1)*hd])
 		}
 	}
 }
@@ -370,14 +370,6 @@ func softmax(x []float32) {
 }
 
 func silu(x float32) float32 { return x / (1 + float32(math.Exp(float64(-x)))) }
-
-// axpy sets y += a·x.
-func axpy(y []float32, a float32, x []float32) {
-	x = x[:len(y)]
-	for i := range y {
-		y[i] += a * x[i]
-	}
-}
 
 func add(y, x []float32) {
 	x = x[:len(y)]

@@ -215,6 +215,22 @@ func DotF32(a, b []float32) float32 {
 	return s
 }
 
+// AxpyF32 sets y[i] += a·x[i] over len(y) values, with SIMD when the CPU
+// has it (a fused multiply-add: each result may differ from y + a·x
+// computed in two roundings by one float32 rounding).
+func AxpyF32(y []float32, a float32, x []float32) {
+	x = x[:len(y)]
+	n := len(y)
+	i := 0
+	if simdQ8 && n >= 8 {
+		i = n &^ 7
+		axpyF32AVX2(&y[0], &x[0], a, i)
+	}
+	for ; i < n; i++ {
+		y[i] += a * x[i]
+	}
+}
+
 // DotF32Row is Dot for an F32 row (its bytes), with DotF32's SIMD.
 func DotF32Row(row []byte, x []float32) float32 {
 	if len(x) == 0 {

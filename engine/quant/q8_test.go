@@ -234,3 +234,29 @@ func TestDotQ8x4(t *testing.T) {
 		}
 	}
 }
+
+// TestAxpyF32 checks y += a·x against float64 at every length up to 80
+// and at unaligned starts.
+func TestAxpyF32(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for n := 0; n <= 80; n++ {
+		for off := 0; off < 2; off++ {
+			x, y := make([]float32, n+off), make([]float32, n+off)
+			for i := range x {
+				x[i], y[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
+			}
+			x, y = x[off:], y[off:]
+			a := float32(r.NormFloat64())
+			want := make([]float64, n)
+			for i := range want {
+				want[i] = float64(y[i]) + float64(a)*float64(x[i])
+			}
+			AxpyF32(y, a, x)
+			for i := range y {
+				if d := math.Abs(float64(y[i]) - want[i]); d > 1e-6*(math.Abs(want[i])+math.Abs(float64(a*x[i]))) {
+					t.Fatalf("n %d, offset %d, i %d: %v, want %v", n, off, i, y[i], want[i])
+				}
+			}
+		}
+	}
+}

@@ -48,3 +48,8 @@ func dotQ4_1BF16Q8x4(w *byte, qs *int8, d, s *float32, nb int, out *[4]float32)
 //
 //go:noescape
 func dotF32AVX2(a, b *float32, n int) float32
+
+// axpyF32AVX2 sets y[i] += a·x[i] for n values, n a multiple of 8.
+//
+//go:noescape
+func axpyF32AVX2(y, x *float32, a float32, n int)

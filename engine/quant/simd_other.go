@@ -17,3 +17,4 @@ func dotQ4_0Q8x4(w *byte, qs *int8, d, s *float32, nb int, out *[4]float32)     
 func dotQ4_1Q8x4(w *byte, qs *int8, d, s *float32, nb int, out *[4]float32)     { panic("no SIMD") }
 func dotQ4_1BF16Q8x4(w *byte, qs *int8, d, s *float32, nb int, out *[4]float32) { panic("no SIMD") }
 func dotF32AVX2(a, b *float32, n int) float32                                   { panic("no SIMD") }
+func axpyF32AVX2(y, x *float32, a float32, n int)                               { panic("no SIMD") }
