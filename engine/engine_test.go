@@ -144,7 +144,14 @@ func TestForwardMatchesReference(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m := loadT(t, path, c.opts)
+			// The float64 reference multiplies exact activations: so does
+			// the engine with FloatActivations. The default (activations
+			// rounded to 8 bits, as llama.cpp does) is checked below with a
+			// tolerance for that rounding, and against llama.cpp itself in
+			// engine/conformance.
+			exact := c.opts
+			exact.FloatActivations = true
+			m := loadT(t, path, exact)
 			cfg := m.Config()
 			if cfg.KVHeads != c.kvHeads || cfg.Format != c.format {
 				t.Errorf("config: %d KV heads, format %s; want %d, %s", cfg.KVHeads, cfg.Format, c.kvHeads, c.format)
@@ -158,6 +165,13 @@ func TestForwardMatchesReference(t *testing.T) {
 			t.Logf("max |Δlogit| %.3g, argmax agrees %d/%d", d, agree, len(want))
 			if d > 2e-4 || agree != len(want) {
 				t.Errorf("logits differ from the reference: max |Δ| %.3g, argmax agrees %d/%d", d, agree, len(want))
+			}
+			// 8-bit activations move logits by a few percent of their
+			// spread (about 6 here), never by a wrong formula's amount.
+			d, agree = maxDiff(logitsOf(t, loadT(t, path, c.opts), testTokens), want)
+			t.Logf("8-bit activations: max |Δlogit| %.3g, argmax agrees %d/%d", d, agree, len(want))
+			if d > 0.6 || agree < len(want)-1 {
+				t.Errorf("8-bit activations: logits differ from the reference: max |Δ| %.3g, argmax agrees %d/%d", d, agree, len(want))
 			}
 		})
 	}
@@ -288,38 +302,78 @@ func TestSession(t *testing.T) {
 	}
 }
 
-// TestMatvec compares the threaded fused matvec with the reference for
-// every type.
+// TestMatvec compares the threaded, batched matrix products with the
+// reference for every type: on float activations (the exact path) within
+// float32 rounding; on 8-bit activations (the default for Q8_0, Q4_0,
+// Q4_1, Q4_1BF16) against the reference applied to the rounded
+// activations, with the SIMD kernels and with them forced off.
 func TestMatvec(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, typ := range []quant.Type{quant.F32, quant.F16, quant.BF16, quant.Q8_0, quant.Q4_0, quant.Q4_1, quant.Q4_1BF16, quant.Q5_0, quant.Q5_1, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		rows, cols := 100, 512
 		rb, _ := typ.RowBytes(cols)
 		data := make([]byte, rows*rb)
-		row := make([]float32, cols)
 		for i := 0; i < rows; i++ {
-			for j := range row {
-				row[j] = float32(r.NormFloat64())
-			}
-			quant.QuantizeQ8_0(row, make([]byte, cols/32*34)) // exercise; values below
 			fillRow(r, typ, data[i*rb:(i+1)*rb])
 		}
 		m, err := newMatrix(typ, rows, cols, data)
 		if err != nil {
 			t.Fatal(err)
 		}
-		x := make([]float32, cols)
-		for j := range x {
-			x[j] = float32(r.NormFloat64())
+		const batch = 3
+		xs, want, wantQ8 := make([][]float32, batch), make([][]float32, batch), make([][]float32, batch)
+		for b := range xs {
+			xs[b] = make([]float32, cols)
+			for j := range xs[b] {
+				xs[b][j] = float32(r.NormFloat64())
+			}
+			want[b] = make([]float32, rows)
+			matvecRef(want[b], &m, xs[b])
+			// the same product on the activations rounded as llama.cpp
+			// rounds them (quant tests DotQ8Ref against its definition)
+			if quant.HasQ8Kernel(typ) {
+				var q quant.Q8Vector
+				q.Quantize(xs[b])
+				wantQ8[b] = make([]float32, rows)
+				for i := range wantQ8[b] {
+					wantQ8[b][i] = quant.DotQ8Ref(typ, m.Row(i), &q)
+				}
+			}
 		}
-		want := make([]float32, rows)
-		matvecRef(want, &m, x)
+		// mag bounds float32 rounding: Σ|w·x| per row (for the 8-bit
+		// activations, |x| is within 1% of the rounded values)
+		mag := make([][]float64, batch)
+		row := make([]float32, cols)
+		for b := range mag {
+			mag[b] = make([]float64, rows)
+			for i := range mag[b] {
+				m.rowFloats(i, row)
+				for j, w := range row {
+					mag[b][i] += math.Abs(float64(w) * float64(xs[b][j]))
+				}
+			}
+		}
 		for _, threads := range []int{1, 2, 3, 7} {
-			got := make([]float32, rows)
-			matvec(got, &m, x, threads)
-			for i := range got {
-				if math.Abs(float64(got[i]-want[i])) > 1e-4*(1+math.Abs(float64(want[i]))) {
-					t.Fatalf("%s threads %d row %d: %v, reference %v", typ, threads, i, got[i], want[i])
+			for _, a := range []arith{{floatAct: true}, {}, {noSIMD: true}} {
+				ref := want
+				if !a.floatAct && quant.HasQ8Kernel(typ) {
+					ref = wantQ8
+				}
+				for _, n := range []int{1, batch} {
+					got := make([][]float32, n)
+					for b := range got {
+						got[b] = make([]float32, rows)
+					}
+					k := mulTask{arith: a}
+					owner := new(int)
+					k.mul(newPool(owner, threads), got, &m, xs[:n])
+					for b := range got {
+						for i := range got[b] {
+							if d := math.Abs(float64(got[b][i] - ref[b][i])); d > 1e-5*mag[b][i]+1e-6 {
+								t.Fatalf("%s %+v threads %d batch %d: vector %d row %d: %v, reference %v", typ, a, threads, n, b, i, got[b][i], ref[b][i])
+							}
+						}
+					}
 				}
 			}
 		}

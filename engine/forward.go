@@ -4,7 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"sync"
+
+	"github.com/npuchat/npuchat/engine/quant"
 )
 
 // Session is one sequence being computed: its position and KV cache.
@@ -17,11 +18,21 @@ type Session struct {
 	// [p*kvDim, (p+1)*kvDim).
 	keys, values [][]float32
 
-	// scratch buffers, reused every step
-	x, xb, xb2, q, k, v, hb, hb2, logits []float32
-	att                                  [][]float32 // attention scores, one buffer per thread
-	cos, sin                             []float32   // RoPE angles of the current position
+	// scratch, reused every step: one row per token of a batch
+	x, xb, xb2, ao, q, k, v, hb, hb2 [][]float32
+	cos, sin                         [][]float32 // RoPE angles of each token's position
+	logits                           []float32
+	logitsRow                        [1][]float32 // logits as a batch of one
+	att                              [][]float32  // attention scores, one buffer per thread
+
+	pool  *pool   // the session's threads
+	mul   mulTask // matrix products, run on pool
+	heads attnTask
 }
+
+// maxBatch is how many prompt tokens a prefill step computes together:
+// each weight row is read once for the batch.
+const maxBatch = 32
 
 // NewSession starts an empty sequence that can hold maxContext positions
 // (≤ 0: the model's context length, or 4096 when unknown). The KV cache
@@ -37,17 +48,22 @@ func (m *Model) NewSession(maxContext int) *Session {
 	if c.ContextLength > 0 && maxContext > c.ContextLength {
 		maxContext = c.ContextLength
 	}
-	kvDim := c.KVHeads * c.HeadDim
-	return &Session{
+	s := &Session{
 		m: m, maxCtx: maxContext,
 		keys: make([][]float32, c.Layers), values: make([][]float32, c.Layers),
-		x: make([]float32, c.Hidden), xb: make([]float32, max(c.Hidden, c.Heads*c.HeadDim)),
-		xb2: make([]float32, c.Hidden), q: make([]float32, c.Heads*c.HeadDim),
-		k: make([]float32, kvDim), v: make([]float32, kvDim),
-		hb: make([]float32, c.FFN), hb2: make([]float32, c.FFN),
 		logits: make([]float32, c.VocabSize),
-		cos:    make([]float32, c.RopeDim/2), sin: make([]float32, c.RopeDim/2),
 	}
+	s.pool = newPool(s, m.threads)
+	s.mul.arith = m.arith
+	return s
+}
+
+// batchRows returns n rows of size values from *buf, growing it as needed.
+func batchRows(buf *[][]float32, n, size int) [][]float32 {
+	for len(*buf) < n {
+		*buf = append(*buf, make([]float32, size))
+	}
+	return (*buf)[:n]
 }
 
 // Pos is the number of positions computed so far (the next token's position).
@@ -91,14 +107,15 @@ func (s *Session) PrefillContext(ctx context.Context, tokens []int) ([]float32, 
 			return nil, fmt.Errorf("prefill: token %d is outside the vocabulary (size %d)", t, s.m.cfg.VocabSize)
 		}
 	}
-	for i, t := range tokens {
+	for len(tokens) > 0 {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("prefill stopped at position %d: %w", s.pos, err)
 		}
+		n := min(len(tokens), maxBatch)
 		// Only the last position's logits are needed.
-		if err := s.step(t, i == len(tokens)-1); err != nil {
-			return nil, err
-		}
+		s.forward(tokens[:n], s.pos, n == len(tokens))
+		s.pos += n
+		tokens = tokens[n:]
 	}
 	return s.logits, nil
 }
@@ -121,82 +138,111 @@ func (s *Session) step(token int, logits bool) error {
 	if s.pos >= s.maxCtx {
 		return fmt.Errorf("position %d: %w (limit %d positions)", s.pos, ErrContextFull, s.maxCtx)
 	}
-	s.forward(token, s.pos, logits)
+	s.forward([]int{token}, s.pos, logits)
 	s.pos++
 	return nil
 }
 
-// forward is the transformer, in the order of the equations. Without
-// logits it stops before the output projection (prefill).
-func (s *Session) forward(token, pos int, logits bool) {
+// forward is the transformer, in the order of the equations, for the
+// tokens at positions pos, pos+1, …: each step below is done for every
+// token (a batch), and each matrix product multiplies the whole batch
+// (s.matmul). Without logits it stops before the output projection
+// (prefill); otherwise the logits are the last token's.
+func (s *Session) forward(tokens []int, pos int, logits bool) {
 	m := s.m
 	c := &m.cfg
-	hd := c.HeadDim
-	x := s.x
-	th := m.threads
+	hd, qDim, kvDim := c.HeadDim, c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
+	n := len(tokens)
+	x, xb, xb2 := batchRows(&s.x, n, c.Hidden), batchRows(&s.xb, n, c.Hidden), batchRows(&s.xb2, n, c.Hidden)
+	q, k, v := batchRows(&s.q, n, qDim), batchRows(&s.k, n, kvDim), batchRows(&s.v, n, kvDim)
+	hb, hb2 := batchRows(&s.hb, n, c.FFN), batchRows(&s.hb2, n, c.FFN)
+	cos, sin := batchRows(&s.cos, n, c.RopeDim/2), batchRows(&s.sin, n, c.RopeDim/2)
+	norm, attOut := xb, batchRows(&s.ao, n, qDim)
 
-	// this position's RoPE angles, shared by every layer and head
-	m.ropeAngles(s.cos, s.sin, pos)
-
-	// token embedding (× scale_emb for MiniCPM muP)
-	m.embed.rowFloats(token, x)
-	scale(x, float32(c.EmbedScale))
+	for t, tok := range tokens {
+		// each position's RoPE angles, shared by every layer and head
+		m.ropeAngles(cos[t], sin[t], pos+t)
+		// token embedding (× scale_emb for MiniCPM muP)
+		m.embed.rowFloats(tok, x[t])
+		scale(x[t], float32(c.EmbedScale))
+	}
 
 	for l := range m.layers {
 		w := &m.layers[l]
 
 		// attention: RMSNorm, projections, optional q/k norm, RoPE
-		rmsnorm(s.xb, x, w.attnNorm, c.NormEps)
-		matvec(s.q, &w.wq, s.xb, th)
-		matvec(s.k, &w.wk, s.xb, th)
-		matvec(s.v, &w.wv, s.xb, th)
-		if w.bq != nil {
-			add(s.q, w.bq)
-			add(s.k, w.bk)
-			add(s.v, w.bv)
+		for t := range n {
+			rmsnorm(norm[t], x[t], w.attnNorm, c.NormEps)
 		}
-		if w.qNorm != nil {
-			for h := 0; h < c.Heads; h++ {
-				rmsnorm(s.q[h*hd:(h+1)*hd], s.q[h*hd:(h+1)*hd], w.qNorm, c.NormEps)
+		s.matmul(q, &w.wq, norm)
+		s.matmul(k, &w.wk, norm)
+		s.matmul(v, &w.wv, norm)
+		for t := range n {
+			if w.bq != nil {
+				add(q[t], w.bq)
+				add(k[t], w.bk)
+				add(v[t], w.bv)
 			}
-			for h := 0; h < c.KVHeads; h++ {
-				rmsnorm(s.k[h*hd:(h+1)*hd], s.k[h*hd:(h+1)*hd], w.kNorm, c.NormEps)
+			if w.qNorm != nil {
+				for h := 0; h < c.Heads; h++ {
+					rmsnorm(q[t][h*hd:(h+1)*hd], q[t][h*hd:(h+1)*hd], w.qNorm, c.NormEps)
+				}
+				for h := 0; h < c.KVHeads; h++ {
+					rmsnorm(k[t][h*hd:(h+1)*hd], k[t][h*hd:(h+1)*hd], w.kNorm, c.NormEps)
+				}
 			}
+			m.rope(q[t], c.Heads, cos[t], sin[t])
+			m.rope(k[t], c.KVHeads, cos[t], sin[t])
+
+			// remember this position's key and value
+			s.keys[l] = append(s.keys[l], k[t]...)
+			s.values[l] = append(s.values[l], v[t]...)
 		}
-		m.rope(s.q, c.Heads, s.cos, s.sin)
-		m.rope(s.k, c.KVHeads, s.cos, s.sin)
 
-		// remember this position's key and value
-		s.keys[l] = append(s.keys[l], s.k...)
-		s.values[l] = append(s.values[l], s.v...)
-
-		// grouped-query attention over positions 0..pos
-		out := s.xb[:c.Heads*hd]
-		s.attention(out, s.keys[l], s.values[l], pos)
-		matvec(s.xb2, &w.wo, out, th)
-		scale(s.xb2, float32(c.ResidualScale))
-		add(x, s.xb2)
+		// grouped-query attention of each token over positions 0..its own
+		for t := range n {
+			s.attention(attOut[t], q[t], s.keys[l], s.values[l], pos+t)
+		}
+		s.matmul(xb2, &w.wo, attOut)
+		for t := range n {
+			scale(xb2[t], float32(c.ResidualScale))
+			add(x[t], xb2[t])
+		}
 
 		// feed-forward: RMSNorm, SwiGLU
-		rmsnorm(s.xb, x, w.ffnNorm, c.NormEps)
-		matvec(s.hb, &w.gate, s.xb, th)
-		matvec(s.hb2, &w.up, s.xb, th)
-		for i, g := range s.hb {
-			s.hb[i] = silu(g) * s.hb2[i]
+		for t := range n {
+			rmsnorm(norm[t], x[t], w.ffnNorm, c.NormEps)
 		}
-		matvec(s.xb2, &w.down, s.hb, th)
-		scale(s.xb2, float32(c.ResidualScale))
-		add(x, s.xb2)
+		s.matmul(hb, &w.gate, norm)
+		s.matmul(hb2, &w.up, norm)
+		for t := range n {
+			for i, g := range hb[t] {
+				hb[t][i] = silu(g) * hb2[t][i]
+			}
+		}
+		s.matmul(xb2, &w.down, hb)
+		for t := range n {
+			scale(xb2[t], float32(c.ResidualScale))
+			add(x[t], xb2[t])
+		}
 	}
 
 	if !logits {
 		return
 	}
 
-	// final norm, muP logit scale, output projection
-	rmsnorm(x, x, m.outNorm, c.NormEps)
-	scale(x, float32(1/c.LogitScale))
-	matvec(s.logits, &m.output, x, th)
+	// final norm, muP logit scale, output projection of the last token
+	last := x[n-1:]
+	rmsnorm(last[0], last[0], m.outNorm, c.NormEps)
+	scale(last[0], float32(1/c.LogitScale))
+	s.logitsRow[0] = s.logits
+	s.matmul(s.logitsRow[:], &m.output, last)
+}
+
+// matmul sets outs[t] = W·xs[t] for each token t of the batch, splitting
+// W's rows across the session's threads.
+func (s *Session) matmul(outs [][]float32, w *matrix, xs [][]float32) {
+	s.mul.mul(s.pool, outs, w, xs)
 }
 
 // rmsnorm sets out = x / √(mean(x²) + eps) · w. out may alias x.
@@ -215,27 +261,12 @@ func rmsnorm(out, x, w []float32, eps float64) {
 // q·k/√HeadDim over positions 0..pos applied to the cached values; query
 // head h reads KV head h/(Heads/KVHeads). Heads are split across threads
 // when the context is long; each head's arithmetic is the same either way.
-func (s *Session) attention(out, keys, values []float32, pos int) {
+func (s *Session) attention(out, q, keys, values []float32, pos int) {
 	c := &s.m.cfg
-	hd := c.HeadDim
-	kvDim := c.KVHeads * hd
-	group := c.Heads / c.KVHeads
-	inv := float32(1 / math.Sqrt(float64(hd)))
-	head := func(h int, att []float32) {
-		q := s.q[h*hd : (h+1)*hd]
-		kvh := h / group
-		for t := 0; t <= pos; t++ {
-			att[t] = dot(q, keys[t*kvDim+kvh*hd:t*kvDim+(kvh+1)*hd]) * inv
-		}
-		softmax(att)
-		o := out[h*hd : (h+1)*hd]
-		clear(o)
-		for t := 0; t <= pos; t++ {
-			axpy(o, att[t], values[t*kvDim+kvh*hd:t*kvDim+(kvh+1)*hd])
-		}
-	}
-	n := min(s.m.threads, c.Heads)
-	if (pos+1)*c.Heads*hd < 1<<16 {
+	a := &s.heads
+	a.cfg, a.out, a.q, a.keys, a.values, a.pos = c, out, q, keys, values, pos
+	n := s.pool.threads
+	if (pos+1)*c.Heads*c.HeadDim < 1<<16 {
 		n = 1
 	}
 	for len(s.att) < n {
@@ -246,23 +277,43 @@ func (s *Session) attention(out, keys, values []float32, pos int) {
 			s.att[i] = make([]float32, pos+1, 2*(pos+1))
 		}
 	}
+	a.att = s.att
 	if n == 1 {
-		for h := 0; h < c.Heads; h++ {
-			head(h, s.att[0][:pos+1])
+		a.part(0, 1)
+	} else {
+		s.pool.run(a)
+	}
+	*a = attnTask{}
+}
+
+// attnTask is attention split by query heads.
+type attnTask struct {
+	cfg                  *Config
+	out, q, keys, values []float32
+	pos                  int
+	att                  [][]float32 // score buffers, one per part
+}
+
+func (a *attnTask) part(k, n int) {
+	c := a.cfg
+	hd := c.HeadDim
+	kvDim := c.KVHeads * hd
+	group := c.Heads / c.KVHeads
+	inv := float32(1 / math.Sqrt(float64(hd)))
+	att := a.att[k][:a.pos+1]
+	for h := k; h < c.Heads; h += n {
+		q := a.q[h*hd : (h+1)*hd]
+		kvh := h / group
+		for t := range att {
+			att[t] = quant.DotF32(q, a.keys[t*kvDim+kvh*hd:t*kvDim+(kvh+1)*hd]) * inv
 		}
-		return
+		softmax(att)
+		o := a.out[h*hd : (h+1)*hd]
+		clear(o)
+		for t, p := range att {
+			quant.AxpyF32(o, p, a.values[t*kvDim+kvh*hd:t*kvDim+(kvh+1)*hd])
+		}
 	}
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for h := i; h < c.Heads; h += n {
-				head(h, s.att[i][:pos+1])
-			}
-		}()
-	}
-	wg.Wait()
 }
 
 // ropeAngles sets cos[i], sin[i] of θ_i = pos·scale·theta^(−2i/d) / factor_i,
@@ -319,30 +370,6 @@ func softmax(x []float32) {
 }
 
 func silu(x float32) float32 { return x / (1 + float32(math.Exp(float64(-x)))) }
-
-func dot(a, b []float32) float32 {
-	b = b[:len(a)]
-	var s0, s1, s2, s3 float32
-	i := 0
-	for ; i+4 <= len(a); i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
-	}
-	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
-	}
-	return (s0 + s1) + (s2 + s3)
-}
-
-// axpy sets y += a·x.
-func axpy(y []float32, a float32, x []float32) {
-	x = x[:len(y)]
-	for i := range y {
-		y[i] += a * x[i]
-	}
-}
 
 func add(y, x []float32) {
 	x = x[:len(y)]

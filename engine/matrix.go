@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/npuchat/npuchat/engine/quant"
 )
@@ -46,43 +47,142 @@ func matvecRef(out []float32, w *matrix, x []float32) {
 	}
 }
 
-// matvec computes out = W·x with the fused kernels, splitting the rows
-// across threads goroutines.
-func matvec(out []float32, w *matrix, x []float32, threads int) {
-	x = x[:w.Cols]
-	n := w.Rows
-	var sums []float32
-	switch w.Type {
-	case quant.Q4_1, quant.Q4_1BF16, quant.Q4_K:
-		sums = make([]float32, w.Cols/32)
-		quant.BlockSums(x, sums)
-	}
-	if threads <= 1 || n < 64 {
-		matvecRows(out, w, x, sums, 0, n)
-		return
-	}
-	chunk := (n + threads - 1) / threads
-	var wg sync.WaitGroup
-	for lo := 0; lo < n; lo += chunk {
-		hi := min(lo+chunk, n)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			matvecRows(out, w, x, sums, lo, hi)
-		}()
-	}
-	wg.Wait()
+// arith says how a matrix product computes.
+type arith struct {
+	// floatAct multiplies quantized weights by the float32 activations
+	// (the engine's exact arithmetic) instead of by activations rounded
+	// to 8 bits as llama.cpp does (quant.Q8Vector, quant.DotQ8).
+	floatAct bool
+	// noSIMD uses the plain-Go kernels even where the CPU has SIMD ones.
+	noSIMD bool
 }
 
-func matvecRows(out []float32, w *matrix, x, sums []float32, lo, hi int) {
-	if sums != nil {
-		for i := lo; i < hi; i++ {
-			out[i] = quant.DotSums(w.Type, w.Data[i*w.rowBytes:(i+1)*w.rowBytes], x, sums)
+// mulTask is one matrix times a batch of vectors, outs[t] = W·xs[t],
+// split by rows across a pool. Its buffers are reused from product to
+// product, so a token allocates nothing.
+type mulTask struct {
+	arith
+	w        *matrix
+	outs, xs [][]float32
+	q8       quant.Q8Batch // xs rounded to 8 bits (integer kernels)
+	sums     [][]float32   // 32-value block sums of xs (Q4_1, Q4_K float path)
+	mode     mulMode
+	// next is the first row no thread has taken yet: threads take chunks
+	// of rows until none are left, so a thread slowed by other work on
+	// the machine takes fewer (each row's result does not depend on
+	// which thread computes it).
+	next  atomic.Int64
+	chunk int
+}
+
+type mulMode int
+
+const (
+	modeDot   mulMode = iota // quant.Dot on float activations
+	modeSums                 // quant.DotSums with block sums
+	modeF32                  // F32 rows with the SIMD float kernel
+	modeQ8                   // quant.DotQ8 on Q8 activations
+	modeQ8Ref                // quant.DotQ8Ref (SIMD off)
+)
+
+// mul sets outs[t] = W·xs[t] for every t, on pool p.
+func (k *mulTask) mul(p *pool, outs [][]float32, w *matrix, xs [][]float32) {
+	k.w, k.outs, k.xs = w, outs, xs
+	switch {
+	case !k.floatAct && quant.HasQ8Kernel(w.Type) && w.Cols%32 == 0:
+		k.mode = modeQ8
+		if k.noSIMD {
+			k.mode = modeQ8Ref
 		}
-		return
+		k.q8.Prepare(len(xs), w.Cols)
+		if len(xs) >= 4 {
+			p.run(quantizeTask{k}) // prefill: round the batch's vectors in parallel
+		} else {
+			for t, x := range xs {
+				k.q8.Vecs[t].Quantize(x[:w.Cols])
+			}
+		}
+	case w.Type == quant.Q4_1 || w.Type == quant.Q4_1BF16 || w.Type == quant.Q4_K:
+		k.mode = modeSums
+		for len(k.sums) < len(xs) {
+			k.sums = append(k.sums, nil)
+		}
+		for t, x := range xs {
+			if cap(k.sums[t]) < w.Cols/32 {
+				k.sums[t] = make([]float32, w.Cols/32)
+			}
+			k.sums[t] = k.sums[t][:w.Cols/32]
+			quant.BlockSums(x[:w.Cols], k.sums[t])
+		}
+	case w.Type == quant.F32 && !k.noSIMD:
+		k.mode = modeF32
+	default:
+		k.mode = modeDot
 	}
-	for i := lo; i < hi; i++ {
-		out[i] = quant.Dot(w.Type, w.Data[i*w.rowBytes:(i+1)*w.rowBytes], x)
+	k.next.Store(0)
+	k.chunk = max(16, w.Rows/(16*p.threads))
+	if w.Rows*len(xs) < 64 {
+		k.part(0, 1)
+	} else {
+		p.run(k)
+	}
+	k.w, k.outs, k.xs = nil, nil, nil
+}
+
+// part takes chunks of rows until none are left and computes them for
+// every vector: each weight row is read from memory once and used for
+// the whole batch, four vectors at a time where there is a kernel for
+// that.
+func (k *mulTask) part(_, _ int) {
+	for {
+		lo := int(k.next.Add(int64(k.chunk))) - k.chunk
+		if lo >= k.w.Rows {
+			return
+		}
+		k.rows(lo, min(lo+k.chunk, k.w.Rows))
+	}
+}
+
+// rows computes rows [lo, hi) for every vector.
+func (k *mulTask) rows(lo, hi int) {
+	w := k.w
+	var four [4]float32
+	for r := lo; r < hi; r++ {
+		row := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
+		t := 0
+		if k.mode == modeQ8 {
+			for ; t+4 <= len(k.outs); t += 4 {
+				quant.DotQ8x4(w.Type, row, &k.q8, t, &four)
+				for j, v := range four {
+					k.outs[t+j][r] = v
+				}
+			}
+		}
+		for ; t < len(k.outs); t++ {
+			out := k.outs[t]
+			switch k.mode {
+			case modeQ8:
+				out[r] = quant.DotQ8(w.Type, row, &k.q8.Vecs[t])
+			case modeQ8Ref:
+				out[r] = quant.DotQ8Ref(w.Type, row, &k.q8.Vecs[t])
+			case modeSums:
+				out[r] = quant.DotSums(w.Type, row, k.xs[t][:w.Cols], k.sums[t])
+			case modeF32:
+				out[r] = quant.DotF32Row(row, k.xs[t][:w.Cols])
+			default:
+				out[r] = quant.Dot(w.Type, row, k.xs[t][:w.Cols])
+			}
+		}
+	}
+}
+
+// quantizeTask rounds a mulTask's vectors to 8 bits, split by vector.
+type quantizeTask struct{ k *mulTask }
+
+func (q quantizeTask) part(i, n int) {
+	lo, hi := share(i, n, len(q.k.xs))
+	for t := lo; t < hi; t++ {
+		q.k.q8.Vecs[t].Quantize(q.k.xs[t][:q.k.w.Cols])
 	}
 }
 

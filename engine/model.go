@@ -31,6 +31,7 @@ type Model struct {
 	// ropeFactors divides each RoPE frequency (GGUF rope_freqs.weight), or nil.
 	ropeFactors []float32
 	threads     int
+	arith       arith // how matrix products compute (LoadOptions.FloatActivations)
 	meta        map[string]any
 	files       []*mmapfile.File
 }
@@ -148,5 +149,6 @@ func (m *Model) finish(opts LoadOptions) error {
 		foldKV(m)
 	}
 	m.threads = opts.threads()
+	m.arith = arith{floatAct: opts.FloatActivations}
 	return c.validate()
 }

@@ -1,12 +1,187 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/npuchat/npuchat/engine"
+	"github.com/npuchat/npuchat/engine/quant"
 )
 
-// runBench implements `npuchat bench`. Not written yet: its issue owns it.
+// benchResult is one `npuchat bench` measurement (the --json output).
+type benchResult struct {
+	Model        string  `json:"model"`
+	Format       string  `json:"format"`
+	Threads      int     `json:"threads"`
+	SIMD         string  `json:"simd"`        // kernels this CPU uses: "avx2" or "none"
+	Activations  string  `json:"activations"` // "q8" (llama.cpp's rounding) or "f32" (--exact)
+	LoadSeconds  float64 `json:"load_s"`
+	PromptTokens int     `json:"prompt_tokens"`
+	PrefillTokS  float64 `json:"prefill_tok_s"`
+	GenTokens    int     `json:"gen_tokens"`
+	DecodeTokS   float64 `json:"decode_tok_s"`
+	// PeakRSSMB is the process's peak resident memory (VmHWM, Linux
+	// only; 0 where unknown).
+	PeakRSSMB float64 `json:"peak_rss_mb"`
+}
+
+// runBench implements `npuchat bench`: load a model, prefill a synthetic
+// prompt, decode greedily, and report the speeds. Token ids are synthetic
+// (speed does not depend on them) and EOS does not stop decoding.
 func runBench(ctx context.Context, env *Env, args []string) int {
-	fmt.Fprintln(env.Stderr, "npuchat bench: not available in this build yet")
-	return 2
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	model := fs.String("model", "", "model: a .gguf file, a Hugging Face folder or an FLM folder (model.q4nx)")
+	threads := fs.Int("threads", 0, "threads for matrix products (0: all CPUs)")
+	promptTokens := fs.Int("prompt-tokens", 64, "prompt length to prefill")
+	genTokens := fs.Int("gen-tokens", 32, "tokens to decode after the prompt")
+	exact := fs.Bool("exact", false, "multiply by float activations (engine.LoadOptions.FloatActivations) instead of 8-bit ones")
+	skipQKNorm := fs.Bool("skip-qk-norm", false, "ignore q/k norm weights a port injected")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of prefill and decode to this file (go tool pprof)")
+	fs.Usage = func() {
+		fmt.Fprintln(env.Stderr, "Usage: npuchat bench --model PATH [--threads N] [--prompt-tokens N] [--gen-tokens N] [--json]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *model == "" || fs.NArg() > 0 {
+		fmt.Fprintln(env.Stderr, "npuchat bench: --model is required (and takes no other arguments)")
+		return 2
+	}
+	if *promptTokens < 1 || *genTokens < 1 || *threads < 0 {
+		fmt.Fprintln(env.Stderr, "npuchat bench: --prompt-tokens and --gen-tokens must be at least 1, --threads not negative")
+		return 2
+	}
+	var profile func() error
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "npuchat bench: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		profile = func() error { return pprof.StartCPUProfile(f) }
+		defer pprof.StopCPUProfile()
+	}
+	res, err := bench(ctx, *model, engine.LoadOptions{Threads: *threads, FloatActivations: *exact, SkipQKNorm: *skipQKNorm},
+		*promptTokens, *genTokens, profile)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "npuchat bench: %v\n", err)
+		return 1
+	}
+	if *asJSON {
+		if err := json.NewEncoder(env.Stdout).Encode(res); err != nil {
+			fmt.Fprintf(env.Stderr, "npuchat bench: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	fmt.Fprintf(env.Stdout, "model    %s (%s)\nthreads  %d, SIMD %s, %s activations\nload     %.2f s\n"+
+		"prefill  %d tokens, %.2f tok/s\ndecode   %d tokens, %.2f tok/s\npeak RSS %.0f MB\n",
+		res.Model, res.Format, res.Threads, res.SIMD, res.Activations, res.LoadSeconds,
+		res.PromptTokens, res.PrefillTokS, res.GenTokens, res.DecodeTokS, res.PeakRSSMB)
+	return 0
+}
+
+// bench measures one load, one prefill and one decode run.
+// profile, when not nil, starts a CPU profile after loading.
+func bench(ctx context.Context, path string, opts engine.LoadOptions, promptTokens, genTokens int, profile func() error) (*benchResult, error) {
+	res := &benchResult{Model: path, Threads: opts.Threads, SIMD: quant.SIMD(), Activations: "q8",
+		PromptTokens: promptTokens, GenTokens: genTokens}
+	if res.Threads == 0 {
+		res.Threads = runtime.NumCPU()
+	}
+	if opts.FloatActivations {
+		res.Activations = "f32"
+	}
+	start := time.Now()
+	m, err := engine.Load(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer m.Close()
+	res.LoadSeconds = time.Since(start).Seconds()
+	cfg := m.Config()
+	res.Format = cfg.Format
+	if promptTokens+genTokens > 1<<16 {
+		return nil, fmt.Errorf("%d prompt and %d generated tokens: at most 65536 together", promptTokens, genTokens)
+	}
+	s := m.NewSession(promptTokens + genTokens)
+	if s.MaxContext() < promptTokens+genTokens {
+		return nil, fmt.Errorf("the model's context holds %d positions, fewer than %d prompt and %d generated tokens",
+			s.MaxContext(), promptTokens, genTokens)
+	}
+	if profile != nil {
+		if err := profile(); err != nil {
+			return nil, fmt.Errorf("cpu profile: %w", err)
+		}
+	}
+	prompt := make([]int, promptTokens)
+	for i := range prompt {
+		prompt[i] = (i*7919 + 13) % cfg.VocabSize
+	}
+	start = time.Now()
+	logits, err := s.PrefillContext(ctx, prompt)
+	if err != nil {
+		return nil, err
+	}
+	res.PrefillTokS = rate(promptTokens, time.Since(start))
+	start = time.Now()
+	for range genTokens {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if logits, err = s.Forward(argmaxOf(logits)); err != nil {
+			return nil, err
+		}
+	}
+	res.DecodeTokS = rate(genTokens, time.Since(start))
+	res.PeakRSSMB = float64(peakRSS()) / (1 << 20)
+	return res, nil
+}
+
+func argmaxOf(x []float32) int {
+	best := 0
+	for i, v := range x {
+		if v > x[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+// peakRSS reads the process's peak resident set (VmHWM) from
+// /proc/self/status; 0 where there is none (not Linux).
+func peakRSS() int64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				return 0
+			}
+			return kb << 10
+		}
+	}
+	return 0
 }

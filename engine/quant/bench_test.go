@@ -28,3 +28,50 @@ func BenchmarkDot(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDotQ8 measures one 2048-value row per type against Q8
+// activations (go test -bench DotQ8): the SIMD kernel and the reference.
+func BenchmarkDotQ8(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	x := randomQ8(r, 2048)
+	for _, typ := range q8Types {
+		row := randomRow(r, typ, 2048)
+		b.Run(typ.String()+"/"+SIMD(), func(b *testing.B) {
+			for b.Loop() {
+				DotQ8(typ, row, x)
+			}
+		})
+		var batch Q8Batch
+		xs := make([][]float32, 4)
+		for i := range xs {
+			xs[i] = make([]float32, 2048)
+			for j := range xs[i] {
+				xs[i][j] = float32(r.NormFloat64())
+			}
+		}
+		batch.Quantize(xs, 2048)
+		b.Run(typ.String()+"/x4/"+SIMD(), func(b *testing.B) {
+			var out [4]float32
+			for b.Loop() {
+				DotQ8x4(typ, row, &batch, 0, &out)
+			}
+		})
+		b.Run(typ.String()+"/ref", func(b *testing.B) {
+			for b.Loop() {
+				DotQ8Ref(typ, row, x)
+			}
+		})
+	}
+	a, c := make([]float32, 2048), make([]float32, 2048)
+	b.Run("F32xF32/"+SIMD(), func(b *testing.B) {
+		for b.Loop() {
+			DotF32(a, c)
+		}
+	})
+	b.Run("Quantize", func(b *testing.B) {
+		var v Q8Vector
+		for b.Loop() {
+			v.Quantize(a)
+		}
+	})
+}

@@ -8,10 +8,25 @@
 //
 // The block layouts are exactly ggml's (ggml-common.h, ggml-quants.c):
 // a row of n values is n/BlockSize blocks of BlockBytes each, stored
-// back to back, little-endian. Activations stay float32: a dot product is
-// Σ dequant(w)·x computed block by block, not llama.cpp's Q8 activation
-// quantization, so results equal the dequantized weights times x up to
-// float32 rounding.
+// back to back, little-endian.
+//
+// Two kinds of dot product:
+//   - Dot and DotSums multiply a row by float32 activations: Σ dequant(w)·x
+//     block by block, equal to the dequantized weights times x up to
+//     float32 rounding (plain Go; the reference, and the engine's exact
+//     path). DotF32 and DotF32Row are float32 × float32 with SIMD.
+//   - DotQ8 and DotQ8x4 multiply Q8_0, Q4_0, Q4_1 and Q4_1BF16 rows by
+//     activations rounded to 8 bits as llama.cpp rounds them (Q8Vector,
+//     Q8Batch): exact integer block sums, then scales, as ggml's
+//     ggml_vec_dot_q8_0_q8_0, _q4_0_q8_0 and _q4_1_q8_1 compute. DotQ8Ref
+//     is their plain-Go reference.
+//
+// SIMD without cgo: the kernels are hand-written Go assembly for AVX2+FMA
+// (simd_amd64.s, chosen at start-up from CPUID by golang.org/x/sys/cpu,
+// already a dependency of the module), so no build flags or
+// GOEXPERIMENT are needed; other CPUs and architectures use the plain-Go
+// functions. Go 1.26's simd/archsimd was not used: it needs
+// GOEXPERIMENT=simd at build time and lacks VNNI operations.
 package quant
 
 import (

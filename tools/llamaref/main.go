@@ -9,6 +9,13 @@
 //
 //	llamaref -model m.gguf -tokens 1,2,3 -steps 32
 //	llamaref -model m.gguf -text "hello world"   # tokenize only
+//	llamaref -model m.gguf -bench -prompt-tokens 64 -gen-tokens 32 -threads 2
+//
+// -bench measures speed the way `npuchat bench` does, for a side-by-side
+// comparison (docs/performance.md): load time, the synthetic prompt
+// decoded as one batch, then greedy tokens one at a time, with
+// llama.cpp's default context settings (F16 KV cache, flash attention
+// auto), and prints a JSON object.
 //
 // It is a separate Go module so that the product's go.mod does not carry
 // yzma. Dependencies, pinned:
@@ -31,6 +38,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hybridgroup/yzma/pkg/llama"
 )
@@ -63,11 +71,17 @@ func run(args []string) error {
 	steps := fs.Int("steps", 0, "greedy tokens to generate after the prompt")
 	threads := fs.Int("threads", 1, "CPU threads")
 	verbose := fs.Bool("v", false, "show llama.cpp's log")
+	benchMode := fs.Bool("bench", false, "measure load, prefill and decode speed")
+	promptTokens := fs.Int("prompt-tokens", 64, "-bench: prompt length")
+	genTokens := fs.Int("gen-tokens", 32, "-bench: tokens to decode")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *model == "" {
 		return errors.New("-model is required")
+	}
+	if *benchMode {
+		return bench(*lib, *model, *threads, *promptTokens, *genTokens, *verbose)
 	}
 	prompt, err := parseTokens(*tokens)
 	if err != nil {
@@ -195,4 +209,99 @@ func argmax(x []float32) int {
 		}
 	}
 	return best
+}
+
+// BenchResult is the -bench output, with the field names of npuchat bench.
+type BenchResult struct {
+	Model        string  `json:"model"`
+	Threads      int     `json:"threads"`
+	LoadSeconds  float64 `json:"load_s"`
+	PromptTokens int     `json:"prompt_tokens"`
+	PrefillTokS  float64 `json:"prefill_tok_s"`
+	GenTokens    int     `json:"gen_tokens"`
+	DecodeTokS   float64 `json:"decode_tok_s"`
+	PeakRSSMB    float64 `json:"peak_rss_mb"` // VmHWM of this process
+}
+
+// bench loads the model, decodes a synthetic prompt (the ids npuchat bench
+// uses) as one batch and then genTokens greedy tokens one by one.
+func bench(lib, model string, threads, promptTokens, genTokens int, verbose bool) error {
+	if promptTokens < 1 || genTokens < 1 {
+		return errors.New("-prompt-tokens and -gen-tokens must be at least 1")
+	}
+	dir, err := libDir(lib)
+	if err != nil {
+		return err
+	}
+	if err := llama.Load(dir); err != nil {
+		return fmt.Errorf("load llama.cpp from %s: %w (run scripts/setup)", dir, err)
+	}
+	if !verbose {
+		llama.LogSet(llama.LogSilent())
+	}
+	llama.Init()
+	defer llama.Close()
+	res := BenchResult{Model: model, Threads: threads, PromptTokens: promptTokens, GenTokens: genTokens}
+	start := time.Now()
+	mp := llama.ModelDefaultParams()
+	mp.NGpuLayers = 0
+	m, err := llama.ModelLoadFromFile(model, mp)
+	if err != nil {
+		return fmt.Errorf("load %s: %w", model, err)
+	}
+	defer llama.ModelFree(m)
+	cp := llama.ContextDefaultParams()
+	n := uint32(promptTokens + genTokens + 8)
+	cp.NCtx, cp.NBatch, cp.NUbatch, cp.NSeqMax = n, uint32(promptTokens), uint32(promptTokens), 1
+	cp.NThreads, cp.NThreadsBatch = int32(threads), int32(threads)
+	ctx, err := llama.InitFromModel(m, cp)
+	if err != nil {
+		return fmt.Errorf("context: %w", err)
+	}
+	defer llama.Free(ctx)
+	res.LoadSeconds = time.Since(start).Seconds()
+	nv := int(llama.VocabNTokens(llama.ModelGetVocab(m)))
+	prompt := make([]llama.Token, promptTokens)
+	for i := range prompt {
+		prompt[i] = llama.Token((i*7919 + 13) % nv)
+	}
+	start = time.Now()
+	if _, err := llama.Decode(ctx, llama.BatchGetOne(prompt)); err != nil {
+		return fmt.Errorf("decode the prompt: %w", err)
+	}
+	logits, err := llama.GetLogitsIth(ctx, -1, nv)
+	if err != nil {
+		return err
+	}
+	res.PrefillTokS = float64(promptTokens) / time.Since(start).Seconds()
+	start = time.Now()
+	for range genTokens {
+		tok := llama.Token(argmax(logits))
+		if _, err := llama.Decode(ctx, llama.BatchGetOne([]llama.Token{tok})); err != nil {
+			return fmt.Errorf("decode: %w", err)
+		}
+		if logits, err = llama.GetLogitsIth(ctx, -1, nv); err != nil {
+			return err
+		}
+	}
+	res.DecodeTokS = float64(genTokens) / time.Since(start).Seconds()
+	res.PeakRSSMB = peakRSSMB()
+	return json.NewEncoder(os.Stdout).Encode(res)
+}
+
+// peakRSSMB reads VmHWM from /proc/self/status (0 when unavailable).
+func peakRSSMB() float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
+			if err == nil {
+				return kb / 1024
+			}
+		}
+	}
+	return 0
 }

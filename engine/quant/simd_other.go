@@ -1,0 +1,20 @@
+//go:build !amd64
+
+package quant
+
+// simdQ8 is false off amd64: every kernel is plain Go.
+const simdQ8 = false
+
+// SIMD names the kernels DotQ8 and DotF32 use on this CPU: "none" here.
+func SIMD() string { return "none" }
+
+func dotQ8_0Q8x1(w *byte, qs *int8, d *float32, nb int) float32                 { panic("no SIMD") }
+func dotQ4_0Q8x1(w *byte, qs *int8, d *float32, nb int) float32                 { panic("no SIMD") }
+func dotQ4_1Q8x1(w *byte, qs *int8, d, s *float32, nb int) float32              { panic("no SIMD") }
+func dotQ4_1BF16Q8x1(w *byte, qs *int8, d, s *float32, nb int) float32          { panic("no SIMD") }
+func dotQ8_0Q8x4(w *byte, qs *int8, d, s *float32, nb int, out *[4]float32)     { panic("no SIMD") }
+func dotQ4_0Q8x4(w *byte, qs *int8, d, s *float32, nb int, out *[4]float32)     { panic("no SIMD") }
+func dotQ4_1Q8x4(w *byte, qs *int8, d, s *float32, nb int, out *[4]float32)     { panic("no SIMD") }
+func dotQ4_1BF16Q8x4(w *byte, qs *int8, d, s *float32, nb int, out *[4]float32) { panic("no SIMD") }
+func dotF32AVX2(a, b *float32, n int) float32                                   { panic("no SIMD") }
+func axpyF32AVX2(y, x *float32, a float32, n int)                               { panic("no SIMD") }
