@@ -438,7 +438,10 @@ func TestStartAnotherModelWhileOnLoadsIt(t *testing.T) {
 	if err := r.m.Start("other:1b"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "other on", func() bool { st := r.m.Status(); return st.State == StateOn && st.Info != nil && st.Info.Name == "other:1b" })
+	waitFor(t, "other on", func() bool {
+		st := r.m.Status()
+		return st.State == StateOn && st.Info != nil && st.Info.Name == "other:1b"
+	})
 	if _, _, err := collect(t, r.m, chat("other:1b", "b")); err != nil {
 		t.Fatal(err)
 	}
