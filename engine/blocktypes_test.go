@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"math"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -14,35 +13,6 @@ import (
 	"github.com/npuchat/npuchat/engine/quant"
 	"github.com/npuchat/npuchat/engine/testmodel"
 )
-
-// llamarefPath finds the llama.cpp oracle that scripts/setup builds
-// (tools/llamaref): $LLAMAREF, else .cache/llamacpp/llamaref at the
-// repository root.
-func llamarefPath(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("LLAMAREF"); p != "" {
-		return p
-	}
-	dir, err := filepath.Abs(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("cannot find the repository root (go.mod)")
-		}
-		dir = parent
-	}
-	p := filepath.Join(dir, ".cache", "llamacpp", "llamaref")
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("the llama.cpp oracle is missing (%s): run scripts/setup", p)
-	}
-	return p
-}
 
 // TestBlockTypesMatchLlamaCpp checks the decoders of the block types the
 // test model writers do not produce (Q4_K, Q5_K, Q6_K, Q5_0, Q5_1; Q4_0
@@ -55,7 +25,7 @@ func llamarefPath(t *testing.T) string {
 // the decoders by hand). The engine itself must match llama.cpp on the F32
 // file within float32 rounding.
 func TestBlockTypesMatchLlamaCpp(t *testing.T) {
-	oracle := llamarefPath(t)
+	oracle := testmodel.LlamaRef(t)
 	w := randomWeights(t, 21, testmodel.MiniCPM5Small())
 	dir := t.TempDir()
 	base := filepath.Join(dir, "base.gguf")

@@ -41,7 +41,7 @@ func TestVocabTokenizesInLlamaCpp(t *testing.T) {
 		want := bpe(w.Vocab, text)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		var stderr bytes.Buffer
-		cmd := exec.CommandContext(ctx, llamarefPath(t), "-model", path, "-text", text)
+		cmd := exec.CommandContext(ctx, testmodel.LlamaRef(t), "-model", path, "-text", text)
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()
 		cancel()

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -42,34 +41,6 @@ func (r *run) rows() [][]float32 {
 	return out
 }
 
-// llamarefPath finds the oracle binary: $LLAMAREF, else
-// .cache/llamacpp/llamaref at the repository root.
-func llamarefPath(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("LLAMAREF"); p != "" {
-		return p
-	}
-	dir, err := filepath.Abs(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("cannot find the repository root (go.mod)")
-		}
-		dir = parent
-	}
-	p := filepath.Join(dir, ".cache", "llamacpp", "llamaref")
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("the llama.cpp oracle is missing (%s): run scripts/setup", p)
-	}
-	return p
-}
-
 // llamaCpp runs llama.cpp on a GGUF: the prompt, then steps greedy tokens.
 func llamaCpp(t *testing.T, gguf string, prompt []int) *run {
 	t.Helper()
@@ -79,7 +50,7 @@ func llamaCpp(t *testing.T, gguf string, prompt []int) *run {
 	for _, p := range prompt {
 		ids = append(ids, strconv.Itoa(p))
 	}
-	cmd := exec.CommandContext(ctx, llamarefPath(t), "-model", gguf, "-tokens", strings.Join(ids, ","),
+	cmd := exec.CommandContext(ctx, testmodel.LlamaRef(t), "-model", gguf, "-tokens", strings.Join(ids, ","),
 		"-steps", strconv.Itoa(steps), "-threads", "1")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
