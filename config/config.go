@@ -29,7 +29,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 )
@@ -328,7 +327,3 @@ func JoinOS(goos string, elem ...string) string {
 	}
 	return strings.ReplaceAll(strings.Join(parts, `\`), `:\\`, `:\`)
 }
-
-// Default returns the configuration of this process: the real environment
-// and OS.
-func Default() (*Config, error) { return Load(os.Getenv, runtime.GOOS) }
