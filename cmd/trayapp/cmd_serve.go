@@ -70,4 +70,3 @@ func serve(ctx context.Context, env *Env, flags app.Flags, lazy bool) int {
 	}
 	return 0
 }
-
