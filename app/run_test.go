@@ -301,7 +301,9 @@ func TestOnShutdownRunsAfterTheModelStopped(t *testing.T) {
 	a.OnShutdown(func(ctx context.Context) error { return fmt.Errorf("history: disk full") })
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
-	go func() { done <- a.Run(context.Background(), RunOptions{Model: ModelOff, Ready: func(u string) { ready <- u }}) }()
+	go func() {
+		done <- a.Run(context.Background(), RunOptions{Model: ModelOff, Ready: func(u string) { ready <- u }})
+	}()
 	<-ready
 	err := a.Shutdown(context.Background())
 	if runErr := <-done; runErr == nil || runErr.Error() != err.Error() {
