@@ -109,6 +109,12 @@ type GenerateOptions struct {
 	// KeepAlive overrides the idle time after this request (Ollama's
 	// keep_alive); nil keeps the default.
 	KeepAlive *time.Duration
+	// OnRun, when set, is called each time the request starts running on
+	// a backend (again after a fallback, before any token of that run),
+	// with the backend's kind and why the preferred backend is not the
+	// one serving ("" when it is). The web layer names the engine in the
+	// answer from it before the first token.
+	OnRun func(kind, fallback string)
 }
 
 // Manager owns the model's state and its backend. All methods are safe
@@ -565,7 +571,7 @@ func (m *Manager) Generate(ctx context.Context, req *backend.Request, opts Gener
 		if err := ctx.Err(); err != nil {
 			return backend.Result{}, err // the client left while the model loaded
 		}
-		kind, emitted, res, err := m.run(ctx, be, &r, emit)
+		kind, emitted, res, err := m.run(ctx, be, &r, opts.OnRun, emit)
 		m.mu.Lock()
 		enabled := m.enabled
 		m.mu.Unlock()
@@ -607,13 +613,16 @@ func (m *Manager) Generate(ctx context.Context, req *backend.Request, opts Gener
 
 // run runs one generation on be, counted as running and cancellable by
 // Stop, and says which backend kind ran it and how many tokens it emitted.
-func (m *Manager) run(ctx context.Context, be backend.Backend, r *backend.Request, emit func(backend.Token) error) (kind string, emitted int, res backend.Result, err error) {
+func (m *Manager) run(ctx context.Context, be backend.Backend, r *backend.Request, onRun func(kind, fallback string), emit func(backend.Token) error) (kind string, emitted int, res backend.Result, err error) {
 	gctx, cancel := context.WithCancel(ctx)
 	m.mu.Lock()
 	m.genCancel = cancel
 	m.running++
-	kind = m.kind
+	kind, fallback := m.kind, m.fallback
 	m.mu.Unlock()
+	if onRun != nil {
+		onRun(kind, fallback)
+	}
 	defer func() {
 		cancel()
 		m.mu.Lock()
@@ -625,6 +634,7 @@ func (m *Manager) run(ctx context.Context, be backend.Backend, r *backend.Reques
 		emitted++
 		return emit(t)
 	})
+	res.Fallback = fallback
 	return kind, emitted, res, err
 }
 
