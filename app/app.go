@@ -253,8 +253,8 @@ func (a *App) addLocal(path, name string) error {
 // Manager is the service: the model's state, its events, generation.
 func (a *App) Manager() *service.Manager { return a.mgr }
 
-// Server is the web server (API and chat page).
-func (a *App) Server() *web.Server { return a.srv }
+// WebServer is the web server (API and chat page).
+func (a *App) WebServer() *web.Server { return a.srv }
 
 // Config is the resolved configuration of this run (settings, flags and
 // environment). Treat it as read-only; change settings with the Set
@@ -270,6 +270,18 @@ func (a *App) Version() string { return a.opts.Version }
 // Model is the model served by default (a catalog name or a --model
 // file's name).
 func (a *App) Model() string { return a.cfg.Model }
+
+// ModelInstalled reports whether the default model's files are here (a
+// --model file always is), so that the tray knows to offer the setup
+// window.
+func (a *App) ModelInstalled() bool {
+	for _, d := range a.mgr.Models() {
+		if d.Name == a.cfg.Model {
+			return d.Installed
+		}
+	}
+	return false
+}
 
 // LogDir is the folder of the log files (npuchat.log, flm.log), for the
 // tray's "Open logs folder".

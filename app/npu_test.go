@@ -213,3 +213,27 @@ func TestNPUNotReadyUsesCPUAndSaysWhy(t *testing.T) {
 		t.Fatalf("fallback reason %q", st.Fallback)
 	}
 }
+
+// TestShutdownStopsFastFlowLM: Quit and SIGTERM end in Shutdown, which
+// leaves no FastFlowLM process behind, within ShutdownTimeout.
+func TestShutdownStopsFastFlowLM(t *testing.T) {
+	r := newNPURig(t)
+	t.Setenv("FAKEFLM_MODE", flmtest.ModeNormal)
+	a := r.app(t, "")
+	if _, res, err := ask(t, a); err != nil || res.Backend != "npu" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	pid := a.FastFlowLMPID()
+	if pid == 0 || syscall.Kill(pid, 0) != nil {
+		t.Fatalf("FastFlowLM pid %d not running", pid)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
+	defer cancel()
+	start := time.Now()
+	if err := a.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if syscall.Kill(pid, 0) == nil {
+		t.Fatalf("flm (pid %d) still running after Shutdown (%v)", pid, time.Since(start))
+	}
+}

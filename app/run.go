@@ -60,8 +60,8 @@ type ServerStatus struct {
 	Err error
 }
 
-// ServerStatus returns the web server's state now.
-func (a *App) ServerStatus() ServerStatus {
+// Server returns the web server's state now.
+func (a *App) Server() ServerStatus {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.server

@@ -55,6 +55,7 @@ func newApp(t *testing.T, env map[string]string, flags Flags) *App {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { a.Shutdown(context.Background()) })
 	return a
 }
 
@@ -126,6 +127,9 @@ func TestTrayStartsWithTheModelOff(t *testing.T) {
 	if st.State != service.StateOff || st.Enabled {
 		t.Fatalf("at start: %+v", st)
 	}
+	if !a.ModelInstalled() {
+		t.Fatal("a --model folder is not installed")
+	}
 	chat := `{"model":"tiny","max_tokens":3,"messages":[{"role":"user","content":"hi"}]}`
 	if code, body := post(t, url+"v1/chat/completions", chat); code != 503 || !strings.Contains(body, "switched off") {
 		t.Fatalf("chat with the model off: %d %s", code, body)
@@ -171,7 +175,7 @@ func TestTakenPortIsReportedAndTriedAgain(t *testing.T) {
 	if s.Listening || s.Err == nil || !strings.Contains(s.Err.Error(), "the port is taken") || !strings.Contains(s.Err.Error(), "--addr") {
 		t.Fatalf("server status %+v", s)
 	}
-	if got := a.ServerStatus(); got.Err == nil {
+	if got := a.Server(); got.Err == nil {
 		t.Fatalf("ServerStatus %+v", got)
 	}
 	select {
@@ -326,6 +330,9 @@ func TestSettingsAreSavedAloneAndEngineSwitches(t *testing.T) {
 	defer a.Shutdown(context.Background())
 	if a.ServeAtStart() {
 		t.Fatal("serve at start is on by default")
+	}
+	if none := newApp(t, testEnv(t), Flags{}); none.ModelInstalled() {
+		t.Fatal("minicpm5:2b installed in an empty home")
 	}
 	if err := a.SetServeAtStart(true); err != nil {
 		t.Fatal(err)

@@ -120,13 +120,15 @@ type trayOptions struct {
 // from the main thread) until the user quits or ctx ends. This is where
 // the tray (package gui) plugs in:
 //
-//	return gui.Run(ctx, a, gui.Options{Hidden: opts.Hidden})
+//	return gui.Run(ctx, trayApp{a}, gui.Options{ShowSetup: !opts.Hidden && !a.ModelInstalled(), Logger: a.Logger()})
 //
-// with gui's App interface satisfied by *app.App (Status, Subscribe,
-// StartModel, StopModel, ChatURL, OpenChat, Engine, SetEngine, CheckNPU,
-// LogDir, LaunchAtLogin, SetLaunchAtLogin, ServeAtStart,
-// SetServeAtStart, ServerStatus, WatchServer, Version). Until then the
-// tray process serves without an icon until SIGTERM.
+// *app.App has gui.App's methods (Status, Subscribe, StartModel,
+// StopModel, Engine, SetEngine, ServeAtStart, SetServeAtStart,
+// LaunchAtLogin, SetLaunchAtLogin, CheckNPU, Server, WatchServer,
+// Model, ChatURL, LogDir, Version, and OpenChat); trayApp converts
+// app.ServerStatus to gui's and adds InstallModel over the app's install
+// runner. Until then the tray process serves without an icon until
+// SIGTERM.
 func startTray(ctx context.Context, a *app.App, opts trayOptions) error {
 	<-ctx.Done()
 	return nil
