@@ -3,6 +3,8 @@ package grammar
 import (
 	"fmt"
 	"sort"
+
+	"github.com/npuchat/npuchat/engine/tokenizer"
 )
 
 // Vocab is a model's vocabulary as the mask needs it: each token's bytes
@@ -111,3 +113,18 @@ func words(n int) int { return (n + 63) / 64 }
 func setBit(m []uint64, i int) { m[i>>6] |= 1 << (uint(i) & 63) }
 
 func hasBit(m []uint64, i int) bool { return m[i>>6]&(1<<(uint(i)&63)) != 0 }
+
+// TokenizerVocab is the vocabulary of tok: each id's bytes, its special
+// tokens (never allowed), and eos, the ids that end a generation.
+func TokenizerVocab(tok *tokenizer.Tokenizer, eos []int) (*Vocab, error) {
+	n := tok.Size()
+	tokens := make([][]byte, n)
+	special := make([]bool, n)
+	for id := 0; id < n; id++ {
+		if b, err := tok.TokenBytes(id); err == nil {
+			tokens[id] = b
+		}
+		special[id] = tok.IsSpecial(id)
+	}
+	return NewVocab(tokens, special, eos)
+}

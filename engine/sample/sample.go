@@ -12,7 +12,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
-	"sort"
+	"slices"
 	"time"
 )
 
@@ -161,11 +161,25 @@ func (s *Sampler) draw(logits []float32, history []int, allowed []uint64) int {
 	}
 	// Most likely first (ties by id, for determinism). With top-k only
 	// the k best are needed: select them, then sort those.
+	truncate := p.TopK > 0 || p.TopP > 0 && p.TopP < 1 || p.MinP > 0
 	if p.TopK > 0 && p.TopK < len(cands) {
 		selectTop(cands, p.TopK)
 		cands = cands[:p.TopK]
 	}
-	sort.Slice(cands, func(i, j int) bool { return better(cands[i], cands[j]) })
+	if !truncate {
+		// Plain temperature sampling needs no order.
+		softmax(cands, p.Temperature)
+		return s.pick(cands)
+	}
+	slices.SortFunc(cands, func(a, b cand) int {
+		if better(a, b) {
+			return -1
+		}
+		if better(b, a) {
+			return 1
+		}
+		return 0
+	})
 	softmax(cands, 1)
 	if p.TopP > 0 && p.TopP < 1 {
 		var cum float64
@@ -186,6 +200,11 @@ func (s *Sampler) draw(logits []float32, history []int, allowed []uint64) int {
 		cands = cands[:n]
 	}
 	softmax(cands, p.Temperature)
+	return s.pick(cands)
+}
+
+// pick draws one of cands by their probabilities.
+func (s *Sampler) pick(cands []cand) int {
 	u := s.rng.Float64()
 	var cum float64
 	for _, c := range cands {
@@ -277,9 +296,12 @@ func (s *Sampler) penalize(cands []cand, history []int) {
 	}
 }
 
-// softmax sets p of sorted candidates from logit/temp.
+// softmax sets p of the candidates from logit/temp.
 func softmax(cands []cand, temp float64) {
 	mx := cands[0].logit
+	for _, c := range cands {
+		mx = max(mx, c.logit)
+	}
 	var sum float64
 	for i := range cands {
 		cands[i].p = math.Exp((cands[i].logit - mx) / temp)
