@@ -57,4 +57,3 @@
 // with, so that the automaton is not judged by its own reading of the
 // schema. v6.0.3 is the newest release.
 package grammar
-
