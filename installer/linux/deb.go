@@ -82,12 +82,14 @@ func Build(ctx context.Context, o Options) (string, error) {
 }
 
 // BuildBinary compiles the tray build of cmd/trayapp for linux/amd64
-// into out: cgo on (fyne needs it), a position-independent executable,
-// stripped, with the version from FyneApp.toml.
+// into out: cgo on (fyne needs it), a position-independent executable
+// with full RELRO (Debian's hardening flags), stripped, with the version
+// from FyneApp.toml.
 func BuildBinary(ctx context.Context, root, out, version string, log io.Writer) error {
 	fmt.Fprintf(log, "deb: go build ./cmd/trayapp (linux/amd64, cgo) -> %s\n", out)
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildmode=pie",
-		"-ldflags", "-s -w -X main.version="+version, "-o", out, "./cmd/trayapp")
+		"-ldflags", "-s -w -linkmode=external -extldflags '-Wl,-z,relro,-z,now' -X main.version="+version,
+		"-o", out, "./cmd/trayapp")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=1", "GOOS=linux", "GOARCH=amd64")
 	cmd.Stdout, cmd.Stderr = log, log
@@ -226,22 +228,26 @@ func pack(o Options, meta *appmeta.Meta, stage string) (string, error) {
 		"FILES":   filepath.Join(o.Root, "installer", "linux", "files"),
 	}
 	var unknown []string
-	cfg, err := nfpm.ParseFileWithEnvMapping(filepath.Join(o.Root, "installer", "linux", "nfpm.yaml"), func(k string) string {
+	mapping := func(k string) string {
 		v, ok := vars[k]
-		if !ok {
+		if !ok && !strings.HasPrefix(k, "NFPM_") { // nfpm asks for its signing passphrases
 			unknown = append(unknown, k)
 		}
 		return v
-	})
+	}
+	cfg, err := nfpm.ParseFileWithEnvMapping(filepath.Join(o.Root, "installer", "linux", "nfpm.yaml"), mapping)
 	if err != nil {
 		return "", fmt.Errorf("deb: nfpm.yaml: %w", err)
-	}
-	if len(unknown) > 0 {
-		return "", fmt.Errorf("deb: nfpm.yaml uses unknown variables %v", unknown)
 	}
 	info, err := cfg.Get("deb")
 	if err != nil {
 		return "", fmt.Errorf("deb: %w", err)
+	}
+	for _, s := range []*string{&info.Scripts.PreInstall, &info.Scripts.PostInstall, &info.Scripts.PreRemove, &info.Scripts.PostRemove} {
+		*s = os.Expand(*s, mapping)
+	}
+	if len(unknown) > 0 {
+		return "", fmt.Errorf("deb: nfpm.yaml uses unknown variables %v", unknown)
 	}
 	info.MTime = o.Date
 	info = nfpm.WithDefaults(info)
