@@ -32,7 +32,8 @@
 // it stays off. wixl 0.101 cannot write that component condition, nor
 // schedule RemoveExistingProducts where WiX does (after InstallValidate,
 // so that the old version is removed before the new one is installed),
-// so BuildMSI sets both afterwards with msibuild, from the same msitools.
+// and it drops IncludeMaximum from the upgrade row, so BuildMSI sets all
+// three afterwards with msibuild, from the same msitools.
 //
 // Uninstalling removes the program, the shortcut, the program's HKCU keys
 // and the Run value (also one the tray wrote when the MSI had not), and

@@ -35,6 +35,15 @@ func BuildExe(ctx context.Context, o ExeOptions) error {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
+	root, err := filepath.Abs(o.Root)
+	if err != nil {
+		return err
+	}
+	out, err := filepath.Abs(o.Out)
+	if err != nil {
+		return err
+	}
+	o.Root, o.Out = root, out
 	meta, err := appmeta.Load(filepath.Join(o.Root, "FyneApp.toml"))
 	if err != nil {
 		return err
@@ -91,9 +100,17 @@ type MSIOptions struct {
 // FileName is the MSI's file name for a version.
 func FileName(version string) string { return "npuchat-" + version + "-x64.msi" }
 
-// Component conditions and sequence numbers wixl cannot write; see the
+// UpgradeCode is the MSI's upgrade code, as in npuchat.wxs: the same for
+// every version, never to change.
+const UpgradeCode = "{9AC89D81-8F02-449C-8003-6581F93B1F2B}"
+
+// What wixl 0.101 cannot write, set afterwards with msibuild; see the
 // package doc.
 const (
+	// msidbUpgradeAttributesVersionMinInclusive|VersionMaxInclusive: wixl
+	// drops IncludeMaximum, without which a rebuild of the same version
+	// would install beside the old one.
+	upgradeAttributes  = 256 | 512
 	autostartCondition = `AUTOSTART="1" AND (NOT WIX_UPGRADE_DETECTED OR RUNVALUE)`
 	// Just after InstallValidate (1400), before InstallInitialize (1500).
 	removeExistingProductsSeq = 1401
@@ -117,10 +134,13 @@ func BuildMSI(ctx context.Context, o MSIOptions) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	root, err := filepath.Abs(o.Root)
+	if err != nil {
+		return "", err
+	}
 	if _, err := os.Stat(exe); err != nil {
 		return "", fmt.Errorf("msi: %w", err)
 	}
-	icon := filepath.Join(o.Root, "gui", "icons", "npuchat.ico")
 	for _, tool := range []string{"wixl", "msibuild"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			return "", fmt.Errorf("msi: %s not found: install wixl and msitools (scripts/setup does)", tool)
@@ -135,13 +155,26 @@ func BuildMSI(ctx context.Context, o MSIOptions) (string, error) {
 	}
 	tmp := target + ".tmp"
 	defer os.Remove(tmp)
+	// wixl finds sources by relative name only (an absolute path is "not
+	// found"), so it runs in a folder that holds both.
+	src, err := os.MkdirTemp("", "npuchat-msi")
+	if err != nil {
+		return "", fmt.Errorf("msi: %w", err)
+	}
+	defer os.RemoveAll(src)
+	if err := copyFile(exe, filepath.Join(src, "npuchat.exe")); err != nil {
+		return "", fmt.Errorf("msi: %w", err)
+	}
+	if err := copyFile(filepath.Join(root, "gui", "icons", "npuchat.ico"), filepath.Join(src, "npuchat.ico")); err != nil {
+		return "", fmt.Errorf("msi: the app icon: %w", err)
+	}
 	defs := map[string]string{
 		"Version":     version,
 		"ProductName": meta.Details.Name,
 		"Comment":     meta.LinuxAndBSD.Comment,
 		"Website":     meta.Website,
-		"ExeFile":     exe,
-		"IconFile":    icon,
+		"ExeFile":     "npuchat.exe",
+		"IconFile":    "npuchat.ico",
 	}
 	args := []string{"--arch", "x64", "-o", tmp}
 	for k, v := range defs {
@@ -150,13 +183,19 @@ func BuildMSI(ctx context.Context, o MSIOptions) (string, error) {
 		}
 		args = append(args, "-D", k+"="+v)
 	}
-	args = append(args, filepath.Join(o.Root, "installer", "windows", "npuchat.wxs"))
-	if err := run(exec.CommandContext(ctx, "wixl", args...), o.Log); err != nil {
+	args = append(args, filepath.Join(root, "installer", "windows", "npuchat.wxs"))
+	wixl := exec.CommandContext(ctx, "wixl", args...)
+	wixl.Dir = src
+	if err := run(wixl, o.Log); err != nil {
 		return "", fmt.Errorf("msi: wixl: %w", err)
 	}
 	fix := exec.CommandContext(ctx, "msibuild", tmp,
 		"-q", "UPDATE `Component` SET `Condition` = '"+autostartCondition+"' WHERE `Component` = 'Autostart'",
-		"-q", fmt.Sprintf("UPDATE `InstallExecuteSequence` SET `Sequence` = %d WHERE `Action` = 'RemoveExistingProducts'", removeExistingProductsSeq))
+		"-q", fmt.Sprintf("UPDATE `InstallExecuteSequence` SET `Sequence` = %d WHERE `Action` = 'RemoveExistingProducts'", removeExistingProductsSeq),
+		// Attributes is part of the Upgrade table's key: replace the row.
+		"-q", "DELETE FROM `Upgrade` WHERE `ActionProperty` = 'WIX_UPGRADE_DETECTED'",
+		"-q", fmt.Sprintf("INSERT INTO `Upgrade` (`UpgradeCode`, `VersionMin`, `VersionMax`, `Attributes`, `ActionProperty`) VALUES ('%s', '0.0.0', '%s', %d, 'WIX_UPGRADE_DETECTED')",
+			UpgradeCode, version, upgradeAttributes))
 	if err := run(fix, o.Log); err != nil {
 		return "", fmt.Errorf("msi: msibuild: %w", err)
 	}
@@ -165,6 +204,14 @@ func BuildMSI(ctx context.Context, o MSIOptions) (string, error) {
 	}
 	fmt.Fprintf(o.Log, "msi: wrote %s\n", target)
 	return target, nil
+}
+
+func copyFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o644)
 }
 
 // run runs cmd with its output going to log, and returns an error that
