@@ -10,3 +10,5 @@ require (
 	golang.org/x/text v0.44.0
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1
 )
+
+require github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
