@@ -5,7 +5,7 @@ BIN     := bin/npuchat
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: setup build run test test-go vet fuzz clean
+.PHONY: setup build run test test-go vet fuzz bench clean
 
 setup:
 	@./scripts/setup
@@ -34,6 +34,15 @@ test-go:
 # Short fuzzing of the request and file parsers (the corpus runs in test-go).
 fuzz:
 	./scripts/fuzz 30s
+
+# The engine against llama.cpp, alternating runs (scripts/bench,
+# docs/performance.md). Make the models first:
+#   go run ./tools/benchmodel -out /tmp/bench -formats q4_0,q4_1,q8_0
+#   go run ./tools/benchmodel -out /tmp/bench -formats q4nx
+# e.g. make bench BENCH_ARGS="--threads 1"
+BENCH_MODELS ?= $(wildcard /tmp/bench/minicpm5-2b-*)
+bench: setup
+	./scripts/bench $(BENCH_ARGS) $(BENCH_MODELS)
 
 clean:
 	rm -rf bin

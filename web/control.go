@@ -3,20 +3,22 @@ package web
 import (
 	"context"
 	"embed"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/npuchat/npuchat/service"
 )
 
 // status is GET /api/status: the service status and the version.
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
-	st := s.mgr.Status()
-	b, _ := json.Marshal(st)
-	var m map[string]any
-	json.Unmarshal(b, &m)
-	m["version"] = s.opts.Version
-	writeJSON(w, http.StatusOK, m)
+	writeJSON(w, http.StatusOK, statusResponse{Status: s.mgr.Status(), Version: s.opts.Version})
+}
+
+// statusResponse is the body of GET /api/status: the service's status
+// and the server's version.
+type statusResponse struct {
+	service.Status
+	Version string `json:"version"`
 }
 
 func (s *Server) modelStart(w http.ResponseWriter, r *http.Request) {
@@ -57,8 +59,10 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	ch, cancel := s.mgr.Subscribe()
 	defer cancel()
 	out := newSSE(w)
-	out.start()
-	out.rc.Flush()
+	out.timeout = writeTimeout
+	if out.raw(": events\n\n") != nil {
+		return
+	}
 	tick := time.NewTicker(15 * time.Second)
 	defer tick.Stop()
 	for {
@@ -73,8 +77,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			if !ok {
 				return
 			}
-			b, _ := json.Marshal(ev)
-			if out.raw(fmt.Sprintf("event: %s\ndata: %s\n\n", ev.Type, b)) != nil {
+			if out.event(string(ev.Type), ev) != nil {
 				return
 			}
 		}
