@@ -52,6 +52,8 @@ type App interface {
 	Model() string
 	// ChatURL is the chat page's address.
 	ChatURL() string
+	// OpenChat opens the chat page in the user's browser.
+	OpenChat() error
 	// LogDir is the folder of the log files.
 	LogDir() string
 	// Version is NPU Chat's version.

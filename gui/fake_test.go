@@ -36,6 +36,7 @@ type fakeApp struct {
 	serverCh  chan ServerStatus
 	setEngine []string
 	checks    int
+	chats     int // OpenChat calls
 }
 
 func newFakeApp(cleanup func(func())) *fakeApp {
@@ -83,8 +84,14 @@ func (f *fakeApp) StartModel() error                         { return f.mgr.Star
 func (f *fakeApp) StopModel(ctx context.Context) error       { return f.mgr.Stop(ctx) }
 func (f *fakeApp) Model() string                             { return "minicpm5:2b" }
 func (f *fakeApp) ChatURL() string                           { return "http://127.0.0.1:8001/" }
-func (f *fakeApp) LogDir() string                            { return "/tmp/npuchat-logs" }
-func (f *fakeApp) Version() string                           { return "1.2.3" }
+func (f *fakeApp) OpenChat() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.chats++
+	return nil
+}
+func (f *fakeApp) LogDir() string  { return "/tmp/npuchat-logs" }
+func (f *fakeApp) Version() string { return "1.2.3" }
 
 func (f *fakeApp) Engine() string {
 	f.mu.Lock()
@@ -189,6 +196,7 @@ func notReady() *check.Report {
 type fakeHost struct {
 	mu      sync.Mutex
 	menu    *fyne.Menu
+	first   *fyne.Menu // the first menu given: fyne redraws that one when the tray connects
 	menus   int
 	icon    fyne.Resource
 	tooltip string
@@ -198,6 +206,9 @@ type fakeHost struct {
 func (h *fakeHost) SetSystemTrayMenu(m *fyne.Menu) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.first == nil {
+		h.first = m
+	}
 	h.menu = m
 	h.menus++
 }

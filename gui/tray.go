@@ -67,8 +67,8 @@ type controller struct {
 	host trayHost
 	log  *slog.Logger
 	// do runs f on fyne's goroutine (fyne.Do); notify shows a desktop
-	// notification; openURL opens a page or a folder. All are fyne's
-	// unless a test swaps them.
+	// notification; openURL opens a folder. All are fyne's unless a test
+	// swaps them.
 	do      func(f func())
 	notify  func(Notice)
 	openURL func(*url.URL) error
@@ -186,12 +186,18 @@ func (c *controller) refreshMenu() {
 		return
 	}
 	c.drawn = ms
-	c.menu = c.buildMenu(ms)
+	// One menu value, its items replaced: fyne keeps the menu it was
+	// first given and draws that one again when the tray connects, so a
+	// new value would be overwritten by the first one.
+	if c.menu == nil {
+		c.menu = fyne.NewMenu("NPU Chat")
+	}
+	c.menu.Items = c.menuItems(ms)
 	c.host.SetSystemTrayMenu(c.menu)
 }
 
-// buildMenu is the tray menu for a state.
-func (c *controller) buildMenu(ms menuState) *fyne.Menu {
+// menuItems are the tray menu's items for a state.
+func (c *controller) menuItems(ms menuState) []*fyne.MenuItem {
 	v := ms.View
 	info := func(label string) *fyne.MenuItem {
 		it := fyne.NewMenuItem(label, nil)
@@ -225,6 +231,9 @@ func (c *controller) buildMenu(ms menuState) *fyne.Menu {
 	install.Disabled = v.Installing
 	login := fyne.NewMenuItem(labelLogin, func() { c.setLaunchAtLogin(!ms.Login) })
 	login.Checked = ms.Login
+	// IsQuit: fyne adds a Quit of its own to a tray menu without one.
+	quit := fyne.NewMenuItem(labelQuit, c.quit)
+	quit.IsQuit = true
 	items = append(items,
 		install,
 		fyne.NewMenuItem(labelCheck, c.showSetup),
@@ -233,9 +242,9 @@ func (c *controller) buildMenu(ms menuState) *fyne.Menu {
 		fyne.NewMenuItem(labelLogs, c.openLogs),
 		fyne.NewMenuItemSeparator(),
 		fyne.NewMenuItem(labelAbout, c.showAbout),
-		fyne.NewMenuItem(labelQuit, c.quit),
+		quit,
 	)
-	return fyne.NewMenu("NPU Chat", items...)
+	return items
 }
 
 // tapped is the left click: start serving when the model is off (or
@@ -267,13 +276,11 @@ func (c *controller) stopServing() {
 }
 
 func (c *controller) openChat() {
-	u, err := url.Parse(c.app.ChatURL())
-	if err == nil {
-		err = c.openURL(u)
-	}
-	if err != nil {
-		c.fail("Could not open the chat page", fmt.Errorf("open %s in a browser: %w", c.app.ChatURL(), err))
-	}
+	go func() {
+		if err := c.app.OpenChat(); err != nil {
+			c.fail("Could not open the chat page", fmt.Errorf("open %s in a browser: %w", c.app.ChatURL(), err))
+		}
+	}()
 }
 
 func (c *controller) openLogs() {

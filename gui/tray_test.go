@@ -77,9 +77,11 @@ func TestClickStartsThenOpensTheChat(t *testing.T) {
 	}
 
 	h.tap()
-	h.eventually("the chat opened", func() bool { return len(h.openedURLs()) == 1 })
-	if got := h.openedURLs()[0]; got != "http://127.0.0.1:8001/" {
-		t.Fatalf("opened %q", got)
+	h.eventually("the chat opened", func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.chats == 1 })
+
+	h.click(labelLogs)
+	if got := h.openedURLs(); !slices.Equal(got, []string{"file:///tmp/npuchat-logs"}) {
+		t.Fatalf("opened %q for the logs folder", got)
 	}
 
 	h.click(labelStop)
@@ -89,6 +91,11 @@ func TestClickStartsThenOpensTheChat(t *testing.T) {
 	}
 	h.click(labelStart)
 	h.eventually("the model on again", func() bool { return h.c.view.Ready })
+	h.host.mu.Lock()
+	defer h.host.mu.Unlock()
+	if h.host.menus < 4 || h.host.menu != h.host.first {
+		t.Fatalf("%d menus set; the tray got a new menu value, which fyne overwrites with the first when the tray connects", h.host.menus)
+	}
 }
 
 // TestLoadErrorShowsAndRetries: a model that cannot load shows the error
