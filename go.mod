@@ -44,3 +44,5 @@ require (
 	golang.org/x/net v0.35.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
+
+require github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
