@@ -75,3 +75,41 @@ const (
 	CapJSON       = "json"
 	CapLogprobs   = "logprobs"
 )
+
+// UnsupportedError is a feature the backend cannot honour: the server
+// answers 400 naming the parameter (errors.Is(err, ErrBadRequest) holds).
+type UnsupportedError struct {
+	Param   string // the OpenAI parameter: "tools", "response_format", "logprobs"
+	What    string // the feature in words
+	Backend string // who cannot do it, for the message
+}
+
+func (e *UnsupportedError) Error() string {
+	return e.What + " is not supported by " + e.Backend + "; send the request without \"" + e.Param + "\""
+}
+
+// Is makes an UnsupportedError a bad request.
+func (e *UnsupportedError) Is(target error) bool { return target == ErrBadRequest }
+
+// CheckSupported refuses the features of req that caps (a backend's
+// capabilities) lack; who names the backend in the message ("the remote
+// server", "FastFlowLM").
+func CheckSupported(req *Request, caps []string, who string) error {
+	has := func(c string) bool {
+		for _, x := range caps {
+			if x == c {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case len(req.Tools) > 0 && req.ToolChoice.Mode != ToolNone && !has(CapTools):
+		return &UnsupportedError{Param: "tools", What: "tool calling", Backend: who}
+	case req.Format != nil && !has(CapJSON):
+		return &UnsupportedError{Param: "response_format", What: "structured output (response_format, or Ollama's format)", Backend: who}
+	case (req.Logprobs || req.TopLogprobs > 0) && !has(CapLogprobs):
+		return &UnsupportedError{Param: "logprobs", What: "log-probabilities (logprobs)", Backend: who}
+	}
+	return nil
+}
