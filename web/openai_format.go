@@ -64,7 +64,7 @@ type openAITextChoice struct {
 	Index        int                 `json:"index"`
 	Text         string              `json:"text"`
 	Logprobs     *openAITextLogprobs `json:"logprobs"`
-	FinishReason *string         `json:"finish_reason"`
+	FinishReason *string             `json:"finish_reason"`
 }
 
 // openAIUsage is OpenAI's token accounting.
@@ -218,7 +218,7 @@ func (o *openAICompletionWhole) finish(a *answer) error {
 		SystemFingerprint: a.fingerprint(),
 		Choices: []openAITextChoice{{Text: o.echo + a.Text.String(), FinishReason: strPtr(a.Result.FinishReason),
 			Logprobs: textLogprobs(o.logprobs, a.Logprobs, len(o.echo))}},
-		Usage:             usageOf(a.Result),
+		Usage: usageOf(a.Result),
 	})
 	return nil
 }
