@@ -260,3 +260,31 @@ func TestAxpyF32(t *testing.T) {
 		}
 	}
 }
+
+// TestDotF16: the float16 dot and axpy equal the float32 ones on the
+// converted values (within summation-order rounding), for every length
+// around the SIMD widths.
+func TestDotF16(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, n := range []int{1, 7, 8, 9, 31, 32, 33, 64, 127, 128, 300} {
+		a, b16, bf := make([]float32, n), make([]uint16, n), make([]float32, n)
+		var mag float64
+		for i := range a {
+			a[i] = float32(r.NormFloat64())
+			b16[i] = F32ToF16(float32(r.NormFloat64()))
+			bf[i] = F16ToF32(b16[i])
+			mag += math.Abs(float64(a[i] * bf[i]))
+		}
+		if got, want := DotF16(a, b16), DotF32(a, bf); math.Abs(float64(got-want)) > 1e-5*mag {
+			t.Errorf("n %d: DotF16 %v, DotF32 %v", n, got, want)
+		}
+		y1, y2 := append([]float32(nil), a...), append([]float32(nil), a...)
+		AxpyF16(y1, 0.7, b16)
+		AxpyF32(y2, 0.7, bf)
+		for i := range y1 {
+			if math.Abs(float64(y1[i]-y2[i])) > 1e-6*(1+math.Abs(float64(y2[i]))) {
+				t.Fatalf("n %d: AxpyF16[%d] %v, AxpyF32 %v", n, i, y1[i], y2[i])
+			}
+		}
+	}
+}

@@ -47,3 +47,5 @@ func gemmQ4_1BF16VNNIx1(w *byte, nb int, qs *int8, qstride int, d *float32, sum 
 func gemmQ8_0VNNIx1(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32) {
 	panic("no SIMD")
 }
+func dotF16AVX2(a *float32, b *uint16, n int) float32     { panic("no SIMD") }
+func axpyF16AVX2(y *float32, x *uint16, a float32, n int) { panic("no SIMD") }
