@@ -34,6 +34,17 @@ func (v *Q8Vector) Quantize(x []float32) {
 		v.Sum = make([]int32, nb)
 	}
 	v.Qs, v.D, v.S, v.Sum = v.Qs[:n], v.D[:nb], v.S[:nb], v.Sum[:nb]
+	if vnni && nb > 0 {
+		quantizeQ8AVX512(&x[0], nb, &v.Qs[0], &v.D[0], &v.S[0], &v.Sum[0])
+		return
+	}
+	v.quantizeRef(x)
+}
+
+// quantizeRef is Quantize in plain Go: the reference the AVX-512 loop is
+// tested against, bit for bit.
+func (v *Q8Vector) quantizeRef(x []float32) {
+	nb := len(x) / 32
 	for b := 0; b < nb; b++ {
 		xs := x[b*32 : b*32+32]
 		qs := v.Qs[b*32 : b*32+32]

@@ -288,3 +288,50 @@ func TestDotF16(t *testing.T) {
 		}
 	}
 }
+
+// TestQuantizeMatchesReference: the AVX-512 rounding of activations gives
+// the plain-Go loop's bytes, scales, sums and block sums exactly, on
+// Gaussian values, outliers, all-zero and constant blocks, ties
+// (x·127/max = k+½) and tiny and huge magnitudes.
+func TestQuantizeMatchesReference(t *testing.T) {
+	if !HasVNNI() {
+		t.Skip("no AVX-512 on this CPU: Quantize is the plain-Go loop itself")
+	}
+	r := rand.New(rand.NewPCG(13, 14))
+	for trial := range 200 {
+		nb := 1 + r.IntN(70)
+		x := make([]float32, 32*nb)
+		for i := range x {
+			switch trial % 5 {
+			case 0:
+				x[i] = float32(r.NormFloat64())
+			case 1:
+				x[i] = float32(r.NormFloat64() * math.Pow(10, float64(r.IntN(12)-6)))
+			case 2:
+				x[i] = float32(r.IntN(255)-127) / 2 // many exact ties after scaling
+			case 3:
+				if i/32%2 == 0 {
+					x[i] = 0
+				} else {
+					x[i] = 3
+				}
+			case 4:
+				x[i] = float32(r.NormFloat64() * 1e30)
+			}
+		}
+		var got, want Q8Vector
+		got.Quantize(x)
+		want.Qs, want.D, want.S, want.Sum = make([]int8, len(x)), make([]float32, nb), make([]float32, nb), make([]int32, nb)
+		want.quantizeRef(x)
+		for i := range want.Qs {
+			if got.Qs[i] != want.Qs[i] {
+				t.Fatalf("trial %d value %d (%g): q %d, reference %d", trial, i, x[i], got.Qs[i], want.Qs[i])
+			}
+		}
+		for b := range want.D {
+			if math.Float32bits(got.D[b]) != math.Float32bits(want.D[b]) || math.Float32bits(got.S[b]) != math.Float32bits(want.S[b]) || got.Sum[b] != want.Sum[b] {
+				t.Fatalf("trial %d block %d: d %g s %g sum %d, reference %g %g %d", trial, b, got.D[b], got.S[b], got.Sum[b], want.D[b], want.S[b], want.Sum[b])
+			}
+		}
+	}
+}

@@ -99,3 +99,9 @@ func dotF16AVX2(a *float32, b *uint16, n int) float32
 //
 //go:noescape
 func axpyF16AVX2(y *float32, x *uint16, a float32, n int)
+
+// quantizeQ8AVX512 is Q8Vector.Quantize's loop for nb blocks (AVX-512F
+// with BW/VL, which vnni implies).
+//
+//go:noescape
+func quantizeQ8AVX512(x *float32, nb int, qs *int8, d, s *float32, sum *int32)
