@@ -175,14 +175,15 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		}
 	}
 	a.mgr = service.New(service.Options{
-		Resolve:    a.reg.Resolve,
-		Models:     a.reg.Models,
-		Engines:    a.engines,
-		NewBackend: a.newBackend,
-		QueueSize:  cfg.QueueSize,
-		KeepAlive:  cfg.KeepAliveDur,
-		Logger:     a.log,
-		Now:        opts.Now,
+		Resolve:      a.reg.Resolve,
+		DefaultModel: a.cfg.Model,
+		Models:       a.reg.Models,
+		Engines:      a.engines,
+		NewBackend:   a.newBackend,
+		QueueSize:    cfg.QueueSize,
+		KeepAlive:    cfg.KeepAliveDur,
+		Logger:       a.log,
+		Now:          opts.Now,
 	})
 	if cfg.Engine == "remote" {
 		a.addRemoteModels(ctx)

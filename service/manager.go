@@ -54,6 +54,10 @@ type Options struct {
 	// Models lists the models that can be served (catalog and local
 	// files) for /v1/models and /api/tags.
 	Models func() []ModelDesc
+	// DefaultModel is the model Start("") starts before any model was
+	// asked for, and the one Status names then (the tray's and the
+	// page's switch start it; "" leaves Start("") an error).
+	DefaultModel string
 	// QueueSize is how many requests may wait while one runs (default 8).
 	QueueSize int
 	// KeepAlive is how long an idle model stays loaded (default 5
@@ -302,6 +306,7 @@ func New(opts Options) *Manager {
 		since:     opts.Now(),
 		keepAlive: opts.KeepAlive,
 		subs:      map[chan Event]struct{}{},
+		model:     opts.DefaultModel,
 	}
 	return m
 }
@@ -454,14 +459,14 @@ func (m *Manager) Start(model string) error {
 		m.mu.Unlock()
 		return errors.New("service closed")
 	}
-	m.enabled = true
 	if model == "" {
 		model = m.model
 	}
-	if model == "" {
+	if model == "" { // nothing changes: a switched-off model stays off
 		m.mu.Unlock()
 		return fmt.Errorf("start: no model named: %w", ErrUnknownModel)
 	}
+	m.enabled = true
 	if m.model != model {
 		m.failed = map[string]string{}
 	}

@@ -784,3 +784,35 @@ func TestReserveHoldsAPlaceBeforeTheBody(t *testing.T) {
 		t.Fatal("a ticket was used twice")
 	}
 }
+
+// TestStartWithNoNameStartsTheDefaultModel: the tray's and the page's
+// switch send no name; before any request the default model is the one
+// started, and it is named in the status while off.
+func TestStartWithNoNameStartsTheDefaultModel(t *testing.T) {
+	m := New(Options{DefaultModel: "m", KeepAlive: -1, NewBackend: func(ctx context.Context, model, kind string) (backend.Backend, error) {
+		return fake.New(fake.Options{Name: model}), nil
+	}})
+	defer m.Close(context.Background())
+	if err := m.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st := m.Status(); st.Model != "m" || st.Enabled {
+		t.Fatalf("off at start: %+v", st)
+	}
+	if err := m.Start(""); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the default model on", func() bool { return m.Status().State == StateOn })
+	if st := m.Status(); st.Model != "m" {
+		t.Fatalf("on: %+v", st)
+	}
+	none := New(Options{})
+	defer none.Close(context.Background())
+	none.Stop(context.Background())
+	if err := none.Start(""); !errors.Is(err, ErrUnknownModel) {
+		t.Fatalf("Start(\"\") with no model: %v", err)
+	}
+	if st := none.Status(); st.Enabled {
+		t.Fatalf("a failed Start switched the model on: %+v", st)
+	}
+}
