@@ -173,9 +173,7 @@ func (s *Session) forward(tokens []int, pos int, logits bool) {
 		for t := range n {
 			rmsnorm(norm[t], x[t], w.attnNorm, c.NormEps)
 		}
-		s.matmul(q, &w.wq, norm)
-		s.matmul(k, &w.wk, norm)
-		s.matmul(v, &w.wv, norm)
+		s.matmul(norm, product{q, &w.wq}, product{k, &w.wk}, product{v, &w.wv})
 		for t := range n {
 			if w.bq != nil {
 				add(q[t], w.bq)
@@ -202,7 +200,7 @@ func (s *Session) forward(tokens []int, pos int, logits bool) {
 		for t := range n {
 			s.attention(attOut[t], q[t], s.keys[l], s.values[l], pos+t)
 		}
-		s.matmul(xb2, &w.wo, attOut)
+		s.matmul(attOut, product{xb2, &w.wo})
 		for t := range n {
 			scale(xb2[t], float32(c.ResidualScale))
 			add(x[t], xb2[t])
@@ -212,14 +210,13 @@ func (s *Session) forward(tokens []int, pos int, logits bool) {
 		for t := range n {
 			rmsnorm(norm[t], x[t], w.ffnNorm, c.NormEps)
 		}
-		s.matmul(hb, &w.gate, norm)
-		s.matmul(hb2, &w.up, norm)
+		s.matmul(norm, product{hb, &w.gate}, product{hb2, &w.up})
 		for t := range n {
 			for i, g := range hb[t] {
 				hb[t][i] = silu(g) * hb2[t][i]
 			}
 		}
-		s.matmul(xb2, &w.down, hb)
+		s.matmul(hb, product{xb2, &w.down})
 		for t := range n {
 			scale(xb2[t], float32(c.ResidualScale))
 			add(x[t], xb2[t])
@@ -235,13 +232,14 @@ func (s *Session) forward(tokens []int, pos int, logits bool) {
 	rmsnorm(last[0], last[0], m.outNorm, c.NormEps)
 	scale(last[0], float32(1/c.LogitScale))
 	s.logitsRow[0] = s.logits
-	s.matmul(s.logitsRow[:], &m.output, last)
+	s.matmul(last, product{s.logitsRow[:], &m.output})
 }
 
-// matmul sets outs[t] = W·xs[t] for each token t of the batch, splitting
-// W's rows across the session's threads.
-func (s *Session) matmul(outs [][]float32, w *matrix, xs [][]float32) {
-	s.mul.mul(s.pool, outs, w, xs)
+// matmul sets p.outs[t] = p.w·xs[t] for each token t of the batch and
+// each product p (q, k and v together), splitting the rows across the
+// session's threads.
+func (s *Session) matmul(xs [][]float32, prods ...product) {
+	s.mul.mul(s.pool, xs, prods...)
 }
 
 // rmsnorm sets out = x / √(mean(x²) + eps) · w. out may alias x.

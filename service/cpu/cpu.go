@@ -206,11 +206,14 @@ func (b *Backend) promptLocked(req *backend.Request) ([]int, error) {
 	for i, m := range req.Messages {
 		msgs[i] = chat.Message{Role: m.Role, Content: m.Content, Name: m.Name}
 	}
-	text, err := b.tmpl.Render(msgs, chat.RenderOptions{AddGenerationPrompt: true, BOSToken: b.tcfg.BOSToken, EOSToken: b.tcfg.EOSToken})
+	// Message text is encoded as ordinary text: only the template's own
+	// markers are control tokens, so "<|im_end|>" typed in a message
+	// cannot close the turn (chat.EncodeMessages).
+	ids, err := b.tmpl.EncodeMessages(b.tok, b.tcfg, msgs, chat.RenderOptions{AddGenerationPrompt: true, BOSToken: b.tcfg.BOSToken, EOSToken: b.tcfg.EOSToken})
 	if err != nil {
 		return nil, fmt.Errorf("chat template: %v: %w", err, backend.ErrBadRequest)
 	}
-	return chat.Encode(b.tok, b.tcfg, text), nil
+	return ids, nil
 }
 
 // Generate implements backend.Backend.
