@@ -42,6 +42,9 @@ type Options struct {
 	// (`npuchat generate --quantize none`, `--no-fold-kv`).
 	Quantize string
 	NoFoldKV bool
+	// CacheDir is the engine's LoadOptions.CacheDir: where a model.q4nx
+	// is unpacked once (a folder of NPU Chat's data, "" for none).
+	CacheDir string
 }
 
 // Backend runs a model in this process. One Generate at a time.
@@ -74,7 +77,10 @@ func (b *Backend) Load(ctx context.Context, progress func(backend.Progress)) err
 	}
 	report("reading weights", 0.1)
 	m, err := engine.Load(b.opts.Path, engine.LoadOptions{Threads: b.opts.Threads, SkipQKNorm: b.opts.SkipQKNorm, RopeLayout: b.opts.RopeLayout,
-		Quantize: b.opts.Quantize, NoFoldKV: b.opts.NoFoldKV})
+		Quantize: b.opts.Quantize, NoFoldKV: b.opts.NoFoldKV, CacheDir: b.opts.CacheDir,
+		Progress: func(done, total int64) {
+			report("unpacking model.q4nx (once)", 0.1+0.8*float64(done)/float64(max(total, 1)))
+		}})
 	if err != nil {
 		return fmt.Errorf("load %s: %w", b.opts.Path, err)
 	}
