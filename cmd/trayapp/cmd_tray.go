@@ -63,7 +63,7 @@ func runTray(ctx context.Context, env *Env, flags app.Flags, hidden bool) int {
 	}
 	inst, err := instance.Acquire(instance.Options{Dir: dir})
 	if errors.Is(err, instance.ErrRunning) {
-		if err := instance.Notify(ctx, dir, instance.OpenChat); err != nil {
+		if err := instance.Notify(ctx, dir, nil, instance.OpenChat); err != nil {
 			fmt.Fprintln(env.Stderr, "npuchat: NPU Chat is already running, but:", err)
 			return 1
 		}
