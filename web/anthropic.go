@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
 )
 
@@ -315,11 +316,11 @@ func (s *Server) anthropicFail(w http.ResponseWriter, r *http.Request, err error
 
 func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	body, err := readBody(r)
-	if err != nil {
-		s.anthropicFail(w, r, err)
+	ticket, body, ok := s.admit(w, r)
+	if !ok {
 		return
 	}
+	defer ticket.Release()
 	req, in, err := parseAnthropic(body)
 	if err != nil {
 		s.anthropicFail(w, r, err)
@@ -328,9 +329,9 @@ func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
 	a := newAnswer("msg_", in.Model, start)
 	var out answerWriter = &anthropicWhole{s: s, w: w, r: r}
 	if in.Stream {
-		out = &anthropicStream{s: s, w: w, r: r, sse: newSSE(w)}
+		out = &anthropicStream{s: s, w: w, r: r, sse: s.newSSE(w)}
 	}
-	s.drive(w, r, a, &call{req: req, out: out})
+	s.drive(w, r, a, &call{req: req, opts: service.GenerateOptions{Ticket: ticket}, out: out})
 }
 
 // anthropicWhole writes a whole Messages answer.
