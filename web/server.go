@@ -112,6 +112,7 @@ func (s *Server) Handler() http.Handler {
 	// OpenAI-compatible API.
 	mux.HandleFunc("POST /v1/chat/completions", s.openAIChat)
 	mux.HandleFunc("POST /v1/completions", s.openAICompletions)
+	mux.HandleFunc("POST /v1/messages", s.anthropicMessages)
 	mux.HandleFunc("GET /v1/models", s.openAIModels)
 	mux.HandleFunc("GET /v1/models/{id...}", s.openAIModel)
 	// Ollama-compatible API.
