@@ -57,6 +57,17 @@ type Settings struct {
 	Origins   []string `json:"origins,omitempty"`    // extra allowed browser origins
 	AutoStart bool     `json:"auto_start,omitempty"` // start the model when the app starts
 	FLMRoot   string   `json:"flm_root,omitempty"`   // overrides FastFlowLM discovery
+	// Chat holds the chat page's default generation settings (each
+	// conversation may override them).
+	Chat ChatDefaults `json:"chat,omitzero"`
+}
+
+// ChatDefaults are the chat page's default generation settings; nil
+// means the API's default.
+type ChatDefaults struct {
+	Temperature *float64 `json:"temperature,omitempty"`
+	TopP        *float64 `json:"top_p,omitempty"`
+	MaxTokens   *int     `json:"max_tokens,omitempty"`
 }
 
 // Config is the resolved configuration: settings merged with the

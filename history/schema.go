@@ -6,13 +6,13 @@ package history
 var migrations = []string{
 	// 1: conversations and their messages.
 	`CREATE TABLE conversations (
-		id         INTEGER PRIMARY KEY,
+		id         INTEGER PRIMARY KEY AUTOINCREMENT,
 		title      TEXT    NOT NULL DEFAULT '',
 		created_at INTEGER NOT NULL,
 		updated_at INTEGER NOT NULL
 	);
 	CREATE TABLE messages (
-		id              INTEGER PRIMARY KEY,
+		id              INTEGER PRIMARY KEY AUTOINCREMENT,
 		conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
 		role            TEXT    NOT NULL CHECK (role IN ('user', 'assistant', 'system')),
 		content         TEXT    NOT NULL DEFAULT '',

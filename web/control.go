@@ -2,11 +2,12 @@ package web
 
 import (
 	"context"
-	"embed"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/npuchat/npuchat/service/install"
 )
 
 // status is GET /api/status: the service status and the version.
@@ -61,8 +62,19 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	out.rc.Flush()
 	tick := time.NewTicker(15 * time.Second)
 	defer tick.Stop()
+	var installs <-chan install.Status
+	if s.opts.Installs != nil {
+		ich, icancel := s.opts.Installs.Subscribe()
+		defer icancel()
+		installs = ich
+	}
 	for {
 		select {
+		case st := <-installs:
+			b, _ := json.Marshal(map[string]any{"type": "install", "install": st, "time": time.Now()})
+			if out.raw(fmt.Sprintf("event: install\ndata: %s\n\n", b)) != nil {
+				return
+			}
 		case <-r.Context().Done():
 			return
 		case <-tick.C:
@@ -95,21 +107,4 @@ func (s *Server) checkNPU(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, rep)
-}
-
-//go:embed static
-var static embed.FS
-
-func (s *Server) page(w http.ResponseWriter, r *http.Request) {
-	b, err := static.ReadFile("static/index.html")
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; script-src 'self' 'unsafe-inline'; frame-ancestors 'none'")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
-	w.Write(b)
 }

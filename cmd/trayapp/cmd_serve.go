@@ -5,10 +5,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"strings"
 
 	"github.com/npuchat/npuchat/config"
+	"github.com/npuchat/npuchat/history"
+	"github.com/npuchat/npuchat/models"
+	"github.com/npuchat/npuchat/service/install"
 	"github.com/npuchat/npuchat/web"
 )
 
@@ -84,8 +88,16 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 	if cfg.Engine == "remote" {
 		a.addRemoteModels(ctx)
 	}
+	hist := history.NewHandle(filepath.Join(cfg.DataDir, "history.db"), history.Options{})
+	defer hist.Close()
+	installs := install.New(install.Options{NewInstaller: func() (*models.Installer, error) {
+		return models.NewInstaller(cfg, models.Options{FLMRoot: cfg.FLMRoot, Getenv: env.Getenv})
+	}})
+	defer installs.Close()
 	srv, err := web.NewServer(a.mgr, web.Options{
 		Addr: cfg.Addr, APIKey: cfg.APIKey, Origins: cfg.Origins, Version: version, Logger: log,
+		History: hist, Installs: installs, Settings: web.NewSettingsStore(cfg),
+		LogFile: filepath.Join(cfg.LogDir, "npuchat.log"),
 		CheckNPU: func(ctx context.Context) (any, error) {
 			m, err := a.cat.Lookup(cfg.Model)
 			size := int64(0)

@@ -1,0 +1,540 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/npuchat/npuchat/config"
+	"github.com/npuchat/npuchat/history"
+	"github.com/npuchat/npuchat/service"
+	"github.com/npuchat/npuchat/service/backend"
+)
+
+// The conversation API (/api/conversations) is the chat page's back end:
+// the server keeps the history, and stores each answer as it streams
+// (history.Store.AppendText runs before a piece is sent), so whatever a
+// browser showed is on disk.
+
+// store returns the history store, or an error for the client when the
+// history is not available (locked, closed, or not configured).
+func (s *Server) store(ctx context.Context) (*history.Store, error) {
+	if s.opts.History == nil {
+		return nil, &apiError{http.StatusNotFound, "history_unavailable", "this server keeps no chat history", ""}
+	}
+	st, err := s.opts.History.Store(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// historyError maps store errors to API errors with a message a person
+// can act on.
+func historyError(err error) error {
+	var ae *apiError
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.Is(err, history.ErrNotFound):
+		return &apiError{http.StatusNotFound, "not_found", err.Error(), ""}
+	case errors.Is(err, history.ErrInvalid):
+		return &apiError{http.StatusBadRequest, "invalid_request_error", strings.TrimPrefix(err.Error(), "invalid: "), ""}
+	case errors.Is(err, history.ErrLocked):
+		return &apiError{http.StatusServiceUnavailable, "history_locked",
+			"The chat history is locked by another program (" + cause(err) + "). Close the other program; chats are saved again as soon as it is free.", ""}
+	case errors.Is(err, history.ErrClosed):
+		return &apiError{http.StatusServiceUnavailable, "history_unavailable", "the chat history is closed; the server is stopping", ""}
+	}
+	return &apiError{http.StatusInternalServerError, "history_error", "the chat history failed: " + err.Error(), ""}
+}
+
+func cause(err error) string {
+	for {
+		u := errors.Unwrap(err)
+		if u == nil {
+			return err.Error()
+		}
+		err = u
+	}
+}
+
+func (s *Server) failHistory(w http.ResponseWriter, r *http.Request, err error) {
+	s.fail(w, r, historyError(err))
+}
+
+// pathID parses {id} (or another path value) as a positive integer.
+func pathID(r *http.Request, name string) (int64, error) {
+	v := r.PathValue(name)
+	id, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, &apiError{http.StatusBadRequest, "invalid_request_error", fmt.Sprintf("%s %q is not a conversation or message id (a positive number)", name, v), name}
+	}
+	return id, nil
+}
+
+// historyStatus is GET /api/history: where the history is and what is
+// wrong with it, for the page's banner.
+func (s *Server) historyStatus(w http.ResponseWriter, r *http.Request) {
+	out := map[string]any{"available": false}
+	if s.opts.History != nil {
+		_, err := s.opts.History.Store(r.Context())
+		out["available"] = err == nil
+		out["path"] = s.opts.History.Path()
+		if p := s.opts.History.Problem(); p != "" {
+			if err != nil {
+				p = historyError(err).Error()
+			}
+			out["problem"] = p
+		}
+	} else {
+		out["problem"] = "this server keeps no chat history"
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// conversationIn is the body of POST and PATCH /api/conversations[/{id}].
+type conversationIn struct {
+	Title        *string  `json:"title"`
+	SystemPrompt *string  `json:"system_prompt"`
+	Temperature  *float64 `json:"temperature"`
+	TopP         *float64 `json:"top_p"`
+	MaxTokens    *int     `json:"max_tokens"`
+	// Clear names settings to reset to the server's default
+	// ("temperature", "top_p", "max_tokens") in a PATCH.
+	Clear []string `json:"clear"`
+}
+
+func (in *conversationIn) apply(st *history.Settings) error {
+	if in.SystemPrompt != nil {
+		st.SystemPrompt = *in.SystemPrompt
+	}
+	if in.Temperature != nil {
+		st.Temperature = in.Temperature
+	}
+	if in.TopP != nil {
+		st.TopP = in.TopP
+	}
+	if in.MaxTokens != nil {
+		st.MaxTokens = in.MaxTokens
+	}
+	for _, c := range in.Clear {
+		switch c {
+		case "temperature":
+			st.Temperature = nil
+		case "top_p":
+			st.TopP = nil
+		case "max_tokens":
+			st.MaxTokens = nil
+		default:
+			return badRequest("clear", "clear: %q is not a setting (temperature, top_p, max_tokens)", c)
+		}
+	}
+	return nil
+}
+
+func (s *Server) decode(r *http.Request, v any) error {
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	return unmarshalBody(body, v)
+}
+
+func (s *Server) listConversations(w http.ResponseWriter, r *http.Request) {
+	st, err := s.store(r.Context())
+	if err != nil {
+		s.failHistory(w, r, err)
+		return
+	}
+	var list []history.Conversation
+	if q := r.URL.Query().Get("q"); strings.TrimSpace(q) != "" {
+		list, err = st.Search(r.Context(), q, 0)
+	} else {
+		list, err = st.List(r.Context(), 0)
+	}
+	if err != nil {
+		s.failHistory(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"conversations": list})
+}
+
+func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
+	st, err := s.store(r.Context())
+	if err != nil {
+		s.failHistory(w, r, err)
+		return
+	}
+	var in conversationIn
+	if body, err := readBody(r); err != nil {
+		s.fail(w, r, err)
+		return
+	} else if len(strings.TrimSpace(string(body))) > 0 {
+		if err := unmarshalBody(body, &in); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	}
+	var set history.Settings
+	if err := in.apply(&set); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	title := ""
+	if in.Title != nil {
+		title = *in.Title
+	}
+	c, err := st.Create(r.Context(), title, set)
+	if err != nil {
+		s.failHistory(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, c)
+}
+
+func (s *Server) getConversation(w http.ResponseWriter, r *http.Request) {
+	st, id, ok := s.storeAndID(w, r)
+	if !ok {
+		return
+	}
+	e, err := st.Load(r.Context(), id)
+	if err != nil {
+		s.failHistory(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, e)
+}
+
+func (s *Server) storeAndID(w http.ResponseWriter, r *http.Request) (*history.Store, int64, bool) {
+	id, err := pathID(r, "id")
+	if err != nil {
+		s.fail(w, r, err)
+		return nil, 0, false
+	}
+	st, err := s.store(r.Context())
+	if err != nil {
+		s.failHistory(w, r, err)
+		return nil, 0, false
+	}
+	return st, id, true
+}
+
+func (s *Server) updateConversation(w http.ResponseWriter, r *http.Request) {
+	st, id, ok := s.storeAndID(w, r)
+	if !ok {
+		return
+	}
+	var in conversationIn
+	if err := s.decode(r, &in); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	c, err := st.Get(r.Context(), id)
+	if err != nil {
+		s.failHistory(w, r, err)
+		return
+	}
+	set := c.Settings
+	if err := in.apply(&set); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	c, err = st.Update(r.Context(), id, history.Patch{Title: in.Title, Settings: &set})
+	if err != nil {
+		s.failHistory(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, c)
+}
+
+func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) {
+	st, id, ok := s.storeAndID(w, r)
+	if !ok {
+		return
+	}
+	if err := st.Delete(r.Context(), id); err != nil {
+		s.failHistory(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) exportConversation(w http.ResponseWriter, r *http.Request) {
+	st, id, ok := s.storeAndID(w, r)
+	if !ok {
+		return
+	}
+	format := r.URL.Query().Get("format")
+	if format == "" {
+		format = "md"
+	}
+	if format != "md" && format != "json" {
+		s.fail(w, r, badRequest("format", "format must be md or json, got %q", format))
+		return
+	}
+	e, err := st.Load(r.Context(), id)
+	if err != nil {
+		s.failHistory(w, r, err)
+		return
+	}
+	name := fmt.Sprintf("npuchat-conversation-%d.%s", id, format)
+	w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
+	if format == "json" {
+		w.Header().Set("Content-Type", "application/json")
+		e.WriteJSON(w)
+		return
+	}
+	w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
+	e.WriteMarkdown(w)
+}
+
+func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) {
+	st, id, ok := s.storeAndID(w, r)
+	if !ok {
+		return
+	}
+	msgs, err := st.Messages(r.Context(), id)
+	if err != nil {
+		s.failHistory(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"messages": msgs})
+}
+
+// sendIn is the body of POST /api/conversations/{id}/messages.
+type sendIn struct {
+	// Content is the user's message (not with regenerate).
+	Content string `json:"content"`
+	// Edit, when set, replaces that user message (and drops everything
+	// after it) with Content.
+	Edit int64 `json:"edit"`
+	// Regenerate answers the last user message again, replacing the
+	// answer that follows it.
+	Regenerate bool `json:"regenerate"`
+	// Model overrides the model to ask (default: the one the server runs).
+	Model string `json:"model"`
+}
+
+// sendMessage is POST /api/conversations/{id}/messages: it stores the
+// user's message and streams the answer as server-sent events, storing
+// each piece before it is sent:
+//
+//	event: user     data: the stored user message
+//	event: start    data: the stored (empty, cut) answer
+//	event: token    data: {"text": "..."}
+//	event: done     data: the finished answer, with its stats
+//	event: error    data: {"message": "...", "answer": the cut answer or null}
+func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
+	st, id, ok := s.storeAndID(w, r)
+	if !ok {
+		return
+	}
+	var in sendIn
+	if err := s.decode(r, &in); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	ctx := r.Context()
+	// Stored writes go on when the client leaves: what it was sent stays.
+	keep := context.WithoutCancel(ctx)
+	conv, err := st.Get(ctx, id)
+	if err != nil {
+		s.failHistory(w, r, err)
+		return
+	}
+	msgs, err := st.Messages(ctx, id)
+	if err != nil {
+		s.failHistory(w, r, err)
+		return
+	}
+	var user *history.Message
+	switch {
+	case in.Regenerate:
+		if in.Content != "" || in.Edit != 0 {
+			s.fail(w, r, badRequest("regenerate", "regenerate takes no content or edit"))
+			return
+		}
+		last := -1
+		for i := len(msgs) - 1; i >= 0; i-- {
+			if msgs[i].Role == "user" {
+				last = i
+				break
+			}
+		}
+		if last < 0 {
+			s.fail(w, r, badRequest("regenerate", "there is no message to answer again in conversation %d", id))
+			return
+		}
+		if last+1 < len(msgs) {
+			if err := st.Truncate(keep, id, msgs[last+1].ID); err != nil {
+				s.failHistory(w, r, err)
+				return
+			}
+		}
+		user, msgs = &msgs[last], msgs[:last+1]
+	case in.Edit != 0:
+		at := -1
+		for i := range msgs {
+			if msgs[i].ID == in.Edit && msgs[i].Role == "user" {
+				at = i
+			}
+		}
+		if at < 0 {
+			s.fail(w, r, &apiError{http.StatusNotFound, "not_found", fmt.Sprintf("conversation %d has no user message %d to edit", id, in.Edit), "edit"})
+			return
+		}
+		if strings.TrimSpace(in.Content) == "" {
+			s.fail(w, r, badRequest("content", "the edited message is empty"))
+			return
+		}
+		if err := st.Truncate(keep, id, in.Edit); err != nil {
+			s.failHistory(w, r, err)
+			return
+		}
+		msgs = msgs[:at]
+		fallthrough
+	default:
+		user, err = st.AddUser(keep, id, in.Content)
+		if err != nil {
+			s.failHistory(w, r, err)
+			return
+		}
+		msgs = append(msgs, *user)
+	}
+	req, err := s.chatRequest(conv, msgs, in.Model)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	ans, err := st.StartAnswer(keep, id, req.Model)
+	if err != nil {
+		s.failHistory(w, r, err)
+		return
+	}
+	out := newSSE(w)
+	event := func(name string, v any) error {
+		b, _ := json.Marshal(v)
+		return out.raw("event: " + name + "\ndata: " + string(b) + "\n\n")
+	}
+	event("user", user)
+	event("start", ans)
+
+	start := time.Now()
+	var first time.Time
+	pieces := 0
+	var gopts service.GenerateOptions
+	if s.opts.Settings != nil {
+		gopts.KeepAlive = s.opts.Settings.keepAlive()
+	}
+	res, err := s.mgr.Generate(ctx, req, gopts, func(t backend.Token) error {
+		if first.IsZero() {
+			first = time.Now()
+		}
+		pieces++
+		if err := st.AppendText(keep, ans.ID, t.Text); err != nil {
+			return err
+		}
+		return event("token", map[string]string{"text": t.Text})
+	})
+	status := s.mgr.Status()
+	stats := history.Stats{Model: req.Model, Engine: res.Backend, Fallback: status.Fallback, FinishReason: res.FinishReason,
+		PromptTokens: res.PromptTokens, CompletionTokens: res.CompletionTokens}
+	if stats.Engine == "" {
+		stats.Engine = status.Backend
+	}
+	if status.Info != nil {
+		stats.ContextLength = status.Info.ContextLength
+	}
+	if !first.IsZero() {
+		stats.TTFTMillis = first.Sub(start).Milliseconds()
+		if d := time.Since(first); stats.CompletionTokens > 1 && d > 0 {
+			stats.TokensPerSecond = float64(stats.CompletionTokens-1) / d.Seconds()
+		}
+	}
+	if tps := res.DecodeTokensPerSecond(); tps > 0 {
+		stats.TokensPerSecond = tps
+	}
+	if stats.CompletionTokens == 0 {
+		stats.CompletionTokens = pieces
+	}
+	if err == nil {
+		if ferr := st.FinishAnswer(keep, ans.ID, stats); ferr != nil {
+			event("error", map[string]any{"message": historyError(ferr).Error()})
+			return
+		}
+		done, _ := st.Message(keep, ans.ID)
+		event("done", done)
+		return
+	}
+	reason := history.CutFailed
+	if ctx.Err() != nil {
+		reason = history.CutStopped
+	}
+	if pieces == 0 && reason == history.CutFailed {
+		// Nothing was said: keep the question, drop the empty answer.
+		st.Truncate(keep, id, ans.ID)
+		event("error", map[string]any{"message": s.classify(historyError2(err)).msg, "answer": nil})
+		return
+	}
+	st.CutAnswer(keep, ans.ID, reason, stats)
+	if ctx.Err() == nil {
+		cut, _ := st.Message(keep, ans.ID)
+		event("error", map[string]any{"message": s.classify(historyError2(err)).msg, "answer": cut})
+	}
+}
+
+// historyError2 maps a history error met while streaming and leaves
+// other errors to classify.
+func historyError2(err error) error {
+	if errors.Is(err, history.ErrLocked) || errors.Is(err, history.ErrClosed) {
+		return historyError(err)
+	}
+	return err
+}
+
+// chatRequest builds the generation request for a conversation: its
+// system prompt, its messages and its settings over the defaults.
+func (s *Server) chatRequest(conv *history.Conversation, msgs []history.Message, model string) (*backend.Request, error) {
+	req := &backend.Request{Model: trimModel(model)}
+	if req.Model == "" {
+		req.Model = s.mgr.Status().Model
+	}
+	if req.Model == "" {
+		req.Model = config.DefaultModel
+	}
+	if conv.SystemPrompt != "" {
+		req.Messages = append(req.Messages, backend.Message{Role: "system", Content: conv.SystemPrompt})
+	}
+	for _, m := range msgs {
+		if m.Role == "assistant" && m.Content == "" {
+			continue
+		}
+		req.Messages = append(req.Messages, backend.Message{Role: m.Role, Content: m.Content})
+	}
+	d := s.chatDefaults()
+	temp, topP := conv.Temperature, conv.TopP
+	if temp == nil {
+		temp = d.Temperature
+	}
+	if topP == nil {
+		topP = d.TopP
+	}
+	var err error
+	req.Sampling, err = samplingParams{Temperature: temp, TopP: topP}.toSampling(nil)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case conv.MaxTokens != nil:
+		req.MaxTokens = *conv.MaxTokens
+	case d.MaxTokens != nil:
+		req.MaxTokens = *d.MaxTokens
+	}
+	return req, nil
+}
