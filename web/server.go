@@ -12,8 +12,8 @@ import (
 
 	"github.com/npuchat/npuchat/config"
 	"github.com/npuchat/npuchat/history"
-	"github.com/npuchat/npuchat/service/install"
 	"github.com/npuchat/npuchat/service"
+	"github.com/npuchat/npuchat/service/install"
 )
 
 // Options configure the HTTP server.
