@@ -55,8 +55,10 @@ type Settings struct {
 	Threads   int      `json:"threads,omitempty"`    // CPU engine threads; 0 = all cores
 	APIKey    string   `json:"api_key,omitempty"`    // require this Bearer key
 	Origins   []string `json:"origins,omitempty"`    // extra allowed browser origins
-	AutoStart bool     `json:"auto_start,omitempty"` // start the model when the app starts
-	FLMRoot   string   `json:"flm_root,omitempty"`   // overrides FastFlowLM discovery
+	// ServeAtStart switches the model on when the tray starts (default
+	// off: the API listens and the model waits for a click).
+	ServeAtStart bool   `json:"serve_at_start,omitempty"`
+	FLMRoot      string `json:"flm_root,omitempty"` // overrides FastFlowLM discovery
 	// Chat holds the chat page's default generation settings (each
 	// conversation may override them).
 	Chat ChatDefaults `json:"chat,omitzero"`
@@ -198,6 +200,23 @@ func (c *Config) readSettings() error {
 		return fmt.Errorf("config: settings file %s is not valid JSON (%v); fix or delete it", c.SettingsPath, err)
 	}
 	return nil
+}
+
+// ReadSettings reads the settings file at path alone (no environment,
+// no defaults); a missing file gives zero Settings. The tray changes one
+// setting by reading the file, changing the field and writing it back
+// with WriteSettings, so that a run's flags and environment never end up
+// in the file.
+func ReadSettings(path string) (Settings, error) {
+	c := &Config{SettingsPath: path}
+	err := c.readSettings()
+	return c.Settings, err
+}
+
+// WriteSettings writes s to the settings file at path atomically.
+func WriteSettings(path string, s Settings) error {
+	c := &Config{Settings: s, SettingsPath: path}
+	return c.Save()
 }
 
 // Save writes the settings file atomically (a temporary file renamed into

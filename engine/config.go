@@ -3,7 +3,6 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"runtime"
 )
 
 // RopeLayout says which pairs of a head's values RoPE rotates together.
@@ -67,8 +66,8 @@ type Config struct {
 
 // LoadOptions tunes Load.
 type LoadOptions struct {
-	// Threads splits each matrix-vector product across this many
-	// goroutines (0: runtime.NumCPU()).
+	// Threads splits each matrix product across this many goroutines
+	// (0: one per physical core, SMT siblings not counted).
 	Threads int
 	// Quantize is what Hugging Face float weights become at load:
 	// "q8_0" (default) or "none" (computed in their stored type).
@@ -93,13 +92,19 @@ type LoadOptions struct {
 	// times faster; logits then move by about 1% of their scale, as
 	// llama.cpp's do.
 	FloatActivations bool
+	// SIMD caps the kernels: "" or "auto" (the best the CPU has; the
+	// environment variable NPUCHAT_SIMD can set it instead), "avx512"
+	// (AVX-512 VNNI on weights repacked at load), "avx2" (AVX2+FMA on the
+	// weights as stored) or "none" (plain Go). The kernels are chosen
+	// once per matrix at load.
+	SIMD string
 }
 
 func (o LoadOptions) threads() int {
 	if o.Threads > 0 {
 		return o.Threads
 	}
-	return runtime.NumCPU()
+	return physicalCores()
 }
 
 // ErrContextFull is returned by Forward when the session's KV cache holds

@@ -54,7 +54,6 @@ func (m *Model) NewSession(maxContext int) *Session {
 		logits: make([]float32, c.VocabSize),
 	}
 	s.pool = newPool(s, m.threads)
-	s.mul.arith = m.arith
 	return s
 }
 

@@ -28,7 +28,7 @@ func FuzzLoadGGUF(f *testing.F) {
 	}
 	f.Add(seed)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		m, err := loadGGUFData(data, LoadOptions{Threads: 1})
+		m, err := loadGGUFData(data, LoadOptions{Threads: 1}, nil)
 		if err != nil {
 			return
 		}

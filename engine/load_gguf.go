@@ -69,16 +69,16 @@ func loadGGUF(path string, opts LoadOptions) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := loadGGUFData(mf.Data, opts)
+	m, err := loadGGUFData(mf.Data, opts, mf)
 	if err != nil {
 		mf.Close()
 		return nil, err
 	}
-	m.files = []*mmapfile.File{mf}
 	return m, nil
 }
 
-func loadGGUFData(data []byte, opts LoadOptions) (*Model, error) {
+// loadGGUFData loads a GGUF file's bytes, the data of mf when mf is not nil.
+func loadGGUFData(data []byte, opts LoadOptions, mf *mmapfile.File) (*Model, error) {
 	f, err := gguf.Parse(data)
 	if err != nil {
 		return nil, err
@@ -188,6 +188,9 @@ func loadGGUFData(data []byte, opts LoadOptions) (*Model, error) {
 		return nil, err
 	}
 	m := &Model{cfg: c, meta: f.Metadata}
+	if mf != nil {
+		m.files = []*mmapfile.File{mf}
+	}
 	src := ggufSource{f: f, data: data}
 	if err := m.build(src, ggufNames); err != nil {
 		return nil, err

@@ -15,6 +15,10 @@ type matrix struct {
 	Rows, Cols int
 	Data       []byte
 	rowBytes   int
+	// kern is how products with the matrix compute, chosen once at load
+	// (Model.prepare); packed is its weights rearranged for kernPacked.
+	kern   kernel
+	packed *quant.Packed
 }
 
 func newMatrix(t quant.Type, rows, cols int, data []byte) (matrix, error) {
@@ -47,53 +51,40 @@ func matvecRef(out []float32, w *matrix, x []float32) {
 	}
 }
 
-// arith says how a matrix product computes.
+// arith says how a model's matrix products compute.
 type arith struct {
 	// floatAct multiplies quantized weights by the float32 activations
 	// (the engine's exact arithmetic) instead of by activations rounded
 	// to 8 bits as llama.cpp does (quant.Q8Vector, quant.DotQ8).
 	floatAct bool
-	// noSIMD uses the plain-Go kernels even where the CPU has SIMD ones.
-	noSIMD bool
 }
 
 // mulTask is one matrix times a batch of vectors, outs[t] = W·xs[t],
 // split by rows across a pool. Its buffers are reused from product to
 // product, so a token allocates nothing.
 type mulTask struct {
-	arith
 	w        *matrix
 	outs, xs [][]float32
 	q8       quant.Q8Batch // xs rounded to 8 bits (integer kernels)
 	sums     [][]float32   // 32-value block sums of xs (Q4_1, Q4_K float path)
-	mode     mulMode
-	// next is the first row no thread has taken yet: threads take chunks
-	// of rows until none are left, so a thread slowed by other work on
-	// the machine takes fewer (each row's result does not depend on
-	// which thread computes it).
+	tiles    [][]float32   // per pool part: a packed group's results (kernPacked)
+	// next is the first unit (row, or 16-row group of a packed matrix)
+	// no thread has taken yet: threads take chunks of units until none
+	// are left, so a thread slowed by other work on the machine takes
+	// fewer (each row's result does not depend on which thread computes
+	// it).
 	next  atomic.Int64
+	units int
 	chunk int
 }
 
-type mulMode int
-
-const (
-	modeDot   mulMode = iota // quant.Dot on float activations
-	modeSums                 // quant.DotSums with block sums
-	modeF32                  // F32 rows with the SIMD float kernel
-	modeQ8                   // quant.DotQ8 on Q8 activations
-	modeQ8Ref                // quant.DotQ8Ref (SIMD off)
-)
-
-// mul sets outs[t] = W·xs[t] for every t, on pool p.
+// mul sets outs[t] = W·xs[t] for every t, on pool p, with the kernel
+// chosen for W when the model was loaded.
 func (k *mulTask) mul(p *pool, outs [][]float32, w *matrix, xs [][]float32) {
 	k.w, k.outs, k.xs = w, outs, xs
-	switch {
-	case !k.floatAct && quant.HasQ8Kernel(w.Type) && w.Cols%32 == 0:
-		k.mode = modeQ8
-		if k.noSIMD {
-			k.mode = modeQ8Ref
-		}
+	k.units = w.Rows
+	switch w.kern {
+	case kernPacked, kernQ8AVX2, kernQ8Ref:
 		k.q8.Prepare(len(xs), w.Cols)
 		if len(xs) >= 4 {
 			p.run(quantizeTask{k}) // prefill: round the batch's vectors in parallel
@@ -102,8 +93,13 @@ func (k *mulTask) mul(p *pool, outs [][]float32, w *matrix, xs [][]float32) {
 				k.q8.Vecs[t].Quantize(x[:w.Cols])
 			}
 		}
-	case w.Type == quant.Q4_1 || w.Type == quant.Q4_1BF16 || w.Type == quant.Q4_K:
-		k.mode = modeSums
+		if w.kern == kernPacked {
+			k.units = w.packed.Groups()
+			for len(k.tiles) < p.threads {
+				k.tiles = append(k.tiles, nil)
+			}
+		}
+	case kernSums:
 		for len(k.sums) < len(xs) {
 			k.sums = append(k.sums, nil)
 		}
@@ -114,13 +110,12 @@ func (k *mulTask) mul(p *pool, outs [][]float32, w *matrix, xs [][]float32) {
 			k.sums[t] = k.sums[t][:w.Cols/32]
 			quant.BlockSums(x[:w.Cols], k.sums[t])
 		}
-	case w.Type == quant.F32 && !k.noSIMD:
-		k.mode = modeF32
-	default:
-		k.mode = modeDot
 	}
 	k.next.Store(0)
-	k.chunk = max(16, w.Rows/(16*p.threads))
+	k.chunk = max(1, k.units/(16*p.threads))
+	if w.kern != kernPacked {
+		k.chunk = max(16, k.chunk)
+	}
 	if w.Rows*len(xs) < 64 {
 		k.part(0, 1)
 	} else {
@@ -129,28 +124,52 @@ func (k *mulTask) mul(p *pool, outs [][]float32, w *matrix, xs [][]float32) {
 	k.w, k.outs, k.xs = nil, nil, nil
 }
 
-// part takes chunks of rows until none are left and computes them for
+// part takes chunks of units until none are left and computes them for
 // every vector: each weight row is read from memory once and used for
-// the whole batch, four vectors at a time where there is a kernel for
-// that.
-func (k *mulTask) part(_, _ int) {
+// the whole batch.
+func (k *mulTask) part(i, _ int) {
 	for {
 		lo := int(k.next.Add(int64(k.chunk))) - k.chunk
-		if lo >= k.w.Rows {
+		if lo >= k.units {
 			return
 		}
-		k.rows(lo, min(lo+k.chunk, k.w.Rows))
+		hi := min(lo+k.chunk, k.units)
+		if k.w.kern == kernPacked {
+			k.groups(i, lo, hi)
+		} else {
+			k.rows(lo, hi)
+		}
 	}
 }
 
-// rows computes rows [lo, hi) for every vector.
+// groups computes the 16-row groups [lo, hi) of a packed matrix for every
+// vector, in tile i's buffer.
+func (k *mulTask) groups(i, lo, hi int) {
+	n := len(k.outs)
+	size := k.w.packed.TileLen(n)
+	if cap(k.tiles[i]) < size {
+		k.tiles[i] = make([]float32, size)
+	}
+	tile := k.tiles[i][:size]
+	for g := lo; g < hi; g++ {
+		k.w.packed.MulQ8(true, g, &k.q8, 0, n, tile)
+		r0 := g * quant.GroupRows
+		rows := min(quant.GroupRows, k.w.Rows-r0)
+		for t, out := range k.outs {
+			copy(out[r0:r0+rows], tile[t*quant.GroupRows:])
+		}
+	}
+}
+
+// rows computes rows [lo, hi) for every vector, four vectors at a time
+// where there is a kernel for that.
 func (k *mulTask) rows(lo, hi int) {
 	w := k.w
 	var four [4]float32
 	for r := lo; r < hi; r++ {
 		row := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
 		t := 0
-		if k.mode == modeQ8 {
+		if w.kern == kernQ8AVX2 {
 			for ; t+4 <= len(k.outs); t += 4 {
 				quant.DotQ8x4(w.Type, row, &k.q8, t, &four)
 				for j, v := range four {
@@ -160,14 +179,14 @@ func (k *mulTask) rows(lo, hi int) {
 		}
 		for ; t < len(k.outs); t++ {
 			out := k.outs[t]
-			switch k.mode {
-			case modeQ8:
+			switch w.kern {
+			case kernQ8AVX2:
 				out[r] = quant.DotQ8(w.Type, row, &k.q8.Vecs[t])
-			case modeQ8Ref:
+			case kernQ8Ref:
 				out[r] = quant.DotQ8Ref(w.Type, row, &k.q8.Vecs[t])
-			case modeSums:
+			case kernSums:
 				out[r] = quant.DotSums(w.Type, row, k.xs[t][:w.Cols], k.sums[t])
-			case modeF32:
+			case kernF32:
 				out[r] = quant.DotF32Row(row, k.xs[t][:w.Cols])
 			default:
 				out[r] = quant.Dot(w.Type, row, k.xs[t][:w.Cols])

@@ -31,7 +31,8 @@ type Model struct {
 	// ropeFactors divides each RoPE frequency (GGUF rope_freqs.weight), or nil.
 	ropeFactors []float32
 	threads     int
-	arith       arith // how matrix products compute (LoadOptions.FloatActivations)
+	arith       arith     // how matrix products compute (LoadOptions.FloatActivations)
+	simd        simdLevel // the kernels chosen at load (LoadOptions.SIMD)
 	meta        map[string]any
 	files       []*mmapfile.File
 }
@@ -150,5 +151,31 @@ func (m *Model) finish(opts LoadOptions) error {
 	}
 	m.threads = opts.threads()
 	m.arith = arith{floatAct: opts.FloatActivations}
-	return c.validate()
+	if err := c.validate(); err != nil {
+		return err
+	}
+	lvl, err := opts.simdLevel()
+	if err != nil {
+		return err
+	}
+	return m.prepare(lvl, m.threads, m.release)
 }
+
+// release lets go of a packed matrix's original bytes: pages of a mapped
+// file leave the resident set; heap copies (unpacked q4nx, quantized
+// Hugging Face weights) are dropped.
+func (m *Model) release(data []byte) {
+	for _, f := range m.files {
+		if f.Contains(data) {
+			f.Release(data)
+			return
+		}
+	}
+}
+
+// Threads is how many goroutines each session's matrix products use.
+func (m *Model) Threads() int { return m.threads }
+
+// SIMD names the kernels the model's products use: "avx512" (AVX-512
+// VNNI on packed weights), "avx2" or "none" (plain Go).
+func (m *Model) SIMD() string { return m.simd.String() }

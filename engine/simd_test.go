@@ -4,6 +4,7 @@ import (
 	"math"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,9 +28,8 @@ func TestForwardWithoutSIMD(t *testing.T) {
 			if err := testmodel.WriteGGUF(p, w, typ); err != nil {
 				t.Fatal(err)
 			}
-			fast := loadT(t, p, LoadOptions{Threads: 2})
-			plain := loadT(t, p, LoadOptions{Threads: 2})
-			plain.arith.noSIMD = true
+			fast := loadT(t, p, LoadOptions{Threads: 2, SIMD: SIMDAVX2})
+			plain := loadT(t, p, LoadOptions{Threads: 2, SIMD: SIMDNone})
 			a, b := logitsOf(t, fast, testTokens), logitsOf(t, plain, testTokens)
 			tol, agree := 1e-3, 0
 			if typ != testmodel.F32 {
@@ -108,13 +108,16 @@ func TestSessionWorkersStop(t *testing.T) {
 	}
 	m := loadT(t, p, LoadOptions{Threads: 4})
 	before := runtime.NumGoroutine()
-	for range 5 {
-		s := m.NewSession(0)
-		if _, err := s.Prefill(testTokens); err != nil {
+	sessions := make([]*Session, 5) // held until counted: a GC meanwhile must not stop them
+	for i := range sessions {
+		sessions[i] = m.NewSession(0)
+		if _, err := sessions[i].Prefill(testTokens); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n := runtime.NumGoroutine(); n < before+15 {
+	n := runtime.NumGoroutine()
+	sessions = nil
+	if n < before+15 {
 		t.Fatalf("%d goroutines with 5 sessions of 4 threads, %d before: the test does not see the workers", n, before)
 	}
 	deadline := time.Now().Add(5 * time.Second)
@@ -124,5 +127,61 @@ func TestSessionWorkersStop(t *testing.T) {
 	}
 	if n := runtime.NumGoroutine(); n > before {
 		t.Errorf("%d goroutines after the sessions were dropped, %d before", n, before)
+	}
+}
+
+// TestSIMDOption: LoadOptions.SIMD (or $NPUCHAT_SIMD) caps the kernels
+// each matrix gets at load, an unknown level is an error naming the
+// choices, and every level gives logits bit-identical to the plain-Go
+// path except AVX2 (whose kernels sum in another order).
+func TestSIMDOption(t *testing.T) {
+	w := randomWeights(t, 24, testmodel.MiniCPM5Small())
+	p := filepath.Join(t.TempDir(), "m.gguf")
+	if err := testmodel.WriteGGUF(p, w, testmodel.Q4_0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(p, LoadOptions{SIMD: "sse9"}); err == nil || !strings.Contains(err.Error(), "avx512, avx2 or none") {
+		t.Errorf("unknown level: %v", err)
+	}
+	t.Setenv(simdEnv, "fast")
+	if _, err := Load(p, LoadOptions{}); err == nil || !strings.Contains(err.Error(), simdEnv) {
+		t.Errorf("unknown level in $%s: %v", simdEnv, err)
+	}
+	t.Setenv(simdEnv, SIMDNone)
+	if m := loadT(t, p, LoadOptions{}); m.SIMD() != SIMDNone || m.layers[0].wq.kern != kernQ8Ref {
+		t.Errorf("$%s=none: SIMD %s, kernel %d", simdEnv, m.SIMD(), m.layers[0].wq.kern)
+	}
+	t.Setenv(simdEnv, "")
+	plain := logitsOf(t, loadT(t, p, LoadOptions{SIMD: SIMDNone}), testTokens)
+	for _, lvl := range []simdLevel{levelAVX2, levelAVX512} {
+		m := loadT(t, p, LoadOptions{SIMD: lvl.String()})
+		if want := min(lvl, cpuLevel()); m.simd != want {
+			t.Fatalf("SIMD %s: model uses %s, want %s", lvl, m.simd, want)
+		}
+		if m.simd == levelAVX512 && (m.layers[0].wq.kern != kernPacked || m.output.packed == nil) {
+			t.Fatalf("avx512: kernel %d, output packed %v", m.layers[0].wq.kern, m.output.packed != nil)
+		}
+		if m.simd != levelAVX512 {
+			continue
+		}
+		got := logitsOf(t, m, testTokens)
+		for i := range got {
+			for j := range got[i] {
+				if got[i][j] != plain[i][j] {
+					t.Fatalf("avx512: position %d logit %d = %v, plain Go %v", i, j, got[i][j], plain[i][j])
+				}
+			}
+		}
+	}
+}
+
+// TestPhysicalCores: the default thread count is at least 1 and at most
+// the CPUs this process may use.
+func TestPhysicalCores(t *testing.T) {
+	if n := physicalCores(); n < 1 || n > runtime.NumCPU() {
+		t.Errorf("%d physical cores, %d CPUs", n, runtime.NumCPU())
+	}
+	if n := (LoadOptions{}).threads(); n != physicalCores() {
+		t.Errorf("default threads %d, physical cores %d", n, physicalCores())
 	}
 }

@@ -95,13 +95,61 @@ type Stats struct {
 	LoadSeconds      float64 `json:"load_s"`
 }
 
-// Event is something that happened, for the tray and the page.
+// EventKind names what an Event reports. The manager publishes the
+// status, progress, fallback and error kinds; other service-level
+// components publish their own kinds (install) through Publish.
+type EventKind string
+
+// The event kinds, as /api/events names them ("event: status").
+const (
+	// EventStatus: the state, the model or the reason changed.
+	EventStatus EventKind = "status"
+	// EventProgress: loading moved on (Progress says how far).
+	EventProgress EventKind = "progress"
+	// EventFallback: a backend failed and the next engine is used
+	// (Message says why).
+	EventFallback EventKind = "fallback"
+	// EventError: loading failed on every engine (Message says why).
+	EventError EventKind = "error"
+	// EventInstall: a model install moved on, finished or failed
+	// (Install says how far); published by the install runner.
+	EventInstall EventKind = "install"
+)
+
+// managerOwns reports whether the manager alone publishes kind: those
+// events describe its state, and another publisher could contradict
+// Status.
+func managerOwns(kind EventKind) bool {
+	switch kind {
+	case EventStatus, EventProgress, EventFallback, EventError:
+		return true
+	}
+	return false
+}
+
+// Event is something that happened, for the tray and the page. Status is
+// the service's status when it was published.
 type Event struct {
-	Type     string            `json:"type"` // "status", "progress", "fallback", "error"
+	Type     EventKind         `json:"type"`
 	Message  string            `json:"message,omitempty"`
 	Progress *backend.Progress `json:"progress,omitempty"`
+	Install  *InstallProgress  `json:"install,omitempty"`
 	Status   Status            `json:"status"`
 	Time     time.Time         `json:"time"`
+}
+
+// InstallProgress is how far a model install has come, carried by
+// EventInstall events.
+type InstallProgress struct {
+	Model string `json:"model"` // the model being installed, e.g. "minicpm5:2b"
+	// Phase is a word for the step: "downloading", "verifying",
+	// "done", "failed" or "cancelled".
+	Phase          string  `json:"phase"`
+	Done           int64   `json:"done,omitempty"`             // bytes fetched so far
+	Total          int64   `json:"total,omitempty"`            // bytes in all, 0 if unknown
+	BytesPerSecond float64 `json:"bytes_per_second,omitempty"` // current rate
+	ETASeconds     float64 `json:"eta_s,omitempty"`            // time left, 0 if unknown
+	Error          string  `json:"error,omitempty"`            // why it failed, for a person
 }
 
 // GenerateOptions are per-request settings that are not the model's.
@@ -109,40 +157,76 @@ type GenerateOptions struct {
 	// KeepAlive overrides the idle time after this request (Ollama's
 	// keep_alive); nil keeps the default.
 	KeepAlive *time.Duration
+	// OnRun, when set, is called each time the request starts running on
+	// a backend (again after a fallback, before any token of that run),
+	// with the backend's kind and why the preferred backend is not the
+	// one serving ("" when it is). The web layer names the engine in the
+	// answer from it before the first token.
+	OnRun func(kind, fallback string)
 }
 
 // Manager owns the model's state and its backend. All methods are safe
 // for concurrent use.
+//
+// # The state machine
+//
+// The model is in one of four states; every change goes through
+// transitionLocked, which checks it against this table (allowed):
+//
+//	from     to       when
+//	off      loading  Start, or a request while enabled
+//	error    loading  Start, or a request (a new attempt)
+//	loading  loading  an engine failed to load; the next is tried ("fallback" event)
+//	loading  on       a backend loaded
+//	loading  off      Stop (the load is cancelled), or the model is not installed
+//	loading  error    the last engine failed to load ("error" event)
+//	on       off      Stop, the idle keep-alive, Unload, another model wanted,
+//	                  or the device failed (the next request loads the next engine)
+//	error    off      Stop
+//	off      off      the reason changed (Stop while off, an abandoned load ended)
+//
+// Who may use the backend is a separate question, answered by the slot:
+// one goroutine at a time holds it (a generation, a load, an unload).
+// Stop does not wait for the slot to change the state: it switches the
+// model off at once, cancels the running generation and load through
+// their stored cancel functions, and sets the backend aside; the backend
+// is unloaded by whoever gives the slot back next (giveSlot), so that a
+// stuck answer cannot leave /api/status saying "on" for a model that is
+// switched off.
 type Manager struct {
 	opts Options
 	log  *slog.Logger
 
 	slot chan struct{} // held by the one goroutine that uses the backend
 
-	mu        sync.Mutex
-	enabled   bool
-	state     State
-	model     string // loaded or loading or last wanted
-	kind      string
-	be        backend.Backend
-	beModel   string // the model be has loaded
-	info      *backend.ModelInfo
-	reason    string
-	errMsg    string
-	fallback  string
-	failed    map[string]string // kind -> why it failed, for model
-	progress  *backend.Progress
-	since     time.Time
-	waiting   int
-	running   int
-	genCancel context.CancelFunc // cancels the running generation
-	loadGen   int                // bumped by Stop to abandon loads
-	idle      *time.Timer
-	expires   time.Time
-	keepAlive time.Duration
-	stats     Stats
-	subs      map[chan Event]struct{}
-	closed    bool
+	// mu guards everything below. It is never held while a backend
+	// loads, generates or unloads.
+	mu         sync.Mutex
+	enabled    bool // false when the user switched the model off
+	state      State
+	model      string // loaded or loading or last wanted
+	kind       string // kind of the backend loading or loaded
+	be         backend.Backend
+	beModel    string // the model be has loaded
+	info       *backend.ModelInfo
+	reason     string
+	errMsg     string
+	fallback   string
+	failed     map[string]string // kind -> why it failed, for model
+	progress   *backend.Progress
+	since      time.Time
+	waiting    int
+	running    int
+	genCancel  context.CancelFunc // cancels the running generation
+	loadCancel context.CancelFunc // cancels the running load
+	loadGen    int                // bumped by Stop to abandon loads
+	orphans    []backend.Backend  // set aside by Stop, unloaded by giveSlot
+	idle       *time.Timer
+	expires    time.Time
+	keepAlive  time.Duration
+	stats      Stats
+	subs       map[chan Event]struct{}
+	closed     bool
 }
 
 // New returns a Manager with the model off but enabled: the first request
@@ -222,7 +306,7 @@ func (m *Manager) statusLocked() Status {
 func (m *Manager) Subscribe() (<-chan Event, func()) {
 	ch := make(chan Event, 64)
 	m.mu.Lock()
-	ch <- Event{Type: "status", Status: m.statusLocked(), Time: m.opts.Now()}
+	ch <- Event{Type: EventStatus, Status: m.statusLocked(), Time: m.opts.Now()}
 	if m.closed {
 		close(ch)
 	} else {
@@ -243,12 +327,19 @@ func (m *Manager) Subscribe() (<-chan Event, func()) {
 }
 
 // publishLocked sends an event to every subscriber. m.mu must be held.
-func (m *Manager) publishLocked(typ, msg string) {
-	ev := Event{Type: typ, Message: msg, Status: m.statusLocked(), Time: m.opts.Now()}
-	if typ == "progress" && m.progress != nil {
+func (m *Manager) publishLocked(kind EventKind, msg string) {
+	ev := Event{Type: kind, Message: msg}
+	if kind == EventProgress && m.progress != nil {
 		p := *m.progress
 		ev.Progress = &p
 	}
+	m.sendLocked(ev)
+}
+
+// sendLocked stamps ev with the status and the time and sends it to every
+// subscriber. m.mu must be held.
+func (m *Manager) sendLocked(ev Event) {
+	ev.Status, ev.Time = m.statusLocked(), m.opts.Now()
 	for ch := range m.subs {
 		select {
 		case ch <- ev:
@@ -257,16 +348,54 @@ func (m *Manager) publishLocked(typ, msg string) {
 	}
 }
 
-// setStateLocked changes the state and publishes it.
-func (m *Manager) setStateLocked(s State, msg string) {
-	if m.state != s {
+// Publish sends an event of another service-level component (the
+// install runner's EventInstall) to the same subscribers as the
+// manager's own, stamped with the current status. The kinds that
+// describe the model's state are the manager's alone.
+func (m *Manager) Publish(ev Event) error {
+	if ev.Type == "" || managerOwns(ev.Type) {
+		return fmt.Errorf("publish %q event: only the manager publishes status, progress, fallback and error events", ev.Type)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return errors.New("publish: service closed")
+	}
+	m.sendLocked(ev)
+	return nil
+}
+
+// allowed reports whether the state machine (see Manager) has the
+// transition from -> to.
+func allowed(from, to State) bool {
+	switch from {
+	case StateOff:
+		return to == StateOff || to == StateLoading
+	case StateLoading:
+		return true // on, off, error, or loading the next engine
+	case StateOn:
+		return to == StateOff
+	case StateError:
+		return to == StateLoading || to == StateOff
+	}
+	return false
+}
+
+// transitionLocked changes the state and publishes it. m.mu must be held.
+// A change the table does not have is a bug: it is logged, and made, so
+// that the state stays what the service really is.
+func (m *Manager) transitionLocked(to State, msg string) {
+	if !allowed(m.state, to) {
+		m.log.Error("illegal state transition (a bug)", "from", m.state, "to", to, "msg", msg)
+	}
+	if m.state != to {
 		m.since = m.opts.Now()
 	}
-	m.state = s
-	if s != StateLoading {
+	m.state = to
+	if to != StateLoading {
 		m.progress = nil
 	}
-	m.publishLocked("status", msg)
+	m.publishLocked(EventStatus, msg)
 }
 
 // Start switches the model on and loads it in the background; progress
@@ -302,14 +431,12 @@ func (m *Manager) Start(model string) error {
 	}
 	m.model = model
 	m.reason = ""
-	m.publishLocked("status", "starting "+model)
+	m.publishLocked(EventStatus, "starting "+model)
 	m.mu.Unlock()
 	go func() {
 		m.slot <- struct{}{}
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		_, err := m.ensureLoaded(ctx, model)
-		<-m.slot
+		_, err := m.ensureLoaded(context.Background(), model)
+		m.giveSlot()
 		if err != nil {
 			m.log.Warn("start model", "model", model, "err", err)
 			return
@@ -319,8 +446,12 @@ func (m *Manager) Start(model string) error {
 	return nil
 }
 
-// Stop switches the model off: the running generation is cancelled, the
-// backend unloaded, and requests answer ErrModelOff until Start.
+// Stop switches the model off: at once the state is off, requests answer
+// ErrModelOff until Start, the running generation and load are
+// cancelled and the backend is set aside. Stop then waits (within ctx)
+// for the slot and unloads the backend; if ctx ends first (an answer
+// that does not stop), the state is still off and the backend is
+// unloaded as soon as the slot is given back.
 func (m *Manager) Stop(ctx context.Context) error {
 	m.mu.Lock()
 	m.enabled = false
@@ -328,17 +459,18 @@ func (m *Manager) Stop(ctx context.Context) error {
 	if m.genCancel != nil {
 		m.genCancel()
 	}
+	if m.loadCancel != nil {
+		m.loadCancel()
+	}
+	if be := m.detachLocked("switched off"); be != nil {
+		m.orphans = append(m.orphans, be)
+	}
 	m.mu.Unlock()
 	if err := m.takeSlot(ctx); err != nil {
-		return err
-	}
-	defer func() { <-m.slot }()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.enabled { // Start was called while we waited
+		m.log.Warn("stop: the running answer or load has not ended yet; its backend unloads when it does", "err", err)
 		return nil
 	}
-	m.unloadLocked(ctx, "switched off")
+	m.giveSlot()
 	return nil
 }
 
@@ -358,27 +490,31 @@ func (m *Manager) Close(ctx context.Context) error {
 	return err
 }
 
-// unloadLocked sets the state off with reason and unloads the backend.
-// m.mu must be held, and the slot (so that nothing else uses the
-// backend); the lock is released while the backend unloads, which for
-// FastFlowLM means waiting for its process to stop, so that Status and
-// the events do not wait for it.
-func (m *Manager) unloadLocked(ctx context.Context, reason string) {
-	be, kind := m.be, m.kind
+// detachLocked takes the backend out of service: the state becomes off
+// with reason and the backend is returned for the caller to unload after
+// releasing m.mu (unloading FastFlowLM means waiting for its process, and
+// Status must not wait for that). m.mu must be held; the caller holds
+// the slot or hands the backend to giveSlot (m.orphans).
+func (m *Manager) detachLocked(reason string) backend.Backend {
+	be := m.be
 	m.be, m.beModel, m.kind, m.info = nil, "", "", nil
 	m.expires = time.Time{}
 	if m.idle != nil {
 		m.idle.Stop()
 	}
 	m.reason, m.errMsg = reason, ""
-	m.setStateLocked(StateOff, reason)
-	if be != nil {
-		m.mu.Unlock()
-		err := be.Unload(ctx)
-		m.mu.Lock()
-		if err != nil {
-			m.log.Warn("unload", "model", m.model, "backend", kind, "err", err)
-		}
+	m.transitionLocked(StateOff, reason)
+	return be
+}
+
+// unload unloads a detached backend. m.mu must not be held; the caller
+// holds the slot.
+func (m *Manager) unload(ctx context.Context, be backend.Backend) {
+	if be == nil {
+		return
+	}
+	if err := be.Unload(ctx); err != nil {
+		m.log.Warn("unload", "backend", be.Kind(), "err", err)
 	}
 }
 
@@ -398,7 +534,10 @@ func (m *Manager) ensureLoaded(ctx context.Context, model string) (backend.Backe
 		return be, nil
 	}
 	if m.be != nil {
-		m.unloadLocked(ctx, "switching to "+model)
+		be := m.detachLocked("switching to " + model)
+		m.mu.Unlock()
+		m.unload(ctx, be)
+		m.mu.Lock()
 	}
 	if m.beModel != model && m.model != model {
 		m.failed = map[string]string{}
@@ -435,7 +574,7 @@ func (m *Manager) ensureLoaded(ctx context.Context, model string) (backend.Backe
 		m.mu.Lock()
 		m.failed[kind] = fmt.Sprintf("%s backend: %v", kind, err)
 		m.fallback = m.failed[kind]
-		m.publishLocked("fallback", m.failed[kind])
+		m.publishLocked(EventFallback, m.failed[kind])
 		m.mu.Unlock()
 	}
 	if lastErr == nil {
@@ -445,65 +584,52 @@ func (m *Manager) ensureLoaded(ctx context.Context, model string) (backend.Backe
 	defer m.mu.Unlock()
 	switch {
 	case errors.Is(lastErr, ErrModelOff) || m.loadGen != gen:
-		if m.be == nil { // abandoned by Stop: say so even if Stop gave up waiting
+		if m.be == nil && m.state != StateOff { // abandoned by Stop
 			m.reason, m.errMsg = "switched off", ""
-			m.setStateLocked(StateOff, m.reason)
+			m.transitionLocked(StateOff, m.reason)
 		}
 		return nil, ErrModelOff
 	case errors.Is(lastErr, ErrNotInstalled):
 		m.reason, m.errMsg = lastErr.Error(), ""
-		m.setStateLocked(StateOff, m.reason)
+		m.transitionLocked(StateOff, m.reason)
 	default:
 		m.reason, m.errMsg = "", lastErr.Error()
-		m.setStateLocked(StateError, m.errMsg)
-		m.publishLocked("error", m.errMsg)
+		m.transitionLocked(StateError, m.errMsg)
+		m.publishLocked(EventError, m.errMsg)
 	}
 	return nil, lastErr
 }
 
-// load makes and loads one backend. Stop abandons it (loadGen changes):
-// the context given to NewBackend and Load is then cancelled.
+// load makes and loads one backend. The caller holds the slot. Stop
+// abandons it: loadGen changes and the stored loadCancel cancels the
+// context given to NewBackend and Load.
 func (m *Manager) load(ctx context.Context, model, kind string, gen int) (backend.Backend, error) {
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	m.mu.Lock()
 	if m.loadGen != gen {
 		m.mu.Unlock()
 		return nil, ErrModelOff
 	}
+	m.loadCancel = cancel
 	m.kind = kind
 	m.reason, m.errMsg = "", ""
 	m.progress = &backend.Progress{Stage: "preparing the " + kind + " backend"}
-	m.setStateLocked(StateLoading, fmt.Sprintf("loading %s on %s", model, kind))
+	m.transitionLocked(StateLoading, fmt.Sprintf("loading %s on %s", model, kind))
 	m.mu.Unlock()
-
-	lctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stopWatch := make(chan struct{})
-	defer close(stopWatch)
-	go func() {
-		t := time.NewTicker(50 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-stopWatch:
-				return
-			case <-t.C:
-				m.mu.Lock()
-				abandoned := m.loadGen != gen
-				m.mu.Unlock()
-				if abandoned {
-					cancel()
-					return
-				}
-			}
-		}
+	defer func() {
+		m.mu.Lock()
+		m.loadCancel = nil
+		m.mu.Unlock()
 	}()
+
 	fail := func(err error) (backend.Backend, error) {
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		m.kind = ""
 		if m.loadGen != gen {
 			return nil, ErrModelOff
 		}
+		m.kind = ""
 		return nil, fmt.Errorf("load %s on %s: %w", model, kind, err)
 	}
 	be, err := m.opts.NewBackend(lctx, model, kind)
@@ -513,16 +639,19 @@ func (m *Manager) load(ctx context.Context, model, kind string, gen int) (backen
 	start := m.opts.Now()
 	err = be.Load(lctx, func(p backend.Progress) {
 		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.loadGen != gen {
+			return // abandoned: the state is off already
+		}
 		m.progress = &p
-		m.publishLocked("progress", p.Stage)
-		m.mu.Unlock()
+		m.publishLocked(EventProgress, p.Stage)
 	})
 	if err == nil {
 		m.mu.Lock()
 		abandoned := m.loadGen != gen
 		m.mu.Unlock()
 		if abandoned { // loaded just after Stop: unload, outside the lock
-			be.Unload(context.Background())
+			m.unload(context.Background(), be)
 			err = ErrModelOff
 		}
 	}
@@ -531,13 +660,17 @@ func (m *Manager) load(ctx context.Context, model, kind string, gen int) (backen
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.loadGen != gen { // Stop came between the check above and here
+		m.orphans = append(m.orphans, be)
+		return nil, ErrModelOff
+	}
 	info := be.Info()
 	if info.Name == "" {
 		info.Name = model
 	}
 	m.be, m.beModel, m.info = be, model, &info
 	m.stats.LoadSeconds = m.opts.Now().Sub(start).Seconds()
-	m.setStateLocked(StateOn, fmt.Sprintf("%s is on (%s)", model, kind))
+	m.transitionLocked(StateOn, fmt.Sprintf("%s is on (%s)", model, kind))
 	return be, nil
 }
 
@@ -565,7 +698,7 @@ func (m *Manager) Generate(ctx context.Context, req *backend.Request, opts Gener
 		if err := ctx.Err(); err != nil {
 			return backend.Result{}, err // the client left while the model loaded
 		}
-		kind, emitted, res, err := m.run(ctx, be, &r, emit)
+		kind, emitted, res, err := m.run(ctx, be, &r, opts.OnRun, emit)
 		m.mu.Lock()
 		enabled := m.enabled
 		m.mu.Unlock()
@@ -585,6 +718,10 @@ func (m *Manager) Generate(ctx context.Context, req *backend.Request, opts Gener
 		// The device failed: fall back for this model, if there is a
 		// next engine; otherwise unload, and the next request tries again.
 		m.mu.Lock()
+		if !m.enabled { // Stop came meanwhile and set the backend aside
+			m.mu.Unlock()
+			return res, ErrModelOff
+		}
 		why := fmt.Sprintf("%s backend failed: %v", kind, err)
 		next := m.hasNextEngineLocked(model, kind)
 		m.log.Warn("backend failed", "model", model, "backend", kind, "fallback", next, "err", err)
@@ -592,13 +729,15 @@ func (m *Manager) Generate(ctx context.Context, req *backend.Request, opts Gener
 			m.failed[kind] = why
 			m.fallback = why
 		}
-		m.unloadLocked(context.Background(), why)
+		failed := m.detachLocked(why)
+		if next {
+			m.publishLocked(EventFallback, why)
+		}
+		m.mu.Unlock()
+		m.unload(context.Background(), failed)
 		if !next {
-			m.mu.Unlock()
 			return res, err
 		}
-		m.publishLocked("fallback", why)
-		m.mu.Unlock()
 		if emitted > 0 {
 			return res, fmt.Errorf("the %s backend failed after %d tokens; NPU Chat switched to the next engine, ask again: %w", kind, emitted, err)
 		}
@@ -607,13 +746,16 @@ func (m *Manager) Generate(ctx context.Context, req *backend.Request, opts Gener
 
 // run runs one generation on be, counted as running and cancellable by
 // Stop, and says which backend kind ran it and how many tokens it emitted.
-func (m *Manager) run(ctx context.Context, be backend.Backend, r *backend.Request, emit func(backend.Token) error) (kind string, emitted int, res backend.Result, err error) {
+func (m *Manager) run(ctx context.Context, be backend.Backend, r *backend.Request, onRun func(kind, fallback string), emit func(backend.Token) error) (kind string, emitted int, res backend.Result, err error) {
 	gctx, cancel := context.WithCancel(ctx)
 	m.mu.Lock()
 	m.genCancel = cancel
 	m.running++
-	kind = m.kind
+	kind, fallback := m.kind, m.fallback
 	m.mu.Unlock()
+	if onRun != nil {
+		onRun(kind, fallback)
+	}
 	defer func() {
 		cancel()
 		m.mu.Lock()
@@ -625,6 +767,7 @@ func (m *Manager) run(ctx context.Context, be backend.Backend, r *backend.Reques
 		emitted++
 		return emit(t)
 	})
+	res.Fallback = fallback
 	return kind, emitted, res, err
 }
 
@@ -679,9 +822,22 @@ func (m *Manager) takeSlot(ctx context.Context) error {
 	}
 }
 
-// release gives the slot back and arms the idle timer.
-func (m *Manager) release(keepAlive *time.Duration) {
+// giveSlot gives the slot back, first unloading the backends Stop set
+// aside while someone else held it. Every holder of the slot ends with it.
+func (m *Manager) giveSlot() {
+	m.mu.Lock()
+	orphans := m.orphans
+	m.orphans = nil
+	m.mu.Unlock()
+	for _, be := range orphans {
+		m.unload(context.Background(), be)
+	}
 	<-m.slot
+}
+
+// release ends a request's turn: the slot back, the idle timer armed.
+func (m *Manager) release(keepAlive *time.Duration) {
+	m.giveSlot()
 	m.armIdle(keepAlive)
 }
 
@@ -714,13 +870,15 @@ func (m *Manager) idleUnload() {
 	default:
 		return // busy: the request that holds the slot re-arms the timer
 	}
-	defer func() { <-m.slot }()
+	defer m.giveSlot()
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.waiting > 0 || m.state != StateOn || m.expires.IsZero() || m.opts.Now().Before(m.expires) {
+		m.mu.Unlock()
 		return
 	}
-	m.unloadLocked(context.Background(), fmt.Sprintf("unloaded after %s idle; it loads again on the next request", m.keepAlive))
+	be := m.detachLocked(fmt.Sprintf("unloaded after %s idle; it loads again on the next request", m.keepAlive))
+	m.mu.Unlock()
+	m.unload(context.Background(), be)
 }
 
 // Unload unloads model now, if it is the one loaded, without switching
@@ -737,12 +895,14 @@ func (m *Manager) Unload(ctx context.Context, model string) error {
 	if err := m.takeSlot(ctx); err != nil {
 		return err
 	}
-	defer func() { <-m.slot }()
+	defer m.giveSlot()
 	m.mu.Lock()
-	defer m.mu.Unlock()
+	var be backend.Backend
 	if m.be != nil && (model == "" || model == m.beModel) {
-		m.unloadLocked(ctx, "unloaded on request; it loads again on the next request")
+		be = m.detachLocked("unloaded on request; it loads again on the next request")
 	}
+	m.mu.Unlock()
+	m.unload(ctx, be)
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -44,9 +45,45 @@ func newRig(t *testing.T, engines []string, kinds map[string]fake.Options, mo Op
 		r.mu.Unlock()
 		return b, nil
 	}
+	illegal := &illegalTransitions{}
+	if mo.Logger == nil {
+		mo.Logger = slog.New(illegal)
+	}
 	r.m = New(mo)
-	t.Cleanup(func() { r.m.Close(context.Background()) })
+	t.Cleanup(func() {
+		r.m.Close(context.Background())
+		if msgs := illegal.seen(); len(msgs) > 0 {
+			t.Errorf("the state machine took transitions its table does not have: %v", msgs)
+		}
+	})
 	return r
+}
+
+// illegalTransitions is a log handler that collects the manager's
+// "illegal state transition" errors, so that every test of the manager
+// also checks the state machine against its table.
+type illegalTransitions struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (h *illegalTransitions) Enabled(context.Context, slog.Level) bool { return true }
+func (h *illegalTransitions) Handle(_ context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, "illegal state transition") {
+		var sb strings.Builder
+		r.Attrs(func(a slog.Attr) bool { fmt.Fprintf(&sb, "%s=%v ", a.Key, a.Value); return true })
+		h.mu.Lock()
+		h.msgs = append(h.msgs, sb.String())
+		h.mu.Unlock()
+	}
+	return nil
+}
+func (h *illegalTransitions) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *illegalTransitions) WithGroup(string) slog.Handler      { return h }
+func (h *illegalTransitions) seen() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.msgs...)
 }
 
 func (r *rig) backends(kind string) []*fake.Backend {
@@ -495,17 +532,118 @@ func (s slowLoad) Load(ctx context.Context, p func(backend.Progress)) error {
 
 func TestStopThatTimesOutStillEndsOff(t *testing.T) {
 	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: -1})
+	var made []*fake.Backend
+	var mu sync.Mutex
 	r.m.opts.NewBackend = func(_ context.Context, model, kind string) (backend.Backend, error) {
-		return slowLoad{fake.New(fake.Options{Name: model})}, nil
+		b := fake.New(fake.Options{Name: model})
+		mu.Lock()
+		made = append(made, b)
+		mu.Unlock()
+		return slowLoad{b}, nil
 	}
 	r.m.Start("minicpm5:2b")
 	waitFor(t, "loading", func() bool { return r.m.Status().State == StateLoading })
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if err := r.m.Stop(ctx); !errors.Is(err, context.DeadlineExceeded) {
+	if err := r.m.Stop(ctx); err != nil {
 		t.Fatalf("stop: %v", err)
 	}
-	waitFor(t, "off after the abandoned load ended", func() bool { return r.m.Status().State == StateOff })
+	if st := r.m.Status(); st.State != StateOff || st.Enabled {
+		t.Fatalf("right after a stop that could not wait: %+v", st)
+	}
+	time.Sleep(500 * time.Millisecond) // the load ends
+	mu.Lock()
+	defer mu.Unlock()
+	if st := r.m.Status(); st.State != StateOff || len(made) != 1 || made[0].Loaded() {
+		t.Fatalf("after the abandoned load ended: %+v, backend loaded %v", st, len(made) == 1 && made[0].Loaded())
+	}
+}
+
+// TestStopWhileAnAnswerIsStuckIsConsistent (issue 13, item 6): a stop
+// that cannot wait for a stuck answer (a client that stopped reading)
+// leaves no contradiction: at once the status says off and disabled,
+// and the backend is unloaded as soon as the answer ends; Start then
+// works.
+func TestStopWhileAnAnswerIsStuckIsConsistent(t *testing.T) {
+	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: -1})
+	unblock := make(chan struct{})
+	done := make(chan error)
+	go func() {
+		_, err := r.m.Generate(context.Background(), chat("minicpm5:2b", "a b c"), GenerateOptions{}, func(backend.Token) error {
+			<-unblock // a write to a client that does not read
+			return nil
+		})
+		done <- err
+	}()
+	waitFor(t, "running", func() bool { return r.m.Status().Running == 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := r.m.Stop(ctx); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	if st := r.m.Status(); st.State != StateOff || st.Enabled {
+		t.Fatalf("status contradicts the stop: state %s enabled %v", st.State, st.Enabled)
+	}
+	if !r.backends("cpu")[0].Loaded() {
+		t.Fatal("unloaded while its Generate was still running")
+	}
+	close(unblock)
+	if err := <-done; !errors.Is(err, ErrModelOff) {
+		t.Fatalf("the stuck answer ended with %v, want ErrModelOff", err)
+	}
+	waitFor(t, "unloaded when the answer ended", func() bool { return !r.backends("cpu")[0].Loaded() })
+	if err := r.m.Start(""); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "on again", func() bool { return r.m.Status().State == StateOn })
+	if text, _, err := collect(t, r.m, chat("minicpm5:2b", "back")); err != nil || text != "echo: back" {
+		t.Fatalf("%q %v", text, err)
+	}
+}
+
+// TestPublishSharesTheBusButNotTheStateKinds: the install runner's
+// events reach the same subscribers, stamped with the status; the kinds
+// that describe the model's state are the manager's alone.
+func TestPublishSharesTheBusButNotTheStateKinds(t *testing.T) {
+	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: -1})
+	events, cancel := r.m.Subscribe()
+	defer cancel()
+	<-events // the current status
+	p := InstallProgress{Model: "minicpm5:2b", Phase: "downloading", Done: 10, Total: 100}
+	if err := r.m.Publish(Event{Type: EventInstall, Message: "downloading", Install: &p}); err != nil {
+		t.Fatal(err)
+	}
+	ev := <-events
+	if ev.Type != EventInstall || ev.Install == nil || ev.Install.Done != 10 || ev.Status.State != StateOff || ev.Time.IsZero() {
+		t.Fatalf("event %+v", ev)
+	}
+	for _, k := range []EventKind{EventStatus, EventProgress, EventFallback, EventError, ""} {
+		if err := r.m.Publish(Event{Type: k}); err == nil {
+			t.Errorf("publishing a %q event from outside was allowed", k)
+		}
+	}
+}
+
+// TestStateTable: the transitions allowed are exactly the table's.
+func TestStateTable(t *testing.T) {
+	want := map[State][]State{
+		StateOff:     {StateOff, StateLoading},
+		StateLoading: {StateOff, StateLoading, StateOn, StateError},
+		StateOn:      {StateOff},
+		StateError:   {StateOff, StateLoading},
+	}
+	all := []State{StateOff, StateLoading, StateOn, StateError}
+	for _, from := range all {
+		for _, to := range all {
+			ok := false
+			for _, w := range want[from] {
+				ok = ok || w == to
+			}
+			if allowed(from, to) != ok {
+				t.Errorf("allowed(%s, %s) = %v, the table says %v", from, to, !ok, ok)
+			}
+		}
+	}
 }
 
 func TestOneRequestsKeepAliveIsNotTheDefault(t *testing.T) {

@@ -2,22 +2,22 @@ package web
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"time"
 
-	"github.com/npuchat/npuchat/service/install"
+	"github.com/npuchat/npuchat/service"
 )
 
 // status is GET /api/status: the service status and the version.
 func (s *Server) status(w http.ResponseWriter, r *http.Request) {
-	st := s.mgr.Status()
-	b, _ := json.Marshal(st)
-	var m map[string]any
-	json.Unmarshal(b, &m)
-	m["version"] = s.opts.Version
-	writeJSON(w, http.StatusOK, m)
+	writeJSON(w, http.StatusOK, statusResponse{Status: s.mgr.Status(), Version: s.opts.Version})
+}
+
+// statusResponse is the body of GET /api/status: the service's status
+// and the server's version.
+type statusResponse struct {
+	service.Status
+	Version string `json:"version"`
 }
 
 func (s *Server) modelStart(w http.ResponseWriter, r *http.Request) {
@@ -58,23 +58,14 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	ch, cancel := s.mgr.Subscribe()
 	defer cancel()
 	out := newSSE(w)
-	out.start()
-	out.rc.Flush()
+	out.timeout = writeTimeout
+	if out.raw(": events\n\n") != nil {
+		return
+	}
 	tick := time.NewTicker(15 * time.Second)
 	defer tick.Stop()
-	var installs <-chan install.Status
-	if s.opts.Installs != nil {
-		ich, icancel := s.opts.Installs.Subscribe()
-		defer icancel()
-		installs = ich
-	}
 	for {
 		select {
-		case st := <-installs:
-			b, _ := json.Marshal(map[string]any{"type": "install", "install": st, "time": time.Now()})
-			if out.raw(fmt.Sprintf("event: install\ndata: %s\n\n", b)) != nil {
-				return
-			}
 		case <-r.Context().Done():
 			return
 		case <-tick.C:
@@ -85,8 +76,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			if !ok {
 				return
 			}
-			b, _ := json.Marshal(ev)
-			if out.raw(fmt.Sprintf("event: %s\ndata: %s\n\n", ev.Type, b)) != nil {
+			if out.event(string(ev.Type), ev) != nil {
 				return
 			}
 		}

@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -417,85 +416,95 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 		s.failHistory(w, r, err)
 		return
 	}
-	out := newSSE(w)
-	event := func(name string, v any) error {
-		b, _ := json.Marshal(v)
-		return out.raw("event: " + name + "\ndata: " + string(b) + "\n\n")
+	out := &conversationWriter{out: newSSE(w), st: st, keep: keep, conv: id, ans: ans.ID, classify: s.classify}
+	if out.out.event("user", user) != nil || out.out.event("start", ans) != nil {
+		st.CutAnswer(keep, ans.ID, history.CutStopped, history.Stats{Model: req.Model})
+		return
 	}
-	event("user", user)
-	event("start", ans)
-
-	start := time.Now()
-	var first time.Time
-	pieces := 0
 	var gopts service.GenerateOptions
 	if s.opts.Settings != nil {
 		gopts.KeepAlive = s.opts.Settings.keepAlive()
 	}
-	res, err := s.mgr.Generate(ctx, req, gopts, func(t backend.Token) error {
-		if first.IsZero() {
-			first = time.Now()
-		}
-		pieces++
-		if err := st.AppendText(keep, ans.ID, t.Text); err != nil {
-			return err
-		}
-		return event("token", map[string]string{"text": t.Text})
-	})
-	status := s.mgr.Status()
-	stats := history.Stats{Model: req.Model, Engine: res.Backend, Fallback: status.Fallback, FinishReason: res.FinishReason,
-		PromptTokens: res.PromptTokens, CompletionTokens: res.CompletionTokens}
-	if stats.Engine == "" {
-		stats.Engine = status.Backend
-	}
-	if status.Info != nil {
-		stats.ContextLength = status.Info.ContextLength
-	}
-	if !first.IsZero() {
-		stats.TTFTMillis = first.Sub(start).Milliseconds()
-		if d := time.Since(first); stats.CompletionTokens > 1 && d > 0 {
-			stats.TokensPerSecond = float64(stats.CompletionTokens-1) / d.Seconds()
-		}
-	}
-	if tps := res.DecodeTokensPerSecond(); tps > 0 {
-		stats.TokensPerSecond = tps
-	}
-	if stats.CompletionTokens == 0 {
-		stats.CompletionTokens = pieces
-	}
-	if err == nil {
-		if ferr := st.FinishAnswer(keep, ans.ID, stats); ferr != nil {
-			event("error", map[string]any{"message": historyError(ferr).Error()})
-			return
-		}
-		done, _ := st.Message(keep, ans.ID)
-		event("done", done)
-		return
-	}
-	reason := history.CutFailed
-	if ctx.Err() != nil {
-		reason = history.CutStopped
-	}
-	if pieces == 0 && reason == history.CutFailed {
-		// Nothing was said: keep the question, drop the empty answer.
-		st.Truncate(keep, id, ans.ID)
-		event("error", map[string]any{"message": s.classify(historyError2(err)).msg, "answer": nil})
-		return
-	}
-	st.CutAnswer(keep, ans.ID, reason, stats)
-	if ctx.Err() == nil {
-		cut, _ := st.Message(keep, ans.ID)
-		event("error", map[string]any{"message": s.classify(historyError2(err)).msg, "answer": cut})
-	}
+	a := newAnswer("conv-", req.Model, time.Now())
+	s.drive(w, r, a, &call{req: req, opts: gopts, out: out, observe: &observer{
+		// Stored before it is sent: whatever the page showed is on disk.
+		piece: func(a *answer, t backend.Token) error { return st.AppendText(keep, ans.ID, t.Text) },
+		end: func(a *answer) {
+			out.stats = s.answerStats(a)
+			switch {
+			case a.Err == nil:
+				out.endErr = st.FinishAnswer(keep, ans.ID, out.stats)
+			case a.Pieces == 0 && ctx.Err() == nil:
+				// Nothing was said: keep the question, drop the empty answer.
+				st.Truncate(keep, id, ans.ID)
+				out.dropped = true
+			case ctx.Err() != nil:
+				st.CutAnswer(keep, ans.ID, history.CutStopped, out.stats)
+			default:
+				st.CutAnswer(keep, ans.ID, history.CutFailed, out.stats)
+			}
+		},
+	}})
 }
 
-// historyError2 maps a history error met while streaming and leaves
-// other errors to classify.
-func historyError2(err error) error {
-	if errors.Is(err, history.ErrLocked) || errors.Is(err, history.ErrClosed) {
-		return historyError(err)
+// answerStats are what the page shows under an answer.
+func (s *Server) answerStats(a *answer) history.Stats {
+	st := history.Stats{Model: a.Model, Engine: a.Backend, Fallback: a.Fallback, FinishReason: a.Result.FinishReason,
+		PromptTokens: a.Result.PromptTokens, CompletionTokens: a.Result.CompletionTokens,
+		TTFTMillis: a.FirstToken.Milliseconds(), TokensPerSecond: a.TokensPerSecond()}
+	if st.CompletionTokens == 0 {
+		st.CompletionTokens = a.Pieces
 	}
-	return err
+	if st.TokensPerSecond == 0 && a.Pieces > 1 {
+		if d := a.Total - a.FirstToken; d > 0 {
+			st.TokensPerSecond = float64(a.Pieces-1) / d.Seconds()
+		}
+	}
+	if info := s.mgr.Status().Info; info != nil {
+		st.ContextLength = info.ContextLength
+	}
+	return st
+}
+
+// conversationWriter writes a conversation answer as the events
+// sendMessage documents.
+type conversationWriter struct {
+	out      *sse
+	st       *history.Store
+	keep     context.Context
+	conv     int64
+	ans      int64
+	classify func(error) *apiError
+	stats    history.Stats
+	endErr   error // storing the finished answer failed
+	dropped  bool  // the empty answer was removed
+}
+
+func (c *conversationWriter) piece(a *answer, t backend.Token) error {
+	return c.out.event("token", map[string]string{"text": t.Text})
+}
+
+func (c *conversationWriter) finish(a *answer) error {
+	if c.endErr != nil {
+		return c.out.event("error", map[string]any{"message": historyError(c.endErr).Error(), "answer": nil})
+	}
+	done, err := c.st.Message(c.keep, c.ans)
+	if err != nil {
+		return c.out.event("error", map[string]any{"message": historyError(err).Error(), "answer": nil})
+	}
+	return c.out.event("done", done)
+}
+
+func (c *conversationWriter) fail(a *answer, ae *apiError) {
+	msg := ae.msg
+	if errors.Is(a.Err, history.ErrLocked) || errors.Is(a.Err, history.ErrClosed) {
+		msg = historyError(a.Err).Error()
+	}
+	var cut *history.Message
+	if !c.dropped {
+		cut, _ = c.st.Message(c.keep, c.ans)
+	}
+	c.out.event("error", map[string]any{"message": msg, "answer": cut})
 }
 
 // chatRequest builds the generation request for a conversation: its

@@ -6,4 +6,46 @@
 // Handlers are thin: decode and validate the request, call the service,
 // stream or render the answer. Security (Host and Origin checks, the
 // optional API key, body limits) is middleware in this package.
+//
+// # One generation path
+//
+// Every API that generates text goes through one driver, Server.drive
+// in generate.go. An API is two small parts around it:
+//
+//   - a decoder: the request body into a backend.Request (validated;
+//     errors are *apiError with the client's own parameter names). The
+//     optional features a request may ask for (tools, tool_choice,
+//     response_format, logprobs, Ollama's format) are checked in one
+//     place, requestFeatures.check in features.go;
+//   - an answerWriter: piece(answer, token) for each piece, then exactly
+//     one of finish(answer) or fail(answer, apiError). Writers build
+//     typed response structs (openai_format.go, ollama_format.go) over
+//     the low-level streams in stream.go (sse, ndjson: headers with the
+//     first event, a flush and a write deadline per event).
+//
+// The handler makes an answer (newAnswer: id, the model name as sent,
+// the arrival time) and calls s.drive(w, r, answer, &call{req, opts,
+// out, observe}). The driver runs the request through the service and
+// keeps the answer up to date: Text, Pieces, Backend and Fallback (known
+// before the first piece, from service.GenerateOptions.OnRun),
+// FirstToken (time to first token), Result (finish reason, token counts,
+// prefill and decode durations; TokensPerSecond), Total and Err (why it
+// was cut; nil when complete). A failure before anything was sent becomes
+// an error response; after, the writer ends the stream with its format's
+// error (an SSE error event without [DONE], an Ollama {"error"} line).
+//
+// Two seams are meant for the APIs built on this:
+//
+//   - call.observe (an *observer) sees every piece before the writer
+//     does, and the end of the answer, complete or cut, with everything
+//     above. The conversation API stores the answer in SQLite as it
+//     streams through it; an error from observer.piece ends generation.
+//   - new formats (Anthropic Messages, OpenAI Responses, the chat page's
+//     event stream) are another decoder plus answerWriter; per-token
+//     extras (log probabilities) and non-text output (tool calls) travel
+//     in backend.Token and backend.Result and reach every writer through
+//     the same answer.
+//
+// The golden files in testdata/formats pin each format byte for byte
+// (go test ./web -run TestAnswerFormats -update rewrites them).
 package web

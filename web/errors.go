@@ -71,10 +71,35 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if ae.status >= 500 {
 		s.log.Warn("request failed", "path", r.URL.Path, "err", err)
 	}
-	if ae.status == http.StatusTooManyRequests {
+	s.writeAPIError(w, r, ae)
+}
+
+// writeAPIError writes a classified error as the response, with
+// Retry-After when the queue is full.
+func (s *Server) writeAPIError(w http.ResponseWriter, r *http.Request, ae *apiError) {
+	if ae.status == http.StatusTooManyRequests || ae.status == http.StatusServiceUnavailable && ae.code == "shutting_down" {
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(s.mgr.RetryAfter().Seconds()))))
 	}
 	writeErrorParam(w, r, ae.status, ae.code, ae.msg, ae.param)
+}
+
+// openAIError is OpenAI's error response.
+type openAIError struct {
+	Error openAIErrorBody `json:"error"`
+}
+
+// openAIErrorBody is OpenAI's error object.
+type openAIErrorBody struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Code    string  `json:"code"`
+	Param   *string `json:"param"`
+}
+
+// ollamaError is Ollama's error response, and the line that ends an
+// Ollama stream cut by an error.
+type ollamaError struct {
+	Error string `json:"error"`
 }
 
 func writeError(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
@@ -83,23 +108,31 @@ func writeError(w http.ResponseWriter, r *http.Request, status int, code, msg st
 
 func writeErrorParam(w http.ResponseWriter, r *http.Request, status int, code, msg, param string) {
 	if isOllamaRoute(r.URL.Path) {
-		writeJSON(w, status, map[string]string{"error": msg})
+		writeJSON(w, status, ollamaError{Error: msg})
 		return
 	}
-	typ := "invalid_request_error"
+	writeJSON(w, status, openAIError{Error: openAIErrorBody{Message: msg, Type: errorType(status), Code: code, Param: paramOf(param)}})
+}
+
+// errorType is OpenAI's error type for a status.
+func errorType(status int) string {
 	switch {
 	case status == http.StatusUnauthorized:
-		typ = "authentication_error"
+		return "authentication_error"
 	case status == http.StatusTooManyRequests:
-		typ = "rate_limit_error"
+		return "rate_limit_error"
 	case status >= 500:
-		typ = "server_error"
+		return "server_error"
 	}
-	var p any
-	if param != "" {
-		p = param
+	return "invalid_request_error"
+}
+
+// paramOf is OpenAI's "param": null when no parameter is to blame.
+func paramOf(param string) *string {
+	if param == "" {
+		return nil
 	}
-	writeJSON(w, status, map[string]any{"error": map[string]any{"message": msg, "type": typ, "code": code, "param": p}})
+	return &param
 }
 
 // isOllamaRoute reports whether path belongs to the Ollama API, whose

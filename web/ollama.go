@@ -22,6 +22,7 @@ type ollamaChatRequest struct {
 	Options   map[string]any  `json:"options"`
 	KeepAlive json.RawMessage `json:"keep_alive"`
 	Format    json.RawMessage `json:"format"`
+	Tools     json.RawMessage `json:"tools"`
 	Think     json.RawMessage `json:"think"`
 }
 
@@ -172,6 +173,9 @@ func parseOllamaChat(body []byte) (*backend.Request, ollamaParams, error) {
 	if req.Model == "" {
 		return nil, p, badRequest("model", "model is required (for example \"minicpm5:2b\")")
 	}
+	if err := (requestFeatures{Tools: in.Tools, Format: in.Format}).check(); err != nil {
+		return nil, p, err
+	}
 	var err error
 	if p.keepAlive, err = parseKeepAlive(in.KeepAlive); err != nil {
 		return nil, p, err
@@ -201,6 +205,9 @@ func parseOllamaGenerate(body []byte) (*backend.Request, ollamaParams, error) {
 	if len(in.Images) > 0 {
 		return nil, p, badRequest("images", "images are not supported: this model reads text only")
 	}
+	if err := (requestFeatures{Format: in.Format}).check(); err != nil {
+		return nil, p, err
+	}
 	var err error
 	if p.keepAlive, err = parseKeepAlive(in.KeepAlive); err != nil {
 		return nil, p, err
@@ -223,43 +230,7 @@ func parseOllamaGenerate(body []byte) (*backend.Request, ollamaParams, error) {
 	return req, p, nil
 }
 
-// ndjson streams newline-delimited JSON objects.
-type ndjson struct {
-	w       http.ResponseWriter
-	rc      *http.ResponseController
-	started bool
-}
-
-func (n *ndjson) send(v any) error {
-	if !n.started {
-		n.started = true
-		n.w.Header().Set("Content-Type", "application/x-ndjson")
-		n.w.WriteHeader(http.StatusOK)
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	if _, err := n.w.Write(append(b, '\n')); err != nil {
-		return err
-	}
-	return n.rc.Flush()
-}
-
 func ollamaTime(t time.Time) string { return t.Format(time.RFC3339Nano) }
-
-// ollamaDone is the final object's statistics, in nanoseconds.
-func ollamaDone(m map[string]any, res backend.Result, total time.Duration) map[string]any {
-	m["done"] = true
-	m["done_reason"] = res.FinishReason
-	m["total_duration"] = total.Nanoseconds()
-	m["load_duration"] = max(total-res.PrefillDuration-res.DecodeDuration, 0).Nanoseconds()
-	m["prompt_eval_count"] = res.PromptTokens
-	m["prompt_eval_duration"] = res.PrefillDuration.Nanoseconds()
-	m["eval_count"] = res.CompletionTokens
-	m["eval_duration"] = res.DecodeDuration.Nanoseconds()
-	return m
-}
 
 func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
 	s.ollamaRun(w, r, true)
@@ -286,15 +257,8 @@ func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, chat bool) {
 		s.fail(w, r, err)
 		return
 	}
-	msg := func(text string) map[string]any {
-		m := map[string]any{"model": req.Model, "created_at": ollamaTime(time.Now())}
-		if chat {
-			m["message"] = map[string]any{"role": "assistant", "content": text}
-		} else {
-			m["response"] = text
-		}
-		return m
-	}
+	a := newAnswer("", req.Model, start)
+	f := ollamaFormat{chat: chat}
 	if req.Messages == nil && req.Prompt == "" {
 		// Load or unload only.
 		reason := "load"
@@ -307,92 +271,89 @@ func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, chat bool) {
 			s.fail(w, r, err)
 			return
 		}
-		m := msg("")
-		m["done"], m["done_reason"] = true, reason
-		writeJSON(w, http.StatusOK, m)
+		c := f.chunk(a, "")
+		c.Done, c.DoneReason = true, reason
+		writeJSON(w, http.StatusOK, c)
 		return
 	}
-	opts := service.GenerateOptions{KeepAlive: p.keepAlive}
-	if !p.stream {
-		var text strings.Builder
-		res, err := s.mgr.Generate(r.Context(), req, opts, func(t backend.Token) error {
-			text.WriteString(t.Text)
-			return nil
-		})
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, ollamaDone(msg(text.String()), res, time.Since(start)))
-		return
+	var out answerWriter = &ollamaWhole{ollamaFormat: f, s: s, w: w, r: r}
+	if p.stream {
+		out = &ollamaStream{ollamaFormat: f, s: s, r: r, nd: newNDJSON(w)}
 	}
-	out := &ndjson{w: w, rc: http.NewResponseController(w)}
-	res, err := s.mgr.Generate(r.Context(), req, opts, func(t backend.Token) error {
-		m := msg(t.Text)
-		m["done"] = false
-		return out.send(m)
-	})
-	if err != nil {
-		if !out.started {
-			s.fail(w, r, err)
-			return
-		}
-		if ae := s.classify(err); ae.status != 499 {
-			out.send(map[string]string{"error": ae.msg})
-		}
-		return
-	}
-	out.send(ollamaDone(msg(""), res, time.Since(start)))
+	s.drive(w, r, a, &call{req: req, opts: service.GenerateOptions{KeepAlive: p.keepAlive}, out: out})
 }
 
 // ollamaModel is an entry of /api/tags and /api/ps.
-func ollamaModel(d service.ModelDesc) map[string]any {
-	return map[string]any{
-		"name": d.Name, "model": d.Name, "modified_at": ollamaTime(d.ModifiedAt),
-		"size": d.Size, "digest": d.Digest, "details": ollamaDetails(d),
+type ollamaModel struct {
+	Name          string        `json:"name"`
+	Model         string        `json:"model"`
+	ModifiedAt    string        `json:"modified_at"`
+	Size          int64         `json:"size"`
+	Digest        string        `json:"digest"`
+	Details       ollamaDetails `json:"details"`
+	ExpiresAt     string        `json:"expires_at,omitempty"`     // /api/ps
+	SizeVRAM      *int64        `json:"size_vram,omitempty"`      // /api/ps
+	ContextLength int           `json:"context_length,omitempty"` // /api/ps
+}
+
+// ollamaDetails is a model's "details".
+type ollamaDetails struct {
+	ParentModel       string   `json:"parent_model"`
+	Format            string   `json:"format"`
+	Family            string   `json:"family"`
+	Families          []string `json:"families"`
+	ParameterSize     string   `json:"parameter_size"`
+	QuantizationLevel string   `json:"quantization_level"`
+}
+
+// ollamaModelList is the body of /api/tags and /api/ps.
+type ollamaModelList struct {
+	Models []ollamaModel `json:"models"`
+}
+
+func toOllamaModel(d service.ModelDesc) ollamaModel {
+	return ollamaModel{
+		Name: d.Name, Model: d.Name, ModifiedAt: ollamaTime(d.ModifiedAt),
+		Size: d.Size, Digest: d.Digest, Details: toOllamaDetails(d),
 	}
 }
 
-func ollamaDetails(d service.ModelDesc) map[string]any {
-	fam := d.Family
+func toOllamaDetails(d service.ModelDesc) ollamaDetails {
 	var fams []string
-	if fam != "" {
-		fams = []string{fam}
+	if d.Family != "" {
+		fams = []string{d.Family}
 	}
-	return map[string]any{
-		"parent_model": "", "format": d.Format, "family": fam, "families": fams,
-		"parameter_size": d.ParameterSize, "quantization_level": d.Quantization,
-	}
+	return ollamaDetails{Format: d.Format, Family: d.Family, Families: fams,
+		ParameterSize: d.ParameterSize, QuantizationLevel: d.Quantization}
 }
 
 func (s *Server) ollamaTags(w http.ResponseWriter, r *http.Request) {
-	list := []any{}
+	list := []ollamaModel{}
 	for _, d := range s.mgr.Models() {
 		if d.Installed {
-			list = append(list, ollamaModel(d))
+			list = append(list, toOllamaModel(d))
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"models": list})
+	writeJSON(w, http.StatusOK, ollamaModelList{Models: list})
 }
 
 func (s *Server) ollamaPs(w http.ResponseWriter, r *http.Request) {
 	st := s.mgr.Status()
-	list := []any{}
+	list := []ollamaModel{}
 	if st.State == service.StateOn {
-		d := s.describe(st.Model)
-		m := ollamaModel(d)
+		m := toOllamaModel(s.describe(st.Model))
 		exp := time.Now().Add(100 * 365 * 24 * time.Hour) // kept loaded
 		if st.ExpiresAt != nil {
 			exp = *st.ExpiresAt
 		}
-		m["expires_at"] = ollamaTime(exp)
-		m["size_vram"] = 0
+		m.ExpiresAt = ollamaTime(exp)
+		m.SizeVRAM = new(int64)
 		if st.Info != nil {
-			m["context_length"] = st.Info.ContextLength
+			m.ContextLength = st.Info.ContextLength
 		}
 		list = append(list, m)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"models": list})
+	writeJSON(w, http.StatusOK, ollamaModelList{Models: list})
 }
 
 // describe finds a model's description, falling back to the loaded
@@ -452,20 +413,34 @@ func (s *Server) ollamaShow(w http.ResponseWriter, r *http.Request) {
 		arch + ".context_length":   d.ContextLength,
 		arch + ".embedding_length": 0,
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"license":      "",
-		"modelfile":    fmt.Sprintf("# Modelfile generated by NPU Chat\nFROM %s\n", d.Name),
-		"parameters":   fmt.Sprintf("temperature %g\ntop_p %g\ntop_k %d\nmin_p %g", defaultTemperature, defaultTopP, defaultTopK, defaultMinP),
-		"template":     "{{ .Prompt }}",
-		"details":      ollamaDetails(d),
-		"model_info":   info,
-		"capabilities": []string{"completion"},
-		"modified_at":  ollamaTime(d.ModifiedAt),
+	writeJSON(w, http.StatusOK, ollamaShowResponse{
+		Modelfile:    fmt.Sprintf("# Modelfile generated by NPU Chat\nFROM %s\n", d.Name),
+		Parameters:   fmt.Sprintf("temperature %g\ntop_p %g\ntop_k %d\nmin_p %g", defaultTemperature, defaultTopP, defaultTopK, defaultMinP),
+		Template:     "{{ .Prompt }}",
+		Details:      toOllamaDetails(d),
+		ModelInfo:    info,
+		Capabilities: []string{"completion"},
+		ModifiedAt:   ollamaTime(d.ModifiedAt),
 	})
 }
 
+// ollamaShowResponse is the body of POST /api/show. ModelInfo is a map
+// because its keys are named after the architecture ("llama.context_length").
+type ollamaShowResponse struct {
+	License      string         `json:"license"`
+	Modelfile    string         `json:"modelfile"`
+	Parameters   string         `json:"parameters"`
+	Template     string         `json:"template"`
+	Details      ollamaDetails  `json:"details"`
+	ModelInfo    map[string]any `json:"model_info"`
+	Capabilities []string       `json:"capabilities"`
+	ModifiedAt   string         `json:"modified_at"`
+}
+
 func (s *Server) ollamaVersion(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"version": s.opts.Version})
+	writeJSON(w, http.StatusOK, struct {
+		Version string `json:"version"`
+	}{s.opts.Version})
 }
 
 // parameterCount turns a size such as "2B" or "500M" into a number (0

@@ -34,6 +34,18 @@ type openAICommon struct {
 	PresencePenalty   *float64 `json:"presence_penalty"`
 	Stop              stopList `json:"stop"`
 	N                 *int     `json:"n"`
+	// Features not supported yet, refused by requestFeatures.check.
+	Tools          json.RawMessage `json:"tools"`
+	ToolChoice     json.RawMessage `json:"tool_choice"`
+	ResponseFormat json.RawMessage `json:"response_format"`
+	Logprobs       json.RawMessage `json:"logprobs"`
+	TopLogprobs    json.RawMessage `json:"top_logprobs"`
+}
+
+// features is what the request asks for beyond text.
+func (c *openAICommon) features() requestFeatures {
+	return requestFeatures{Tools: c.Tools, ToolChoice: c.ToolChoice, ResponseFormat: c.ResponseFormat,
+		Logprobs: c.Logprobs, TopLogprobs: c.TopLogprobs}
 }
 
 // includeUsage reports whether a stream ends with a usage chunk.
@@ -50,6 +62,9 @@ func (c *openAICommon) toRequest(req *backend.Request) error {
 	}
 	if c.N != nil && *c.N != 1 {
 		return badRequest("n", "n must be 1: NPU Chat generates one answer per request")
+	}
+	if err := c.features().check(); err != nil {
+		return err
 	}
 	var err error
 	if req.Stop, err = checkStops("stop", c.Stop); err != nil {
@@ -173,67 +188,8 @@ func newID(prefix string) string {
 	return prefix + hex.EncodeToString(b[:])
 }
 
-type openAIUsage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
-}
-
-func usageOf(res backend.Result) *openAIUsage {
-	return &openAIUsage{res.PromptTokens, res.CompletionTokens, res.PromptTokens + res.CompletionTokens}
-}
-
-// sse writes server-sent events, flushing each one.
-type sse struct {
-	w       http.ResponseWriter
-	rc      *http.ResponseController
-	started bool
-}
-
-func newSSE(w http.ResponseWriter) *sse { return &sse{w: w, rc: http.NewResponseController(w)} }
-
-func (s *sse) start() {
-	if s.started {
-		return
-	}
-	s.started = true
-	h := s.w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Connection", "keep-alive")
-	h.Set("X-Accel-Buffering", "no")
-	s.w.WriteHeader(http.StatusOK)
-}
-
-// data sends one "data:" event holding v as JSON.
-func (s *sse) data(v any) error {
-	s.start()
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	if _, err := fmt.Fprintf(s.w, "data: %s\n\n", b); err != nil {
-		return err
-	}
-	return s.rc.Flush()
-}
-
-// raw sends a preformatted event.
-func (s *sse) raw(text string) error {
-	s.start()
-	if _, err := io.WriteString(s.w, text); err != nil {
-		return err
-	}
-	return s.rc.Flush()
-}
-
-// streamError ends a stream that has started with an error event, as
-// OpenAI's streaming API does.
-func (s *sse) streamError(ae *apiError) {
-	s.data(map[string]any{"error": map[string]any{"message": ae.msg, "type": "server_error", "code": ae.code}})
-}
-
 func (s *Server) openAIChat(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	body, err := readBody(r)
 	if err != nil {
 		s.fail(w, r, err)
@@ -244,70 +200,16 @@ func (s *Server) openAIChat(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	id, created := newID("chatcmpl-"), time.Now().Unix()
-	if !in.Stream {
-		var text strings.Builder
-		res, err := s.mgr.Generate(r.Context(), req, service.GenerateOptions{}, func(t backend.Token) error {
-			text.WriteString(t.Text)
-			return nil
-		})
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]any{
-			"id": id, "object": "chat.completion", "created": created, "model": in.Model,
-			"system_fingerprint": "npuchat-" + res.Backend,
-			"choices": []any{map[string]any{
-				"index": 0, "finish_reason": res.FinishReason, "logprobs": nil,
-				"message": map[string]any{"role": "assistant", "content": text.String()},
-			}},
-			"usage": usageOf(res),
-		})
-		return
+	a := newAnswer("chatcmpl-", in.Model, start)
+	var out answerWriter = &openAIChatWhole{s: s, w: w, r: r}
+	if in.Stream {
+		out = &openAIChatStream{s: s, r: r, sse: newSSE(w), usage: in.includeUsage()}
 	}
-	out := newSSE(w)
-	chunk := func(delta map[string]any, finish any) map[string]any {
-		return map[string]any{
-			"id": id, "object": "chat.completion.chunk", "created": created, "model": in.Model,
-			"system_fingerprint": "npuchat",
-			"choices":            []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": nil}},
-		}
-	}
-	first := true
-	res, err := s.mgr.Generate(r.Context(), req, service.GenerateOptions{}, func(t backend.Token) error {
-		if first {
-			first = false
-			if err := out.data(chunk(map[string]any{"role": "assistant", "content": ""}, nil)); err != nil {
-				return err
-			}
-		}
-		return out.data(chunk(map[string]any{"content": t.Text}, nil))
-	})
-	if err != nil {
-		if !out.started {
-			s.fail(w, r, err)
-			return
-		}
-		if ae := s.classify(err); ae.status != 499 {
-			out.streamError(ae)
-		}
-		return
-	}
-	if first {
-		out.data(chunk(map[string]any{"role": "assistant", "content": ""}, nil))
-	}
-	out.data(chunk(map[string]any{}, res.FinishReason))
-	if in.includeUsage() {
-		out.data(map[string]any{
-			"id": id, "object": "chat.completion.chunk", "created": created, "model": in.Model,
-			"choices": []any{}, "usage": usageOf(res),
-		})
-	}
-	out.raw("data: [DONE]\n\n")
+	s.drive(w, r, a, &call{req: req, out: out})
 }
 
 func (s *Server) openAICompletions(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	body, err := readBody(r)
 	if err != nil {
 		s.fail(w, r, err)
@@ -318,58 +220,16 @@ func (s *Server) openAICompletions(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	id, created := newID("cmpl-"), time.Now().Unix()
-	prefix := ""
+	a := newAnswer("cmpl-", in.Model, start)
+	echo := ""
 	if in.Echo {
-		prefix = req.Prompt
+		echo = req.Prompt
 	}
-	if !in.Stream {
-		var text strings.Builder
-		text.WriteString(prefix)
-		res, err := s.mgr.Generate(r.Context(), req, service.GenerateOptions{}, func(t backend.Token) error {
-			text.WriteString(t.Text)
-			return nil
-		})
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]any{
-			"id": id, "object": "text_completion", "created": created, "model": in.Model,
-			"choices": []any{map[string]any{"index": 0, "text": text.String(), "finish_reason": res.FinishReason, "logprobs": nil}},
-			"usage":   usageOf(res),
-		})
-		return
+	var out answerWriter = &openAICompletionWhole{s: s, w: w, r: r, echo: echo}
+	if in.Stream {
+		out = &openAICompletionStream{s: s, r: r, sse: newSSE(w), usage: in.includeUsage(), echo: echo}
 	}
-	out := newSSE(w)
-	chunk := func(text string, finish any) map[string]any {
-		return map[string]any{
-			"id": id, "object": "text_completion", "created": created, "model": in.Model,
-			"choices": []any{map[string]any{"index": 0, "text": text, "finish_reason": finish, "logprobs": nil}},
-		}
-	}
-	res, err := s.mgr.Generate(r.Context(), req, service.GenerateOptions{}, func(t backend.Token) error {
-		text := t.Text
-		if prefix != "" {
-			text, prefix = prefix+text, ""
-		}
-		return out.data(chunk(text, nil))
-	})
-	if err != nil {
-		if !out.started {
-			s.fail(w, r, err)
-			return
-		}
-		if ae := s.classify(err); ae.status != 499 {
-			out.streamError(ae)
-		}
-		return
-	}
-	out.data(chunk(prefix, res.FinishReason))
-	if in.includeUsage() {
-		out.data(map[string]any{"id": id, "object": "text_completion", "created": created, "model": in.Model, "choices": []any{}, "usage": usageOf(res)})
-	}
-	out.raw("data: [DONE]\n\n")
+	s.drive(w, r, a, &call{req: req, out: out})
 }
 
 // openAIModel is an entry of GET /v1/models.
@@ -378,6 +238,12 @@ type openAIModel struct {
 	Object  string `json:"object"`
 	Created int64  `json:"created"`
 	OwnedBy string `json:"owned_by"`
+}
+
+// openAIModelList is the body of GET /v1/models.
+type openAIModelList struct {
+	Object string        `json:"object"`
+	Data   []openAIModel `json:"data"`
 }
 
 func toOpenAIModel(d service.ModelDesc) openAIModel {
@@ -393,7 +259,7 @@ func (s *Server) openAIModels(w http.ResponseWriter, r *http.Request) {
 	for _, d := range s.mgr.Models() {
 		data = append(data, toOpenAIModel(d))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+	writeJSON(w, http.StatusOK, openAIModelList{Object: "list", Data: data})
 }
 
 func (s *Server) openAIModel(w http.ResponseWriter, r *http.Request) {

@@ -8,14 +8,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/npuchat/npuchat/engine"
-	"github.com/npuchat/npuchat/engine/quant"
 )
 
 // benchResult is one `npuchat bench` measurement (the --json output).
@@ -23,7 +21,7 @@ type benchResult struct {
 	Model        string  `json:"model"`
 	Format       string  `json:"format"`
 	Threads      int     `json:"threads"`
-	SIMD         string  `json:"simd"`        // kernels this CPU uses: "avx2" or "none"
+	SIMD         string  `json:"simd"`        // kernels the model uses: "avx512", "avx2" or "none"
 	Activations  string  `json:"activations"` // "q8" (llama.cpp's rounding) or "f32" (--exact)
 	LoadSeconds  float64 `json:"load_s"`
 	PromptTokens int     `json:"prompt_tokens"`
@@ -42,7 +40,8 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
 	model := fs.String("model", "", "model: a .gguf file, a Hugging Face folder or an FLM folder (model.q4nx)")
-	threads := fs.Int("threads", 0, "threads for matrix products (0: all CPUs)")
+	threads := fs.Int("threads", 0, "threads for matrix products (0: one per physical core)")
+	simd := fs.String("simd", "", "fastest kernels to use: auto, avx512, avx2 or none (default $NPUCHAT_SIMD or auto)")
 	promptTokens := fs.Int("prompt-tokens", 64, "prompt length to prefill")
 	genTokens := fs.Int("gen-tokens", 32, "tokens to decode after the prompt")
 	exact := fs.Bool("exact", false, "multiply by float activations (engine.LoadOptions.FloatActivations) instead of 8-bit ones")
@@ -78,7 +77,7 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 		profile = func() error { return pprof.StartCPUProfile(f) }
 		defer pprof.StopCPUProfile()
 	}
-	res, err := bench(ctx, *model, engine.LoadOptions{Threads: *threads, FloatActivations: *exact, SkipQKNorm: *skipQKNorm},
+	res, err := bench(ctx, *model, engine.LoadOptions{Threads: *threads, FloatActivations: *exact, SkipQKNorm: *skipQKNorm, SIMD: *simd},
 		*promptTokens, *genTokens, profile)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "npuchat bench: %v\n", err)
@@ -101,11 +100,7 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 // bench measures one load, one prefill and one decode run.
 // profile, when not nil, starts a CPU profile after loading.
 func bench(ctx context.Context, path string, opts engine.LoadOptions, promptTokens, genTokens int, profile func() error) (*benchResult, error) {
-	res := &benchResult{Model: path, Threads: opts.Threads, SIMD: quant.SIMD(), Activations: "q8",
-		PromptTokens: promptTokens, GenTokens: genTokens}
-	if res.Threads == 0 {
-		res.Threads = runtime.NumCPU()
-	}
+	res := &benchResult{Model: path, Activations: "q8", PromptTokens: promptTokens, GenTokens: genTokens}
 	if opts.FloatActivations {
 		res.Activations = "f32"
 	}
@@ -116,6 +111,7 @@ func bench(ctx context.Context, path string, opts engine.LoadOptions, promptToke
 	}
 	defer m.Close()
 	res.LoadSeconds = time.Since(start).Seconds()
+	res.Threads, res.SIMD = m.Threads(), m.SIMD()
 	cfg := m.Config()
 	res.Format = cfg.Format
 	if promptTokens+genTokens > 1<<16 {

@@ -7,8 +7,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/npuchat/npuchat/engine/tokenizer"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -17,57 +15,9 @@ import (
 	"time"
 
 	"github.com/npuchat/npuchat/engine"
-	"github.com/npuchat/npuchat/engine/sample"
+	"github.com/npuchat/npuchat/service/backend"
+	"github.com/npuchat/npuchat/service/cpu"
 )
-
-// textCodec turns text into token ids and back with the model's own
-// tokenizer, and knows the tokenizer's end-of-sequence ids.
-type textCodec struct {
-	tok *tokenizer.Tokenizer
-	cfg tokenizer.Config
-}
-
-// Encode tokenizes a raw prompt (special tokens recognised, as in a chat
-// template's output), with BOS in front when the model wants it.
-func (c *textCodec) Encode(text string) ([]int, error) {
-	ids := c.tok.Encode(text)
-	if c.cfg.AddBOS && c.cfg.BOS >= 0 && (len(ids) == 0 || ids[0] != c.cfg.BOS) {
-		ids = append([]int{c.cfg.BOS}, ids...)
-	}
-	return ids, nil
-}
-
-// Decode turns ids into text.
-func (c *textCodec) Decode(ids []int) (string, error) { return c.tok.Decode(ids) }
-
-// newTextCodec returns the tokenizer for the model at path (its
-// tokenizer.json for a folder, its tokenizer.ggml.* metadata for a GGUF).
-func newTextCodec(path string, m *engine.Model) (*textCodec, error) {
-	if md := m.GGUFMetadata(); md != nil {
-		tok, err := tokenizer.FromGGUF(md)
-		if err != nil {
-			return nil, fmt.Errorf("%s: tokenizer: %w", path, err)
-		}
-		cfg, err := tokenizer.ConfigFromGGUF(md)
-		if err != nil {
-			return nil, fmt.Errorf("%s: special tokens: %w", path, err)
-		}
-		return &textCodec{tok, cfg}, nil
-	}
-	dir := path
-	if fi, err := os.Stat(path); err == nil && !fi.IsDir() {
-		dir = filepath.Dir(path)
-	}
-	tok, err := tokenizer.Load(dir)
-	if err != nil {
-		return nil, fmt.Errorf("--prompt needs the model's tokenizer: %w", err)
-	}
-	cfg, err := tokenizer.LoadConfig(dir, tok)
-	if err != nil {
-		cfg = tokenizer.Config{BOS: -1}
-	}
-	return &textCodec{tok, cfg}, nil
-}
 
 // generateResult is the --json output.
 type generateResult struct {
@@ -131,24 +81,27 @@ func runGenerate(ctx context.Context, env *Env, args []string) int {
 			return 2
 		}
 	}
-	m, err := engine.Load(*model, engine.LoadOptions{
-		Threads: *threads, Quantize: *quantize, SkipQKNorm: *skipQKNorm, NoFoldKV: *noFold,
-		RopeLayout: engine.RopeLayout(*rope),
+	if *maxTokens < 1 {
+		fmt.Fprintln(env.Stderr, "npuchat generate: --max-tokens must be at least 1")
+		return 2
+	}
+	// The server's in-process backend, so that the command and the API
+	// answer alike: the same tokenizer, end tokens, sampling and limits.
+	be := cpu.New(cpu.Options{
+		Path: *model, Name: filepath.Base(*model), Threads: *threads, MaxContext: *ctxLen,
+		Quantize: *quantize, SkipQKNorm: *skipQKNorm, NoFoldKV: *noFold, RopeLayout: engine.RopeLayout(*rope),
 	})
-	if err != nil {
+	if err := be.Load(ctx, nil); err != nil {
 		return fail(err)
 	}
-	defer m.Close()
-	codec, codecErr := newTextCodec(*model, m)
+	defer be.Unload(context.Background())
 	if *prompt != "" {
-		if codecErr != nil {
-			return fail(codecErr)
-		}
-		if ids, err = codec.Encode(*prompt); err != nil {
+		var err error
+		if ids, err = be.Prompt(&backend.Request{Prompt: *prompt}); err != nil {
 			return fail(fmt.Errorf("tokenize the prompt: %w", err))
 		}
 	}
-	var logitsOut io.Writer
+	var obs cpu.Observer
 	var commitDump func() error
 	if *dump != "" {
 		f, err := os.CreateTemp(filepath.Dir(*dump), ".logits-*")
@@ -157,7 +110,17 @@ func runGenerate(ctx context.Context, env *Env, args []string) int {
 		}
 		defer os.Remove(f.Name())
 		defer f.Close()
-		logitsOut = f
+		var row []byte
+		obs.Logits = func(logits []float32) error {
+			row = row[:0]
+			for _, v := range logits {
+				row = binary.LittleEndian.AppendUint32(row, math.Float32bits(v))
+			}
+			if _, err := f.Write(row); err != nil {
+				return fmt.Errorf("dump logits: %w", err)
+			}
+			return nil
+		}
 		commitDump = func() error {
 			if err := f.Close(); err != nil {
 				return err
@@ -165,13 +128,17 @@ func runGenerate(ctx context.Context, env *Env, args []string) int {
 			return os.Rename(f.Name(), *dump)
 		}
 	}
-	params := sample.Params{Temperature: *temperature, TopK: *topK, TopP: *topP, MinP: *minP,
-		RepeatPenalty: *repeat, Seed: *seed, HasSeed: *seed >= 0, RepeatLastN: 64}
-	var eos []int
-	if codecErr == nil {
-		eos = codec.cfg.EOS
-	}
-	res, err := generate(ctx, m, ids, *maxTokens, *ctxLen, params, eos, logitsOut)
+	res := &generateResult{Tokens: []int{}}
+	obs.Token = func(id int) { res.Tokens = append(res.Tokens, id) }
+	var text strings.Builder
+	req := &backend.Request{MaxTokens: *maxTokens, Sampling: backend.Sampling{
+		Temperature: *temperature, TopK: *topK, TopP: *topP, MinP: *minP, RepeatPenalty: *repeat,
+		Seed: *seed, HasSeed: *seed >= 0,
+	}}
+	out, err := be.GenerateTokens(ctx, ids, req, obs, func(tok backend.Token) error {
+		text.WriteString(tok.Text)
+		return nil
+	})
 	if err != nil {
 		return fail(err)
 	}
@@ -180,95 +147,39 @@ func runGenerate(ctx context.Context, env *Env, args []string) int {
 			return fail(fmt.Errorf("write %s: %w", *dump, err))
 		}
 	}
-	if codecErr == nil {
-		if res.Text, err = codec.Decode(res.Tokens); err != nil {
-			return fail(fmt.Errorf("detokenize: %w", err))
-		}
+	res.Text = text.String()
+	res.PrefillTokS = round2(out.PrefillTokensPerSecond())
+	res.DecodeTokS = round2(out.DecodeTokensPerSecond())
+	switch {
+	case out.FinishReason == backend.FinishStop:
+		res.StopReason = "eos"
+	case len(res.Tokens) >= *maxTokens:
+		res.StopReason = "length"
+	default:
+		res.StopReason = "context" // the context is full
 	}
 	if *asJSON {
-		if res.Tokens == nil {
-			res.Tokens = []int{}
-		}
 		enc := json.NewEncoder(env.Stdout)
 		if err := enc.Encode(res); err != nil {
 			return fail(err)
 		}
 		return 0
 	}
-	if codecErr == nil {
-		fmt.Fprintln(env.Stdout, res.Text)
-	} else {
-		fmt.Fprintln(env.Stdout, joinInts(res.Tokens))
-	}
+	fmt.Fprintln(env.Stdout, res.Text)
 	fmt.Fprintf(env.Stderr, "%d prompt tokens, %d generated (%s); prefill %.2f tok/s, decode %.2f tok/s\n",
 		len(ids), len(res.Tokens), res.StopReason, res.PrefillTokS, res.DecodeTokS)
 	return 0
-}
-
-// generate prefills the prompt and samples up to maxTokens tokens,
-// stopping at an EOS id of the model or of extraEOS (the tokenizer's),
-// which is not included in the result. With logitsOut set, each step's
-// logits are written as float32 little-endian.
-func generate(ctx context.Context, m *engine.Model, prompt []int, maxTokens, ctxLen int, p sample.Params, extraEOS []int, logitsOut io.Writer) (*generateResult, error) {
-	if len(prompt) == 0 {
-		return nil, errors.New("the prompt is empty")
-	}
-	cfg := m.Config()
-	cfg.EOS = append(append([]int(nil), cfg.EOS...), extraEOS...)
-	s := m.NewSession(ctxLen)
-	res := &generateResult{StopReason: "length"}
-	start := time.Now()
-	logits, err := s.PrefillContext(ctx, prompt)
-	if err != nil {
-		return nil, err
-	}
-	res.PrefillTokS = rate(len(prompt), time.Since(start))
-	sampler := sample.New(p)
-	history := append([]int(nil), prompt...)
-	var row []byte
-	decodeStart, decoded := time.Now(), 0
-	for len(res.Tokens) < maxTokens {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if logitsOut != nil {
-			row = row[:0]
-			for _, v := range logits {
-				row = binary.LittleEndian.AppendUint32(row, math.Float32bits(v))
-			}
-			if _, err := logitsOut.Write(row); err != nil {
-				return nil, fmt.Errorf("dump logits: %w", err)
-			}
-		}
-		tok := sampler.Sample(logits, history)
-		if cfg.IsEOS(tok) {
-			res.StopReason = "eos"
-			break
-		}
-		res.Tokens = append(res.Tokens, tok)
-		history = append(history, tok)
-		if len(res.Tokens) == maxTokens {
-			break
-		}
-		if s.Pos() >= s.MaxContext() {
-			res.StopReason = "context" // the KV cache is full
-			break
-		}
-		if logits, err = s.Forward(tok); err != nil {
-			return nil, err
-		}
-		decoded++
-	}
-	res.DecodeTokS = rate(decoded, time.Since(decodeStart))
-	return res, nil
 }
 
 func rate(n int, d time.Duration) float64 {
 	if n == 0 || d <= 0 {
 		return 0
 	}
-	return math.Round(float64(n)/d.Seconds()*100) / 100
+	return round2(float64(n) / d.Seconds())
 }
+
+// round2 rounds a speed to two decimals.
+func round2(x float64) float64 { return math.Round(x*100) / 100 }
 
 func parseTokenList(s string) ([]int, error) {
 	var ids []int
@@ -287,12 +198,4 @@ func parseTokenList(s string) ([]int, error) {
 		return nil, errors.New("no token ids")
 	}
 	return ids, nil
-}
-
-func joinInts(x []int) string {
-	s := make([]string, len(x))
-	for i, v := range x {
-		s[i] = strconv.Itoa(v)
-	}
-	return strings.Join(s, " ")
 }

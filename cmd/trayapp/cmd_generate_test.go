@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -117,5 +118,55 @@ func TestGeneratePrompt(t *testing.T) {
 	}
 	if fmt.Sprint(outs[0]) != fmt.Sprint(outs[1]) {
 		t.Fatalf("gguf %+v, hf %+v", outs[0], outs[1])
+	}
+}
+
+// TestGenerateAnswersAsTheServer: `npuchat generate --prompt` and
+// /v1/completions on `npuchat serve` run one generation path, so a
+// greedy answer is the same text, token for token.
+func TestGenerateAnswersAsTheServer(t *testing.T) {
+	w, _ := testmodel.Random(4, testmodel.Qwen3Small())
+	dir := filepath.Join(t.TempDir(), "tiny")
+	if err := testmodel.WriteHF(dir, w, testmodel.HFOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const prompt = "the cat sat on"
+	code, out, errs := runCmd(t, "generate", "--model", dir, "--prompt", prompt, "--max-tokens", "8", "--json")
+	if code != 0 {
+		t.Fatalf("generate: %d %s", code, errs)
+	}
+	var gen struct {
+		Tokens     []int
+		Text       string
+		StopReason string `json:"stop_reason"`
+	}
+	if err := json.Unmarshal([]byte(out), &gen); err != nil || len(gen.Tokens) == 0 {
+		t.Fatalf("generate: %s", out)
+	}
+	url := serveInProcess(t, "--model", dir, "--name", "tiny", "--engine", "cpu")
+	resp, err := http.Post(url+"/v1/completions", "application/json",
+		strings.NewReader(fmt.Sprintf(`{"model":"tiny","prompt":%q,"max_tokens":8,"temperature":0}`, prompt)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var api struct {
+		Choices []struct {
+			Text         string
+			FinishReason string `json:"finish_reason"`
+		}
+		Usage struct {
+			CompletionTokens int `json:"completion_tokens"`
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&api); err != nil || len(api.Choices) != 1 {
+		t.Fatalf("%d %v %+v", resp.StatusCode, err, api)
+	}
+	if api.Choices[0].Text != gen.Text || api.Usage.CompletionTokens != len(gen.Tokens) {
+		t.Fatalf("generate said %q (%d tokens, %s), the server %q (%d tokens, %s)",
+			gen.Text, len(gen.Tokens), gen.StopReason, api.Choices[0].Text, api.Usage.CompletionTokens, api.Choices[0].FinishReason)
+	}
+	if want := map[string]string{"eos": "stop", "length": "length"}[gen.StopReason]; want != api.Choices[0].FinishReason {
+		t.Fatalf("stop reason %s, finish_reason %s", gen.StopReason, api.Choices[0].FinishReason)
 	}
 }

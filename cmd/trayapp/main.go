@@ -1,7 +1,7 @@
 // Command npuchat is NPU Chat: a tray app that serves a local language
 // model on an AMD Ryzen AI machine, and the command-line tools around it.
 //
-//	npuchat                   tray app; with no display it runs `serve`
+//	npuchat [--hidden] [serve's flags]   tray app; with no display it runs `serve`
 //	npuchat serve             headless: API + web chat on 127.0.0.1:8001
 //	npuchat check [--json]    NPU, driver, firmware, limits; exit 0 when ready
 //	npuchat install [MODEL]   download and install into FastFlowLM's folders
@@ -22,7 +22,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"sort"
+	"strings"
 	"syscall"
 )
 
@@ -35,6 +37,12 @@ type Env struct {
 	Stderr io.Writer
 	// Getenv reads an environment variable (os.Getenv in the real program).
 	Getenv func(string) string
+	// GOOS is the system (runtime.GOOS), for the display check.
+	GOOS string
+	// Executable is this program's path, for the XRT probe's child
+	// process and launch at login; empty where no child can be this
+	// program (tests that run commands in process).
+	Executable string
 }
 
 // command is one subcommand. run returns the process exit code.
@@ -62,7 +70,10 @@ func commands() map[string]command {
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	env := &Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
+	env := &Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, GOOS: runtime.GOOS}
+	if exe, err := os.Executable(); err == nil {
+		env.Executable = exe
+	}
 	code := run(ctx, env, os.Args[1:])
 	stop()
 	os.Exit(code)
@@ -72,7 +83,7 @@ func main() {
 func run(ctx context.Context, env *Env, args []string) int {
 	cmds := commands()
 	if len(args) == 0 {
-		return runDefault(ctx, env)
+		return runDefault(ctx, env, nil)
 	}
 	name := args[0]
 	switch name {
@@ -81,6 +92,10 @@ func run(ctx context.Context, env *Env, args []string) int {
 		return 0
 	case "-v", "--version":
 		name = "version"
+	default:
+		if strings.HasPrefix(name, "-") { // flags of the tray (or of serve, without a display)
+			return runDefault(ctx, env, args)
+		}
 	}
 	c, ok := cmds[name]
 	if !ok || c.run == nil {
@@ -93,7 +108,8 @@ func run(ctx context.Context, env *Env, args []string) int {
 
 func usage(w io.Writer, cmds map[string]command) {
 	fmt.Fprintln(w, "Usage: npuchat [command] [flags]")
-	fmt.Fprintln(w, "\nWith no command, npuchat starts the tray app (or `serve` when there is no display).")
+	fmt.Fprintln(w, "\nWith no command, npuchat starts the tray app (or `serve` when there is no display),")
+	fmt.Fprintln(w, "with serve's flags and --hidden (no window at start, as when launched at login).")
 	fmt.Fprintln(w, "\nCommands:")
 	names := make([]string, 0, len(cmds))
 	for n := range cmds {

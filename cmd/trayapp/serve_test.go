@@ -18,14 +18,20 @@ import (
 // and returns its base URL; it stops when the test ends.
 func serveInProcess(t *testing.T, args ...string) string {
 	t.Helper()
+	return serveInProcessArgs(t, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...))
+}
+
+// serveInProcessArgs runs `npuchat args...` (which must serve) with a
+// private data folder and no display, and returns its base URL.
+func serveInProcessArgs(t *testing.T, args []string) string {
+	t.Helper()
 	home := t.TempDir()
 	envs := map[string]string{"HOME": home, "NPUCHAT_DATA": filepath.Join(home, "data"), "FLM_MODEL_PATH": filepath.Join(home, "flm")}
 	pr, pw := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int)
 	go func() {
-		done <- run(ctx, &Env{Stdin: strings.NewReader(""), Stdout: pw, Stderr: io.Discard, Getenv: func(k string) string { return envs[k] }},
-			append([]string{"serve", "--addr", "127.0.0.1:0"}, args...))
+		done <- run(ctx, &Env{Stdin: strings.NewReader(""), Stdout: pw, Stderr: io.Discard, Getenv: func(k string) string { return envs[k] }, GOOS: "linux"}, args)
 		pw.Close()
 	}()
 	line, err := bufio.NewReader(pr).ReadString('\n')

@@ -6,13 +6,15 @@ package mmapfile
 import (
 	"fmt"
 	"os"
+	"unsafe"
 )
 
 // File is an opened file's contents. Data is valid until Close.
 type File struct {
-	Data  []byte
-	Path  string
-	close func() error
+	Data   []byte
+	Path   string
+	close  func() error
+	mapped bool
 }
 
 // Open maps or reads path.
@@ -36,11 +38,11 @@ func Open(path string) (*File, error) {
 	if int64(int(size)) != size {
 		return nil, fmt.Errorf("%s: %d bytes do not fit in memory", path, size)
 	}
-	data, unmap, err := mapFile(f, int(size))
+	data, unmap, mapped, err := mapFile(f, int(size))
 	if err != nil {
 		return nil, fmt.Errorf("map %s: %w", path, err)
 	}
-	return &File{Data: data, Path: path, close: unmap}, nil
+	return &File{Data: data, Path: path, close: unmap, mapped: mapped}, nil
 }
 
 // Close releases the mapping. Data must not be used afterwards.
@@ -52,4 +54,24 @@ func (f *File) Close() error {
 	f.close = nil
 	f.Data = nil
 	return c()
+}
+
+// Contains reports whether b lies inside f's data.
+func (f *File) Contains(b []byte) bool {
+	if f == nil || len(b) == 0 || len(f.Data) == 0 {
+		return false
+	}
+	lo := uintptr(unsafe.Pointer(&f.Data[0]))
+	p := uintptr(unsafe.Pointer(&b[0]))
+	return p >= lo && p+uintptr(len(b)) <= lo+uintptr(len(f.Data))
+}
+
+// Release tells the system that b, a part of f's data, will not be read
+// for a while: on Linux its mapped pages leave the process's resident
+// memory (they stay in the page cache, and reading b again maps them
+// back). Elsewhere it does nothing. b must lie inside f's data.
+func (f *File) Release(b []byte) {
+	if f.Contains(b) && f.mapped {
+		release(b)
+	}
 }

@@ -17,6 +17,9 @@ type Q8Vector struct {
 	// S is per block float16(d·Σq), the sum ggml's Q8_1 blocks carry for
 	// weights with a per-block minimum (Q4_1).
 	S []float32
+	// Sum is per block Σq exactly, which the packed kernels (Packed) use
+	// to take out the offsets they store weights with.
+	Sum []int32
 }
 
 // Quantize rounds x (a whole number of 32-value blocks) into v, reusing
@@ -24,12 +27,13 @@ type Q8Vector struct {
 func (v *Q8Vector) Quantize(x []float32) {
 	n := len(x)
 	nb := n / 32
-	if cap(v.Qs) < n {
+	if cap(v.Qs) < n || cap(v.Sum) < nb {
 		v.Qs = make([]int8, n)
 		v.D = make([]float32, nb)
 		v.S = make([]float32, nb)
+		v.Sum = make([]int32, nb)
 	}
-	v.Qs, v.D, v.S = v.Qs[:n], v.D[:nb], v.S[:nb]
+	v.Qs, v.D, v.S, v.Sum = v.Qs[:n], v.D[:nb], v.S[:nb], v.Sum[:nb]
 	for b := 0; b < nb; b++ {
 		xs := x[b*32 : b*32+32]
 		qs := v.Qs[b*32 : b*32+32]
@@ -50,6 +54,7 @@ func (v *Q8Vector) Quantize(x []float32) {
 		}
 		v.D[b] = F16ToF32(F32ToF16(d))
 		v.S[b] = F16ToF32(F32ToF16(d * float32(sum)))
+		v.Sum[b] = sum
 	}
 }
 
@@ -105,6 +110,7 @@ type Q8Batch struct {
 	Vecs []Q8Vector // views into the arrays below, one per vector
 	qs   []int8
 	d, s []float32
+	sum  []int32
 }
 
 // Quantize rounds each of xs (n values, a whole number of blocks) into
@@ -124,11 +130,14 @@ func (b *Q8Batch) Prepare(count, n int) {
 		b.qs = make([]int8, count*n)
 		b.d = make([]float32, count*nb)
 		b.s = make([]float32, count*nb)
+		b.sum = make([]int32, count*nb)
 	}
+	b.qs, b.d, b.s, b.sum = b.qs[:count*n], b.d[:count*nb], b.s[:count*nb], b.sum[:count*nb]
 	b.Vecs = b.Vecs[:0]
 	for i := range count {
 		b.Vecs = append(b.Vecs, Q8Vector{Qs: b.qs[i*n : (i+1)*n : (i+1)*n],
-			D: b.d[i*nb : (i+1)*nb : (i+1)*nb], S: b.s[i*nb : (i+1)*nb : (i+1)*nb]})
+			D: b.d[i*nb : (i+1)*nb : (i+1)*nb], S: b.s[i*nb : (i+1)*nb : (i+1)*nb],
+			Sum: b.sum[i*nb : (i+1)*nb : (i+1)*nb]})
 	}
 }
 
@@ -162,7 +171,11 @@ func DotQ8x4(t Type, row []byte, b *Q8Batch, first int, out *[4]float32) {
 // DotQ8Ref is the plain-Go DotQ8: the reference the SIMD kernels are
 // tested against, and the path on CPUs without them.
 func DotQ8Ref(t Type, row []byte, x *Q8Vector) float32 {
-	var sum float32
+	// Explicit float32 conversions keep every product and sum a separate
+	// rounding (no fused multiply-add), as the packed kernels compute.
+	// Q4_1's minimum terms are summed apart and added at the end, as
+	// ggml does.
+	var sum, mins float32
 	for b := range x.D {
 		q := x.Qs[b*32 : b*32+32]
 		switch t {
@@ -172,7 +185,7 @@ func DotQ8Ref(t Type, row []byte, x *Q8Vector) float32 {
 			for j := 0; j < 32; j++ {
 				s += int32(int8(blk[2+j])) * int32(q[j])
 			}
-			sum += F16ToF32(le16(blk)) * x.D[b] * float32(s)
+			sum += float32(F16ToF32(le16(blk)) * x.D[b] * float32(s))
 		case Q4_0:
 			blk := row[b*18 : b*18+18]
 			var s int32
@@ -180,7 +193,7 @@ func DotQ8Ref(t Type, row []byte, x *Q8Vector) float32 {
 				s += (int32(blk[2+j]&0x0f) - 8) * int32(q[j])
 				s += (int32(blk[2+j]>>4) - 8) * int32(q[j+16])
 			}
-			sum += F16ToF32(le16(blk)) * x.D[b] * float32(s)
+			sum += float32(F16ToF32(le16(blk)) * x.D[b] * float32(s))
 		case Q4_1, Q4_1BF16:
 			blk := row[b*20 : b*20+20]
 			var s int32
@@ -189,12 +202,13 @@ func DotQ8Ref(t Type, row []byte, x *Q8Vector) float32 {
 				s += int32(blk[4+j]>>4) * int32(q[j+16])
 			}
 			d, m := q41Scales(t, blk)
-			sum += d*x.D[b]*float32(s) + m*x.S[b]
+			sum += float32(d * x.D[b] * float32(s))
+			mins += float32(m * x.S[b])
 		default:
 			panic("quant.DotQ8Ref: no integer kernel for " + t.String())
 		}
 	}
-	return sum
+	return sum + mins
 }
 
 // DotF32 returns Σ a[i]·b[i] over len(a) float32 values, with SIMD when

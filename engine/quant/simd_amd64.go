@@ -53,3 +53,27 @@ func dotF32AVX2(a, b *float32, n int) float32
 //
 //go:noescape
 func axpyF32AVX2(y, x *float32, a float32, n int)
+
+// The AVX-512 VNNI kernels of vnni_amd64.s (see Packed.MulQ8): w is a
+// group's packed blocks, qs/d/sum/s vector 0's arrays (qstride bytes and
+// dstride bytes to the next vector's), out ntok×16 accumulators.
+
+//go:noescape
+func gemmQ4_0VNNI(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32)
+
+//go:noescape
+func gemmQ4_1VNNI(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32)
+
+//go:noescape
+func gemmQ4_1BF16VNNI(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32)
+
+//go:noescape
+func gemmQ8_0VNNI(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32)
+
+// vnni selects the AVX-512 VNNI kernels (F, BW, VL and VNNI; Intel since
+// Ice Lake / Cascade Lake, AMD since Zen 4), fixed at start-up from CPUID.
+var vnni = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512VNNI && simdQ8
+
+// HasVNNI reports whether this CPU runs the AVX-512 VNNI kernels of
+// Packed.MulQ8.
+func HasVNNI() bool { return vnni }

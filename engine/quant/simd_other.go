@@ -18,3 +18,20 @@ func dotQ4_1Q8x4(w *byte, qs *int8, d, s *float32, nb int, out *[4]float32)     
 func dotQ4_1BF16Q8x4(w *byte, qs *int8, d, s *float32, nb int, out *[4]float32) { panic("no SIMD") }
 func dotF32AVX2(a, b *float32, n int) float32                                   { panic("no SIMD") }
 func axpyF32AVX2(y, x *float32, a float32, n int)                               { panic("no SIMD") }
+
+func gemmQ4_0VNNI(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32) {
+	panic("no SIMD")
+}
+func gemmQ4_1VNNI(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32) {
+	panic("no SIMD")
+}
+func gemmQ4_1BF16VNNI(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32) {
+	panic("no SIMD")
+}
+func gemmQ8_0VNNI(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32) {
+	panic("no SIMD")
+}
+
+// HasVNNI reports whether this CPU runs the AVX-512 VNNI kernels: never
+// off amd64.
+func HasVNNI() bool { return false }

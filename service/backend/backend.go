@@ -103,6 +103,9 @@ type Result struct {
 	// Backend is the Kind of the backend that produced the answer (the
 	// service sets it when it falls back from one backend to another).
 	Backend string
+	// Fallback says why the preferred backend did not produce the
+	// answer ("" when it did); set by the service.
+	Fallback string
 }
 
 // PrefillTokensPerSecond is the prompt processing speed, or 0 if unknown.

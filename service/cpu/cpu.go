@@ -8,16 +8,13 @@ package cpu
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
-	"time"
 
 	"github.com/npuchat/npuchat/engine"
 	"github.com/npuchat/npuchat/engine/chat"
-	"github.com/npuchat/npuchat/engine/sample"
 	"github.com/npuchat/npuchat/engine/tokenizer"
 	"github.com/npuchat/npuchat/service/backend"
 )
@@ -41,6 +38,10 @@ type Options struct {
 	MaxContext int
 	// ParameterSize, Quantization describe the model for the UI ("" to derive).
 	ParameterSize, Quantization string
+	// Quantize and NoFoldKV are the engine's load options of those names
+	// (`npuchat generate --quantize none`, `--no-fold-kv`).
+	Quantize string
+	NoFoldKV bool
 }
 
 // Backend runs a model in this process. One Generate at a time.
@@ -72,7 +73,8 @@ func (b *Backend) Load(ctx context.Context, progress func(backend.Progress)) err
 		}
 	}
 	report("reading weights", 0.1)
-	m, err := engine.Load(b.opts.Path, engine.LoadOptions{Threads: b.opts.Threads, SkipQKNorm: b.opts.SkipQKNorm, RopeLayout: b.opts.RopeLayout})
+	m, err := engine.Load(b.opts.Path, engine.LoadOptions{Threads: b.opts.Threads, SkipQKNorm: b.opts.SkipQKNorm, RopeLayout: b.opts.RopeLayout,
+		Quantize: b.opts.Quantize, NoFoldKV: b.opts.NoFoldKV})
 	if err != nil {
 		return fmt.Errorf("load %s: %w", b.opts.Path, err)
 	}
@@ -223,89 +225,7 @@ func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(
 	if err != nil {
 		return res, err
 	}
-	res.PromptTokens = len(ids)
-	if len(ids) == 0 {
-		return res, fmt.Errorf("the prompt is empty: %w", backend.ErrBadRequest)
-	}
-	if len(ids) >= b.maxCtx {
-		return res, fmt.Errorf("%d prompt tokens, the context holds %d: %w", len(ids), b.maxCtx, backend.ErrPromptTooLong)
-	}
-
-	// Reuse the cached prefix; at least the last prompt token is computed
-	// again to get its logits.
-	keep := commonPrefix(b.cached, ids)
-	if keep == len(ids) {
-		keep--
-	}
-	if err := b.sess.Rewind(keep); err != nil {
-		b.sess, b.cached, keep = b.model.NewSession(b.maxCtx), nil, 0
-	}
-	b.cached = append(b.cached[:keep], ids[keep:]...)
-	start := time.Now()
-	logits, err := b.sess.PrefillContext(ctx, ids[keep:])
-	res.PrefillDuration = time.Since(start)
-	if err != nil {
-		b.cached = b.cached[:b.sess.Pos()]
-		return res, err
-	}
-
-	sampler := sample.New(sample.Params{
-		Temperature: req.Sampling.Temperature, TopP: req.Sampling.TopP, TopK: req.Sampling.TopK, MinP: req.Sampling.MinP,
-		RepeatPenalty: req.Sampling.RepeatPenalty, FrequencyPenalty: req.Sampling.FrequencyPenalty, PresencePenalty: req.Sampling.PresencePenalty,
-		Seed: req.Sampling.Seed, HasSeed: req.Sampling.HasSeed, RepeatLastN: 64,
-	})
-	stream := tokenizer.NewStream(b.tok, req.Stop)
-	history := append([]int(nil), ids...)
-	start = time.Now()
-	defer func() { res.DecodeDuration = time.Since(start) }()
-	for {
-		if err := ctx.Err(); err != nil {
-			return res, err
-		}
-		if len(history) >= b.maxCtx { // prompt and answer fill the context
-			res.FinishReason = backend.FinishLength
-			break
-		}
-		next := sampler.Sample(logits, history)
-		if b.tcfg.IsEOS(next) {
-			res.FinishReason = backend.FinishStop
-			break
-		}
-		res.CompletionTokens++
-		history = append(history, next)
-		text, stopped := stream.Add(next)
-		if text != "" {
-			if err := emit(backend.Token{Text: text, ID: next}); err != nil {
-				return res, err
-			}
-		}
-		if stopped {
-			res.FinishReason = backend.FinishStop
-			break
-		}
-		if req.MaxTokens > 0 && res.CompletionTokens >= req.MaxTokens {
-			res.FinishReason = backend.FinishLength
-			break
-		}
-		logits, err = b.sess.Forward(next)
-		if err != nil {
-			b.cached = b.cached[:min(len(b.cached), b.sess.Pos())]
-			if errors.Is(err, engine.ErrContextFull) {
-				res.FinishReason = backend.FinishLength
-				break
-			}
-			return res, err
-		}
-		b.cached = append(b.cached, next)
-	}
-	if !stream.Stopped() {
-		if text := stream.Flush(); text != "" {
-			if err := emit(backend.Token{Text: text, ID: -1}); err != nil {
-				return res, err
-			}
-		}
-	}
-	return res, nil
+	return b.generateLocked(ctx, ids, req, Observer{}, emit)
 }
 
 func commonPrefix(a, b []int) int {

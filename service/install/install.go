@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/npuchat/npuchat/models"
+	"github.com/npuchat/npuchat/service"
 )
 
 // State is where an install is.
@@ -67,6 +68,10 @@ type Options struct {
 	// OnDone, when set, is called after an install finishes well (to
 	// refresh the model list or load the model).
 	OnDone func(model string)
+	// Publish, when set, receives every status change as the service's
+	// EventInstall event (the manager's Publish, so that /api/events and
+	// the tray see installs with the model's other events).
+	Publish func(service.Event) error
 	// Now is the clock (time.Now by default).
 	Now func() time.Time
 }
@@ -121,6 +126,13 @@ func (r *Runner) publishLocked(force bool) {
 		return
 	}
 	r.last = now
+	if r.opts.Publish != nil {
+		ev := service.Event{Type: service.EventInstall, Message: r.st.Message, Install: r.st.progress(), Time: now}
+		// In order, under r.mu (the manager never calls the runner, so
+		// r.mu before the manager's lock cannot deadlock). Publish only
+		// fails once the service is closed: nothing to tell then.
+		r.opts.Publish(ev)
+	}
 	for ch := range r.subs {
 		select {
 		case ch <- r.st:
@@ -235,4 +247,23 @@ func (r *Runner) Close() {
 		cancel()
 		<-done
 	}
+}
+
+// progress is the status as the service's install event carries it.
+func (st Status) progress() *service.InstallProgress {
+	p := &service.InstallProgress{Model: st.Model, Phase: st.Phase, Done: st.Bytes, Total: st.Total,
+		BytesPerSecond: st.Rate, ETASeconds: st.ETASeconds, Error: st.Error}
+	switch st.State {
+	case StateDone:
+		p.Phase = "done"
+	case StateFailed:
+		p.Phase = "failed"
+	case StateCancelled:
+		p.Phase = "cancelled"
+	default:
+		if p.Phase == "download" {
+			p.Phase = "downloading"
+		}
+	}
+	return p
 }

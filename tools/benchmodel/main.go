@@ -1,10 +1,10 @@
 // Command benchmodel writes random-weight models of MiniCPM5-2B's real
 // shape (42 layers, hidden 2048, FFN 6144, 16/2 heads, head_dim 128,
-// vocab 130560) for speed measurements (docs/performance.md): a Q4_1 and
-// a Q8_0 GGUF, which llama.cpp and the engine both read, and a
+// vocab 130560) for speed measurements (docs/performance.md): a Q4_0, a
+// Q4_1 and a Q8_0 GGUF, which llama.cpp and the engine both read, and a
 // FastFlowLM model.q4nx folder (KV heads replicated to 8 and unit q/k
 // norms injected, as the NPU port does) for the engine alone. Speed does
-// not depend on the weight values. The files take about 4 GB together:
+// not depend on the weight values. The files take about 5.5 GB together:
 // write them under /tmp, never into the repository.
 //
 //	go run ./tools/benchmodel -out /tmp/bench
@@ -27,7 +27,7 @@ import (
 func main() {
 	out := flag.String("out", "", "folder to write into (created)")
 	layers := flag.Int("layers", 42, "transformer layers (fewer for a quick try)")
-	formats := flag.String("formats", "q4_1,q8_0,q4nx", "which files to write (comma-separated; each needs about 12 GB of memory while written)")
+	formats := flag.String("formats", "q4_0,q4_1,q8_0,q4nx", "which files to write (comma-separated; each needs about 12 GB of memory while written)")
 	flag.Parse()
 	if *out == "" {
 		fmt.Fprintln(os.Stderr, "benchmodel: -out is required")
@@ -52,7 +52,7 @@ func run(out string, layers int, formats []string) error {
 		return err
 	}
 	fmt.Printf("weights made in %s\n", time.Since(start).Round(time.Second))
-	for _, t := range []testmodel.TensorType{testmodel.Q4_1, testmodel.Q8_0} {
+	for _, t := range []testmodel.TensorType{testmodel.Q4_0, testmodel.Q4_1, testmodel.Q8_0} {
 		if !slices.Contains(formats, strings.ToLower(t.String())) {
 			continue
 		}

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"io"
@@ -10,10 +10,10 @@ import (
 	"gopkg.in/natefinch/lumberjack.v2"
 )
 
-// newLogger logs to stderr and to a rotating file in dir (10 MB a file,
-// 5 old files kept), so that the tray can open the log and a user can
-// attach it to a report. It returns the logger and a function that
-// closes the file.
+// newLogger logs to stderr (when not nil) and to a rotating file in dir
+// (10 MB a file, 5 old files kept), so that the tray can open the log and
+// a user can attach it to a report. It returns the logger and a function
+// that closes the file.
 func newLogger(stderr io.Writer, dir, level string) (*slog.Logger, func(), error) {
 	var lv slog.Level
 	switch strings.ToLower(level) {
@@ -30,9 +30,9 @@ func newLogger(stderr io.Writer, dir, level string) (*slog.Logger, func(), error
 		return nil, nil, err
 	}
 	file := &lumberjack.Logger{Filename: filepath.Join(dir, "npuchat.log"), MaxSize: 10, MaxBackups: 5}
-	h := slog.NewMultiHandler(
-		slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}),
-		slog.NewJSONHandler(file, &slog.HandlerOptions{Level: lv}),
-	)
+	var h slog.Handler = slog.NewJSONHandler(file, &slog.HandlerOptions{Level: lv})
+	if stderr != nil {
+		h = slog.NewMultiHandler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}), h)
+	}
 	return slog.New(h), func() { file.Close() }, nil
 }

@@ -1,109 +1,47 @@
-package main
+package app
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
-	"testing"
 	"time"
 
-	"github.com/npuchat/npuchat/config"
 	"github.com/npuchat/npuchat/engine"
 	"github.com/npuchat/npuchat/models"
 	"github.com/npuchat/npuchat/models/catalog"
 	"github.com/npuchat/npuchat/npu/check"
 	"github.com/npuchat/npuchat/npu/flm"
-	"github.com/npuchat/npuchat/npu/xrt"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/backend/oaicompat"
 	"github.com/npuchat/npuchat/service/cpu"
-	"gopkg.in/natefinch/lumberjack.v2"
 )
 
-// app is NPU Chat wired together: configuration, the models it can
-// serve, and the service that runs them. The serve command and the tray
-// both build one.
-type app struct {
-	cfg *config.Config
-	log *slog.Logger
-	reg *service.Registry
-	mgr *service.Manager
-	cat *catalog.Catalog
-	// local maps names served from --model paths to those paths.
-	local map[string]string
-	// getenv reads the environment (for FastFlowLM discovery and XRT).
-	getenv func(string) string
-	// npuSysroot, when set, is a recorded system tree the NPU check reads
-	// instead of this machine (tests; `npuchat check --record` makes one).
-	npuSysroot string
-	// flmLog receives FastFlowLM's output (logs/flm.log).
-	flmLog io.WriteCloser
-	// lastNPU is the FastFlowLM backend made last, for its process id.
-	lastNPU atomic.Pointer[flm.Backend]
-}
+// EngineChoices are the engine settings a person can choose, in menu
+// order.
+func EngineChoices() []string { return []string{"auto", "npu", "cpu", "remote"} }
 
-// newApp wires the registry and the manager. localModel, when set, is a
-// GGUF file, Hugging Face folder or FLM folder served under localName.
-func newApp(cfg *config.Config, log *slog.Logger, getenv func(string) string, localModel, localName string) (*app, error) {
-	a := &app{cfg: cfg, log: log, reg: &service.Registry{}, local: map[string]string{}, getenv: getenv}
-	a.flmLog = &lumberjack.Logger{Filename: filepath.Join(cfg.LogDir, "flm.log"), MaxSize: 10, MaxBackups: 3}
-	cat, err := catalog.Load()
-	if err != nil {
-		return nil, err
+// ValidEngine reports whether kind is an engine setting (auto, npu, cpu,
+// remote).
+func ValidEngine(kind string) bool {
+	switch kind {
+	case "auto", "npu", "cpu", "remote":
+		return true
 	}
-	a.cat = cat
-	for _, m := range cat.Models {
-		a.reg.Add(service.Entry{
-			Desc:    service.ModelDesc{Name: m.Name},
-			Aliases: []string{m.FLMName()},
-			Refresh: func() service.ModelDesc { return a.describe(m) },
-		})
-	}
-	if localModel != "" {
-		abs, err := filepath.Abs(localModel)
-		if err != nil {
-			return nil, err
-		}
-		fi, err := os.Stat(abs)
-		if err != nil {
-			return nil, fmt.Errorf("--model %s: %w", localModel, err)
-		}
-		if localName == "" {
-			localName = strings.TrimSuffix(filepath.Base(abs), filepath.Ext(abs))
-		}
-		a.reg.Add(service.Entry{Desc: service.ModelDesc{
-			Name: localName, Installed: true, Path: abs, Size: fi.Size(), ModifiedAt: fi.ModTime(),
-			Format: formatOf(abs, fi),
-		}})
-		cfg.Model = localName
-		a.local[localName] = abs
-	}
-	a.mgr = service.New(service.Options{
-		Resolve:    a.reg.Resolve,
-		Models:     a.reg.Models,
-		Engines:    a.engines,
-		NewBackend: a.newBackend,
-		QueueSize:  cfg.QueueSize,
-		KeepAlive:  cfg.KeepAliveDur,
-		Logger:     log,
-	})
-	return a, nil
+	return false
 }
 
 // engines lists the backends to try for a model, best first, from the
 // engine setting.
-func (a *app) engines(model string) []string {
-	if _, ok := a.local[model]; ok && a.cfg.Engine != "remote" {
+func (a *App) engines(model string) []string {
+	eng := a.Engine()
+	if _, ok := a.local[model]; ok && eng != "remote" {
 		return []string{"cpu"} // a file on disk: only the in-process engine reads it
 	}
-	switch a.cfg.Engine {
+	switch eng {
 	case "npu":
 		return []string{"npu"}
 	case "cpu":
@@ -116,7 +54,7 @@ func (a *app) engines(model string) []string {
 }
 
 // newBackend makes the backend of a kind for a model.
-func (a *app) newBackend(ctx context.Context, model, kind string) (backend.Backend, error) {
+func (a *App) newBackend(ctx context.Context, model, kind string) (backend.Backend, error) {
 	switch kind {
 	case "cpu":
 		if path, ok := a.local[model]; ok {
@@ -146,7 +84,7 @@ func (a *app) newBackend(ctx context.Context, model, kind string) (backend.Backe
 // newNPUBackend makes the FastFlowLM backend, after checking that the
 // NPU is ready and FastFlowLM and the model are installed; each "no"
 // says what to do, and the service falls back to the CPU with it.
-func (a *app) newNPUBackend(ctx context.Context, model string) (backend.Backend, error) {
+func (a *App) newNPUBackend(ctx context.Context, model string) (backend.Backend, error) {
 	if _, ok := a.local[model]; ok {
 		return nil, fmt.Errorf("%s is a local file: only the cpu engine runs those", model)
 	}
@@ -163,7 +101,7 @@ func (a *app) newNPUBackend(ctx context.Context, model string) (backend.Backend,
 	if !rep.Ready {
 		return nil, fmt.Errorf("the NPU is not ready (%s); run `npuchat check` for the fixes", strings.TrimSuffix(rep.Summary, "."))
 	}
-	in, err := models.NewInstaller(a.cfg, models.Options{FLMRoot: a.cfg.FLMRoot, Getenv: a.getenv})
+	in, err := models.NewInstaller(a.cfg, models.Options{FLMRoot: a.cfg.FLMRoot, Getenv: a.opts.Getenv, GOOS: a.opts.GOOS})
 	if err != nil {
 		return nil, err
 	}
@@ -174,8 +112,12 @@ func (a *app) newNPUBackend(ctx context.Context, model string) (backend.Backend,
 	if _, err := os.Stat(filepath.Join(layout.ModelsDir, m.FLMName(), "model.q4nx")); err != nil {
 		return nil, fmt.Errorf("%s is not installed for FastFlowLM; run npuchat install %s", model, model)
 	}
+	exe := layout.Exe
+	if a.opts.FLMExecutable != "" {
+		exe = a.opts.FLMExecutable
+	}
 	be, err := flm.New(flm.Options{
-		Executable: layout.Exe,
+		Executable: exe,
 		Model:      m.FLMTag(),
 		Env:        layout.ServeEnv(),
 		Log:        a.flmLog,
@@ -190,6 +132,31 @@ func (a *app) newNPUBackend(ctx context.Context, model string) (backend.Backend,
 	}
 	a.lastNPU.Store(be)
 	return be, nil
+}
+
+// FastFlowLMPID is the process id of the FastFlowLM child serving now or
+// last (0 when none was started), for tests and the logs.
+func (a *App) FastFlowLMPID() int {
+	if be := a.lastNPU.Load(); be != nil {
+		return be.PID()
+	}
+	return 0
+}
+
+// checkNPU runs the NPU check as `npuchat check` does, for a model of
+// modelBytes (0: FastFlowLM's minimum).
+func (a *App) checkNPU(ctx context.Context, modelBytes int64) (*check.Report, error) {
+	return check.Run(ctx, check.Options{Root: a.opts.NPUSysroot, Getenv: a.opts.Getenv, ModelBytes: modelBytes, XRT: a.opts.XRT})
+}
+
+// CheckNPU runs the NPU check for the configured model (the report of
+// `npuchat check`, the tray's "Check NPU…" and GET /api/check).
+func (a *App) CheckNPU(ctx context.Context) (*check.Report, error) {
+	size := int64(0)
+	if m, err := a.cat.Lookup(a.cfg.Model); err == nil {
+		size = flmSize(m)
+	}
+	return a.checkNPU(ctx, size)
 }
 
 // formatOf names a local model's file format from its path.
@@ -208,8 +175,18 @@ func formatOf(path string, fi os.FileInfo) string {
 	return ""
 }
 
+// LooksLikePath tells a file or folder from a model name: names have no
+// path separator and no file extension of a model file.
+func LooksLikePath(s string) bool {
+	if strings.ContainsAny(s, `/\`) {
+		return true
+	}
+	l := strings.ToLower(s)
+	return strings.HasSuffix(l, ".gguf") || strings.HasSuffix(l, ".q4nx") || s == "." || s == ".."
+}
+
 // describe reports a catalog model as the API lists it.
-func (a *app) describe(m *catalog.Model) service.ModelDesc {
+func (a *App) describe(m *catalog.Model) service.ModelDesc {
 	d := service.ModelDesc{Name: m.Name, Description: m.Description, Family: m.Family, ParameterSize: strings.ToUpper(m.Size),
 		ContextLength: flmContext(m)}
 	inst, err := models.Locate(a.cfg, m.Name)
@@ -251,10 +228,20 @@ func flmSize(m *catalog.Model) int64 {
 	return e.Size
 }
 
+// flmContext is the model's default context length from its FastFlowLM
+// entry (0 when absent).
+func flmContext(m *catalog.Model) int {
+	var e struct {
+		Context int `json:"default_context_length"`
+	}
+	json.Unmarshal(m.FLM.Entry, &e)
+	return e.Context
+}
+
 // addRemoteModels registers what the remote server serves (for the
 // remote engine), so that clients can name those models; the configured
 // model is registered even when the server cannot be reached yet.
-func (a *app) addRemoteModels(ctx context.Context) {
+func (a *App) addRemoteModels(ctx context.Context) {
 	names := []string{a.cfg.Model}
 	if c, err := oaicompat.New(oaicompat.Options{BaseURL: a.cfg.RemoteURL, APIKey: a.cfg.RemoteKey, Kind: "remote"}); err == nil {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -270,28 +257,4 @@ func (a *app) addRemoteModels(ctx context.Context) {
 			a.reg.Add(service.Entry{Desc: service.ModelDesc{Name: n, Installed: true, Format: "remote"}})
 		}
 	}
-}
-
-// close releases what the app holds open.
-func (a *app) close() { a.flmLog.Close() }
-
-// checkNPU runs the NPU check as `npuchat check` does, for a model of
-// modelBytes (0: FastFlowLM's minimum), with XRT probed in a child.
-func (a *app) checkNPU(ctx context.Context, modelBytes int64) (*check.Report, error) {
-	opts := check.Options{Root: a.npuSysroot, Getenv: a.getenv, ModelBytes: modelBytes}
-	// The probe child is this executable; a test binary is not npuchat.
-	if exe, err := os.Executable(); err == nil && !testing.Testing() {
-		opts.XRT = xrt.ChildProber{Command: []string{exe, "check", "--xrt-probe-child"}}
-	}
-	return check.Run(ctx, opts)
-}
-
-// flmContext is the model's default context length from its FastFlowLM
-// entry (0 when absent).
-func flmContext(m *catalog.Model) int {
-	var e struct {
-		Context int `json:"default_context_length"`
-	}
-	json.Unmarshal(m.FLM.Entry, &e)
-	return e.Context
 }

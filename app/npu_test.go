@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package app
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/npuchat/npuchat/config"
 	"github.com/npuchat/npuchat/engine/testmodel"
+	"github.com/npuchat/npuchat/models"
 	"github.com/npuchat/npuchat/models/hub/hubtest"
 	"github.com/npuchat/npuchat/npu/flm/flmtest"
 	"github.com/npuchat/npuchat/service"
@@ -80,7 +81,7 @@ func newNPURig(t *testing.T) *npuRig {
 	if err := os.WriteFile(filepath.Join(root, "flm"), b, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	list, err := os.ReadFile("../../models/flm/testdata/flm_v0.9.45.input.json")
+	list, err := os.ReadFile("../models/flm/testdata/flm_v0.9.45.input.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,35 +91,40 @@ func newNPURig(t *testing.T) *npuRig {
 		"NPUCHAT_CONFIG": filepath.Join(base, "settings.json"), "HF_ENDPOINT": hub.URL(),
 		"PATH": os.Getenv("PATH"),
 	}}
-	if code, out, errs := (cli{t, r.env}).run("install", "--flm-root", root, "minicpm5:2b"); code != 0 {
-		t.Fatalf("install: %d\n%s\n%s", code, out, errs)
+	getenv := func(k string) string { return r.env[k] }
+	cfg, err := config.Load(getenv, runtime.GOOS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := models.NewInstaller(cfg, models.Options{FLMRoot: root, Getenv: getenv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := in.Install(context.Background(), "minicpm5:2b", models.InstallOptions{}); err != nil {
+		t.Fatalf("install: %v", err)
 	}
 	return r
 }
 
-// app builds the service as `npuchat serve --flm-root` does, with the
-// NPU check reading the recorded ready Strix Halo.
-func (r *npuRig) app(t *testing.T) *app {
+// app builds the app as `npuchat serve --flm-root` does, with the NPU
+// check reading a recorded machine (ready Strix Halo unless sysroot).
+func (r *npuRig) app(t *testing.T, sysroot string) *App {
 	t.Helper()
-	cfg, err := config.Load(func(k string) string { return r.env[k] }, runtime.GOOS)
-	if err != nil {
-		t.Fatal(err)
+	if sysroot == "" {
+		sysroot = "../npu/check/testdata/trees/strix-halo-ready"
 	}
-	cfg.FLMRoot = r.root
-	cfg.KeepAliveDur = -1
-	a, err := newApp(cfg, slog.New(slog.DiscardHandler), func(k string) string { return r.env[k] }, "", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.npuSysroot = "../../npu/check/testdata/trees/strix-halo-ready"
-	t.Cleanup(func() {
-		a.mgr.Close(context.Background())
-		a.close()
+	a, err := New(context.Background(), Options{
+		Getenv: func(k string) string { return r.env[k] }, Flags: Flags{FLMRoot: r.root, KeepAlive: "-1"},
+		Logger: slog.New(slog.DiscardHandler), NPUSysroot: sysroot,
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Shutdown(context.Background()) })
 	return a
 }
 
-func ask(t *testing.T, a *app) (string, backend.Result, error) {
+func ask(t *testing.T, a *App) (string, backend.Result, error) {
 	t.Helper()
 	var sb strings.Builder
 	res, err := a.mgr.Generate(context.Background(), &backend.Request{
@@ -134,7 +140,7 @@ func ask(t *testing.T, a *app) (string, backend.Result, error) {
 func TestNPUServesThroughFastFlowLM(t *testing.T) {
 	r := newNPURig(t)
 	t.Setenv("FAKEFLM_MODE", flmtest.ModeNormal)
-	a := r.app(t)
+	a := r.app(t, "")
 	text, res, err := ask(t, a)
 	if err != nil {
 		t.Fatal(err)
@@ -147,11 +153,10 @@ func TestNPUServesThroughFastFlowLM(t *testing.T) {
 		t.Fatalf("status %+v", st)
 	}
 	// Switching the model off stops FastFlowLM: no process is left.
-	be := a.lastNPU.Load()
-	if be == nil {
-		t.Fatal("no FastFlowLM backend was made")
+	pid := a.FastFlowLMPID()
+	if pid == 0 {
+		t.Fatal("no FastFlowLM process was started")
 	}
-	pid := be.PID()
 	if err := a.mgr.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +176,7 @@ func TestNPUServesThroughFastFlowLM(t *testing.T) {
 func TestNPUFailureFallsBackToCPU(t *testing.T) {
 	r := newNPURig(t)
 	t.Setenv("FAKEFLM_MODE", flmtest.ModeERT)
-	a := r.app(t)
+	a := r.app(t, "")
 	events, cancel := a.mgr.Subscribe()
 	defer cancel()
 	text, res, err := ask(t, a)
@@ -199,13 +204,36 @@ func TestNPUFailureFallsBackToCPU(t *testing.T) {
 
 func TestNPUNotReadyUsesCPUAndSaysWhy(t *testing.T) {
 	r := newNPURig(t)
-	a := r.app(t)
-	a.npuSysroot = "../../npu/check/testdata/trees/permission-denied"
+	a := r.app(t, "../npu/check/testdata/trees/permission-denied")
 	_, res, err := ask(t, a)
 	if err != nil || res.Backend != "cpu" {
 		t.Fatalf("%+v %v", res, err)
 	}
 	if st := a.mgr.Status(); !strings.Contains(st.Fallback, "NPU is not ready") || !strings.Contains(st.Fallback, "npuchat check") {
 		t.Fatalf("fallback reason %q", st.Fallback)
+	}
+}
+
+// TestShutdownStopsFastFlowLM: Quit and SIGTERM end in Shutdown, which
+// leaves no FastFlowLM process behind, within ShutdownTimeout.
+func TestShutdownStopsFastFlowLM(t *testing.T) {
+	r := newNPURig(t)
+	t.Setenv("FAKEFLM_MODE", flmtest.ModeNormal)
+	a := r.app(t, "")
+	if _, res, err := ask(t, a); err != nil || res.Backend != "npu" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	pid := a.FastFlowLMPID()
+	if pid == 0 || syscall.Kill(pid, 0) != nil {
+		t.Fatalf("FastFlowLM pid %d not running", pid)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
+	defer cancel()
+	start := time.Now()
+	if err := a.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if syscall.Kill(pid, 0) == nil {
+		t.Fatalf("flm (pid %d) still running after Shutdown (%v)", pid, time.Since(start))
 	}
 }

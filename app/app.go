@@ -1,0 +1,381 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"github.com/npuchat/npuchat/history"
+	"github.com/npuchat/npuchat/models"
+	"github.com/npuchat/npuchat/service/install"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/npuchat/npuchat/autostart"
+	"github.com/npuchat/npuchat/config"
+	"github.com/npuchat/npuchat/models/catalog"
+	"github.com/npuchat/npuchat/npu/flm"
+	"github.com/npuchat/npuchat/npu/xrt"
+	"github.com/npuchat/npuchat/service"
+	"github.com/npuchat/npuchat/web"
+	"gopkg.in/natefinch/lumberjack.v2"
+)
+
+// Flags are the command-line settings `npuchat serve` and the tray share
+// (--addr, --model, --name, --engine, --remote-url, --keep-alive,
+// --flm-root). An empty field keeps the setting or environment variable.
+type Flags struct {
+	Addr string
+	// Model is a catalog name (minicpm5:2b) or a GGUF file, Hugging Face
+	// folder or FastFlowLM model folder, served under Name.
+	Model     string
+	Name      string
+	Engine    string
+	RemoteURL string
+	KeepAlive string
+	FLMRoot   string
+}
+
+// Options are what New needs from the program, and what tests swap.
+type Options struct {
+	// Getenv reads the environment (os.Getenv in the program): the
+	// settings, FastFlowLM discovery, XILINX_XRT, XDG folders.
+	Getenv func(string) string
+	// GOOS picks the folders and the launch-at-login mechanism
+	// (runtime.GOOS when empty).
+	GOOS string
+	// Flags override the settings for this run (never saved).
+	Flags Flags
+	// Version is reported by /api/version and the About box.
+	Version string
+	// Stderr, when set, also receives the log as text (the log file gets
+	// JSON either way).
+	Stderr io.Writer
+	// Logger replaces the log (stderr and logs/npuchat.log) when set.
+	Logger *slog.Logger
+	// NPUSysroot, when set, is a recorded system tree the NPU check reads
+	// instead of this machine (`npuchat check --record` makes one).
+	NPUSysroot string
+	// XRT probes the XRT runtime for the NPU check. The program passes a
+	// child-process prober running its own executable (`npuchat check
+	// --xrt-probe-child`); nil looks for XRT on disk only.
+	XRT xrt.Prober
+	// FLMExecutable, when set, is run instead of the flm FastFlowLM's
+	// layout names.
+	FLMExecutable string
+	// Now is the service's clock (time.Now when nil).
+	Now func() time.Time
+	// OpenURL opens a URL in the user's browser (xdg-open on Linux, the
+	// URL protocol handler on Windows, when nil).
+	OpenURL func(url string) error
+	// LaunchAtLogin reads and writes the launch-at-login entry (the XDG
+	// autostart file or the Run registry value for this user, when nil).
+	LaunchAtLogin autostart.Entry
+	// Executable is the program launch at login starts (os.Executable
+	// when empty).
+	Executable string
+}
+
+// App is NPU Chat assembled. Its methods are safe for concurrent use.
+type App struct {
+	opts Options
+	cfg  *config.Config
+	log  *slog.Logger
+	reg  *service.Registry
+	mgr  *service.Manager
+	cat  *catalog.Catalog
+	srv  *web.Server
+	// local maps names served from --model paths to those paths.
+	local map[string]string
+	// flmLog receives FastFlowLM's output (logs/flm.log).
+	flmLog io.WriteCloser
+	// closeLog closes the log file (nil with Options.Logger).
+	closeLog func()
+	// lastNPU is the FastFlowLM backend made last, for its process id.
+	lastNPU atomic.Pointer[flm.Backend]
+	// login is the launch-at-login entry.
+	login autostart.Entry
+
+	mu sync.Mutex // guards the fields below
+	// engine is the engine setting now (the menu changes it).
+	engine string
+	// server is the web server's state, and serverSubs its watchers.
+	server     ServerStatus
+	serverSubs map[chan ServerStatus]struct{}
+	// stop ends Run's serving; running is closed when the web server
+	// has returned.
+	stop    context.CancelFunc
+	running chan struct{}
+	// history is the chat page's history; installs runs model installs
+	// for the page and the tray.
+	history  *history.Handle
+	installs *install.Runner
+	// closers run at Shutdown (OnShutdown).
+	closers []func(context.Context) error
+
+	shutOnce sync.Once // Shutdown runs once; shutErr is its result
+	shutErr  error
+}
+
+// New loads the configuration, applies opts.Flags, loads the catalog and
+// wires the registry, the backends, the service and the web server. A
+// setting or flag that cannot work (an unknown engine, a remote engine
+// without a URL, a --model that does not exist, a non-loopback address
+// without an API key) is an error that says what to change.
+func New(ctx context.Context, opts Options) (*App, error) {
+	if opts.Getenv == nil {
+		opts.Getenv = func(string) string { return "" }
+	}
+	if opts.GOOS == "" {
+		opts.GOOS = runtime.GOOS
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	cfg, err := config.Load(opts.Getenv, opts.GOOS)
+	if err != nil {
+		return nil, err
+	}
+	localModel, err := applyFlags(cfg, opts.Flags)
+	if err != nil {
+		return nil, err
+	}
+	a := &App{opts: opts, cfg: cfg, reg: &service.Registry{}, local: map[string]string{}, engine: cfg.Engine,
+		serverSubs: map[chan ServerStatus]struct{}{}}
+	a.server = ServerStatus{Addr: cfg.Addr, URL: chatURL(cfg.Addr)}
+	a.log = opts.Logger
+	if a.log == nil {
+		if a.log, a.closeLog, err = newLogger(opts.Stderr, cfg.LogDir, cfg.LogLevel); err != nil {
+			return nil, fmt.Errorf("log folder: %w", err)
+		}
+	}
+	a.login = opts.LaunchAtLogin
+	if a.login == nil {
+		a.login = autostart.ForOS(opts.GOOS, opts.Getenv)
+	}
+	a.flmLog = &lumberjack.Logger{Filename: filepath.Join(cfg.LogDir, "flm.log"), MaxSize: 10, MaxBackups: 3}
+	fail := func(err error) (*App, error) {
+		a.closeFiles()
+		return nil, err
+	}
+	if a.cat, err = catalog.Load(); err != nil {
+		return fail(err)
+	}
+	for _, m := range a.cat.Models {
+		a.reg.Add(service.Entry{
+			Desc:    service.ModelDesc{Name: m.Name},
+			Aliases: []string{m.FLMName()},
+			Refresh: func() service.ModelDesc { return a.describe(m) },
+		})
+	}
+	if localModel != "" {
+		if err := a.addLocal(localModel, opts.Flags.Name); err != nil {
+			return fail(err)
+		}
+	}
+	a.mgr = service.New(service.Options{
+		Resolve:    a.reg.Resolve,
+		Models:     a.reg.Models,
+		Engines:    a.engines,
+		NewBackend: a.newBackend,
+		QueueSize:  cfg.QueueSize,
+		KeepAlive:  cfg.KeepAliveDur,
+		Logger:     a.log,
+		Now:        opts.Now,
+	})
+	if cfg.Engine == "remote" {
+		a.addRemoteModels(ctx)
+	}
+	// The chat page's history, installs and settings.
+	a.history = history.NewHandle(filepath.Join(cfg.DataDir, "history.db"), history.Options{})
+	a.installs = install.New(install.Options{
+		NewInstaller: func() (*models.Installer, error) {
+			return models.NewInstaller(cfg, models.Options{FLMRoot: cfg.FLMRoot, Getenv: opts.Getenv, GOOS: opts.GOOS})
+		},
+		Publish: a.mgr.Publish,
+	})
+	pageSettings := web.NewSettingsStore(cfg)
+	pageSettings.Apply = func(ctx context.Context, before, after web.PageSettings) error {
+		if before.Engine != after.Engine {
+			return a.SetEngine(ctx, after.Engine)
+		}
+		return nil
+	}
+	a.srv, err = web.NewServer(a.mgr, web.Options{
+		Addr: cfg.Addr, APIKey: cfg.APIKey, Origins: cfg.Origins, Version: opts.Version, Logger: a.log,
+		CheckNPU: func(ctx context.Context) (any, error) { return a.CheckNPU(ctx) },
+		History:  a.history, Installs: a.installs, Settings: pageSettings,
+		LogFile: filepath.Join(cfg.LogDir, "npuchat.log"),
+	})
+	if err != nil {
+		a.mgr.Close(ctx)
+		return fail(err)
+	}
+	return a, nil
+}
+
+// applyFlags puts the flags over the loaded configuration and checks the
+// result; it returns the --model path when Model names a file or folder.
+func applyFlags(cfg *config.Config, f Flags) (localModel string, err error) {
+	set := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
+		}
+	}
+	set(&cfg.Addr, f.Addr)
+	set(&cfg.Engine, f.Engine)
+	set(&cfg.RemoteURL, f.RemoteURL)
+	set(&cfg.FLMRoot, f.FLMRoot)
+	if f.KeepAlive != "" {
+		if cfg.KeepAliveDur, err = config.ParseKeepAlive(f.KeepAlive); err != nil {
+			return "", fmt.Errorf("--keep-alive: %w", err)
+		}
+	}
+	if !ValidEngine(cfg.Engine) {
+		return "", fmt.Errorf("--engine %q is not one of auto, npu, cpu, remote", cfg.Engine)
+	}
+	if cfg.Engine == "remote" && cfg.RemoteURL == "" {
+		return "", errors.New("--engine remote needs --remote-url (or NPUCHAT_REMOTE_URL), e.g. http://bigbox:8000/v1")
+	}
+	if f.Model != "" && LooksLikePath(f.Model) {
+		return f.Model, nil
+	}
+	set(&cfg.Model, f.Model)
+	return "", nil
+}
+
+// addLocal registers a GGUF file, Hugging Face folder or FastFlowLM
+// folder under name (its base name when empty) and makes it the model.
+func (a *App) addLocal(path, name string) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return fmt.Errorf("--model %s: %w", path, err)
+	}
+	if name == "" {
+		name = strings.TrimSuffix(filepath.Base(abs), filepath.Ext(abs))
+	}
+	a.reg.Add(service.Entry{Desc: service.ModelDesc{
+		Name: name, Installed: true, Path: abs, Size: fi.Size(), ModifiedAt: fi.ModTime(),
+		Format: formatOf(abs, fi),
+	}})
+	a.cfg.Model = name
+	a.local[name] = abs
+	return nil
+}
+
+// Manager is the service: the model's state, its events, generation.
+func (a *App) Manager() *service.Manager { return a.mgr }
+
+// Installs runs model installs (the page's and the tray's Install), one
+// at a time, reporting progress as EventInstall events.
+func (a *App) Installs() *install.Runner { return a.installs }
+
+// WebServer is the web server (API and chat page).
+func (a *App) WebServer() *web.Server { return a.srv }
+
+// Config is the resolved configuration of this run (settings, flags and
+// environment). Treat it as read-only; change settings with the Set
+// methods, which also save them.
+func (a *App) Config() *config.Config { return a.cfg }
+
+// Logger is the app's log.
+func (a *App) Logger() *slog.Logger { return a.log }
+
+// Version is the program's version.
+func (a *App) Version() string { return a.opts.Version }
+
+// Model is the model served by default (a catalog name or a --model
+// file's name).
+func (a *App) Model() string { return a.cfg.Model }
+
+// ModelInstalled reports whether the default model's files are here (a
+// --model file always is), so that the tray knows to offer the setup
+// window.
+func (a *App) ModelInstalled() bool {
+	for _, d := range a.mgr.Models() {
+		if d.Name == a.cfg.Model {
+			return d.Installed
+		}
+	}
+	return false
+}
+
+// LogDir is the folder of the log files (npuchat.log, flm.log), for the
+// tray's "Open logs folder".
+func (a *App) LogDir() string { return a.cfg.LogDir }
+
+// Status is the service's state now (what /api/status says).
+func (a *App) Status() service.Status { return a.mgr.Status() }
+
+// Subscribe returns the service's events (status, progress, fallback,
+// error) and a function that ends the subscription.
+func (a *App) Subscribe() (<-chan service.Event, func()) { return a.mgr.Subscribe() }
+
+// StartModel switches the default model on; it loads in the background
+// and its progress and outcome arrive as events.
+func (a *App) StartModel() error { return a.mgr.Start(a.cfg.Model) }
+
+// StopModel switches the model off (any FastFlowLM child stops).
+func (a *App) StopModel(ctx context.Context) error { return a.mgr.Stop(ctx) }
+
+// ChatURL is the chat page's address (the bound one once listening).
+func (a *App) ChatURL() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.server.URL
+}
+
+// OpenChat opens the chat page in the user's browser.
+func (a *App) OpenChat() error {
+	url := a.ChatURL()
+	if a.opts.OpenURL != nil {
+		return a.opts.OpenURL(url)
+	}
+	return openURL(a.opts.GOOS, url)
+}
+
+// openURL opens url with the desktop's handler.
+func openURL(goos, url string) error {
+	var cmd *exec.Cmd
+	switch goos {
+	case "windows":
+		cmd = exec.Command("rundll32", "url.dll,FileProtocolHandler", url)
+	case "darwin":
+		cmd = exec.Command("open", url)
+	default:
+		cmd = exec.Command("xdg-open", url)
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("open %s in the browser: %w", url, err)
+	}
+	go cmd.Wait()
+	return nil
+}
+
+// chatURL is the page's URL for a listening address.
+func chatURL(addr string) string { return "http://" + addr + "/" }
+
+// closeFiles closes the log files.
+func (a *App) closeFiles() {
+	if a.installs != nil {
+		a.installs.Close()
+	}
+	if a.history != nil {
+		a.history.Close()
+	}
+	a.flmLog.Close()
+	if a.closeLog != nil {
+		a.closeLog()
+	}
+}

@@ -1,0 +1,23 @@
+// Package app is NPU Chat assembled: the configuration, the model
+// catalog and registry, the backends (the in-process CPU engine,
+// FastFlowLM on the NPU, a remote server), the service that runs them,
+// the web server, and the logs. `npuchat serve` and the tray run the same
+// App; the tray adds its icon, menu and windows on top (package gui),
+// and cmd/trayapp only parses flags and dispatches.
+//
+// Everything a test swaps comes in through [Options]: the environment,
+// the NPU check's system root and XRT prober, the FastFlowLM executable,
+// the clock, how a URL is opened and where launch at login is written.
+// Nothing here asks whether it runs under a test.
+//
+// The life of an App:
+//
+//	a, err := app.New(ctx, app.Options{...}) // config, catalog, backends, service, web server
+//	go a.Run(ctx, app.RunOptions{...})       // listen (retrying a taken port, for the tray), serve
+//	...                                      // the tray: a.Status, a.Subscribe, a.StartModel, a.OpenChat, ...
+//	a.Shutdown(ctx)                          // stop serving, stop FastFlowLM, flush, close the logs
+//
+// Run returns when its ctx ends or Shutdown is called; Shutdown is
+// bounded (ShutdownTimeout) so that Quit and SIGTERM end the process
+// within 5 seconds.
+package app

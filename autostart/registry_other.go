@@ -1,0 +1,10 @@
+//go:build !windows
+
+package autostart
+
+import "fmt"
+
+// OpenRunKey reports that there is no registry outside Windows.
+func OpenRunKey() (RunKey, error) {
+	return nil, fmt.Errorf("the Windows registry: %w", ErrUnsupported)
+}

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/npuchat/npuchat/app"
+	"github.com/npuchat/npuchat/instance"
+)
+
+// runDefault implements `npuchat` with no command: the tray and the
+// server on a desktop, `serve` without a display. Both take serve's
+// flags; --hidden (launch at login) starts the tray without a window.
+func runDefault(ctx context.Context, env *Env, args []string) int {
+	fs := flag.NewFlagSet("npuchat", flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	flags := serverFlags(fs)
+	hidden := fs.Bool("hidden", false, "start in the tray without opening a window (as when launched at login)")
+	lazy := fs.Bool("lazy", false, "without a display: load the model on the first request instead of at start")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(env.Stderr, "npuchat: unknown command %q; run `npuchat help`\n", fs.Arg(0))
+		return 2
+	}
+	if !hasDisplay(env.GOOS, env.Getenv) {
+		return serve(ctx, env, *flags, *lazy)
+	}
+	return runTray(ctx, env, *flags, *hidden)
+}
+
+// hasDisplay reports whether a desktop session can show a tray icon:
+// always on Windows, on Linux and the BSDs when DISPLAY (X11) or
+// WAYLAND_DISPLAY is set.
+func hasDisplay(goos string, getenv func(string) string) bool {
+	switch goos {
+	case "windows", "darwin":
+		return true
+	default:
+		return getenv("DISPLAY") != "" || getenv("WAYLAND_DISPLAY") != ""
+	}
+}
+
+// listenRetry is how often the tray tries the port again when another
+// program holds it.
+const listenRetry = 5 * time.Second
+
+// runTray runs the tray app: this user's one instance (a second launch
+// asks this one to open the chat, and exits 0), the same server as
+// `serve` with the model off unless "serve at start" is on, and the tray
+// on top. Quit (the tray returns) and SIGTERM (ctx ends) stop serving,
+// stop any FastFlowLM child, flush the history and return 0 within 5 s.
+func runTray(ctx context.Context, env *Env, flags app.Flags, hidden bool) int {
+	dir, err := instance.DefaultDir(env.GOOS, env.Getenv)
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "npuchat:", err)
+		return 1
+	}
+	inst, err := instance.Acquire(instance.Options{Dir: dir})
+	if errors.Is(err, instance.ErrRunning) {
+		if err := instance.Notify(ctx, dir, instance.OpenChat); err != nil {
+			fmt.Fprintln(env.Stderr, "npuchat: NPU Chat is already running, but:", err)
+			return 1
+		}
+		fmt.Fprintln(env.Stdout, "NPU Chat is already running; the chat is opening in your browser.")
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "npuchat:", err)
+		return 1
+	}
+	defer inst.Close()
+
+	a, err := app.New(ctx, appOptions(env, flags))
+	if err != nil {
+		fmt.Fprintln(env.Stderr, "npuchat:", err)
+		return 2
+	}
+	ctx, quit := context.WithCancel(ctx)
+	defer quit()
+	go inst.Serve(ctx, func(ctx context.Context, req string) error {
+		if req != instance.OpenChat {
+			return fmt.Errorf("unknown request %q", req)
+		}
+		a.Logger().Info("a second launch asked for the chat")
+		return a.OpenChat()
+	})
+	model := app.ModelOff
+	if a.ServeAtStart() {
+		model = app.ModelOn
+	}
+	ran := make(chan error, 1)
+	go func() {
+		ran <- a.Run(ctx, app.RunOptions{Model: model, RetryListen: listenRetry, Ready: func(url string) {
+			fmt.Fprintf(env.Stdout, "NPU Chat is serving on %s (model %s, engine %s; the model is %s)\n",
+				url[:len(url)-1], a.Model(), a.Engine(), a.Status().State)
+		}})
+	}()
+	trayErr := startTray(ctx, a, trayOptions{Hidden: hidden})
+	quit()
+	runErr := <-ran
+	if err := errors.Join(trayErr, runErr); err != nil {
+		fmt.Fprintln(env.Stderr, "npuchat:", err)
+		return 1
+	}
+	return 0
+}
+
+// trayOptions are what the tray needs besides the app.
+type trayOptions struct {
+	// Hidden: started at login; open no window.
+	Hidden bool
+}
+
+// startTray runs the tray on this goroutine (the main one: fyne draws
+// from the main thread) until the user quits or ctx ends. This is where
+// the tray (package gui) plugs in:
+//
+//	return gui.Run(ctx, trayApp{a}, gui.Options{ShowSetup: !opts.Hidden && !a.ModelInstalled(), Logger: a.Logger()})
+//
+// *app.App has gui.App's methods (Status, Subscribe, StartModel,
+// StopModel, Engine, SetEngine, ServeAtStart, SetServeAtStart,
+// LaunchAtLogin, SetLaunchAtLogin, CheckNPU, Server, WatchServer,
+// Model, ChatURL, LogDir, Version, and OpenChat); trayApp converts
+// app.ServerStatus to gui's and adds InstallModel over the app's install
+// runner. Until then the tray process serves without an icon until
+// SIGTERM.
+func startTray(ctx context.Context, a *app.App, opts trayOptions) error {
+	<-ctx.Done()
+	return nil
+}

@@ -1,0 +1,177 @@
+package engine
+
+import (
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/npuchat/npuchat/engine/quant"
+)
+
+// SIMD levels for LoadOptions.SIMD and $NPUCHAT_SIMD: the fastest kernels
+// a model may use. The CPU's own limit always applies on top (a level the
+// CPU lacks falls back to the next one down).
+const (
+	// SIMDAuto (or "") uses the best kernels the CPU has.
+	SIMDAuto = "auto"
+	// SIMDAVX512 allows the AVX-512 VNNI kernels on packed weights
+	// (quant.Packed), which need AVX-512 F, BW, VL and VNNI.
+	SIMDAVX512 = "avx512"
+	// SIMDAVX2 stops at the AVX2+FMA kernels on weights as stored.
+	SIMDAVX2 = "avx2"
+	// SIMDNone uses the plain-Go kernels only.
+	SIMDNone = "none"
+)
+
+// simdEnv is the environment variable that sets LoadOptions.SIMD when
+// the option is empty, so that whole test suites (the llama.cpp oracle
+// tests) can run with each fast path forced off.
+const simdEnv = "NPUCHAT_SIMD"
+
+// simdLevel is a resolved SIMD level, ordered: a higher level allows
+// every lower one's kernels.
+type simdLevel int
+
+const (
+	levelNone simdLevel = iota
+	levelAVX2
+	levelAVX512
+)
+
+func (l simdLevel) String() string {
+	return [...]string{SIMDNone, SIMDAVX2, SIMDAVX512}[l]
+}
+
+// cpuLevel is the best level this CPU runs.
+func cpuLevel() simdLevel {
+	switch {
+	case quant.HasVNNI():
+		return levelAVX512
+	case quant.SIMD() == "avx2":
+		return levelAVX2
+	}
+	return levelNone
+}
+
+// simdLevel resolves the option (or $NPUCHAT_SIMD) against the CPU.
+func (o LoadOptions) simdLevel() (simdLevel, error) {
+	s := o.SIMD
+	if s == "" {
+		s = os.Getenv(simdEnv)
+	}
+	want := levelAVX512
+	switch s {
+	case "", SIMDAuto, SIMDAVX512:
+	case SIMDAVX2:
+		want = levelAVX2
+	case SIMDNone:
+		want = levelNone
+	default:
+		return 0, fmt.Errorf("unknown SIMD level %q (want auto, avx512, avx2 or none; from LoadOptions.SIMD or $%s)", s, simdEnv)
+	}
+	return min(want, cpuLevel()), nil
+}
+
+// kernel is how products with one matrix compute. It is chosen once, when
+// the model is loaded (prepare), from the matrix's type, the activations
+// (8-bit or float) and the SIMD level.
+type kernel int
+
+const (
+	kernDot    kernel = iota // quant.Dot on float activations
+	kernSums                 // quant.DotSums with block sums (Q4_1, Q4_K on float activations)
+	kernF32                  // F32 rows, quant.DotF32Row (SIMD float dot)
+	kernQ8Ref                // quant.DotQ8Ref on 8-bit activations (plain Go)
+	kernQ8AVX2               // quant.DotQ8 / DotQ8x4 (AVX2) on 8-bit activations
+	kernPacked               // quant.Packed, AVX-512 VNNI, on 8-bit activations
+)
+
+// chooseKernel picks m's kernel.
+func chooseKernel(m *matrix, floatAct bool, lvl simdLevel) kernel {
+	q8 := !floatAct && quant.HasQ8Kernel(m.Type) && m.Cols%32 == 0
+	switch {
+	case q8 && lvl >= levelAVX512 && quant.CanPack(m.Type, m.Cols):
+		return kernPacked
+	case q8 && lvl >= levelAVX2:
+		return kernQ8AVX2
+	case q8:
+		return kernQ8Ref
+	case m.Type == quant.Q4_1 || m.Type == quant.Q4_1BF16 || m.Type == quant.Q4_K:
+		return kernSums
+	case m.Type == quant.F32 && lvl >= levelAVX2:
+		return kernF32
+	}
+	return kernDot
+}
+
+// prepare chooses every product matrix's kernel and packs the weights
+// the AVX-512 kernels read, splitting the packing across threads. The
+// token embedding is only ever read row by row and stays as stored. Once
+// a matrix is packed its original bytes are no longer read: release is
+// called with them (to drop a file mapping's pages), and a heap copy is
+// dropped.
+func (m *Model) prepare(lvl simdLevel, threads int, release func([]byte)) error {
+	m.simd = lvl
+	mats := []*matrix{&m.output}
+	for i := range m.layers {
+		w := &m.layers[i]
+		mats = append(mats, &w.wq, &w.wk, &w.wv, &w.wo, &w.gate, &w.up, &w.down)
+	}
+	for _, mat := range mats {
+		mat.kern = chooseKernel(mat, m.arith.floatAct, lvl)
+		if mat.kern != kernPacked {
+			continue
+		}
+		if err := mat.pack(threads); err != nil {
+			return err
+		}
+		if m.cfg.Tied && mat == &m.output {
+			continue // the embedding still reads these bytes
+		}
+		release(mat.Data)
+		if !m.mapped(mat.Data) {
+			mat.Data = nil
+		}
+	}
+	return nil
+}
+
+// mapped reports whether data lies in one of the model's mapped files.
+func (m *Model) mapped(data []byte) bool {
+	for _, f := range m.files {
+		if f.Contains(data) {
+			return true
+		}
+	}
+	return false
+}
+
+// pack fills m.packed from m.Data, threads groups at a time.
+func (m *matrix) pack(threads int) error {
+	dst := make([]byte, quant.PackedBytes(m.Type, m.Rows, m.Cols))
+	groups := (m.Rows + quant.GroupRows - 1) / quant.GroupRows
+	threads = max(1, min(threads, groups))
+	errs := make([]error, threads)
+	ps := make([]*quant.Packed, threads)
+	var wg sync.WaitGroup
+	for k := range threads {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lo, hi := share(k, threads, groups)
+			if lo < hi {
+				ps[k], errs[k] = quant.Pack(m.Type, m.Rows, m.Cols, m.Data, dst, lo, hi)
+			}
+		}()
+	}
+	wg.Wait()
+	for k, err := range errs {
+		if err != nil {
+			return err
+		}
+		if ps[k] != nil {
+			m.packed = ps[k]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,145 @@
+package cpu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/npuchat/npuchat/engine"
+	"github.com/npuchat/npuchat/engine/sample"
+	"github.com/npuchat/npuchat/engine/tokenizer"
+	"github.com/npuchat/npuchat/service/backend"
+)
+
+// Observer watches a generation step by step, for tools that need more
+// than the text (`npuchat generate` lists the token ids and dumps the
+// logits). Its zero value watches nothing.
+type Observer struct {
+	// Logits, when set, is called at each step with the logits a token is
+	// about to be sampled from (the slice is reused: copy what you keep).
+	// An error ends the generation with it.
+	Logits func(logits []float32) error
+	// Token, when set, is called with each generated token id (an end
+	// token is not generated; a token that completes a stop string is).
+	Token func(id int)
+}
+
+// GenerateTokens runs a prompt given as token ids: the same generation
+// as Generate (prefix reuse, sampling, end tokens, stop strings, the
+// context limit, text that never splits a character), minus the chat
+// template. req gives MaxTokens, Stop and Sampling; its Messages and
+// Prompt are ignored. `npuchat generate` runs through here, so the
+// command and the server answer alike.
+func (b *Backend) GenerateTokens(ctx context.Context, prompt []int, req *backend.Request, obs Observer, emit func(backend.Token) error) (backend.Result, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.model == nil {
+		return backend.Result{Backend: "cpu"}, backend.ErrNotLoaded
+	}
+	if vocab := b.model.Config().VocabSize; vocab > 0 {
+		for _, id := range prompt {
+			if id < 0 || id >= vocab {
+				return backend.Result{Backend: "cpu"}, fmt.Errorf("token id %d is outside the vocabulary (0..%d): %w", id, vocab-1, backend.ErrBadRequest)
+			}
+		}
+	}
+	return b.generateLocked(ctx, prompt, req, obs, emit)
+}
+
+// generateLocked prefills ids (reusing the cached prefix) and samples
+// the answer. b.mu must be held and the model loaded.
+func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Request, obs Observer, emit func(backend.Token) error) (res backend.Result, err error) {
+	res.Backend = "cpu"
+	res.PromptTokens = len(ids)
+	if len(ids) == 0 {
+		return res, fmt.Errorf("the prompt is empty: %w", backend.ErrBadRequest)
+	}
+	if len(ids) >= b.maxCtx {
+		return res, fmt.Errorf("%d prompt tokens, the context holds %d: %w", len(ids), b.maxCtx, backend.ErrPromptTooLong)
+	}
+
+	// Reuse the cached prefix; at least the last prompt token is computed
+	// again to get its logits.
+	keep := commonPrefix(b.cached, ids)
+	if keep == len(ids) {
+		keep--
+	}
+	if err := b.sess.Rewind(keep); err != nil {
+		b.sess, b.cached, keep = b.model.NewSession(b.maxCtx), nil, 0
+	}
+	b.cached = append(b.cached[:keep], ids[keep:]...)
+	start := time.Now()
+	logits, err := b.sess.PrefillContext(ctx, ids[keep:])
+	res.PrefillDuration = time.Since(start)
+	if err != nil {
+		b.cached = b.cached[:b.sess.Pos()]
+		return res, err
+	}
+
+	sampler := sample.New(sample.Params{
+		Temperature: req.Sampling.Temperature, TopP: req.Sampling.TopP, TopK: req.Sampling.TopK, MinP: req.Sampling.MinP,
+		RepeatPenalty: req.Sampling.RepeatPenalty, FrequencyPenalty: req.Sampling.FrequencyPenalty, PresencePenalty: req.Sampling.PresencePenalty,
+		Seed: req.Sampling.Seed, HasSeed: req.Sampling.HasSeed, RepeatLastN: 64,
+	})
+	stream := tokenizer.NewStream(b.tok, req.Stop)
+	history := append([]int(nil), ids...)
+	start = time.Now()
+	defer func() { res.DecodeDuration = time.Since(start) }()
+	for {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		if len(history) >= b.maxCtx { // prompt and answer fill the context
+			res.FinishReason = backend.FinishLength
+			break
+		}
+		if obs.Logits != nil {
+			if err := obs.Logits(logits); err != nil {
+				return res, err
+			}
+		}
+		next := sampler.Sample(logits, history)
+		if b.tcfg.IsEOS(next) {
+			res.FinishReason = backend.FinishStop
+			break
+		}
+		res.CompletionTokens++
+		history = append(history, next)
+		if obs.Token != nil {
+			obs.Token(next)
+		}
+		text, stopped := stream.Add(next)
+		if text != "" {
+			if err := emit(backend.Token{Text: text, ID: next}); err != nil {
+				return res, err
+			}
+		}
+		if stopped {
+			res.FinishReason = backend.FinishStop
+			break
+		}
+		if req.MaxTokens > 0 && res.CompletionTokens >= req.MaxTokens {
+			res.FinishReason = backend.FinishLength
+			break
+		}
+		logits, err = b.sess.Forward(next)
+		if err != nil {
+			b.cached = b.cached[:min(len(b.cached), b.sess.Pos())]
+			if errors.Is(err, engine.ErrContextFull) {
+				res.FinishReason = backend.FinishLength
+				break
+			}
+			return res, err
+		}
+		b.cached = append(b.cached, next)
+	}
+	if !stream.Stopped() {
+		if text := stream.Flush(); text != "" {
+			if err := emit(backend.Token{Text: text, ID: -1}); err != nil {
+				return res, err
+			}
+		}
+	}
+	return res, nil
+}

@@ -1,0 +1,163 @@
+package web
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/npuchat/npuchat/service"
+	"github.com/npuchat/npuchat/service/backend"
+)
+
+// call is one generation request decoded from some API's body: what to
+// generate, how to write the answer in that API's format, and who else
+// watches it.
+type call struct {
+	req  *backend.Request
+	opts service.GenerateOptions
+	out  answerWriter
+	// observe, when set, sees the answer as it is generated and when it
+	// ends (the conversation API stores the answer through it).
+	observe *observer
+}
+
+// answerWriter writes one answer in one API's format. The driver calls
+// piece for every piece in order, then exactly one of finish (the answer
+// is complete) or fail (it is not). Writers keep their own state
+// (whether headers went out); the answer carries everything the driver
+// knows.
+type answerWriter interface {
+	// piece writes one piece as it is generated. A streaming writer sends
+	// it at once; a whole-answer writer does nothing (a.Text holds it).
+	// An error (the client is gone or stopped reading) ends generation.
+	piece(a *answer, t backend.Token) error
+	// finish writes the end of a complete answer: the last chunk with the
+	// finish reason and usage, or the whole answer.
+	finish(a *answer) error
+	// fail ends the answer with an error. Before anything was sent it is
+	// an error response with ae's status; after, an in-stream error in the
+	// format's own shape (an SSE error event, an Ollama error line), so
+	// that a client can tell the answer was cut.
+	fail(a *answer, ae *apiError)
+}
+
+// observer sees an answer besides its writer. Either function may be nil.
+type observer struct {
+	// piece is called with each piece before it is written to the
+	// client, so that whatever the client was shown has been seen here
+	// first. An error ends generation (the answer fails with it).
+	piece func(a *answer, t backend.Token) error
+	// end is called once when the answer ends, complete (a.Err nil) or
+	// cut (a.Err says why), before the last bytes go to the client.
+	end func(a *answer)
+}
+
+// answer is everything known about one answer as it is generated and
+// when it ends. The driver fills it; writers and observers read it.
+type answer struct {
+	// ID is the answer's id in the API ("chatcmpl-…", "cmpl-…").
+	ID string
+	// Model is the model name as the client sent it (echoed in answers).
+	Model string
+	// Start is when the request arrived.
+	Start time.Time
+	// Backend is the kind of the backend running the request ("cpu",
+	// "npu", "remote", "fake"), known before the first piece.
+	Backend string
+	// Fallback says why the preferred backend is not the one answering
+	// ("" when it is).
+	Fallback string
+	// Text is the answer so far.
+	Text strings.Builder
+	// Pieces counts the pieces emitted so far.
+	Pieces int
+	// FirstToken is the time from Start to the first piece (0 before it).
+	FirstToken time.Duration
+	// Result is the backend's result (finish reason, token counts,
+	// prefill and decode durations), set when generation returns.
+	Result backend.Result
+	// Total is the time from Start to the end.
+	Total time.Duration
+	// Err is why the answer ended early, nil when it is complete.
+	Err error
+}
+
+// Created is the answer's creation time in Unix seconds (OpenAI's
+// "created").
+func (a *answer) Created() int64 { return a.Start.Unix() }
+
+// TokensPerSecond is the decode speed, 0 when unknown.
+func (a *answer) TokensPerSecond() float64 { return a.Result.DecodeTokensPerSecond() }
+
+// fingerprint is OpenAI's system_fingerprint: the engine that answered,
+// the same in every chunk and in whole answers.
+func (a *answer) fingerprint() string {
+	if a.Backend == "" {
+		return "npuchat"
+	}
+	return "npuchat-" + a.Backend
+}
+
+// newAnswer starts an answer for a request that arrived at start.
+func newAnswer(idPrefix, model string, start time.Time) *answer {
+	return &answer{ID: newID(idPrefix), Model: model, Start: start}
+}
+
+// drive is the one generation path: it runs c through the service,
+// hands every piece to the observer and the writer, and ends the answer
+// with the writer's finish or fail. Every API format (OpenAI chat and
+// completions, Ollama chat and generate, the conversation API) is a
+// decoder plus an answerWriter around this.
+func (s *Server) drive(w http.ResponseWriter, r *http.Request, a *answer, c *call) {
+	// Streams set a write deadline per event; the connection may serve
+	// another request after this one, so clear it at the end.
+	defer http.NewResponseController(w).SetWriteDeadline(time.Time{})
+	opts := c.opts
+	onRun := opts.OnRun
+	opts.OnRun = func(kind, fallback string) {
+		a.Backend, a.Fallback = kind, fallback
+		if onRun != nil {
+			onRun(kind, fallback)
+		}
+	}
+	res, err := s.mgr.Generate(r.Context(), c.req, opts, func(t backend.Token) error {
+		if a.Pieces == 0 {
+			a.FirstToken = time.Since(a.Start)
+		}
+		a.Pieces++
+		a.Text.WriteString(t.Text)
+		if c.observe != nil && c.observe.piece != nil {
+			if err := c.observe.piece(a, t); err != nil {
+				return err
+			}
+		}
+		return c.out.piece(a, t)
+	})
+	a.Result, a.Total, a.Err = res, time.Since(a.Start), err
+	if res.Backend != "" {
+		a.Backend = res.Backend
+	}
+	if res.Fallback != "" {
+		a.Fallback = res.Fallback
+	}
+	if c.observe != nil && c.observe.end != nil {
+		c.observe.end(a)
+	}
+	if err != nil {
+		ae := s.classify(err)
+		if ae.status == 499 && r.Context().Err() != nil {
+			return // the client is gone: nobody to tell
+		}
+		if ae.status == 499 {
+			ae = &apiError{http.StatusGatewayTimeout, "timeout", "timed out: " + err.Error(), ""}
+		}
+		if ae.status >= 500 {
+			s.log.Warn("generation failed", "path", r.URL.Path, "pieces", a.Pieces, "err", err)
+		}
+		c.out.fail(a, ae)
+		return
+	}
+	if err := c.out.finish(a); err != nil {
+		s.log.Debug("write answer", "path", r.URL.Path, "err", err)
+	}
+}

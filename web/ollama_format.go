@@ -1,0 +1,111 @@
+package web
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/npuchat/npuchat/service/backend"
+)
+
+// The Ollama answer formats: /api/chat and /api/generate, whole (one
+// JSON object with done:true) or streamed (NDJSON lines with done:false,
+// then one with done:true and the statistics; a cut stream ends with an
+// {"error": …} line instead).
+
+// ollamaChunk is a line of an Ollama stream, or a whole answer. Exactly
+// one of Message (/api/chat) and Response (/api/generate) is set.
+type ollamaChunk struct {
+	Model      string         `json:"model"`
+	CreatedAt  string         `json:"created_at"`
+	Message    *ollamaMessage `json:"message,omitempty"`
+	Response   *string        `json:"response,omitempty"`
+	Done       bool           `json:"done"`
+	DoneReason string         `json:"done_reason,omitempty"`
+	*ollamaStats
+}
+
+// ollamaMessage is the assistant's message in /api/chat. Tool calls will
+// be a field here.
+type ollamaMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// ollamaStats are the final object's statistics, in nanoseconds.
+type ollamaStats struct {
+	TotalDuration      int64 `json:"total_duration"`
+	LoadDuration       int64 `json:"load_duration"`
+	PromptEvalCount    int   `json:"prompt_eval_count"`
+	PromptEvalDuration int64 `json:"prompt_eval_duration"`
+	EvalCount          int   `json:"eval_count"`
+	EvalDuration       int64 `json:"eval_duration"`
+}
+
+// ollamaFormat builds the chunks of /api/chat (chat) or /api/generate.
+type ollamaFormat struct{ chat bool }
+
+func (f ollamaFormat) chunk(a *answer, text string) ollamaChunk {
+	c := ollamaChunk{Model: a.Model, CreatedAt: ollamaTime(time.Now())}
+	if f.chat {
+		c.Message = &ollamaMessage{Role: "assistant", Content: text}
+	} else {
+		c.Response = &text
+	}
+	return c
+}
+
+// done is the final object, holding text (all of it in a whole answer,
+// "" at the end of a stream).
+func (f ollamaFormat) done(a *answer, text string) ollamaChunk {
+	c := f.chunk(a, text)
+	res := a.Result
+	c.Done, c.DoneReason = true, res.FinishReason
+	c.ollamaStats = &ollamaStats{
+		TotalDuration:      a.Total.Nanoseconds(),
+		LoadDuration:       max(a.Total-res.PrefillDuration-res.DecodeDuration, 0).Nanoseconds(),
+		PromptEvalCount:    res.PromptTokens,
+		PromptEvalDuration: res.PrefillDuration.Nanoseconds(),
+		EvalCount:          res.CompletionTokens,
+		EvalDuration:       res.DecodeDuration.Nanoseconds(),
+	}
+	return c
+}
+
+// ollamaWhole writes a whole Ollama answer (stream:false).
+type ollamaWhole struct {
+	ollamaFormat
+	s *Server
+	w http.ResponseWriter
+	r *http.Request
+}
+
+func (o *ollamaWhole) piece(*answer, backend.Token) error { return nil }
+
+func (o *ollamaWhole) finish(a *answer) error {
+	writeJSON(o.w, http.StatusOK, o.done(a, a.Text.String()))
+	return nil
+}
+
+func (o *ollamaWhole) fail(_ *answer, ae *apiError) { o.s.writeAPIError(o.w, o.r, ae) }
+
+// ollamaStream streams an Ollama answer as NDJSON.
+type ollamaStream struct {
+	ollamaFormat
+	s  *Server
+	r  *http.Request
+	nd *ndjson
+}
+
+func (o *ollamaStream) piece(a *answer, t backend.Token) error {
+	return o.nd.send(o.chunk(a, t.Text))
+}
+
+func (o *ollamaStream) finish(a *answer) error { return o.nd.send(o.done(a, "")) }
+
+func (o *ollamaStream) fail(_ *answer, ae *apiError) {
+	if !o.nd.started {
+		o.s.writeAPIError(o.nd.w, o.r, ae)
+		return
+	}
+	o.nd.send(ollamaError{Error: ae.msg})
+}

@@ -1,0 +1,237 @@
+package web
+
+import (
+	"net/http"
+
+	"github.com/npuchat/npuchat/service/backend"
+)
+
+// The OpenAI answer formats: /v1/chat/completions and /v1/completions,
+// whole (one JSON object) or streamed (server-sent events ending with
+// "data: [DONE]"). One set of typed structs serves both, so that a field
+// cannot differ between a streamed and a whole answer.
+
+// openAIChatCompletion is a chat answer ("chat.completion") or one chunk
+// of a streamed one ("chat.completion.chunk").
+type openAIChatCompletion struct {
+	ID                string             `json:"id"`
+	Object            string             `json:"object"`
+	Created           int64              `json:"created"`
+	Model             string             `json:"model"`
+	SystemFingerprint string             `json:"system_fingerprint"`
+	Choices           []openAIChatChoice `json:"choices"`
+	Usage             *openAIUsage       `json:"usage,omitempty"`
+}
+
+// openAIChatChoice is the one choice of a chat answer: Message in a whole
+// answer, Delta in a chunk.
+type openAIChatChoice struct {
+	Index        int                `json:"index"`
+	Message      *openAIChatMessage `json:"message,omitempty"`
+	Delta        *openAIChatMessage `json:"delta,omitempty"`
+	Logprobs     *openAILogprobs    `json:"logprobs"`
+	FinishReason *string            `json:"finish_reason"`
+}
+
+// openAIChatMessage is the assistant's message, or the part of it a chunk
+// adds. Content is a pointer so that a delta without text ({} in the last
+// chunk) differs from an empty one. Tool calls will be a field here.
+type openAIChatMessage struct {
+	Role    string  `json:"role,omitempty"`
+	Content *string `json:"content,omitempty"`
+}
+
+// openAILogprobs is a choice's log probabilities; always null until
+// logprobs are supported (requests for them are refused, see features.go).
+type openAILogprobs struct{}
+
+// openAITextCompletion is a completion answer or chunk ("text_completion").
+type openAITextCompletion struct {
+	ID                string             `json:"id"`
+	Object            string             `json:"object"`
+	Created           int64              `json:"created"`
+	Model             string             `json:"model"`
+	SystemFingerprint string             `json:"system_fingerprint"`
+	Choices           []openAITextChoice `json:"choices"`
+	Usage             *openAIUsage       `json:"usage,omitempty"`
+}
+
+// openAITextChoice is the one choice of a completion.
+type openAITextChoice struct {
+	Index        int             `json:"index"`
+	Text         string          `json:"text"`
+	Logprobs     *openAILogprobs `json:"logprobs"`
+	FinishReason *string         `json:"finish_reason"`
+}
+
+// openAIUsage is OpenAI's token accounting.
+type openAIUsage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// openAIStreamError is the event that ends a stream cut by an error, as
+// OpenAI's streaming API sends it.
+type openAIStreamError struct {
+	Error openAIErrorBody `json:"error"`
+}
+
+func usageOf(res backend.Result) *openAIUsage {
+	return &openAIUsage{res.PromptTokens, res.CompletionTokens, res.PromptTokens + res.CompletionTokens}
+}
+
+func strPtr(s string) *string { return &s }
+
+// openAIStreamFail ends an OpenAI stream: an error response when nothing
+// was sent yet, else an error event (no [DONE], so that clients see the
+// answer was cut).
+func (s *Server) openAIStreamFail(r *http.Request, out *sse, ae *apiError) {
+	if !out.started {
+		s.writeAPIError(out.w, r, ae)
+		return
+	}
+	out.data(openAIStreamError{Error: openAIErrorBody{Message: ae.msg, Type: errorType(ae.status), Code: ae.code, Param: paramOf(ae.param)}})
+}
+
+// openAIChatWhole writes a whole chat answer.
+type openAIChatWhole struct {
+	s *Server
+	w http.ResponseWriter
+	r *http.Request
+}
+
+func (o *openAIChatWhole) piece(*answer, backend.Token) error { return nil }
+
+func (o *openAIChatWhole) finish(a *answer) error {
+	text := a.Text.String()
+	writeJSON(o.w, http.StatusOK, openAIChatCompletion{
+		ID: a.ID, Object: "chat.completion", Created: a.Created(), Model: a.Model,
+		SystemFingerprint: a.fingerprint(),
+		Choices: []openAIChatChoice{{
+			Message:      &openAIChatMessage{Role: "assistant", Content: &text},
+			FinishReason: strPtr(a.Result.FinishReason),
+		}},
+		Usage: usageOf(a.Result),
+	})
+	return nil
+}
+
+func (o *openAIChatWhole) fail(_ *answer, ae *apiError) { o.s.writeAPIError(o.w, o.r, ae) }
+
+// openAIChatStream streams a chat answer: a first chunk with the role,
+// one chunk per piece, a last chunk with the finish reason, an optional
+// usage chunk, then [DONE].
+type openAIChatStream struct {
+	s     *Server
+	r     *http.Request
+	sse   *sse
+	usage bool // stream_options.include_usage
+	began bool // the role chunk was sent
+}
+
+func (o *openAIChatStream) chunk(a *answer, delta *openAIChatMessage, finish *string) openAIChatCompletion {
+	return openAIChatCompletion{
+		ID: a.ID, Object: "chat.completion.chunk", Created: a.Created(), Model: a.Model,
+		SystemFingerprint: a.fingerprint(),
+		Choices:           []openAIChatChoice{{Delta: delta, FinishReason: finish}},
+	}
+}
+
+func (o *openAIChatStream) begin(a *answer) error {
+	if o.began {
+		return nil
+	}
+	o.began = true
+	return o.sse.data(o.chunk(a, &openAIChatMessage{Role: "assistant", Content: strPtr("")}, nil))
+}
+
+func (o *openAIChatStream) piece(a *answer, t backend.Token) error {
+	if err := o.begin(a); err != nil {
+		return err
+	}
+	return o.sse.data(o.chunk(a, &openAIChatMessage{Content: strPtr(t.Text)}, nil))
+}
+
+func (o *openAIChatStream) finish(a *answer) error {
+	if err := o.begin(a); err != nil {
+		return err
+	}
+	if err := o.sse.data(o.chunk(a, &openAIChatMessage{}, strPtr(a.Result.FinishReason))); err != nil {
+		return err
+	}
+	if o.usage {
+		c := o.chunk(a, nil, nil)
+		c.Choices, c.Usage = []openAIChatChoice{}, usageOf(a.Result)
+		if err := o.sse.data(c); err != nil {
+			return err
+		}
+	}
+	return o.sse.raw("data: [DONE]\n\n")
+}
+
+func (o *openAIChatStream) fail(_ *answer, ae *apiError) { o.s.openAIStreamFail(o.r, o.sse, ae) }
+
+// openAICompletionWhole writes a whole completion; echo is the prompt
+// when the request asked for it back.
+type openAICompletionWhole struct {
+	s    *Server
+	w    http.ResponseWriter
+	r    *http.Request
+	echo string
+}
+
+func (o *openAICompletionWhole) piece(*answer, backend.Token) error { return nil }
+
+func (o *openAICompletionWhole) finish(a *answer) error {
+	writeJSON(o.w, http.StatusOK, openAITextCompletion{
+		ID: a.ID, Object: "text_completion", Created: a.Created(), Model: a.Model,
+		SystemFingerprint: a.fingerprint(),
+		Choices:           []openAITextChoice{{Text: o.echo + a.Text.String(), FinishReason: strPtr(a.Result.FinishReason)}},
+		Usage:             usageOf(a.Result),
+	})
+	return nil
+}
+
+func (o *openAICompletionWhole) fail(_ *answer, ae *apiError) { o.s.writeAPIError(o.w, o.r, ae) }
+
+// openAICompletionStream streams a completion: one chunk per piece (the
+// first with the echoed prompt before it), a last chunk with the finish
+// reason, an optional usage chunk, then [DONE].
+type openAICompletionStream struct {
+	s     *Server
+	r     *http.Request
+	sse   *sse
+	usage bool
+	echo  string // sent before the first piece, then cleared
+}
+
+func (o *openAICompletionStream) chunk(a *answer, text string, finish *string) openAITextCompletion {
+	return openAITextCompletion{
+		ID: a.ID, Object: "text_completion", Created: a.Created(), Model: a.Model,
+		SystemFingerprint: a.fingerprint(),
+		Choices:           []openAITextChoice{{Text: text, FinishReason: finish}},
+	}
+}
+
+func (o *openAICompletionStream) piece(a *answer, t backend.Token) error {
+	text := o.echo + t.Text
+	o.echo = ""
+	return o.sse.data(o.chunk(a, text, nil))
+}
+
+func (o *openAICompletionStream) finish(a *answer) error {
+	if err := o.sse.data(o.chunk(a, o.echo, strPtr(a.Result.FinishReason))); err != nil {
+		return err
+	}
+	if o.usage {
+		c := o.chunk(a, "", nil)
+		c.Choices, c.Usage = []openAITextChoice{}, usageOf(a.Result)
+		if err := o.sse.data(c); err != nil {
+			return err
+		}
+	}
+	return o.sse.raw("data: [DONE]\n\n")
+}
+
+func (o *openAICompletionStream) fail(_ *answer, ae *apiError) { o.s.openAIStreamFail(o.r, o.sse, ae) }
