@@ -326,17 +326,17 @@ func Message(m history.Message) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 23, "<div class=\"actions\"><button type=\"button\" class=\"icon copy\" aria-label=\"Copy message\" title=\"Copy\">⧉</button> ")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 23, "<div class=\"actions\"><button type=\"button\" class=\"act copy\" aria-label=\"Copy message\">Copy</button> ")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		if m.Role == "user" {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 24, "<button type=\"button\" class=\"icon edit\" aria-label=\"Edit and resend\" title=\"Edit\">✎</button>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 24, "<button type=\"button\" class=\"act edit\" aria-label=\"Edit and resend\">Edit</button>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 		} else {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 25, "<button type=\"button\" class=\"icon regenerate\" aria-label=\"Answer again\" title=\"Regenerate\">↻</button>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 25, "<button type=\"button\" class=\"act regenerate\" aria-label=\"Answer again\">Regenerate</button>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -367,7 +367,7 @@ func Composer() templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 27, "<form class=\"composer\" id=\"composer\"><label class=\"visually-hidden\" for=\"composer-input\">Message</label> <textarea id=\"composer-input\" data-testid=\"composer-input\" rows=\"1\" placeholder=\"Message NPU Chat (Enter sends, Shift+Enter for a new line)\" autocomplete=\"off\"></textarea> <button type=\"submit\" class=\"btn primary\" data-testid=\"send\" id=\"send\">Send</button> <button type=\"button\" class=\"btn\" data-testid=\"stop\" id=\"stop\" hidden>Stop</button><div class=\"context\" id=\"context\" aria-live=\"off\"></div></form>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 27, "<form class=\"composer\" id=\"composer\"><label class=\"visually-hidden\" for=\"composer-input\">Message</label> <textarea id=\"composer-input\" data-testid=\"composer-input\" rows=\"1\" placeholder=\"Message NPU Chat\" aria-describedby=\"composer-hint\" autocomplete=\"off\"></textarea> <button type=\"submit\" class=\"btn primary\" data-testid=\"send\" id=\"send\">Send</button> <button type=\"button\" class=\"btn\" data-testid=\"stop\" id=\"stop\" hidden>Stop</button><div class=\"composer-foot\"><span id=\"composer-hint\">Enter sends · Shift+Enter adds a line · Esc stops</span> <span class=\"context\" id=\"context\" aria-live=\"off\"></span></div></form>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

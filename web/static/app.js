@@ -126,17 +126,16 @@
   function actions(role) {
     const d = document.createElement("div");
     d.className = "actions";
-    const mk = (cls, label, glyph) => {
+    const mk = (cls, label, text) => {
       const b = document.createElement("button");
       b.type = "button";
-      b.className = "icon " + cls;
+      b.className = "act " + cls;
       b.setAttribute("aria-label", label);
-      b.title = label;
-      b.textContent = glyph;
+      b.textContent = text;
       return b;
     };
-    d.appendChild(mk("copy", "Copy message", "⧉"));
-    d.appendChild(role === "user" ? mk("edit", "Edit and resend", "✎") : mk("regenerate", "Answer again", "↻"));
+    d.appendChild(mk("copy", "Copy message", "Copy"));
+    d.appendChild(role === "user" ? mk("edit", "Edit and resend", "Edit") : mk("regenerate", "Answer again", "Regenerate"));
     return d;
   }
 
@@ -222,7 +221,7 @@
     }
     const acts = document.createElement("span");
     acts.className = "conv-actions";
-    for (const [cls, label, glyph] of [["rename", "Rename ", "✎"], ["delete", "Delete ", "🗑"]]) {
+    for (const [cls, label, glyph] of [["rename", "Rename ", "✎"], ["delete", "Delete ", "✕"]]) {
       const b = document.createElement("button");
       b.type = "button";
       b.className = "icon " + cls;
@@ -414,7 +413,10 @@
       streaming = null;
       setBusy(false);
       updateEmpty();
-      loadList();
+      loadList().then(() => {
+        const li = document.querySelector('#conversations li[data-id="' + conversation + '"] .conv-link');
+        if (li) $("chat-title").textContent = li.textContent;
+      });
       input.focus();
     }
   }
@@ -458,6 +460,10 @@
     }
   });
   function autosize() {
+    if (!input.value) {
+      input.style.height = "";
+      return;
+    }
     input.style.height = "auto";
     input.style.height = Math.min(input.scrollHeight, window.innerHeight * 0.4) + "px";
   }
@@ -637,7 +643,10 @@
     t.disabled = true;
     try {
       const on = status && status.enabled;
-      showStatus(await api("POST", on ? "/api/model/stop" : "/api/model/start", on ? {} : { model: modelName }));
+      await api("POST", on ? "/api/model/stop" : "/api/model/start", on ? {} : { model: modelName });
+      // The events may have moved on while the request ran: ask afresh
+      // rather than show the answer's older snapshot.
+      await refreshStatus();
     } catch (e) {
       showError(e.message);
       refreshStatus();
@@ -655,8 +664,15 @@
       });
     }
     es.addEventListener("install", (e) => {
+      // The service's install event: {install: {model, phase, done,
+      // total, bytes_per_second, eta_s, error}, message}.
       const ev = JSON.parse(e.data);
-      showInstall(ev.install || ev);
+      const p = ev.install || {};
+      const state = { done: "done", failed: "failed", cancelled: "cancelled" }[p.phase] || "running";
+      showInstall(Object.assign({}, install, {
+        model: p.model, state, phase: p.phase, message: ev.message || install.message,
+        bytes: p.done || 0, total: p.total || 0, rate: p.bytes_per_second || 0, eta_s: p.eta_s || 0, error: p.error || "",
+      }));
     });
     es.onerror = () => {
       // The browser reconnects by itself; refresh what we show meanwhile.
@@ -700,6 +716,7 @@
     return Math.floor(s / 3600) + " h " + Math.floor((s % 3600) / 60) + " min";
   }
   function showInstall(st) {
+    const was = install.state;
     install = st;
     const box = $("install-box");
     const btn = $("install");
@@ -721,7 +738,7 @@
     }
     let text = "";
     if (st.state === "running") {
-      text = st.file ? st.file + ": " + human(st.bytes) + " of " + human(st.total) : st.message || "Starting…";
+      text = st.total > 0 ? (st.file ? st.file + ": " : "Downloading: ") + human(st.bytes) + " of " + human(st.total) : st.message || "Starting…";
       if (st.rate > 0) text += " · " + human(st.rate) + "/s";
       if (st.eta_s > 0) text += " · about " + duration(st.eta_s) + " left";
       if (st.files_done) text += " · " + st.files_done + " files done";
@@ -731,8 +748,8 @@
       text = "Installed. Starting the model…";
     }
     $("install-progress-text").textContent = text;
-    if (st.state === "done" && currentView === "install") {
-      api("POST", "/api/model/start", { model: modelName }).then(showStatus, (e) => showError(e.message)).finally(() => showView("chat"));
+    if (st.state === "done" && was !== "done" && currentView === "install") {
+      api("POST", "/api/model/start", { model: modelName }).then(refreshStatus, (e) => showError(e.message)).finally(() => showView("chat"));
     }
   }
   $("install").addEventListener("click", async () => {
@@ -781,16 +798,19 @@
         badge.className = "badge";
         badge.textContent = c.status || (c.ok ? "ok" : "fail");
         const name = document.createElement("strong");
-        name.textContent = c.title || c.name || c.id || "";
+        name.textContent = (c.id ? c.id + " " : "") + (c.title || "");
         head.append(badge, " ", name);
         li.appendChild(head);
-        const detail = c.detail || c.message || c.found || "";
-        if (detail) {
+        for (const [label, text] of [["Found", c.found], ["Needs", c.need]]) {
+          if (!text) continue;
           const p = document.createElement("p");
-          p.textContent = detail;
+          const b = document.createElement("span");
+          b.className = "label";
+          b.textContent = label + ": ";
+          p.append(b, text);
           li.appendChild(p);
         }
-        const fix = c.fix || c.remedy || "";
+        const fix = c.status === "pass" ? "" : c.fix || "";
         if (fix) {
           const p = document.createElement("p");
           p.className = "fix";
