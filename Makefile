@@ -5,7 +5,7 @@ BIN     := bin/npuchat
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: setup build run test test-go vet templ-check fuzz clean
+.PHONY: setup build run test test-go vet templ-check fuzz bench clean deb msi release test-installers
 
 setup:
 	@./scripts/setup
@@ -25,7 +25,7 @@ vet:
 	@for m in $(SUBMODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 
-test: setup vet templ-check test-go
+test: setup vet templ-check test-go test-installers
 
 test-go:
 	$(GO) test -count=1 -timeout 30m ./...
@@ -46,5 +46,36 @@ templ-check:
 fuzz:
 	./scripts/fuzz 30s
 
+# The engine against llama.cpp, alternating runs (scripts/bench,
+# docs/performance.md). Make the models first:
+#   go run ./tools/benchmodel -out /tmp/bench -formats q4_0,q4_1,q8_0
+#   go run ./tools/benchmodel -out /tmp/bench -formats q4nx
+# e.g. make bench BENCH_ARGS="--threads 1"
+BENCH_MODELS ?= $(wildcard /tmp/bench/minicpm5-2b-*)
+bench: setup
+	./scripts/bench $(BENCH_ARGS) $(BENCH_MODELS)
+
+# Installers (installer/, a module of its own): the .deb and the MSI from
+# FyneApp.toml's version, into dist/. See installer/linux and installer/windows.
+APP_VERSION = $(shell sed -n 's/^ *Version *= *"\(.*\)"/\1/p' FyneApp.toml)
+
+deb:
+	cd installer && $(GO) run ./cmd/mkpkg deb --root .. --out ../dist
+
+msi:
+	cd installer && $(GO) run ./cmd/mkpkg msi --root .. --out ../dist
+
+release:
+	cd installer && $(GO) run ./cmd/mkpkg release --root .. --out ../dist
+	cd dist && sha256sum -c SHA256SUMS
+
+# The installers' checks (lintian, dpkg -i/-r as root, msiinfo, msiextract,
+# Wine's msiexec); slower, so a target of their own that `make test` runs.
+test-installers: release
+	@cd installer && $(GO) vet ./... && \
+	  NPUCHAT_DEB=$(CURDIR)/dist/npuchat_$(APP_VERSION)_amd64.deb NPUCHAT_MSI=$(CURDIR)/dist/npuchat-$(APP_VERSION)-x64.msi \
+	  NPUCHAT_EXE=$(CURDIR)/dist/build/windows/npuchat.exe $(GO) test -count=1 -timeout 20m ./... \
+	  && echo "test-installers: PASS" || { echo "test-installers: FAIL"; exit 1; }
+
 clean:
-	rm -rf bin
+	rm -rf bin dist

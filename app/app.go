@@ -24,6 +24,7 @@ import (
 	"github.com/npuchat/npuchat/npu/flm"
 	"github.com/npuchat/npuchat/npu/xrt"
 	"github.com/npuchat/npuchat/service"
+	"github.com/npuchat/npuchat/service/cpu"
 	"github.com/npuchat/npuchat/web"
 	"gopkg.in/natefinch/lumberjack.v2"
 )
@@ -181,14 +182,15 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		}
 	}
 	a.mgr = service.New(service.Options{
-		Resolve:    a.reg.Resolve,
-		Models:     a.reg.Models,
-		Engines:    a.engines,
-		NewBackend: a.newBackend,
-		QueueSize:  cfg.QueueSize,
-		KeepAlive:  cfg.KeepAliveDur,
-		Logger:     a.log,
-		Now:        opts.Now,
+		Resolve:      a.reg.Resolve,
+		DefaultModel: a.cfg.Model,
+		Models:       a.reg.Models,
+		Engines:      a.engines,
+		NewBackend:   a.newBackend,
+		QueueSize:    cfg.QueueSize,
+		KeepAlive:    cfg.KeepAliveDur,
+		Logger:       a.log,
+		Now:          opts.Now,
 	})
 	if cfg.Engine == "remote" {
 		a.addRemoteModels(ctx)
@@ -230,6 +232,7 @@ func applyFlags(cfg *config.Config, f Flags) (localModel string, err error) {
 		}
 	}
 	set(&cfg.Addr, f.Addr)
+	cfg.Addr = config.CanonicalAddr(cfg.Addr)
 	set(&cfg.Engine, f.Engine)
 	set(&cfg.RemoteURL, f.RemoteURL)
 	set(&cfg.FLMRoot, f.FLMRoot)
@@ -265,10 +268,15 @@ func (a *App) addLocal(path, name string) error {
 	if name == "" {
 		name = strings.TrimSuffix(filepath.Base(abs), filepath.Ext(abs))
 	}
-	a.reg.Add(service.Entry{Desc: service.ModelDesc{
+	desc := service.ModelDesc{
 		Name: name, Installed: true, Path: abs, Size: fi.Size(), ModifiedAt: fi.ModTime(),
 		Format: formatOf(abs, fi),
-	}})
+	}
+	// Family and context length without loading, for /api/show.
+	if info, err := cpu.Describe(abs); err == nil {
+		desc.Family, desc.ContextLength = info.Family, info.ContextLength
+	}
+	a.reg.Add(service.Entry{Desc: desc})
 	a.cfg.Model = name
 	a.local[name] = abs
 	return nil

@@ -379,7 +379,7 @@ func TestMatvec(t *testing.T) {
 					}
 					var k mulTask
 					owner := new(int)
-					k.mul(newPool(owner, threads), got, &mc, xs[:n])
+					k.mul(newPool(owner, threads), xs[:n], product{got, &mc})
 					for b := range got {
 						for i := range got[b] {
 							d := math.Abs(float64(got[b][i] - ref[b][i]))
@@ -667,5 +667,75 @@ func TestGQAEqualsExplicitRepetition(t *testing.T) {
 	}
 	if c := loadT(t, mhaPath, LoadOptions{}).Config(); c.KVHeads != 2 || c.FileKVHeads != 16 {
 		t.Errorf("folding 16 KV heads gave %d of %d", c.KVHeads, c.FileKVHeads)
+	}
+}
+
+// TestMatmulProducts: one task of several matrices (q, k and v) gives
+// each matrix exactly its own product, for row counts that split chunks
+// across the matrices' boundaries, with every kernel and thread count.
+func TestMatmulProducts(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	const cols = 256
+	for _, lvl := range []simdLevel{levelNone, levelAVX2, levelAVX512} {
+		if lvl > cpuLevel() {
+			continue
+		}
+		var mats []matrix
+		for _, rows := range []int{100, 37, 260} {
+			rb, _ := quant.Q4_0.RowBytes(cols)
+			data := make([]byte, rows*rb)
+			for i := 0; i < rows; i++ {
+				fillRow(r, quant.Q4_0, data[i*rb:(i+1)*rb])
+			}
+			m, err := newMatrix(quant.Q4_0, rows, cols, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.kern = chooseKernel(&m, false, lvl)
+			if m.kern == kernPacked {
+				if err := m.pack(2); err != nil {
+					t.Fatal(err)
+				}
+			}
+			mats = append(mats, m)
+		}
+		for _, n := range []int{1, 5} {
+			xs := make([][]float32, n)
+			for i := range xs {
+				xs[i] = make([]float32, cols)
+				for j := range xs[i] {
+					xs[i][j] = float32(r.NormFloat64())
+				}
+			}
+			outs := func() [][][]float32 {
+				o := make([][][]float32, len(mats))
+				for i, m := range mats {
+					o[i] = make([][]float32, n)
+					for b := range o[i] {
+						o[i][b] = make([]float32, m.Rows)
+					}
+				}
+				return o
+			}
+			want := outs()
+			for i := range mats {
+				var k mulTask
+				k.mul(newPool(new(int), 1), xs, product{want[i], &mats[i]})
+			}
+			for _, threads := range []int{1, 2, 3, 7} {
+				got := outs()
+				var k mulTask
+				k.mul(newPool(new(int), threads), xs, product{got[0], &mats[0]}, product{got[1], &mats[1]}, product{got[2], &mats[2]})
+				for i := range got {
+					for b := range got[i] {
+						for row := range got[i][b] {
+							if got[i][b][row] != want[i][b][row] {
+								t.Fatalf("%s, %d vectors, %d threads: matrix %d vector %d row %d = %v, alone %v", lvl, n, threads, i, b, row, got[i][b][row], want[i][b][row])
+							}
+						}
+					}
+				}
+			}
+		}
 	}
 }

@@ -59,126 +59,179 @@ type arith struct {
 	floatAct bool
 }
 
-// mulTask is one matrix times a batch of vectors, outs[t] = W·xs[t],
-// split by rows across a pool. Its buffers are reused from product to
-// product, so a token allocates nothing.
-type mulTask struct {
-	w        *matrix
-	outs, xs [][]float32
-	q8       quant.Q8Batch // xs rounded to 8 bits (integer kernels)
-	sums     [][]float32   // 32-value block sums of xs (Q4_1, Q4_K float path)
-	tiles    [][]float32   // per pool part: a packed group's results (kernPacked)
-	// next is the first unit (row, or 16-row group of a packed matrix)
-	// no thread has taken yet: threads take chunks of units until none
-	// are left, so a thread slowed by other work on the machine takes
-	// fewer (each row's result does not depend on which thread computes
-	// it).
-	next  atomic.Int64
-	units int
-	chunk int
+// product is one matrix of a mulTask and where its results go.
+type product struct {
+	outs [][]float32
+	w    *matrix
 }
 
-// mul sets outs[t] = W·xs[t] for every t, on pool p, with the kernel
-// chosen for W when the model was loaded.
-func (k *mulTask) mul(p *pool, outs [][]float32, w *matrix, xs [][]float32) {
-	k.w, k.outs, k.xs = w, outs, xs
-	k.units = w.Rows
-	switch w.kern {
-	case kernPacked, kernQ8AVX2, kernQ8Ref:
-		k.q8.Prepare(len(xs), w.Cols)
+// maxProducts is how many matrices one mulTask multiplies by the same
+// vectors (q, k and v).
+const maxProducts = 3
+
+// mulTask is up to three matrices times one batch of vectors,
+// outs[t] = W·xs[t] for each, split by rows across a pool in one pass:
+// the vectors are rounded to 8 bits once for all of them. Its buffers
+// are reused from product to product, so a token allocates nothing.
+type mulTask struct {
+	prods [maxProducts]product
+	n     int // products in use
+	// end[i] is one past product i's last unit (row, or 16-row group
+	// of a packed matrix), counting the products' units one after the
+	// other
+	end   [maxProducts]int
+	chunk int // units a thread takes at a time
+	xs    [][]float32
+	q8    quant.Q8Batch // xs rounded to 8 bits (integer kernels)
+	sums  [][]float32   // 32-value block sums of xs (Q4_1, Q4_K float path)
+	tiles [][]float32   // per pool part: a packed group's results (kernPacked)
+	// next is the first unit no thread has taken yet: threads take
+	// chunks of units until none are left, so a thread slowed by other
+	// work on the machine takes fewer (each row's result does not depend
+	// on which thread computes it).
+	next atomic.Int64
+}
+
+// mul sets p.outs[t] = p.w·xs[t] for every product p and vector t, on
+// pool pl, with the kernel chosen for each matrix when the model was
+// loaded. The matrices all have len(xs[t]) columns.
+func (k *mulTask) mul(pl *pool, xs [][]float32, prods ...product) {
+	if len(prods) > maxProducts {
+		panic("engine: too many products in one task")
+	}
+	k.n = copy(k.prods[:], prods)
+	k.xs = xs
+	cols := prods[0].w.Cols
+	var q8, sums bool
+	units, work := 0, 0
+	k.chunk = 0
+	for i, p := range prods {
+		w := p.w
+		if w.Cols != cols {
+			panic("engine: products of one task differ in columns")
+		}
+		u := w.Rows
+		switch w.kern {
+		case kernPacked:
+			u = w.packed.Groups()
+			q8 = true
+		case kernQ8AVX2, kernQ8Ref:
+			q8 = true
+		case kernSums:
+			sums = true
+		}
+		c := max(1, u/(16*pl.threads))
+		if w.kern != kernPacked {
+			c = max(16, c)
+		}
+		units += u
+		k.end[i] = units
+		if k.chunk == 0 || c < k.chunk {
+			k.chunk = c
+		}
+		work += w.Rows * len(xs)
+	}
+	if q8 {
+		k.q8.Prepare(len(xs), cols)
 		if len(xs) >= 4 {
-			p.run(quantizeTask{k}) // prefill: round the batch's vectors in parallel
+			pl.run(quantizeTask{k}) // prefill: round the batch's vectors in parallel
 		} else {
 			for t, x := range xs {
-				k.q8.Vecs[t].Quantize(x[:w.Cols])
+				k.q8.Vecs[t].Quantize(x[:cols])
 			}
 		}
-		if w.kern == kernPacked {
-			k.units = w.packed.Groups()
-			for len(k.tiles) < p.threads {
-				k.tiles = append(k.tiles, nil)
-			}
+		for len(k.tiles) < pl.threads {
+			k.tiles = append(k.tiles, nil)
 		}
-	case kernSums:
+	}
+	if sums {
 		for len(k.sums) < len(xs) {
 			k.sums = append(k.sums, nil)
 		}
 		for t, x := range xs {
-			if cap(k.sums[t]) < w.Cols/32 {
-				k.sums[t] = make([]float32, w.Cols/32)
+			if cap(k.sums[t]) < cols/32 {
+				k.sums[t] = make([]float32, cols/32)
 			}
-			k.sums[t] = k.sums[t][:w.Cols/32]
-			quant.BlockSums(x[:w.Cols], k.sums[t])
+			k.sums[t] = k.sums[t][:cols/32]
+			quant.BlockSums(x[:cols], k.sums[t])
 		}
 	}
 	k.next.Store(0)
-	k.chunk = max(1, k.units/(16*p.threads))
-	if w.kern != kernPacked {
-		k.chunk = max(16, k.chunk)
-	}
-	if w.Rows*len(xs) < 64 {
+	if work < 64 {
 		k.part(0, 1)
 	} else {
-		p.run(k)
+		pl.run(k)
 	}
-	k.w, k.outs, k.xs = nil, nil, nil
+	k.prods = [maxProducts]product{}
+	k.xs = nil
 }
 
 // part takes chunks of units until none are left and computes them for
 // every vector: each weight row is read from memory once and used for
-// the whole batch.
+// the whole batch. A chunk may span two products.
 func (k *mulTask) part(i, _ int) {
+	total := k.end[k.n-1]
 	for {
 		lo := int(k.next.Add(int64(k.chunk))) - k.chunk
-		if lo >= k.units {
+		if lo >= total {
 			return
 		}
-		hi := min(lo+k.chunk, k.units)
-		if k.w.kern == kernPacked {
-			k.groups(i, lo, hi)
-		} else {
-			k.rows(lo, hi)
+		hi := min(lo+k.chunk, total)
+		start := 0
+		for p := 0; p < k.n && lo < hi; p++ {
+			if lo < k.end[p] {
+				e := min(hi, k.end[p])
+				if k.prods[p].w.kern == kernPacked {
+					k.groups(i, k.prods[p], lo-start, e-start)
+				} else {
+					k.rows(k.prods[p], lo-start, e-start)
+				}
+				lo = e
+			}
+			start = k.end[p]
 		}
 	}
 }
 
 // groups computes the 16-row groups [lo, hi) of a packed matrix for every
 // vector, in tile i's buffer.
-func (k *mulTask) groups(i, lo, hi int) {
-	n := len(k.outs)
-	size := k.w.packed.TileLen(n)
+func (k *mulTask) groups(i int, p product, lo, hi int) {
+	w := p.w
+	n := len(p.outs)
+	size := w.packed.TileLen(n)
 	if cap(k.tiles[i]) < size {
 		k.tiles[i] = make([]float32, size)
 	}
 	tile := k.tiles[i][:size]
 	for g := lo; g < hi; g++ {
-		k.w.packed.MulQ8(true, g, &k.q8, 0, n, tile)
+		w.packed.MulQ8(true, g, &k.q8, 0, n, tile)
 		r0 := g * quant.GroupRows
-		rows := min(quant.GroupRows, k.w.Rows-r0)
-		for t, out := range k.outs {
+		rows := min(quant.GroupRows, w.Rows-r0)
+		for t, out := range p.outs {
 			copy(out[r0:r0+rows], tile[t*quant.GroupRows:])
 		}
 	}
 }
 
-// rows computes rows [lo, hi) for every vector, four vectors at a time
-// where there is a kernel for that.
-func (k *mulTask) rows(lo, hi int) {
-	w := k.w
+// rows computes rows [lo, hi) of p's matrix for every vector, four
+// vectors at a time where there is a kernel for that.
+func (k *mulTask) rows(p product, lo, hi int) {
+	w := p.w
+	outs := p.outs
 	var four [4]float32
 	for r := lo; r < hi; r++ {
 		row := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
 		t := 0
 		if w.kern == kernQ8AVX2 {
-			for ; t+4 <= len(k.outs); t += 4 {
+			for ; t+4 <= len(outs); t += 4 {
 				quant.DotQ8x4(w.Type, row, &k.q8, t, &four)
 				for j, v := range four {
-					k.outs[t+j][r] = v
+					outs[t+j][r] = v
 				}
 			}
 		}
-		for ; t < len(k.outs); t++ {
-			out := k.outs[t]
+		for ; t < len(outs); t++ {
+			out := outs[t]
 			switch w.kern {
 			case kernQ8AVX2:
 				out[r] = quant.DotQ8(w.Type, row, &k.q8.Vecs[t])
@@ -200,8 +253,9 @@ type quantizeTask struct{ k *mulTask }
 
 func (q quantizeTask) part(i, n int) {
 	lo, hi := share(i, n, len(q.k.xs))
+	cols := q.k.prods[0].w.Cols
 	for t := lo; t < hi; t++ {
-		q.k.q8.Vecs[t].Quantize(q.k.xs[t][:q.k.w.Cols])
+		q.k.q8.Vecs[t].Quantize(q.k.xs[t][:cols])
 	}
 }
 

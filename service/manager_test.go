@@ -751,3 +751,68 @@ func TestNPUCheckPhaseShowsLoadingAndStopEndsIt(t *testing.T) {
 		t.Fatalf("stop took %v; state %s", d, r.m.Status().State)
 	}
 }
+
+// TestReserveHoldsAPlaceBeforeTheBody (issue 13, item 4): the web layer
+// reserves a place before it reads a body; a full queue refuses at once,
+// a released ticket gives its place back, and a used one is counted once.
+func TestReserveHoldsAPlaceBeforeTheBody(t *testing.T) {
+	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: -1, QueueSize: 2})
+	a, err := r.m.Reserve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := r.m.Reserve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.m.Reserve(); !errors.Is(err, ErrQueueFull) {
+		t.Fatalf("third reserve: %v", err)
+	}
+	if st := r.m.Status(); st.Waiting != 2 {
+		t.Fatalf("waiting %d", st.Waiting)
+	}
+	a.Release()
+	a.Release() // twice is once
+	if _, err := r.m.Generate(context.Background(), chat("minicpm5:2b", "x"), GenerateOptions{Ticket: b}, func(backend.Token) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	b.Release() // after use: a no-op
+	if st := r.m.Status(); st.Waiting != 0 || st.Running != 0 {
+		t.Fatalf("after: waiting %d running %d", st.Waiting, st.Running)
+	}
+	if _, err := r.m.Generate(context.Background(), chat("minicpm5:2b", "x"), GenerateOptions{Ticket: b}, func(backend.Token) error { return nil }); err == nil {
+		t.Fatal("a ticket was used twice")
+	}
+}
+
+// TestStartWithNoNameStartsTheDefaultModel: the tray's and the page's
+// switch send no name; before any request the default model is the one
+// started, and it is named in the status while off.
+func TestStartWithNoNameStartsTheDefaultModel(t *testing.T) {
+	m := New(Options{DefaultModel: "m", KeepAlive: -1, NewBackend: func(ctx context.Context, model, kind string) (backend.Backend, error) {
+		return fake.New(fake.Options{Name: model}), nil
+	}})
+	defer m.Close(context.Background())
+	if err := m.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st := m.Status(); st.Model != "m" || st.Enabled {
+		t.Fatalf("off at start: %+v", st)
+	}
+	if err := m.Start(""); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the default model on", func() bool { return m.Status().State == StateOn })
+	if st := m.Status(); st.Model != "m" {
+		t.Fatalf("on: %+v", st)
+	}
+	none := New(Options{})
+	defer none.Close(context.Background())
+	none.Stop(context.Background())
+	if err := none.Start(""); !errors.Is(err, ErrUnknownModel) {
+		t.Fatalf("Start(\"\") with no model: %v", err)
+	}
+	if st := none.Status(); st.Enabled {
+		t.Fatalf("a failed Start switched the model on: %+v", st)
+	}
+}

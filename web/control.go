@@ -24,7 +24,7 @@ func (s *Server) modelStart(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		Model string `json:"model"`
 	}
-	body, err := readBody(r)
+	body, err := s.readBody(w, r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -57,8 +57,7 @@ func (s *Server) modelStop(w http.ResponseWriter, r *http.Request) {
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	ch, cancel := s.mgr.Subscribe()
 	defer cancel()
-	out := newSSE(w)
-	out.timeout = writeTimeout
+	out := s.newSSE(w)
 	if out.raw(": events\n\n") != nil {
 		return
 	}
@@ -67,6 +66,8 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	for {
 		select {
 		case <-r.Context().Done():
+			return
+		case <-s.stopping: // shutting down: the stream must not hold it up
 			return
 		case <-tick.C:
 			if out.raw(": keep-alive\n\n") != nil {

@@ -137,8 +137,8 @@ func (in *conversationIn) apply(st *history.Settings) error {
 	return nil
 }
 
-func (s *Server) decode(r *http.Request, v any) error {
-	body, err := readBody(r)
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) error {
+	body, err := s.readBody(w, r)
 	if err != nil {
 		return err
 	}
@@ -171,7 +171,7 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var in conversationIn
-	if body, err := readBody(r); err != nil {
+	if body, err := s.readBody(w, r); err != nil {
 		s.fail(w, r, err)
 		return
 	} else if len(strings.TrimSpace(string(body))) > 0 {
@@ -230,7 +230,7 @@ func (s *Server) updateConversation(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var in conversationIn
-	if err := s.decode(r, &in); err != nil {
+	if err := s.decode(w, r, &in); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -335,7 +335,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var in sendIn
-	if err := s.decode(r, &in); err != nil {
+	if err := s.decode(w, r, &in); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -416,7 +416,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 		s.failHistory(w, r, err)
 		return
 	}
-	out := &conversationWriter{out: newSSE(w), st: st, keep: keep, conv: id, ans: ans.ID, classify: s.classify}
+	out := &conversationWriter{out: s.newSSE(w), st: st, keep: keep, conv: id, ans: ans.ID, classify: s.classify}
 	if out.out.event("user", user) != nil || out.out.event("start", ans) != nil {
 		st.CutAnswer(keep, ans.ID, history.CutStopped, history.Stats{Model: req.Model})
 		return

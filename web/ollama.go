@@ -24,6 +24,9 @@ type ollamaChatRequest struct {
 	Format    json.RawMessage `json:"format"`
 	Tools     json.RawMessage `json:"tools"`
 	Think     json.RawMessage `json:"think"`
+	// Logprobs and TopLogprobs are Ollama 0.12's.
+	Logprobs    json.RawMessage `json:"logprobs"`
+	TopLogprobs json.RawMessage `json:"top_logprobs"`
 }
 
 // ollamaGenerateRequest is the body of POST /api/generate.
@@ -37,6 +40,9 @@ type ollamaGenerateRequest struct {
 	KeepAlive json.RawMessage `json:"keep_alive"`
 	Images    []string        `json:"images"`
 	Format    json.RawMessage `json:"format"`
+	// Logprobs and TopLogprobs are Ollama 0.12's.
+	Logprobs    json.RawMessage `json:"logprobs"`
+	TopLogprobs json.RawMessage `json:"top_logprobs"`
 }
 
 // ollamaParams is what an Ollama request adds to the backend request.
@@ -173,7 +179,7 @@ func parseOllamaChat(body []byte) (*backend.Request, ollamaParams, error) {
 	if req.Model == "" {
 		return nil, p, badRequest("model", "model is required (for example \"minicpm5:2b\")")
 	}
-	if err := (requestFeatures{Tools: in.Tools, Format: in.Format}).check(); err != nil {
+	if err := (requestFeatures{Tools: in.Tools, Format: in.Format, Logprobs: in.Logprobs, TopLogprobs: in.TopLogprobs}).apply(req, false); err != nil {
 		return nil, p, err
 	}
 	var err error
@@ -205,7 +211,7 @@ func parseOllamaGenerate(body []byte) (*backend.Request, ollamaParams, error) {
 	if len(in.Images) > 0 {
 		return nil, p, badRequest("images", "images are not supported: this model reads text only")
 	}
-	if err := (requestFeatures{Format: in.Format}).check(); err != nil {
+	if err := (requestFeatures{Format: in.Format, Logprobs: in.Logprobs, TopLogprobs: in.TopLogprobs}).apply(req, false); err != nil {
 		return nil, p, err
 	}
 	var err error
@@ -243,11 +249,11 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 // ollamaRun serves /api/chat (chat) and /api/generate.
 func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, chat bool) {
 	start := time.Now()
-	body, err := readBody(r)
-	if err != nil {
-		s.fail(w, r, err)
+	ticket, body, ok := s.admit(w, r)
+	if !ok {
 		return
 	}
+	defer ticket.Release()
 	parse := parseOllamaGenerate
 	if chat {
 		parse = parseOllamaChat
@@ -265,7 +271,7 @@ func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, chat bool) {
 		if p.keepAlive != nil && *p.keepAlive == 0 {
 			err, reason = s.mgr.Unload(r.Context(), req.Model), "unload"
 		} else {
-			err = s.mgr.Load(r.Context(), req.Model, service.GenerateOptions{KeepAlive: p.keepAlive})
+			err = s.mgr.Load(r.Context(), req.Model, service.GenerateOptions{KeepAlive: p.keepAlive, Ticket: ticket})
 		}
 		if err != nil {
 			s.fail(w, r, err)
@@ -278,9 +284,9 @@ func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, chat bool) {
 	}
 	var out answerWriter = &ollamaWhole{ollamaFormat: f, s: s, w: w, r: r}
 	if p.stream {
-		out = &ollamaStream{ollamaFormat: f, s: s, r: r, nd: newNDJSON(w)}
+		out = &ollamaStream{ollamaFormat: f, s: s, r: r, nd: s.newNDJSON(w)}
 	}
-	s.drive(w, r, a, &call{req: req, opts: service.GenerateOptions{KeepAlive: p.keepAlive}, out: out})
+	s.drive(w, r, a, &call{req: req, opts: service.GenerateOptions{KeepAlive: p.keepAlive, Ticket: ticket}, out: out})
 }
 
 // ollamaModel is an entry of /api/tags and /api/ps.
@@ -373,7 +379,7 @@ func (s *Server) describe(name string) service.ModelDesc {
 }
 
 func (s *Server) ollamaShow(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(r)
+	body, err := s.readBody(w, r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -419,7 +425,7 @@ func (s *Server) ollamaShow(w http.ResponseWriter, r *http.Request) {
 		Template:     "{{ .Prompt }}",
 		Details:      toOllamaDetails(d),
 		ModelInfo:    info,
-		Capabilities: []string{"completion"},
+		Capabilities: s.capabilities(canon),
 		ModifiedAt:   ollamaTime(d.ModifiedAt),
 	})
 }

@@ -2,6 +2,7 @@ package web
 
 import (
 	"crypto/subtle"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -60,9 +61,17 @@ func (s *Server) secure(h http.Handler) http.Handler {
 			writeError(sw, r, http.StatusUnauthorized, "invalid_api_key", "missing or wrong API key: send Authorization: Bearer <key>")
 			return
 		}
+		if r.ContentLength > s.opts.MaxBodyBytes {
+			// Refused before reading: with "Expect: 100-continue" the
+			// client gets this instead of "100 Continue".
+			sw.Header().Set("Connection", "close")
+			writeError(sw, r, http.StatusRequestEntityTooLarge, "request_too_large", fmt.Sprintf("request body is larger than %d bytes", s.opts.MaxBodyBytes))
+			return
+		}
 		if r.Body != nil {
 			r.Body = http.MaxBytesReader(sw, r.Body, s.opts.MaxBodyBytes)
 		}
+		s.startBody(sw, r)
 		h.ServeHTTP(sw, r)
 	})
 }
@@ -74,7 +83,9 @@ func needsKey(path string) bool {
 }
 
 func (s *Server) keyOK(r *http.Request) bool {
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	// The scheme is case-insensitive (RFC 9110, section 11.1).
+	scheme, got, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	ok = ok && strings.EqualFold(scheme, "Bearer")
 	if !ok && r.URL.Path == "/api/events" {
 		// A browser's EventSource cannot send headers: the page passes
 		// the key in the query for the event stream only.

@@ -172,14 +172,22 @@ func (p *Packed) MulQ8(simd bool, g int, b *Q8Batch, first, n int, out []float32
 	args := func(f func(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32)) {
 		f(&w[0], nb, &v.Qs[0], qstride, &v.D[0], &v.Sum[0], &v.S[0], 4*nb, n, &out[0])
 	}
+	one := n == 1 // decode: the accumulators stay in registers
+	pick := func(many, x1 func(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32)) {
+		if one {
+			args(x1)
+		} else {
+			args(many)
+		}
+	}
 	switch p.Type {
 	case Q4_0:
-		args(gemmQ4_0VNNI)
+		pick(gemmQ4_0VNNI, gemmQ4_0VNNIx1)
 	case Q4_1, Q4_1BF16:
 		if p.Type == Q4_1 {
-			args(gemmQ4_1VNNI)
+			pick(gemmQ4_1VNNI, gemmQ4_1VNNIx1)
 		} else {
-			args(gemmQ4_1BF16VNNI)
+			pick(gemmQ4_1BF16VNNI, gemmQ4_1BF16VNNIx1)
 		}
 		// per vector: 16 dot sums, then 16 minimum sums; in place, each
 		// write lands on values already read
@@ -189,7 +197,7 @@ func (p *Packed) MulQ8(simd bool, g int, b *Q8Batch, first, n int, out []float32
 			}
 		}
 	case Q8_0:
-		args(gemmQ8_0VNNI)
+		pick(gemmQ8_0VNNI, gemmQ8_0VNNIx1)
 	}
 }
 
@@ -240,4 +248,19 @@ func (p *Packed) mulQ8Ref(g int, b *Q8Batch, first, n int, out []float32) {
 			out[t*GroupRows+r] = acc + mins
 		}
 	}
+}
+
+// GroupBytes is the size of one 16-row group.
+func (p *Packed) GroupBytes() int { return p.blockBytes * (p.Cols / 32) }
+
+// NewPacked wraps data already in the packed layout (a cache file's
+// bytes, or groups cut from another Packed) as a rows×cols matrix.
+func NewPacked(t Type, rows, cols int, data []byte) (*Packed, error) {
+	if !CanPack(t, cols) || rows <= 0 {
+		return nil, fmt.Errorf("no packed layout for a %d×%d %s matrix", rows, cols, t)
+	}
+	if n := PackedBytes(t, rows, cols); len(data) != n {
+		return nil, fmt.Errorf("%d bytes of packed %s data for a %d×%d matrix, want %d", len(data), t, rows, cols, n)
+	}
+	return &Packed{Type: t, Rows: rows, Cols: cols, Data: data, blockBytes: packedBlockBytes(t)}, nil
 }

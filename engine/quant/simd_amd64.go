@@ -77,3 +77,15 @@ var vnni = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL && c
 // HasVNNI reports whether this CPU runs the AVX-512 VNNI kernels of
 // Packed.MulQ8.
 func HasVNNI() bool { return vnni }
+
+//go:noescape
+func gemmQ4_0VNNIx1(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32)
+
+//go:noescape
+func gemmQ4_1VNNIx1(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32)
+
+//go:noescape
+func gemmQ4_1BF16VNNIx1(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32)
+
+//go:noescape
+func gemmQ8_0VNNIx1(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32)

@@ -9,9 +9,10 @@
 package sample
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
-	"sort"
+	"slices"
 	"time"
 )
 
@@ -51,6 +52,7 @@ type Sampler struct {
 	rng  *rand.Rand
 	work []cand
 	seen map[int]int
+	mask []uint64
 }
 
 type cand struct {
@@ -73,6 +75,58 @@ func New(p Params) *Sampler {
 // frequency and presence penalties count only generated tokens, so an
 // OpenAI-style caller passes just those. logits is not modified.
 func (s *Sampler) Sample(logits []float32, history []int) int {
+	return s.draw(logits, history, nil)
+}
+
+// Constraint limits the tokens the sampler may draw: a grammar that keeps
+// the output valid JSON, say (package grammar's Matcher is one).
+type Constraint interface {
+	// Allows reports whether token id may come next.
+	Allows(id int) bool
+	// Mask sets bit id%64 of allowed[id/64] for every token that may come
+	// next, and clears the others.
+	Mask(allowed []uint64)
+}
+
+// ErrNoToken means a constraint allowed no token at all.
+var ErrNoToken = errors.New("sample: the constraint allows no token")
+
+// SampleConstrained returns the next token among those c allows. It first
+// draws as Sample does and keeps the token when c allows it (for greedy
+// decoding the result is then exactly the argmax of the allowed tokens);
+// otherwise it draws again from the allowed tokens only, with the same
+// chain (penalties, top-k, top-p, min-p, temperature). This is
+// llama.cpp's order, and it spares computing the mask for the steps where
+// the model already writes something valid.
+func (s *Sampler) SampleConstrained(logits []float32, history []int, c Constraint) (int, error) {
+	if c == nil {
+		return s.Sample(logits, history), nil
+	}
+	if id := s.draw(logits, history, nil); c.Allows(id) {
+		return id, nil
+	}
+	return s.SampleMasked(logits, history, c)
+}
+
+// SampleMasked computes c's mask and draws from the allowed tokens only
+// (the exact masked distribution; SampleConstrained avoids the mask when
+// it can).
+func (s *Sampler) SampleMasked(logits []float32, history []int, c Constraint) (int, error) {
+	n := (len(logits) + 63) / 64
+	if cap(s.mask) < n {
+		s.mask = make([]uint64, n)
+	}
+	s.mask = s.mask[:n]
+	c.Mask(s.mask)
+	if id := s.draw(logits, history, s.mask); id >= 0 {
+		return id, nil
+	}
+	return -1, ErrNoToken
+}
+
+// draw runs the chain over the tokens in allowed (nil: every token) and
+// returns -1 when allowed is empty.
+func (s *Sampler) draw(logits []float32, history []int, allowed []uint64) int {
 	p := s.p
 	cands := s.work[:0]
 	for i, l := range logits {
@@ -80,6 +134,22 @@ func (s *Sampler) Sample(logits []float32, history []int) int {
 	}
 	s.work = cands
 	s.penalize(cands, history)
+	if allowed != nil {
+		n := 0
+		for _, c := range cands {
+			if allowed[c.id>>6]&(1<<(uint(c.id)&63)) != 0 {
+				cands[n] = c
+				n++
+			}
+		}
+		cands = cands[:n]
+		if n == 0 {
+			return -1
+		}
+	}
+	if len(cands) == 0 {
+		return -1
+	}
 	if p.Temperature <= 0 {
 		best := 0
 		for i, c := range cands {
@@ -89,16 +159,27 @@ func (s *Sampler) Sample(logits []float32, history []int) int {
 		}
 		return cands[best].id
 	}
-	// Sort by logit, most likely first (stable on id for determinism).
-	sort.Slice(cands, func(i, j int) bool {
-		if cands[i].logit != cands[j].logit {
-			return cands[i].logit > cands[j].logit
-		}
-		return cands[i].id < cands[j].id
-	})
+	// Most likely first (ties by id, for determinism). With top-k only
+	// the k best are needed: select them, then sort those.
+	truncate := p.TopK > 0 || p.TopP > 0 && p.TopP < 1 || p.MinP > 0
 	if p.TopK > 0 && p.TopK < len(cands) {
+		selectTop(cands, p.TopK)
 		cands = cands[:p.TopK]
 	}
+	if !truncate {
+		// Plain temperature sampling needs no order.
+		softmax(cands, p.Temperature)
+		return s.pick(cands)
+	}
+	slices.SortFunc(cands, func(a, b cand) int {
+		if better(a, b) {
+			return -1
+		}
+		if better(b, a) {
+			return 1
+		}
+		return 0
+	})
 	softmax(cands, 1)
 	if p.TopP > 0 && p.TopP < 1 {
 		var cum float64
@@ -119,6 +200,11 @@ func (s *Sampler) Sample(logits []float32, history []int) int {
 		cands = cands[:n]
 	}
 	softmax(cands, p.Temperature)
+	return s.pick(cands)
+}
+
+// pick draws one of cands by their probabilities.
+func (s *Sampler) pick(cands []cand) int {
 	u := s.rng.Float64()
 	var cum float64
 	for _, c := range cands {
@@ -128,6 +214,56 @@ func (s *Sampler) Sample(logits []float32, history []int) int {
 		}
 	}
 	return cands[len(cands)-1].id
+}
+
+// better orders candidates: higher logit first, then lower id.
+func better(a, b cand) bool {
+	if a.logit != b.logit {
+		return a.logit > b.logit
+	}
+	return a.id < b.id
+}
+
+// selectTop moves the k best candidates (by better) to the front, in no
+// particular order: quickselect, linear on average.
+func selectTop(c []cand, k int) {
+	lo, hi := 0, len(c)-1
+	for lo < hi {
+		// Median of three as the pivot.
+		mid := lo + (hi-lo)/2
+		if better(c[mid], c[lo]) {
+			c[mid], c[lo] = c[lo], c[mid]
+		}
+		if better(c[hi], c[lo]) {
+			c[hi], c[lo] = c[lo], c[hi]
+		}
+		if better(c[hi], c[mid]) {
+			c[hi], c[mid] = c[mid], c[hi]
+		}
+		pivot := c[mid]
+		i, j := lo, hi
+		for i <= j {
+			for better(c[i], pivot) {
+				i++
+			}
+			for better(pivot, c[j]) {
+				j--
+			}
+			if i <= j {
+				c[i], c[j] = c[j], c[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case k-1 <= j:
+			hi = j
+		case k-1 >= i:
+			lo = i
+		default:
+			return
+		}
+	}
 }
 
 // penalize applies the repetition, frequency and presence penalties.
@@ -160,9 +296,12 @@ func (s *Sampler) penalize(cands []cand, history []int) {
 	}
 }
 
-// softmax sets p of sorted candidates from logit/temp.
+// softmax sets p of the candidates from logit/temp.
 func softmax(cands []cand, temp float64) {
 	mx := cands[0].logit
+	for _, c := range cands {
+		mx = max(mx, c.logit)
+	}
 	var sum float64
 	for i := range cands {
 		cands[i].p = math.Exp((cands[i].logit - mx) / temp)

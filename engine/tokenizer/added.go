@@ -49,14 +49,18 @@ func newAddedMatcher(toks []*AddedToken) *addedMatcher {
 	return m
 }
 
-// segment is a piece of the input: either an added token or text.
+// segment is a piece of the input: either an added token or text; start
+// is where the piece begins in the text split.
 type segment struct {
-	text string
-	tok  *AddedToken
+	text  string
+	tok   *AddedToken
+	start int
 }
 
-// split cuts text at added tokens. special=false skips special tokens.
-func (m *addedMatcher) split(text string, special bool) []segment {
+// split cuts text at added tokens. special=false skips special tokens;
+// so does a special token whose text overlaps one of the literal byte
+// ranges (sorted [start, end) pairs): text a user wrote, in a prompt.
+func (m *addedMatcher) split(text string, special bool, literal ...[2]int) []segment {
 	if m == nil || m.empty {
 		return []segment{{text: text}}
 	}
@@ -70,7 +74,7 @@ func (m *addedMatcher) split(text string, special bool) []segment {
 		}
 		var hit *AddedToken
 		for _, t := range cands {
-			if !special && t.Special {
+			if t.Special && (!special || overlaps(literal, i, i+len(t.match))) {
 				continue
 			}
 			if strings.HasPrefix(text[i:], t.match) && (!t.SingleWord || wholeWord(text, i, i+len(t.match))) {
@@ -102,15 +106,28 @@ func (m *addedMatcher) split(text string, special bool) []segment {
 			}
 		}
 		if ms > start {
-			out = append(out, segment{text: text[start:ms]})
+			out = append(out, segment{text: text[start:ms], start: start})
 		}
-		out = append(out, segment{tok: hit})
+		out = append(out, segment{tok: hit, start: ms})
 		start, i = me, me
 	}
 	if start < len(text) {
-		out = append(out, segment{text: text[start:]})
+		out = append(out, segment{text: text[start:], start: start})
 	}
 	return out
+}
+
+// overlaps reports whether [s, e) overlaps a range of ranges (sorted).
+func overlaps(ranges [][2]int, s, e int) bool {
+	for _, r := range ranges {
+		if r[0] >= e {
+			return false
+		}
+		if r[1] > s {
+			return true
+		}
+	}
+	return false
 }
 
 // wholeWord reports whether text[s:e] is not glued to word characters.

@@ -38,14 +38,32 @@ func (t *Tokenizer) Encode(text string) []int { return t.encode(text, true) }
 // as with Hugging Face's split_special_tokens.
 func (t *Tokenizer) EncodeOrdinary(text string) []int { return t.encode(text, false) }
 
+// EncodeLiteral encodes text as Encode does, except inside the literal
+// byte ranges (sorted, non-overlapping [start, end) pairs), where special
+// tokens are plain text as with EncodeOrdinary. A chat prompt marks the
+// text that came from messages literal, so that only the template's own
+// markers are control tokens (see package chat's EncodeMessages).
+func (t *Tokenizer) EncodeLiteral(text string, literal [][2]int) []int {
+	if !utf8.ValidString(text) {
+		// Replacing invalid bytes would move the ranges: refuse the
+		// shortcut and treat all of it as ordinary text.
+		return t.encode(text, false)
+	}
+	return t.encodeRanges(text, true, literal)
+}
+
 func (t *Tokenizer) encode(text string, special bool) []int {
 	if !utf8.ValidString(text) {
 		// Hugging Face only ever sees valid text; bytes that are not UTF-8
 		// are encoded as U+FFFD, one per maximal invalid subpart.
 		text, _ = decodeLossy([]byte(text), true)
 	}
+	return t.encodeRanges(text, special, nil)
+}
+
+func (t *Tokenizer) encodeRanges(text string, special bool, literal [][2]int) []int {
 	ids := make([]int, 0, len(text)/3+1)
-	for _, seg := range t.raw.split(text, special) {
+	for _, seg := range t.raw.split(text, special, literal...) {
 		if seg.tok != nil {
 			ids = append(ids, seg.tok.ID)
 			continue
@@ -54,7 +72,10 @@ func (t *Tokenizer) encode(text string, special bool) []int {
 		if t.norm != nil {
 			s = t.norm(s)
 		}
-		for _, seg2 := range t.normed.split(s, special) {
+		// Normalizing moves offsets: a piece that holds literal text has
+		// no special tokens matched after normalization.
+		special2 := special && !overlaps(literal, seg.start, seg.start+len(seg.text))
+		for _, seg2 := range t.normed.split(s, special2) {
 			if seg2.tok != nil {
 				ids = append(ids, seg2.tok.ID)
 				continue

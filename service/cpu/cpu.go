@@ -15,6 +15,7 @@ import (
 
 	"github.com/npuchat/npuchat/engine"
 	"github.com/npuchat/npuchat/engine/chat"
+	"github.com/npuchat/npuchat/engine/grammar"
 	"github.com/npuchat/npuchat/engine/tokenizer"
 	"github.com/npuchat/npuchat/service/backend"
 )
@@ -42,6 +43,9 @@ type Options struct {
 	// (`npuchat generate --quantize none`, `--no-fold-kv`).
 	Quantize string
 	NoFoldKV bool
+	// CacheDir is the engine's LoadOptions.CacheDir: where a model.q4nx
+	// is unpacked once (a folder of NPU Chat's data, "" for none).
+	CacheDir string
 }
 
 // Backend runs a model in this process. One Generate at a time.
@@ -54,8 +58,16 @@ type Backend struct {
 	tcfg   tokenizer.Config
 	tmpl   *chat.Template
 	sess   *engine.Session
-	cached []int // the tokens whose keys and values are in sess
+	cached []int  // the tokens whose keys and values are in sess
+	scope  string // the CacheScope of the request that filled cached
 	maxCtx int
+	// maxTokenBytes is the longest token's text: a prompt of more than
+	// maxCtx*maxTokenBytes bytes cannot fit, and is refused before it is
+	// rendered and tokenized.
+	maxTokenBytes int
+	// grammars caches compiled schemas and their token masks over this
+	// model's vocabulary (made at the first constrained request).
+	grammars *grammar.Cache
 }
 
 // New returns an unloaded backend.
@@ -74,7 +86,10 @@ func (b *Backend) Load(ctx context.Context, progress func(backend.Progress)) err
 	}
 	report("reading weights", 0.1)
 	m, err := engine.Load(b.opts.Path, engine.LoadOptions{Threads: b.opts.Threads, SkipQKNorm: b.opts.SkipQKNorm, RopeLayout: b.opts.RopeLayout,
-		Quantize: b.opts.Quantize, NoFoldKV: b.opts.NoFoldKV})
+		Quantize: b.opts.Quantize, NoFoldKV: b.opts.NoFoldKV, CacheDir: b.opts.CacheDir,
+		Progress: func(done, total int64) {
+			report("unpacking model.q4nx (once)", 0.1+0.8*float64(done)/float64(max(total, 1)))
+		}})
 	if err != nil {
 		return fmt.Errorf("load %s: %w", b.opts.Path, err)
 	}
@@ -95,9 +110,15 @@ func (b *Backend) Load(ctx context.Context, progress func(backend.Progress)) err
 			maxCtx = min(max(maxCtx, 4096), DefaultMaxContext)
 		}
 	}
+	longest := 1
+	for id := 0; id < tok.Size(); id++ {
+		if p, err := tok.TokenBytes(id); err == nil {
+			longest = max(longest, len(p))
+		}
+	}
 	b.mu.Lock()
 	b.model, b.tok, b.tcfg, b.tmpl = m, tok, tcfg, tmpl
-	b.sess, b.cached, b.maxCtx = m.NewSession(maxCtx), nil, maxCtx
+	b.sess, b.cached, b.maxCtx, b.maxTokenBytes = m.NewSession(maxCtx), nil, maxCtx, longest
 	b.mu.Unlock()
 	report("ready", 1)
 	return nil
@@ -168,7 +189,7 @@ func (b *Backend) Unload(ctx context.Context) error {
 		return nil
 	}
 	err := b.model.Close()
-	b.model, b.sess, b.cached, b.tok, b.tmpl = nil, nil, nil, nil, nil
+	b.model, b.sess, b.cached, b.tok, b.tmpl, b.grammars = nil, nil, nil, nil, nil, nil
 	return err
 }
 
@@ -180,6 +201,7 @@ func (b *Backend) Info() backend.ModelInfo {
 	if b.model != nil {
 		c := b.model.Config()
 		info.Family, info.Format = c.Arch, c.Format
+		info.Capabilities = b.capabilitiesLocked()
 	}
 	return info
 }
@@ -202,15 +224,19 @@ func (b *Backend) promptLocked(req *backend.Request) ([]int, error) {
 		}
 		return ids, nil
 	}
-	msgs := make([]chat.Message, len(req.Messages))
-	for i, m := range req.Messages {
-		msgs[i] = chat.Message{Role: m.Role, Content: m.Content, Name: m.Name}
+	msgs := chatMessages(req.Messages)
+	tools, err := b.renderTools(req)
+	if err != nil {
+		return nil, err
 	}
-	text, err := b.tmpl.Render(msgs, chat.RenderOptions{AddGenerationPrompt: true, BOSToken: b.tcfg.BOSToken, EOSToken: b.tcfg.EOSToken})
+	// Message text is encoded as ordinary text: only the template's own
+	// markers are control tokens, so "<|im_end|>" typed in a message
+	// cannot close the turn (chat.EncodeMessages).
+	ids, err := b.tmpl.EncodeMessages(b.tok, b.tcfg, msgs, chat.RenderOptions{AddGenerationPrompt: true, Tools: tools, BOSToken: b.tcfg.BOSToken, EOSToken: b.tcfg.EOSToken})
 	if err != nil {
 		return nil, fmt.Errorf("chat template: %v: %w", err, backend.ErrBadRequest)
 	}
-	return chat.Encode(b.tok, b.tcfg, text), nil
+	return ids, nil
 }
 
 // Generate implements backend.Backend.
@@ -221,11 +247,23 @@ func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(
 	if b.model == nil {
 		return res, backend.ErrNotLoaded
 	}
+	if n := promptBytes(req); n > b.maxCtx*b.maxTokenBytes {
+		return res, fmt.Errorf("the prompt is %d bytes, more than the context of %d tokens can hold: %w", n, b.maxCtx, backend.ErrPromptTooLong)
+	}
 	ids, err := b.promptLocked(req)
 	if err != nil {
 		return res, err
 	}
 	return b.generateLocked(ctx, ids, req, Observer{}, emit)
+}
+
+// promptBytes is the size of a request's text.
+func promptBytes(req *backend.Request) int {
+	n := len(req.Prompt)
+	for _, m := range req.Messages {
+		n += len(m.Content) + len(m.Name)
+	}
+	return n
 }
 
 func commonPrefix(a, b []int) int {

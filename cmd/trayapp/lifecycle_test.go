@@ -1,0 +1,322 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/npuchat/npuchat/engine/testmodel"
+)
+
+// These tests run the real npuchat binary on a desktop (an Xvfb display
+// and a session D-Bus, as a login session has) and send it real
+// signals: one instance per user, the model off at start, SIGTERM
+// stopping within 5 s with exit 0, a taken port that keeps the tray up.
+
+// buildNPUChat builds this command into a temporary folder.
+func buildNPUChat(t *testing.T) string {
+	t.Helper()
+	exe := filepath.Join(t.TempDir(), "npuchat")
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", exe, ".")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return exe
+}
+
+// startWithFD starts a daemon that writes one line (its address) to fd 3
+// and returns that line; the daemon stops when the test ends.
+func startWithFD(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(name, args...)
+	cmd.ExtraFiles = []*os.File{w}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s (scripts/setup installs it): %v", name, err)
+	}
+	w.Close()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	})
+	line := make(chan string, 1)
+	go func() {
+		l, _ := bufio.NewReader(r).ReadString('\n')
+		line <- strings.TrimSpace(l)
+	}()
+	select {
+	case l := <-line:
+		if l == "" {
+			t.Fatalf("%s said nothing on fd 3", name)
+		}
+		return l
+	case <-time.After(15 * time.Second):
+		t.Fatalf("%s did not start", name)
+	}
+	return ""
+}
+
+// desktop is a user's login session: a private home, runtime folder and
+// settings, an X display, a session bus, and an xdg-open that records
+// the URLs it is asked to open.
+type desktop struct {
+	env    []string
+	home   string
+	opened string // file xdg-open appends to
+}
+
+func newDesktop(t *testing.T) *desktop {
+	t.Helper()
+	home := t.TempDir()
+	run := filepath.Join(home, "run")
+	os.Mkdir(run, 0o700)
+	bin := filepath.Join(home, "bin")
+	os.Mkdir(bin, 0o755)
+	d := &desktop{home: home, opened: filepath.Join(home, "opened")}
+	script := fmt.Sprintf("#!/bin/sh\necho \"$1\" >> %q\n", d.opened)
+	if err := os.WriteFile(filepath.Join(bin, "xdg-open"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	display := startWithFD(t, "Xvfb", "-displayfd", "3", "-screen", "0", "1024x768x24", "-nolisten", "tcp")
+	bus := startWithFD(t, "dbus-daemon", "--session", "--nofork", "--print-address=3")
+	d.env = []string{
+		"HOME=" + home, "XDG_RUNTIME_DIR=" + run, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
+		"NPUCHAT_DATA=" + filepath.Join(home, "data"), "FLM_MODEL_PATH=" + filepath.Join(home, "flm"),
+		"DISPLAY=:" + display, "DBUS_SESSION_BUS_ADDRESS=" + bus,
+		"PATH=" + bin + ":" + os.Getenv("PATH"),
+	}
+	return d
+}
+
+// proc is a running npuchat.
+type proc struct {
+	cmd    *exec.Cmd
+	stdout *bufio.Reader
+	done   chan error
+}
+
+func (d *desktop) start(t *testing.T, exe string, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(exe, args...)
+	cmd.Env = d.env
+	out, _ := cmd.StdoutPipe()
+	cmd.Stderr = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{cmd: cmd, stdout: bufio.NewReader(out), done: make(chan error, 1)}
+	go func() { p.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-p.done
+	})
+	return p
+}
+
+// url waits for the "serving on" line and returns the chat URL.
+func (p *proc) url(t *testing.T) string {
+	t.Helper()
+	line := make(chan string, 1)
+	go func() {
+		l, _ := p.stdout.ReadString('\n')
+		line <- l
+	}()
+	select {
+	case l := <-line:
+		rest, ok := strings.CutPrefix(l, "NPU Chat is serving on ")
+		if !ok {
+			t.Fatalf("npuchat said %q", l)
+		}
+		url, _, _ := strings.Cut(rest, " ")
+		return url
+	case <-time.After(30 * time.Second):
+		t.Fatal("npuchat is not serving after 30 s")
+	}
+	return ""
+}
+
+// terminate sends SIGTERM and returns how long the process took to
+// exit; it fails unless the exit code is 0.
+func (p *proc) terminate(t *testing.T) time.Duration {
+	t.Helper()
+	start := time.Now()
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.done:
+		p.done <- err // for the cleanup
+		if err != nil {
+			t.Fatalf("after SIGTERM: %v", err)
+		}
+		return time.Since(start)
+	case <-time.After(10 * time.Second):
+		t.Fatal("still running 10 s after SIGTERM")
+	}
+	return 0
+}
+
+func status(t *testing.T, url string) (st struct {
+	State   string
+	Enabled bool
+	Backend string
+}) {
+	t.Helper()
+	getJSON(t, url+"/api/status", &st)
+	return st
+}
+
+func TestTrayLifecycle(t *testing.T) {
+	exe := buildNPUChat(t)
+	d := newDesktop(t)
+	w, _ := testmodel.Random(3, testmodel.Qwen3Small())
+	model := filepath.Join(d.home, "tiny")
+	if err := testmodel.WriteHF(model, w, testmodel.HFOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	first := d.start(t, exe, "--addr", "127.0.0.1:0", "--model", model, "--name", "tiny", "--engine", "cpu")
+	url := first.url(t)
+
+	// The API listens, the model is off until someone starts it.
+	if st := status(t, url); st.State != "off" || st.Enabled {
+		t.Fatalf("at start: %+v", st)
+	}
+	resp, err := http.Post(url+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"tiny","messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 503 {
+		t.Fatalf("chat with the model off: %d", resp.StatusCode)
+	}
+
+	// A second launch asks the first to open the chat, and exits 0.
+	second := exec.Command(exe)
+	second.Env = d.env
+	out, err := second.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "already running") {
+		t.Fatalf("second launch: %v\n%s", err, out)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		b, _ := os.ReadFile(d.opened) // xdg-open runs in the background
+		if strings.TrimSpace(string(b)) == url+"/" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("opened %q, want %s/", b, url)
+		}
+	}
+
+	// On, then SIGTERM: exit 0 within 5 s.
+	resp, err = http.Post(url+"/api/model/start", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	deadline := time.Now().Add(20 * time.Second)
+	for status(t, url).State != "on" {
+		if time.Now().After(deadline) {
+			t.Fatalf("model not on: %+v", status(t, url))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if took := first.terminate(t); took > 5*time.Second {
+		t.Fatalf("SIGTERM took %v", took)
+	}
+	// The instance is free again: a new launch is the first.
+	again := d.start(t, exe, "--hidden", "--addr", "127.0.0.1:0")
+	url2 := again.url(t)
+	if st := status(t, url2); st.State != "off" {
+		t.Fatalf("relaunch: %+v", st)
+	}
+	again.terminate(t)
+}
+
+// TestTrayStopsWithinFiveSecondsMidAnswer: serve at start is on, an
+// answer is streaming from a remote server that never ends it, and
+// SIGTERM still ends the process with 0 within 5 s.
+func TestTrayStopsWithinFiveSecondsMidAnswer(t *testing.T) {
+	exe := buildNPUChat(t)
+	d := newDesktop(t)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/models") {
+			fmt.Fprint(w, `{"object":"list","data":[{"id":"up","object":"model"}]}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := 0; r.Context().Err() == nil; i++ {
+			fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"w%d \"}}]}\n\n", i)
+			w.(http.Flusher).Flush()
+			time.Sleep(20 * time.Millisecond)
+		}
+	}))
+	defer up.Close()
+	settings := filepath.Join(d.home, ".config", "npuchat", "settings.json")
+	os.MkdirAll(filepath.Dir(settings), 0o755)
+	os.WriteFile(settings, []byte(`{"serve_at_start": true}`), 0o644)
+	p := d.start(t, exe, "--addr", "127.0.0.1:0", "--engine", "remote", "--remote-url", up.URL+"/v1", "--model", "up")
+	url := p.url(t)
+	deadline := time.Now().Add(20 * time.Second)
+	for st := status(t, url); st.State != "on"; st = status(t, url) {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve at start did not start the model: %+v", st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	resp, err := http.Post(url+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"model":"up","stream":true,"messages":[{"role":"user","content":"go on"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	for {
+		l, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(l, "w2") {
+			break
+		}
+	}
+	if took := p.terminate(t); took > 5*time.Second {
+		t.Fatalf("SIGTERM mid-answer took %v", took)
+	}
+}
+
+// TestTrayWithATakenPortStaysUp: another program has the port; the tray
+// does not crash, says why in its log, and SIGTERM still ends it with 0.
+func TestTrayWithATakenPortStaysUp(t *testing.T) {
+	exe := buildNPUChat(t)
+	d := newDesktop(t)
+	other, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	p := d.start(t, exe, "--addr", other.Addr().String())
+	select {
+	case err := <-p.done:
+		t.Fatalf("npuchat exited with a taken port: %v", err)
+	case <-time.After(1500 * time.Millisecond):
+	}
+	logb, _ := os.ReadFile(filepath.Join(d.home, "data", "logs", "npuchat.log"))
+	if !strings.Contains(string(logb), "the port is taken") {
+		t.Fatalf("log does not say the port is taken:\n%s", logb)
+	}
+	p.terminate(t)
+}

@@ -1,0 +1,59 @@
+// Package grammar constrains generation to a language: JSON that follows a
+// JSON Schema, any JSON object, or a tool call wrapped in a template's
+// markup. It compiles the schema into a small byte-level pushdown
+// automaton ([Grammar]), walks that automaton over a trie of the model's
+// token bytes ([Vocab]) to find which tokens keep the output a valid
+// prefix ([Masker]), and tracks one generation's state ([Matcher]).
+//
+// # The automaton
+//
+// A compiled grammar is a graph of nodes (object, array, string, number,
+// integer, a set of literal values, a union of alternatives that start
+// with different bytes, a sequence, and a switch on a literal). The state
+// of a generation is a stack of frames, one per open value; each byte
+// moves the top frame, pushes a child or pops a finished one. The machine
+// is deterministic: every byte has at most one way forward, so the state
+// is one stack (not a set of them, as a general CFG parser needs) and it
+// can be copied cheaply while the token trie is walked.
+//
+// The language is a subset of the schema's: every output the matcher
+// accepts validates, but not every valid document can be produced. The
+// choices that make it so are deliberate and keep a model from wandering:
+//   - object properties come in the order the schema declares them; a
+//     required one cannot be skipped, an optional one can; keys not in
+//     "properties" are not produced when "properties" is given (a schema
+//     with no "properties" gets free-form keys, valued by
+//     "additionalProperties" when that is a schema);
+//   - whitespace between tokens is at most [MaxWhitespace] bytes per run
+//     (so a model cannot loop on blank space), and none before ':';
+//   - numbers have at most 15 integer digits, 15 fraction digits and a
+//     2-digit exponent; \u escapes never name a surrogate;
+//   - nesting is at most [MaxDepth] values deep.
+//
+// Supported keywords: type (one or a list), properties, required,
+// additionalProperties, enum, const, items, minItems, maxItems,
+// minLength, maxLength, $defs / definitions with local $ref (recursion
+// allowed), and anyOf whose alternatives start with different bytes (a
+// string or null, say). Annotations (title, description, default,
+// examples, $schema, $id, $comment, deprecated, readOnly, writeOnly) are
+// ignored. Any other keyword is refused with an error that names it and
+// where it is, so a server can answer 400 instead of silently producing
+// JSON the client did not ask for.
+//
+// # The mask
+//
+// For each decoding step the [Masker] answers "which of the vocabulary's
+// tokens may come next" as a bit set: a depth-first walk of the token
+// trie that steps a copy of the state by each byte and prunes the subtree
+// at the first byte the automaton refuses. Bytes inside a free string
+// leave the state unchanged and cost no copy. Masks are cached by state,
+// so the many steps spent inside one string reuse one walk. The special
+// tokens (<|im_end|> and the like) are never allowed, except the end
+// tokens once the value is complete, and then only those.
+//
+// Test dependency: github.com/santhosh-tekuri/jsonschema/v6 v6.0.3, an
+// independent validator (drafts 4 to 2020-12, pure Go, no dependencies
+// beyond golang.org/x/text) that the tests check every sampled answer
+// with, so that the automaton is not judged by its own reading of the
+// schema. v6.0.3 is the newest release.
+package grammar

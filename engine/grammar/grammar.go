@@ -1,0 +1,273 @@
+package grammar
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// MaxWhitespace is the longest run of whitespace the automaton allows
+// between two tokens of JSON.
+const MaxWhitespace = 24
+
+// MaxDepth is the deepest nesting of values (and sequence parts) the
+// automaton allows.
+const MaxDepth = 48
+
+// Digit limits of numbers.
+const (
+	maxIntDigits  = 15
+	maxFracDigits = 15
+	maxExpDigits  = 2
+)
+
+// kind is what a node matches.
+type kind uint8
+
+const (
+	kObject   kind = iota + 1 // {...}: declared properties in order, or free keys
+	kArray                    // [...] with items and a count range
+	kString                   // "..." with a length range (in code points)
+	kNumber                   // any JSON number
+	kInteger                  // a JSON number with no fraction or exponent
+	kLiterals                 // one of a set of byte strings (enum, const, true/false/null)
+	kUnion                    // alternatives told apart by their first byte
+	kSeq                      // parts one after another
+	kSwitch                   // one of a set of literals, each followed by its own node
+)
+
+// node is one compiled schema (or part of a sequence).
+type node struct {
+	kind kind
+
+	// kObject
+	props    []prop
+	extra    int  // free keys' value node, or -1: none
+	freeKeys bool // the object takes free-form keys (no declared properties)
+
+	// kArray
+	items              int
+	minItems, maxItems int // maxItems < 0: no limit
+
+	// kString
+	minLen, maxLen int // maxLen < 0: no limit
+
+	// kLiterals and kSwitch; lits end a value (no whitespace inside)
+	lits [][]byte
+	// kSwitch: the node that follows each literal
+	then []int
+	// noWS: the literal starts at once (no whitespace before it): parts
+	// of a sequence, written exactly as a template writes them.
+	noWS bool
+
+	// kUnion and kSeq
+	alts []int
+}
+
+// prop is a declared object property.
+type prop struct {
+	key      []byte // the JSON-encoded name after its opening quote, with the closing quote
+	node     int
+	required bool
+}
+
+// Grammar is a compiled language. It is immutable and safe for concurrent
+// use.
+type Grammar struct {
+	nodes []node
+	root  int
+	// first[n] is the set of bytes a value of node n can start with (after
+	// whitespace).
+	first [][256]bool
+	// anyString is a string node without limits, for free-form keys.
+	anyString int
+	desc      string
+}
+
+// String says what the grammar was made from, for logs.
+func (g *Grammar) String() string { return g.desc }
+
+// builder assembles nodes.
+type builder struct {
+	nodes     []node
+	anyValue  int // -1 until made
+	anyString int
+}
+
+func newBuilder() *builder {
+	b := &builder{anyValue: -1}
+	b.anyString = b.add(node{kind: kString, maxLen: -1})
+	return b
+}
+
+func (b *builder) add(n node) int {
+	b.nodes = append(b.nodes, n)
+	return len(b.nodes) - 1
+}
+
+// any returns the node of every JSON value.
+func (b *builder) any() int {
+	if b.anyValue >= 0 {
+		return b.anyValue
+	}
+	id := b.add(node{kind: kUnion})
+	b.anyValue = id
+	obj := b.add(node{kind: kObject, freeKeys: true, extra: id})
+	arr := b.add(node{kind: kArray, items: id, maxItems: -1})
+	lits := b.add(node{kind: kLiterals, lits: [][]byte{[]byte("true"), []byte("false"), []byte("null")}})
+	num := b.add(node{kind: kNumber})
+	b.nodes[id].alts = []int{obj, arr, b.anyString, num, lits}
+	return id
+}
+
+// finish computes first-byte sets and checks unions.
+func (b *builder) finish(root int, desc string) (*Grammar, error) {
+	g := &Grammar{nodes: b.nodes, root: root, anyString: b.anyString, desc: desc}
+	g.first = make([][256]bool, len(g.nodes))
+	done := make([]uint8, len(g.nodes)) // 0 new, 1 in progress, 2 done
+	var visit func(n int) error
+	visit = func(n int) error {
+		switch done[n] {
+		case 2:
+			return nil
+		case 1:
+			return fmt.Errorf("a schema that refers to itself before any value is written (an anyOf or $ref loop) cannot be compiled")
+		}
+		done[n] = 1
+		f := &g.first[n]
+		nd := &g.nodes[n]
+		switch nd.kind {
+		case kObject:
+			f['{'] = true
+		case kArray:
+			f['['] = true
+		case kString:
+			f['"'] = true
+		case kNumber, kInteger:
+			f['-'] = true
+			for c := '0'; c <= '9'; c++ {
+				f[c] = true
+			}
+		case kLiterals, kSwitch:
+			for _, l := range nd.lits {
+				f[l[0]] = true
+			}
+		case kSeq:
+			if err := visit(nd.alts[0]); err != nil {
+				return err
+			}
+			*f = g.first[nd.alts[0]]
+		case kUnion:
+			for _, a := range nd.alts {
+				if err := visit(a); err != nil {
+					return err
+				}
+				for c := 0; c < 256; c++ {
+					if g.first[a][c] {
+						if f[c] {
+							return fmt.Errorf("anyOf alternatives that can both start with %q are not supported: only alternatives of different JSON types (a string or null, say) can be told apart while generating", rune(c))
+						}
+						f[c] = true
+					}
+				}
+			}
+		}
+		done[n] = 2
+		return nil
+	}
+	for n := range g.nodes {
+		if err := visit(n); err != nil {
+			return nil, err
+		}
+	}
+	return g, nil
+}
+
+// JSONObject returns the grammar of any JSON object (OpenAI's
+// response_format json_object, Ollama's format "json").
+func JSONObject() *Grammar {
+	b := newBuilder()
+	root := b.add(node{kind: kObject, freeKeys: true, extra: b.any()})
+	g, err := b.finish(root, "any JSON object")
+	if err != nil {
+		panic(err) // fixed nodes: checked by the tests
+	}
+	return g
+}
+
+// Tool is a function a tool call may name, with the JSON Schema of its
+// arguments (nil: any object).
+type Tool struct {
+	Name       string
+	Parameters json.RawMessage
+}
+
+// ToolCallFormat is how a template writes one call: Prefix, then
+// {"name": NAME, "arguments": ARGS} (with NameKey and ArgsKey as given),
+// then Suffix.
+type ToolCallFormat struct {
+	Prefix, Suffix   string
+	NameKey, ArgsKey string // default "name" and "arguments"
+}
+
+// ToolCall returns the grammar of exactly one call of one of tools in
+// format: the JSON object is written as Qwen3's template writes it,
+// {"name": "f", "arguments": {...}}, and the arguments follow the named
+// tool's parameter schema.
+func ToolCall(tools []Tool, format ToolCallFormat) (*Grammar, error) {
+	if len(tools) == 0 {
+		return nil, fmt.Errorf("tool call grammar: no tools")
+	}
+	nameKey, argsKey := format.NameKey, format.ArgsKey
+	if nameKey == "" {
+		nameKey = "name"
+	}
+	if argsKey == "" {
+		argsKey = "arguments"
+	}
+	b := newBuilder()
+	c := &compiler{b: b, refs: map[string]int{}}
+	lit := func(s string) int {
+		return b.add(node{kind: kLiterals, lits: [][]byte{[]byte(s)}, noWS: true})
+	}
+	sw := node{kind: kSwitch, noWS: true}
+	seen := map[string]bool{}
+	for _, t := range tools {
+		if seen[t.Name] {
+			return nil, fmt.Errorf("tool call grammar: two tools are named %q", t.Name)
+		}
+		seen[t.Name] = true
+		var args int
+		if len(bytes.TrimSpace(t.Parameters)) == 0 || string(bytes.TrimSpace(t.Parameters)) == "null" {
+			args = b.add(node{kind: kObject, freeKeys: true, extra: b.any()})
+		} else {
+			doc, err := parseOrdered(t.Parameters)
+			if err != nil {
+				return nil, fmt.Errorf("tool %q parameters: %w", t.Name, err)
+			}
+			c.root = doc
+			c.refs = map[string]int{}
+			if args, err = c.compile(doc, "#"); err != nil {
+				return nil, fmt.Errorf("tool %q parameters: %w", t.Name, err)
+			}
+		}
+		name := append(jsonString(t.Name), ", "...)
+		name = append(name, jsonString(argsKey)...)
+		name = append(name, ": "...)
+		sw.lits = append(sw.lits, name)
+		sw.then = append(sw.then, b.add(node{kind: kSeq, alts: []int{args, lit("}" + format.Suffix)}}))
+	}
+	head := "{" + string(jsonString(nameKey)) + ": "
+	root := b.add(node{kind: kSeq, noWS: true, alts: []int{lit(format.Prefix + head), b.add(sw)}})
+	return b.finish(root, "a tool call")
+}
+
+// jsonString encodes s as JSON without HTML escaping (a model writes "<",
+// not "\u003c").
+func jsonString(s string) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string always encodes
+	return bytes.TrimRight(buf.Bytes(), "\n")
+}

@@ -1,0 +1,199 @@
+package grammar
+
+import (
+	"strings"
+	"testing"
+)
+
+// accepts reports whether the whole of doc is in g's language.
+func accepts(g *Grammar, doc string) bool {
+	s := g.initial()
+	for i := 0; i < len(doc); i++ {
+		if g.step(&s, doc[i]) == reject {
+			return false
+		}
+	}
+	return g.canEnd(s)
+}
+
+func mustSchema(t *testing.T, schema string) *Grammar {
+	t.Helper()
+	g, err := FromSchema([]byte(schema))
+	if err != nil {
+		t.Fatalf("%s: %v", schema, err)
+	}
+	return g
+}
+
+func TestSchemaLanguage(t *testing.T) {
+	tests := []struct {
+		name   string
+		schema string
+		ok     []string
+		bad    []string
+	}{
+		{"string", `{"type":"string"}`,
+			[]string{`""`, `"abc"`, `"a\"b\\c\n\u00e9\u20AC"`, `  "x"`, `"héllo €😀"`},
+			[]string{`abc`, `"abc`, `"a` + "\n" + `"`, `"\x"`, `"\ud800"`, `"x" `, `"x""`, "\"\xff\"", "\"\xc3\"", "\"\xed\xa0\x80\""}},
+		{"string lengths", `{"type":"string","minLength":2,"maxLength":3}`,
+			[]string{`"ab"`, `"abc"`, `"é€"`, `"\n\t"`, `"😀😀😀"`},
+			[]string{`""`, `"a"`, `"abcd"`, `"😀"`, `"\u0041"`}},
+		{"integer", `{"type":"integer"}`,
+			[]string{`0`, `-0`, `7`, `-12`, `123456789012345`},
+			[]string{`01`, `1.5`, `1e3`, `-`, `+1`, `1234567890123456`, `""`}},
+		{"number", `{"type":"number"}`,
+			[]string{`0`, `-1.25`, `3e10`, `2.5E-3`, `0.0`, `1e+99`},
+			[]string{`.5`, `1.`, `1e`, `1e+`, `00`, `1e100`, `- 1`}},
+		{"boolean and null", `{"type":["boolean","null"]}`,
+			[]string{`true`, `false`, `null`},
+			[]string{`nul`, `truex`, `0`, `"true"`}},
+		{"enum", `{"enum":["red","green",1,12,null,{"a":[1,2]}]}`,
+			[]string{`"red"`, `"green"`, `1`, `12`, `null`, `{"a":[1,2]}`},
+			[]string{`"blue"`, `2`, `123`, `"re"`, `{"a":[1]}`}},
+		{"const", `{"const":"x"}`, []string{`"x"`}, []string{`"y"`, `x`}},
+		{"enum filtered by type", `{"type":"string","enum":["a",1,"bb"],"maxLength":1}`, []string{`"a"`}, []string{`1`, `"bb"`}},
+		{"object in declared order", `{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"},"tag":{"type":"string"}},"required":["name","tag"]}`,
+			[]string{`{"name":"a","tag":"t"}`, `{"name":"a","age":3,"tag":"t"}`, `{ "name": "a" , "tag": "t" }`, "{\n  \"name\": \"a\",\n  \"tag\": \"t\"\n}"},
+			[]string{`{"name":"a"}`, `{"tag":"t","name":"a"}`, `{"name":"a","tag":"t","x":1}`, `{"name":"a",,"tag":"t"}`, `{"name" :"a","tag":"t"}`, `{"name":1,"tag":"t"}`, `{}`, `{"name":"a","tag":"t",}`}},
+		{"optional only", `{"properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"additionalProperties":false}`,
+			[]string{`{}`, `{"a":1}`, `{"b":2}`, `{"a":1,"b":2}`},
+			[]string{`{"b":2,"a":1}`, `{"c":1}`, `{"a":1,}`}},
+		{"prefix keys", `{"properties":{"ab":{"type":"integer"},"a":{"type":"integer"}},"required":["a"]}`,
+			[]string{`{"a":1}`, `{"ab":1,"a":2}`}, []string{`{"ab":1}`, `{"a":1,"ab":2}`}},
+		{"free object", `{"type":"object"}`,
+			[]string{`{}`, `{"x":1,"y":[true,{"z":null}],"w":"s"}`, `{"":-1.5e3}`},
+			[]string{`[]`, `{"x"}`, `{1:2}`, `{"x":1,}`}},
+		{"free object with value schema", `{"type":"object","additionalProperties":{"type":"integer"}}`,
+			[]string{`{}`, `{"a":1,"b":2}`}, []string{`{"a":"x"}`}},
+		{"no properties at all", `{"type":"object","additionalProperties":false}`, []string{`{}`, `{ }`}, []string{`{"a":1}`}},
+		{"array", `{"type":"array","items":{"type":"integer"},"minItems":1,"maxItems":3}`,
+			[]string{`[1]`, `[1,2,3]`, `[ 1 , 2 ]`},
+			[]string{`[]`, `[1,2,3,4]`, `[1,]`, `["a"]`, `[,1]`}},
+		{"array of anything", `{"type":"array"}`, []string{`[]`, `[1,"a",[],{}]`}, []string{`[`, `]`}},
+		{"nullable string", `{"anyOf":[{"type":"string","maxLength":2},{"type":"null"}]}`,
+			[]string{`"ab"`, `null`}, []string{`"abc"`, `1`}},
+		{"defs and ref", `{"$defs":{"pt":{"type":"object","properties":{"x":{"type":"number"},"y":{"type":"number"}},"required":["x","y"]}},"type":"array","items":{"$ref":"#/$defs/pt"}}`,
+			[]string{`[]`, `[{"x":1,"y":2},{"x":-1.5,"y":0}]`}, []string{`[{"x":1}]`}},
+		{"recursive", `{"type":"object","properties":{"v":{"type":"integer"},"kids":{"type":"array","items":{"$ref":"#"}}},"required":["v"]}`,
+			[]string{`{"v":1}`, `{"v":1,"kids":[{"v":2,"kids":[{"v":3}]}]}`}, []string{`{"v":1,"kids":[{}]}`}},
+		{"any", `{}`, []string{`1`, `"s"`, `null`, `[{"a":{}}]`, `{}`}, []string{`nope`, `{`}},
+		{"annotations ignored", `{"title":"T","description":"d","$schema":"https://json-schema.org/draft/2020-12/schema","type":"string","default":"x","examples":["y"]}`,
+			[]string{`"z"`}, []string{`1`}},
+		{"required not declared", `{"type":"object","required":["q"],"additionalProperties":{"type":"boolean"}}`,
+			[]string{`{"q":true}`}, []string{`{}`, `{"q":1}`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := mustSchema(t, tc.schema)
+			for _, doc := range tc.ok {
+				if !accepts(g, doc) {
+					t.Errorf("refused %q", doc)
+				}
+			}
+			for _, doc := range tc.bad {
+				if accepts(g, doc) {
+					t.Errorf("accepted %q", doc)
+				}
+			}
+		})
+	}
+}
+
+func TestSchemaRefused(t *testing.T) {
+	tests := []struct{ schema, want string }{
+		{`{"type":"string","pattern":"^a"}`, `"pattern" is not supported`},
+		{`{"type":"integer","minimum":1}`, `"minimum" is not supported`},
+		{`{"properties":{"a":{"type":"string","format":"date-time"}}}`, `#/properties/a: the keyword "format"`},
+		{`{"oneOf":[{"type":"string"}]}`, `"oneOf" is not supported`},
+		{`{"allOf":[]}`, `"allOf"`},
+		{`{"anyOf":[{"type":"object"},{"type":"object","properties":{"a":{}}}]}`, `anyOf alternatives that can both start with '{'`},
+		{`{"$ref":"https://example.com/s.json"}`, `not a reference inside this schema`},
+		{`{"$ref":"#/$defs/missing"}`, `points at nothing`},
+		{`{"$ref":"#"}`, `refers to itself`},
+		{`{"type":"strin"}`, `unknown type "strin"`},
+		{`{"type":"string","minLength":3,"maxLength":2}`, `nothing can match`},
+		{`{"type":"array","items":[{"type":"string"}]}`, `tuple items`},
+		{`{"type":"object","required":["a"],"additionalProperties":false}`, `"a" is required but not in properties`},
+		{`{"enum":[]}`, `non-empty list`},
+		{`{"type":"string","enum":[1,2]}`, `no value of enum/const fits`},
+		{`false`, `accepts nothing`},
+		{`{"type":"string"} x`, `invalid JSON`},
+		{`{"minLength":-1}`, `must be a non-negative integer`},
+	}
+	for _, tc := range tests {
+		_, err := FromSchema([]byte(tc.schema))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want one containing %q", tc.schema, err, tc.want)
+		}
+	}
+}
+
+func TestJSONObject(t *testing.T) {
+	g := JSONObject()
+	for _, doc := range []string{`{}`, `{"a":[1,2,{"b":null}],"c":"d"}`, ` {"x": true}`} {
+		if !accepts(g, doc) {
+			t.Errorf("refused %q", doc)
+		}
+	}
+	for _, doc := range []string{`[]`, `1`, `"s"`, `{"a":1}{}`, `{"a":1} `} {
+		if accepts(g, doc) {
+			t.Errorf("accepted %q", doc)
+		}
+	}
+}
+
+func TestToolCallGrammar(t *testing.T) {
+	g, err := ToolCall([]Tool{
+		{Name: "get_weather", Parameters: []byte(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)},
+		{Name: "now"},
+	}, ToolCallFormat{Prefix: "<tool_call>\n", Suffix: "\n</tool_call>"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, doc := range []string{
+		"<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>",
+		"<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>",
+		"<tool_call>\n{\"name\": \"now\", \"arguments\": {\"tz\": \"UTC\"}}\n</tool_call>",
+	} {
+		if !accepts(g, doc) {
+			t.Errorf("refused %q", doc)
+		}
+	}
+	for _, doc := range []string{
+		"<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {}}\n</tool_call>",
+		"<tool_call>\n{\"name\": \"other\", \"arguments\": {}}\n</tool_call>",
+		" <tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>",
+		"<tool_call>\n{\"name\": \"now\", \"arguments\": {}}",
+	} {
+		if accepts(g, doc) {
+			t.Errorf("accepted %q", doc)
+		}
+	}
+	if _, err := ToolCall([]Tool{{Name: "f", Parameters: []byte(`{"type":"object","properties":{"a":{"pattern":"x"}}}`)}}, ToolCallFormat{}); err == nil || !strings.Contains(err.Error(), `tool "f" parameters`) {
+		t.Errorf("bad parameters: err = %v", err)
+	}
+}
+
+// Whitespace runs are bounded, so a model cannot pad forever.
+func TestWhitespaceBounded(t *testing.T) {
+	g := mustSchema(t, `{"type":"array"}`)
+	if !accepts(g, "["+strings.Repeat(" ", MaxWhitespace)+"]") {
+		t.Error("refused the longest run")
+	}
+	if accepts(g, "["+strings.Repeat(" ", MaxWhitespace+1)+"]") {
+		t.Error("accepted a run past the bound")
+	}
+}
+
+// Nesting past MaxDepth is refused instead of growing the stack.
+func TestDepthBounded(t *testing.T) {
+	g := mustSchema(t, `{}`)
+	deep := strings.Repeat("[", MaxDepth+2) + strings.Repeat("]", MaxDepth+2)
+	if accepts(g, deep) {
+		t.Error("accepted nesting past MaxDepth")
+	}
+	ok := strings.Repeat("[", MaxDepth-1) + strings.Repeat("]", MaxDepth-1)
+	if !accepts(g, ok) {
+		t.Error("refused nesting within MaxDepth")
+	}
+}

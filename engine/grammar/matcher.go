@@ -1,0 +1,570 @@
+package grammar
+
+// frame is one open value (or sequence) on the automaton's stack.
+type frame struct {
+	n  int32 // node
+	st uint8 // sub-state, one of the st* constants
+	ws uint8 // whitespace bytes in the current run
+	// a, b, c: counters whose meaning depends on st (see step).
+	a, b, c int32
+}
+
+// Sub-states.
+const (
+	stValue     uint8 = iota // before a value of node n: whitespace, then its first byte
+	stObjOpen                // after '{'
+	stObjComma               // after ',' in an object
+	stObjKey                 // inside a declared key: c candidate prop, b bytes matched
+	stObjKeyEnd              // a free key (a string child) is being written
+	stObjColon               // after a key, before ':'
+	stObjVal                 // the value (a child) is being written
+	stObjAfter               // after a value
+	stArrOpen                // after '['; a = items so far
+	stArrItem                // an item (a child) is being written
+	stArrAfter               // after an item
+	stStr                    // in a string; a = code points so far
+	stStrEsc                 // after '\'
+	stStrHex                 // in \uXXXX: b = hex digits so far, c = 1 if the first was d/D
+	stStrUTF                 // in a multi-byte character: b = bytes left, c = lo<<8|hi of the next byte
+	stNumSign                // after '-'
+	stNumZero                // after a leading 0
+	stNumInt                 // in the integer digits; b = digits
+	stNumDot                 // after '.'
+	stNumFrac                // in the fraction; b = digits
+	stNumE                   // after e/E
+	stNumESign               // after the exponent's sign
+	stNumExp                 // in the exponent; b = digits
+	stLit                    // in a literal: c candidate, b bytes matched
+	stSeq                    // a = part being written (a child)
+	stSwitch                 // in a switch literal: c candidate, b bytes matched
+)
+
+// state is a stack of frames. The zero-length state is the finished one.
+type state []frame
+
+// initial returns the start state of g.
+func (g *Grammar) initial() state {
+	return state{g.valueFrame(g.root)}
+}
+
+func (g *Grammar) valueFrame(n int) frame {
+	return frame{n: int32(n), st: stValue}
+}
+
+func isWS(c byte) bool { return c == ' ' || c == '\n' || c == '\t' }
+
+// stepResult says what a byte did.
+type stepResult uint8
+
+const (
+	reject    stepResult = iota // the byte cannot come next
+	changed                     // accepted; the state changed
+	unchanged                   // accepted; the state is as it was
+)
+
+// step advances s by one byte, in place. The state may grow by at most
+// MaxDepth frames; past that a byte that opens a value is refused.
+func (g *Grammar) step(s *state, c byte) stepResult {
+	st := *s
+	for {
+		if len(st) == 0 {
+			return reject // nothing may follow the finished value
+		}
+		top := &st[len(st)-1]
+		nd := &g.nodes[top.n]
+		switch top.st {
+		case stValue:
+			if isWS(c) {
+				if nd.noWS || top.ws >= MaxWhitespace {
+					return reject
+				}
+				top.ws++
+				*s = st
+				return changed
+			}
+			if !g.first[top.n][c] {
+				return reject
+			}
+			// Resolve unions to the alternative that starts with c.
+			n := int(top.n)
+			for g.nodes[n].kind == kUnion {
+				next := -1
+				for _, a := range g.nodes[n].alts {
+					if g.first[a][c] {
+						next = a
+						break
+					}
+				}
+				n = next
+			}
+			*top = frame{n: int32(n)}
+			switch g.nodes[n].kind {
+			case kObject:
+				top.st, top.a = stObjOpen, -1
+			case kArray:
+				top.st = stArrOpen
+			case kString:
+				top.st = stStr
+			case kNumber, kInteger:
+				switch {
+				case c == '-':
+					top.st = stNumSign
+				case c == '0':
+					top.st = stNumZero
+				default:
+					top.st, top.b = stNumInt, 1
+				}
+			case kLiterals:
+				top.st = stLit
+				continue // the literal reads c
+			case kSwitch:
+				top.st = stSwitch
+				continue
+			case kSeq:
+				if len(st) >= MaxDepth {
+					return reject
+				}
+				top.st = stSeq
+				st = append(st, g.valueFrame(g.nodes[n].alts[0]))
+				continue // the first part reads c
+			}
+			*s = st
+			return changed
+		case stObjOpen, stObjComma, stObjAfter:
+			if isWS(c) {
+				if top.ws >= MaxWhitespace {
+					return reject
+				}
+				top.ws++
+				*s = st
+				return changed
+			}
+			switch {
+			case c == '"' && top.st != stObjAfter:
+				if nd.freeKeys {
+					if len(st) >= MaxDepth {
+						return reject
+					}
+					top.st, top.ws = stObjKeyEnd, 0
+					st = append(st, frame{n: int32(g.anyString), st: stStr})
+					*s = st
+					return changed
+				}
+				first := g.nextProp(nd, int(top.a))
+				if first < 0 {
+					return reject
+				}
+				top.st, top.ws, top.c, top.b = stObjKey, 0, int32(first), 0
+				*s = st
+				return changed
+			case c == ',' && top.st == stObjAfter:
+				if !nd.freeKeys && g.nextProp(nd, int(top.a)) < 0 {
+					return reject
+				}
+				top.st, top.ws = stObjComma, 0
+				*s = st
+				return changed
+			case c == '}' && top.st != stObjComma:
+				if !nd.freeKeys && !g.canClose(nd, int(top.a)) {
+					return reject
+				}
+				st = g.pop(st)
+				*s = st
+				return changed
+			}
+			return reject
+		case stObjKey:
+			cand := matchProp(nd, int(top.a), int(top.c), int(top.b), c)
+			if cand < 0 {
+				return reject
+			}
+			top.c, top.b = int32(cand), top.b+1
+			if int(top.b) == len(nd.props[cand].key) {
+				top.a, top.st = int32(cand), stObjColon
+			}
+			*s = st
+			return changed
+		case stObjColon:
+			if c != ':' {
+				return reject
+			}
+			if len(st) >= MaxDepth {
+				return reject
+			}
+			vn := nd.extra
+			if !nd.freeKeys {
+				vn = nd.props[top.a].node
+			}
+			top.st = stObjVal
+			st = append(st, g.valueFrame(vn))
+			*s = st
+			return changed
+		case stArrOpen, stArrAfter:
+			if isWS(c) {
+				if top.ws >= MaxWhitespace {
+					return reject
+				}
+				top.ws++
+				*s = st
+				return changed
+			}
+			switch {
+			case c == ']':
+				if int(top.a) < nd.minItems {
+					return reject
+				}
+				st = g.pop(st)
+				*s = st
+				return changed
+			case c == ',' && top.st == stArrAfter:
+				if nd.maxItems >= 0 && int(top.a) >= nd.maxItems {
+					return reject
+				}
+				if len(st) >= MaxDepth {
+					return reject
+				}
+				top.st, top.ws = stArrItem, 0
+				st = append(st, g.valueFrame(nd.items))
+				*s = st
+				return changed
+			case top.st == stArrOpen:
+				if nd.maxItems == 0 || len(st) >= MaxDepth {
+					return reject
+				}
+				top.st, top.ws = stArrItem, 0
+				st = append(st, g.valueFrame(nd.items))
+				continue // the item reads c
+			}
+			return reject
+		case stStr:
+			switch {
+			case c == '"':
+				if int(top.a) < nd.minLen {
+					return reject
+				}
+				st = g.pop(st)
+				*s = st
+				return changed
+			case c < 0x20:
+				return reject
+			}
+			if nd.maxLen >= 0 && int(top.a) >= nd.maxLen {
+				return reject
+			}
+			if c == '\\' {
+				top.st = stStrEsc
+				*s = st
+				return changed
+			}
+			if c < 0x80 {
+				if nd.maxLen < 0 && nd.minLen == 0 {
+					return unchanged
+				}
+				top.a++
+				*s = st
+				return changed
+			}
+			var left int32
+			var lo, hi byte = 0x80, 0xBF
+			switch {
+			case c >= 0xC2 && c <= 0xDF:
+				left = 1
+			case c == 0xE0:
+				left, lo = 2, 0xA0
+			case c >= 0xE1 && c <= 0xEC, c == 0xEE, c == 0xEF:
+				left = 2
+			case c == 0xED:
+				left, hi = 2, 0x9F
+			case c == 0xF0:
+				left, lo = 3, 0x90
+			case c >= 0xF1 && c <= 0xF3:
+				left = 3
+			case c == 0xF4:
+				left, hi = 3, 0x8F
+			default:
+				return reject
+			}
+			if nd.maxLen >= 0 || nd.minLen > 0 {
+				top.a++
+			}
+			top.st, top.b, top.c = stStrUTF, left, int32(lo)<<8|int32(hi)
+			*s = st
+			return changed
+		case stStrUTF:
+			lo, hi := byte(top.c>>8), byte(top.c)
+			if c < lo || c > hi {
+				return reject
+			}
+			top.b--
+			top.c = 0x80<<8 | 0xBF
+			if top.b == 0 {
+				top.st, top.c = stStr, 0
+			}
+			*s = st
+			return changed
+		case stStrEsc:
+			switch c {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				if nd.maxLen >= 0 || nd.minLen > 0 {
+					top.a++
+				}
+				top.st = stStr
+			case 'u':
+				top.st, top.b, top.c = stStrHex, 0, 0
+			default:
+				return reject
+			}
+			*s = st
+			return changed
+		case stStrHex:
+			if !isHex(c) {
+				return reject
+			}
+			switch top.b {
+			case 0:
+				if c == 'd' || c == 'D' {
+					top.c = 1
+				}
+			case 1:
+				if top.c == 1 && !(c >= '0' && c <= '7') {
+					return reject // a surrogate: never produced
+				}
+			}
+			top.b++
+			if top.b == 4 {
+				if nd.maxLen >= 0 || nd.minLen > 0 {
+					top.a++
+				}
+				top.st, top.b, top.c = stStr, 0, 0
+			}
+			*s = st
+			return changed
+		case stNumSign, stNumZero, stNumInt, stNumDot, stNumFrac, stNumE, stNumESign, stNumExp:
+			r, done := g.number(top, nd.kind == kInteger, c)
+			if r != reject {
+				*s = st
+				return r
+			}
+			if !done {
+				return reject
+			}
+			st = g.pop(st) // the number ended before c; the parent reads c
+			continue
+		case stLit, stSwitch:
+			cand := matchLiteral(nd.lits, int(top.c), int(top.b), c)
+			if cand < 0 {
+				if top.st == stLit && int(top.b) == len(nd.lits[top.c]) {
+					st = g.pop(st) // complete; c belongs to the parent
+					continue
+				}
+				return reject
+			}
+			top.c, top.b = int32(cand), top.b+1
+			if int(top.b) == len(nd.lits[cand]) && !extendable(nd.lits, cand) {
+				if top.st == stSwitch {
+					// Replace the switch by the node that follows.
+					*top = g.valueFrame(nd.then[cand])
+					*s = st
+					return changed
+				}
+				st = g.pop(st)
+			}
+			*s = st
+			return changed
+		default:
+			return reject
+		}
+	}
+}
+
+// pop removes the finished top frame and tells its parent.
+func (g *Grammar) pop(st state) state {
+	st = st[:len(st)-1]
+	for len(st) > 0 {
+		p := &st[len(st)-1]
+		pn := &g.nodes[p.n]
+		switch p.st {
+		case stObjKeyEnd:
+			p.st = stObjColon
+		case stObjVal:
+			p.st, p.ws = stObjAfter, 0
+		case stArrItem:
+			if pn.minItems > 0 || pn.maxItems >= 0 {
+				p.a++
+			}
+			p.st, p.ws = stArrAfter, 0
+		case stSeq:
+			p.a++
+			if int(p.a) == len(pn.alts) {
+				st = st[:len(st)-1] // the sequence is finished too
+				continue
+			}
+			st = append(st, g.valueFrame(pn.alts[p.a]))
+		}
+		return st
+	}
+	return st
+}
+
+// nextProp is the first declared property that may come after property
+// last (-1: none yet), or -1 when no more may.
+func (g *Grammar) nextProp(nd *node, last int) int {
+	if last+1 < len(nd.props) {
+		return last + 1
+	}
+	return -1
+}
+
+// propLimit is the last declared property index that may come next after
+// last: the first required one after it (no required property is
+// skipped), else the last one.
+func propLimit(nd *node, last int) int {
+	for i := last + 1; i < len(nd.props); i++ {
+		if nd.props[i].required {
+			return i
+		}
+	}
+	return len(nd.props) - 1
+}
+
+// canClose reports whether the object may end after property last.
+func (g *Grammar) canClose(nd *node, last int) bool {
+	for i := last + 1; i < len(nd.props); i++ {
+		if nd.props[i].required {
+			return false
+		}
+	}
+	return true
+}
+
+// matchProp finds the property that continues a key: the first allowed
+// property at or after cand whose key has the b bytes already matched
+// (those of cand) followed by c; -1 when there is none.
+func matchProp(nd *node, last, cand, b int, c byte) int {
+	limit := propLimit(nd, last)
+	prefix := nd.props[cand].key[:b]
+	for i := cand; i <= limit; i++ {
+		k := nd.props[i].key
+		if len(k) > b && k[b] == c && string(k[:b]) == string(prefix) {
+			return i
+		}
+	}
+	return -1
+}
+
+// matchLiteral is like matchProp for a set of literals.
+func matchLiteral(lits [][]byte, cand, b int, c byte) int {
+	prefix := lits[cand][:b]
+	for i := cand; i < len(lits); i++ {
+		l := lits[i]
+		if len(l) > b && l[b] == c && string(l[:b]) == string(prefix) {
+			return i
+		}
+	}
+	return -1
+}
+
+// extendable reports whether another literal starts with lits[cand].
+func extendable(lits [][]byte, cand int) bool {
+	p := lits[cand]
+	for i, l := range lits {
+		if i != cand && len(l) > len(p) && string(l[:len(p)]) == string(p) {
+			return true
+		}
+	}
+	return false
+}
+
+// number advances a number frame by c. When c does not continue the
+// number, it returns reject, and done reports whether the number was
+// complete before c (so that c belongs to the parent).
+func (g *Grammar) number(f *frame, integer bool, c byte) (r stepResult, done bool) {
+	digit := c >= '0' && c <= '9'
+	switch f.st {
+	case stNumSign:
+		switch {
+		case c == '0':
+			f.st = stNumZero
+		case digit:
+			f.st, f.b = stNumInt, 1
+		default:
+			return reject, false
+		}
+		return changed, false
+	case stNumZero, stNumInt:
+		switch {
+		case digit && f.st == stNumInt && f.b < maxIntDigits:
+			f.b++
+		case c == '.' && !integer:
+			f.st, f.b = stNumDot, 0
+		case (c == 'e' || c == 'E') && !integer:
+			f.st, f.b = stNumE, 0
+		default:
+			return reject, !digit
+		}
+		return changed, false
+	case stNumDot:
+		if !digit {
+			return reject, false
+		}
+		f.st, f.b = stNumFrac, 1
+		return changed, false
+	case stNumFrac:
+		switch {
+		case digit && f.b < maxFracDigits:
+			f.b++
+		case c == 'e' || c == 'E':
+			f.st, f.b = stNumE, 0
+		default:
+			return reject, !digit
+		}
+		return changed, false
+	case stNumE:
+		switch {
+		case c == '+' || c == '-':
+			f.st = stNumESign
+		case digit:
+			f.st, f.b = stNumExp, 1
+		default:
+			return reject, false
+		}
+		return changed, false
+	case stNumESign:
+		if !digit {
+			return reject, false
+		}
+		f.st, f.b = stNumExp, 1
+		return changed, false
+	case stNumExp:
+		if digit && f.b < maxExpDigits {
+			f.b++
+			return changed, false
+		}
+		return reject, !digit
+	}
+	return reject, false
+}
+
+// canEnd reports whether the output may stop in state s: the value is
+// finished, or only a number or a literal that is complete is open.
+func (g *Grammar) canEnd(s state) bool {
+	st := append(state(nil), s...)
+	for len(st) > 0 {
+		top := st[len(st)-1]
+		switch top.st {
+		case stNumZero, stNumInt, stNumFrac, stNumExp:
+		case stLit:
+			if int(top.b) != len(g.nodes[top.n].lits[top.c]) {
+				return false
+			}
+		default:
+			return false
+		}
+		st = g.pop(st)
+	}
+	return true
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}

@@ -1,0 +1,585 @@
+package grammar
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// FromSchema compiles a JSON Schema (the subset the package doc lists)
+// into a grammar of the JSON documents it accepts. An unsupported keyword
+// is an error naming it and where it is.
+func FromSchema(schema []byte) (*Grammar, error) {
+	doc, err := parseOrdered(schema)
+	if err != nil {
+		return nil, fmt.Errorf("JSON schema: %w", err)
+	}
+	b := newBuilder()
+	c := &compiler{b: b, root: doc, refs: map[string]int{}}
+	root, err := c.compile(doc, "#")
+	if err != nil {
+		return nil, fmt.Errorf("JSON schema: %w", err)
+	}
+	g, err := b.finish(root, "a JSON schema")
+	if err != nil {
+		return nil, fmt.Errorf("JSON schema: %w", err)
+	}
+	return g, nil
+}
+
+// value is a decoded JSON value that keeps the order of object keys.
+type value struct {
+	kind byte // 'o' object, 'a' array, 's' string, 'n' number, 'b' bool, 'z' null
+	keys []string
+	vals []*value // object values (by keys) or array items
+	str  string   // string, or the number's text
+	b    bool
+}
+
+func (v *value) get(key string) *value {
+	if v == nil || v.kind != 'o' {
+		return nil
+	}
+	for i, k := range v.keys {
+		if k == key {
+			return v.vals[i]
+		}
+	}
+	return nil
+}
+
+// parseOrdered decodes one JSON value.
+func parseOrdered(data []byte) (*value, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	v, err := decodeOrdered(dec)
+	if err != nil {
+		return nil, fmt.Errorf("invalid JSON: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("invalid JSON: data after the value")
+	}
+	return v, nil
+}
+
+func decodeOrdered(dec *json.Decoder) (*value, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch x := tok.(type) {
+	case json.Delim:
+		switch x {
+		case '{':
+			v := &value{kind: 'o'}
+			for dec.More() {
+				k, err := dec.Token()
+				if err != nil {
+					return nil, err
+				}
+				key, _ := k.(string) // the decoder only gives strings as keys
+				item, err := decodeOrdered(dec)
+				if err != nil {
+					return nil, err
+				}
+				v.keys = append(v.keys, key)
+				v.vals = append(v.vals, item)
+			}
+			_, err := dec.Token()
+			return v, err
+		case '[':
+			v := &value{kind: 'a'}
+			for dec.More() {
+				item, err := decodeOrdered(dec)
+				if err != nil {
+					return nil, err
+				}
+				v.vals = append(v.vals, item)
+			}
+			_, err := dec.Token()
+			return v, err
+		}
+		return nil, fmt.Errorf("unexpected %v", x)
+	case string:
+		return &value{kind: 's', str: x}, nil
+	case json.Number:
+		return &value{kind: 'n', str: x.String()}, nil
+	case bool:
+		return &value{kind: 'b', b: x}, nil
+	case nil:
+		return &value{kind: 'z'}, nil
+	}
+	return nil, fmt.Errorf("unexpected %v", tok)
+}
+
+// encode writes v as compact JSON, keys in order.
+func (v *value) encode(buf *bytes.Buffer) {
+	switch v.kind {
+	case 'o':
+		buf.WriteByte('{')
+		for i, k := range v.keys {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			buf.Write(jsonString(k))
+			buf.WriteByte(':')
+			v.vals[i].encode(buf)
+		}
+		buf.WriteByte('}')
+	case 'a':
+		buf.WriteByte('[')
+		for i, x := range v.vals {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			x.encode(buf)
+		}
+		buf.WriteByte(']')
+	case 's':
+		buf.Write(jsonString(v.str))
+	case 'n':
+		buf.WriteString(v.str)
+	case 'b':
+		buf.WriteString(strconv.FormatBool(v.b))
+	case 'z':
+		buf.WriteString("null")
+	}
+}
+
+// compiler turns schema values into nodes.
+type compiler struct {
+	b    *builder
+	root *value
+	refs map[string]int // resolved $ref targets (by JSON pointer) to nodes
+}
+
+// ignored are the annotation keywords: they do not change what validates.
+var ignored = map[string]bool{
+	"$schema": true, "$id": true, "$comment": true, "title": true, "description": true,
+	"default": true, "examples": true, "deprecated": true, "readOnly": true, "writeOnly": true,
+	"$defs": true, "definitions": true,
+}
+
+// supported are the keywords compile reads.
+var supported = map[string]bool{
+	"type": true, "properties": true, "required": true, "additionalProperties": true,
+	"enum": true, "const": true, "items": true, "minItems": true, "maxItems": true,
+	"minLength": true, "maxLength": true, "$ref": true, "anyOf": true,
+}
+
+var typeNames = []string{"object", "array", "string", "number", "integer", "boolean", "null"}
+
+// compile returns the node of the schema s found at path.
+func (c *compiler) compile(s *value, path string) (int, error) {
+	switch s.kind {
+	case 'b':
+		if s.b {
+			return c.b.any(), nil
+		}
+		return 0, fmt.Errorf("%s: the schema false accepts nothing", path)
+	case 'o':
+	default:
+		return 0, fmt.Errorf("%s: a schema must be an object or a boolean", path)
+	}
+	for _, k := range s.keys {
+		if !supported[k] && !ignored[k] {
+			return 0, fmt.Errorf("%s: the keyword %q is not supported (supported: type, properties, required, additionalProperties, enum, const, items, minItems, maxItems, minLength, maxLength, $defs, $ref, anyOf of different types)", path, k)
+		}
+	}
+	if ref := s.get("$ref"); ref != nil {
+		for _, k := range s.keys {
+			if supported[k] && k != "$ref" {
+				return 0, fmt.Errorf("%s: the keyword %q beside $ref is not supported", path, k)
+			}
+		}
+		return c.ref(ref, path)
+	}
+	if any := s.get("anyOf"); any != nil {
+		for _, k := range s.keys {
+			if supported[k] && k != "anyOf" {
+				return 0, fmt.Errorf("%s: the keyword %q beside anyOf is not supported", path, k)
+			}
+		}
+		if any.kind != 'a' || len(any.vals) == 0 {
+			return 0, fmt.Errorf("%s/anyOf: must be a non-empty list of schemas", path)
+		}
+		u := node{kind: kUnion}
+		for i, alt := range any.vals {
+			n, err := c.compile(alt, fmt.Sprintf("%s/anyOf/%d", path, i))
+			if err != nil {
+				return 0, err
+			}
+			u.alts = append(u.alts, n)
+		}
+		if len(u.alts) == 1 {
+			return u.alts[0], nil
+		}
+		return c.b.add(u), nil
+	}
+
+	types, err := schemaTypes(s, path)
+	if err != nil {
+		return 0, err
+	}
+	var enum []*value
+	if e := s.get("enum"); e != nil {
+		if e.kind != 'a' || len(e.vals) == 0 {
+			return 0, fmt.Errorf("%s/enum: must be a non-empty list", path)
+		}
+		enum = e.vals
+	}
+	if cv := s.get("const"); cv != nil {
+		enum = []*value{cv}
+	}
+	if enum != nil {
+		return c.literals(s, enum, types, path)
+	}
+
+	var alts []int
+	for _, t := range types {
+		n, err := c.typed(s, t, path)
+		if err != nil {
+			return 0, err
+		}
+		alts = append(alts, n)
+	}
+	if len(alts) == 1 {
+		return alts[0], nil
+	}
+	return c.b.add(node{kind: kUnion, alts: alts}), nil
+}
+
+// schemaTypes is the schema's "type", or the type its keywords imply
+// ("properties" an object, "items" an array, "minLength" a string), or
+// every type. "integer" is dropped when "number" is there too.
+func schemaTypes(s *value, path string) ([]string, error) {
+	t := s.get("type")
+	var types []string
+	switch {
+	case t == nil:
+		switch {
+		case s.get("properties") != nil || s.get("required") != nil || s.get("additionalProperties") != nil:
+			types = []string{"object"}
+		case s.get("items") != nil || s.get("minItems") != nil || s.get("maxItems") != nil:
+			types = []string{"array"}
+		case s.get("minLength") != nil || s.get("maxLength") != nil:
+			types = []string{"string"}
+		case s.get("enum") != nil || s.get("const") != nil:
+			return nil, nil // the values say
+		default:
+			types = []string{"object", "array", "string", "number", "boolean", "null"}
+		}
+	case t.kind == 's':
+		types = []string{t.str}
+	case t.kind == 'a' && len(t.vals) > 0:
+		for _, x := range t.vals {
+			if x.kind != 's' {
+				return nil, fmt.Errorf("%s/type: must be a type name or a list of them", path)
+			}
+			if slices.Contains(types, x.str) {
+				return nil, fmt.Errorf("%s/type: %q is listed twice", path, x.str)
+			}
+			types = append(types, x.str)
+		}
+	default:
+		return nil, fmt.Errorf("%s/type: must be a type name or a list of them", path)
+	}
+	for _, x := range types {
+		if !slices.Contains(typeNames, x) {
+			return nil, fmt.Errorf("%s/type: unknown type %q (one of %s)", path, x, strings.Join(typeNames, ", "))
+		}
+	}
+	if slices.Contains(types, "number") {
+		types = slices.DeleteFunc(types, func(x string) bool { return x == "integer" })
+	}
+	return types, nil
+}
+
+// typed compiles s as a value of type t.
+func (c *compiler) typed(s *value, t, path string) (int, error) {
+	switch t {
+	case "object":
+		return c.object(s, path)
+	case "array":
+		return c.array(s, path)
+	case "string":
+		lo, hi, err := countRange(s, "minLength", "maxLength", path)
+		if err != nil {
+			return 0, err
+		}
+		return c.b.add(node{kind: kString, minLen: lo, maxLen: hi}), nil
+	case "number":
+		return c.b.add(node{kind: kNumber}), nil
+	case "integer":
+		return c.b.add(node{kind: kInteger}), nil
+	case "boolean":
+		return c.b.add(node{kind: kLiterals, lits: [][]byte{[]byte("true"), []byte("false")}}), nil
+	default: // "null"
+		return c.b.add(node{kind: kLiterals, lits: [][]byte{[]byte("null")}}), nil
+	}
+}
+
+// countRange reads a min/max pair of non-negative integers (max -1 when
+// absent).
+func countRange(s *value, minKey, maxKey, path string) (lo, hi int, err error) {
+	hi = -1
+	read := func(key string) (int, bool, error) {
+		v := s.get(key)
+		if v == nil {
+			return 0, false, nil
+		}
+		f, err := strconv.ParseFloat(v.str, 64)
+		if v.kind != 'n' || err != nil || f < 0 || f != math.Trunc(f) || f > 1<<30 {
+			return 0, false, fmt.Errorf("%s/%s: must be a non-negative integer", path, key)
+		}
+		return int(f), true, nil
+	}
+	var ok bool
+	if lo, _, err = read(minKey); err != nil {
+		return 0, 0, err
+	}
+	var h int
+	if h, ok, err = read(maxKey); err != nil {
+		return 0, 0, err
+	}
+	if ok {
+		hi = h
+		if hi < lo {
+			return 0, 0, fmt.Errorf("%s: %s %d is more than %s %d: nothing can match", path, minKey, lo, maxKey, hi)
+		}
+	}
+	return lo, hi, nil
+}
+
+func (c *compiler) object(s *value, path string) (int, error) {
+	n := node{kind: kObject, extra: -1}
+	var extra *value
+	allowExtra := true
+	if ap := s.get("additionalProperties"); ap != nil {
+		switch {
+		case ap.kind == 'b':
+			allowExtra = ap.b
+		case ap.kind == 'o':
+			extra = ap
+		default:
+			return 0, fmt.Errorf("%s/additionalProperties: must be a boolean or a schema", path)
+		}
+	}
+	required := map[string]bool{}
+	var reqOrder []string
+	if r := s.get("required"); r != nil {
+		if r.kind != 'a' {
+			return 0, fmt.Errorf("%s/required: must be a list of property names", path)
+		}
+		for _, x := range r.vals {
+			if x.kind != 's' {
+				return 0, fmt.Errorf("%s/required: must be a list of property names", path)
+			}
+			if !required[x.str] {
+				reqOrder = append(reqOrder, x.str)
+			}
+			required[x.str] = true
+		}
+	}
+	props := s.get("properties")
+	if props != nil && props.kind != 'o' {
+		return 0, fmt.Errorf("%s/properties: must be an object of schemas", path)
+	}
+	id := c.b.add(n) // reserved now, so that recursion through $ref finds it
+	declared := map[string]bool{}
+	if props != nil {
+		for i, name := range props.keys {
+			pn, err := c.compile(props.vals[i], path+"/properties/"+escapePointer(name))
+			if err != nil {
+				return 0, err
+			}
+			declared[name] = true
+			n.props = append(n.props, prop{key: jsonString(name)[1:], node: pn, required: required[name]})
+		}
+	}
+	// Required names that "properties" does not declare take
+	// additionalProperties' schema.
+	for _, name := range reqOrder {
+		if declared[name] {
+			continue
+		}
+		if !allowExtra {
+			return 0, fmt.Errorf("%s: %q is required but not in properties, and additionalProperties is false: nothing can match", path, name)
+		}
+		pn := c.b.any()
+		if extra != nil {
+			var err error
+			if pn, err = c.compile(extra, path+"/additionalProperties"); err != nil {
+				return 0, err
+			}
+		}
+		n.props = append(n.props, prop{key: jsonString(name)[1:], node: pn, required: true})
+	}
+	if len(n.props) == 0 && allowExtra {
+		n.freeKeys = true
+		n.extra = c.b.any()
+		if extra != nil {
+			var err error
+			if n.extra, err = c.compile(extra, path+"/additionalProperties"); err != nil {
+				return 0, err
+			}
+		}
+	}
+	c.b.nodes[id] = n
+	return id, nil
+}
+
+func (c *compiler) array(s *value, path string) (int, error) {
+	lo, hi, err := countRange(s, "minItems", "maxItems", path)
+	if err != nil {
+		return 0, err
+	}
+	id := c.b.add(node{kind: kArray})
+	items := c.b.any()
+	if it := s.get("items"); it != nil {
+		if it.kind == 'a' {
+			return 0, fmt.Errorf("%s/items: a list of schemas (tuple items) is not supported; use one schema", path)
+		}
+		if it.kind == 'b' && !it.b {
+			if lo > 0 {
+				return 0, fmt.Errorf("%s: items is false but minItems is %d: nothing can match", path, lo)
+			}
+			hi = 0
+		} else if items, err = c.compile(it, path+"/items"); err != nil {
+			return 0, err
+		}
+	}
+	c.b.nodes[id] = node{kind: kArray, items: items, minItems: lo, maxItems: hi}
+	return id, nil
+}
+
+// literals compiles enum or const: the values (of the schema's types, and
+// for strings within its length range) as literal JSON text.
+func (c *compiler) literals(s *value, vals []*value, types []string, path string) (int, error) {
+	lo, hi, err := countRange(s, "minLength", "maxLength", path)
+	if err != nil {
+		return 0, err
+	}
+	n := node{kind: kLiterals}
+	seen := map[string]bool{}
+	for _, v := range vals {
+		if types != nil && !valueHasType(v, types) {
+			continue
+		}
+		if v.kind == 's' {
+			l := utf8.RuneCountInString(v.str)
+			if l < lo || hi >= 0 && l > hi {
+				continue
+			}
+		}
+		var buf bytes.Buffer
+		v.encode(&buf)
+		if !seen[buf.String()] {
+			seen[buf.String()] = true
+			n.lits = append(n.lits, buf.Bytes())
+		}
+	}
+	if len(n.lits) == 0 {
+		return 0, fmt.Errorf("%s: no value of enum/const fits the schema's type: nothing can match", path)
+	}
+	return c.b.add(n), nil
+}
+
+func valueHasType(v *value, types []string) bool {
+	for _, t := range types {
+		switch t {
+		case "object":
+			if v.kind == 'o' {
+				return true
+			}
+		case "array":
+			if v.kind == 'a' {
+				return true
+			}
+		case "string":
+			if v.kind == 's' {
+				return true
+			}
+		case "number":
+			if v.kind == 'n' {
+				return true
+			}
+		case "integer":
+			if v.kind == 'n' {
+				if f, err := strconv.ParseFloat(v.str, 64); err == nil && f == math.Trunc(f) {
+					return true
+				}
+			}
+		case "boolean":
+			if v.kind == 'b' {
+				return true
+			}
+		case "null":
+			if v.kind == 'z' {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ref compiles a local $ref ("#", "#/$defs/x", any JSON pointer into the
+// document).
+func (c *compiler) ref(ref *value, path string) (int, error) {
+	if ref.kind != 's' {
+		return 0, fmt.Errorf("%s/$ref: must be a string", path)
+	}
+	if id, ok := c.refs[ref.str]; ok {
+		return id, nil
+	}
+	if !strings.HasPrefix(ref.str, "#") {
+		return 0, fmt.Errorf("%s/$ref: %q is not a reference inside this schema (only \"#...\" references are supported)", path, ref.str)
+	}
+	target := c.root
+	ptr := strings.TrimPrefix(ref.str, "#")
+	if ptr != "" {
+		if !strings.HasPrefix(ptr, "/") {
+			return 0, fmt.Errorf("%s/$ref: %q is not a JSON pointer (anchors are not supported)", path, ref.str)
+		}
+		for _, part := range strings.Split(ptr[1:], "/") {
+			part = strings.ReplaceAll(strings.ReplaceAll(part, "~1", "/"), "~0", "~")
+			switch target.kind {
+			case 'o':
+				target = target.get(part)
+			case 'a':
+				i, err := strconv.Atoi(part)
+				if err != nil || i < 0 || i >= len(target.vals) {
+					target = nil
+				} else {
+					target = target.vals[i]
+				}
+			default:
+				target = nil
+			}
+			if target == nil {
+				return 0, fmt.Errorf("%s/$ref: %q points at nothing in the schema", path, ref.str)
+			}
+		}
+	}
+	// A placeholder union of one, filled in when the target is compiled,
+	// so that a recursive reference finds this id.
+	id := c.b.add(node{kind: kUnion})
+	c.refs[ref.str] = id
+	n, err := c.compile(target, ref.str)
+	if err != nil {
+		return 0, err
+	}
+	c.b.nodes[id] = node{kind: kUnion, alts: []int{n}}
+	return id, nil
+}
+
+func escapePointer(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestBenchHarness runs scripts/bench with fake engine and llama.cpp
+// programs (shell scripts printing bench JSON whose speeds change from
+// run to run) and checks the alternation, the medians, the ratios and
+// the busy flag.
+func TestBenchHarness(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "order")
+	fake := func(name, speeds string) string {
+		p := filepath.Join(dir, name)
+		script := `#!/bin/sh
+[ "$1" = version ] && { echo "npuchat test"; exit 0; }
+n=$(cat "` + dir + `/` + name + `.n" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "` + dir + `/` + name + `.n"
+echo ` + name + ` >> "` + log + `"
+set -- ` + speeds + `
+shift $((n-1))
+echo "{\"load_s\":0.5,\"prefill_tok_s\":$1,\"decode_tok_s\":$1,\"peak_rss_mb\":100}"
+`
+		if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	engine := fake("engine", "10 30 20")
+	llama := fake("llama", "40 5 10")
+	model := filepath.Join(dir, "m.gguf")
+	if err := os.WriteFile(model, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("../../scripts/bench", "--runs", "3", model)
+	cmd.Env = append(os.Environ(), "NPUCHAT_BIN="+engine, "LLAMAREF="+llama)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("scripts/bench: %v\n%s", err, out)
+	}
+	order, _ := os.ReadFile(log)
+	if got := strings.Fields(string(order)); strings.Join(got, " ") != "engine llama engine llama engine llama" {
+		t.Errorf("runs in order %v, want alternating", got)
+	}
+	// medians: engine 20, llama.cpp 10 → 2.00x
+	want := "| m.gguf | 20.0 | 10.0 | 2.00x | 20.0 | 10.0 | 2.00x | 0.50 | 0.50 | 100 | 100 |"
+	if !strings.Contains(string(out), want) {
+		t.Errorf("no row %q in\n%s", want, out)
+	}
+	if !strings.Contains(string(out), "| 1 | engine | m.gguf |") || !strings.Contains(string(out), " of 6 |") {
+		t.Errorf("per-run lines or run count missing:\n%s", out)
+	}
+	// a missing model is a clear error
+	cmd = exec.Command("../../scripts/bench", filepath.Join(dir, "nope.gguf"))
+	cmd.Env = cmd.Environ()
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "benchmodel") {
+		t.Errorf("missing model: %v\n%s", err, out)
+	}
+}
+
+// TestBusyFlag: a 1-minute load average over 0.5 marks a run busy.
+func TestBusyFlag(t *testing.T) {
+	out, err := exec.Command("bash", "-c", `source <(sed -n '/^busy()/p' ../../scripts/bench); busy 0.51; busy 0.5; busy 0.02`).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Fields(string(out)); strings.Join(got, " ") != "busy quiet quiet" {
+		t.Errorf("busy flags %v", got)
+	}
+}
