@@ -60,6 +60,17 @@ type Settings struct {
 	// off: the API listens and the model waits for a click).
 	ServeAtStart bool   `json:"serve_at_start,omitempty"`
 	FLMRoot      string `json:"flm_root,omitempty"` // overrides FastFlowLM discovery
+	// Chat holds the chat page's default generation settings (each
+	// conversation may override them).
+	Chat ChatDefaults `json:"chat,omitzero"`
+}
+
+// ChatDefaults are the chat page's default generation settings; nil
+// means the API's default.
+type ChatDefaults struct {
+	Temperature *float64 `json:"temperature,omitempty"`
+	TopP        *float64 `json:"top_p,omitempty"`
+	MaxTokens   *int     `json:"max_tokens,omitempty"`
 }
 
 // Config is the resolved configuration: settings merged with the

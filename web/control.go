@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"embed"
 	"net/http"
 	"time"
 
@@ -99,21 +98,4 @@ func (s *Server) checkNPU(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, rep)
-}
-
-//go:embed static
-var static embed.FS
-
-func (s *Server) page(w http.ResponseWriter, r *http.Request) {
-	b, err := static.ReadFile("static/index.html")
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; script-src 'self' 'unsafe-inline'; frame-ancestors 'none'")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
-	w.Write(b)
 }

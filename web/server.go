@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/npuchat/npuchat/config"
+	"github.com/npuchat/npuchat/history"
 	"github.com/npuchat/npuchat/service"
+	"github.com/npuchat/npuchat/service/install"
 )
 
 // Options configure the HTTP server.
@@ -36,7 +38,15 @@ type Options struct {
 	// CheckNPU runs the NPU check for GET /api/check (the report the
 	// tray's "Check NPU" and the page's check view show); nil: 404.
 	CheckNPU func(ctx context.Context) (any, error)
-	Logger   *slog.Logger
+	// History is the chat history for /api/conversations; nil: 404.
+	History *history.Handle
+	// Settings are the settings the page changes (/api/settings); nil: 404.
+	Settings *SettingsStore
+	// Installs runs model installs for /api/models/{name}/install; nil: 404.
+	Installs *install.Runner
+	// LogFile is the log the page's log view tails (/api/logs).
+	LogFile string
+	Logger  *slog.Logger
 	// WriteTimeout bounds each write of an answer: a client that reads
 	// nothing for this long is dropped and its generation ended, so that
 	// it cannot hold the one generation slot (default 30 s).
@@ -129,8 +139,26 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/model/stop", s.modelStop)
 	mux.HandleFunc("GET /api/events", s.events)
 	mux.HandleFunc("GET /api/check", s.checkNPU)
+	// The chat page's API (conversations.go, install.go, settings.go).
+	mux.HandleFunc("GET /api/history", s.historyStatus)
+	mux.HandleFunc("GET /api/conversations", s.listConversations)
+	mux.HandleFunc("POST /api/conversations", s.createConversation)
+	mux.HandleFunc("GET /api/conversations/{id}", s.getConversation)
+	mux.HandleFunc("PATCH /api/conversations/{id}", s.updateConversation)
+	mux.HandleFunc("DELETE /api/conversations/{id}", s.deleteConversation)
+	mux.HandleFunc("GET /api/conversations/{id}/export", s.exportConversation)
+	mux.HandleFunc("GET /api/conversations/{id}/messages", s.listMessages)
+	mux.HandleFunc("POST /api/conversations/{id}/messages", s.sendMessage)
+	mux.HandleFunc("GET /api/models/{name}/install", s.installStatus)
+	mux.HandleFunc("POST /api/models/{name}/install", s.installStart)
+	mux.HandleFunc("DELETE /api/models/{name}/install", s.installCancel)
+	mux.HandleFunc("GET /api/settings", s.getSettings)
+	mux.HandleFunc("PUT /api/settings", s.putSettings)
+	mux.HandleFunc("GET /api/logs", s.logTail)
 	// The chat page.
 	mux.HandleFunc("GET /{$}", s.page)
+	mux.HandleFunc("GET /c/{id}", s.page)
+	mux.Handle("GET /static/", s.staticFiles())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, http.StatusNotFound, "not_found", fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path))
 	})
