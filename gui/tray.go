@@ -80,7 +80,7 @@ type controller struct {
 	iconShown Icon
 	// tooltipShown is the tooltip set last.
 	tooltipShown string
-	menu      *fyne.Menu
+	menu         *fyne.Menu
 
 	setup    *setupWindow
 	settings *settingsWindow
