@@ -48,4 +48,17 @@
 //
 // The golden files in testdata/formats pin each format byte for byte
 // (go test ./web -run TestAnswerFormats -update rewrites them).
+//
+// # Slow and hostile clients, shutdown
+//
+// A generation request takes a place in the service's queue before its
+// body is read (admit, body.go): a full queue answers 429 without holding
+// the body. Bodies are capped in size (413 from Content-Length, before
+// "100 Continue") and in time (Options.BodyTimeout, 408). Every write of
+// an answer has a deadline (Options.WriteTimeout): a client that stops
+// reading is dropped and its generation ended. Requests do not inherit
+// Serve's context; Server.Shutdown lets running answers finish within the
+// grace, then ends them and the queued ones with 503 shutting_down in
+// their format (errors.go, the writers' fail). TestSoak runs all of this
+// at once (go test ./web -run TestSoak -soak 5m for a long run).
 package web

@@ -336,8 +336,10 @@ func TestBigBodiesAreRefusedBeforeTheyAreRead(t *testing.T) {
 			t.Errorf("%d answers with status %d", n, status)
 		}
 	}
-	if counts[429] < clients/2 {
-		t.Errorf("only %d refused with 429 while the queue was full: %v", counts[429], counts)
+	// At most the 4 queue places were answered; every client that waited
+	// for 100 Continue and did not get a place was refused with 429.
+	if counts[200] > 4 || counts[429] < clients/2-4 {
+		t.Errorf("while the queue was full: %v", counts)
 	}
 	// 5 bodies of 8 MB in the queue, each held as bytes and as the
 	// decoded string: about 80 MB. Reading every body first held 40.
