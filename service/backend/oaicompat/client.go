@@ -353,16 +353,16 @@ const maxUpstreamStops = 4
 // (OpenAI) do not reject fields they lack, except temperature, which is
 // always sent because 0 (greedy) differs from every server's default.
 type wireRequest struct {
-	Model         string            `json:"model"`
-	Messages      []wireMessage     `json:"messages,omitempty"`
-	Prompt        *string           `json:"prompt,omitempty"`
-	Stream        bool              `json:"stream"`
-	StreamOptions *streamOptions    `json:"stream_options,omitempty"`
-	MaxTokens     int               `json:"max_tokens,omitempty"`
-	Temperature   float64           `json:"temperature"`
-	TopP          float64           `json:"top_p,omitempty"`
-	TopK          int               `json:"top_k,omitempty"`
-	MinP          float64           `json:"min_p,omitempty"`
+	Model         string         `json:"model"`
+	Messages      []wireMessage  `json:"messages,omitempty"`
+	Prompt        *string        `json:"prompt,omitempty"`
+	Stream        bool           `json:"stream"`
+	StreamOptions *streamOptions `json:"stream_options,omitempty"`
+	MaxTokens     int            `json:"max_tokens,omitempty"`
+	Temperature   float64        `json:"temperature"`
+	TopP          float64        `json:"top_p,omitempty"`
+	TopK          int            `json:"top_k,omitempty"`
+	MinP          float64        `json:"min_p,omitempty"`
 	// RepetitionPenalty is vLLM's and FastFlowLM's name, RepeatPenalty
 	// llama.cpp's; both are sent.
 	RepetitionPenalty float64  `json:"repetition_penalty,omitempty"`
