@@ -167,6 +167,47 @@ type GenerateOptions struct {
 	// one serving ("" when it is). The web layer names the engine in the
 	// answer from it before the first token.
 	OnRun func(kind, fallback string)
+	// Ticket, when set, is the place in the queue the request reserved
+	// before its body was read (Reserve); Generate and Load use it
+	// instead of queueing again.
+	Ticket *Ticket
+}
+
+// Ticket is a place in the request queue, taken with Reserve before a
+// request's body is read, so that what the queue cannot take is refused
+// before its body is held in memory.
+type Ticket struct {
+	m    *Manager
+	used bool // m.mu guards: given to acquire or released
+}
+
+// Reserve takes a place in the queue (ErrQueueFull when there is none).
+// Pass the ticket in GenerateOptions; Release it in any case when done
+// (a no-op once Generate or Load used it).
+func (m *Manager) Reserve() (*Ticket, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.waiting >= m.opts.QueueSize {
+		return nil, ErrQueueFull
+	}
+	m.waiting++
+	if m.idle != nil {
+		m.idle.Stop() // busy: no idle unload while requests wait
+	}
+	return &Ticket{m: m}, nil
+}
+
+// Release gives the place back unless Generate or Load used it.
+func (t *Ticket) Release() {
+	if t == nil {
+		return
+	}
+	t.m.mu.Lock()
+	defer t.m.mu.Unlock()
+	if !t.used {
+		t.used = true
+		t.m.waiting--
+	}
 }
 
 // Manager owns the model's state and its backend. All methods are safe
@@ -688,7 +729,7 @@ func (m *Manager) Generate(ctx context.Context, req *backend.Request, opts Gener
 	if err != nil {
 		return backend.Result{}, err
 	}
-	if err := m.acquire(ctx); err != nil {
+	if err := m.acquire(ctx, opts.Ticket); err != nil {
 		return backend.Result{}, err
 	}
 	defer m.release(opts.KeepAlive)
@@ -793,14 +834,22 @@ func (m *Manager) hasNextEngineLocked(model, kind string) bool {
 	return false
 }
 
-// acquire waits for the slot, counting as waiting meanwhile.
-func (m *Manager) acquire(ctx context.Context) error {
+// acquire waits for the slot, counting as waiting meanwhile. With a
+// ticket from Reserve the place in the queue is already taken.
+func (m *Manager) acquire(ctx context.Context, t *Ticket) error {
 	m.mu.Lock()
-	if m.waiting >= m.opts.QueueSize {
+	switch {
+	case t != nil && !t.used:
+		t.used = true // its place is ours now: given back below
+	case t != nil:
+		m.mu.Unlock()
+		return errors.New("a queue ticket used twice (a bug)")
+	case m.waiting >= m.opts.QueueSize:
 		m.mu.Unlock()
 		return ErrQueueFull
+	default:
+		m.waiting++
 	}
-	m.waiting++
 	if m.idle != nil {
 		m.idle.Stop() // busy: no idle unload while requests wait
 	}
@@ -917,7 +966,7 @@ func (m *Manager) Load(ctx context.Context, model string, opts GenerateOptions) 
 	if err != nil {
 		return err
 	}
-	if err := m.acquire(ctx); err != nil {
+	if err := m.acquire(ctx, opts.Ticket); err != nil {
 		return err
 	}
 	defer m.release(opts.KeepAlive)

@@ -752,6 +752,39 @@ func TestNPUCheckPhaseShowsLoadingAndStopEndsIt(t *testing.T) {
 	}
 }
 
+// TestReserveHoldsAPlaceBeforeTheBody (issue 13, item 4): the web layer
+// reserves a place before it reads a body; a full queue refuses at once,
+// a released ticket gives its place back, and a used one is counted once.
+func TestReserveHoldsAPlaceBeforeTheBody(t *testing.T) {
+	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: -1, QueueSize: 2})
+	a, err := r.m.Reserve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := r.m.Reserve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.m.Reserve(); !errors.Is(err, ErrQueueFull) {
+		t.Fatalf("third reserve: %v", err)
+	}
+	if st := r.m.Status(); st.Waiting != 2 {
+		t.Fatalf("waiting %d", st.Waiting)
+	}
+	a.Release()
+	a.Release() // twice is once
+	if _, err := r.m.Generate(context.Background(), chat("minicpm5:2b", "x"), GenerateOptions{Ticket: b}, func(backend.Token) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	b.Release() // after use: a no-op
+	if st := r.m.Status(); st.Waiting != 0 || st.Running != 0 {
+		t.Fatalf("after: waiting %d running %d", st.Waiting, st.Running)
+	}
+	if _, err := r.m.Generate(context.Background(), chat("minicpm5:2b", "x"), GenerateOptions{Ticket: b}, func(backend.Token) error { return nil }); err == nil {
+		t.Fatal("a ticket was used twice")
+	}
+}
+
 // TestStartWithNoNameStartsTheDefaultModel: the tray's and the page's
 // switch send no name; before any request the default model is the one
 // started, and it is named in the status while off.

@@ -1,7 +1,12 @@
 // Package web serves NPU Chat over HTTP on the loopback interface: the
 // OpenAI-compatible API (/v1/...), the Ollama-compatible API (/api/...),
 // the control API (/api/status, /api/model/start|stop, /api/events) and
-// the chat page.
+// the chat page with its own API: conversations (conversations.go, over
+// package history; answers stored as they stream through the driver's
+// observer), installs (install.go, over service/install), settings and
+// the log tail (settings.go), and the page itself (conversations_page.go:
+// templ components from web/pages, embedded static files, a strict
+// Content-Security-Policy).
 //
 // Handlers are thin: decode and validate the request, call the service,
 // stream or render the answer. Security (Host and Origin checks, the
@@ -48,4 +53,17 @@
 //
 // The golden files in testdata/formats pin each format byte for byte
 // (go test ./web -run TestAnswerFormats -update rewrites them).
+//
+// # Slow and hostile clients, shutdown
+//
+// A generation request takes a place in the service's queue before its
+// body is read (admit, body.go): a full queue answers 429 without holding
+// the body. Bodies are capped in size (413 from Content-Length, before
+// "100 Continue") and in time (Options.BodyTimeout, 408). Every write of
+// an answer has a deadline (Options.WriteTimeout): a client that stops
+// reading is dropped and its generation ended. Requests do not inherit
+// Serve's context; Server.Shutdown lets running answers finish within the
+// grace, then ends them and the queued ones with 503 shutting_down in
+// their format (errors.go, the writers' fail). TestSoak runs all of this
+// at once (go test ./web -run TestSoak -soak 5m for a long run).
 package web
