@@ -520,9 +520,38 @@ func (m *Manager) Stop(ctx context.Context) error {
 	return nil
 }
 
-// Close stops the model and ends every subscription.
+// Close stops the model and ends every subscription. The process is
+// ending: a backend Stop set aside because an answer still held the slot
+// is unloaded now (within ctx) rather than when the answer ends, so
+// that no FastFlowLM child outlives NPU Chat.
 func (m *Manager) Close(ctx context.Context) error {
-	err := m.Stop(ctx)
+	// Wait for the slot half the time there is, keeping the rest for
+	// unloading what a stuck answer holds.
+	sctx := ctx
+	if dl, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithTimeout(ctx, time.Until(dl)/2)
+		defer cancel()
+	}
+	err := m.Stop(sctx)
+	m.mu.Lock()
+	orphans := m.orphans
+	m.orphans = nil
+	m.mu.Unlock()
+	if len(orphans) > 0 {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for _, be := range orphans {
+				m.unload(ctx, be)
+			}
+		}()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			err = errors.Join(err, fmt.Errorf("close: the backend did not unload in time: %w", ctx.Err()))
+		}
+	}
 	m.mu.Lock()
 	m.closed = true
 	if m.idle != nil {

@@ -816,3 +816,22 @@ func TestStartWithNoNameStartsTheDefaultModel(t *testing.T) {
 		t.Fatalf("a failed Start switched the model on: %+v", st)
 	}
 }
+
+// TestCloseUnloadsWhatAStuckAnswerHolds: at exit, a backend that Stop
+// set aside for a stuck answer is unloaded anyway, within Close's ctx.
+func TestCloseUnloadsWhatAStuckAnswerHolds(t *testing.T) {
+	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: -1})
+	unblock := make(chan struct{})
+	defer close(unblock)
+	go r.m.Generate(context.Background(), chat("minicpm5:2b", "a b"), GenerateOptions{}, func(backend.Token) error {
+		<-unblock
+		return nil
+	})
+	waitFor(t, "running", func() bool { return r.m.Status().Running == 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	r.m.Close(ctx)
+	if r.backends("cpu")[0].Loaded() {
+		t.Fatal("the backend is still loaded after Close")
+	}
+}
