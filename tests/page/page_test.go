@@ -42,6 +42,7 @@ var hostile = []string{
 	"<script>window.pwned = 1</script>\n\n",
 	`<img src="http://192.0.2.1/x.png" onerror="window.pwned = 2">` + "\n\n",
 	"[click me](javascript:window.pwned=3) and [java\tscript](java\tscript:window.pwned=4) and ![pic](http://192.0.2.1/pic.png)\n\n",
+	"[data](data:text/html,<script>window.pwned=5</script>) [entity](&#106;avascript:window.pwned=6) [upper](JaVaScRiPt:window.pwned=7) <javascript:window.pwned=8>\n\n",
 	"```go\nfunc main() {\n\treturn \"<b>not bold</b>\" // done\n}\n```\n",
 	"Visit [the docs](https://example.org/docs).",
 }
@@ -75,7 +76,8 @@ func TestMarkdownIsSafeAndHighlighted(t *testing.T) {
 			cut: a.closest('[data-testid=message]').dataset.cut,
 		};
 	})()`)
-	if got["pwned"] != 0.0 || got["scripts"] != 0.0 || got["imgs"] != 0.0 || got["js"] != 0.0 || got["bold"] != false {
+	if got["pwned"] != 0.0 || got["scripts"] != 0.0 || got["imgs"] != 0.0 || got["js"] != 0.0 || got["bold"] != false ||
+		strings.Contains(fmt.Sprint(got["links"]), "data:") {
 		t.Errorf("model output became markup or ran: %v", got)
 	}
 	text := got["text"].(string)
@@ -125,6 +127,18 @@ func TestMarkdownIsSafeAndHighlighted(t *testing.T) {
 	if p := eval[float64](b, `window.pwned === undefined ? 0 : window.pwned`); p != 0 {
 		t.Errorf("reloaded history ran model output: %v", p)
 	}
+	// Search finds the chat by its answer's text, and says when nothing matches.
+	b.run(chromedp.SendKeys("[data-testid=search]", "docs", chromedp.ByQuery))
+	b.waitJS(`(() => { const l = document.querySelectorAll('[data-testid=conversations] li.conversation'); return l.length === 1 && l[0].querySelector('.snippet') && l[0].querySelector('.snippet').textContent.includes('docs') })()`, 5*time.Second)
+	b.run(chromedp.SendKeys("[data-testid=search]", "zzzz", chromedp.ByQuery))
+	b.waitJS(`document.querySelectorAll('[data-testid=conversations] li.conversation').length === 0 && document.querySelector('[data-testid=conversations] li.none') !== null`, 5*time.Second)
+	// A 4K screen: the text column stays readable, nothing stretches.
+	b.run(chromedp.EmulateViewport(3840, 2160))
+	b.open(srv.URL + path)
+	if w := eval[float64](b, `document.querySelector('[data-role=assistant]').getBoundingClientRect().width`); w > 1400 {
+		t.Errorf("at 4K the answer is %v px wide: too long lines to read", w)
+	}
+	b.shot("chat-4k")
 }
 
 func TestStopKeepsTheCutAnswer(t *testing.T) {
