@@ -123,6 +123,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/chat/completions", s.openAIChat)
 	mux.HandleFunc("POST /v1/completions", s.openAICompletions)
 	mux.HandleFunc("POST /v1/messages", s.anthropicMessages)
+	mux.HandleFunc("POST /v1/responses", s.openAIResponses)
 	mux.HandleFunc("GET /v1/models", s.openAIModels)
 	mux.HandleFunc("GET /v1/models/{id...}", s.openAIModel)
 	// Ollama-compatible API.

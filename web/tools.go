@@ -187,7 +187,7 @@ func parseResponseFormat(raw json.RawMessage, param string) (*backend.Format, er
 	case "json_object":
 		return &backend.Format{Type: backend.FormatJSON}, nil
 	case "json_schema":
-		if rf.JSONSchema == nil || len(bytes.TrimSpace(rf.JSONSchema.Schema)) == 0 {
+		if rf.JSONSchema == nil || !asked(rf.JSONSchema.Schema) {
 			return nil, badRequest(param+".json_schema.schema", "%s.json_schema.schema is required with type json_schema", param)
 		}
 		return &backend.Format{Type: backend.FormatSchema, Schema: rf.JSONSchema.Schema, Name: rf.JSONSchema.Name}, nil
