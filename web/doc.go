@@ -1,7 +1,12 @@
 // Package web serves NPU Chat over HTTP on the loopback interface: the
 // OpenAI-compatible API (/v1/...), the Ollama-compatible API (/api/...),
 // the control API (/api/status, /api/model/start|stop, /api/events) and
-// the chat page.
+// the chat page with its own API: conversations (conversations.go, over
+// package history; answers stored as they stream through the driver's
+// observer), installs (install.go, over service/install), settings and
+// the log tail (settings.go), and the page itself (conversations_page.go:
+// templ components from web/pages, embedded static files, a strict
+// Content-Security-Policy).
 //
 // Handlers are thin: decode and validate the request, call the service,
 // stream or render the answer. Security (Host and Origin checks, the
