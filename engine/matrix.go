@@ -83,8 +83,10 @@ type mulTask struct {
 	chunk int // units a thread takes at a time
 	xs    [][]float32
 	q8    quant.Q8Batch // xs rounded to 8 bits (integer kernels)
-	sums  [][]float32   // 32-value block sums of xs (Q4_1, Q4_K float path)
-	tiles [][]float32   // per pool part: a packed group's results (kernPacked)
+	// plainQ8 rounds in plain Go (the matrices' kernels are below AVX-512)
+	plainQ8 bool
+	sums    [][]float32 // 32-value block sums of xs (Q4_1, Q4_K float path)
+	tiles   [][]float32 // per pool part: a packed group's results (kernPacked)
 	// next is the first unit no thread has taken yet: threads take
 	// chunks of units until none are left, so a thread slowed by other
 	// work on the machine takes fewer (each row's result does not depend
@@ -103,6 +105,7 @@ func (k *mulTask) mul(pl *pool, xs [][]float32, prods ...product) {
 	k.xs = xs
 	cols := prods[0].w.Cols
 	var q8, sums bool
+	k.plainQ8 = false
 	units, work := 0, 0
 	k.chunk = 0
 	for i, p := range prods {
@@ -117,6 +120,7 @@ func (k *mulTask) mul(pl *pool, xs [][]float32, prods ...product) {
 			q8 = true
 		case kernQ8AVX2, kernQ8Ref:
 			q8 = true
+			k.plainQ8 = true // AVX-512 rounding only with the AVX-512 kernels
 		case kernSums:
 			sums = true
 		}
@@ -137,7 +141,7 @@ func (k *mulTask) mul(pl *pool, xs [][]float32, prods ...product) {
 			pl.run(quantizeTask{k}) // prefill: round the batch's vectors in parallel
 		} else {
 			for t, x := range xs {
-				k.q8.Vecs[t].Quantize(x[:cols])
+				k.quantize(t, x[:cols])
 			}
 		}
 		for len(k.tiles) < pl.threads {
@@ -248,6 +252,15 @@ func (k *mulTask) rows(p product, lo, hi int) {
 	}
 }
 
+// quantize rounds vector t into k.q8.
+func (k *mulTask) quantize(t int, x []float32) {
+	if k.plainQ8 {
+		k.q8.Vecs[t].QuantizePlain(x)
+	} else {
+		k.q8.Vecs[t].Quantize(x)
+	}
+}
+
 // quantizeTask rounds a mulTask's vectors to 8 bits, split by vector.
 type quantizeTask struct{ k *mulTask }
 
@@ -255,7 +268,7 @@ func (q quantizeTask) part(i, n int) {
 	lo, hi := share(i, n, len(q.k.xs))
 	cols := q.k.prods[0].w.Cols
 	for t := lo; t < hi; t++ {
-		q.k.q8.Vecs[t].Quantize(q.k.xs[t][:cols])
+		q.k.quantize(t, q.k.xs[t][:cols])
 	}
 }
 

@@ -23,8 +23,15 @@ type Q8Vector struct {
 }
 
 // Quantize rounds x (a whole number of 32-value blocks) into v, reusing
-// v's storage.
-func (v *Q8Vector) Quantize(x []float32) {
+// v's storage, with AVX-512 when the CPU has it (bit for bit the same as
+// QuantizePlain).
+func (v *Q8Vector) Quantize(x []float32) { v.quantize(x, vnni) }
+
+// QuantizePlain is Quantize in plain Go only (for a model whose kernels
+// are capped below AVX-512).
+func (v *Q8Vector) QuantizePlain(x []float32) { v.quantize(x, false) }
+
+func (v *Q8Vector) quantize(x []float32, simd bool) {
 	n := len(x)
 	nb := n / 32
 	if cap(v.Qs) < n || cap(v.Sum) < nb {
@@ -34,7 +41,7 @@ func (v *Q8Vector) Quantize(x []float32) {
 		v.Sum = make([]int32, nb)
 	}
 	v.Qs, v.D, v.S, v.Sum = v.Qs[:n], v.D[:nb], v.S[:nb], v.Sum[:nb]
-	if vnni && nb > 0 {
+	if simd && nb > 0 {
 		quantizeQ8AVX512(&x[0], nb, &v.Qs[0], &v.D[0], &v.S[0], &v.Sum[0])
 		return
 	}
