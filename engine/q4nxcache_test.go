@@ -15,6 +15,8 @@ import (
 // folded: 8 → 2 KV heads) and computes bit-identical logits to an
 // uncached load; a changed model.q4nx and another kernel level each make
 // their own file, and a damaged cache file is rebuilt, not trusted.
+// (The levels are set explicitly, so $NPUCHAT_SIMD does not change the
+// test.)
 func TestQ4NXCache(t *testing.T) {
 	w := randomWeights(t, 31, testmodel.MiniCPM5Small())
 	dir := filepath.Join(t.TempDir(), "flm")
@@ -23,10 +25,10 @@ func TestQ4NXCache(t *testing.T) {
 	}
 	before, _ := os.ReadDir(dir)
 	cache := filepath.Join(t.TempDir(), "cache")
-	want := logitsOf(t, loadT(t, dir, LoadOptions{Threads: 2}), testTokens)
+	want := logitsOf(t, loadT(t, dir, LoadOptions{Threads: 2, SIMD: SIMDAuto}), testTokens)
 
 	var done, total int64
-	first := loadT(t, dir, LoadOptions{Threads: 2, CacheDir: cache, Progress: func(d, n int64) { done, total = d, n }})
+	first := loadT(t, dir, LoadOptions{Threads: 2, SIMD: SIMDAuto, CacheDir: cache, Progress: func(d, n int64) { done, total = d, n }})
 	if first.CacheError() != nil || first.cachedKV != 0 {
 		t.Fatalf("first load: cache error %v, from cache %v", first.CacheError(), first.cachedKV != 0)
 	}
@@ -54,7 +56,7 @@ func TestQ4NXCache(t *testing.T) {
 	check("first load", first)
 
 	start := time.Now()
-	second := loadT(t, dir, LoadOptions{Threads: 2, CacheDir: cache})
+	second := loadT(t, dir, LoadOptions{Threads: 2, SIMD: SIMDAuto, CacheDir: cache})
 	if second.cachedKV != 4*second.cfg.KVHeads || second.cfg.FileKVHeads != second.cachedKV {
 		t.Fatalf("second load did not come from the folded cache: cached %d, KV heads %d of %d", second.cachedKV, second.cfg.KVHeads, second.cfg.FileKVHeads)
 	}
@@ -75,7 +77,7 @@ func TestQ4NXCache(t *testing.T) {
 	if err := os.Chtimes(filepath.Join(dir, "model.q4nx"), later, later); err != nil {
 		t.Fatal(err)
 	}
-	if m := loadT(t, dir, LoadOptions{Threads: 2, CacheDir: cache}); m.cachedKV != 0 {
+	if m := loadT(t, dir, LoadOptions{Threads: 2, SIMD: SIMDAuto, CacheDir: cache}); m.cachedKV != 0 {
 		t.Error("a changed model.q4nx was served from the old cache")
 	}
 	// a damaged cache file is not trusted: it is rebuilt
@@ -87,12 +89,12 @@ func TestQ4NXCache(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m := loadT(t, dir, LoadOptions{Threads: 2, CacheDir: cache})
+	m := loadT(t, dir, LoadOptions{Threads: 2, SIMD: SIMDAuto, CacheDir: cache})
 	if m.cachedKV != 0 {
 		t.Error("a truncated cache file was used")
 	}
 	check("rebuilt", m)
-	if m := loadT(t, dir, LoadOptions{Threads: 2, CacheDir: cache}); m.cachedKV == 0 {
+	if m := loadT(t, dir, LoadOptions{Threads: 2, SIMD: SIMDAuto, CacheDir: cache}); m.cachedKV == 0 {
 		t.Error("the rebuilt cache was not used")
 	}
 }
