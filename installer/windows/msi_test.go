@@ -521,3 +521,35 @@ func TestWineInstallUpgradeUninstall(t *testing.T) {
 		t.Errorf("msiexec /x: exit %d", code)
 	}
 }
+
+// TestConsoleAttachUnderWine starts npuchat.exe, a GUI-subsystem
+// program, from a console program the way a terminal does (no standard
+// handles of its own) and reads the console's screen: `version` must
+// appear there, which it does only because console_windows.go attaches
+// to the parent's console (an exe built without it prints nothing here).
+// Wine's console has a screen buffer only with a display, hence Xvfb.
+func TestConsoleAttachUnderWine(t *testing.T) {
+	w := newWine(t)
+	need(t, "xvfb-run")
+	dir := t.TempDir()
+	host := filepath.Join(dir, "consolehost.exe")
+	build := exec.Command("go", "build", "-o", host, "./testdata/consolehost")
+	build.Env = append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build consolehost: %v\n%s", err, out)
+	}
+	report := filepath.Join(dir, "report.txt")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "xvfb-run", "-a", w.bin, host, winPath(theExe), winPath(report))
+	cmd.Env = append(os.Environ(), "WINEPREFIX="+w.prefix, "WINEDEBUG=-all", "WINEDLLOVERRIDES=mscoree,mshtml=")
+	out, err := cmd.CombinedOutput()
+	b, rerr := os.ReadFile(report)
+	if err != nil || rerr != nil {
+		t.Fatalf("consolehost: %v, %v\n%s\n%s", err, rerr, out, b)
+	}
+	want := "npuchat " + meta(t).Version() + " (windows/amd64"
+	if !strings.HasPrefix(string(b), "exit 0\n") || !strings.Contains(string(b), want) {
+		t.Errorf("the console shows %q; want exit 0 and %q…", b, want)
+	}
+}
