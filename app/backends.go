@@ -58,13 +58,14 @@ func (a *App) newBackend(ctx context.Context, model, kind string) (backend.Backe
 	switch kind {
 	case "cpu":
 		if path, ok := a.local[model]; ok {
-			return cpu.New(cpu.Options{Path: path, Name: model, Threads: a.cfg.Threads}), nil
+			return cpu.New(cpu.Options{Path: path, Name: model, Threads: a.cfg.Threads, CacheDir: a.engineCache()}), nil
 		}
 		inst, err := models.Locate(a.cfg, model)
 		if err != nil {
 			return nil, notInstalled{err}
 		}
-		opts := cpu.Options{Path: inst.Dir, Name: model, Threads: a.cfg.Threads, ParameterSize: strings.ToUpper(inst.Model.Size)}
+		opts := cpu.Options{Path: inst.Dir, Name: model, Threads: a.cfg.Threads, ParameterSize: strings.ToUpper(inst.Model.Size),
+			CacheDir: a.engineCache()}
 		if inst.Format == "flm-q4nx" {
 			// Compute the original model, not the port's changes.
 			opts.SkipQKNorm = inst.Model.Port.InjectedQKNorm
@@ -258,3 +259,7 @@ func (a *App) addRemoteModels(ctx context.Context) {
 		}
 	}
 }
+
+// engineCache is the folder of NPU Chat's data where the CPU engine
+// unpacks a model.q4nx once (never inside FastFlowLM's folders).
+func (a *App) engineCache() string { return filepath.Join(a.cfg.DataDir, "cache", "engine") }

@@ -98,6 +98,14 @@ type LoadOptions struct {
 	// weights as stored) or "none" (plain Go). The kernels are chosen
 	// once per matrix at load.
 	SIMD string
+	// CacheDir is a folder of NPU Chat's own (config's data folder, never
+	// one of FastFlowLM's) where a model.q4nx is unpacked once: later
+	// loads map that file and are ready at once. Empty: unpack in memory
+	// at every load.
+	CacheDir string
+	// Progress, when not nil, is called as a model.q4nx is unpacked with
+	// the bytes read so far and the file's size.
+	Progress func(done, total int64)
 }
 
 func (o LoadOptions) threads() int {

@@ -1,6 +1,10 @@
 package engine
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/npuchat/npuchat/engine/quant"
+)
 
 // foldKV finds the largest factor r such that, in every layer, each run of
 // r consecutive KV heads of k_proj and v_proj (and their biases) holds
@@ -36,13 +40,16 @@ func replicated(m *Model, r int) bool {
 			if mat.Rows != c.KVHeads*c.HeadDim {
 				return false
 			}
-			headBytes := c.HeadDim * mat.rowBytes
+			data, headBytes, ok := mat.heads(c.HeadDim)
+			if !ok {
+				return false
+			}
 			for h := 0; h < c.KVHeads; h++ {
 				first := h - h%r
 				if h == first {
 					continue
 				}
-				if !bytes.Equal(mat.Data[h*headBytes:(h+1)*headBytes], mat.Data[first*headBytes:(first+1)*headBytes]) {
+				if !bytes.Equal(data[h*headBytes:(h+1)*headBytes], data[first*headBytes:(first+1)*headBytes]) {
 					return false
 				}
 			}
@@ -61,15 +68,32 @@ func replicated(m *Model, r int) bool {
 	return true
 }
 
+// heads returns the bytes holding m's rows and the size of one head's
+// rows in them: m.Data, or the packed groups when m is packed (whole
+// groups per head only: headDim a multiple of 16).
+func (m *matrix) heads(headDim int) (data []byte, headBytes int, ok bool) {
+	if m.packed == nil {
+		return m.Data, headDim * m.rowBytes, true
+	}
+	if headDim%quant.GroupRows != 0 {
+		return nil, 0, false
+	}
+	return m.packed.Data, headDim / quant.GroupRows * m.packed.GroupBytes(), true
+}
+
 func keepHeads(m matrix, headDim, r int) matrix {
-	headBytes := headDim * m.rowBytes
+	src, headBytes, _ := m.heads(headDim)
 	heads := m.Rows / headDim
 	data := make([]byte, 0, heads/r*headBytes)
 	for h := 0; h < heads; h += r {
-		data = append(data, m.Data[h*headBytes:(h+1)*headBytes]...)
+		data = append(data, src[h*headBytes:(h+1)*headBytes]...)
+	}
+	m.Rows = heads / r * headDim
+	if m.packed != nil {
+		m.packed, _ = quant.NewPacked(m.Type, m.Rows, m.Cols, data) // whole groups: the size is right
+		return m
 	}
 	m.Data = data
-	m.Rows = heads / r * headDim
 	return m
 }
 

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -118,6 +119,9 @@ func (m *Model) prepare(lvl simdLevel, threads int, release func([]byte)) error 
 		mats = append(mats, &w.wq, &w.wk, &w.wv, &w.wo, &w.gate, &w.up, &w.down)
 	}
 	for _, mat := range mats {
+		if mat.packed != nil {
+			continue // packed as it was read (q4nx) or by the cache
+		}
 		mat.kern = chooseKernel(mat, m.arith.floatAct, lvl)
 		if mat.kern != kernPacked {
 			continue
@@ -148,30 +152,33 @@ func (m *Model) mapped(data []byte) bool {
 
 // pack fills m.packed from m.Data, threads groups at a time.
 func (m *matrix) pack(threads int) error {
-	dst := make([]byte, quant.PackedBytes(m.Type, m.Rows, m.Cols))
-	groups := (m.Rows + quant.GroupRows - 1) / quant.GroupRows
+	p, err := packParallel(m.Type, m.Rows, m.Cols, m.Data, threads)
+	if err != nil {
+		return err
+	}
+	m.packed = p
+	return nil
+}
+
+// packParallel is quant.Pack with the groups split across threads.
+func packParallel(t quant.Type, rows, cols int, data []byte, threads int) (*quant.Packed, error) {
+	dst := make([]byte, quant.PackedBytes(t, rows, cols))
+	groups := (rows + quant.GroupRows - 1) / quant.GroupRows
 	threads = max(1, min(threads, groups))
 	errs := make([]error, threads)
-	ps := make([]*quant.Packed, threads)
 	var wg sync.WaitGroup
 	for k := range threads {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			lo, hi := share(k, threads, groups)
-			if lo < hi {
-				ps[k], errs[k] = quant.Pack(m.Type, m.Rows, m.Cols, m.Data, dst, lo, hi)
+			if lo, hi := share(k, threads, groups); lo < hi {
+				_, errs[k] = quant.Pack(t, rows, cols, data, dst, lo, hi)
 			}
 		}()
 	}
 	wg.Wait()
-	for k, err := range errs {
-		if err != nil {
-			return err
-		}
-		if ps[k] != nil {
-			m.packed = ps[k]
-		}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
-	return nil
+	return quant.NewPacked(t, rows, cols, dst)
 }

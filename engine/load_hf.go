@@ -316,15 +316,23 @@ func loadHF(dir string, opts LoadOptions) (_ *Model, err error) {
 	return m, nil
 }
 
-// q4nxSource serves model.q4nx tensors, unpacking packed matrices.
+// q4nxSource serves model.q4nx tensors, unpacking packed matrices (and,
+// for the AVX-512 kernels, packing them again as quant.Packed right away,
+// through one reused buffer, so that no second copy of the weights
+// builds up). The file's pages are released as matrices are read.
 type q4nxSource struct {
-	st      *stSource
-	threads int
+	st       *stSource
+	threads  int
+	pack     bool
+	file     *mmapfile.File
+	scratch  []byte
+	progress func(done, total int64)
+	done     int64
 }
 
-func (s q4nxSource) has(name string) bool { return s.st.has(name) }
+func (s *q4nxSource) has(name string) bool { return s.st.has(name) }
 
-func (s q4nxSource) matrix(name string, rows, cols int) (matrix, error) {
+func (s *q4nxSource) matrix(name string, rows, cols int) (matrix, error) {
 	m, err := s.unpack(name, rows, cols)
 	if err != nil && !strings.HasPrefix(err.Error(), "model.q4nx") {
 		err = fmt.Errorf("model.q4nx: %w", err)
@@ -332,7 +340,16 @@ func (s q4nxSource) matrix(name string, rows, cols int) (matrix, error) {
 	return m, err
 }
 
-func (s q4nxSource) unpack(name string, rows, cols int) (matrix, error) {
+// read notes that b's bytes of the file were used.
+func (s *q4nxSource) read(b []byte) {
+	s.file.Release(b)
+	s.done += int64(len(b))
+	if s.progress != nil {
+		s.progress(s.done, int64(len(s.file.Data)))
+	}
+}
+
+func (s *q4nxSource) unpack(name string, rows, cols int) (matrix, error) {
 	t, ok := s.st.tensors[name]
 	if !ok {
 		return matrix{}, missing(name)
@@ -342,6 +359,7 @@ func (s q4nxSource) unpack(name string, rows, cols int) (matrix, error) {
 		// that the mapping can be released after loading.
 		mat, err := s.st.matrix(name, rows, cols)
 		mat.Data = bytes.Clone(mat.Data)
+		s.read(t.Data)
 		return mat, err
 	}
 	if rows%q4nx.RowBlock != 0 || cols%q4nx.Group != 0 {
@@ -351,17 +369,36 @@ func (s q4nxSource) unpack(name string, rows, cols int) (matrix, error) {
 		return matrix{}, fmt.Errorf("tensor %s: %d packed bytes (shape %s), a %d×%d matrix needs %d: shape mismatch with config.json",
 			name, len(t.Data), shapeString(t.Shape), rows, cols, q4nx.PackedBytes(rows, cols))
 	}
-	data, _, err := q4nx.UnpackThreads(t.Data, rows, cols, s.threads)
+	pack := s.pack && quant.CanPack(quant.Q4_1BF16, cols)
+	var dst []byte
+	if pack {
+		dst = s.scratch
+	}
+	data, _, err := q4nx.UnpackInto(dst, t.Data, rows, cols, s.threads)
 	if err != nil {
 		return matrix{}, fmt.Errorf("tensor %s: %w", name, err)
 	}
-	return newMatrix(quant.Q4_1BF16, rows, cols, data)
+	s.read(t.Data)
+	if !pack {
+		return newMatrix(quant.Q4_1BF16, rows, cols, data)
+	}
+	s.scratch = data
+	p, err := packParallel(quant.Q4_1BF16, rows, cols, data, s.threads)
+	if err != nil {
+		return matrix{}, fmt.Errorf("tensor %s: %w", name, err)
+	}
+	rb, _ := quant.Q4_1BF16.RowBytes(cols)
+	return matrix{Type: quant.Q4_1BF16, Rows: rows, Cols: cols, rowBytes: rb, kern: kernPacked, packed: p}, nil
 }
 
-func (s q4nxSource) vector(name string, n int) ([]float32, error) { return s.st.vector(name, n) }
+func (s *q4nxSource) vector(name string, n int) ([]float32, error) { return s.st.vector(name, n) }
 
 func loadQ4NX(dir string, opts LoadOptions) (_ *Model, err error) {
 	c, _, err := readHFConfig(dir, "q4nx")
+	if err != nil {
+		return nil, err
+	}
+	lvl, err := opts.simdLevel()
 	if err != nil {
 		return nil, err
 	}
@@ -371,7 +408,8 @@ func loadQ4NX(dir string, opts LoadOptions) (_ *Model, err error) {
 			m.Close()
 		}
 	}()
-	mf, err := mmapfile.Open(filepath.Join(dir, "model.q4nx"))
+	path := filepath.Join(dir, "model.q4nx")
+	mf, err := mmapfile.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -384,11 +422,48 @@ func loadQ4NX(dir string, opts LoadOptions) (_ *Model, err error) {
 	for n := range f.Tensors {
 		st.file[n] = "model.q4nx"
 	}
-	if err := m.build(q4nxSource{st: st, threads: opts.threads()}, hfNames); err != nil {
+	src := &q4nxSource{st: st, threads: opts.threads(), pack: lvl >= levelAVX512 && !opts.FloatActivations,
+		file: mf, progress: opts.Progress}
+	layout := "rows"
+	if src.pack {
+		layout = "packed16"
+	}
+	var id cacheSource
+	var key string
+	if opts.CacheDir != "" {
+		if id, err = q4nxIdentity(path); err != nil {
+			return nil, err
+		}
+		key = cacheKey(id, layout, !opts.NoFoldKV)
+		if cf, hdr, bodies, err := openCache(opts.CacheDir, key, id); err == nil {
+			m.files = append(m.files, cf)
+			m.cfg.KVHeads, m.cachedKV = hdr.KVHeads, hdr.FileKVHeads
+			if err := m.build(&cachedSource{q4nx: src, hdr: hdr, bodies: bodies}, hfNames); err != nil {
+				return nil, err
+			}
+			if err := m.finish(opts); err != nil {
+				return nil, err
+			}
+			// the matrices live in the cache's mapping; the vectors were
+			// copied out of model.q4nx
+			m.files = m.files[1:]
+			return m, mf.Close()
+		}
+	}
+	if err := m.build(src, hfNames); err != nil {
 		return nil, err
+	}
+	if src.progress != nil {
+		src.progress(int64(len(mf.Data)), int64(len(mf.Data)))
 	}
 	if err := m.finish(opts); err != nil {
 		return nil, err
+	}
+	if opts.CacheDir != "" {
+		hdr := cacheHeader{Version: cacheVersion, Source: id, Layout: layout, Fold: !opts.NoFoldKV,
+			KVHeads: m.cfg.KVHeads, FileKVHeads: m.cfg.FileKVHeads}
+		// A cache that cannot be written only makes the next load slower.
+		m.cacheErr = m.writeCache(opts.CacheDir, key, hdr)
 	}
 	// Every weight now lives in the heap (unpacked or copied): release the
 	// 2 GB file instead of keeping it resident (on Windows it was read

@@ -35,7 +35,16 @@ type Model struct {
 	simd        simdLevel // the kernels chosen at load (LoadOptions.SIMD)
 	meta        map[string]any
 	files       []*mmapfile.File
+	// cachedKV is the source's KV heads when the matrices came from the
+	// q4nx cache, already folded (0 otherwise).
+	cachedKV int
+	cacheErr error // why the q4nx cache could not be written, if it could not
 }
+
+// CacheError reports why a q4nx model's cache file (LoadOptions.CacheDir)
+// could not be written at this load (nil when it was, or was not needed).
+// The model works either way; the next load unpacks again.
+func (m *Model) CacheError() error { return m.cacheErr }
 
 // Config returns the model's configuration.
 func (m *Model) Config() Config {
@@ -145,9 +154,13 @@ func (m *Model) finish(opts LoadOptions) error {
 		}
 		c.QKNorm = false
 	}
-	c.FileKVHeads = c.KVHeads
-	if !opts.NoFoldKV {
-		foldKV(m)
+	if m.cachedKV > 0 {
+		c.FileKVHeads = m.cachedKV // folded when the cache was written
+	} else {
+		c.FileKVHeads = c.KVHeads
+		if !opts.NoFoldKV {
+			foldKV(m)
+		}
 	}
 	m.threads = opts.threads()
 	m.arith = arith{floatAct: opts.FloatActivations}

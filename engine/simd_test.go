@@ -107,7 +107,17 @@ func TestSessionWorkersStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := loadT(t, p, LoadOptions{Threads: 4})
+	// let the workers of earlier tests' sessions stop first
 	before := runtime.NumGoroutine()
+	for range 50 {
+		runtime.GC()
+		time.Sleep(5 * time.Millisecond)
+		n := runtime.NumGoroutine()
+		if n == before {
+			break
+		}
+		before = n
+	}
 	sessions := make([]*Session, 5) // held until counted: a GC meanwhile must not stop them
 	for i := range sessions {
 		sessions[i] = m.NewSession(0)

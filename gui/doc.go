@@ -1,7 +1,34 @@
-// Package gui is the desktop face of NPU Chat: the tray icon and menu
-// (fyne.io/systray through fyne), and the setup and settings windows.
+// Package gui is the desktop face of NPU Chat: the tray icon and menu,
+// and the setup, settings and about windows.
 //
-// It holds no business logic: it subscribes to the service's events and
-// calls the service to start or stop the model. The tray arrives in a
-// later issue; until then `npuchat` runs `serve` when there is no display.
+// It holds no business logic. It drives an [App] (the assembled
+// application of package app, or a fake in tests) and follows the
+// service through one subscription: every event updates one [Snapshot],
+// and the icon, the tooltip, the menu and the open windows are all drawn
+// from it ([ViewOf] computes the words and the icon, without fyne), so
+// the tray, the chat page and /api/status always agree. No goroutine
+// touches a widget except through fyne.Do; what blocks (starting and
+// stopping the model, the NPU check, installs) runs in a goroutine that
+// reports back the same way, so neither the menu nor a window ever
+// blocks the tray.
+//
+// The tray: a left click starts serving when the model is off and opens
+// the chat when it is on; the icon shows off, loading, on or error
+// (icons drawn by tools/icons), the tooltip says it in words, and
+// notifications say when the model is ready, when it fell back from the
+// NPU to the CPU and why, and when an install finished or failed.
+//
+// Dependencies, pinned:
+//   - fyne.io/fyne/v2 v2.7.1, the newest release the module proxy
+//     serves: desktop.App's SetSystemTrayMenu and SetSystemTrayIcon
+//     draw the tray through fyne.io/systray, fyne.Do (since 2.6) makes
+//     widget updates from goroutines safe, and its test driver renders
+//     windows without a display for the unit tests. It needs cgo and the
+//     GL and X11 headers on Linux (scripts/setup installs them).
+//   - fyne.io/systray v1.12.2, newer than the pre-release fyne 2.7.1
+//     asks for: v1.12 added SetOnTapped, the left click (the
+//     StatusNotifierItem's Activate on Linux), which fyne only offers
+//     as "show a window"; the tooltip is also set through it. On Linux
+//     it speaks D-Bus (StatusNotifierItem, com.canonical.dbusmenu) in
+//     pure Go, so the tray test drives it with a watcher of its own.
 package gui

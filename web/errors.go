@@ -46,6 +46,10 @@ func (s *Server) classify(err error) *apiError {
 		return &apiError{http.StatusServiceUnavailable, "model_not_available", err.Error(), ""}
 	case errors.Is(err, backend.ErrPromptTooLong):
 		return &apiError{http.StatusBadRequest, "context_length_exceeded", err.Error(), "messages"}
+	case errors.As(err, new(*backend.UnsupportedError)):
+		var ue *backend.UnsupportedError
+		errors.As(err, &ue)
+		return &apiError{http.StatusBadRequest, "unsupported_parameter", ue.Error(), ue.Param}
 	case errors.Is(err, backend.ErrBadRequest):
 		return &apiError{http.StatusBadRequest, "invalid_request_error", err.Error(), ""}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

@@ -69,6 +69,10 @@ type answer struct {
 	Fallback string
 	// Text is the answer so far.
 	Text strings.Builder
+	// ToolCalls are the calls made so far, Logprobs the tokens'
+	// log-probabilities (when asked for).
+	ToolCalls []backend.ToolCall
+	Logprobs  []backend.Logprob
 	// Pieces counts the pieces emitted so far.
 	Pieces int
 	// FirstToken is the time from Start to the first piece (0 before it).
@@ -126,6 +130,8 @@ func (s *Server) drive(w http.ResponseWriter, r *http.Request, a *answer, c *cal
 		}
 		a.Pieces++
 		a.Text.WriteString(t.Text)
+		a.ToolCalls = append(a.ToolCalls, t.ToolCalls...)
+		a.Logprobs = append(a.Logprobs, t.Logprobs...)
 		if c.observe != nil && c.observe.piece != nil {
 			if err := c.observe.piece(a, t); err != nil {
 				return err

@@ -11,9 +11,10 @@ import (
 )
 
 // TestUnsupportedFeaturesAreRefused (issue 13, item 8): a client that
-// asks for tools, JSON output or logprobs gets a 400 naming the
-// parameter, not a normal-looking answer that ignored it; the defaults
-// that ask for nothing still pass.
+// asks for tools, JSON output or logprobs from a backend that cannot do
+// them (here the scripted backend, which says it can only complete) gets
+// a 400 naming the parameter, not a normal-looking answer that ignored
+// it; the defaults that ask for nothing still pass.
 func TestUnsupportedFeaturesAreRefused(t *testing.T) {
 	ts := startServer(t, fake.Options{}, web.Options{}, service.Options{})
 	msgs := `"model":"minicpm5:2b","messages":[{"role":"user","content":"hi"}]`
@@ -22,11 +23,11 @@ func TestUnsupportedFeaturesAreRefused(t *testing.T) {
 		path, body, param string // param "" means accepted
 	}{
 		{"/v1/chat/completions", `{` + msgs + `,"tools":` + tool + `}`, "tools"},
-		{"/v1/chat/completions", `{` + msgs + `,"tool_choice":"required"}`, "tool_choice"},
+		{"/v1/chat/completions", `{` + msgs + `,"tools":` + tool + `,"tool_choice":"required"}`, "tools"},
 		{"/v1/chat/completions", `{` + msgs + `,"response_format":{"type":"json_object"}}`, "response_format"},
 		{"/v1/chat/completions", `{` + msgs + `,"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{}}}}`, "response_format"},
 		{"/v1/chat/completions", `{` + msgs + `,"logprobs":true}`, "logprobs"},
-		{"/v1/chat/completions", `{` + msgs + `,"top_logprobs":3}`, "top_logprobs"},
+		{"/v1/chat/completions", `{` + msgs + `,"logprobs":true,"top_logprobs":3}`, "logprobs"},
 		{"/v1/completions", `{"model":"minicpm5:2b","prompt":"x","logprobs":2}`, "logprobs"},
 		{"/api/chat", `{` + msgs + `,"stream":false,"format":"json"}`, "format"},
 		{"/api/chat", `{` + msgs + `,"stream":false,"format":{"type":"object"}}`, "format"},

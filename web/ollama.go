@@ -24,6 +24,9 @@ type ollamaChatRequest struct {
 	Format    json.RawMessage `json:"format"`
 	Tools     json.RawMessage `json:"tools"`
 	Think     json.RawMessage `json:"think"`
+	// Logprobs and TopLogprobs are Ollama 0.12's.
+	Logprobs    json.RawMessage `json:"logprobs"`
+	TopLogprobs json.RawMessage `json:"top_logprobs"`
 }
 
 // ollamaGenerateRequest is the body of POST /api/generate.
@@ -37,6 +40,9 @@ type ollamaGenerateRequest struct {
 	KeepAlive json.RawMessage `json:"keep_alive"`
 	Images    []string        `json:"images"`
 	Format    json.RawMessage `json:"format"`
+	// Logprobs and TopLogprobs are Ollama 0.12's.
+	Logprobs    json.RawMessage `json:"logprobs"`
+	TopLogprobs json.RawMessage `json:"top_logprobs"`
 }
 
 // ollamaParams is what an Ollama request adds to the backend request.
@@ -173,7 +179,7 @@ func parseOllamaChat(body []byte) (*backend.Request, ollamaParams, error) {
 	if req.Model == "" {
 		return nil, p, badRequest("model", "model is required (for example \"minicpm5:2b\")")
 	}
-	if err := (requestFeatures{Tools: in.Tools, Format: in.Format}).check(); err != nil {
+	if err := (requestFeatures{Tools: in.Tools, Format: in.Format, Logprobs: in.Logprobs, TopLogprobs: in.TopLogprobs}).apply(req, false); err != nil {
 		return nil, p, err
 	}
 	var err error
@@ -205,7 +211,7 @@ func parseOllamaGenerate(body []byte) (*backend.Request, ollamaParams, error) {
 	if len(in.Images) > 0 {
 		return nil, p, badRequest("images", "images are not supported: this model reads text only")
 	}
-	if err := (requestFeatures{Format: in.Format}).check(); err != nil {
+	if err := (requestFeatures{Format: in.Format, Logprobs: in.Logprobs, TopLogprobs: in.TopLogprobs}).apply(req, false); err != nil {
 		return nil, p, err
 	}
 	var err error
@@ -419,7 +425,7 @@ func (s *Server) ollamaShow(w http.ResponseWriter, r *http.Request) {
 		Template:     "{{ .Prompt }}",
 		Details:      toOllamaDetails(d),
 		ModelInfo:    info,
-		Capabilities: []string{"completion"},
+		Capabilities: s.capabilities(canon),
 		ModifiedAt:   ollamaTime(d.ModifiedAt),
 	})
 }

@@ -21,14 +21,16 @@ type ollamaChunk struct {
 	Response   *string        `json:"response,omitempty"`
 	Done       bool           `json:"done"`
 	DoneReason string         `json:"done_reason,omitempty"`
+	// Logprobs are the tokens' log-probabilities (when asked for).
+	Logprobs []ollamaLogprob `json:"logprobs,omitempty"`
 	*ollamaStats
 }
 
-// ollamaMessage is the assistant's message in /api/chat. Tool calls will
-// be a field here.
+// ollamaMessage is the assistant's message in /api/chat.
 type ollamaMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role      string           `json:"role"`
+	Content   string           `json:"content"`
+	ToolCalls []ollamaToolCall `json:"tool_calls,omitempty"`
 }
 
 // ollamaStats are the final object's statistics, in nanoseconds.
@@ -59,7 +61,7 @@ func (f ollamaFormat) chunk(a *answer, text string) ollamaChunk {
 func (f ollamaFormat) done(a *answer, text string) ollamaChunk {
 	c := f.chunk(a, text)
 	res := a.Result
-	c.Done, c.DoneReason = true, res.FinishReason
+	c.Done, c.DoneReason = true, ollamaDoneReason(a)
 	c.ollamaStats = &ollamaStats{
 		TotalDuration:      a.Total.Nanoseconds(),
 		LoadDuration:       max(a.Total-res.PrefillDuration-res.DecodeDuration, 0).Nanoseconds(),
@@ -82,7 +84,12 @@ type ollamaWhole struct {
 func (o *ollamaWhole) piece(*answer, backend.Token) error { return nil }
 
 func (o *ollamaWhole) finish(a *answer) error {
-	writeJSON(o.w, http.StatusOK, o.done(a, a.Text.String()))
+	c := o.done(a, a.Text.String())
+	if c.Message != nil && len(a.ToolCalls) > 0 {
+		c.Message.ToolCalls = toOllamaToolCalls(a.ToolCalls, 0)
+	}
+	c.Logprobs = toOllamaLogprobs(a.Logprobs)
+	writeJSON(o.w, http.StatusOK, c)
 	return nil
 }
 
@@ -91,13 +98,20 @@ func (o *ollamaWhole) fail(_ *answer, ae *apiError) { o.s.writeAPIError(o.w, o.r
 // ollamaStream streams an Ollama answer as NDJSON.
 type ollamaStream struct {
 	ollamaFormat
-	s  *Server
-	r  *http.Request
-	nd *ndjson
+	s     *Server
+	r     *http.Request
+	nd    *ndjson
+	calls int // tool calls sent
 }
 
 func (o *ollamaStream) piece(a *answer, t backend.Token) error {
-	return o.nd.send(o.chunk(a, t.Text))
+	c := o.chunk(a, t.Text)
+	if c.Message != nil && len(t.ToolCalls) > 0 {
+		c.Message.ToolCalls = toOllamaToolCalls(t.ToolCalls, o.calls)
+		o.calls += len(t.ToolCalls)
+	}
+	c.Logprobs = toOllamaLogprobs(t.Logprobs)
+	return o.nd.send(c)
 }
 
 func (o *ollamaStream) finish(a *answer) error { return o.nd.send(o.done(a, "")) }

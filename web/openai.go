@@ -34,18 +34,20 @@ type openAICommon struct {
 	PresencePenalty   *float64 `json:"presence_penalty"`
 	Stop              stopList `json:"stop"`
 	N                 *int     `json:"n"`
-	// Features not supported yet, refused by requestFeatures.check.
+	// Features beyond text, read by requestFeatures.apply.
 	Tools          json.RawMessage `json:"tools"`
 	ToolChoice     json.RawMessage `json:"tool_choice"`
 	ResponseFormat json.RawMessage `json:"response_format"`
 	Logprobs       json.RawMessage `json:"logprobs"`
 	TopLogprobs    json.RawMessage `json:"top_logprobs"`
+	// ParallelToolCalls is parallel_tool_calls (nil: true).
+	ParallelToolCalls *bool `json:"parallel_tool_calls"`
 }
 
 // features is what the request asks for beyond text.
 func (c *openAICommon) features() requestFeatures {
 	return requestFeatures{Tools: c.Tools, ToolChoice: c.ToolChoice, ResponseFormat: c.ResponseFormat,
-		Logprobs: c.Logprobs, TopLogprobs: c.TopLogprobs}
+		Logprobs: c.Logprobs, TopLogprobs: c.TopLogprobs, ParallelToolCalls: c.ParallelToolCalls}
 }
 
 // includeUsage reports whether a stream ends with a usage chunk.
@@ -55,7 +57,7 @@ func (c *openAICommon) includeUsage() bool {
 
 // toRequest validates the shared fields into req (everything but the
 // prompt or messages and the token limit).
-func (c *openAICommon) toRequest(req *backend.Request) error {
+func (c *openAICommon) toRequest(req *backend.Request, completions bool) error {
 	req.Model = trimModel(c.Model)
 	if req.Model == "" {
 		return badRequest("model", "model is required (for example \"minicpm5:2b\")")
@@ -63,7 +65,7 @@ func (c *openAICommon) toRequest(req *backend.Request) error {
 	if c.N != nil && *c.N != 1 {
 		return badRequest("n", "n must be 1: NPU Chat generates one answer per request")
 	}
-	if err := c.features().check(); err != nil {
+	if err := c.features().apply(req, completions); err != nil {
 		return err
 	}
 	var err error
@@ -96,7 +98,7 @@ func parseOpenAIChat(body []byte) (*backend.Request, *openAIChatRequest, error) 
 		return nil, nil, err
 	}
 	req := &backend.Request{}
-	if err := in.toRequest(req); err != nil {
+	if err := in.toRequest(req, false); err != nil {
 		return nil, nil, err
 	}
 	var err error
@@ -120,8 +122,11 @@ func parseOpenAICompletion(body []byte) (*backend.Request, *openAICompletionRequ
 		return nil, nil, err
 	}
 	req := &backend.Request{}
-	if err := in.toRequest(req); err != nil {
+	if err := in.toRequest(req, true); err != nil {
 		return nil, nil, err
+	}
+	if len(req.Tools) > 0 || req.ToolChoice.Mode != "" {
+		return nil, nil, badRequest("tools", "tools are for /v1/chat/completions; a completion continues raw text")
 	}
 	var err error
 	if req.Prompt, err = parsePrompt(in.Prompt); err != nil {
@@ -201,9 +206,9 @@ func (s *Server) openAIChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a := newAnswer("chatcmpl-", in.Model, start)
-	var out answerWriter = &openAIChatWhole{s: s, w: w, r: r}
+	var out answerWriter = &openAIChatWhole{s: s, w: w, r: r, logprobs: req.Logprobs}
 	if in.Stream {
-		out = &openAIChatStream{s: s, r: r, sse: newSSE(w), usage: in.includeUsage()}
+		out = &openAIChatStream{s: s, r: r, sse: newSSE(w), usage: in.includeUsage(), logprobs: req.Logprobs}
 	}
 	s.drive(w, r, a, &call{req: req, out: out})
 }
@@ -225,9 +230,9 @@ func (s *Server) openAICompletions(w http.ResponseWriter, r *http.Request) {
 	if in.Echo {
 		echo = req.Prompt
 	}
-	var out answerWriter = &openAICompletionWhole{s: s, w: w, r: r, echo: echo}
+	var out answerWriter = &openAICompletionWhole{s: s, w: w, r: r, echo: echo, logprobs: req.Logprobs}
 	if in.Stream {
-		out = &openAICompletionStream{s: s, r: r, sse: newSSE(w), usage: in.includeUsage(), echo: echo}
+		out = &openAICompletionStream{s: s, r: r, sse: newSSE(w), usage: in.includeUsage(), echo: echo, logprobs: req.Logprobs}
 	}
 	s.drive(w, r, a, &call{req: req, out: out})
 }

@@ -35,15 +35,18 @@ type openAIChatChoice struct {
 
 // openAIChatMessage is the assistant's message, or the part of it a chunk
 // adds. Content is a pointer so that a delta without text ({} in the last
-// chunk) differs from an empty one. Tool calls will be a field here.
+// chunk) differs from an empty one.
 type openAIChatMessage struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
+	Role      string           `json:"role,omitempty"`
+	Content   *string          `json:"content,omitempty"`
+	ToolCalls []openAIToolCall `json:"tool_calls,omitempty"`
 }
 
-// openAILogprobs is a choice's log probabilities; always null until
-// logprobs are supported (requests for them are refused, see features.go).
-type openAILogprobs struct{}
+// openAILogprobs is a chat choice's log probabilities (null unless the
+// request asked for them; see tools.go).
+type openAILogprobs struct {
+	Content []openAITokenLogprob `json:"content"`
+}
 
 // openAITextCompletion is a completion answer or chunk ("text_completion").
 type openAITextCompletion struct {
@@ -58,10 +61,10 @@ type openAITextCompletion struct {
 
 // openAITextChoice is the one choice of a completion.
 type openAITextChoice struct {
-	Index        int             `json:"index"`
-	Text         string          `json:"text"`
-	Logprobs     *openAILogprobs `json:"logprobs"`
-	FinishReason *string         `json:"finish_reason"`
+	Index        int                 `json:"index"`
+	Text         string              `json:"text"`
+	Logprobs     *openAITextLogprobs `json:"logprobs"`
+	FinishReason *string             `json:"finish_reason"`
 }
 
 // openAIUsage is OpenAI's token accounting.
@@ -96,21 +99,30 @@ func (s *Server) openAIStreamFail(r *http.Request, out *sse, ae *apiError) {
 
 // openAIChatWhole writes a whole chat answer.
 type openAIChatWhole struct {
-	s *Server
-	w http.ResponseWriter
-	r *http.Request
+	s        *Server
+	w        http.ResponseWriter
+	r        *http.Request
+	logprobs bool // the request asked for them
 }
 
 func (o *openAIChatWhole) piece(*answer, backend.Token) error { return nil }
 
 func (o *openAIChatWhole) finish(a *answer) error {
 	text := a.Text.String()
+	msg := &openAIChatMessage{Role: "assistant", Content: &text}
+	if len(a.ToolCalls) > 0 {
+		msg.ToolCalls = toOpenAIToolCalls(a.ToolCalls, 0, false)
+		if text == "" {
+			msg.Content = nil
+		}
+	}
 	writeJSON(o.w, http.StatusOK, openAIChatCompletion{
 		ID: a.ID, Object: "chat.completion", Created: a.Created(), Model: a.Model,
 		SystemFingerprint: a.fingerprint(),
 		Choices: []openAIChatChoice{{
-			Message:      &openAIChatMessage{Role: "assistant", Content: &text},
-			FinishReason: strPtr(a.Result.FinishReason),
+			Message:      msg,
+			Logprobs:     chatLogprobs(o.logprobs, a.Logprobs),
+			FinishReason: strPtr(finishReason(a)),
 		}},
 		Usage: usageOf(a.Result),
 	})
@@ -128,6 +140,10 @@ type openAIChatStream struct {
 	sse   *sse
 	usage bool // stream_options.include_usage
 	began bool // the role chunk was sent
+	// logprobs: the request asked for them; calls counts the tool calls
+	// sent (their delta index).
+	logprobs bool
+	calls    int
 }
 
 func (o *openAIChatStream) chunk(a *answer, delta *openAIChatMessage, finish *string) openAIChatCompletion {
@@ -150,14 +166,26 @@ func (o *openAIChatStream) piece(a *answer, t backend.Token) error {
 	if err := o.begin(a); err != nil {
 		return err
 	}
-	return o.sse.data(o.chunk(a, &openAIChatMessage{Content: strPtr(t.Text)}, nil))
+	if t.Text != "" || len(t.Logprobs) > 0 || len(t.ToolCalls) == 0 {
+		c := o.chunk(a, &openAIChatMessage{Content: strPtr(t.Text)}, nil)
+		c.Choices[0].Logprobs = chatLogprobs(o.logprobs, t.Logprobs)
+		if err := o.sse.data(c); err != nil {
+			return err
+		}
+	}
+	if len(t.ToolCalls) > 0 {
+		delta := &openAIChatMessage{ToolCalls: toOpenAIToolCalls(t.ToolCalls, o.calls, true)}
+		o.calls += len(t.ToolCalls)
+		return o.sse.data(o.chunk(a, delta, nil))
+	}
+	return nil
 }
 
 func (o *openAIChatStream) finish(a *answer) error {
 	if err := o.begin(a); err != nil {
 		return err
 	}
-	if err := o.sse.data(o.chunk(a, &openAIChatMessage{}, strPtr(a.Result.FinishReason))); err != nil {
+	if err := o.sse.data(o.chunk(a, &openAIChatMessage{}, strPtr(finishReason(a)))); err != nil {
 		return err
 	}
 	if o.usage {
@@ -175,10 +203,11 @@ func (o *openAIChatStream) fail(_ *answer, ae *apiError) { o.s.openAIStreamFail(
 // openAICompletionWhole writes a whole completion; echo is the prompt
 // when the request asked for it back.
 type openAICompletionWhole struct {
-	s    *Server
-	w    http.ResponseWriter
-	r    *http.Request
-	echo string
+	s        *Server
+	w        http.ResponseWriter
+	r        *http.Request
+	echo     string
+	logprobs bool
 }
 
 func (o *openAICompletionWhole) piece(*answer, backend.Token) error { return nil }
@@ -187,8 +216,9 @@ func (o *openAICompletionWhole) finish(a *answer) error {
 	writeJSON(o.w, http.StatusOK, openAITextCompletion{
 		ID: a.ID, Object: "text_completion", Created: a.Created(), Model: a.Model,
 		SystemFingerprint: a.fingerprint(),
-		Choices:           []openAITextChoice{{Text: o.echo + a.Text.String(), FinishReason: strPtr(a.Result.FinishReason)}},
-		Usage:             usageOf(a.Result),
+		Choices: []openAITextChoice{{Text: o.echo + a.Text.String(), FinishReason: strPtr(a.Result.FinishReason),
+			Logprobs: textLogprobs(o.logprobs, a.Logprobs, len(o.echo))}},
+		Usage: usageOf(a.Result),
 	})
 	return nil
 }
@@ -204,6 +234,10 @@ type openAICompletionStream struct {
 	sse   *sse
 	usage bool
 	echo  string // sent before the first piece, then cleared
+	// logprobs: the request asked for them; offset is where the next
+	// piece starts in the answer's text.
+	logprobs bool
+	offset   int
 }
 
 func (o *openAICompletionStream) chunk(a *answer, text string, finish *string) openAITextCompletion {
@@ -216,8 +250,11 @@ func (o *openAICompletionStream) chunk(a *answer, text string, finish *string) o
 
 func (o *openAICompletionStream) piece(a *answer, t backend.Token) error {
 	text := o.echo + t.Text
+	c := o.chunk(a, text, nil)
+	c.Choices[0].Logprobs = textLogprobs(o.logprobs, t.Logprobs, o.offset+len(o.echo))
+	o.offset += len(text)
 	o.echo = ""
-	return o.sse.data(o.chunk(a, text, nil))
+	return o.sse.data(c)
 }
 
 func (o *openAICompletionStream) finish(a *answer) error {

@@ -184,6 +184,11 @@ type chatMessage struct {
 	Content content  `json:"content"`
 	Name    string   `json:"name,omitempty"`
 	Images  []string `json:"images,omitempty"` // Ollama
+	// ToolCalls are an assistant turn's calls; ToolCallID (OpenAI) or
+	// ToolName (Ollama) says which call a tool turn answers.
+	ToolCalls  []chatToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string         `json:"tool_call_id,omitempty"`
+	ToolName   string         `json:"tool_name,omitempty"`
 }
 
 // toMessages validates roles and converts messages.
@@ -204,7 +209,15 @@ func toMessages(in []chatMessage) ([]backend.Message, error) {
 		if len(m.Images) > 0 {
 			return nil, badRequest("messages", "images are not supported: this model reads text only")
 		}
-		out = append(out, backend.Message{Role: role, Content: string(m.Content), Name: m.Name})
+		calls, err := toToolCalls(m.ToolCalls, i)
+		if err != nil {
+			return nil, err
+		}
+		name := m.Name
+		if name == "" {
+			name = m.ToolName
+		}
+		out = append(out, backend.Message{Role: role, Content: string(m.Content), Name: name, ToolCalls: calls, ToolCallID: m.ToolCallID})
 	}
 	return out, nil
 }

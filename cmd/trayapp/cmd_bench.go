@@ -8,11 +8,14 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/npuchat/npuchat/config"
 	"github.com/npuchat/npuchat/engine"
 )
 
@@ -41,6 +44,7 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 	fs.SetOutput(env.Stderr)
 	model := fs.String("model", "", "model: a .gguf file, a Hugging Face folder or an FLM folder (model.q4nx)")
 	threads := fs.Int("threads", 0, "threads for matrix products (0: one per physical core)")
+	cacheDir := fs.String("cache-dir", "", "folder where a model.q4nx is unpacked once (default: the app's, under NPU Chat's data folder; \"none\": unpack in memory)")
 	simd := fs.String("simd", "", "fastest kernels to use: auto, avx512, avx2 or none (default $NPUCHAT_SIMD or auto)")
 	promptTokens := fs.Int("prompt-tokens", 64, "prompt length to prefill")
 	genTokens := fs.Int("gen-tokens", 32, "tokens to decode after the prompt")
@@ -77,7 +81,9 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 		profile = func() error { return pprof.StartCPUProfile(f) }
 		defer pprof.StopCPUProfile()
 	}
-	res, err := bench(ctx, *model, engine.LoadOptions{Threads: *threads, FloatActivations: *exact, SkipQKNorm: *skipQKNorm, SIMD: *simd},
+	opts := engine.LoadOptions{Threads: *threads, FloatActivations: *exact, SkipQKNorm: *skipQKNorm, SIMD: *simd,
+		CacheDir: engineCacheDir(env, *cacheDir), Progress: unpackProgress(env)}
+	res, err := bench(ctx, *model, opts,
 		*promptTokens, *genTokens, profile)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "npuchat bench: %v\n", err)
@@ -180,4 +186,36 @@ func peakRSS() int64 {
 		}
 	}
 	return 0
+}
+
+// engineCacheDir is the engine's q4nx cache folder: flag, or "none" for
+// no cache, or by default the app's (app.engineCache: the data folder's
+// cache/engine).
+func engineCacheDir(env *Env, flag string) string {
+	switch flag {
+	case "none":
+		return ""
+	case "":
+		cfg, err := config.Load(env.Getenv, runtime.GOOS)
+		if err != nil {
+			return ""
+		}
+		return filepath.Join(cfg.DataDir, "cache", "engine")
+	}
+	return flag
+}
+
+// unpackProgress prints a model.q4nx's first unpacking to stderr in
+// tenths.
+func unpackProgress(env *Env) func(done, total int64) {
+	last := int64(-1)
+	return func(done, total int64) {
+		if total <= 0 {
+			return
+		}
+		if tenth := 10 * done / total; tenth != last {
+			last = tenth
+			fmt.Fprintf(env.Stderr, "unpacking model.q4nx into the cache (once): %d%%\n", 10*tenth)
+		}
+	}
 }

@@ -90,6 +90,7 @@ func runGenerate(ctx context.Context, env *Env, args []string) int {
 	be := cpu.New(cpu.Options{
 		Path: *model, Name: filepath.Base(*model), Threads: *threads, MaxContext: *ctxLen,
 		Quantize: *quantize, SkipQKNorm: *skipQKNorm, NoFoldKV: *noFold, RopeLayout: engine.RopeLayout(*rope),
+		CacheDir: engineCacheDir(env, ""),
 	})
 	if err := be.Load(ctx, nil); err != nil {
 		return fail(err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/npuchat/npuchat/app"
+	"github.com/npuchat/npuchat/gui"
 	"github.com/npuchat/npuchat/instance"
 )
 
@@ -100,7 +101,7 @@ func runTray(ctx context.Context, env *Env, flags app.Flags, hidden bool) int {
 				url[:len(url)-1], a.Model(), a.Engine(), a.Status().State)
 		}})
 	}()
-	trayErr := startTray(ctx, a, trayOptions{Hidden: hidden})
+	trayErr := startTray(ctx, env, a, trayOptions{Hidden: hidden})
 	quit()
 	runErr := <-ran
 	if err := errors.Join(trayErr, runErr); err != nil {
@@ -117,19 +118,9 @@ type trayOptions struct {
 }
 
 // startTray runs the tray on this goroutine (the main one: fyne draws
-// from the main thread) until the user quits or ctx ends. This is where
-// the tray (package gui) plugs in:
-//
-//	return gui.Run(ctx, trayApp{a}, gui.Options{ShowSetup: !opts.Hidden && !a.ModelInstalled(), Logger: a.Logger()})
-//
-// *app.App has gui.App's methods (Status, Subscribe, StartModel,
-// StopModel, Engine, SetEngine, ServeAtStart, SetServeAtStart,
-// LaunchAtLogin, SetLaunchAtLogin, CheckNPU, Server, WatchServer,
-// Model, ChatURL, LogDir, Version, and OpenChat); trayApp converts
-// app.ServerStatus to gui's and adds InstallModel over the app's install
-// runner. Until then the tray process serves without an icon until
-// SIGTERM.
-func startTray(ctx context.Context, a *app.App, opts trayOptions) error {
-	<-ctx.Done()
-	return nil
+// from the main thread) until the user quits or ctx ends. The setup
+// window opens at start when the model is not installed, unless
+// launched at login.
+func startTray(ctx context.Context, env *Env, a *app.App, opts trayOptions) error {
+	return gui.Run(ctx, trayApp{App: a, env: env}, gui.Options{ShowSetup: !opts.Hidden && !a.ModelInstalled(), Logger: a.Logger()})
 }

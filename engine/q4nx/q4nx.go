@@ -64,6 +64,13 @@ func Unpack(packed []byte, rows, cols int) (out []byte, signed bool, err error) 
 // UnpackThreads is Unpack with the row blocks split across threads
 // goroutines.
 func UnpackThreads(packed []byte, rows, cols, threads int) (out []byte, signed bool, err error) {
+	return UnpackInto(nil, packed, rows, cols, threads)
+}
+
+// UnpackInto is UnpackThreads writing into dst's storage when it is large
+// enough (dst's contents are overwritten), so that a loader can reuse one
+// buffer for every matrix.
+func UnpackInto(dst, packed []byte, rows, cols, threads int) (out []byte, signed bool, err error) {
 	if rows <= 0 || cols <= 0 || rows%RowBlock != 0 || cols%Group != 0 {
 		return nil, false, fmt.Errorf("a %d×%d matrix cannot be Q4NX-packed (rows must be a multiple of %d, columns of %d)", rows, cols, RowBlock, Group)
 	}
@@ -74,7 +81,11 @@ func UnpackThreads(packed []byte, rows, cols, threads int) (out []byte, signed b
 	chunksPerRow := PaddedCols(cols) / ColBlock
 	groups := cols / Group
 	rowBytes := groups * 20
-	out = make([]byte, rows*rowBytes)
+	if cap(dst) >= rows*rowBytes {
+		out = dst[:rows*rowBytes]
+	} else {
+		out = make([]byte, rows*rowBytes)
+	}
 	blocks := rows / RowBlock
 	threads = max(1, min(threads, blocks))
 	if threads == 1 {

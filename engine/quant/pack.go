@@ -249,3 +249,18 @@ func (p *Packed) mulQ8Ref(g int, b *Q8Batch, first, n int, out []float32) {
 		}
 	}
 }
+
+// GroupBytes is the size of one 16-row group.
+func (p *Packed) GroupBytes() int { return p.blockBytes * (p.Cols / 32) }
+
+// NewPacked wraps data already in the packed layout (a cache file's
+// bytes, or groups cut from another Packed) as a rows×cols matrix.
+func NewPacked(t Type, rows, cols int, data []byte) (*Packed, error) {
+	if !CanPack(t, cols) || rows <= 0 {
+		return nil, fmt.Errorf("no packed layout for a %d×%d %s matrix", rows, cols, t)
+	}
+	if n := PackedBytes(t, rows, cols); len(data) != n {
+		return nil, fmt.Errorf("%d bytes of packed %s data for a %d×%d matrix, want %d", len(data), t, rows, cols, n)
+	}
+	return &Packed{Type: t, Rows: rows, Cols: cols, Data: data, blockBytes: packedBlockBytes(t)}, nil
+}

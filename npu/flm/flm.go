@@ -202,6 +202,7 @@ func (b *Backend) Info() backend.ModelInfo {
 	if b.opts.ContextLength > 0 {
 		info.ContextLength = b.opts.ContextLength
 	}
+	info.Capabilities = []string{backend.CapCompletion}
 	return info
 }
 
@@ -546,6 +547,13 @@ func (b *Backend) supervise(ctx context.Context, c *child, done chan struct{}) {
 // /v1/completions). When the device or the process fails, the error wraps
 // backend.ErrDeviceFailed and *oaicompat.Error (how much was emitted).
 func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(backend.Token) error) (backend.Result, error) {
+	// FastFlowLM's server reads "tools" but NPU Chat does not pass them
+	// or read its calls back yet; it has no response_format, no logprobs
+	// (docs: research/flm.md, configure_chat_engine_parameters). Refuse
+	// them plainly; the CPU engine (--engine cpu) does all three.
+	if err := backend.CheckSupported(req, b.Info().Capabilities, "FastFlowLM, the NPU engine (use the CPU engine for this: --engine cpu)"); err != nil {
+		return backend.Result{}, err
+	}
 	b.mu.Lock()
 	state, c, client, lastErr := b.state, b.cur, b.client, b.lastErr
 	b.mu.Unlock()

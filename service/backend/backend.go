@@ -46,6 +46,10 @@ type Message struct {
 	Role    string `json:"role"` // system, user, assistant or tool
 	Content string `json:"content"`
 	Name    string `json:"name,omitempty"`
+	// ToolCalls are the calls an assistant turn made; ToolCallID is the
+	// call a tool turn answers.
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
 }
 
 // Sampling holds the sampling parameters of a request. The zero value is
@@ -79,12 +83,32 @@ type Request struct {
 	// not emitted.
 	Stop     []string
 	Sampling Sampling
+
+	// Tools the model may call, and whether it must (features.go). A
+	// backend that cannot honour them returns ErrBadRequest.
+	Tools      []Tool
+	ToolChoice ToolChoice
+	// ParallelToolCalls lets the model make more than one call; false
+	// ends the answer at the first call.
+	ParallelToolCalls bool
+	// Format, when set, constrains the answer to JSON.
+	Format *Format
+	// Logprobs asks for each token's log-probability and TopLogprobs for
+	// that many alternatives (at most 20).
+	Logprobs    bool
+	TopLogprobs int
 }
 
 // Token is one piece of generated text.
 type Token struct {
 	Text string
 	ID   int // the token id, or -1 when the backend does not know it
+	// Logprobs are the log-probabilities of the tokens that make up Text
+	// (when the request asked for them).
+	Logprobs []Logprob
+	// ToolCalls are calls completed with this piece (Text is then
+	// usually empty): the markup is not in Text.
+	ToolCalls []ToolCall
 }
 
 // Finish reasons, as in the OpenAI API.
@@ -97,7 +121,7 @@ const (
 type Result struct {
 	PromptTokens     int
 	CompletionTokens int
-	FinishReason     string // FinishStop or FinishLength
+	FinishReason     string // FinishStop, FinishLength or FinishToolCalls
 	PrefillDuration  time.Duration
 	DecodeDuration   time.Duration
 	// Backend is the Kind of the backend that produced the answer (the
@@ -141,6 +165,9 @@ type ModelInfo struct {
 	Format        string `json:"format,omitempty"`             // "gguf", "safetensors", "q4nx", "remote"
 	ContextLength int    `json:"context_length,omitempty"`     // tokens the model can attend to in this backend
 	Path          string `json:"path,omitempty"`               // where the weights were loaded from, if local
+	// Capabilities are what the backend can do with this model
+	// (CapCompletion, CapTools, CapJSON, CapLogprobs).
+	Capabilities []string `json:"capabilities,omitempty"`
 }
 
 // Errors a backend returns, wrapped with context, so that the service and

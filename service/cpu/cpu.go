@@ -15,6 +15,7 @@ import (
 
 	"github.com/npuchat/npuchat/engine"
 	"github.com/npuchat/npuchat/engine/chat"
+	"github.com/npuchat/npuchat/engine/grammar"
 	"github.com/npuchat/npuchat/engine/tokenizer"
 	"github.com/npuchat/npuchat/service/backend"
 )
@@ -42,6 +43,9 @@ type Options struct {
 	// (`npuchat generate --quantize none`, `--no-fold-kv`).
 	Quantize string
 	NoFoldKV bool
+	// CacheDir is the engine's LoadOptions.CacheDir: where a model.q4nx
+	// is unpacked once (a folder of NPU Chat's data, "" for none).
+	CacheDir string
 }
 
 // Backend runs a model in this process. One Generate at a time.
@@ -56,6 +60,9 @@ type Backend struct {
 	sess   *engine.Session
 	cached []int // the tokens whose keys and values are in sess
 	maxCtx int
+	// grammars caches compiled schemas and their token masks over this
+	// model's vocabulary (made at the first constrained request).
+	grammars *grammar.Cache
 }
 
 // New returns an unloaded backend.
@@ -74,7 +81,10 @@ func (b *Backend) Load(ctx context.Context, progress func(backend.Progress)) err
 	}
 	report("reading weights", 0.1)
 	m, err := engine.Load(b.opts.Path, engine.LoadOptions{Threads: b.opts.Threads, SkipQKNorm: b.opts.SkipQKNorm, RopeLayout: b.opts.RopeLayout,
-		Quantize: b.opts.Quantize, NoFoldKV: b.opts.NoFoldKV})
+		Quantize: b.opts.Quantize, NoFoldKV: b.opts.NoFoldKV, CacheDir: b.opts.CacheDir,
+		Progress: func(done, total int64) {
+			report("unpacking model.q4nx (once)", 0.1+0.8*float64(done)/float64(max(total, 1)))
+		}})
 	if err != nil {
 		return fmt.Errorf("load %s: %w", b.opts.Path, err)
 	}
@@ -168,7 +178,7 @@ func (b *Backend) Unload(ctx context.Context) error {
 		return nil
 	}
 	err := b.model.Close()
-	b.model, b.sess, b.cached, b.tok, b.tmpl = nil, nil, nil, nil, nil
+	b.model, b.sess, b.cached, b.tok, b.tmpl, b.grammars = nil, nil, nil, nil, nil, nil
 	return err
 }
 
@@ -180,6 +190,7 @@ func (b *Backend) Info() backend.ModelInfo {
 	if b.model != nil {
 		c := b.model.Config()
 		info.Family, info.Format = c.Arch, c.Format
+		info.Capabilities = b.capabilitiesLocked()
 	}
 	return info
 }
@@ -202,14 +213,15 @@ func (b *Backend) promptLocked(req *backend.Request) ([]int, error) {
 		}
 		return ids, nil
 	}
-	msgs := make([]chat.Message, len(req.Messages))
-	for i, m := range req.Messages {
-		msgs[i] = chat.Message{Role: m.Role, Content: m.Content, Name: m.Name}
+	msgs := chatMessages(req.Messages)
+	tools, err := b.renderTools(req)
+	if err != nil {
+		return nil, err
 	}
 	// Message text is encoded as ordinary text: only the template's own
 	// markers are control tokens, so "<|im_end|>" typed in a message
 	// cannot close the turn (chat.EncodeMessages).
-	ids, err := b.tmpl.EncodeMessages(b.tok, b.tcfg, msgs, chat.RenderOptions{AddGenerationPrompt: true, BOSToken: b.tcfg.BOSToken, EOSToken: b.tcfg.EOSToken})
+	ids, err := b.tmpl.EncodeMessages(b.tok, b.tcfg, msgs, chat.RenderOptions{AddGenerationPrompt: true, Tools: tools, BOSToken: b.tcfg.BOSToken, EOSToken: b.tcfg.EOSToken})
 	if err != nil {
 		return nil, fmt.Errorf("chat template: %v: %w", err, backend.ErrBadRequest)
 	}

@@ -77,6 +77,10 @@ func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Re
 		return res, err
 	}
 
+	ex, err := b.extrasLocked(req)
+	if err != nil {
+		return res, err
+	}
 	sampler := sample.New(sample.Params{
 		Temperature: req.Sampling.Temperature, TopP: req.Sampling.TopP, TopK: req.Sampling.TopK, MinP: req.Sampling.MinP,
 		RepeatPenalty: req.Sampling.RepeatPenalty, FrequencyPenalty: req.Sampling.FrequencyPenalty, PresencePenalty: req.Sampling.PresencePenalty,
@@ -99,8 +103,8 @@ func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Re
 				return res, err
 			}
 		}
-		next := sampler.Sample(logits, history)
-		if b.tcfg.IsEOS(next) {
+		next, ok := ex.sample(sampler, logits, history)
+		if !ok || b.tcfg.IsEOS(next) {
 			res.FinishReason = backend.FinishStop
 			break
 		}
@@ -110,10 +114,13 @@ func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Re
 			obs.Token(next)
 		}
 		text, stopped := stream.Add(next)
-		if text != "" {
-			if err := emit(backend.Token{Text: text, ID: next}); err != nil {
-				return res, err
-			}
+		callDone, err := ex.emit(emit, text, next, false)
+		if err != nil {
+			return res, err
+		}
+		if callDone {
+			res.FinishReason = backend.FinishToolCalls
+			break
 		}
 		if stopped {
 			res.FinishReason = backend.FinishStop
@@ -134,12 +141,15 @@ func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Re
 		}
 		b.cached = append(b.cached, next)
 	}
+	text := ""
 	if !stream.Stopped() {
-		if text := stream.Flush(); text != "" {
-			if err := emit(backend.Token{Text: text, ID: -1}); err != nil {
-				return res, err
-			}
-		}
+		text = stream.Flush()
+	}
+	if _, err := ex.emit(emit, text, -1, true); err != nil {
+		return res, err
+	}
+	if ex.calls > 0 && res.FinishReason == backend.FinishStop {
+		res.FinishReason = backend.FinishToolCalls
 	}
 	return res, nil
 }

@@ -32,6 +32,13 @@ type Options struct {
 	FailAfter int
 	FailErr   error
 	Kind      string // Kind() result (default "fake")
+	// Capabilities are what the fake says it can do (default: completion
+	// only); requests for anything else are refused as a real backend
+	// refuses them (backend.CheckSupported).
+	Capabilities []string
+	// Calls, when set, scripts tool calls: they are emitted after the
+	// reply's text, and the answer finishes with tool_calls.
+	Calls func(req *backend.Request) []backend.ToolCall
 }
 
 // Backend is the fake backend. It is safe for concurrent use.
@@ -99,7 +106,7 @@ func (b *Backend) Unload(ctx context.Context) error {
 
 // Info implements backend.Backend.
 func (b *Backend) Info() backend.ModelInfo {
-	return backend.ModelInfo{Name: b.opts.Name, Family: "fake", ParameterSize: "0B", Quantization: "none", Format: "fake", ContextLength: b.opts.ContextLength}
+	return backend.ModelInfo{Name: b.opts.Name, Family: "fake", ParameterSize: "0B", Quantization: "none", Format: "fake", ContextLength: b.opts.ContextLength, Capabilities: b.caps()}
 }
 
 // Generate implements backend.Backend.
@@ -122,6 +129,9 @@ func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(
 	}()
 
 	res := backend.Result{PromptTokens: PromptTokens(req), Backend: b.opts.Kind}
+	if err := backend.CheckSupported(req, b.caps(), "the "+b.opts.Kind+" backend"); err != nil {
+		return res, err
+	}
 	if res.PromptTokens > b.opts.ContextLength {
 		return res, fmt.Errorf("fake: %d prompt tokens, context %d: %w", res.PromptTokens, b.opts.ContextLength, backend.ErrPromptTooLong)
 	}
@@ -162,7 +172,7 @@ func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(
 		// Hold back a suffix that could still become a stop string.
 		safe := len(full) - partialStop(full, req.Stop)
 		if safe > held {
-			if err := emit(backend.Token{Text: full[held:safe], ID: i}); err != nil {
+			if err := emit(backend.Token{Text: full[held:safe], ID: i, Logprobs: b.logprobs(req, full[held:safe])}); err != nil {
 				return res, err
 			}
 			held = safe
@@ -175,9 +185,38 @@ func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(
 			}
 		}
 		res.FinishReason = backend.FinishStop
+		if b.opts.Calls != nil && len(req.Tools) > 0 && req.ToolChoice.Mode != backend.ToolNone {
+			if calls := b.opts.Calls(req); len(calls) > 0 {
+				if err := emit(backend.Token{ID: -1, ToolCalls: calls}); err != nil {
+					return res, err
+				}
+				res.FinishReason = backend.FinishToolCalls
+			}
+		}
 	}
 	res.DecodeDuration = time.Since(start)
 	return res, nil
+}
+
+func (b *Backend) caps() []string {
+	if b.opts.Capabilities != nil {
+		return b.opts.Capabilities
+	}
+	return []string{backend.CapCompletion}
+}
+
+// logprobs scripts one log-probability per emitted piece: -0.5, with
+// the piece and "x" as the alternatives.
+func (b *Backend) logprobs(req *backend.Request, text string) []backend.Logprob {
+	if !req.Logprobs {
+		return nil
+	}
+	lp := backend.Logprob{Token: text, Bytes: []byte(text), Logprob: -0.5}
+	if req.TopLogprobs > 0 {
+		lp.Top = []backend.TopLogprob{{Token: text, Bytes: []byte(text), Logprob: -0.5}, {Token: "x", Bytes: []byte("x"), Logprob: -1.5}}
+		lp.Top = lp.Top[:min(len(lp.Top), req.TopLogprobs)]
+	}
+	return []backend.Logprob{lp}
 }
 
 // Requests returns copies of the requests Generate has seen.

@@ -156,6 +156,9 @@ func (c *Client) Info() backend.ModelInfo {
 	if info.Name == "" {
 		info.Name = c.model
 	}
+	if info.Capabilities == nil {
+		info.Capabilities = []string{backend.CapCompletion}
+	}
 	return info
 }
 
@@ -256,6 +259,11 @@ func (c *Client) Generate(ctx context.Context, req *backend.Request, emit func(b
 	}
 	if req.Messages != nil && len(req.Messages) == 0 {
 		return backend.Result{}, fmt.Errorf("generate: no messages: %w", backend.ErrBadRequest)
+	}
+	// Tools, response formats and logprobs are not passed on to the
+	// server yet: refuse them rather than answer as if they were honoured.
+	if err := backend.CheckSupported(req, c.Info().Capabilities, "the "+c.kind+" backend (an OpenAI-compatible server, to which NPU Chat does not pass tools, response formats or logprobs yet)"); err != nil {
+		return backend.Result{}, err
 	}
 	c.mu.Lock()
 	if !c.loaded {

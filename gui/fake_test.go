@@ -1,0 +1,434 @@
+package gui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"fyne.io/fyne/v2"
+
+	"github.com/npuchat/npuchat/npu/check"
+	"github.com/npuchat/npuchat/service"
+	"github.com/npuchat/npuchat/service/backend"
+	"github.com/npuchat/npuchat/service/backend/fake"
+)
+
+// fakeApp is an App around a real service.Manager whose backends are
+// fakes: the state machine, its events and the NPU-to-CPU fallback are
+// the service's own, only the engines and the settings are pretend.
+type fakeApp struct {
+	mgr *service.Manager
+
+	mu        sync.Mutex
+	engine    string
+	atStart   bool
+	login     bool
+	loginErr  error
+	npuErr    error // the NPU backend's load error; nil: the NPU works
+	report    *check.Report
+	checkErr  error
+	install   func(ctx context.Context, progress func(InstallProgress)) error
+	server    ServerStatus
+	serverCh  chan ServerStatus
+	setEngine []string
+	checks    int
+	chats     int // OpenChat calls
+}
+
+func newFakeApp(cleanup func(func())) *fakeApp {
+	f := &fakeApp{engine: "auto", serverCh: make(chan ServerStatus, 4),
+		server: ServerStatus{Listening: true, URL: "http://127.0.0.1:8001/"}}
+	reg := &service.Registry{}
+	reg.Add(service.Entry{Desc: service.ModelDesc{Name: "minicpm5:2b", Installed: true}})
+	f.mgr = service.New(service.Options{
+		Resolve:   reg.Resolve,
+		Models:    reg.Models,
+		KeepAlive: time.Hour,
+		Engines: func(string) []string {
+			switch f.Engine() {
+			case "npu":
+				return []string{"npu"}
+			case "cpu":
+				return []string{"cpu"}
+			}
+			return []string{"npu", "cpu"}
+		},
+		NewBackend: func(ctx context.Context, model, kind string) (backend.Backend, error) {
+			f.mu.Lock()
+			npuErr := f.npuErr
+			f.mu.Unlock()
+			opts := fake.Options{Name: model, Kind: kind, LoadDelay: 20 * time.Millisecond, Reply: func(*backend.Request) string { return "hello" }}
+			if kind == "npu" {
+				opts.LoadErr = npuErr
+			}
+			return fake.New(opts), nil
+		},
+	})
+	// The tray starts with the model off (app.ModelOff).
+	f.mgr.Stop(context.Background())
+	cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		f.mgr.Close(ctx)
+	})
+	return f
+}
+
+func (f *fakeApp) Status() service.Status                    { return f.mgr.Status() }
+func (f *fakeApp) Subscribe() (<-chan service.Event, func()) { return f.mgr.Subscribe() }
+func (f *fakeApp) StartModel() error                         { return f.mgr.Start("minicpm5:2b") }
+func (f *fakeApp) StopModel(ctx context.Context) error       { return f.mgr.Stop(ctx) }
+func (f *fakeApp) Model() string                             { return "minicpm5:2b" }
+func (f *fakeApp) ChatURL() string                           { return "http://127.0.0.1:8001/" }
+func (f *fakeApp) OpenChat() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.chats++
+	return nil
+}
+func (f *fakeApp) LogDir() string  { return "/tmp/npuchat-logs" }
+func (f *fakeApp) Version() string { return "1.2.3" }
+
+func (f *fakeApp) Engine() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.engine
+}
+
+func (f *fakeApp) SetEngine(ctx context.Context, kind string) error {
+	f.mu.Lock()
+	f.setEngine = append(f.setEngine, kind)
+	if kind == "remote" {
+		f.mu.Unlock()
+		return errors.New("the remote engine needs --remote-url")
+	}
+	f.engine = kind
+	f.mu.Unlock()
+	return nil
+}
+
+func (f *fakeApp) ServeAtStart() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.atStart
+}
+
+func (f *fakeApp) SetServeAtStart(on bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.atStart = on
+	return nil
+}
+
+// LaunchAtLogin plays the real entry: tests change f.login behind the
+// tray's back, as a user deleting the autostart file would.
+func (f *fakeApp) LaunchAtLogin() (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.login, nil
+}
+
+func (f *fakeApp) SetLaunchAtLogin(on bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.loginErr != nil {
+		return f.loginErr
+	}
+	f.login = on
+	return nil
+}
+
+func (f *fakeApp) CheckNPU(ctx context.Context) (*check.Report, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.checks++
+	return f.report, f.checkErr
+}
+
+func (f *fakeApp) InstallModel(ctx context.Context, progress func(InstallProgress)) error {
+	f.mu.Lock()
+	install := f.install
+	f.mu.Unlock()
+	if install == nil {
+		return errors.New("no install in this test")
+	}
+	return install(ctx, progress)
+}
+
+func (f *fakeApp) Server() ServerStatus {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.server
+}
+
+func (f *fakeApp) WatchServer() (<-chan ServerStatus, func()) {
+	return f.serverCh, func() {}
+}
+
+func (f *fakeApp) setServer(s ServerStatus) {
+	f.mu.Lock()
+	f.server = s
+	f.mu.Unlock()
+	f.serverCh <- s
+}
+
+// notReady is a report of a machine whose driver is missing.
+func notReady() *check.Report {
+	return &check.Report{
+		Ready: false, OS: "linux",
+		Summary: "The amdxdna driver is not loaded.",
+		NPU:     &check.NPU{PCIID: "1022:17f0 rev 11", Name: "Strix / Strix Halo", Generation: "XDNA 2"},
+		Checks: []check.Check{
+			{ID: "L1", Title: "NPU device", Status: check.Pass, Found: "1022:17f0 rev 11"},
+			{ID: "L3", Title: "amdxdna driver loaded", Status: check.Fail, Found: "no amdxdna module in /sys/module",
+				Need: "the amdxdna kernel driver (Linux 6.14 or newer)", Fix: "sudo modprobe amdxdna; on older kernels install amdxdna-dkms"},
+			{ID: "L9", Title: "Memory lock limit", Status: check.Warn, Found: "memlock 8 MiB",
+				Need: "unlimited, or at least the model's size", Fix: "add '* - memlock unlimited' to /etc/security/limits.conf and log in again"},
+		},
+	}
+}
+
+// fakeHost records what the controller puts in the tray.
+type fakeHost struct {
+	mu      sync.Mutex
+	menu    *fyne.Menu
+	first   *fyne.Menu // the first menu given: fyne redraws that one when the tray connects
+	menus   int
+	icon    fyne.Resource
+	tooltip string
+	tap     func()
+}
+
+func (h *fakeHost) SetSystemTrayMenu(m *fyne.Menu) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.first == nil {
+		h.first = m
+	}
+	h.menu = m
+	h.menus++
+}
+
+func (h *fakeHost) SetSystemTrayIcon(r fyne.Resource) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.icon = r
+}
+
+func (h *fakeHost) SetTooltip(s string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.tooltip = s
+}
+
+func (h *fakeHost) SetOnTapped(f func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.tap = f
+}
+
+// uiThread runs functions one at a time on one goroutine, as fyne's
+// main loop does; the controller's do goes through it, and so does
+// every look the test takes, so nothing races.
+// After the test, what is still sent is dropped, as fyne does after Quit.
+type uiThread struct {
+	q      chan func()
+	mu     sync.Mutex
+	closed bool
+}
+
+func newUIThread(t *testing.T) *uiThread {
+	u := &uiThread{q: make(chan func(), 256)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for f := range u.q {
+			f()
+		}
+	}()
+	t.Cleanup(func() {
+		u.mu.Lock()
+		u.closed = true
+		close(u.q)
+		u.mu.Unlock()
+		<-done
+	})
+	return u
+}
+
+func (u *uiThread) do(f func()) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if !u.closed {
+		u.q <- f
+	}
+}
+
+// wait runs f on the UI goroutine and returns when it ran.
+func (u *uiThread) wait(f func()) {
+	done := make(chan struct{})
+	u.do(func() { f(); close(done) })
+	<-done
+}
+
+// harness is a controller on a fake app and host, with recorded
+// notifications and opened URLs.
+type harness struct {
+	t       *testing.T
+	app     *fakeApp
+	host    *fakeHost
+	ui      *uiThread
+	c       *controller
+	mu      sync.Mutex
+	notes   []Notice
+	opened  []string
+	stopped bool
+}
+
+func newHarness(t *testing.T, fy fyne.App, f *fakeApp) *harness {
+	h := &harness{t: t, app: f, host: &fakeHost{}, ui: newUIThread(t)}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	h.c = newController(ctx, fy, f, h.host, testLogger(t))
+	h.c.do = h.ui.do
+	h.c.notify = func(n Notice) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.notes = append(h.notes, n)
+	}
+	h.c.openURL = func(u *url.URL) error {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.opened = append(h.opened, u.String())
+		return nil
+	}
+	var stop func()
+	h.ui.wait(func() { stop = h.c.start() })
+	t.Cleanup(stop)
+	return h
+}
+
+// menu returns the labels of the tray menu now, with "[x]" before a
+// checked item and "(off)" after a disabled one, and its submenus
+// indented.
+func (h *harness) menu() []string {
+	var out []string
+	h.ui.wait(func() {
+		h.host.mu.Lock()
+		defer h.host.mu.Unlock()
+		out = labels(h.host.menu, "")
+	})
+	return out
+}
+
+func labels(m *fyne.Menu, indent string) []string {
+	var out []string
+	for _, it := range m.Items {
+		if it.IsSeparator {
+			out = append(out, indent+"---")
+			continue
+		}
+		l := indent + it.Label
+		if it.Checked {
+			l = indent + "[x] " + it.Label
+		}
+		if it.Disabled {
+			l += " (off)"
+		}
+		out = append(out, l)
+		if it.ChildMenu != nil {
+			out = append(out, labels(it.ChildMenu, indent+"  ")...)
+		}
+	}
+	return out
+}
+
+// click runs the action of the menu item with this label (in a
+// submenu too), as the tray does on the UI goroutine.
+func (h *harness) click(label string) {
+	h.t.Helper()
+	var action func()
+	h.ui.wait(func() { action = findItem(h.host.menu, label) })
+	if action == nil {
+		h.t.Fatalf("no enabled menu item %q in %q", label, h.menu())
+	}
+	h.ui.wait(action)
+}
+
+func findItem(m *fyne.Menu, label string) func() {
+	for _, it := range m.Items {
+		if it.Label == label && !it.Disabled && it.Action != nil {
+			return it.Action
+		}
+		if it.ChildMenu != nil {
+			if a := findItem(it.ChildMenu, label); a != nil {
+				return a
+			}
+		}
+	}
+	return nil
+}
+
+// tap is a left click on the icon (systray calls it from D-Bus's goroutine).
+func (h *harness) tap() {
+	h.host.mu.Lock()
+	tap := h.host.tap
+	h.host.mu.Unlock()
+	tap()
+}
+
+// eventually waits until cond (run on the UI goroutine) holds.
+func (h *harness) eventually(what string, cond func() bool) {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var ok bool
+		h.ui.wait(func() { ok = cond() })
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("timed out waiting for %s; menu %q, tooltip %q, notices %+v", what, h.menu(), h.tooltip(), h.notices())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (h *harness) status() string {
+	var s string
+	h.ui.wait(func() { s = h.c.view.Status })
+	return s
+}
+
+func (h *harness) tooltip() string {
+	h.host.mu.Lock()
+	defer h.host.mu.Unlock()
+	return h.host.tooltip
+}
+
+func (h *harness) iconName() string {
+	h.host.mu.Lock()
+	defer h.host.mu.Unlock()
+	if h.host.icon == nil {
+		return ""
+	}
+	return h.host.icon.Name()
+}
+
+func (h *harness) notices() []Notice {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]Notice(nil), h.notes...)
+}
+
+func (h *harness) openedURLs() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.opened...)
+}
+
+func (h *harness) String() string { return fmt.Sprintf("menu %q", h.menu()) }

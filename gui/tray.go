@@ -1,0 +1,398 @@
+package gui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"time"
+
+	"fyne.io/fyne/v2"
+
+	"github.com/npuchat/npuchat/service"
+)
+
+// trayHost is the system tray as the controller uses it: fyne's desktop
+// app for the menu and icon, fyne.io/systray for the tooltip and the
+// left click, which fyne does not offer. Tests use a fake.
+type trayHost interface {
+	SetSystemTrayMenu(*fyne.Menu)
+	SetSystemTrayIcon(fyne.Resource)
+	SetTooltip(string)
+	SetOnTapped(func())
+}
+
+// Menu labels, as the tray shows them (the tray test clicks them by
+// label).
+const (
+	labelStart    = "Start serving"
+	labelStop     = "Stop serving"
+	labelChat     = "Open chat"
+	labelEngine   = "Engine"
+	labelInstall  = "Install or update model…"
+	labelCheck    = "Check NPU…"
+	labelSettings = "Settings…"
+	labelLogin    = "Launch at login"
+	labelLogs     = "Open logs folder"
+	labelAbout    = "About NPU Chat"
+	labelQuit     = "Quit"
+)
+
+// engineChoice is an engine the menu and the settings window offer.
+type engineChoice struct{ kind, label string }
+
+// engineChoices are the engines offered, remote only when it is the
+// setting (it needs a URL, set on the command line).
+func engineChoices(current string) []engineChoice {
+	cs := []engineChoice{{"auto", "Auto (NPU, else CPU)"}, {"npu", "NPU"}, {"cpu", "CPU"}}
+	if current == "remote" {
+		cs = append(cs, engineChoice{"remote", "Remote server"})
+	}
+	return cs
+}
+
+// controller is the tray: it follows the service through one
+// subscription and draws the icon, tooltip, menu and windows from one
+// Snapshot. Its fields are touched only on fyne's goroutine (through
+// fyne.Do); work that blocks runs in goroutines that report back the
+// same way.
+type controller struct {
+	ctx  context.Context
+	fy   fyne.App
+	app  App
+	host trayHost
+	log  *slog.Logger
+	// do runs f on fyne's goroutine (fyne.Do); notify shows a desktop
+	// notification; openURL opens a folder. All are fyne's unless a test
+	// swaps them.
+	do      func(f func())
+	notify  func(Notice)
+	openURL func(*url.URL) error
+
+	snap      Snapshot
+	view      View
+	drawn     menuState // what the menu shows now, to skip needless rebuilds
+	iconShown Icon
+	menu      *fyne.Menu
+
+	setup    *setupWindow
+	settings *settingsWindow
+	about    fyne.Window
+	// installCancel stops the running install (Quit).
+	installCancel context.CancelFunc
+}
+
+// menuState is what a menu build depends on.
+type menuState struct {
+	View   View
+	Engine string
+	Login  bool
+}
+
+func newController(ctx context.Context, fy fyne.App, a App, host trayHost, log *slog.Logger) *controller {
+	c := &controller{ctx: ctx, fy: fy, app: a, host: host, log: log, do: fyne.Do}
+	c.notify = func(n Notice) { fy.SendNotification(fyne.NewNotification(n.Title, n.Body)) }
+	c.openURL = fy.OpenURL
+	c.snap = Snapshot{Service: a.Status(), Server: a.Server()}
+	return c
+}
+
+// start installs the left-click handler, draws the tray and starts
+// following the service; the returned function stops following.
+func (c *controller) start() (stop func()) {
+	// The click handler must be set before the tray registers: systray
+	// tells the host "this item is only a menu" when it has none.
+	c.host.SetOnTapped(func() { c.do(c.tapped) })
+	c.redraw()
+	events, unsubscribe := c.app.Subscribe()
+	server, unwatch := c.app.WatchServer()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case ev, ok := <-events:
+				if !ok {
+					return
+				}
+				c.do(func() { c.onEvent(ev) })
+			case s, ok := <-server:
+				if !ok {
+					server = nil
+					continue
+				}
+				c.do(func() { c.onServer(s) })
+			case <-c.ctx.Done():
+				return
+			}
+		}
+	}()
+	return func() {
+		unsubscribe()
+		unwatch()
+		<-done
+	}
+}
+
+// onEvent takes in one service event: notifications first (they need
+// the status before it), then the new state everywhere.
+func (c *controller) onEvent(ev service.Event) {
+	for _, n := range noticesFor(c.snap.Service, ev) {
+		c.notify(n)
+	}
+	c.snap.Service = ev.Status
+	c.redraw()
+}
+
+func (c *controller) onServer(s ServerStatus) {
+	if s.Err != nil && (c.snap.Server.Err == nil || c.snap.Server.Err.Error() != s.Err.Error()) {
+		c.notify(Notice{"NPU Chat cannot serve", cut(s.Err.Error(), 240)})
+	}
+	c.snap.Server = s
+	c.redraw()
+}
+
+// redraw updates the icon, tooltip, menu and open windows from the
+// snapshot.
+func (c *controller) redraw() {
+	c.view = ViewOf(c.snap)
+	if c.view.Icon != c.iconShown {
+		c.host.SetSystemTrayIcon(TrayIcon(c.view.Icon))
+		c.iconShown = c.view.Icon
+	}
+	c.host.SetTooltip(c.view.Tooltip)
+	c.refreshMenu()
+	if c.setup != nil {
+		c.setup.update(c.snap, c.view)
+	}
+	if c.settings != nil {
+		c.settings.update(c.snap)
+	}
+}
+
+// refreshMenu rebuilds the menu when what it shows changed (fyne
+// rebuilds the whole tray menu on each change).
+func (c *controller) refreshMenu() {
+	login, err := c.app.LaunchAtLogin()
+	if err != nil {
+		c.log.Warn("read the launch-at-login entry", "err", err)
+	}
+	ms := menuState{View: c.view, Engine: c.app.Engine(), Login: login}
+	if c.menu != nil && reflect.DeepEqual(ms, c.drawn) {
+		return
+	}
+	c.drawn = ms
+	// One menu value, its items replaced: fyne keeps the menu it was
+	// first given and draws that one again when the tray connects, so a
+	// new value would be overwritten by the first one.
+	if c.menu == nil {
+		c.menu = fyne.NewMenu("NPU Chat")
+	}
+	c.menu.Items = c.menuItems(ms)
+	c.host.SetSystemTrayMenu(c.menu)
+}
+
+// menuItems are the tray menu's items for a state.
+func (c *controller) menuItems(ms menuState) []*fyne.MenuItem {
+	v := ms.View
+	info := func(label string) *fyne.MenuItem {
+		it := fyne.NewMenuItem(label, nil)
+		it.Disabled = true
+		return it
+	}
+	items := []*fyne.MenuItem{info(v.Status)}
+	if v.Detail != "" {
+		items = append(items, info(v.Detail))
+	}
+	items = append(items, fyne.NewMenuItemSeparator())
+	if v.Serving {
+		items = append(items, fyne.NewMenuItem(labelStop, c.stopServing))
+	} else {
+		items = append(items, fyne.NewMenuItem(labelStart, c.startServing))
+	}
+	items = append(items, fyne.NewMenuItem(labelChat, c.openChat))
+
+	var engines []*fyne.MenuItem
+	for _, e := range engineChoices(ms.Engine) {
+		kind := e.kind
+		it := fyne.NewMenuItem(e.label, func() { c.setEngine(kind) })
+		it.Checked = ms.Engine == kind
+		engines = append(engines, it)
+	}
+	engine := fyne.NewMenuItem(labelEngine, nil)
+	engine.ChildMenu = fyne.NewMenu(labelEngine, engines...)
+	items = append(items, engine, fyne.NewMenuItemSeparator())
+
+	install := fyne.NewMenuItem(labelInstall, c.startInstall)
+	install.Disabled = v.Installing
+	login := fyne.NewMenuItem(labelLogin, func() { c.setLaunchAtLogin(!ms.Login) })
+	login.Checked = ms.Login
+	// IsQuit: fyne adds a Quit of its own to a tray menu without one.
+	quit := fyne.NewMenuItem(labelQuit, c.quit)
+	quit.IsQuit = true
+	items = append(items,
+		install,
+		fyne.NewMenuItem(labelCheck, c.showSetup),
+		fyne.NewMenuItem(labelSettings, c.showSettings),
+		login,
+		fyne.NewMenuItem(labelLogs, c.openLogs),
+		fyne.NewMenuItemSeparator(),
+		fyne.NewMenuItem(labelAbout, c.showAbout),
+		quit,
+	)
+	return items
+}
+
+// tapped is the left click: start serving when the model is off (or
+// failed), open the chat when it is on or loading.
+func (c *controller) tapped() {
+	if c.view.Serving {
+		c.openChat()
+		return
+	}
+	c.startServing()
+}
+
+func (c *controller) startServing() {
+	go func() {
+		if err := c.app.StartModel(); err != nil {
+			c.fail("Could not start the model", err)
+		}
+	}()
+}
+
+func (c *controller) stopServing() {
+	go func() {
+		ctx, cancel := context.WithTimeout(c.ctx, 30*time.Second)
+		defer cancel()
+		if err := c.app.StopModel(ctx); err != nil {
+			c.fail("Could not stop the model", err)
+		}
+	}()
+}
+
+func (c *controller) openChat() {
+	go func() {
+		if err := c.app.OpenChat(); err != nil {
+			c.fail("Could not open the chat page", fmt.Errorf("open %s in a browser: %w", c.app.ChatURL(), err))
+		}
+	}()
+}
+
+func (c *controller) openLogs() {
+	dir, err := filepath.Abs(c.app.LogDir())
+	if err == nil {
+		err = c.openURL(&url.URL{Scheme: "file", Path: filepath.ToSlash(dir)})
+	}
+	if err != nil {
+		c.fail("Could not open the logs folder", fmt.Errorf("%s: %w", c.app.LogDir(), err))
+	}
+}
+
+// setEngine saves the engine setting; the app reloads a model that is
+// on with the new engine.
+func (c *controller) setEngine(kind string) {
+	go func() {
+		ctx, cancel := context.WithTimeout(c.ctx, time.Minute)
+		defer cancel()
+		if err := c.app.SetEngine(ctx, kind); err != nil {
+			c.fail("Could not change the engine", err)
+		}
+		c.do(c.redraw)
+	}()
+}
+
+func (c *controller) setLaunchAtLogin(on bool) {
+	if err := c.app.SetLaunchAtLogin(on); err != nil {
+		c.fail("Could not change launch at login", err)
+	}
+	c.redraw()
+}
+
+// startInstall installs or updates the model in the background, with
+// its progress in the status line and the setup window; it does nothing
+// while an install runs.
+func (c *controller) startInstall() {
+	if in := c.snap.Install; in != nil && in.Running {
+		return
+	}
+	ctx, cancel := context.WithCancel(c.ctx)
+	c.installCancel = cancel
+	model := c.app.Model()
+	c.snap.Install = &InstallState{Running: true, Progress: InstallProgress{Model: model, Message: "starting"}}
+	c.redraw()
+	go func() {
+		defer cancel()
+		err := c.app.InstallModel(ctx, func(p InstallProgress) {
+			if p.Model == "" {
+				p.Model = model
+			}
+			c.do(func() {
+				if in := c.snap.Install; in != nil && in.Running {
+					in.Progress = p
+					c.redraw()
+				}
+			})
+		})
+		c.do(func() { c.installDone(model, err) })
+	}()
+}
+
+// installDone records how the install ended and says so.
+func (c *controller) installDone(model string, err error) {
+	in := &InstallState{Progress: c.snap.Install.Progress, Err: err}
+	c.snap.Install = in
+	switch {
+	case errors.Is(err, context.Canceled):
+		in.Err = errors.New("stopped; install again to resume")
+	case err != nil:
+		c.notify(Notice{"The install of " + model + " failed", cut(err.Error(), 240)})
+	default:
+		in.Progress.Frac, in.Progress.Message = 1, "installed"
+		c.notify(Notice{model + " is installed", "Start serving from the tray icon to chat with it."})
+	}
+	c.redraw()
+}
+
+// fail tells the user that an action failed (from any goroutine).
+func (c *controller) fail(what string, err error) {
+	c.log.Warn(strings.ToLower(what), "err", err)
+	c.do(func() { c.notify(Notice{what, cut(err.Error(), 240)}) })
+}
+
+func (c *controller) showSetup() {
+	if c.setup == nil {
+		c.setup = newSetupWindow(c)
+	}
+	c.setup.update(c.snap, c.view)
+	c.setup.show()
+}
+
+func (c *controller) showSettings() {
+	if c.settings == nil {
+		c.settings = newSettingsWindow(c)
+	}
+	c.settings.reload(c.snap)
+	c.settings.win.Show()
+	c.settings.win.RequestFocus()
+}
+
+func (c *controller) showAbout() {
+	if c.about == nil {
+		c.about = newAboutWindow(c)
+	}
+	c.about.Show()
+	c.about.RequestFocus()
+}
+
+// quit ends the tray: Run returns and its caller shuts the app down.
+func (c *controller) quit() {
+	if c.installCancel != nil {
+		c.installCancel()
+	}
+	c.fy.Quit()
+}

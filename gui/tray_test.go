@@ -1,0 +1,302 @@
+package gui
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+
+	"fyne.io/fyne/v2/test"
+
+	"github.com/npuchat/npuchat/service"
+	"github.com/npuchat/npuchat/service/backend"
+)
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(b)))
+	return len(b), nil
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, nil))
+}
+
+func hasNotice(ns []Notice, title, bodyPart string) bool {
+	for _, n := range ns {
+		if n.Title == title && strings.Contains(n.Body, bodyPart) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestClickStartsThenOpensTheChat is the tray's main path: off, a left
+// click starts serving, the icon, the tooltip and the status line follow
+// the service to "On", a notification says it is ready, a second click
+// opens the chat, and "Stop serving" switches it off.
+func TestClickStartsThenOpensTheChat(t *testing.T) {
+	f := newFakeApp(t.Cleanup)
+	f.npuErr = errors.New("ERT_CMD_STATE_TIMEOUT on the first token")
+	h := newHarness(t, test.NewTempApp(t), f)
+
+	if got := h.status(); got != "Off" {
+		t.Fatalf("status at start %q", got)
+	}
+	if h.iconName() != "icons/tray-off.png" || !strings.Contains(h.tooltip(), "off") {
+		t.Fatalf("icon %q tooltip %q", h.iconName(), h.tooltip())
+	}
+	menu := h.menu()
+	want := []string{"Off (off)", "---", labelStart, labelChat, labelEngine, "  [x] Auto (NPU, else CPU)", "  NPU", "  CPU", "---",
+		labelInstall, labelCheck, labelSettings, labelLogin, labelLogs, "---", labelAbout, labelQuit}
+	if !slices.Equal(menu, want) {
+		t.Fatalf("menu\n got %q\nwant %q", menu, want)
+	}
+
+	h.tap()
+	h.eventually("the model on", func() bool { return h.c.view.Status == "On: CPU" })
+	if h.iconName() != "icons/tray-on.png" || !strings.Contains(h.tooltip(), "minicpm5:2b on the CPU") {
+		t.Fatalf("icon %q tooltip %q", h.iconName(), h.tooltip())
+	}
+	menu = h.menu()
+	if !slices.Contains(menu, labelStop) || slices.Contains(menu, labelStart) {
+		t.Fatalf("menu when on %q", menu)
+	}
+	if !strings.HasPrefix(menu[1], "NPU not used: npu backend: load minicpm5:2b on npu: ERT_CMD_STATE_TIMEO") || !strings.HasSuffix(menu[1], "(off)") {
+		t.Fatalf("no fallback reason in %q", menu)
+	}
+	if tt := h.tooltip(); !strings.Contains(tt, "ERT_CMD_STATE_TIMEOUT on the first token") {
+		t.Fatalf("the tooltip lacks the whole fallback reason: %q", tt)
+	}
+	ns := h.notices()
+	if !hasNotice(ns, "NPU Chat switched to the CPU", "ERT_CMD_STATE_TIMEOUT") || !hasNotice(ns, "NPU Chat is ready", "minicpm5:2b is on, on the CPU") {
+		t.Fatalf("notices %+v", ns)
+	}
+
+	h.tap()
+	h.eventually("the chat opened", func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.chats == 1 })
+
+	h.click(labelLogs)
+	if got := h.openedURLs(); !slices.Equal(got, []string{"file:///tmp/npuchat-logs"}) {
+		t.Fatalf("opened %q for the logs folder", got)
+	}
+
+	h.click(labelStop)
+	h.eventually("the model off", func() bool { return h.c.view.Status == "Off" })
+	if h.iconName() != "icons/tray-off.png" || f.Status().State != service.StateOff {
+		t.Fatalf("icon %q state %q", h.iconName(), f.Status().State)
+	}
+	h.click(labelStart)
+	h.eventually("the model on again", func() bool { return h.c.view.Ready })
+	h.host.mu.Lock()
+	defer h.host.mu.Unlock()
+	if h.host.menus < 4 || h.host.menu != h.host.first {
+		t.Fatalf("%d menus set; the tray got a new menu value, which fyne overwrites with the first when the tray connects", h.host.menus)
+	}
+}
+
+// TestLoadErrorShowsAndRetries: a model that cannot load shows the error
+// icon and reason, notifies, and a click tries again.
+func TestLoadErrorShowsAndRetries(t *testing.T) {
+	f := newFakeApp(t.Cleanup)
+	f.engine = "npu"
+	f.npuErr = errors.New("the NPU is not ready (no amdxdna driver)")
+	h := newHarness(t, test.NewTempApp(t), f)
+	h.tap()
+	h.eventually("the error", func() bool { return h.c.view.Icon == IconError })
+	if s := h.status(); !strings.HasPrefix(s, "Error: load minicpm5:2b on npu: the NPU is not ready") {
+		t.Fatalf("status %q", s)
+	}
+	if tt := h.tooltip(); !strings.Contains(tt, "(no amdxdna driver)") {
+		t.Fatalf("the tooltip lacks the whole reason: %q", tt)
+	}
+	if !hasNotice(h.notices(), "NPU Chat: the model did not load", "amdxdna") {
+		t.Fatalf("notices %+v", h.notices())
+	}
+	if h.iconName() != "icons/tray-error.png" {
+		t.Fatalf("icon %q", h.iconName())
+	}
+	f.mu.Lock()
+	f.npuErr = nil
+	f.mu.Unlock()
+	h.tap()
+	h.eventually("on after the retry", func() bool { return h.c.view.Status == "On: NPU" })
+}
+
+// TestEngineMenuFollowsTheSetting: the checked engine is the setting's,
+// and choosing another saves it.
+func TestEngineMenuFollowsTheSetting(t *testing.T) {
+	f := newFakeApp(t.Cleanup)
+	h := newHarness(t, test.NewTempApp(t), f)
+	h.click("CPU")
+	h.eventually("CPU checked", func() bool { return slices.Contains(labels(h.host.menu, ""), "  [x] CPU") })
+	if m := h.menu(); slices.Contains(m, "  [x] Auto (NPU, else CPU)") {
+		t.Fatalf("two engines checked: %q", m)
+	}
+	f.mu.Lock()
+	got := slices.Clone(f.setEngine)
+	f.mu.Unlock()
+	if !slices.Equal(got, []string{"cpu"}) {
+		t.Fatalf("SetEngine calls %q", got)
+	}
+}
+
+// TestLaunchAtLoginShowsTheRealEntry: the check mark is what the entry
+// says, also when it changed behind the tray's back, and a failed write
+// is said, not hidden.
+func TestLaunchAtLoginShowsTheRealEntry(t *testing.T) {
+	f := newFakeApp(t.Cleanup)
+	h := newHarness(t, test.NewTempApp(t), f)
+	h.click(labelLogin)
+	if !slices.Contains(h.menu(), "[x] "+labelLogin) || !f.login {
+		t.Fatalf("after enabling: login %v, menu %q", f.login, h.menu())
+	}
+	f.mu.Lock()
+	f.login = false // the user deleted ~/.config/autostart/npuchat.desktop
+	f.mu.Unlock()
+	h.tap() // any change redraws the menu
+	h.eventually("the mark gone", func() bool { return slices.Contains(labels(h.host.menu, ""), labelLogin) })
+
+	f.mu.Lock()
+	f.loginErr = errors.New("write ~/.config/autostart/npuchat.desktop: permission denied")
+	f.mu.Unlock()
+	h.click(labelLogin)
+	h.eventually("the failure said", func() bool {
+		return hasNotice(h.notices(), "Could not change launch at login", "permission denied")
+	})
+	if slices.Contains(h.menu(), "[x] "+labelLogin) {
+		t.Fatalf("a failed write shows as enabled: %q", h.menu())
+	}
+}
+
+// TestInstallShowsProgressAndOutcome: the install's progress is in the
+// status line, its menu item is off while it runs, and its end notifies.
+func TestInstallShowsProgressAndOutcome(t *testing.T) {
+	f := newFakeApp(t.Cleanup)
+	step := make(chan InstallProgress)
+	result := make(chan error)
+	f.install = func(ctx context.Context, progress func(InstallProgress)) error {
+		for {
+			select {
+			case p, ok := <-step:
+				if !ok {
+					return <-result
+				}
+				progress(p)
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+	h := newHarness(t, test.NewTempApp(t), f)
+	h.click(labelInstall)
+	step <- InstallProgress{Message: "downloading model.q4nx", Frac: 0.42}
+	h.eventually("42% shown", func() bool {
+		return slices.Contains(labels(h.host.menu, ""), "Installing minicpm5:2b 42%: downloading model.q4nx (off)")
+	})
+	if m := h.menu(); !slices.Contains(m, labelInstall+" (off)") {
+		t.Fatalf("install item enabled while installing: %q", m)
+	}
+	if h.iconName() != "icons/tray-loading.png" {
+		t.Fatalf("icon while installing %q", h.iconName())
+	}
+	close(step)
+	result <- errors.New("download model.q4nx: disk full (needs 1.2 GB more in /home)")
+	h.eventually("failure notified", func() bool {
+		return hasNotice(h.notices(), "The install of minicpm5:2b failed", "disk full")
+	})
+	if m := h.menu(); !slices.Contains(m, labelInstall) || !strings.Contains(strings.Join(m, "\n"), "Install failed: download model.q4nx: disk full") {
+		t.Fatalf("menu after a failed install %q", m)
+	}
+
+	f.install = func(ctx context.Context, progress func(InstallProgress)) error {
+		progress(InstallProgress{Message: "verifying", Frac: 0.99})
+		return nil
+	}
+	h.click(labelInstall)
+	h.eventually("success notified", func() bool { return hasNotice(h.notices(), "minicpm5:2b is installed", "Start serving") })
+}
+
+// TestPortTakenIsAnErrorNotACrash: when the API cannot listen the icon
+// and status line say why, and a notification too.
+func TestPortTakenIsAnErrorNotACrash(t *testing.T) {
+	f := newFakeApp(t.Cleanup)
+	h := newHarness(t, test.NewTempApp(t), f)
+	f.setServer(ServerStatus{Err: errors.New("listen on 127.0.0.1:8001: the port is taken by another program")})
+	h.eventually("the error", func() bool { return h.c.view.Icon == IconError })
+	if s := h.status(); !strings.Contains(s, "port is taken") {
+		t.Fatalf("status %q", s)
+	}
+	if !hasNotice(h.notices(), "NPU Chat cannot serve", "port is taken") {
+		t.Fatalf("notices %+v", h.notices())
+	}
+	f.setServer(ServerStatus{Listening: true, URL: "http://127.0.0.1:8001/"})
+	h.eventually("back to off", func() bool { return h.c.view.Icon == IconOff })
+}
+
+// TestViewOf covers every state's words and icon.
+func TestViewOf(t *testing.T) {
+	long := strings.Repeat("very long reason ", 10)
+	tests := []struct {
+		name    string
+		snap    Snapshot
+		icon    Icon
+		status  string
+		detail  string
+		serving bool
+	}{
+		{"off", Snapshot{Service: service.Status{State: service.StateOff}}, IconOff, "Off", "", false},
+		{"idle", Snapshot{Service: service.Status{State: service.StateOff, Enabled: true}}, IconOff, "Off (loads on the next request)", "", false},
+		{"loading no fraction", Snapshot{Service: service.Status{State: service.StateLoading, Enabled: true, Backend: "cpu",
+			Progress: &backend.Progress{Stage: "reading weights"}}}, IconLoading, "Loading", "reading weights", true},
+		{"loading 42", Snapshot{Service: service.Status{State: service.StateLoading, Enabled: true,
+			Progress: &backend.Progress{Stage: "reading weights", Frac: 0.427}}}, IconLoading, "Loading 42%", "reading weights", true},
+		{"on npu", Snapshot{Service: service.Status{State: service.StateOn, Enabled: true, Backend: "npu", Model: "m"}}, IconOn, "On: NPU", "", true},
+		{"on cpu fallback", Snapshot{Service: service.Status{State: service.StateOn, Enabled: true, Backend: "cpu", Model: "m",
+			Fallback: "FastFlowLM exited"}}, IconOn, "On: CPU", "NPU not used: FastFlowLM exited", true},
+		{"on remote", Snapshot{Service: service.Status{State: service.StateOn, Enabled: true, Backend: "remote"}}, IconOn, "On: remote", "", true},
+		{"error", Snapshot{Service: service.Status{State: service.StateError, Error: "no weights"}}, IconError, "Error: no weights", "", false},
+		{"error cut", Snapshot{Service: service.Status{State: service.StateError, Error: long}}, IconError,
+			cut("Error: "+long, menuLine), "", false},
+		{"server error wins", Snapshot{Service: service.Status{State: service.StateOn, Enabled: true, Backend: "cpu"},
+			Server: ServerStatus{Err: errors.New("port taken")}}, IconError, "Error: port taken", "", true},
+		{"installing", Snapshot{Service: service.Status{State: service.StateOff},
+			Install: &InstallState{Running: true, Progress: InstallProgress{Model: "m", Frac: 0.5, Message: "downloading"}}},
+			IconLoading, "Off", "Installing m 50%: downloading", false},
+		{"install failed", Snapshot{Service: service.Status{State: service.StateOff},
+			Install: &InstallState{Err: errors.New("offline")}}, IconOff, "Off", "Install failed: offline", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := ViewOf(tt.snap)
+			if v.Icon != tt.icon || v.Status != tt.status || v.Detail != tt.detail || v.Serving != tt.serving {
+				t.Fatalf("got icon %q status %q detail %q serving %v\nwant icon %q status %q detail %q serving %v",
+					v.Icon, v.Status, v.Detail, v.Serving, tt.icon, tt.status, tt.detail, tt.serving)
+			}
+			if v.Tooltip == "" || strings.ContainsAny(v.Status, "\n") {
+				t.Fatalf("tooltip %q status %q", v.Tooltip, v.Status)
+			}
+			if n := len([]rune(v.Status)); n > menuLine {
+				t.Fatalf("status line of %d characters", n)
+			}
+		})
+	}
+}
+
+// TestTrayIconsAreEmbedded: every state has its own icon.
+func TestTrayIconsAreEmbedded(t *testing.T) {
+	seen := map[string]bool{}
+	for _, i := range []Icon{IconOff, IconLoading, IconOn, IconError} {
+		r := TrayIcon(i)
+		if len(r.Content()) < 100 || seen[string(r.Content())] {
+			t.Fatalf("icon %s: %d bytes, duplicate %v", i, len(r.Content()), seen[string(r.Content())])
+		}
+		seen[string(r.Content())] = true
+	}
+	if len(AppIcon().Content()) < 1000 {
+		t.Fatal("app icon missing")
+	}
+}

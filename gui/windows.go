@@ -1,0 +1,338 @@
+package gui
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/canvas"
+	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/theme"
+	"fyne.io/fyne/v2/widget"
+
+	"github.com/npuchat/npuchat/npu/check"
+)
+
+// Windows are made once and hidden, not closed, so that closing one
+// never ends the app and opening it again is instant. Everything that
+// blocks (the NPU check, installs, settings writes that reload the
+// model) runs in a goroutine and reports back through fyne.Do, so a
+// window never blocks the tray.
+
+// newWindow makes a window that hides when closed.
+func newWindow(c *controller, title string, size fyne.Size) fyne.Window {
+	w := c.fy.NewWindow(title)
+	w.SetIcon(AppIcon())
+	w.SetCloseIntercept(w.Hide)
+	w.Resize(size)
+	return w
+}
+
+// wrapped is a label for text that may be long: it wraps at the
+// window's width. Text is set as plain text, never markup, since it may
+// come from the system (the NPU check) or the network.
+func wrapped(text string) *widget.Label {
+	l := widget.NewLabel(text)
+	l.Wrapping = fyne.TextWrapWord
+	return l
+}
+
+func heading(text string) *widget.Label {
+	l := widget.NewLabel(text)
+	l.TextStyle = fyne.TextStyle{Bold: true}
+	return l
+}
+
+// setupWindow is the first-run window: the NPU check with its fixes,
+// the model install with a progress bar, and a button to the chat.
+type setupWindow struct {
+	c   *controller
+	win fyne.Window
+
+	checkSummary *widget.Label
+	checkList    *fyne.Container
+	checkAgain   *widget.Button
+	checking     bool
+	checked      bool
+
+	installLine *widget.Label
+	installBar  *widget.ProgressBar
+	installBtn  *widget.Button
+
+	serveLine *widget.Label
+	serveBtn  *widget.Button
+	chatBtn   *widget.Button
+
+	scroll *container.Scroll
+}
+
+func newSetupWindow(c *controller) *setupWindow {
+	s := &setupWindow{c: c}
+	s.win = newWindow(c, "Set up NPU Chat", fyne.NewSize(660, 900))
+
+	s.checkSummary = heading("Not checked yet")
+	s.checkSummary.Wrapping = fyne.TextWrapWord
+	s.checkList = container.NewVBox()
+	s.checkAgain = widget.NewButtonWithIcon("Check again", theme.ViewRefreshIcon(), s.runCheck)
+
+	s.installLine = wrapped("")
+	s.installBar = widget.NewProgressBar()
+	s.installBtn = widget.NewButtonWithIcon("Install or update the model", theme.DownloadIcon(), c.startInstall)
+	s.installBtn.Importance = widget.HighImportance
+
+	s.serveLine = wrapped("")
+	s.serveBtn = widget.NewButtonWithIcon("Start serving", theme.MediaPlayIcon(), c.startServing)
+	s.chatBtn = widget.NewButtonWithIcon("Open the chat", theme.MailComposeIcon(), c.openChat)
+	s.chatBtn.Importance = widget.HighImportance
+
+	logo := canvas.NewImageFromResource(AppIcon())
+	logo.FillMode = canvas.ImageFillContain
+	logo.SetMinSize(fyne.NewSize(56, 56))
+	title := widget.NewLabelWithStyle("Set up NPU Chat", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	title.SizeName = theme.SizeNameSubHeadingText
+	intro := wrapped("Three steps: check that the NPU is ready, install the model, and chat. " +
+		"Without a ready NPU, NPU Chat runs the model on the CPU.")
+
+	content := container.NewVBox(
+		container.NewBorder(nil, nil, logo, nil, container.NewVBox(title, intro)),
+		widget.NewCard("1. The NPU", "", container.NewVBox(s.checkSummary, s.checkList, container.NewHBox(s.checkAgain))),
+		widget.NewCard("2. The model", "", container.NewVBox(s.installLine, s.installBar, container.NewHBox(s.installBtn))),
+		widget.NewCard("3. Chat", "", container.NewVBox(s.serveLine, container.NewHBox(s.serveBtn, s.chatBtn))),
+	)
+	s.scroll = container.NewVScroll(container.NewPadded(content))
+	s.win.SetContent(s.scroll)
+	return s
+}
+
+// relayout lays the window out again after its lists changed length
+// (fyne lays out a container's parents only when asked).
+func (s *setupWindow) relayout() {
+	s.scroll.Content.Refresh()
+	s.scroll.Refresh()
+}
+
+// show shows the window and runs the NPU check the first time.
+func (s *setupWindow) show() {
+	s.win.Show()
+	s.win.RequestFocus()
+	if !s.checked && !s.checking {
+		s.runCheck()
+	}
+}
+
+// runCheck runs the NPU check in the background.
+func (s *setupWindow) runCheck() {
+	if s.checking {
+		return
+	}
+	s.checking = true
+	s.checkAgain.Disable()
+	s.checkSummary.SetText("Checking the NPU, its driver, firmware and limits…")
+	go func() {
+		ctx, cancel := context.WithTimeout(s.c.ctx, 2*time.Minute)
+		defer cancel()
+		rep, err := s.c.app.CheckNPU(ctx)
+		s.c.do(func() { s.showReport(rep, err) })
+	}()
+}
+
+// showReport shows the check's summary and, for each check that did
+// not pass, what was found and the fix.
+func (s *setupWindow) showReport(rep *check.Report, err error) {
+	s.checking, s.checked = false, true
+	s.checkAgain.Enable()
+	s.checkList.RemoveAll()
+	if err != nil {
+		s.checkSummary.SetText("The NPU check could not run: " + err.Error())
+		s.relayout()
+		return
+	}
+	if rep.Ready {
+		s.checkSummary.SetText("✓ " + rep.Summary)
+	} else {
+		s.checkSummary.SetText("✗ " + rep.Summary)
+	}
+	if rep.NPU != nil {
+		s.checkList.Add(wrapped(fmt.Sprintf("Device: %s (%s, %s)", rep.NPU.Name, rep.NPU.Generation, rep.NPU.PCIID)))
+	}
+	shown := 0
+	for _, ch := range rep.Checks {
+		if ch.Status != check.Fail && ch.Status != check.Warn {
+			continue
+		}
+		shown++
+		mark := "✗"
+		if ch.Status == check.Warn {
+			mark = "!"
+		}
+		s.checkList.Add(heading(fmt.Sprintf("%s %s (%s)", mark, ch.Title, ch.ID)))
+		lines := "Found: " + ch.Found
+		if ch.Need != "" {
+			lines += "\nNeeded: " + ch.Need
+		}
+		if ch.Fix != "" {
+			lines += "\nFix: " + ch.Fix
+		}
+		s.checkList.Add(wrapped(lines))
+	}
+	if shown == 0 {
+		s.checkList.Add(wrapped(fmt.Sprintf("All %d checks passed or do not apply.", len(rep.Checks))))
+	}
+	s.relayout()
+}
+
+// update shows the install and the service's state.
+func (s *setupWindow) update(snap Snapshot, v View) {
+	in := snap.Install
+	switch {
+	case in == nil:
+		s.installLine.SetText(fmt.Sprintf("%s: install it, or update it when a new version is out. Installs resume where they stopped.", s.c.app.Model()))
+		s.installBar.SetValue(0)
+		s.installBtn.Enable()
+	case in.Running:
+		s.installLine.SetText(installLine(in.Progress))
+		s.installBar.SetValue(in.Progress.Frac)
+		s.installBtn.Disable()
+	case in.Err != nil:
+		s.installLine.SetText("The install failed: " + in.Err.Error())
+		s.installBtn.Enable()
+	default:
+		s.installLine.SetText(in.Progress.Model + " is installed.")
+		s.installBar.SetValue(1)
+		s.installBtn.Enable()
+	}
+	// The model's own state, without the install's line.
+	mv := ViewOf(Snapshot{Service: snap.Service, Server: snap.Server})
+	s.serveLine.SetText(mv.Status + descr(mv.Detail))
+	if v.Serving {
+		s.serveBtn.Disable()
+	} else {
+		s.serveBtn.Enable()
+	}
+	if snap.Server.Err != nil {
+		s.chatBtn.Disable()
+	} else {
+		s.chatBtn.Enable()
+	}
+}
+
+func descr(detail string) string {
+	if detail == "" {
+		return ""
+	}
+	return "\n" + detail
+}
+
+// settingsWindow holds the settings: engine, serve at start, launch at
+// login, and where the chat page and the logs are.
+type settingsWindow struct {
+	c   *controller
+	win fyne.Window
+
+	engine    *widget.RadioGroup
+	atStart   *widget.Check
+	atLogin   *widget.Check
+	state     *widget.Label
+	loading   bool // set while reload writes the widgets, so their callbacks do nothing
+	engineFor map[string]string
+}
+
+func newSettingsWindow(c *controller) *settingsWindow {
+	s := &settingsWindow{c: c, engineFor: map[string]string{}}
+	s.win = newWindow(c, "NPU Chat settings", fyne.NewSize(540, 620))
+
+	var labels []string
+	for _, e := range engineChoices(c.app.Engine()) {
+		labels = append(labels, e.label)
+		s.engineFor[e.label] = e.kind
+	}
+	s.engine = widget.NewRadioGroup(labels, func(label string) {
+		if s.loading || label == "" {
+			return
+		}
+		c.setEngine(s.engineFor[label])
+	})
+	s.atStart = widget.NewCheck("Serve the model when NPU Chat starts", func(on bool) {
+		if s.loading {
+			return
+		}
+		if err := c.app.SetServeAtStart(on); err != nil {
+			c.fail("Could not save the setting", err)
+		}
+		s.reload(c.snap)
+	})
+	s.atLogin = widget.NewCheck("Start NPU Chat when I log in", func(on bool) {
+		if s.loading {
+			return
+		}
+		c.setLaunchAtLogin(on)
+		s.reload(c.snap)
+	})
+	s.state = wrapped("")
+
+	chat := widget.NewButtonWithIcon("Open the chat", theme.MailComposeIcon(), c.openChat)
+	logs := widget.NewButtonWithIcon("Open the logs folder", theme.FolderOpenIcon(), c.openLogs)
+	form := widget.NewForm(
+		widget.NewFormItem("Engine", s.engine),
+		widget.NewFormItem("Model", widget.NewLabel(c.app.Model())),
+		widget.NewFormItem("Chat page", widget.NewLabel(c.app.ChatURL())),
+		widget.NewFormItem("Logs", wrapped(c.app.LogDir())),
+		widget.NewFormItem("Version", widget.NewLabel(c.app.Version())),
+	)
+	engineHelp := wrapped("Auto runs the model on the NPU when it is ready and falls back to the CPU. " +
+		"A change reloads a model that is on.")
+	content := container.NewVBox(
+		heading("Settings"),
+		form,
+		engineHelp,
+		widget.NewSeparator(),
+		s.atStart,
+		s.atLogin,
+		widget.NewSeparator(),
+		s.state,
+		container.NewHBox(chat, logs),
+	)
+	s.win.SetContent(container.NewVScroll(container.NewPadded(content)))
+	return s
+}
+
+// reload reads every setting again (launch at login from the real
+// entry) and shows it.
+func (s *settingsWindow) reload(snap Snapshot) {
+	s.loading = true
+	defer func() { s.loading = false }()
+	current := s.c.app.Engine()
+	for label, kind := range s.engineFor {
+		if kind == current {
+			s.engine.SetSelected(label)
+		}
+	}
+	s.atStart.SetChecked(s.c.app.ServeAtStart())
+	on, err := s.c.app.LaunchAtLogin()
+	s.atLogin.SetChecked(on)
+	if err != nil {
+		s.atLogin.SetText("Start NPU Chat when I log in (cannot read the entry: " + err.Error() + ")")
+	}
+	s.update(snap)
+}
+
+// update shows the service's state.
+func (s *settingsWindow) update(snap Snapshot) {
+	v := ViewOf(snap)
+	s.state.SetText("Now: " + v.Status + descr(v.Detail))
+}
+
+// newAboutWindow says what NPU Chat is and which version runs.
+func newAboutWindow(c *controller) fyne.Window {
+	w := newWindow(c, "About NPU Chat", fyne.NewSize(420, 300))
+	logo := canvas.NewImageFromResource(AppIcon())
+	logo.FillMode = canvas.ImageFillContain
+	logo.SetMinSize(fyne.NewSize(96, 96))
+	name := widget.NewLabelWithStyle("NPU Chat "+c.app.Version(), fyne.TextAlignCenter, fyne.TextStyle{Bold: true})
+	text := widget.NewLabelWithStyle("Chat with a local language model on your AMD Ryzen AI NPU, or on the CPU.\n"+
+		"The chat page and the OpenAI- and Ollama-compatible API are at "+c.app.ChatURL(), fyne.TextAlignCenter, fyne.TextStyle{})
+	text.Wrapping = fyne.TextWrapWord
+	w.SetContent(container.NewPadded(container.NewVBox(logo, name, text)))
+	return w
+}

@@ -1,0 +1,122 @@
+package gui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/test"
+	"fyne.io/fyne/v2/widget"
+)
+
+// texts are the words of a window's labels, buttons and checks, in
+// layout order.
+func texts(o fyne.CanvasObject) []string {
+	var out []string
+	for _, obj := range test.LaidOutObjects(o) {
+		switch w := obj.(type) {
+		case *widget.Label:
+			out = append(out, w.Text)
+		case *widget.Button:
+			out = append(out, "["+w.Text+"]")
+		case *widget.Check:
+			out = append(out, fmt.Sprintf("check %q %v", w.Text, w.Checked))
+		}
+	}
+	return out
+}
+
+func containsText(all []string, part string) bool {
+	return slices.ContainsFunc(all, func(s string) bool { return strings.Contains(s, part) })
+}
+
+// TestSetupWindowShowsChecksFixesAndInstall: "Check NPU…" opens the
+// setup window, which runs the check without blocking and lists each
+// problem with its fix; its install button shows the install's progress.
+func TestSetupWindowShowsChecksFixesAndInstall(t *testing.T) {
+	f := newFakeApp(t.Cleanup)
+	f.report = notReady()
+	progressed := make(chan struct{})
+	f.install = func(ctx context.Context, progress func(InstallProgress)) error {
+		progress(InstallProgress{Message: "downloading model.q4nx", Frac: 0.42})
+		close(progressed)
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	h := newHarness(t, test.NewTempApp(t), f)
+	h.click(labelCheck)
+	h.eventually("the report shown", func() bool { return h.c.setup != nil && h.c.setup.checked })
+	var words []string
+	h.ui.wait(func() { words = texts(h.c.setup.win.Content()) })
+	for _, want := range []string{"✗ The amdxdna driver is not loaded.", "✗ amdxdna driver loaded (L3)", "Fix: sudo modprobe amdxdna",
+		"! Memory lock limit (L9)", "Device: Strix / Strix Halo (XDNA 2, 1022:17f0 rev 11)", "[Open the chat]"} {
+		if !containsText(words, want) {
+			t.Errorf("setup window lacks %q:\n%s", want, strings.Join(words, "\n"))
+		}
+	}
+	if containsText(words, "NPU device (L1)") {
+		t.Errorf("a passed check is listed as a problem:\n%s", strings.Join(words, "\n"))
+	}
+
+	var btn *widget.Button
+	h.ui.wait(func() { btn = h.c.setup.installBtn })
+	h.ui.wait(func() { test.Tap(btn) })
+	<-progressed
+	h.eventually("the bar at 42%", func() bool { return h.c.setup.installBar.Value == 0.42 && btn.Disabled() })
+	h.ui.wait(func() { words = texts(h.c.setup.win.Content()) })
+	if !containsText(words, "Installing minicpm5:2b 42%: downloading model.q4nx") {
+		t.Errorf("no install progress in:\n%s", strings.Join(words, "\n"))
+	}
+
+	// Check again runs the check again, and a check that cannot run says so.
+	f.mu.Lock()
+	f.report, f.checkErr = nil, errors.New("read /sys: permission denied")
+	f.mu.Unlock()
+	h.ui.wait(func() { test.Tap(h.c.setup.checkAgain) })
+	h.eventually("the failure shown", func() bool {
+		return strings.Contains(h.c.setup.checkSummary.Text, "could not run: read /sys: permission denied")
+	})
+	h.click(labelQuit) // cancels the install
+}
+
+// TestSettingsWindowReadsAndWritesTheSettings: the settings window shows
+// the engine, serve at start and launch at login as they are (the login
+// entry read fresh each time it opens) and changes them.
+func TestSettingsWindowReadsAndWritesTheSettings(t *testing.T) {
+	f := newFakeApp(t.Cleanup)
+	f.login = true
+	h := newHarness(t, test.NewTempApp(t), f)
+	h.click(labelSettings)
+	var s *settingsWindow
+	h.ui.wait(func() { s = h.c.settings })
+	h.ui.wait(func() {
+		if s.engine.Selected != "Auto (NPU, else CPU)" || !s.atLogin.Checked || s.atStart.Checked {
+			t.Errorf("engine %q login %v at start %v", s.engine.Selected, s.atLogin.Checked, s.atStart.Checked)
+		}
+	})
+	h.ui.wait(func() { s.atLogin.SetChecked(false) })
+	h.ui.wait(func() { s.atStart.SetChecked(true) })
+	h.ui.wait(func() { s.engine.SetSelected("CPU") })
+	h.eventually("the engine saved", func() bool { return f.Engine() == "cpu" })
+	if on, _ := f.LaunchAtLogin(); on || !f.ServeAtStart() {
+		t.Fatalf("login %v at start %v", on, f.ServeAtStart())
+	}
+	if m := h.menu(); !slices.Contains(m, labelLogin) || !slices.Contains(m, "  [x] CPU") {
+		t.Fatalf("the menu does not follow the window: %q", m)
+	}
+
+	// The entry changed behind NPU Chat's back: opening shows the truth.
+	f.mu.Lock()
+	f.login = true
+	f.mu.Unlock()
+	h.click(labelSettings)
+	h.ui.wait(func() {
+		if !s.atLogin.Checked {
+			t.Error("the settings window shows a remembered login flag, not the entry")
+		}
+	})
+}
