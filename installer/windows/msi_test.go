@@ -6,6 +6,9 @@ import (
 	"debug/pe"
 	"encoding/json"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -551,5 +554,48 @@ func TestConsoleAttachUnderWine(t *testing.T) {
 	want := "npuchat " + meta(t).Version() + " (windows/amd64"
 	if !strings.HasPrefix(string(b), "exit 0\n") || !strings.Contains(string(b), want) {
 		t.Errorf("the console shows %q; want exit 0 and %q…", b, want)
+	}
+}
+
+// autostartConsts reads the string constants of the tray's launch-at-login
+// package (autostart/autostart.go, in the main module), so that the MSI
+// is checked against what the tray really toggles.
+func autostartConsts(t *testing.T) map[string]string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), "../../autostart/autostart.go", nil, 0)
+	if err != nil {
+		t.Fatalf("the tray's autostart package: %v", err)
+	}
+	consts := map[string]string{}
+	ast.Inspect(f, func(n ast.Node) bool {
+		vs, ok := n.(*ast.ValueSpec)
+		if !ok {
+			return true
+		}
+		for i, name := range vs.Names {
+			if i < len(vs.Values) {
+				if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					consts[name.Name], _ = strconv.Unquote(lit.Value)
+				}
+			}
+		}
+		return true
+	})
+	return consts
+}
+
+// TestRunValueIsTheTrays checks the MSI's Run value against the tray's
+// autostart package: the same key, value name and flag, quoted as its
+// CommandLine quotes the executable.
+func TestRunValueIsTheTrays(t *testing.T) {
+	c := autostartConsts(t)
+	for _, k := range []string{"RunValueName", "RunKeyPath", "HiddenFlag"} {
+		if c[k] == "" {
+			t.Fatalf("autostart.%s not found in autostart/autostart.go: %v", k, c)
+		}
+	}
+	run := row(t, table(t, theMSI, "Registry"), 5, "Autostart")
+	if run[2] != c["RunKeyPath"] || run[3] != c["RunValueName"] || run[4] != `"[INSTALLDIR]npuchat.exe" `+c["HiddenFlag"] {
+		t.Errorf("the MSI's Run value %q; the tray uses HKCU\\%s, %q, `\"<exe>\" %s`", run[2:5], c["RunKeyPath"], c["RunValueName"], c["HiddenFlag"])
 	}
 }
