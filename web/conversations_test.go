@@ -316,3 +316,23 @@ func TestPageHeadersAndSafeTitles(t *testing.T) {
 		t.Errorf("missing conversation page: %d", resp.StatusCode)
 	}
 }
+
+func TestPageWithAPIKeyShowsNoHistoryWithoutTheKey(t *testing.T) {
+	h := history.NewHandle(filepath.Join(t.TempDir(), "history.db"), history.Options{})
+	defer h.Close()
+	s := startServer(t, fake.Options{}, web.Options{History: h, APIKey: "sekrit"}, service.Options{})
+	resp, body := do(t, "POST", s.URL+"/api/conversations", `{"title": "private plans"}`, "Authorization", "Bearer sekrit")
+	if resp.StatusCode != 201 {
+		t.Fatalf("create with the key: %d %s", resp.StatusCode, body)
+	}
+	c := decodeJSON[history.Conversation](t, body)
+	if resp, _ := do(t, "GET", s.URL+"/api/conversations", ""); resp.StatusCode != 401 {
+		t.Fatalf("list without the key: %d", resp.StatusCode)
+	}
+	for _, path := range []string{"/", fmt.Sprintf("/c/%d", c.ID)} {
+		resp, page := do(t, "GET", s.URL+path, "")
+		if resp.StatusCode != 200 || strings.Contains(page, "private plans") {
+			t.Errorf("%s without the key: %d, shows the history: %v", path, resp.StatusCode, strings.Contains(page, "private plans"))
+		}
+	}
+}

@@ -359,3 +359,33 @@ func TestInstallFromThePage(t *testing.T) {
 		t.Error("the resumed install downloaded model.q4nx from the start")
 	}
 }
+
+func TestFollowsTheStreamUnlessScrolledUp(t *testing.T) {
+	up := newUpstream(t)
+	lines := make([]string, 300)
+	for i := range lines {
+		lines[i] = fmt.Sprintf("line %d\n\n", i)
+	}
+	up.script(20*time.Millisecond, lines...)
+	srv := remoteServer(t, up, t.TempDir())
+	b := newBrowser(t)
+	b.open(srv.URL + "/")
+	b.run(chromedp.SendKeys("#composer-input", "lines"+kb.Enter, chromedp.ByQuery))
+	const atBottom = `(() => { const m = document.getElementById('messages'); return m.scrollHeight > m.clientHeight + 200 && m.scrollHeight - m.scrollTop - m.clientHeight < 60 })()`
+	b.waitJS(atBottom, 20*time.Second)
+	// Scrolled up, the view stays where the reader is while text arrives.
+	b.run(chromedp.Evaluate(`(() => { const m = document.getElementById('messages'); m.scrollTop = 0; m.dispatchEvent(new Event('scroll')); })()`, nil))
+	before := eval[float64](b, `document.getElementById('messages').scrollHeight`)
+	b.waitJS(fmt.Sprintf(`document.getElementById('messages').scrollHeight > %v + 100`, before), 10*time.Second)
+	if top := eval[float64](b, `document.getElementById('messages').scrollTop`); top > 5 {
+		t.Errorf("the view jumped to %v px while the reader was scrolled up", top)
+	}
+	// Back at the bottom, it follows again.
+	b.run(chromedp.Evaluate(`(() => { const m = document.getElementById('messages'); m.scrollTop = m.scrollHeight; m.dispatchEvent(new Event('scroll')); })()`, nil))
+	h := eval[float64](b, `document.getElementById('messages').scrollHeight`)
+	b.waitJS(fmt.Sprintf(`document.getElementById('messages').scrollHeight > %v + 100`, h), 10*time.Second)
+	b.waitJS(atBottom, 5*time.Second)
+	if busy := eval[string](b, `document.querySelector('[data-role=assistant]').getAttribute('aria-busy') || ''`); busy != "true" {
+		t.Errorf("a streaming answer is not aria-busy: %q", busy)
+	}
+}

@@ -365,6 +365,9 @@
         answerEl.dataset.cut = "false";
         answerEl.querySelector(".cut") && answerEl.querySelector(".cut").remove();
         answerEl.classList.add("streaming");
+        // Screen readers wait for the whole answer instead of reading
+        // every piece as it arrives.
+        answerEl.setAttribute("aria-busy", "true");
         msgsEl.insertBefore(answerEl, $("empty"));
         scrollDown();
       } else if (name === "token") {
@@ -376,6 +379,7 @@
       } else if (name === "done") {
         messageEl(data, answerEl);
         answerEl.classList.remove("streaming");
+        answerEl.removeAttribute("aria-busy");
         answerEl = null;
         updateEmpty();
         scrollDown();
@@ -403,6 +407,7 @@
         // sent, marked as cut; show it the same way.
         paint();
         answerEl.classList.remove("streaming");
+        answerEl.removeAttribute("aria-busy");
         answerEl.dataset.cut = "true";
         const c = document.createElement("div");
         c.className = "cut";
