@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/npuchat/npuchat/history"
+	"github.com/npuchat/npuchat/models"
+	"github.com/npuchat/npuchat/service/install"
 	"io"
 	"log/slog"
 	"os"
@@ -21,6 +24,7 @@ import (
 	"github.com/npuchat/npuchat/npu/flm"
 	"github.com/npuchat/npuchat/npu/xrt"
 	"github.com/npuchat/npuchat/service"
+	"github.com/npuchat/npuchat/service/cpu"
 	"github.com/npuchat/npuchat/web"
 	"gopkg.in/natefinch/lumberjack.v2"
 )
@@ -110,6 +114,10 @@ type App struct {
 	// has returned.
 	stop    context.CancelFunc
 	running chan struct{}
+	// history is the chat page's history; installs runs model installs
+	// for the page and the tray.
+	history  *history.Handle
+	installs *install.Runner
 	// closers run at Shutdown (OnShutdown).
 	closers []func(context.Context) error
 
@@ -187,9 +195,26 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	if cfg.Engine == "remote" {
 		a.addRemoteModels(ctx)
 	}
+	// The chat page's history, installs and settings.
+	a.history = history.NewHandle(filepath.Join(cfg.DataDir, "history.db"), history.Options{})
+	a.installs = install.New(install.Options{
+		NewInstaller: func() (*models.Installer, error) {
+			return models.NewInstaller(cfg, models.Options{FLMRoot: cfg.FLMRoot, Getenv: opts.Getenv, GOOS: opts.GOOS})
+		},
+		Publish: a.mgr.Publish,
+	})
+	pageSettings := web.NewSettingsStore(cfg)
+	pageSettings.Apply = func(ctx context.Context, before, after web.PageSettings) error {
+		if before.Engine != after.Engine {
+			return a.SetEngine(ctx, after.Engine)
+		}
+		return nil
+	}
 	a.srv, err = web.NewServer(a.mgr, web.Options{
 		Addr: cfg.Addr, APIKey: cfg.APIKey, Origins: cfg.Origins, Version: opts.Version, Logger: a.log,
 		CheckNPU: func(ctx context.Context) (any, error) { return a.CheckNPU(ctx) },
+		History:  a.history, Installs: a.installs, Settings: pageSettings,
+		LogFile: filepath.Join(cfg.LogDir, "npuchat.log"),
 	})
 	if err != nil {
 		a.mgr.Close(ctx)
@@ -207,6 +232,7 @@ func applyFlags(cfg *config.Config, f Flags) (localModel string, err error) {
 		}
 	}
 	set(&cfg.Addr, f.Addr)
+	cfg.Addr = config.CanonicalAddr(cfg.Addr)
 	set(&cfg.Engine, f.Engine)
 	set(&cfg.RemoteURL, f.RemoteURL)
 	set(&cfg.FLMRoot, f.FLMRoot)
@@ -242,10 +268,15 @@ func (a *App) addLocal(path, name string) error {
 	if name == "" {
 		name = strings.TrimSuffix(filepath.Base(abs), filepath.Ext(abs))
 	}
-	a.reg.Add(service.Entry{Desc: service.ModelDesc{
+	desc := service.ModelDesc{
 		Name: name, Installed: true, Path: abs, Size: fi.Size(), ModifiedAt: fi.ModTime(),
 		Format: formatOf(abs, fi),
-	}})
+	}
+	// Family and context length without loading, for /api/show.
+	if info, err := cpu.Describe(abs); err == nil {
+		desc.Family, desc.ContextLength = info.Family, info.ContextLength
+	}
+	a.reg.Add(service.Entry{Desc: desc})
 	a.cfg.Model = name
 	a.local[name] = abs
 	return nil
@@ -253,6 +284,10 @@ func (a *App) addLocal(path, name string) error {
 
 // Manager is the service: the model's state, its events, generation.
 func (a *App) Manager() *service.Manager { return a.mgr }
+
+// Installs runs model installs (the page's and the tray's Install), one
+// at a time, reporting progress as EventInstall events.
+func (a *App) Installs() *install.Runner { return a.installs }
 
 // WebServer is the web server (API and chat page).
 func (a *App) WebServer() *web.Server { return a.srv }
@@ -341,6 +376,12 @@ func chatURL(addr string) string { return "http://" + addr + "/" }
 
 // closeFiles closes the log files.
 func (a *App) closeFiles() {
+	if a.installs != nil {
+		a.installs.Close()
+	}
+	if a.history != nil {
+		a.history.Close()
+	}
 	a.flmLog.Close()
 	if a.closeLog != nil {
 		a.closeLog()

@@ -26,6 +26,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -59,6 +60,17 @@ type Settings struct {
 	// off: the API listens and the model waits for a click).
 	ServeAtStart bool   `json:"serve_at_start,omitempty"`
 	FLMRoot      string `json:"flm_root,omitempty"` // overrides FastFlowLM discovery
+	// Chat holds the chat page's default generation settings (each
+	// conversation may override them).
+	Chat ChatDefaults `json:"chat,omitzero"`
+}
+
+// ChatDefaults are the chat page's default generation settings; nil
+// means the API's default.
+type ChatDefaults struct {
+	Temperature *float64 `json:"temperature,omitempty"`
+	TopP        *float64 `json:"top_p,omitempty"`
+	MaxTokens   *int     `json:"max_tokens,omitempty"`
 }
 
 // Config is the resolved configuration: settings merged with the
@@ -112,6 +124,13 @@ func Load(getenv Env, goos string) (*Config, error) {
 		}
 	}
 	override(&c.Addr, "NPUCHAT_ADDR")
+	if v := getenv("NPUCHAT_API_KEY"); v != "" && strings.TrimSpace(v) == "" {
+		return nil, errors.New("config: NPUCHAT_API_KEY is set but blank: it would lock every client out; set a real key or unset it")
+	}
+	if c.APIKey != "" && strings.TrimSpace(c.APIKey) == "" {
+		return nil, fmt.Errorf("config: api_key in %s is blank: it would lock every client out; set a real key or remove it", c.SettingsPath)
+	}
+	c.APIKey = strings.TrimSpace(c.APIKey)
 	override(&c.APIKey, "NPUCHAT_API_KEY")
 	override(&c.Engine, "NPUCHAT_ENGINE")
 	override(&c.RemoteURL, "NPUCHAT_REMOTE_URL")
@@ -127,6 +146,7 @@ func Load(getenv Env, goos string) (*Config, error) {
 	if c.Addr == "" {
 		c.Addr = DefaultAddr
 	}
+	c.Addr = CanonicalAddr(c.Addr)
 	if c.Model == "" {
 		c.Model = DefaultModel
 	}
@@ -177,8 +197,11 @@ func ParseKeepAlive(s string) (time.Duration, error) {
 	return 0, fmt.Errorf("%q is not a duration like 5m or a number of seconds", s)
 }
 
+// maxSettingsBytes bounds the settings file: it is a few hundred bytes.
+const maxSettingsBytes = 1 << 20
+
 func (c *Config) readSettings() error {
-	b, err := os.ReadFile(c.SettingsPath)
+	b, err := readRegularFile(c.SettingsPath, maxSettingsBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -189,6 +212,32 @@ func (c *Config) readSettings() error {
 		return fmt.Errorf("config: settings file %s is not valid JSON (%v); fix or delete it", c.SettingsPath, err)
 	}
 	return nil
+}
+
+// readRegularFile reads a regular file of at most limit bytes. Anything
+// else is refused without blocking: a FIFO or a device at the settings
+// path would otherwise hang start-up (and the signal handlers that are
+// not installed yet).
+func readRegularFile(path string, limit int64) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s); replace it with a settings file or delete it", path, fi.Mode().Type())
+	}
+	if fi.Size() > limit {
+		return nil, fmt.Errorf("%s is %d bytes, more than a settings file can be (%d)", path, fi.Size(), limit)
+	}
+	f, err := openNoBlock(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s changed into something that is not a regular file while being opened", path)
+	}
+	return io.ReadAll(io.LimitReader(f, limit))
 }
 
 // ReadSettings reads the settings file at path alone (no environment,
@@ -251,17 +300,78 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 }
 
 // IsLoopback reports whether addr (host:port) binds only the loopback
-// interface.
+// interface: "localhost" in any case, names under ".localhost", and
+// loopback IPs, including IPv4 shorthand such as "127.1".
 func IsLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
+	host, _, err := net.SplitHostPort(CanonicalAddr(addr))
 	if err != nil {
 		return false
 	}
-	if host == "localhost" {
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
 		return true
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// CanonicalAddr writes a listening address the way the network stack
+// reads it: the host lower-cased ("LOCALHOST" -> "localhost") and IPv4
+// shorthand spelled out ("127.1" -> "127.0.0.1", as inet_aton reads it),
+// which Go's resolver would otherwise look up as a name. Other addresses
+// are returned unchanged.
+func CanonicalAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := shorthandIPv4(host); ip != nil {
+		return net.JoinHostPort(ip.String(), port)
+	}
+	if net.ParseIP(host) == nil {
+		host = strings.TrimSuffix(strings.ToLower(host), ".")
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// shorthandIPv4 parses the inet_aton forms a, a.b and a.b.c (decimal
+// parts; the last one fills the remaining bytes), nil for anything else,
+// including ordinary dotted quads (net.ParseIP reads those).
+func shorthandIPv4(s string) net.IP {
+	parts := strings.Split(s, ".")
+	if len(parts) < 2 || len(parts) > 3 {
+		return nil
+	}
+	var n []uint64
+	for _, p := range parts {
+		if p == "" || len(p) > 10 {
+			return nil
+		}
+		var v uint64
+		for _, c := range p {
+			if c < '0' || c > '9' {
+				return nil
+			}
+			v = v*10 + uint64(c-'0')
+		}
+		n = append(n, v)
+	}
+	ip := make(net.IP, 4)
+	last := n[len(n)-1]
+	for i, v := range n[:len(n)-1] {
+		if v > 255 {
+			return nil
+		}
+		ip[i] = byte(v)
+	}
+	rest := 4 - (len(n) - 1) // bytes the last part fills
+	if last >= 1<<(8*rest) {
+		return nil
+	}
+	for i := 3; i >= len(n)-1; i-- {
+		ip[i] = byte(last)
+		last >>= 8
+	}
+	return ip
 }
 
 func configDir(getenv Env, goos, home string) string {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -136,6 +137,9 @@ func TestParseKeepAlive(t *testing.T) {
 func TestIsLoopback(t *testing.T) {
 	for addr, want := range map[string]bool{
 		"127.0.0.1:8001": true, "localhost:1": true, "[::1]:8001": true, "127.1.2.3:80": true,
+		// Issue 13, item 7: spellings the network stack reads as loopback.
+		"LOCALHOST:8001": true, "LocalHost.:8001": true, "127.1:8001": true, "127.0.1:8001": true, "app.localhost:8001": true,
+		"10.1:8001": false, "127.256:8001": true, "127.16777216:80": false,
 		"0.0.0.0:8001": false, "[::]:8001": false, "192.168.1.5:8001": false, ":8001": false, "nonsense": false,
 	} {
 		if IsLoopback(addr) != want {
@@ -180,5 +184,43 @@ func TestWriteFileAtomicLeavesNoTemporaryFiles(t *testing.T) {
 	// A folder in the way: an error, and the old content is untouched.
 	if err := WriteFileAtomic(filepath.Join(path, "x"), []byte("three"), 0o600); err == nil {
 		t.Fatal("writing under a file succeeded")
+	}
+}
+
+func TestCanonicalAddrListens(t *testing.T) {
+	for in, want := range map[string]string{
+		"LOCALHOST:8001": "localhost:8001", "127.1:8001": "127.0.0.1:8001", "127.0.1:0": "127.0.0.1:0",
+		"127.0.0.1:8001": "127.0.0.1:8001", "[::1]:8001": "[::1]:8001", "nonsense": "nonsense",
+	} {
+		if got := CanonicalAddr(in); got != want {
+			t.Errorf("CanonicalAddr(%q) = %q, want %q", in, got, want)
+		}
+	}
+	// The canonical shorthand really binds (Go's resolver would look
+	// "127.1" up as a host name).
+	for _, addr := range []string{"127.1:0", "LOCALHOST:0"} {
+		ln, err := net.Listen("tcp", CanonicalAddr(addr))
+		if err != nil {
+			t.Fatalf("listen on %s: %v", addr, err)
+		}
+		ln.Close()
+	}
+}
+
+// TestBlankAPIKeyIsRefused (issue 13, item 7): a key of spaces would
+// lock every client out; say so instead.
+func TestBlankAPIKeyIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Load(MapEnv(map[string]string{"HOME": dir, "NPUCHAT_API_KEY": "  "}), "linux"); err == nil || !strings.Contains(err.Error(), "blank") {
+		t.Errorf("blank env key: %v", err)
+	}
+	path := filepath.Join(dir, "s.json")
+	os.WriteFile(path, []byte(`{"api_key":" "}`), 0o600)
+	if _, err := Load(MapEnv(map[string]string{"HOME": dir, "NPUCHAT_CONFIG": path}), "linux"); err == nil || !strings.Contains(err.Error(), "blank") {
+		t.Errorf("blank settings key: %v", err)
+	}
+	os.WriteFile(path, []byte(`{"api_key":" k3y "}`), 0o600)
+	if c, err := Load(MapEnv(map[string]string{"HOME": dir, "NPUCHAT_CONFIG": path}), "linux"); err != nil || c.APIKey != "k3y" {
+		t.Errorf("padded key: %v %q", err, c.APIKey)
 	}
 }

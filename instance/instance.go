@@ -11,22 +11,26 @@
 //
 // The lock is flock(2) on Unix and LockFileEx on Windows, behind
 // [Locker]: the kernel drops it when the process dies, so a crash never
-// leaves a stale "already running". The channel is an AF_UNIX stream
-// socket on both, which Windows has had since Windows 10 1803 and Go's
-// net package supports there; the socket's folder is per user (the
-// Windows profile's ACL; the runtime folder's 0700 on Linux), so no
-// other user can connect. The protocol is one line each way: the
-// request ("open") and "ok" or "error: why".
+// leaves a stale "already running". The channel, behind [Channel], is a
+// Unix socket in the instance folder on Unix (the folder's 0700 keeps
+// other users out), and on Windows a random loopback port whose number
+// and a random secret are written to a file in the instance folder,
+// which only this user can read (AF_UNIX sockets are missing on older
+// Windows 10 builds and under Wine). The protocol is lines: the caller
+// sends "npuchat SECRET" and the request ("open"); the instance answers
+// "ok" or "error: why".
 package instance
 
 import (
 	"bufio"
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -41,7 +45,8 @@ const (
 // File names in the instance folder.
 const (
 	lockName   = "instance.lock"
-	socketName = "instance.sock"
+	socketName = "instance.sock" // UnixChannel's socket
+	addrName   = "instance.addr" // LoopbackChannel's port and secret
 )
 
 // ErrRunning says that another instance holds the lock.
@@ -62,6 +67,8 @@ type Options struct {
 	Dir string
 	// Locker takes the lock (FileLocker when nil).
 	Locker Locker
+	// Channel carries requests (DefaultChannel(runtime.GOOS) when nil).
+	Channel Channel
 }
 
 // Instance is the first instance's hold: the lock and the listening
@@ -69,7 +76,9 @@ type Options struct {
 type Instance struct {
 	dir    string
 	unlock func() error
+	ch     Channel
 	ln     net.Listener
+	secret string
 
 	mu     sync.Mutex
 	closed bool
@@ -89,19 +98,15 @@ func Acquire(opts Options) (*Instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	sock := filepath.Join(opts.Dir, socketName)
-	// We hold the lock, so a socket file left here is from an instance
-	// that died.
-	if err := os.Remove(sock); err != nil && !errors.Is(err, os.ErrNotExist) {
-		unlock()
-		return nil, fmt.Errorf("single instance: remove the old socket: %w", err)
+	if opts.Channel == nil {
+		opts.Channel = DefaultChannel(runtime.GOOS)
 	}
-	ln, err := net.Listen("unix", sock)
+	ln, secret, err := opts.Channel.Listen(opts.Dir)
 	if err != nil {
 		unlock()
-		return nil, fmt.Errorf("single instance: listen on %s: %w", sock, err)
+		return nil, fmt.Errorf("single instance: listen in %s: %w", opts.Dir, err)
 	}
-	return &Instance{dir: opts.Dir, unlock: unlock, ln: ln}, nil
+	return &Instance{dir: opts.Dir, unlock: unlock, ch: opts.Channel, ln: ln, secret: secret}, nil
 }
 
 // Serve answers second launches until ctx ends or Close: each request
@@ -127,7 +132,17 @@ func (i *Instance) Serve(ctx context.Context, handle func(ctx context.Context, r
 func (i *Instance) answer(ctx context.Context, c net.Conn, handle func(context.Context, string) error) {
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(10 * time.Second))
-	line, err := bufio.NewReader(c).ReadString('\n')
+	r := bufio.NewReader(c)
+	hello, err := r.ReadString('\n')
+	if err != nil {
+		return
+	}
+	got, _ := strings.CutPrefix(strings.TrimSpace(hello), "npuchat ")
+	if subtle.ConstantTimeCompare([]byte(got), []byte(i.secret)) != 1 {
+		c.Write([]byte("error: wrong secret\n"))
+		return
+	}
+	line, err := r.ReadString('\n')
 	if err != nil {
 		return
 	}
@@ -147,26 +162,28 @@ func (i *Instance) Close() error {
 	}
 	i.closed = true
 	err := i.ln.Close()
-	os.Remove(filepath.Join(i.dir, socketName))
+	i.ch.Remove(i.dir)
 	return errors.Join(err, i.unlock())
 }
 
 // Notify sends request to the running instance and waits for its answer.
 // It tries for a few seconds, since the first instance may be starting
-// (it holds the lock before it listens).
-func Notify(ctx context.Context, dir, request string) error {
-	sock := filepath.Join(dir, socketName)
+// (it holds the lock before it listens). ch is the channel
+// (DefaultChannel(runtime.GOOS) when nil).
+func Notify(ctx context.Context, dir string, ch Channel, request string) error {
+	if ch == nil {
+		ch = DefaultChannel(runtime.GOOS)
+	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	var d net.Dialer
 	for {
-		c, err := d.DialContext(ctx, "unix", sock)
+		c, secret, err := ch.Dial(ctx, dir)
 		if err == nil {
 			defer c.Close()
 			if dl, ok := ctx.Deadline(); ok {
 				c.SetDeadline(dl)
 			}
-			if _, err := fmt.Fprintf(c, "%s\n", request); err != nil {
+			if _, err := fmt.Fprintf(c, "npuchat %s\n%s\n", secret, request); err != nil {
 				return fmt.Errorf("tell the running NPU Chat to %s: %w", request, err)
 			}
 			reply, err := bufio.NewReader(c).ReadString('\n')
@@ -180,7 +197,7 @@ func Notify(ctx context.Context, dir, request string) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("tell the running NPU Chat to %s: it does not answer on %s: %w", request, sock, err)
+			return fmt.Errorf("tell the running NPU Chat to %s: it does not answer in %s: %w", request, dir, err)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

@@ -167,6 +167,47 @@ type GenerateOptions struct {
 	// one serving ("" when it is). The web layer names the engine in the
 	// answer from it before the first token.
 	OnRun func(kind, fallback string)
+	// Ticket, when set, is the place in the queue the request reserved
+	// before its body was read (Reserve); Generate and Load use it
+	// instead of queueing again.
+	Ticket *Ticket
+}
+
+// Ticket is a place in the request queue, taken with Reserve before a
+// request's body is read, so that what the queue cannot take is refused
+// before its body is held in memory.
+type Ticket struct {
+	m    *Manager
+	used bool // m.mu guards: given to acquire or released
+}
+
+// Reserve takes a place in the queue (ErrQueueFull when there is none).
+// Pass the ticket in GenerateOptions; Release it in any case when done
+// (a no-op once Generate or Load used it).
+func (m *Manager) Reserve() (*Ticket, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.waiting >= m.opts.QueueSize {
+		return nil, ErrQueueFull
+	}
+	m.waiting++
+	if m.idle != nil {
+		m.idle.Stop() // busy: no idle unload while requests wait
+	}
+	return &Ticket{m: m}, nil
+}
+
+// Release gives the place back unless Generate or Load used it.
+func (t *Ticket) Release() {
+	if t == nil {
+		return
+	}
+	t.m.mu.Lock()
+	defer t.m.mu.Unlock()
+	if !t.used {
+		t.used = true
+		t.m.waiting--
+	}
 }
 
 // Manager owns the model's state and its backend. All methods are safe
@@ -306,8 +347,9 @@ func (m *Manager) statusLocked() Status {
 
 // Subscribe returns a channel of events, starting with the current
 // status, and a function that ends the subscription. A subscriber that
-// does not keep up loses events, never blocks the service; it can always
-// read Status.
+// does not keep up loses progress events and, to make room for a state
+// change, its oldest events; it never blocks the service, and the last
+// event it receives always carries the current status.
 func (m *Manager) Subscribe() (<-chan Event, func()) {
 	ch := make(chan Event, 64)
 	m.mu.Lock()
@@ -345,10 +387,25 @@ func (m *Manager) publishLocked(kind EventKind, msg string) {
 // subscriber. m.mu must be held.
 func (m *Manager) sendLocked(ev Event) {
 	ev.Status, ev.Time = m.statusLocked(), m.opts.Now()
+	lossy := ev.Type == EventProgress || ev.Type == EventInstall
 	for ch := range m.subs {
 		select {
 		case ch <- ev:
-		default: // a slow subscriber loses this event
+		default:
+			if lossy {
+				continue // a slow subscriber loses progress
+			}
+			// A state change is never lost: make room by dropping the
+			// oldest event (each event carries the whole status, so the
+			// newest says everything the dropped one did).
+			select {
+			case <-ch:
+			default:
+			}
+			select {
+			case ch <- ev:
+			default:
+			}
 		}
 	}
 }
@@ -479,9 +536,38 @@ func (m *Manager) Stop(ctx context.Context) error {
 	return nil
 }
 
-// Close stops the model and ends every subscription.
+// Close stops the model and ends every subscription. The process is
+// ending: a backend Stop set aside because an answer still held the slot
+// is unloaded now (within ctx) rather than when the answer ends, so
+// that no FastFlowLM child outlives NPU Chat.
 func (m *Manager) Close(ctx context.Context) error {
-	err := m.Stop(ctx)
+	// Wait for the slot half the time there is, keeping the rest for
+	// unloading what a stuck answer holds.
+	sctx := ctx
+	if dl, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithTimeout(ctx, time.Until(dl)/2)
+		defer cancel()
+	}
+	err := m.Stop(sctx)
+	m.mu.Lock()
+	orphans := m.orphans
+	m.orphans = nil
+	m.mu.Unlock()
+	if len(orphans) > 0 {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for _, be := range orphans {
+				m.unload(ctx, be)
+			}
+		}()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			err = errors.Join(err, fmt.Errorf("close: the backend did not unload in time: %w", ctx.Err()))
+		}
+	}
 	m.mu.Lock()
 	m.closed = true
 	if m.idle != nil {
@@ -642,6 +728,8 @@ func (m *Manager) load(ctx context.Context, model, kind string, gen int) (backen
 		return fail(err)
 	}
 	start := m.opts.Now()
+	var lastSent time.Time
+	lastStage := ""
 	err = be.Load(lctx, func(p backend.Progress) {
 		m.mu.Lock()
 		defer m.mu.Unlock()
@@ -649,6 +737,13 @@ func (m *Manager) load(ctx context.Context, model, kind string, gen int) (backen
 			return // abandoned: the state is off already
 		}
 		m.progress = &p
+		// At most ten progress events a second (an engine may report
+		// every tensor); a new stage and the end always go out.
+		now := m.opts.Now()
+		if p.Stage == lastStage && p.Frac < 1 && now.Sub(lastSent) < 100*time.Millisecond {
+			return
+		}
+		lastSent, lastStage = now, p.Stage
 		m.publishLocked(EventProgress, p.Stage)
 	})
 	if err == nil {
@@ -688,7 +783,7 @@ func (m *Manager) Generate(ctx context.Context, req *backend.Request, opts Gener
 	if err != nil {
 		return backend.Result{}, err
 	}
-	if err := m.acquire(ctx); err != nil {
+	if err := m.acquire(ctx, opts.Ticket); err != nil {
 		return backend.Result{}, err
 	}
 	defer m.release(opts.KeepAlive)
@@ -793,14 +888,22 @@ func (m *Manager) hasNextEngineLocked(model, kind string) bool {
 	return false
 }
 
-// acquire waits for the slot, counting as waiting meanwhile.
-func (m *Manager) acquire(ctx context.Context) error {
+// acquire waits for the slot, counting as waiting meanwhile. With a
+// ticket from Reserve the place in the queue is already taken.
+func (m *Manager) acquire(ctx context.Context, t *Ticket) error {
 	m.mu.Lock()
-	if m.waiting >= m.opts.QueueSize {
+	switch {
+	case t != nil && !t.used:
+		t.used = true // its place is ours now: given back below
+	case t != nil:
+		m.mu.Unlock()
+		return errors.New("a queue ticket used twice (a bug)")
+	case m.waiting >= m.opts.QueueSize:
 		m.mu.Unlock()
 		return ErrQueueFull
+	default:
+		m.waiting++
 	}
-	m.waiting++
 	if m.idle != nil {
 		m.idle.Stop() // busy: no idle unload while requests wait
 	}
@@ -917,7 +1020,7 @@ func (m *Manager) Load(ctx context.Context, model string, opts GenerateOptions) 
 	if err != nil {
 		return err
 	}
-	if err := m.acquire(ctx); err != nil {
+	if err := m.acquire(ctx, opts.Ticket); err != nil {
 		return err
 	}
 	defer m.release(opts.KeepAlive)

@@ -752,6 +752,39 @@ func TestNPUCheckPhaseShowsLoadingAndStopEndsIt(t *testing.T) {
 	}
 }
 
+// TestReserveHoldsAPlaceBeforeTheBody (issue 13, item 4): the web layer
+// reserves a place before it reads a body; a full queue refuses at once,
+// a released ticket gives its place back, and a used one is counted once.
+func TestReserveHoldsAPlaceBeforeTheBody(t *testing.T) {
+	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: -1, QueueSize: 2})
+	a, err := r.m.Reserve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := r.m.Reserve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.m.Reserve(); !errors.Is(err, ErrQueueFull) {
+		t.Fatalf("third reserve: %v", err)
+	}
+	if st := r.m.Status(); st.Waiting != 2 {
+		t.Fatalf("waiting %d", st.Waiting)
+	}
+	a.Release()
+	a.Release() // twice is once
+	if _, err := r.m.Generate(context.Background(), chat("minicpm5:2b", "x"), GenerateOptions{Ticket: b}, func(backend.Token) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	b.Release() // after use: a no-op
+	if st := r.m.Status(); st.Waiting != 0 || st.Running != 0 {
+		t.Fatalf("after: waiting %d running %d", st.Waiting, st.Running)
+	}
+	if _, err := r.m.Generate(context.Background(), chat("minicpm5:2b", "x"), GenerateOptions{Ticket: b}, func(backend.Token) error { return nil }); err == nil {
+		t.Fatal("a ticket was used twice")
+	}
+}
+
 // TestStartWithNoNameStartsTheDefaultModel: the tray's and the page's
 // switch send no name; before any request the default model is the one
 // started, and it is named in the status while off.
@@ -781,5 +814,61 @@ func TestStartWithNoNameStartsTheDefaultModel(t *testing.T) {
 	}
 	if st := none.Status(); st.Enabled {
 		t.Fatalf("a failed Start switched the model on: %+v", st)
+	}
+}
+
+// TestCloseUnloadsWhatAStuckAnswerHolds: at exit, a backend that Stop
+// set aside for a stuck answer is unloaded anyway, within Close's ctx.
+func TestCloseUnloadsWhatAStuckAnswerHolds(t *testing.T) {
+	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: -1})
+	unblock := make(chan struct{})
+	defer close(unblock)
+	go r.m.Generate(context.Background(), chat("minicpm5:2b", "a b"), GenerateOptions{}, func(backend.Token) error {
+		<-unblock
+		return nil
+	})
+	waitFor(t, "running", func() bool { return r.m.Status().Running == 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	r.m.Close(ctx)
+	if r.backends("cpu")[0].Loaded() {
+		t.Fatal("the backend is still loaded after Close")
+	}
+}
+
+// chattyLoad reports progress a thousand times, as an engine reporting
+// every tensor does.
+type chattyLoad struct{ *fake.Backend }
+
+func (c chattyLoad) Load(ctx context.Context, p func(backend.Progress)) error {
+	for i := 0; i < 1000; i++ {
+		p(backend.Progress{Stage: "unpacking", Frac: float64(i) / 1000})
+	}
+	return c.Backend.Load(ctx, p)
+}
+
+// TestSlowSubscriberAlwaysSeesTheLastState: a subscriber that reads
+// nothing while a load floods progress still finds the state change to
+// "on" as its last event (the page and the tray follow events).
+func TestSlowSubscriberAlwaysSeesTheLastState(t *testing.T) {
+	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: -1})
+	r.m.opts.NewBackend = func(_ context.Context, model, kind string) (backend.Backend, error) {
+		return chattyLoad{fake.New(fake.Options{Name: model})}, nil
+	}
+	events, cancel := r.m.Subscribe()
+	defer cancel()
+	if err := r.m.Start("minicpm5:2b"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "on", func() bool { return r.m.Status().State == StateOn })
+	time.Sleep(50 * time.Millisecond)
+	var last Event
+	n := 0
+	for len(events) > 0 {
+		last = <-events
+		n++
+	}
+	if last.Type != EventStatus || last.Status.State != StateOn {
+		t.Fatalf("the last of %d buffered events is %s with state %s, want the status 'on'", n, last.Type, last.Status.State)
 	}
 }

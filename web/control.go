@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"embed"
 	"net/http"
 	"time"
 
@@ -25,7 +24,7 @@ func (s *Server) modelStart(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		Model string `json:"model"`
 	}
-	body, err := readBody(r)
+	body, err := s.readBody(w, r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -58,8 +57,7 @@ func (s *Server) modelStop(w http.ResponseWriter, r *http.Request) {
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	ch, cancel := s.mgr.Subscribe()
 	defer cancel()
-	out := newSSE(w)
-	out.timeout = writeTimeout
+	out := s.newSSE(w)
 	if out.raw(": events\n\n") != nil {
 		return
 	}
@@ -68,6 +66,8 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	for {
 		select {
 		case <-r.Context().Done():
+			return
+		case <-s.stopping: // shutting down: the stream must not hold it up
 			return
 		case <-tick.C:
 			if out.raw(": keep-alive\n\n") != nil {
@@ -98,21 +98,4 @@ func (s *Server) checkNPU(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, rep)
-}
-
-//go:embed static
-var static embed.FS
-
-func (s *Server) page(w http.ResponseWriter, r *http.Request) {
-	b, err := static.ReadFile("static/index.html")
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; script-src 'self' 'unsafe-inline'; frame-ancestors 'none'")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
-	w.Write(b)
 }

@@ -1,7 +1,12 @@
 // Package web serves NPU Chat over HTTP on the loopback interface: the
 // OpenAI-compatible API (/v1/...), the Ollama-compatible API (/api/...),
 // the control API (/api/status, /api/model/start|stop, /api/events) and
-// the chat page.
+// the chat page with its own API: conversations (conversations.go, over
+// package history; answers stored as they stream through the driver's
+// observer), installs (install.go, over service/install), settings and
+// the log tail (settings.go), and the page itself (conversations_page.go:
+// templ components from web/pages, embedded static files, a strict
+// Content-Security-Policy).
 //
 // Handlers are thin: decode and validate the request, call the service,
 // stream or render the answer. Security (Host and Origin checks, the
@@ -23,9 +28,11 @@
 //     the low-level streams in stream.go (sse, ndjson: headers with the
 //     first event, a flush and a write deadline per event).
 //
-// The handler makes an answer (newAnswer: id, the model name as sent,
-// the arrival time) and calls s.drive(w, r, answer, &call{req, opts,
-// out, observe}). The driver runs the request through the service and
+// The handler takes a queue place and reads the body with s.admit (it
+// answers 429 itself when the queue is full, and the ticket goes in
+// service.GenerateOptions.Ticket), makes an answer (newAnswer: id, the
+// model name as sent, the arrival time) and calls s.drive(w, r, answer,
+// &call{req, opts, out, observe}). The driver runs the request through the service and
 // keeps the answer up to date: Text, Pieces, Backend and Fallback (known
 // before the first piece, from service.GenerateOptions.OnRun),
 // FirstToken (time to first token), Result (finish reason, token counts,
@@ -48,4 +55,17 @@
 //
 // The golden files in testdata/formats pin each format byte for byte
 // (go test ./web -run TestAnswerFormats -update rewrites them).
+//
+// # Slow and hostile clients, shutdown
+//
+// A generation request takes a place in the service's queue before its
+// body is read (admit, body.go): a full queue answers 429 without holding
+// the body. Bodies are capped in size (413 from Content-Length, before
+// "100 Continue") and in time (Options.BodyTimeout, 408). Every write of
+// an answer has a deadline (Options.WriteTimeout): a client that stops
+// reading is dropped and its generation ended. Requests do not inherit
+// Serve's context; Server.Shutdown lets running answers finish within the
+// grace, then ends them and the queued ones with 503 shutting_down in
+// their format (errors.go, the writers' fail). TestSoak runs all of this
+// at once (go test ./web -run TestSoak -soak 5m for a long run).
 package web

@@ -33,11 +33,18 @@ func badRequest(param, format string, args ...any) *apiError {
 func (s *Server) classify(err error) *apiError {
 	var ae *apiError
 	var mbe *http.MaxBytesError
+	var be *bodyError
 	switch {
 	case errors.As(err, &ae):
 		return ae
+	case errors.Is(err, errShuttingDown):
+		return &apiError{http.StatusServiceUnavailable, "shutting_down", errShuttingDown.Error(), ""}
 	case errors.As(err, &mbe):
 		return &apiError{http.StatusRequestEntityTooLarge, "request_too_large", fmt.Sprintf("request body is larger than %d bytes", mbe.Limit), ""}
+	case errors.As(err, &be) && be.timeout:
+		return &apiError{http.StatusRequestTimeout, "request_timeout", fmt.Sprintf("the request body did not arrive within %s; send it at once", s.opts.BodyTimeout), ""}
+	case errors.As(err, &be):
+		return &apiError{http.StatusBadRequest, "invalid_request_error", be.Error(), ""}
 	case errors.Is(err, service.ErrQueueFull):
 		return &apiError{http.StatusTooManyRequests, "rate_limit_exceeded", err.Error(), ""}
 	case errors.Is(err, service.ErrUnknownModel):
@@ -84,7 +91,11 @@ func (s *Server) writeAPIError(w http.ResponseWriter, r *http.Request, ae *apiEr
 	if ae.status == http.StatusTooManyRequests || ae.status == http.StatusServiceUnavailable && ae.code == "shutting_down" {
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(s.mgr.RetryAfter().Seconds()))))
 	}
-	writeErrorParam(w, r, ae.status, ae.code, ae.msg, ae.param)
+	param := ae.param
+	if param == "messages" && (r.URL.Path == "/v1/completions" || r.URL.Path == "/api/generate") {
+		param = "prompt" // these APIs take a prompt, not messages
+	}
+	writeErrorParam(w, r, ae.status, ae.code, ae.msg, param)
 }
 
 // openAIError is OpenAI's error response.

@@ -1,6 +1,9 @@
 package web
 
 import (
+	"context"
+	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -113,9 +116,22 @@ func newAnswer(idPrefix, model string, start time.Time) *answer {
 // completions, Ollama chat and generate, the conversation API) is a
 // decoder plus an answerWriter around this.
 func (s *Server) drive(w http.ResponseWriter, r *http.Request, a *answer, c *call) {
+	rc := http.NewResponseController(w)
 	// Streams set a write deadline per event; the connection may serve
 	// another request after this one, so clear it at the end.
-	defer http.NewResponseController(w).SetWriteDeadline(time.Time{})
+	defer rc.SetWriteDeadline(time.Time{})
+	// The answer ends when the client leaves, or when a shutdown's grace
+	// is over (Server.Shutdown).
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	stop := context.AfterFunc(s.endAnswers, func() { cancel(context.Cause(s.endAnswers)) })
+	defer stop()
+
+	if s.opts.APIKey != "" && c.req.CacheScope == "" {
+		// Several people share the server: a prompt cache per client
+		// address, so that nobody can time another's prompt.
+		c.req.CacheScope = clientHost(r)
+	}
 	opts := c.opts
 	onRun := opts.OnRun
 	opts.OnRun = func(kind, fallback string) {
@@ -124,7 +140,7 @@ func (s *Server) drive(w http.ResponseWriter, r *http.Request, a *answer, c *cal
 			onRun(kind, fallback)
 		}
 	}
-	res, err := s.mgr.Generate(r.Context(), c.req, opts, func(t backend.Token) error {
+	res, err := s.mgr.Generate(ctx, c.req, opts, func(t backend.Token) error {
 		if a.Pieces == 0 {
 			a.FirstToken = time.Since(a.Start)
 		}
@@ -139,6 +155,9 @@ func (s *Server) drive(w http.ResponseWriter, r *http.Request, a *answer, c *cal
 		}
 		return c.out.piece(a, t)
 	})
+	if err != nil && r.Context().Err() == nil && s.shuttingDown() {
+		err = fmt.Errorf("%w (%v)", errShuttingDown, err)
+	}
 	a.Result, a.Total, a.Err = res, time.Since(a.Start), err
 	if res.Backend != "" {
 		a.Backend = res.Backend
@@ -149,6 +168,8 @@ func (s *Server) drive(w http.ResponseWriter, r *http.Request, a *answer, c *cal
 	if c.observe != nil && c.observe.end != nil {
 		c.observe.end(a)
 	}
+	// A whole answer is written at once: bound it like a stream's event.
+	rc.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
 	if err != nil {
 		ae := s.classify(err)
 		if ae.status == 499 && r.Context().Err() != nil {
@@ -157,7 +178,7 @@ func (s *Server) drive(w http.ResponseWriter, r *http.Request, a *answer, c *cal
 		if ae.status == 499 {
 			ae = &apiError{http.StatusGatewayTimeout, "timeout", "timed out: " + err.Error(), ""}
 		}
-		if ae.status >= 500 {
+		if ae.status >= 500 && ae.code != "shutting_down" {
 			s.log.Warn("generation failed", "path", r.URL.Path, "pieces", a.Pieces, "err", err)
 		}
 		c.out.fail(a, ae)
@@ -166,4 +187,12 @@ func (s *Server) drive(w http.ResponseWriter, r *http.Request, a *answer, c *cal
 	if err := c.out.finish(a); err != nil {
 		s.log.Debug("write answer", "path", r.URL.Path, "err", err)
 	}
+}
+
+// clientHost is the client's address without its port.
+func clientHost(r *http.Request) string {
+	if h, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return h
+	}
+	return r.RemoteAddr
 }

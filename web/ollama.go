@@ -249,11 +249,11 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 // ollamaRun serves /api/chat (chat) and /api/generate.
 func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, chat bool) {
 	start := time.Now()
-	body, err := readBody(r)
-	if err != nil {
-		s.fail(w, r, err)
+	ticket, body, ok := s.admit(w, r)
+	if !ok {
 		return
 	}
+	defer ticket.Release()
 	parse := parseOllamaGenerate
 	if chat {
 		parse = parseOllamaChat
@@ -271,7 +271,7 @@ func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, chat bool) {
 		if p.keepAlive != nil && *p.keepAlive == 0 {
 			err, reason = s.mgr.Unload(r.Context(), req.Model), "unload"
 		} else {
-			err = s.mgr.Load(r.Context(), req.Model, service.GenerateOptions{KeepAlive: p.keepAlive})
+			err = s.mgr.Load(r.Context(), req.Model, service.GenerateOptions{KeepAlive: p.keepAlive, Ticket: ticket})
 		}
 		if err != nil {
 			s.fail(w, r, err)
@@ -284,9 +284,9 @@ func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, chat bool) {
 	}
 	var out answerWriter = &ollamaWhole{ollamaFormat: f, s: s, w: w, r: r}
 	if p.stream {
-		out = &ollamaStream{ollamaFormat: f, s: s, r: r, nd: newNDJSON(w)}
+		out = &ollamaStream{ollamaFormat: f, s: s, r: r, nd: s.newNDJSON(w)}
 	}
-	s.drive(w, r, a, &call{req: req, opts: service.GenerateOptions{KeepAlive: p.keepAlive}, out: out})
+	s.drive(w, r, a, &call{req: req, opts: service.GenerateOptions{KeepAlive: p.keepAlive, Ticket: ticket}, out: out})
 }
 
 // ollamaModel is an entry of /api/tags and /api/ps.
@@ -379,7 +379,7 @@ func (s *Server) describe(name string) service.ModelDesc {
 }
 
 func (s *Server) ollamaShow(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(r)
+	body, err := s.readBody(w, r)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"time"
 
@@ -172,19 +172,89 @@ func unmarshalBody(body []byte, v any) error {
 		}
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return badRequest(te.Field, "field %q: expected %s, got JSON %s", te.Field, te.Type, te.Value)
+			field := jsonPath(reflect.TypeOf(v), te.Field)
+			if field == "" {
+				return badRequest("", "the request body must be %s, got JSON %s", kindName(te.Type), te.Value)
+			}
+			return badRequest(field, "field %q: expected %s, got JSON %s", field, kindName(te.Type), te.Value)
 		}
 		return badRequest("", "request body is not valid JSON: %v", err)
 	}
 	return nil
 }
 
-// readBody reads the whole (size-limited) body.
-func readBody(r *http.Request) ([]byte, error) {
-	if r.Body == nil {
-		return nil, nil
+// jsonPath is a decoding error's field path as the client wrote it:
+// encoding/json names embedded structs by their Go type
+// ("openAICommon.model"), which means nothing to a client.
+func jsonPath(t reflect.Type, field string) string {
+	if field == "" {
+		return ""
 	}
-	return io.ReadAll(r.Body)
+	var out []string
+	for _, seg := range strings.Split(field, ".") {
+		for t != nil && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map) {
+			t = t.Elem()
+		}
+		if t != nil && t.Kind() == reflect.Struct {
+			if f, ok := t.FieldByName(seg); ok && f.Anonymous {
+				t = f.Type
+				continue // a Go embedding, not a JSON key
+			}
+			next := reflect.Type(nil)
+			for i := 0; i < t.NumField(); i++ {
+				f := t.Field(i)
+				if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name == seg {
+					next = f.Type
+				}
+			}
+			if next == nil { // the key is in an embedded struct
+				next = embeddedField(t, seg)
+			}
+			t = next
+		}
+		out = append(out, seg)
+	}
+	return strings.Join(out, ".")
+}
+
+// embeddedField finds the type of the field tagged key in t's embedded
+// structs.
+func embeddedField(t reflect.Type, key string) reflect.Type {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.Anonymous || f.Type.Kind() != reflect.Struct {
+			continue
+		}
+		for j := 0; j < f.Type.NumField(); j++ {
+			g := f.Type.Field(j)
+			if name, _, _ := strings.Cut(g.Tag.Get("json"), ","); name == key {
+				return g.Type
+			}
+		}
+	}
+	return nil
+}
+
+// kindName says what JSON a Go type wants, for people.
+func kindName(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "a JSON object"
+	}
+	return "another JSON type"
 }
 
 func newID(prefix string) string {
@@ -195,11 +265,11 @@ func newID(prefix string) string {
 
 func (s *Server) openAIChat(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	body, err := readBody(r)
-	if err != nil {
-		s.fail(w, r, err)
+	ticket, body, ok := s.admit(w, r)
+	if !ok {
 		return
 	}
+	defer ticket.Release()
 	req, in, err := parseOpenAIChat(body)
 	if err != nil {
 		s.fail(w, r, err)
@@ -208,18 +278,18 @@ func (s *Server) openAIChat(w http.ResponseWriter, r *http.Request) {
 	a := newAnswer("chatcmpl-", in.Model, start)
 	var out answerWriter = &openAIChatWhole{s: s, w: w, r: r, logprobs: req.Logprobs}
 	if in.Stream {
-		out = &openAIChatStream{s: s, r: r, sse: newSSE(w), usage: in.includeUsage(), logprobs: req.Logprobs}
+		out = &openAIChatStream{s: s, r: r, sse: s.newSSE(w), usage: in.includeUsage(), logprobs: req.Logprobs}
 	}
-	s.drive(w, r, a, &call{req: req, out: out})
+	s.drive(w, r, a, &call{req: req, opts: service.GenerateOptions{Ticket: ticket}, out: out})
 }
 
 func (s *Server) openAICompletions(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	body, err := readBody(r)
-	if err != nil {
-		s.fail(w, r, err)
+	ticket, body, ok := s.admit(w, r)
+	if !ok {
 		return
 	}
+	defer ticket.Release()
 	req, in, err := parseOpenAICompletion(body)
 	if err != nil {
 		s.fail(w, r, err)
@@ -232,9 +302,9 @@ func (s *Server) openAICompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	var out answerWriter = &openAICompletionWhole{s: s, w: w, r: r, echo: echo, logprobs: req.Logprobs}
 	if in.Stream {
-		out = &openAICompletionStream{s: s, r: r, sse: newSSE(w), usage: in.includeUsage(), echo: echo, logprobs: req.Logprobs}
+		out = &openAICompletionStream{s: s, r: r, sse: s.newSSE(w), usage: in.includeUsage(), echo: echo, logprobs: req.Logprobs}
 	}
-	s.drive(w, r, a, &call{req: req, out: out})
+	s.drive(w, r, a, &call{req: req, opts: service.GenerateOptions{Ticket: ticket}, out: out})
 }
 
 // openAIModel is an entry of GET /v1/models.

@@ -2,6 +2,7 @@ package web
 
 import (
 	"crypto/subtle"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -43,7 +44,7 @@ func (s *Server) secure(h http.Handler) http.Handler {
 			hdr.Add("Vary", "Origin")
 			if r.Method == http.MethodOptions {
 				hdr.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
-				hdr.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, OpenAI-Organization, OpenAI-Project, X-Stainless-Lang, X-Stainless-Package-Version, X-Stainless-OS, X-Stainless-Arch, X-Stainless-Runtime, X-Stainless-Runtime-Version, X-Stainless-Retry-Count, X-Stainless-Timeout")
+				hdr.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, OpenAI-Organization, OpenAI-Project, X-Stainless-Lang, X-Stainless-Package-Version, X-Stainless-OS, X-Stainless-Arch, X-Stainless-Runtime, X-Stainless-Runtime-Version, X-Stainless-Retry-Count, X-Stainless-Timeout, X-Api-Key, Anthropic-Version, Anthropic-Beta, Anthropic-Dangerous-Direct-Browser-Access")
 				hdr.Set("Access-Control-Max-Age", "600")
 				sw.WriteHeader(http.StatusNoContent)
 				return
@@ -57,12 +58,20 @@ func (s *Server) secure(h http.Handler) http.Handler {
 		}
 		if s.opts.APIKey != "" && needsKey(r.URL.Path) && !s.keyOK(r) {
 			sw.Header().Set("WWW-Authenticate", `Bearer realm="npuchat"`)
-			writeError(sw, r, http.StatusUnauthorized, "invalid_api_key", "missing or wrong API key: send Authorization: Bearer <key>")
+			writeError(sw, r, http.StatusUnauthorized, "invalid_api_key", "missing or wrong API key: send Authorization: Bearer <key> (or x-api-key: <key>)")
+			return
+		}
+		if r.ContentLength > s.opts.MaxBodyBytes {
+			// Refused before reading: with "Expect: 100-continue" the
+			// client gets this instead of "100 Continue".
+			sw.Header().Set("Connection", "close")
+			writeError(sw, r, http.StatusRequestEntityTooLarge, "request_too_large", fmt.Sprintf("request body is larger than %d bytes", s.opts.MaxBodyBytes))
 			return
 		}
 		if r.Body != nil {
 			r.Body = http.MaxBytesReader(sw, r.Body, s.opts.MaxBodyBytes)
 		}
+		s.startBody(sw, r)
 		h.ServeHTTP(sw, r)
 	})
 }
@@ -74,7 +83,13 @@ func needsKey(path string) bool {
 }
 
 func (s *Server) keyOK(r *http.Request) bool {
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	// The scheme is case-insensitive (RFC 9110, section 11.1).
+	scheme, got, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	ok = ok && strings.EqualFold(scheme, "Bearer")
+	if k := r.Header.Get("X-Api-Key"); !ok && k != "" {
+		// Anthropic's clients send the key as x-api-key.
+		got, ok = k, true
+	}
 	if !ok && r.URL.Path == "/api/events" {
 		// A browser's EventSource cannot send headers: the page passes
 		// the key in the query for the event stream only.

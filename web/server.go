@@ -8,10 +8,13 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/npuchat/npuchat/config"
+	"github.com/npuchat/npuchat/history"
 	"github.com/npuchat/npuchat/service"
+	"github.com/npuchat/npuchat/service/install"
 )
 
 // Options configure the HTTP server.
@@ -35,7 +38,26 @@ type Options struct {
 	// CheckNPU runs the NPU check for GET /api/check (the report the
 	// tray's "Check NPU" and the page's check view show); nil: 404.
 	CheckNPU func(ctx context.Context) (any, error)
-	Logger   *slog.Logger
+	// History is the chat history for /api/conversations; nil: 404.
+	History *history.Handle
+	// Settings are the settings the page changes (/api/settings); nil: 404.
+	Settings *SettingsStore
+	// Installs runs model installs for /api/models/{name}/install; nil: 404.
+	Installs *install.Runner
+	// LogFile is the log the page's log view tails (/api/logs).
+	LogFile string
+	Logger  *slog.Logger
+	// WriteTimeout bounds each write of an answer: a client that reads
+	// nothing for this long is dropped and its generation ended, so that
+	// it cannot hold the one generation slot (default 30 s).
+	WriteTimeout time.Duration
+	// BodyTimeout bounds the time a request body may take to arrive
+	// (default 30 s); headers have 10 s.
+	BodyTimeout time.Duration
+	// ShutdownGrace is how long running answers may go on when the
+	// server shuts down (Serve's ctx ends) before they are ended with an
+	// explicit error (default 1.5 s, inside the app's 2 s grace).
+	ShutdownGrace time.Duration
 }
 
 // Server is NPU Chat's HTTP server.
@@ -43,7 +65,21 @@ type Server struct {
 	mgr  *service.Manager
 	opts Options
 	log  *slog.Logger
+
+	// stopping is closed when shutdown begins: event streams end, and
+	// answers that fail from then on say the server is shutting down.
+	stopping     chan struct{}
+	stopOnce     sync.Once
+	endAnswers   context.Context // cancelled when the shutdown grace is over
+	endAnswersFn context.CancelCauseFunc
+
+	mu  sync.Mutex   // guards srv
+	srv *http.Server // the running server, nil before Serve
 }
+
+// errShuttingDown ends the answers still running when the shutdown grace
+// is over.
+var errShuttingDown = errors.New("NPU Chat is shutting down; the answer was cut short. Ask again when it is back")
 
 // NewServer returns a server for the manager. It refuses a non-loopback
 // address without an API key: the API would be open to the network.
@@ -60,10 +96,24 @@ func NewServer(mgr *service.Manager, opts Options) (*Server, error) {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = writeTimeout
+	}
+	if opts.BodyTimeout <= 0 {
+		opts.BodyTimeout = 30 * time.Second
+	}
+	if opts.ShutdownGrace <= 0 {
+		opts.ShutdownGrace = 1500 * time.Millisecond
+	}
+	if opts.APIKey != "" && strings.TrimSpace(opts.APIKey) == "" {
+		return nil, errors.New("the API key is blank (only spaces): it would lock every client out; set a real key (NPUCHAT_API_KEY) or none")
+	}
+	opts.APIKey = strings.TrimSpace(opts.APIKey)
 	if !config.IsLoopback(opts.Addr) && opts.APIKey == "" {
 		return nil, fmt.Errorf("serve on %s: this address is reachable from other machines; set an API key (NPUCHAT_API_KEY) or bind to 127.0.0.1", opts.Addr)
 	}
-	return &Server{mgr: mgr, opts: opts, log: opts.Logger}, nil
+	end, endFn := context.WithCancelCause(context.Background())
+	return &Server{mgr: mgr, opts: opts, log: opts.Logger, stopping: make(chan struct{}), endAnswers: end, endAnswersFn: endFn}, nil
 }
 
 // Handler returns the root handler: routes behind the security checks.
@@ -72,6 +122,8 @@ func (s *Server) Handler() http.Handler {
 	// OpenAI-compatible API.
 	mux.HandleFunc("POST /v1/chat/completions", s.openAIChat)
 	mux.HandleFunc("POST /v1/completions", s.openAICompletions)
+	mux.HandleFunc("POST /v1/messages", s.anthropicMessages)
+	mux.HandleFunc("POST /v1/responses", s.openAIResponses)
 	mux.HandleFunc("GET /v1/models", s.openAIModels)
 	mux.HandleFunc("GET /v1/models/{id...}", s.openAIModel)
 	// Ollama-compatible API.
@@ -87,8 +139,26 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/model/stop", s.modelStop)
 	mux.HandleFunc("GET /api/events", s.events)
 	mux.HandleFunc("GET /api/check", s.checkNPU)
+	// The chat page's API (conversations.go, install.go, settings.go).
+	mux.HandleFunc("GET /api/history", s.historyStatus)
+	mux.HandleFunc("GET /api/conversations", s.listConversations)
+	mux.HandleFunc("POST /api/conversations", s.createConversation)
+	mux.HandleFunc("GET /api/conversations/{id}", s.getConversation)
+	mux.HandleFunc("PATCH /api/conversations/{id}", s.updateConversation)
+	mux.HandleFunc("DELETE /api/conversations/{id}", s.deleteConversation)
+	mux.HandleFunc("GET /api/conversations/{id}/export", s.exportConversation)
+	mux.HandleFunc("GET /api/conversations/{id}/messages", s.listMessages)
+	mux.HandleFunc("POST /api/conversations/{id}/messages", s.sendMessage)
+	mux.HandleFunc("GET /api/models/{name}/install", s.installStatus)
+	mux.HandleFunc("POST /api/models/{name}/install", s.installStart)
+	mux.HandleFunc("DELETE /api/models/{name}/install", s.installCancel)
+	mux.HandleFunc("GET /api/settings", s.getSettings)
+	mux.HandleFunc("PUT /api/settings", s.putSettings)
+	mux.HandleFunc("GET /api/logs", s.logTail)
 	// The chat page.
 	mux.HandleFunc("GET /{$}", s.page)
+	mux.HandleFunc("GET /c/{id}", s.page)
+	mux.Handle("GET /static/", s.staticFiles())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, http.StatusNotFound, "not_found", fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path))
 	})
@@ -108,15 +178,21 @@ func (s *Server) ListenAndServe(ctx context.Context, ready func(addr string)) er
 	return s.Serve(ctx, ln, ready)
 }
 
-// Serve serves on ln until ctx ends.
+// Serve serves on ln until ctx ends, then shuts down as Shutdown does,
+// with Options.ShutdownGrace for the running answers.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func(addr string)) error {
 	srv := &http.Server{
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+		// Requests do not end with ctx: shutting down lets running
+		// answers finish, then ends them with an explicit error.
+		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
+	s.mu.Lock()
+	s.srv = srv
+	s.mu.Unlock()
 	// The listener's own address lets the Host check accept it when the
 	// port was chosen by the system (":0").
 	s.opts.Hosts = append(s.opts.Hosts, ln.Addr().String())
@@ -130,13 +206,54 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func(addr str
 		return err
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	sctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownGrace)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		srv.Close()
-	}
+	shutErr := s.Shutdown(sctx)
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
+	return shutErr
+}
+
+// endWait is how long answers ended by Shutdown have to write their
+// error before their connections are closed.
+const endWait = time.Second
+
+// Shutdown stops accepting connections and ends the event streams, lets
+// running answers finish until ctx ends, then ends those still running
+// with an explicit error (a 503 JSON body, an SSE error event, an Ollama
+// error line: see Server.drive), gives them endWait to write it, and
+// closes what is left. Answers waiting in the queue are ended the same
+// way.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopOnce.Do(func() { close(s.stopping) })
+	s.mu.Lock()
+	srv := s.srv
+	s.mu.Unlock()
+	if srv == nil {
+		s.endAnswersFn(errShuttingDown)
+		return nil
+	}
+	err := srv.Shutdown(ctx)
+	if err == nil {
+		return nil
+	}
+	s.endAnswersFn(errShuttingDown)
+	wctx, cancel := context.WithTimeout(context.Background(), endWait)
+	defer cancel()
+	if err := srv.Shutdown(wctx); err != nil {
+		srv.Close()
+		return fmt.Errorf("shut down the web server: connections still open after the grace were closed: %w", err)
+	}
 	return nil
+}
+
+// shuttingDown reports whether Shutdown has begun.
+func (s *Server) shuttingDown() bool {
+	select {
+	case <-s.stopping:
+		return true
+	default:
+		return false
+	}
 }

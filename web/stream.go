@@ -62,8 +62,10 @@ func (s *stream) write(b []byte) error {
 // sse writes server-sent events.
 type sse struct{ *stream }
 
-func newSSE(w http.ResponseWriter) *sse {
-	return &sse{newStream(w, "text/event-stream", 0)}
+// newSSE starts an SSE stream whose writes time out after the server's
+// WriteTimeout.
+func (s *Server) newSSE(w http.ResponseWriter) *sse {
+	return &sse{newStream(w, "text/event-stream", s.opts.WriteTimeout)}
 }
 
 // data sends one "data:" event holding v as JSON.
@@ -90,8 +92,10 @@ func (s *sse) raw(text string) error { return s.write([]byte(text)) }
 // ndjson writes newline-delimited JSON objects (Ollama's streams).
 type ndjson struct{ *stream }
 
-func newNDJSON(w http.ResponseWriter) *ndjson {
-	return &ndjson{newStream(w, "application/x-ndjson", 0)}
+// newNDJSON starts an NDJSON stream whose writes time out after the
+// server's WriteTimeout.
+func (s *Server) newNDJSON(w http.ResponseWriter) *ndjson {
+	return &ndjson{newStream(w, "application/x-ndjson", s.opts.WriteTimeout)}
 }
 
 // send writes v as one line.

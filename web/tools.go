@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/npuchat/npuchat/engine/sample"
 	"github.com/npuchat/npuchat/service/backend"
@@ -187,7 +186,7 @@ func parseResponseFormat(raw json.RawMessage, param string) (*backend.Format, er
 	case "json_object":
 		return &backend.Format{Type: backend.FormatJSON}, nil
 	case "json_schema":
-		if rf.JSONSchema == nil || len(bytes.TrimSpace(rf.JSONSchema.Schema)) == 0 {
+		if rf.JSONSchema == nil || !asked(rf.JSONSchema.Schema) {
 			return nil, badRequest(param+".json_schema.schema", "%s.json_schema.schema is required with type json_schema", param)
 		}
 		return &backend.Format{Type: backend.FormatSchema, Schema: rf.JSONSchema.Schema, Name: rf.JSONSchema.Name}, nil
@@ -412,8 +411,6 @@ func ollamaDoneReason(a *answer) string {
 	}
 	return a.Result.FinishReason
 }
-
-var _ = strings.TrimSpace
 
 // capabilities is /api/show's list for a model: what the running
 // backend says it can do, or plain completion when the model is not

@@ -137,14 +137,96 @@ func wineTools(t *testing.T) (wine, mingw string) {
 	return wine, mingw
 }
 
+// wine is a Wine prefix ready to run Go programs: Wine 8 lacks
+// bcryptprimitives.dll, which Go 1.22+ needs at start-up (ProcessPrng),
+// so a small one is built with MinGW that forwards to bcrypt's
+// BCryptGenRandom.
+type wine struct {
+	t     *testing.T
+	exe   string
+	mingw string
+	env   []string
+}
+
+func newWine(t *testing.T) *wine {
+	t.Helper()
+	exe, mingw := wineTools(t)
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = t.TempDir()
+	}
+	prefix := filepath.Join(cache, "npuchat-test-wine")
+	w := &wine{t: t, exe: exe, mingw: mingw,
+		env: append(os.Environ(), "WINEPREFIX="+prefix, "WINEDEBUG=-all", "WINEDLLOVERRIDES=mscoree,mshtml=")}
+	sys32 := filepath.Join(prefix, "drive_c", "windows", "system32")
+	if _, err := os.Stat(sys32); err != nil {
+		w.run(5*time.Minute, "wineboot", "--init")
+	}
+	w.compile(filepath.Join(sys32, "bcryptprimitives.dll"), "testdata/bcryptprimitives.c", "-lbcrypt")
+	return w
+}
+
+// run runs a program under Wine and returns its exit code and output.
+func (w *wine) run(timeout time.Duration, args ...string) (int, string, string) {
+	t := w.t
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, w.exe, args...)
+	cmd.Env = w.env
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("wine %v: timed out after %s\n%s", args, timeout, errb.String())
+	}
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("wine %v: %v", args, err)
+	}
+	return code, out.String(), errb.String()
+}
+
+// compile builds a Windows DLL with MinGW.
+func (w *wine) compile(out string, args ...string) {
+	w.t.Helper()
+	cmd := exec.Command(w.mingw, append([]string{"-shared", "-O2", "-o", out}, args...)...)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		w.t.Fatalf("mingw %v: %v\n%s", args, err, b)
+	}
+}
+
+// TestWindowsPartsUnderWine runs the Windows code of the single-instance
+// lock (LockFileEx, the loopback channel, across processes) and of launch
+// at login (the real HKCU Run value) under Wine: their own tests, built
+// with GOOS=windows.
+func TestWindowsPartsUnderWine(t *testing.T) {
+	w := newWine(t)
+	for pkg, run := range map[string]string{
+		"instance":  ".",                              // all of it
+		"autostart": "Registry|RealRunKey|CommandExe", // the XDG file is Linux's
+	} {
+		exe := filepath.Join(t.TempDir(), pkg+".test.exe")
+		build := exec.Command("go", "test", "-c", "-o", exe, "../../"+pkg)
+		build.Env = append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "CGO_ENABLED=0")
+		if b, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("GOOS=windows go test -c ./%s: %v\n%s", pkg, err, b)
+		}
+		code, out, errOut := w.run(2*time.Minute, exe, "-test.v", "-test.run", run)
+		if code != 0 || !strings.Contains(out, "--- PASS") || strings.Contains(out, "--- FAIL") || strings.Contains(out, "--- SKIP") {
+			t.Errorf("%s's tests under Wine: exit %d\n%s\n%s", pkg, code, out, errOut)
+		}
+	}
+}
+
 // TestCheckUnderWine builds npuchat.exe and runs `npuchat check --json`
 // under Wine: with no NPU it must report one cleanly (exit 1), and its
 // XRT probe child must load a fake xrt_coreutil.dll through the real
-// Windows code path. Wine 8 lacks bcryptprimitives.dll, which Go 1.22+
-// needs at start-up (ProcessPrng), so the test builds a small one with
-// MinGW that forwards to bcrypt's BCryptGenRandom.
+// Windows code path.
 func TestCheckUnderWine(t *testing.T) {
-	wine, mingw := wineTools(t)
+	w := newWine(t)
 	tmp := t.TempDir()
 	exe := filepath.Join(tmp, "npuchat.exe")
 	build := exec.Command("go", "build", "-o", exe, ".")
@@ -152,43 +234,7 @@ func TestCheckUnderWine(t *testing.T) {
 	if b, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("GOOS=windows go build: %v\n%s", err, b)
 	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = tmp
-	}
-	prefix := filepath.Join(cache, "npuchat-test-wine")
-	wineEnv := append(os.Environ(), "WINEPREFIX="+prefix, "WINEDEBUG=-all", "WINEDLLOVERRIDES=mscoree,mshtml=")
-	runWine := func(timeout time.Duration, args ...string) (int, string, string) {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, wine, args...)
-		cmd.Env = wineEnv
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		if ctx.Err() != nil {
-			t.Fatalf("wine %v: timed out after %s\n%s", args, timeout, errb.String())
-		}
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatalf("wine %v: %v", args, err)
-		}
-		return code, out.String(), errb.String()
-	}
-	sys32 := filepath.Join(prefix, "drive_c", "windows", "system32")
-	if _, err := os.Stat(sys32); err != nil {
-		runWine(5*time.Minute, "wineboot", "--init")
-	}
-	compile := func(out string, args ...string) {
-		cmd := exec.Command(mingw, append([]string{"-shared", "-O2", "-o", out}, args...)...)
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("mingw %v: %v\n%s", args, err, b)
-		}
-	}
-	compile(filepath.Join(sys32, "bcryptprimitives.dll"), "testdata/bcryptprimitives.c", "-lbcrypt")
-
+	runWine, compile := w.run, w.compile
 	code, out, errOut := runWine(2*time.Minute, exe, "check", "--json")
 	if code != 1 {
 		t.Fatalf("npuchat.exe check --json: exit %d, want 1\n%s\n%s", code, out, errOut)

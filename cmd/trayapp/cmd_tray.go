@@ -63,7 +63,7 @@ func runTray(ctx context.Context, env *Env, flags app.Flags, hidden bool) int {
 	}
 	inst, err := instance.Acquire(instance.Options{Dir: dir})
 	if errors.Is(err, instance.ErrRunning) {
-		if err := instance.Notify(ctx, dir, instance.OpenChat); err != nil {
+		if err := instance.Notify(ctx, dir, nil, instance.OpenChat); err != nil {
 			fmt.Fprintln(env.Stderr, "npuchat: NPU Chat is already running, but:", err)
 			return 1
 		}
@@ -101,7 +101,7 @@ func runTray(ctx context.Context, env *Env, flags app.Flags, hidden bool) int {
 				url[:len(url)-1], a.Model(), a.Engine(), a.Status().State)
 		}})
 	}()
-	trayErr := startTray(ctx, env, a, trayOptions{Hidden: hidden})
+	trayErr := startTray(ctx, a, trayOptions{Hidden: hidden})
 	quit()
 	runErr := <-ran
 	if err := errors.Join(trayErr, runErr); err != nil {
@@ -121,6 +121,6 @@ type trayOptions struct {
 // from the main thread) until the user quits or ctx ends. The setup
 // window opens at start when the model is not installed, unless
 // launched at login.
-func startTray(ctx context.Context, env *Env, a *app.App, opts trayOptions) error {
-	return gui.Run(ctx, trayApp{App: a, env: env}, gui.Options{ShowSetup: !opts.Hidden && !a.ModelInstalled(), Logger: a.Logger()})
+func startTray(ctx context.Context, a *app.App, opts trayOptions) error {
+	return gui.Run(ctx, trayApp{App: a}, gui.Options{ShowSetup: !opts.Hidden && !a.ModelInstalled(), Logger: a.Logger()})
 }

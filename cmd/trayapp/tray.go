@@ -2,20 +2,20 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/npuchat/npuchat/app"
 	"github.com/npuchat/npuchat/gui"
-	"github.com/npuchat/npuchat/models"
 	"github.com/npuchat/npuchat/models/hub"
-	"github.com/npuchat/npuchat/service"
+	"github.com/npuchat/npuchat/service/install"
 )
 
 // trayApp is the app as the tray drives it (gui.App): *app.App's
 // methods, its server state in gui's type, and the model install.
 type trayApp struct {
 	*app.App
-	env *Env
 }
 
 func (t trayApp) Server() gui.ServerStatus { return guiServer(t.App.Server()) }
@@ -42,43 +42,57 @@ func guiServer(s app.ServerStatus) gui.ServerStatus {
 	return gui.ServerStatus{Listening: s.Listening, URL: s.URL, Err: s.Err}
 }
 
-// InstallModel installs or updates the app's model as `npuchat install`
-// does, reporting progress to the tray and, as install events, to the
-// chat page.
+// InstallModel installs or updates the app's model through the app's
+// install runner, the one the chat page's Install uses: one install at
+// a time, progress to the tray and (as install events) to the page. An
+// install of the same model already running (started from the page) is
+// followed rather than refused; ctx ending cancels it (its downloads are
+// kept, so the next install resumes).
 func (t trayApp) InstallModel(ctx context.Context, progress func(gui.InstallProgress)) error {
-	cfg := t.Config()
-	in, err := models.NewInstaller(cfg, models.Options{FLMRoot: cfg.FLMRoot, Getenv: t.env.Getenv, GOOS: t.env.GOOS})
-	if err != nil {
-		return err
+	runner, model := t.Installs(), t.Model()
+	updates, stop := runner.Subscribe()
+	defer stop()
+	if err := runner.Start(model); err != nil {
+		if st := runner.Status(); !errors.Is(err, install.ErrBusy) || st.State != install.StateRunning || st.Model != model {
+			return err
+		}
 	}
-	model := t.Model()
-	publish := func(p service.InstallProgress) {
-		p.Model = model
-		t.Manager().Publish(service.Event{Type: service.EventInstall, Install: &p})
-	}
-	in.Progress = func(e models.Event) {
-		p := gui.InstallProgress{Model: model, Message: e.Message}
-		if f := e.File; f != nil {
-			p.Message = "downloading " + f.File
-			if f.Total > 0 {
-				p.Frac = float64(f.Bytes) / float64(f.Total)
-				p.Message += fmt.Sprintf(" (%s of %s)", hub.HumanBytes(f.Bytes), hub.HumanBytes(f.Total))
+	for {
+		select {
+		case <-ctx.Done():
+			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			runner.Cancel(cctx, model)
+			return ctx.Err()
+		case st := <-updates:
+			if st.Model != model {
+				continue
 			}
-			publish(service.InstallProgress{Phase: "downloading", Done: f.Bytes, Total: f.Total, BytesPerSecond: f.Rate, ETASeconds: f.ETA.Seconds()})
+			progress(installProgress(st))
+			switch st.State {
+			case install.StateDone:
+				return nil
+			case install.StateFailed:
+				return errors.New(st.Error)
+			case install.StateCancelled:
+				return context.Canceled
+			}
 		}
-		if p.Message == "" {
-			p.Message = e.Phase
+	}
+}
+
+// installProgress says an install's status in the tray's words.
+func installProgress(st install.Status) gui.InstallProgress {
+	p := gui.InstallProgress{Model: st.Model, Message: st.Message}
+	if st.File != "" && st.State == install.StateRunning {
+		p.Message = "downloading " + st.File
+		if st.Total > 0 {
+			p.Frac = float64(st.Bytes) / float64(st.Total)
+			p.Message += fmt.Sprintf(" (%s of %s)", hub.HumanBytes(st.Bytes), hub.HumanBytes(st.Total))
 		}
-		progress(p)
 	}
-	_, err = in.Install(ctx, model, models.InstallOptions{})
-	switch {
-	case ctx.Err() != nil:
-		publish(service.InstallProgress{Phase: "cancelled"})
-	case err != nil:
-		publish(service.InstallProgress{Phase: "failed", Error: err.Error()})
-	default:
-		publish(service.InstallProgress{Phase: "done"})
+	if p.Message == "" {
+		p.Message = st.Phase
 	}
-	return err
+	return p
 }

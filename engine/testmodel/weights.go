@@ -217,16 +217,26 @@ func (w *Weights) Clone() *Weights {
 	return &c
 }
 
+// shallow copies w's structure but shares its value slices: for the
+// derivations below, which replace slices and never write into them (a
+// model-sized copy of every weight would take 10 GB at MiniCPM5-2B's
+// shape).
+func (w *Weights) shallow() *Weights {
+	c := *w
+	c.Layers = append([]Layer(nil), w.Layers...)
+	return &c
+}
+
 // ReplicateKV returns weights with every KV head repeated factor times in
 // place (torch repeat_interleave over heads of k_proj and v_proj rows), as
 // the MiniCPM5 NPU port's expand_kv_heads.py does: KV head j becomes heads
-// j*factor .. j*factor+factor-1.
+// j*factor .. j*factor+factor-1. The result shares w's other slices.
 func (w *Weights) ReplicateKV(factor int) (*Weights, error) {
 	s := w.Shape
 	if factor < 1 || s.Heads%(s.KVHeads*factor) != 0 {
 		return nil, fmt.Errorf("replicate KV heads: %d KV heads times %d does not divide %d heads", s.KVHeads, factor, s.Heads)
 	}
-	c := w.Clone()
+	c := w.shallow()
 	c.Shape.KVHeads *= factor
 	rowLen := s.HeadDim * s.Hidden
 	rep := func(x []float32) []float32 {
@@ -244,7 +254,7 @@ func (w *Weights) ReplicateKV(factor int) (*Weights, error) {
 	return c, nil
 }
 
-// WithUnitQKNorm returns the model the port's inject_qk_norm.py makes: the
+// WithUnitQKNorm returns the model the port's inject_qk_norm.py makes (sharing w's other slices): the
 // same weights as a qwen3 model with q_norm and k_norm weights of 1. It
 // does not compute the same function: RMSNorm with unit gain still divides
 // q and k by their root mean square.
@@ -252,7 +262,7 @@ func (w *Weights) WithUnitQKNorm() (*Weights, error) {
 	if w.Shape.Arch == ArchMiniCPM {
 		return nil, fmt.Errorf("unit q/k norm: minicpm's muP scales have no qwen3 equivalent")
 	}
-	c := w.Clone()
+	c := w.shallow()
 	c.Shape.Arch, c.Shape.QKNorm = ArchQwen3, true
 	for i := range c.Layers {
 		c.Layers[i].QNorm = ones(w.Shape.HeadDim)

@@ -83,6 +83,12 @@ type Request struct {
 	// not emitted.
 	Stop     []string
 	Sampling Sampling
+	// CacheScope names who may reuse this request's prompt cache: a
+	// backend that keeps the previous prompt's keys and values reuses
+	// them only for a request of the same scope, so that one client
+	// cannot time whether another just sent a given prefix. "" is one
+	// scope shared by all (a single local user).
+	CacheScope string
 
 	// Tools the model may call, and whether it must (features.go). A
 	// backend that cannot honour them returns ErrBadRequest.
@@ -121,9 +127,12 @@ const (
 type Result struct {
 	PromptTokens     int
 	CompletionTokens int
-	FinishReason     string // FinishStop, FinishLength or FinishToolCalls
-	PrefillDuration  time.Duration
-	DecodeDuration   time.Duration
+	// CachedTokens counts the prompt tokens reused from the previous
+	// request's cache (not computed again).
+	CachedTokens    int
+	FinishReason    string // FinishStop, FinishLength or FinishToolCalls
+	PrefillDuration time.Duration
+	DecodeDuration  time.Duration
 	// Backend is the Kind of the backend that produced the answer (the
 	// service sets it when it falls back from one backend to another).
 	Backend string

@@ -58,8 +58,13 @@ type Backend struct {
 	tcfg   tokenizer.Config
 	tmpl   *chat.Template
 	sess   *engine.Session
-	cached []int // the tokens whose keys and values are in sess
+	cached []int  // the tokens whose keys and values are in sess
+	scope  string // the CacheScope of the request that filled cached
 	maxCtx int
+	// maxTokenBytes is the longest token's text: a prompt of more than
+	// maxCtx*maxTokenBytes bytes cannot fit, and is refused before it is
+	// rendered and tokenized.
+	maxTokenBytes int
 	// grammars caches compiled schemas and their token masks over this
 	// model's vocabulary (made at the first constrained request).
 	grammars *grammar.Cache
@@ -105,9 +110,15 @@ func (b *Backend) Load(ctx context.Context, progress func(backend.Progress)) err
 			maxCtx = min(max(maxCtx, 4096), DefaultMaxContext)
 		}
 	}
+	longest := 1
+	for id := 0; id < tok.Size(); id++ {
+		if p, err := tok.TokenBytes(id); err == nil {
+			longest = max(longest, len(p))
+		}
+	}
 	b.mu.Lock()
 	b.model, b.tok, b.tcfg, b.tmpl = m, tok, tcfg, tmpl
-	b.sess, b.cached, b.maxCtx = m.NewSession(maxCtx), nil, maxCtx
+	b.sess, b.cached, b.maxCtx, b.maxTokenBytes = m.NewSession(maxCtx), nil, maxCtx, longest
 	b.mu.Unlock()
 	report("ready", 1)
 	return nil
@@ -236,11 +247,23 @@ func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(
 	if b.model == nil {
 		return res, backend.ErrNotLoaded
 	}
+	if n := promptBytes(req); n > b.maxCtx*b.maxTokenBytes {
+		return res, fmt.Errorf("the prompt is %d bytes, more than the context of %d tokens can hold: %w", n, b.maxCtx, backend.ErrPromptTooLong)
+	}
 	ids, err := b.promptLocked(req)
 	if err != nil {
 		return res, err
 	}
 	return b.generateLocked(ctx, ids, req, Observer{}, emit)
+}
+
+// promptBytes is the size of a request's text.
+func promptBytes(req *backend.Request) int {
+	n := len(req.Prompt)
+	for _, m := range req.Messages {
+		n += len(m.Content) + len(m.Name)
+	}
+	return n
 }
 
 func commonPrefix(a, b []int) int {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/npuchat/npuchat/engine"
 	"github.com/npuchat/npuchat/engine/testmodel"
@@ -330,5 +331,63 @@ func TestLoadErrors(t *testing.T) {
 	}
 	if _, err := b.Generate(context.Background(), greedy("x"), func(backend.Token) error { return nil }); !errors.Is(err, backend.ErrNotLoaded) {
 		t.Fatalf("generate before load: %v", err)
+	}
+}
+
+// TestDescribeWithoutLoading (issue 13, item 7): a --model file's family
+// and context length are known before it is loaded, for /api/show.
+func TestDescribeWithoutLoading(t *testing.T) {
+	paths := models(t)
+	for _, format := range []string{"gguf", "hf"} {
+		info, err := Describe(paths[format])
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := load(t, Options{Path: paths[format]})
+		loaded := b.Info()
+		if info.Family == "" || info.Family != loaded.Family || info.ContextLength == 0 || info.ContextLength != loaded.ContextLength {
+			t.Errorf("%s: described %+v, loaded %+v", format, info, loaded)
+		}
+	}
+	if _, err := Describe(filepath.Join(t.TempDir(), "nope.gguf")); err == nil {
+		t.Error("a missing file was described")
+	}
+}
+
+// TestPromptCacheIsPerScope (issue 13, item 7): a prompt cached for one
+// scope (client) is not reused for another, so that nobody can time
+// whether someone else just sent a prefix; within a scope it is.
+func TestPromptCacheIsPerScope(t *testing.T) {
+	b := load(t, Options{Path: models(t)["gguf"]})
+	req := func(scope string) *backend.Request {
+		r := greedy("a long shared system prompt and a question about cats")
+		r.MaxTokens, r.CacheScope = 1, scope
+		return r
+	}
+	if _, _, _, err := run(t, b, req("alice")); err != nil {
+		t.Fatal(err)
+	}
+	_, _, same, err := run(t, b, req("alice"))
+	if err != nil || same.CachedTokens < 5 {
+		t.Fatalf("same scope reused %d tokens (%v)", same.CachedTokens, err)
+	}
+	_, _, other, err := run(t, b, req("mallory"))
+	if err != nil || other.CachedTokens != 0 {
+		t.Fatalf("another scope reused %d cached tokens (%v)", other.CachedTokens, err)
+	}
+}
+
+// TestHugePromptIsRefusedBeforeTokenizing (issue 13, item 4): a prompt
+// that cannot fit however it tokenizes is refused from its size.
+func TestHugePromptIsRefusedBeforeTokenizing(t *testing.T) {
+	b := load(t, Options{Path: models(t)["gguf"], MaxContext: 64})
+	r := greedy(strings.Repeat("word ", 1<<20))
+	start := time.Now()
+	_, _, _, err := run(t, b, r)
+	if !errors.Is(err, backend.ErrPromptTooLong) || !strings.Contains(err.Error(), "bytes") {
+		t.Fatalf("err = %v", err)
+	}
+	if d := time.Since(start); d > 200*time.Millisecond {
+		t.Fatalf("refusing took %v: the prompt was tokenized", d)
 	}
 }

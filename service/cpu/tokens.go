@@ -59,8 +59,12 @@ func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Re
 		return res, fmt.Errorf("%d prompt tokens, the context holds %d: %w", len(ids), b.maxCtx, backend.ErrPromptTooLong)
 	}
 
-	// Reuse the cached prefix; at least the last prompt token is computed
-	// again to get its logits.
+	// Reuse the cached prefix, only within a cache scope (so that one
+	// client cannot time another's prompt); at least the last prompt
+	// token is computed again to get its logits.
+	if req.CacheScope != b.scope {
+		b.cached, b.scope = nil, req.CacheScope
+	}
 	keep := commonPrefix(b.cached, ids)
 	if keep == len(ids) {
 		keep--
@@ -69,6 +73,7 @@ func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Re
 		b.sess, b.cached, keep = b.model.NewSession(b.maxCtx), nil, 0
 	}
 	b.cached = append(b.cached[:keep], ids[keep:]...)
+	res.CachedTokens = keep
 	start := time.Now()
 	logits, err := b.sess.PrefillContext(ctx, ids[keep:])
 	res.PrefillDuration = time.Since(start)

@@ -50,3 +50,27 @@ func TestOpenAINodeClient(t *testing.T) {
 		t.Fatalf("after the node client: running %d, completed %d (want 0 and 2)", st.Running, st.Stats.Requests)
 	}
 }
+
+// TestOpenAINodeFeatures runs node/features_client.mjs (tools, streamed
+// tool calls, response_format, logprobs) with the openai npm package
+// against a scripted backend.
+func TestOpenAINodeFeatures(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal("node is not installed: run scripts/setup")
+	}
+	if _, err := os.Stat(filepath.Join("node", "node_modules", "openai", "package.json")); err != nil {
+		t.Fatal("the openai npm package is missing in tests/clients/node: run scripts/setup")
+	}
+	srv := scriptedTools(t)
+	cmd := exec.Command(node, "--test", "--test-reporter=spec", "features_client.mjs")
+	cmd.Dir = "node"
+	cmd.Env = append(os.Environ(), "NPUCHAT_URL="+srv.URL)
+	timer := time.AfterFunc(2*time.Minute, func() { cmd.Process.Kill() })
+	out, err := cmd.CombinedOutput()
+	timer.Stop()
+	t.Logf("node output:\n%s", out)
+	if err != nil {
+		t.Fatalf("node tests failed: %v", err)
+	}
+}

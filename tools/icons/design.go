@@ -14,8 +14,7 @@ var (
 	green  = color.NRGBA{0x22, 0xA5, 0x5A, 0xFF}
 	red    = color.NRGBA{0xE0, 0x3A, 0x3A, 0xFF}
 	grey   = color.NRGBA{0xC4, 0xC9, 0xD0, 0xFF}
-	edge   = color.NRGBA{0x0B, 0x0E, 0x1A, 0xC0} // dark rim: keeps a light icon visible on a light panel
-	faint  = color.NRGBA{0xFF, 0xFF, 0xFF, 0x38}
+	edge   = color.NRGBA{0x1A, 0x1D, 0x28, 0xFF} // dark rim: keeps a light icon visible on a light panel
 	shadow = color.NRGBA{0x00, 0x00, 0x00, 0x30}
 )
 
@@ -92,7 +91,8 @@ func trayBubble() shape {
 //	error    a red bubble with an exclamation mark
 //
 // Filled bubbles have a dark rim and mid-tone fills, so every icon
-// stands out on light and on dark panels.
+// stands out on light and on dark panels. The committed tray icons have
+// no semi-transparent pixels (see trayImage).
 func trayIcon(state string) []layer {
 	b := trayBubble()
 	// The chip: a square with two pins a side and its die cut out, so
@@ -107,7 +107,6 @@ func trayIcon(state string) []layer {
 	switch state {
 	case "off":
 		ls := []layer{
-			{b, solid(faint)},
 			{stroke(grow(b, -3), 9), solid(edge)},
 			{stroke(grow(b, -3), 4.5), solid(grey)},
 			{grow(union(roundRect(21, 14.5, 43, 36.5, 3), pins(21, 14.5, 43, 36.5, 2, 5.5, 5, 1)), 2.5), solid(edge)},

@@ -104,16 +104,16 @@ func contactSheet() *image.NRGBA {
 		draw.Draw(sheet, image.Rect(0, y, w, y+160), image.NewUniform(bg), image.Point{}, draw.Src)
 		x = 16
 		for _, s := range states {
-			blit(sheet, render(22, trayDesign, trayIcon(s)), x, y+14, 6)
+			blit(sheet, panelView(s, 22), x, y+14, 6)
 			x += 22*6 + 24
 		}
 		for _, s := range states {
-			blit(sheet, render(22, trayDesign, trayIcon(s)), x, y+69, 1)
+			blit(sheet, panelView(s, 22), x, y+69, 1)
 			x += 30
 		}
 		x += 24
 		for _, s := range states {
-			blit(sheet, render(traySize, trayDesign, trayIcon(s)), x, y+48, 1)
+			blit(sheet, trayImage(s), x, y+48, 1)
 			x += traySize + 12
 		}
 	}

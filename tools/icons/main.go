@@ -24,6 +24,7 @@ import (
 	"flag"
 	"fmt"
 	"image"
+	"image/color"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -80,13 +81,59 @@ func outputs() (map[string][]byte, error) {
 	}
 	files["gui/icons/npuchat.ico"] = ico
 	for _, s := range states {
-		b, err := encodePNG(render(traySize, trayDesign, trayIcon(s)))
+		b, err := encodePNG(trayImage(s))
 		if err != nil {
 			return nil, err
 		}
 		files["gui/icons/tray-"+s+".png"] = b
 	}
 	return files, nil
+}
+
+// trayImage is the committed tray icon of a state: drawn at traySize
+// with every pixel either opaque or transparent. fyne.io/systray v1.12.2
+// turns a PNG into the StatusNotifierItem pixmap by taking the low byte
+// of each premultiplied 16-bit channel, which garbles the colour of any
+// semi-transparent pixel (anti-aliased edges turn into coloured noise);
+// opaque and transparent pixels come through exactly. The panel scales
+// the 64 px icon down to its size, and that smooths the outline again
+// (panelView shows how).
+func trayImage(state string) *image.NRGBA {
+	img := render(traySize, trayDesign, trayIcon(state))
+	for i := 3; i < len(img.Pix); i += 4 {
+		if img.Pix[i] >= 0x80 {
+			img.Pix[i] = 0xFF
+		} else {
+			img.Pix[i-3], img.Pix[i-2], img.Pix[i-1], img.Pix[i] = 0, 0, 0, 0
+		}
+	}
+	return img
+}
+
+// panelView is a tray icon as a panel of n px shows it: the committed
+// image scaled down with a box filter (premultiplied).
+func panelView(state string, n int) *image.NRGBA {
+	src := trayImage(state)
+	dst := image.NewNRGBA(image.Rect(0, 0, n, n))
+	scale := float64(traySize) / float64(n)
+	for y := 0; y < n; y++ {
+		for x := 0; x < n; x++ {
+			var r, g, b, a, w float64
+			for sy := int(float64(y) * scale); sy < int(float64(y+1)*scale+0.999) && sy < traySize; sy++ {
+				for sx := int(float64(x) * scale); sx < int(float64(x+1)*scale+0.999) && sx < traySize; sx++ {
+					c := src.NRGBAAt(sx, sy)
+					ca := float64(c.A) / 255
+					r, g, b, a = r+float64(c.R)*ca, g+float64(c.G)*ca, b+float64(c.B)*ca, a+ca
+					w++
+				}
+			}
+			if a == 0 {
+				continue
+			}
+			dst.SetNRGBA(x, y, color.NRGBA{uint8(r/a + 0.5), uint8(g/a + 0.5), uint8(b/a + 0.5), uint8(a/w*255 + 0.5)})
+		}
+	}
+	return dst
 }
 
 func write(root string, files map[string][]byte) error {

@@ -91,7 +91,7 @@ func TestTrayIconsReadOnAnyPanel(t *testing.T) {
 	minShare := map[string]float64{"light": 0.2, "dark": 0.2, "mid": 0.1}
 	icons := map[string]*image.NRGBA{}
 	for _, s := range states {
-		icons[s] = render(22, trayDesign, trayIcon(s))
+		icons[s] = panelView(s, 22)
 	}
 	for _, s := range states {
 		for pname, bg := range panels {
@@ -116,6 +116,19 @@ func TestTrayIconsReadOnAnyPanel(t *testing.T) {
 		for _, b := range states[i+1:] {
 			if d := meanDiff(icons[a], icons[b]); d < 0.08 {
 				t.Errorf("%s and %s differ by %.3f on average: too alike", a, b, d)
+			}
+		}
+	}
+}
+
+// TestTrayIconsHaveNoSemiTransparentPixels: fyne.io/systray garbles the
+// colour of semi-transparent pixels on Linux (see trayImage).
+func TestTrayIconsHaveNoSemiTransparentPixels(t *testing.T) {
+	for _, s := range states {
+		img := trayImage(s)
+		for i := 3; i < len(img.Pix); i += 4 {
+			if a := img.Pix[i]; a != 0 && a != 0xFF {
+				t.Fatalf("%s: pixel %d has alpha %d", s, i/4, a)
 			}
 		}
 	}

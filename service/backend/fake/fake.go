@@ -39,6 +39,9 @@ type Options struct {
 	// Calls, when set, scripts tool calls: they are emitted after the
 	// reply's text, and the answer finishes with tool_calls.
 	Calls func(req *backend.Request) []backend.ToolCall
+	// NoRecord keeps Requests empty, for long tests that must not hold
+	// every request in memory.
+	NoRecord bool
 }
 
 // Backend is the fake backend. It is safe for concurrent use.
@@ -116,7 +119,9 @@ func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(
 		b.mu.Unlock()
 		return backend.Result{}, backend.ErrNotLoaded
 	}
-	b.requests = append(b.requests, *req)
+	if !b.opts.NoRecord {
+		b.requests = append(b.requests, *req)
+	}
 	b.active++
 	if b.active > b.maxActve {
 		b.maxActve = b.active

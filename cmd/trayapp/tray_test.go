@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/npuchat/npuchat/app"
+	"github.com/npuchat/npuchat/gui"
+	"github.com/npuchat/npuchat/models/hub/hubtest"
+	"github.com/npuchat/npuchat/service/install"
+)
+
+// The tray's view of the app is gui.App.
+var _ gui.App = trayApp{}
+
+// installRig is an app whose model installs from a fake hub into a
+// FastFlowLM root.
+func installRig(t *testing.T) *app.App {
+	t.Helper()
+	fake := hubtest.New("julianmb/MiniCPM5-2B-NPU2", "main", fakeRepo())
+	t.Cleanup(fake.Close)
+	base := t.TempDir()
+	root := filepath.Join(base, "flm")
+	os.MkdirAll(filepath.Join(root, "xclbins"), 0o755)
+	os.WriteFile(filepath.Join(root, "flm"), []byte("#!/bin/sh\nif [ \"$1\" = version ] && [ \"$2\" = --json ]; then echo '{\"version\": \"0.9.45\"}'; else exit 3; fi\n"), 0o755)
+	sys, err := os.ReadFile("../../models/flm/testdata/flm_v0.9.45.input.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(root, "model_list.json"), sys, 0o644)
+	env := map[string]string{
+		"HOME": filepath.Join(base, "home"), "NPUCHAT_DATA": filepath.Join(base, "data"),
+		"NPUCHAT_CONFIG": filepath.Join(base, "settings.json"), "HF_ENDPOINT": fake.URL(),
+	}
+	a, err := app.New(context.Background(), app.Options{Getenv: func(k string) string { return env[k] },
+		Flags: app.Flags{Addr: "127.0.0.1:0", FLMRoot: root}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Shutdown(context.Background()) })
+	return a
+}
+
+// TestTrayInstallsThroughTheSharedRunner: the tray's "Install model…"
+// runs the page's install runner (one install at a time for both), with
+// progress in the tray's words, and the model is installed afterwards.
+func TestTrayInstallsThroughTheSharedRunner(t *testing.T) {
+	a := installRig(t)
+	if a.ModelInstalled() {
+		t.Fatal("installed before the install")
+	}
+	var mu sync.Mutex
+	var seen []gui.InstallProgress
+	err := trayApp{a}.InstallModel(context.Background(), func(p gui.InstallProgress) {
+		mu.Lock()
+		seen = append(seen, p)
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.ModelInstalled() {
+		t.Fatal("not installed after the tray's install")
+	}
+	if st := a.Installs().Status(); st.State != install.StateDone || st.Model != "minicpm5:2b" {
+		t.Fatalf("runner %+v", st)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	downloading := false
+	for _, p := range seen {
+		downloading = downloading || strings.HasPrefix(p.Message, "downloading ")
+	}
+	if len(seen) == 0 || !downloading || seen[len(seen)-1].Message != "installed" {
+		t.Fatalf("progress %+v", seen)
+	}
+}
+
+// TestTrayInstallWithACancelledContextStops: closing the setup window
+// (ctx) cancels the install; the next one resumes.
+func TestTrayInstallWithACancelledContextStops(t *testing.T) {
+	a := installRig(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	err := trayApp{a}.InstallModel(ctx, func(gui.InstallProgress) { cancel() })
+	if err == nil {
+		t.Fatal("a cancelled install returned nil")
+	}
+	if st := a.Installs().Status(); st.State == install.StateRunning {
+		t.Fatalf("still running: %+v", st)
+	}
+	if err := (trayApp{a}).InstallModel(context.Background(), func(gui.InstallProgress) {}); err != nil || !a.ModelInstalled() {
+		t.Fatalf("install again: %v, installed %v", err, a.ModelInstalled())
+	}
+}

@@ -1,0 +1,36 @@
+// Package history keeps the chat page's conversations in a SQLite
+// database in the data folder (history.db): conversations with their
+// system prompt and settings, their messages, and a full-text index of
+// both for search.
+//
+// The driver is modernc.org/sqlite (v1.62.0, pinned): SQLite translated
+// to pure Go, so the app stays cgo-free and cross-compiles to Windows, and
+// it is built with FTS5, which search uses. The database runs in WAL mode
+// with synchronous=NORMAL: every committed write is in the WAL file when
+// the statement returns, so a killed process loses nothing that was
+// committed (only a power cut can lose the last transactions). Foreign
+// keys are on (deleting a conversation deletes its messages) and a busy
+// timeout makes concurrent writers wait instead of failing.
+//
+// The schema is versioned with PRAGMA user_version and upgraded by the
+// ordered migrations in schema.go, each in one transaction; a database
+// written by a newer NPU Chat is never changed.
+//
+// An answer is stored while it streams: AppendText adds each piece before
+// the web layer sends it, and the message is "cut" from the moment it is
+// created until FinishAnswer records it as complete. So an answer stopped
+// by the user, dropped by a closed tab or left by a killed server is
+// stored, and shown, as cut, with every word that was sent.
+//
+// Bad databases: Open on a file that is not a database, or whose
+// integrity check fails, or from a newer schema, moves it aside with a
+// timestamp (history.db.corrupt-20261202-154501, with its -wal and -shm)
+// and starts a new one; the Notice says where the old one went. Nothing
+// is ever deleted. A database locked by another program is left alone:
+// Open returns an error wrapping ErrLocked, and Handle tries again on the
+// next use, so the API keeps serving meanwhile.
+//
+// Every value from a request (ids, titles, search text) is a bound
+// parameter; search text is turned into quoted FTS5 terms, never FTS
+// syntax.
+package history

@@ -1,0 +1,71 @@
+package history
+
+// migrations bring a database from version i to i+1 (PRAGMA
+// user_version); each runs in one transaction. Append, never edit: a
+// released migration is what users' databases went through.
+var migrations = []string{
+	// 1: conversations and their messages.
+	`CREATE TABLE conversations (
+		id         INTEGER PRIMARY KEY AUTOINCREMENT,
+		title      TEXT    NOT NULL DEFAULT '',
+		created_at INTEGER NOT NULL,
+		updated_at INTEGER NOT NULL
+	);
+	CREATE TABLE messages (
+		id              INTEGER PRIMARY KEY AUTOINCREMENT,
+		conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+		role            TEXT    NOT NULL CHECK (role IN ('user', 'assistant', 'system')),
+		content         TEXT    NOT NULL DEFAULT '',
+		cut             INTEGER NOT NULL DEFAULT 0,
+		created_at      INTEGER NOT NULL
+	);
+	CREATE INDEX messages_by_conversation ON messages(conversation_id, id);
+	CREATE INDEX conversations_by_update ON conversations(updated_at DESC);`,
+
+	// 2: per-chat settings, and what each answer cost and who made it.
+	`ALTER TABLE conversations ADD COLUMN system_prompt TEXT NOT NULL DEFAULT '';
+	ALTER TABLE conversations ADD COLUMN temperature REAL;
+	ALTER TABLE conversations ADD COLUMN top_p REAL;
+	ALTER TABLE conversations ADD COLUMN max_tokens INTEGER;
+	ALTER TABLE messages ADD COLUMN cut_reason TEXT NOT NULL DEFAULT '';
+	ALTER TABLE messages ADD COLUMN model TEXT NOT NULL DEFAULT '';
+	ALTER TABLE messages ADD COLUMN engine TEXT NOT NULL DEFAULT '';
+	ALTER TABLE messages ADD COLUMN fallback TEXT NOT NULL DEFAULT '';
+	ALTER TABLE messages ADD COLUMN finish_reason TEXT NOT NULL DEFAULT '';
+	ALTER TABLE messages ADD COLUMN prompt_tokens INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE messages ADD COLUMN completion_tokens INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE messages ADD COLUMN context_length INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE messages ADD COLUMN ttft_ms INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE messages ADD COLUMN tokens_per_second REAL NOT NULL DEFAULT 0;`,
+
+	// 3: full-text search over titles and messages (FTS5, external
+	// content kept in step by triggers), filled from what is there.
+	`CREATE VIRTUAL TABLE messages_fts USING fts5(content, content='messages', content_rowid='id');
+	CREATE TRIGGER messages_ai AFTER INSERT ON messages BEGIN
+		INSERT INTO messages_fts(rowid, content) VALUES (new.id, new.content);
+	END;
+	CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN
+		INSERT INTO messages_fts(messages_fts, rowid, content) VALUES ('delete', old.id, old.content);
+	END;
+	CREATE TRIGGER messages_au AFTER UPDATE OF content ON messages BEGIN
+		INSERT INTO messages_fts(messages_fts, rowid, content) VALUES ('delete', old.id, old.content);
+		INSERT INTO messages_fts(rowid, content) VALUES (new.id, new.content);
+	END;
+	INSERT INTO messages_fts(rowid, content) SELECT id, content FROM messages;
+	CREATE VIRTUAL TABLE titles_fts USING fts5(title, content='conversations', content_rowid='id');
+	CREATE TRIGGER conversations_ai AFTER INSERT ON conversations BEGIN
+		INSERT INTO titles_fts(rowid, title) VALUES (new.id, new.title);
+	END;
+	CREATE TRIGGER conversations_ad AFTER DELETE ON conversations BEGIN
+		INSERT INTO titles_fts(titles_fts, rowid, title) VALUES ('delete', old.id, old.title);
+	END;
+	CREATE TRIGGER conversations_au AFTER UPDATE OF title ON conversations BEGIN
+		INSERT INTO titles_fts(titles_fts, rowid, title) VALUES ('delete', old.id, old.title);
+		INSERT INTO titles_fts(rowid, title) VALUES (new.id, new.title);
+	END;
+	INSERT INTO titles_fts(rowid, title) SELECT id, title FROM conversations;`,
+}
+
+// SchemaVersion is the schema this package writes (len(migrations);
+// a test keeps the two equal).
+const SchemaVersion = 3

@@ -1,0 +1,78 @@
+package cpu
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/npuchat/npuchat/engine/gguf"
+	"github.com/npuchat/npuchat/engine/mmapfile"
+	"github.com/npuchat/npuchat/service/backend"
+)
+
+// Describe reads what a model file or folder says about itself (family
+// and context length) without loading its weights, so that /api/show
+// can answer for a --model file before the first request (Ollama's
+// clients size num_ctx from it). The context length is the one the
+// backend will use (capped at DefaultMaxContext, as Load does).
+func Describe(path string) (backend.ModelInfo, error) {
+	info := backend.ModelInfo{Path: path}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return info, fmt.Errorf("describe %s: %w", path, err)
+	}
+	file := path
+	if fi.IsDir() {
+		if b, err := os.ReadFile(filepath.Join(path, "config.json")); err == nil {
+			var c struct {
+				ModelType    string `json:"model_type"`
+				MaxPositions int    `json:"max_position_embeddings"`
+			}
+			if err := json.Unmarshal(b, &c); err != nil {
+				return info, fmt.Errorf("describe %s: config.json: %w", path, err)
+			}
+			info.Family, info.ContextLength = c.ModelType, usableContext(c.MaxPositions)
+			return info, nil
+		}
+		matches, _ := filepath.Glob(filepath.Join(path, "*.gguf"))
+		if len(matches) != 1 {
+			return info, fmt.Errorf("describe %s: no config.json and not exactly one .gguf file", path)
+		}
+		file = matches[0]
+	}
+	f, err := mmapfile.Open(file)
+	if err != nil {
+		return info, fmt.Errorf("describe %s: %w", file, err)
+	}
+	defer f.Close()
+	g, err := gguf.Parse(f.Data)
+	if err != nil {
+		return info, fmt.Errorf("describe %s: %w", file, err)
+	}
+	arch, _ := g.Metadata["general.architecture"].(string)
+	info.Family, info.Format = strings.TrimSpace(arch), "gguf"
+	n := 0
+	switch v := g.Metadata[arch+".context_length"].(type) {
+	case uint32:
+		n = int(v)
+	case uint64:
+		n = int(min(v, 1<<31))
+	case int32:
+		n = int(v)
+	case int64:
+		n = int(v)
+	}
+	info.ContextLength = usableContext(n)
+	return info, nil
+}
+
+// usableContext is the context the backend uses for a model trained on
+// n tokens (0: unknown), as Load computes it.
+func usableContext(n int) int {
+	if n <= 0 || n > DefaultMaxContext {
+		return min(max(n, 4096), DefaultMaxContext)
+	}
+	return n
+}

@@ -1,0 +1,466 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/npuchat/npuchat/service"
+	"github.com/npuchat/npuchat/service/backend"
+)
+
+// The Anthropic Messages API (POST /v1/messages), as Ollama and LM Studio
+// serve it, so that Anthropic's SDKs and tools (Claude Code among them)
+// work unchanged: a system prompt, text and tool_use / tool_result
+// content blocks, tools with input_schema, tool_choice, and the
+// streaming events message_start, content_block_start/delta/stop,
+// message_delta and message_stop. It is one more format of the one
+// driver: a decoder into backend.Request and an answerWriter.
+
+// anthropicRequest is the body of POST /v1/messages.
+type anthropicRequest struct {
+	Model         string             `json:"model"`
+	MaxTokens     *int               `json:"max_tokens"`
+	System        json.RawMessage    `json:"system"`
+	Messages      []anthropicMessage `json:"messages"`
+	Stream        bool               `json:"stream"`
+	Temperature   *float64           `json:"temperature"`
+	TopP          *float64           `json:"top_p"`
+	TopK          *int               `json:"top_k"`
+	StopSequences []string           `json:"stop_sequences"`
+	Tools         []anthropicTool    `json:"tools"`
+	ToolChoice    *struct {
+		Type                   string `json:"type"`
+		Name                   string `json:"name"`
+		DisableParallelToolUse bool   `json:"disable_parallel_tool_use"`
+	} `json:"tool_choice"`
+}
+
+type anthropicMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+type anthropicTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema"`
+	Type        string          `json:"type"`
+}
+
+// anthropicBlock is a content block of a request or an answer.
+type anthropicBlock struct {
+	Type string `json:"type"`
+	Text string `json:"text,omitempty"`
+	// tool_use
+	ID    string          `json:"id,omitempty"`
+	Name  string          `json:"name,omitempty"`
+	Input json.RawMessage `json:"input,omitempty"`
+	// tool_result
+	ToolUseID string          `json:"tool_use_id,omitempty"`
+	Content   json.RawMessage `json:"content,omitempty"`
+	IsError   bool            `json:"is_error,omitempty"`
+}
+
+// anthropicText reads a string or a list of text blocks.
+func anthropicText(raw json.RawMessage, param string) (string, error) {
+	if len(bytes.TrimSpace(raw)) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	var blocks []anthropicBlock
+	if json.Unmarshal(raw, &blocks) != nil {
+		return "", badRequest(param, "%s must be a string or a list of text blocks", param)
+	}
+	var sb strings.Builder
+	for i, b := range blocks {
+		if b.Type != "text" {
+			return "", badRequest(fmt.Sprintf("%s[%d].type", param, i), "%s[%d] has type %q; only text is supported here", param, i, b.Type)
+		}
+		sb.WriteString(b.Text)
+	}
+	return sb.String(), nil
+}
+
+// parseAnthropic decodes and validates a Messages request.
+func parseAnthropic(body []byte) (*backend.Request, *anthropicRequest, error) {
+	var in anthropicRequest
+	if err := unmarshalBody(body, &in); err != nil {
+		return nil, nil, err
+	}
+	req := &backend.Request{Model: trimModel(in.Model)}
+	if req.Model == "" {
+		return nil, nil, badRequest("model", "model is required (for example \"minicpm5:2b\")")
+	}
+	var err error
+	if in.MaxTokens == nil {
+		return nil, nil, badRequest("max_tokens", "max_tokens is required")
+	}
+	if req.MaxTokens, err = checkMaxTokens("max_tokens", in.MaxTokens); err != nil {
+		return nil, nil, err
+	}
+	if req.Stop, err = checkStops("stop_sequences", in.StopSequences); err != nil {
+		return nil, nil, err
+	}
+	sp := samplingParams{Temperature: in.Temperature, TopP: in.TopP, TopK: in.TopK}
+	if req.Sampling, err = sp.toSampling(nil); err != nil {
+		return nil, nil, err
+	}
+	system, err := anthropicText(in.System, "system")
+	if err != nil {
+		return nil, nil, err
+	}
+	if system != "" {
+		req.Messages = append(req.Messages, backend.Message{Role: "system", Content: system})
+	}
+	if len(in.Messages) == 0 {
+		return nil, nil, badRequest("messages", "messages must hold at least one message")
+	}
+	for i, m := range in.Messages {
+		msgs, err := anthropicToMessages(m, i)
+		if err != nil {
+			return nil, nil, err
+		}
+		req.Messages = append(req.Messages, msgs...)
+	}
+	for i, t := range in.Tools {
+		param := fmt.Sprintf("tools[%d]", i)
+		if t.Type != "" && t.Type != "custom" {
+			return nil, nil, badRequest(param+".type", "%s.type %q is a server tool, which NPU Chat does not have; only custom tools (name, input_schema) are supported", param, t.Type)
+		}
+		if !validToolName(t.Name) || hasTool(req.Tools, t.Name) {
+			return nil, nil, badRequest(param+".name", "%s.name %q must be a unique name of 1 to 64 letters, digits, '_' or '-'", param, t.Name)
+		}
+		raw, _ := json.Marshal(map[string]any{"type": "function", "function": map[string]any{
+			"name": t.Name, "description": t.Description, "parameters": json.RawMessage(orObject(t.InputSchema))}})
+		req.Tools = append(req.Tools, backend.Tool{Name: t.Name, Description: t.Description, Parameters: t.InputSchema, Raw: raw})
+	}
+	req.ParallelToolCalls = true
+	if tc := in.ToolChoice; tc != nil {
+		req.ParallelToolCalls = !tc.DisableParallelToolUse
+		switch tc.Type {
+		case "auto":
+			req.ToolChoice.Mode = backend.ToolAuto
+		case "none":
+			req.ToolChoice.Mode = backend.ToolNone
+		case "any":
+			req.ToolChoice.Mode = backend.ToolRequired
+		case "tool":
+			if !hasTool(req.Tools, tc.Name) {
+				return nil, nil, badRequest("tool_choice.name", "tool_choice names the tool %q, which is not in \"tools\"", tc.Name)
+			}
+			req.ToolChoice = backend.ToolChoice{Mode: backend.ToolFunction, Name: tc.Name}
+		default:
+			return nil, nil, badRequest("tool_choice.type", "tool_choice.type %q must be auto, any, tool or none", tc.Type)
+		}
+		if len(req.Tools) == 0 && (tc.Type == "any" || tc.Type == "tool") {
+			return nil, nil, badRequest("tool_choice", "tool_choice %q needs \"tools\"", tc.Type)
+		}
+	}
+	return req, &in, nil
+}
+
+func orObject(raw json.RawMessage) json.RawMessage {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return json.RawMessage(`{"type":"object"}`)
+	}
+	return raw
+}
+
+// anthropicToMessages turns one Anthropic message into backend messages:
+// text and tool_use blocks make one user or assistant turn; each
+// tool_result block is a tool turn of its own (as OpenAI-style templates
+// expect them).
+func anthropicToMessages(m anthropicMessage, i int) ([]backend.Message, error) {
+	param := fmt.Sprintf("messages[%d]", i)
+	if m.Role != "user" && m.Role != "assistant" {
+		return nil, badRequest(param+".role", "%s.role %q must be user or assistant (the system prompt goes in \"system\")", param, m.Role)
+	}
+	var s string
+	if json.Unmarshal(m.Content, &s) == nil {
+		return []backend.Message{{Role: m.Role, Content: s}}, nil
+	}
+	var blocks []anthropicBlock
+	if json.Unmarshal(m.Content, &blocks) != nil {
+		return nil, badRequest(param+".content", "%s.content must be a string or a list of content blocks", param)
+	}
+	var out []backend.Message
+	turn := backend.Message{Role: m.Role}
+	var text strings.Builder
+	for j, b := range blocks {
+		bp := fmt.Sprintf("%s.content[%d]", param, j)
+		switch b.Type {
+		case "text":
+			text.WriteString(b.Text)
+		case "tool_use":
+			if m.Role != "assistant" {
+				return nil, badRequest(bp, "%s: tool_use blocks belong to assistant messages", bp)
+			}
+			input := bytes.TrimSpace(b.Input)
+			var probe map[string]json.RawMessage
+			if len(input) == 0 {
+				input = []byte("{}")
+			}
+			if json.Unmarshal(input, &probe) != nil {
+				return nil, badRequest(bp+".input", "%s.input must be a JSON object", bp)
+			}
+			turn.ToolCalls = append(turn.ToolCalls, backend.ToolCall{ID: b.ID, Name: b.Name, Arguments: json.RawMessage(input)})
+		case "tool_result":
+			result, err := anthropicText(b.Content, bp+".content")
+			if err != nil {
+				return nil, err
+			}
+			if b.IsError {
+				result = "Error: " + result
+			}
+			out = append(out, backend.Message{Role: "tool", Content: result, ToolCallID: b.ToolUseID})
+		case "thinking", "redacted_thinking":
+			// Earlier thinking is not sent back to the model.
+		default:
+			return nil, badRequest(bp+".type", "%s has type %q; only text, tool_use and tool_result are supported (this model reads text only)", bp, b.Type)
+		}
+	}
+	turn.Content = text.String()
+	if turn.Content != "" || len(turn.ToolCalls) > 0 || len(out) == 0 {
+		out = append(out, turn)
+	}
+	return out, nil
+}
+
+// anthropicAnswer is a whole Messages answer, or the message of a
+// message_start event.
+type anthropicAnswer struct {
+	ID           string           `json:"id"`
+	Type         string           `json:"type"`
+	Role         string           `json:"role"`
+	Model        string           `json:"model"`
+	Content      []anthropicBlock `json:"content"`
+	StopReason   *string          `json:"stop_reason"`
+	StopSequence *string          `json:"stop_sequence"`
+	Usage        anthropicUsage   `json:"usage"`
+}
+
+type anthropicUsage struct {
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+}
+
+// anthropicStopReason maps a finish reason to Anthropic's.
+func anthropicStopReason(a *answer) string {
+	switch {
+	case len(a.ToolCalls) > 0:
+		return "tool_use"
+	case a.Result.FinishReason == backend.FinishLength:
+		return "max_tokens"
+	}
+	return "end_turn"
+}
+
+func toolUseBlock(c backend.ToolCall) anthropicBlock {
+	id := c.ID
+	if strings.HasPrefix(id, "call_") {
+		id = "toolu_" + strings.TrimPrefix(id, "call_")
+	}
+	input := c.Arguments
+	if len(input) == 0 {
+		input = json.RawMessage("{}")
+	}
+	return anthropicBlock{Type: "tool_use", ID: id, Name: c.Name, Input: input}
+}
+
+// anthropicErrorBody is Anthropic's error shape.
+type anthropicErrorBody struct {
+	Type  string `json:"type"`
+	Error struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func anthropicError(ae *apiError) anthropicErrorBody {
+	var e anthropicErrorBody
+	e.Type = "error"
+	switch {
+	case ae.status == http.StatusUnauthorized:
+		e.Error.Type = "authentication_error"
+	case ae.status == http.StatusNotFound:
+		e.Error.Type = "not_found_error"
+	case ae.status == http.StatusRequestEntityTooLarge:
+		e.Error.Type = "request_too_large"
+	case ae.status == http.StatusTooManyRequests:
+		e.Error.Type = "rate_limit_error"
+	case ae.status == http.StatusServiceUnavailable:
+		e.Error.Type = "overloaded_error"
+	case ae.status >= 500:
+		e.Error.Type = "api_error"
+	default:
+		e.Error.Type = "invalid_request_error"
+	}
+	e.Error.Message = ae.msg
+	return e
+}
+
+func (s *Server) anthropicFail(w http.ResponseWriter, r *http.Request, err error) {
+	ae := s.classify(err)
+	if ae.status == 499 {
+		ae.status = http.StatusBadRequest
+	}
+	writeJSON(w, ae.status, anthropicError(ae))
+}
+
+func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	ticket, body, ok := s.admit(w, r)
+	if !ok {
+		return
+	}
+	defer ticket.Release()
+	req, in, err := parseAnthropic(body)
+	if err != nil {
+		s.anthropicFail(w, r, err)
+		return
+	}
+	a := newAnswer("msg_", in.Model, start)
+	var out answerWriter = &anthropicWhole{s: s, w: w, r: r}
+	if in.Stream {
+		out = &anthropicStream{s: s, w: w, r: r, sse: s.newSSE(w)}
+	}
+	s.drive(w, r, a, &call{req: req, opts: service.GenerateOptions{Ticket: ticket}, out: out})
+}
+
+// anthropicWhole writes a whole Messages answer.
+type anthropicWhole struct {
+	s *Server
+	w http.ResponseWriter
+	r *http.Request
+}
+
+func (o *anthropicWhole) piece(*answer, backend.Token) error { return nil }
+
+func (o *anthropicWhole) finish(a *answer) error {
+	content := []anthropicBlock{}
+	if text := a.Text.String(); text != "" || len(a.ToolCalls) == 0 {
+		content = append(content, anthropicBlock{Type: "text", Text: text})
+	}
+	for _, c := range a.ToolCalls {
+		content = append(content, toolUseBlock(c))
+	}
+	reason := anthropicStopReason(a)
+	writeJSON(o.w, http.StatusOK, anthropicAnswer{ID: a.ID, Type: "message", Role: "assistant", Model: a.Model,
+		Content: content, StopReason: &reason, Usage: anthropicUsage{a.Result.PromptTokens, a.Result.CompletionTokens}})
+	return nil
+}
+
+func (o *anthropicWhole) fail(_ *answer, ae *apiError) { writeJSON(o.w, ae.status, anthropicError(ae)) }
+
+// anthropicStream writes the Messages streaming events. Text goes in a
+// text block opened at the first piece; each tool call is a tool_use
+// block of its own whose input arrives as one input_json_delta.
+type anthropicStream struct {
+	s      *Server
+	w      http.ResponseWriter
+	r      *http.Request
+	sse    *sse
+	began  bool
+	index  int  // the next block's index
+	inText bool // a text block is open
+}
+
+func (o *anthropicStream) begin(a *answer) error {
+	if o.began {
+		return nil
+	}
+	o.began = true
+	msg := anthropicAnswer{ID: a.ID, Type: "message", Role: "assistant", Model: a.Model, Content: []anthropicBlock{},
+		Usage: anthropicUsage{InputTokens: a.Result.PromptTokens}}
+	if err := o.sse.event("message_start", map[string]any{"type": "message_start", "message": msg}); err != nil {
+		return err
+	}
+	return o.sse.event("ping", map[string]string{"type": "ping"})
+}
+
+func (o *anthropicStream) closeText() error {
+	if !o.inText {
+		return nil
+	}
+	o.inText = false
+	o.index++
+	return o.sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": o.index - 1})
+}
+
+func (o *anthropicStream) piece(a *answer, t backend.Token) error {
+	if err := o.begin(a); err != nil {
+		return err
+	}
+	if t.Text != "" {
+		if !o.inText {
+			o.inText = true
+			if err := o.sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": o.index,
+				"content_block": anthropicBlock{Type: "text", Text: ""}}); err != nil {
+				return err
+			}
+		}
+		if err := o.sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": o.index,
+			"delta": map[string]string{"type": "text_delta", "text": t.Text}}); err != nil {
+			return err
+		}
+	}
+	for _, c := range t.ToolCalls {
+		if err := o.closeText(); err != nil {
+			return err
+		}
+		b := toolUseBlock(c)
+		input := b.Input
+		b.Input = json.RawMessage("{}")
+		if err := o.sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": o.index, "content_block": b}); err != nil {
+			return err
+		}
+		if err := o.sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": o.index,
+			"delta": map[string]string{"type": "input_json_delta", "partial_json": compactJSON(input)}}); err != nil {
+			return err
+		}
+		if err := o.sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": o.index}); err != nil {
+			return err
+		}
+		o.index++
+	}
+	return nil
+}
+
+func (o *anthropicStream) finish(a *answer) error {
+	if err := o.begin(a); err != nil {
+		return err
+	}
+	if o.index == 0 && !o.inText {
+		// An empty answer still has its (empty) text block.
+		if err := o.sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": 0,
+			"content_block": anthropicBlock{Type: "text", Text: ""}}); err != nil {
+			return err
+		}
+		o.inText = true
+	}
+	if err := o.closeText(); err != nil {
+		return err
+	}
+	reason := anthropicStopReason(a)
+	if err := o.sse.event("message_delta", map[string]any{"type": "message_delta",
+		"delta": map[string]any{"stop_reason": reason, "stop_sequence": nil},
+		"usage": map[string]int{"input_tokens": a.Result.PromptTokens, "output_tokens": a.Result.CompletionTokens}}); err != nil {
+		return err
+	}
+	return o.sse.event("message_stop", map[string]string{"type": "message_stop"})
+}
+
+func (o *anthropicStream) fail(_ *answer, ae *apiError) {
+	if !o.sse.started {
+		writeJSON(o.w, ae.status, anthropicError(ae))
+		return
+	}
+	o.sse.event("error", anthropicError(ae))
+}

@@ -1,0 +1,92 @@
+package web
+
+import (
+	"bytes"
+	"errors"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/npuchat/npuchat/service"
+)
+
+// Request bodies: bounded in size (Options.MaxBodyBytes, checked against
+// Content-Length before anything is read, so that "Expect: 100-continue"
+// gets 413 at once), in time (Options.BodyTimeout for the whole body, so
+// that a client trickling a byte every few seconds cannot hold a
+// connection), and, for generation requests, read only once the queue
+// has a place for them (admit), so that what would be refused with 429
+// is never held in memory.
+
+// bodyError is a body that could not be read: cut off, malformed
+// chunking, or too slow. It is the client's problem (4xx), not a server
+// failure.
+type bodyError struct {
+	timeout bool
+	err     error
+}
+
+func (e *bodyError) Error() string {
+	if e.timeout {
+		return "the request body did not arrive in time"
+	}
+	return "could not read the request body: " + e.err.Error()
+}
+
+func (e *bodyError) Unwrap() error { return e.err }
+
+// startBody arms the body deadline for a request that has a body. The
+// middleware calls it before any handler; readBody clears it once the
+// body is read, so that it cannot cut a long answer's connection.
+func (s *Server) startBody(w http.ResponseWriter, r *http.Request) {
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+		return
+	}
+	if err := http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.BodyTimeout)); err != nil {
+		s.log.Warn("body deadline", "err", err)
+	}
+}
+
+// readBody reads the whole (size- and time-limited) body.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	var buf bytes.Buffer
+	if r.ContentLength > 0 && r.ContentLength <= s.opts.MaxBodyBytes {
+		buf.Grow(int(r.ContentLength)) // one allocation, not doublings
+	}
+	_, err := buf.ReadFrom(r.Body)
+	if err != nil {
+		// The deadline stays: the server reads what is left of a body
+		// before it answers, and must not wait for this one.
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, err
+		}
+		return nil, &bodyError{timeout: errors.Is(err, os.ErrDeadlineExceeded), err: err}
+	}
+	http.NewResponseController(w).SetReadDeadline(time.Time{})
+	return buf.Bytes(), nil
+}
+
+// admit takes a place in the queue for a generation request and then
+// reads its body. When the queue is full it answers 429 before reading
+// anything. ok false means the response was written. The caller releases
+// the ticket (a no-op once the service used it).
+func (s *Server) admit(w http.ResponseWriter, r *http.Request) (*service.Ticket, []byte, bool) {
+	ticket, err := s.mgr.Reserve()
+	if err != nil {
+		// The body stays unread: the connection cannot be reused.
+		w.Header().Set("Connection", "close")
+		s.fail(w, r, err)
+		return nil, nil, false
+	}
+	body, err := s.readBody(w, r)
+	if err != nil {
+		ticket.Release()
+		s.fail(w, r, err)
+		return nil, nil, false
+	}
+	return ticket, body, true
+}

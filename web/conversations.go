@@ -1,0 +1,549 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/npuchat/npuchat/config"
+	"github.com/npuchat/npuchat/history"
+	"github.com/npuchat/npuchat/service"
+	"github.com/npuchat/npuchat/service/backend"
+)
+
+// The conversation API (/api/conversations) is the chat page's back end:
+// the server keeps the history, and stores each answer as it streams
+// (history.Store.AppendText runs before a piece is sent), so whatever a
+// browser showed is on disk.
+
+// store returns the history store, or an error for the client when the
+// history is not available (locked, closed, or not configured).
+func (s *Server) store(ctx context.Context) (*history.Store, error) {
+	if s.opts.History == nil {
+		return nil, &apiError{http.StatusNotFound, "history_unavailable", "this server keeps no chat history", ""}
+	}
+	st, err := s.opts.History.Store(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// historyError maps store errors to API errors with a message a person
+// can act on.
+func historyError(err error) error {
+	var ae *apiError
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.Is(err, history.ErrNotFound):
+		return &apiError{http.StatusNotFound, "not_found", err.Error(), ""}
+	case errors.Is(err, history.ErrInvalid):
+		return &apiError{http.StatusBadRequest, "invalid_request_error", strings.TrimPrefix(err.Error(), "invalid: "), ""}
+	case errors.Is(err, history.ErrLocked):
+		return &apiError{http.StatusServiceUnavailable, "history_locked",
+			"The chat history is locked by another program (" + cause(err) + "). Close the other program; chats are saved again as soon as it is free.", ""}
+	case errors.Is(err, history.ErrClosed):
+		return &apiError{http.StatusServiceUnavailable, "history_unavailable", "the chat history is closed; the server is stopping", ""}
+	}
+	return &apiError{http.StatusInternalServerError, "history_error", "the chat history failed: " + err.Error(), ""}
+}
+
+func cause(err error) string {
+	for {
+		u := errors.Unwrap(err)
+		if u == nil {
+			return err.Error()
+		}
+		err = u
+	}
+}
+
+func (s *Server) failHistory(w http.ResponseWriter, r *http.Request, err error) {
+	s.fail(w, r, historyError(err))
+}
+
+// pathID parses {id} (or another path value) as a positive integer.
+func pathID(r *http.Request, name string) (int64, error) {
+	v := r.PathValue(name)
+	id, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, &apiError{http.StatusBadRequest, "invalid_request_error", fmt.Sprintf("%s %q is not a conversation or message id (a positive number)", name, v), name}
+	}
+	return id, nil
+}
+
+// historyStatus is GET /api/history: where the history is and what is
+// wrong with it, for the page's banner.
+func (s *Server) historyStatus(w http.ResponseWriter, r *http.Request) {
+	out := map[string]any{"available": false}
+	if s.opts.History != nil {
+		_, err := s.opts.History.Store(r.Context())
+		out["available"] = err == nil
+		out["path"] = s.opts.History.Path()
+		if p := s.opts.History.Problem(); p != "" {
+			if err != nil {
+				p = historyError(err).Error()
+			}
+			out["problem"] = p
+		}
+	} else {
+		out["problem"] = "this server keeps no chat history"
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// conversationIn is the body of POST and PATCH /api/conversations[/{id}].
+type conversationIn struct {
+	Title        *string  `json:"title"`
+	SystemPrompt *string  `json:"system_prompt"`
+	Temperature  *float64 `json:"temperature"`
+	TopP         *float64 `json:"top_p"`
+	MaxTokens    *int     `json:"max_tokens"`
+	// Clear names settings to reset to the server's default
+	// ("temperature", "top_p", "max_tokens") in a PATCH.
+	Clear []string `json:"clear"`
+}
+
+func (in *conversationIn) apply(st *history.Settings) error {
+	if in.SystemPrompt != nil {
+		st.SystemPrompt = *in.SystemPrompt
+	}
+	if in.Temperature != nil {
+		st.Temperature = in.Temperature
+	}
+	if in.TopP != nil {
+		st.TopP = in.TopP
+	}
+	if in.MaxTokens != nil {
+		st.MaxTokens = in.MaxTokens
+	}
+	for _, c := range in.Clear {
+		switch c {
+		case "temperature":
+			st.Temperature = nil
+		case "top_p":
+			st.TopP = nil
+		case "max_tokens":
+			st.MaxTokens = nil
+		default:
+			return badRequest("clear", "clear: %q is not a setting (temperature, top_p, max_tokens)", c)
+		}
+	}
+	return nil
+}
+
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) error {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	return unmarshalBody(body, v)
+}
+
+func (s *Server) listConversations(w http.ResponseWriter, r *http.Request) {
+	st, err := s.store(r.Context())
+	if err != nil {
+		s.failHistory(w, r, err)
+		return
+	}
+	var list []history.Conversation
+	if q := r.URL.Query().Get("q"); strings.TrimSpace(q) != "" {
+		list, err = st.Search(r.Context(), q, 0)
+	} else {
+		list, err = st.List(r.Context(), 0)
+	}
+	if err != nil {
+		s.failHistory(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"conversations": list})
+}
+
+func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
+	st, err := s.store(r.Context())
+	if err != nil {
+		s.failHistory(w, r, err)
+		return
+	}
+	var in conversationIn
+	if body, err := s.readBody(w, r); err != nil {
+		s.fail(w, r, err)
+		return
+	} else if len(strings.TrimSpace(string(body))) > 0 {
+		if err := unmarshalBody(body, &in); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	}
+	var set history.Settings
+	if err := in.apply(&set); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	title := ""
+	if in.Title != nil {
+		title = *in.Title
+	}
+	c, err := st.Create(r.Context(), title, set)
+	if err != nil {
+		s.failHistory(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, c)
+}
+
+func (s *Server) getConversation(w http.ResponseWriter, r *http.Request) {
+	st, id, ok := s.storeAndID(w, r)
+	if !ok {
+		return
+	}
+	e, err := st.Load(r.Context(), id)
+	if err != nil {
+		s.failHistory(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, e)
+}
+
+func (s *Server) storeAndID(w http.ResponseWriter, r *http.Request) (*history.Store, int64, bool) {
+	id, err := pathID(r, "id")
+	if err != nil {
+		s.fail(w, r, err)
+		return nil, 0, false
+	}
+	st, err := s.store(r.Context())
+	if err != nil {
+		s.failHistory(w, r, err)
+		return nil, 0, false
+	}
+	return st, id, true
+}
+
+func (s *Server) updateConversation(w http.ResponseWriter, r *http.Request) {
+	st, id, ok := s.storeAndID(w, r)
+	if !ok {
+		return
+	}
+	var in conversationIn
+	if err := s.decode(w, r, &in); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	c, err := st.Get(r.Context(), id)
+	if err != nil {
+		s.failHistory(w, r, err)
+		return
+	}
+	set := c.Settings
+	if err := in.apply(&set); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	c, err = st.Update(r.Context(), id, history.Patch{Title: in.Title, Settings: &set})
+	if err != nil {
+		s.failHistory(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, c)
+}
+
+func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) {
+	st, id, ok := s.storeAndID(w, r)
+	if !ok {
+		return
+	}
+	if err := st.Delete(r.Context(), id); err != nil {
+		s.failHistory(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) exportConversation(w http.ResponseWriter, r *http.Request) {
+	st, id, ok := s.storeAndID(w, r)
+	if !ok {
+		return
+	}
+	format := r.URL.Query().Get("format")
+	if format == "" {
+		format = "md"
+	}
+	if format != "md" && format != "json" {
+		s.fail(w, r, badRequest("format", "format must be md or json, got %q", format))
+		return
+	}
+	e, err := st.Load(r.Context(), id)
+	if err != nil {
+		s.failHistory(w, r, err)
+		return
+	}
+	name := fmt.Sprintf("npuchat-conversation-%d.%s", id, format)
+	w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
+	if format == "json" {
+		w.Header().Set("Content-Type", "application/json")
+		e.WriteJSON(w)
+		return
+	}
+	w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
+	e.WriteMarkdown(w)
+}
+
+func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) {
+	st, id, ok := s.storeAndID(w, r)
+	if !ok {
+		return
+	}
+	msgs, err := st.Messages(r.Context(), id)
+	if err != nil {
+		s.failHistory(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"messages": msgs})
+}
+
+// sendIn is the body of POST /api/conversations/{id}/messages.
+type sendIn struct {
+	// Content is the user's message (not with regenerate).
+	Content string `json:"content"`
+	// Edit, when set, replaces that user message (and drops everything
+	// after it) with Content.
+	Edit int64 `json:"edit"`
+	// Regenerate answers the last user message again, replacing the
+	// answer that follows it.
+	Regenerate bool `json:"regenerate"`
+	// Model overrides the model to ask (default: the one the server runs).
+	Model string `json:"model"`
+}
+
+// sendMessage is POST /api/conversations/{id}/messages: it stores the
+// user's message and streams the answer as server-sent events, storing
+// each piece before it is sent:
+//
+//	event: user     data: the stored user message
+//	event: start    data: the stored (empty, cut) answer
+//	event: token    data: {"text": "..."}
+//	event: done     data: the finished answer, with its stats
+//	event: error    data: {"message": "...", "answer": the cut answer or null}
+func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
+	st, id, ok := s.storeAndID(w, r)
+	if !ok {
+		return
+	}
+	var in sendIn
+	if err := s.decode(w, r, &in); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	ctx := r.Context()
+	// Stored writes go on when the client leaves: what it was sent stays.
+	keep := context.WithoutCancel(ctx)
+	conv, err := st.Get(ctx, id)
+	if err != nil {
+		s.failHistory(w, r, err)
+		return
+	}
+	msgs, err := st.Messages(ctx, id)
+	if err != nil {
+		s.failHistory(w, r, err)
+		return
+	}
+	var user *history.Message
+	switch {
+	case in.Regenerate:
+		if in.Content != "" || in.Edit != 0 {
+			s.fail(w, r, badRequest("regenerate", "regenerate takes no content or edit"))
+			return
+		}
+		last := -1
+		for i := len(msgs) - 1; i >= 0; i-- {
+			if msgs[i].Role == "user" {
+				last = i
+				break
+			}
+		}
+		if last < 0 {
+			s.fail(w, r, badRequest("regenerate", "there is no message to answer again in conversation %d", id))
+			return
+		}
+		if last+1 < len(msgs) {
+			if err := st.Truncate(keep, id, msgs[last+1].ID); err != nil {
+				s.failHistory(w, r, err)
+				return
+			}
+		}
+		user, msgs = &msgs[last], msgs[:last+1]
+	case in.Edit != 0:
+		at := -1
+		for i := range msgs {
+			if msgs[i].ID == in.Edit && msgs[i].Role == "user" {
+				at = i
+			}
+		}
+		if at < 0 {
+			s.fail(w, r, &apiError{http.StatusNotFound, "not_found", fmt.Sprintf("conversation %d has no user message %d to edit", id, in.Edit), "edit"})
+			return
+		}
+		if strings.TrimSpace(in.Content) == "" {
+			s.fail(w, r, badRequest("content", "the edited message is empty"))
+			return
+		}
+		if err := st.Truncate(keep, id, in.Edit); err != nil {
+			s.failHistory(w, r, err)
+			return
+		}
+		msgs = msgs[:at]
+		fallthrough
+	default:
+		user, err = st.AddUser(keep, id, in.Content)
+		if err != nil {
+			s.failHistory(w, r, err)
+			return
+		}
+		msgs = append(msgs, *user)
+	}
+	req, err := s.chatRequest(conv, msgs, in.Model)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	ans, err := st.StartAnswer(keep, id, req.Model)
+	if err != nil {
+		s.failHistory(w, r, err)
+		return
+	}
+	out := &conversationWriter{out: s.newSSE(w), st: st, keep: keep, conv: id, ans: ans.ID, classify: s.classify}
+	if out.out.event("user", user) != nil || out.out.event("start", ans) != nil {
+		st.CutAnswer(keep, ans.ID, history.CutStopped, history.Stats{Model: req.Model})
+		return
+	}
+	var gopts service.GenerateOptions
+	if s.opts.Settings != nil {
+		gopts.KeepAlive = s.opts.Settings.keepAlive()
+	}
+	a := newAnswer("conv-", req.Model, time.Now())
+	s.drive(w, r, a, &call{req: req, opts: gopts, out: out, observe: &observer{
+		// Stored before it is sent: whatever the page showed is on disk.
+		piece: func(a *answer, t backend.Token) error { return st.AppendText(keep, ans.ID, t.Text) },
+		end: func(a *answer) {
+			out.stats = s.answerStats(a)
+			switch {
+			case a.Err == nil:
+				out.endErr = st.FinishAnswer(keep, ans.ID, out.stats)
+			case a.Pieces == 0 && ctx.Err() == nil:
+				// Nothing was said: keep the question, drop the empty answer.
+				st.Truncate(keep, id, ans.ID)
+				out.dropped = true
+			case ctx.Err() != nil:
+				st.CutAnswer(keep, ans.ID, history.CutStopped, out.stats)
+			default:
+				st.CutAnswer(keep, ans.ID, history.CutFailed, out.stats)
+			}
+		},
+	}})
+}
+
+// answerStats are what the page shows under an answer.
+func (s *Server) answerStats(a *answer) history.Stats {
+	st := history.Stats{Model: a.Model, Engine: a.Backend, Fallback: a.Fallback, FinishReason: a.Result.FinishReason,
+		PromptTokens: a.Result.PromptTokens, CompletionTokens: a.Result.CompletionTokens,
+		TTFTMillis: a.FirstToken.Milliseconds(), TokensPerSecond: a.TokensPerSecond()}
+	if st.CompletionTokens == 0 {
+		st.CompletionTokens = a.Pieces
+	}
+	if st.TokensPerSecond == 0 && a.Pieces > 1 {
+		if d := a.Total - a.FirstToken; d > 0 {
+			st.TokensPerSecond = float64(a.Pieces-1) / d.Seconds()
+		}
+	}
+	if info := s.mgr.Status().Info; info != nil {
+		st.ContextLength = info.ContextLength
+	}
+	return st
+}
+
+// conversationWriter writes a conversation answer as the events
+// sendMessage documents.
+type conversationWriter struct {
+	out      *sse
+	st       *history.Store
+	keep     context.Context
+	conv     int64
+	ans      int64
+	classify func(error) *apiError
+	stats    history.Stats
+	endErr   error // storing the finished answer failed
+	dropped  bool  // the empty answer was removed
+}
+
+func (c *conversationWriter) piece(a *answer, t backend.Token) error {
+	return c.out.event("token", map[string]string{"text": t.Text})
+}
+
+func (c *conversationWriter) finish(a *answer) error {
+	if c.endErr != nil {
+		return c.out.event("error", map[string]any{"message": historyError(c.endErr).Error(), "answer": nil})
+	}
+	done, err := c.st.Message(c.keep, c.ans)
+	if err != nil {
+		return c.out.event("error", map[string]any{"message": historyError(err).Error(), "answer": nil})
+	}
+	return c.out.event("done", done)
+}
+
+func (c *conversationWriter) fail(a *answer, ae *apiError) {
+	msg := ae.msg
+	if errors.Is(a.Err, history.ErrLocked) || errors.Is(a.Err, history.ErrClosed) {
+		msg = historyError(a.Err).Error()
+	}
+	var cut *history.Message
+	if !c.dropped {
+		cut, _ = c.st.Message(c.keep, c.ans)
+	}
+	c.out.event("error", map[string]any{"message": msg, "answer": cut})
+}
+
+// chatRequest builds the generation request for a conversation: its
+// system prompt, its messages and its settings over the defaults.
+func (s *Server) chatRequest(conv *history.Conversation, msgs []history.Message, model string) (*backend.Request, error) {
+	req := &backend.Request{Model: trimModel(model)}
+	if req.Model == "" {
+		req.Model = s.mgr.Status().Model
+	}
+	if req.Model == "" {
+		req.Model = config.DefaultModel
+	}
+	if conv.SystemPrompt != "" {
+		req.Messages = append(req.Messages, backend.Message{Role: "system", Content: conv.SystemPrompt})
+	}
+	for _, m := range msgs {
+		if m.Role == "assistant" && m.Content == "" {
+			continue
+		}
+		req.Messages = append(req.Messages, backend.Message{Role: m.Role, Content: m.Content})
+	}
+	d := s.chatDefaults()
+	temp, topP := conv.Temperature, conv.TopP
+	if temp == nil {
+		temp = d.Temperature
+	}
+	if topP == nil {
+		topP = d.TopP
+	}
+	var err error
+	req.Sampling, err = samplingParams{Temperature: temp, TopP: topP}.toSampling(nil)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case conv.MaxTokens != nil:
+		req.MaxTokens = *conv.MaxTokens
+	case d.MaxTokens != nil:
+		req.MaxTokens = *d.MaxTokens
+	}
+	return req, nil
+}

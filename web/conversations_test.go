@@ -1,0 +1,338 @@
+package web_test
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/npuchat/npuchat/history"
+	"github.com/npuchat/npuchat/service"
+	"github.com/npuchat/npuchat/service/backend/fake"
+	"github.com/npuchat/npuchat/web"
+)
+
+// startChat starts a server with a history in a temporary folder.
+func startChat(t *testing.T, fo fake.Options) (string, *history.Handle) {
+	t.Helper()
+	h := history.NewHandle(filepath.Join(t.TempDir(), "history.db"), history.Options{})
+	t.Cleanup(func() { h.Close() })
+	s := startServer(t, fo, web.Options{History: h}, service.Options{})
+	return s.URL, h
+}
+
+func decodeJSON[T any](t *testing.T, body string) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal([]byte(body), &v); err != nil {
+		t.Fatalf("%v in %s", err, body)
+	}
+	return v
+}
+
+type sseEvent struct {
+	Name string
+	Data json.RawMessage
+}
+
+// stream posts to a conversation and reads its events.
+func stream(t *testing.T, ctx context.Context, url, body string, each func(sseEvent) bool) []sseEvent {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "POST", url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	var out []sseEvent
+	sc := bufio.NewScanner(resp.Body)
+	var ev sseEvent
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			ev.Name = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			ev.Data = json.RawMessage(strings.TrimPrefix(line, "data: "))
+		case line == "":
+			out = append(out, ev)
+			if each != nil && !each(ev) {
+				return out
+			}
+			ev = sseEvent{}
+		}
+	}
+	return out
+}
+
+func TestConversationAPI(t *testing.T) {
+	url, _ := startChat(t, fake.Options{})
+	api := url + "/api/conversations"
+	resp, body := do(t, "POST", api, `{"title": "First", "system_prompt": "Be brief.", "temperature": 0.3}`)
+	if resp.StatusCode != 201 {
+		t.Fatalf("create: %d %s", resp.StatusCode, body)
+	}
+	first := decodeJSON[history.Conversation](t, body)
+	_, body = do(t, "POST", api, `{}`)
+	second := decodeJSON[history.Conversation](t, body)
+
+	// Send a message: the answer streams and is stored.
+	evs := stream(t, context.Background(), fmt.Sprintf("%s/%d/messages", api, first.ID), `{"content": "tell me about tiles"}`, nil)
+	var names, text []string
+	for _, e := range evs {
+		names = append(names, e.Name)
+		if e.Name == "token" {
+			text = append(text, decodeJSON[map[string]string](t, string(e.Data))["text"])
+		}
+	}
+	if names[0] != "user" || names[1] != "start" || names[len(names)-1] != "done" {
+		t.Fatalf("events %v", names)
+	}
+	done := decodeJSON[history.Message](t, string(evs[len(evs)-1].Data))
+	if done.Content != strings.Join(text, "") || done.Content != "echo: tell me about tiles" || done.Cut || done.Stats == nil || done.Stats.Engine != "cpu" {
+		t.Fatalf("answer %+v, streamed %q", done, strings.Join(text, ""))
+	}
+	if done.Stats.ContextLength != 4096 || done.Stats.CompletionTokens == 0 {
+		t.Errorf("stats: %+v", done.Stats)
+	}
+
+	// The list is newest first: the chat just answered is on top.
+	_, body = do(t, "GET", api, "")
+	list := decodeJSON[struct{ Conversations []history.Conversation }](t, body).Conversations
+	if len(list) != 2 || list[0].ID != first.ID || list[1].ID != second.ID {
+		t.Fatalf("list %+v", list)
+	}
+	// Search, rename, export, delete.
+	_, body = do(t, "GET", api+"?q=tiles", "")
+	if found := decodeJSON[struct{ Conversations []history.Conversation }](t, body).Conversations; len(found) != 1 || found[0].ID != first.ID {
+		t.Fatalf("search: %s", body)
+	}
+	resp, body = do(t, "PATCH", fmt.Sprintf("%s/%d", api, second.ID), `{"title": "Renamed", "max_tokens": 50}`)
+	if c := decodeJSON[history.Conversation](t, body); resp.StatusCode != 200 || c.Title != "Renamed" || c.MaxTokens == nil || *c.MaxTokens != 50 {
+		t.Fatalf("rename: %d %s", resp.StatusCode, body)
+	}
+	resp, body = do(t, "GET", fmt.Sprintf("%s/%d/export?format=md", api, first.ID), "")
+	if resp.StatusCode != 200 || !strings.Contains(body, "# First") || !strings.Contains(body, "echo: tell me about tiles") ||
+		!strings.Contains(resp.Header.Get("Content-Disposition"), "attachment") {
+		t.Fatalf("export md: %d %s", resp.StatusCode, body)
+	}
+	_, body = do(t, "GET", fmt.Sprintf("%s/%d/export?format=json", api, first.ID), "")
+	if e := decodeJSON[history.Export](t, body); len(e.Messages) != 2 || e.SystemPrompt != "Be brief." {
+		t.Fatalf("export json: %s", body)
+	}
+	if resp, _ := do(t, "DELETE", fmt.Sprintf("%s/%d", api, second.ID), ""); resp.StatusCode != 204 {
+		t.Fatalf("delete: %d", resp.StatusCode)
+	}
+	if resp, _ := do(t, "GET", fmt.Sprintf("%s/%d", api, second.ID), ""); resp.StatusCode != 404 {
+		t.Fatalf("get deleted: %d", resp.StatusCode)
+	}
+}
+
+func TestConversationBadInput(t *testing.T) {
+	url, _ := startChat(t, fake.Options{})
+	api := url + "/api/conversations"
+	_, body := do(t, "POST", api, `{}`)
+	c := decodeJSON[history.Conversation](t, body)
+	cases := []struct {
+		method, path, body string
+		status             int
+		want               string
+	}{
+		{"GET", "/1%20OR%201=1", "", 400, "not a conversation or message id"},
+		{"GET", "/-3", "", 400, "not a conversation or message id"},
+		{"GET", "/999", "", 404, "conversation 999"},
+		{"POST", "", `{"temperature": 9}`, 400, "temperature must be between 0 and 2"},
+		{"POST", "", `{"title": 5}`, 400, "title"},
+		{"POST", fmt.Sprintf("/%d/messages", c.ID), `{"content": "  "}`, 400, "empty"},
+		{"POST", fmt.Sprintf("/%d/messages", c.ID), `{"edit": 4242, "content": "x"}`, 404, "no user message 4242"},
+		{"POST", fmt.Sprintf("/%d/messages", c.ID), `{"regenerate": true}`, 400, "no message to answer again"},
+		{"GET", fmt.Sprintf("/%d/export?format=pdf", c.ID), "", 400, "format must be md or json"},
+		{"PATCH", fmt.Sprintf("/%d", c.ID), `{"clear": ["everything"]}`, 400, "not a setting"},
+	}
+	for _, tc := range cases {
+		resp, body := do(t, tc.method, api+tc.path, tc.body)
+		if resp.StatusCode != tc.status || !strings.Contains(body, tc.want) {
+			t.Errorf("%s %s %s: %d %s, want %d with %q", tc.method, tc.path, tc.body, resp.StatusCode, body, tc.status, tc.want)
+		}
+	}
+	// The same Host and Origin checks as the rest of the API.
+	if resp, _ := do(t, "GET", api, "", "Origin", "https://evil.example"); resp.StatusCode != 403 {
+		t.Errorf("foreign origin: %d", resp.StatusCode)
+	}
+	if resp, _ := do(t, "GET", api, "", "Host", "evil.example"); resp.StatusCode != 403 {
+		t.Errorf("foreign host: %d", resp.StatusCode)
+	}
+}
+
+func TestStoppedAnswerIsStoredCut(t *testing.T) {
+	url, h := startChat(t, fake.Options{TokenDelay: 20 * time.Millisecond, Reply: func(*backendRequest) string {
+		return strings.Repeat("word ", 200)
+	}})
+	_, body := do(t, "POST", url+"/api/conversations", `{}`)
+	c := decodeJSON[history.Conversation](t, body)
+	ctx, cancel := context.WithCancel(context.Background())
+	var got strings.Builder
+	tokens := 0
+	stream(t, ctx, fmt.Sprintf("%s/api/conversations/%d/messages", url, c.ID), `{"content": "go on"}`, func(e sseEvent) bool {
+		if e.Name == "token" {
+			got.WriteString(decodeJSON[map[string]string](t, string(e.Data))["text"])
+			if tokens++; tokens == 5 {
+				cancel() // the stop button: the page aborts the request
+				return false
+			}
+		}
+		return true
+	})
+	st, _ := h.Store(context.Background())
+	var msgs []history.Message
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		msgs, _ = st.Messages(context.Background(), c.ID)
+		if len(msgs) == 2 && msgs[1].CutReason == history.CutStopped {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(msgs) != 2 || !msgs[1].Cut || msgs[1].CutReason != history.CutStopped {
+		t.Fatalf("after stop: %+v", msgs)
+	}
+	if !strings.HasPrefix(msgs[1].Content, got.String()) || len(msgs[1].Content) > len(got.String())+len("word ")*2 {
+		t.Fatalf("stored %q, shown %q", msgs[1].Content, got.String())
+	}
+}
+
+func TestRegenerateAndEdit(t *testing.T) {
+	url, _ := startChat(t, fake.Options{})
+	_, body := do(t, "POST", url+"/api/conversations", `{}`)
+	c := decodeJSON[history.Conversation](t, body)
+	msgsURL := fmt.Sprintf("%s/api/conversations/%d/messages", url, c.ID)
+	stream(t, context.Background(), msgsURL, `{"content": "one"}`, nil)
+	stream(t, context.Background(), msgsURL, `{"content": "two"}`, nil)
+	list := func() []history.Message {
+		_, body := do(t, "GET", msgsURL, "")
+		return decodeJSON[struct{ Messages []history.Message }](t, body).Messages
+	}
+	before := list()
+	stream(t, context.Background(), msgsURL, `{"regenerate": true}`, nil)
+	after := list()
+	if len(after) != 4 || after[3].ID == before[3].ID || after[3].Content != "echo: two" || after[2].ID != before[2].ID {
+		t.Fatalf("regenerate: before %+v after %+v", before, after)
+	}
+	// Editing the first message drops everything after it.
+	stream(t, context.Background(), msgsURL, fmt.Sprintf(`{"edit": %d, "content": "uno"}`, after[0].ID), nil)
+	edited := list()
+	if len(edited) != 2 || edited[0].Content != "uno" || edited[1].Content != "echo: uno" {
+		t.Fatalf("edit: %+v", edited)
+	}
+}
+
+func TestLockedHistoryKeepsTheAPIServing(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "history.db")
+	st, err := history.Open(context.Background(), path, history.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	// Another connection takes an exclusive lock and keeps it.
+	locker, err := sql.Open("sqlite", "file:"+path+"?_pragma=locking_mode(EXCLUSIVE)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locker.Close()
+	locker.SetMaxOpenConns(1)
+	if _, err := locker.Exec(`BEGIN EXCLUSIVE; UPDATE conversations SET title = title; COMMIT`); err != nil {
+		t.Fatal(err)
+	}
+	h := history.NewHandle(path, history.Options{BusyTimeout: 100 * time.Millisecond})
+	defer h.Close()
+	s := startServer(t, fake.Options{}, web.Options{History: h}, service.Options{})
+	resp, body := do(t, "GET", s.URL+"/api/conversations", "")
+	if resp.StatusCode != 503 || !strings.Contains(body, "locked by another program") || !strings.Contains(body, "Close the other program") {
+		t.Fatalf("locked history: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := do(t, "POST", s.URL+"/v1/chat/completions", `{"model": "minicpm5:2b", "messages": [{"role": "user", "content": "hi"}]}`); resp.StatusCode != 200 {
+		t.Fatalf("the API stopped serving with the history locked: %d %s", resp.StatusCode, body)
+	}
+	_, body = do(t, "GET", s.URL+"/api/history", "")
+	if hs := decodeJSON[map[string]any](t, body); hs["available"] != false || !strings.Contains(fmt.Sprint(hs["problem"]), "locked") {
+		t.Fatalf("history status: %s", body)
+	}
+	resp, body = do(t, "GET", s.URL+"/", "")
+	if resp.StatusCode != 200 || !strings.Contains(body, "locked by another program") {
+		t.Fatalf("the page does not say the history is locked: %d", resp.StatusCode)
+	}
+}
+
+func TestCorruptHistoryIsMovedAsideAndThePageSaysWhere(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "history.db")
+	if err := writeFile(path, "not a database at all"); err != nil {
+		t.Fatal(err)
+	}
+	h := history.NewHandle(path, history.Options{})
+	defer h.Close()
+	s := startServer(t, fake.Options{}, web.Options{History: h}, service.Options{})
+	resp, body := do(t, "GET", s.URL+"/", "")
+	if resp.StatusCode != 200 || !strings.Contains(body, path+".corrupt-") || !strings.Contains(body, "nothing was deleted") {
+		t.Fatalf("page: %d, %s", resp.StatusCode, body)
+	}
+	if resp, _ := do(t, "POST", s.URL+"/api/conversations", `{}`); resp.StatusCode != 201 {
+		t.Fatalf("a new history does not work: %d", resp.StatusCode)
+	}
+}
+
+func TestPageHeadersAndSafeTitles(t *testing.T) {
+	url, _ := startChat(t, fake.Options{})
+	_, body := do(t, "POST", url+"/api/conversations", `{"title": "<script>alert(1)</script><img src=x onerror=alert(2)>"}`)
+	c := decodeJSON[history.Conversation](t, body)
+	resp, page := do(t, "GET", fmt.Sprintf("%s/c/%d", url, c.ID), "")
+	csp := resp.Header.Get("Content-Security-Policy")
+	if resp.StatusCode != 200 || !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-inline") || strings.Contains(csp, "unsafe-eval") {
+		t.Fatalf("page: %d, CSP %q", resp.StatusCode, csp)
+	}
+	if strings.Contains(page, "<script>alert") || strings.Contains(page, "<img src=x") || !strings.Contains(page, "&lt;script&gt;alert(1)&lt;/script&gt;") {
+		t.Fatal("a title became markup on the page")
+	}
+	if strings.Contains(page, "<script>") && strings.Count(page, "<script src=") != strings.Count(page, "<script") {
+		t.Fatal("the page has an inline script")
+	}
+	for _, p := range []string{"/static/app.js", "/static/md.js", "/static/style.css", "/static/theme.js"} {
+		if resp, _ := do(t, "GET", url+p, ""); resp.StatusCode != 200 {
+			t.Errorf("%s: %d", p, resp.StatusCode)
+		}
+	}
+	if resp, _ := do(t, "GET", url+"/c/77777", ""); resp.StatusCode != 404 {
+		t.Errorf("missing conversation page: %d", resp.StatusCode)
+	}
+}
+
+func TestPageWithAPIKeyShowsNoHistoryWithoutTheKey(t *testing.T) {
+	h := history.NewHandle(filepath.Join(t.TempDir(), "history.db"), history.Options{})
+	defer h.Close()
+	s := startServer(t, fake.Options{}, web.Options{History: h, APIKey: "sekrit"}, service.Options{})
+	resp, body := do(t, "POST", s.URL+"/api/conversations", `{"title": "private plans"}`, "Authorization", "Bearer sekrit")
+	if resp.StatusCode != 201 {
+		t.Fatalf("create with the key: %d %s", resp.StatusCode, body)
+	}
+	c := decodeJSON[history.Conversation](t, body)
+	if resp, _ := do(t, "GET", s.URL+"/api/conversations", ""); resp.StatusCode != 401 {
+		t.Fatalf("list without the key: %d", resp.StatusCode)
+	}
+	for _, path := range []string{"/", fmt.Sprintf("/c/%d", c.ID)} {
+		resp, page := do(t, "GET", s.URL+path, "")
+		if resp.StatusCode != 200 || strings.Contains(page, "private plans") {
+			t.Errorf("%s without the key: %d, shows the history: %v", path, resp.StatusCode, strings.Contains(page, "private plans"))
+		}
+	}
+}

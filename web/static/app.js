@@ -1,0 +1,908 @@
+// app.js drives the chat page over NPU Chat's API: the conversation
+// list and search, the open conversation (rendered with md.js), sending
+// with a streamed answer (stop, regenerate, edit and resend, copy), the
+// model's status and switch, the install, check, settings and log
+// views. It never puts text from the server into innerHTML: every
+// string is set with textContent, and Markdown goes through md.js.
+"use strict";
+
+(function () {
+  const $ = (id) => document.getElementById(id);
+  const app = $("app");
+  const msgsEl = $("messages");
+  const input = $("composer-input");
+  const sendBtn = $("send");
+  const stopBtn = $("stop");
+  const MD = window.NPUMarkdown;
+
+  let conversation = app.dataset.conversation ? Number(app.dataset.conversation) : null;
+  let modelName = app.dataset.model || "minicpm5:2b";
+  let status = null;
+  let streaming = null; // {abort: AbortController}
+  let follow = true;
+  let lastContext = "";
+
+  // ---- API helpers ----
+  const key = () => localStorage.getItem("npuchat-key") || "";
+  function headers(extra) {
+    const h = Object.assign({ "Content-Type": "application/json" }, extra || {});
+    if (key()) h["Authorization"] = "Bearer " + key();
+    return h;
+  }
+  async function api(method, path, body) {
+    const r = await fetch(path, { method, headers: headers(), body: body === undefined ? undefined : JSON.stringify(body) });
+    if (r.status === 401) {
+      const k = prompt("This NPU Chat server needs an API key:");
+      if (k) {
+        localStorage.setItem("npuchat-key", k);
+        return api(method, path, body);
+      }
+    }
+    if (r.status === 204) return null;
+    const ct = r.headers.get("Content-Type") || "";
+    const data = ct.includes("json") ? await r.json() : await r.text();
+    if (!r.ok) {
+      const msg = data && data.error ? (data.error.message || data.error) : String(data);
+      const err = new Error(msg);
+      err.status = r.status;
+      err.code = data && data.error && data.error.code;
+      throw err;
+    }
+    return data;
+  }
+  function showError(msg) {
+    const b = $("error-banner");
+    b.textContent = msg;
+    b.hidden = !msg;
+  }
+  function showHistoryProblem(msg) {
+    const b = $("history-problem");
+    b.textContent = msg || "";
+    b.hidden = !msg;
+  }
+
+  // ---- Messages ----
+  function renderMarkdown(body, text) {
+    body.replaceChildren(MD.render(text));
+  }
+
+  function engineName(kind) {
+    return { npu: "NPU (FastFlowLM)", cpu: "CPU (in-process engine)", remote: "remote server" }[kind] || kind || "unknown engine";
+  }
+
+  function statsText(st) {
+    if (!st) return "";
+    const parts = [];
+    if (st.tokens_per_second > 0) parts.push(st.tokens_per_second.toFixed(1) + " tok/s");
+    if (st.ttft_ms > 0) parts.push("first token " + st.ttft_ms + " ms");
+    parts.push(engineName(st.engine));
+    if (st.fallback) parts.push("fell back: " + st.fallback);
+    if (st.context_length > 0) parts.push("context " + (st.prompt_tokens + st.completion_tokens) + " / " + st.context_length);
+    return parts.join(" · ");
+  }
+
+  function cutText(reason) {
+    return { stopped: "Stopped before the end", failed: "Cut short by an error" }[reason] || "Interrupted (the server stopped)";
+  }
+
+  // messageEl builds (or updates) the element of a stored message.
+  function messageEl(m, existing) {
+    const a = existing || document.createElement("article");
+    a.className = "message " + m.role;
+    a.setAttribute("data-testid", "message");
+    a.dataset.role = m.role;
+    a.dataset.id = m.id;
+    a.dataset.cut = m.cut ? "true" : "false";
+    a.setAttribute("aria-label", m.role === "user" ? "You" : "Assistant");
+    a.replaceChildren();
+    const who = document.createElement("div");
+    who.className = "who";
+    who.setAttribute("aria-hidden", "true");
+    who.textContent = m.role === "user" ? "You" : "Assistant";
+    const body = document.createElement("div");
+    body.className = "body md";
+    body.dataset.raw = m.content;
+    renderMarkdown(body, m.content);
+    a.append(who, body);
+    if (m.cut) {
+      const c = document.createElement("div");
+      c.className = "cut";
+      c.setAttribute("data-testid", "cut");
+      c.textContent = cutText(m.cut_reason);
+      a.appendChild(c);
+    }
+    if (m.role === "assistant") {
+      const s = document.createElement("div");
+      s.className = "stats";
+      s.setAttribute("data-testid", "stats");
+      s.textContent = statsText(m.stats);
+      a.appendChild(s);
+      if (m.stats && m.stats.context_length) lastContext = "Context used: " + (m.stats.prompt_tokens + m.stats.completion_tokens) + " of " + m.stats.context_length + " tokens";
+    }
+    a.appendChild(actions(m.role));
+    return a;
+  }
+
+  function actions(role) {
+    const d = document.createElement("div");
+    d.className = "actions";
+    const mk = (cls, label, text) => {
+      const b = document.createElement("button");
+      b.type = "button";
+      b.className = "act " + cls;
+      b.setAttribute("aria-label", label);
+      b.textContent = text;
+      return b;
+    };
+    d.appendChild(mk("copy", "Copy message", "Copy"));
+    d.appendChild(role === "user" ? mk("edit", "Edit and resend", "Edit") : mk("regenerate", "Answer again", "Regenerate"));
+    return d;
+  }
+
+  // upgrade renders the server-rendered messages' text as Markdown.
+  function upgradeServerMessages() {
+    msgsEl.querySelectorAll("article.message").forEach((a) => {
+      const body = a.querySelector("[data-md]");
+      if (!body) return;
+      const raw = body.textContent;
+      body.removeAttribute("data-md");
+      body.dataset.raw = raw;
+      renderMarkdown(body, raw);
+    });
+  }
+
+  function updateEmpty() {
+    $("empty").hidden = !!msgsEl.querySelector("article.message");
+    $("context").textContent = lastContext;
+  }
+
+  function nearBottom() {
+    return msgsEl.scrollHeight - msgsEl.scrollTop - msgsEl.clientHeight < 48;
+  }
+  msgsEl.addEventListener("scroll", () => {
+    follow = nearBottom();
+  });
+  function scrollDown(force) {
+    if (force || follow) msgsEl.scrollTop = msgsEl.scrollHeight;
+  }
+
+  async function openConversation(id, push) {
+    stopStreaming();
+    conversation = id;
+    lastContext = "";
+    if (push) history.pushState({ id }, "", id ? "/c/" + id : "/");
+    markCurrent();
+    msgsEl.querySelectorAll("article.message").forEach((a) => a.remove());
+    if (!id) {
+      $("chat-title").textContent = "New chat";
+      fillChatSettings(null);
+      updateExport();
+      updateEmpty();
+      input.focus();
+      return;
+    }
+    try {
+      const c = await api("GET", "/api/conversations/" + id);
+      $("chat-title").textContent = c.title || "New chat";
+      for (const m of c.messages) msgsEl.insertBefore(messageEl(m), $("empty"));
+      fillChatSettings(c);
+      updateExport();
+      updateEmpty();
+      scrollDown(true);
+    } catch (e) {
+      showError("Could not open the conversation: " + e.message);
+    }
+  }
+
+  function updateExport() {
+    for (const [id, fmt] of [["export-md", "md"], ["export-json", "json"]]) {
+      const a = $(id);
+      a.hidden = !conversation;
+      a.href = conversation ? "/api/conversations/" + conversation + "/export?format=" + fmt : "#";
+    }
+  }
+
+  // ---- Conversation list ----
+  function convItem(c) {
+    const li = document.createElement("li");
+    li.className = "conversation";
+    li.dataset.id = c.id;
+    li.setAttribute("aria-current", String(c.id === conversation));
+    const a = document.createElement("a");
+    a.className = "conv-link";
+    a.href = "/c/" + c.id;
+    a.textContent = c.title || "New chat";
+    li.appendChild(a);
+    if (c.snippet) {
+      const s = document.createElement("span");
+      s.className = "snippet";
+      s.textContent = c.snippet;
+      li.appendChild(s);
+    }
+    const acts = document.createElement("span");
+    acts.className = "conv-actions";
+    for (const [cls, label, glyph] of [["rename", "Rename ", "✎"], ["delete", "Delete ", "✕"]]) {
+      const b = document.createElement("button");
+      b.type = "button";
+      b.className = "icon " + cls;
+      b.setAttribute("aria-label", label + (c.title || "New chat"));
+      b.title = label.trim();
+      b.textContent = glyph;
+      acts.appendChild(b);
+    }
+    li.appendChild(acts);
+    return li;
+  }
+
+  async function loadList() {
+    const q = $("search").value.trim();
+    try {
+      const r = await api("GET", "/api/conversations" + (q ? "?q=" + encodeURIComponent(q) : ""));
+      $("conversations").replaceChildren(...r.conversations.map(convItem));
+      if (!r.conversations.length && q) {
+        const li = document.createElement("li");
+        li.className = "none";
+        li.textContent = "No chat contains “" + q + "”.";
+        $("conversations").appendChild(li);
+      }
+    } catch (e) {
+      if (e.code === "history_locked" || e.code === "history_unavailable") showHistoryProblem(e.message);
+    }
+  }
+
+  function markCurrent() {
+    document.querySelectorAll("#conversations li.conversation").forEach((li) => li.setAttribute("aria-current", String(Number(li.dataset.id) === conversation)));
+  }
+
+  $("conversations").addEventListener("click", async (e) => {
+    const li = e.target.closest("li.conversation");
+    if (!li) return;
+    const id = Number(li.dataset.id);
+    if (e.target.closest("a.conv-link")) {
+      e.preventDefault();
+      closeSidebar();
+      showView("chat");
+      openConversation(id, true);
+      return;
+    }
+    if (e.target.closest("button.rename")) {
+      const old = li.querySelector(".conv-link").textContent;
+      const title = prompt("New name for this chat:", old);
+      if (title === null || !title.trim()) return;
+      try {
+        await api("PATCH", "/api/conversations/" + id, { title });
+        loadList();
+        if (id === conversation) $("chat-title").textContent = title.trim();
+      } catch (err) {
+        showError("Could not rename: " + err.message);
+      }
+      return;
+    }
+    if (e.target.closest("button.delete")) {
+      const name = li.querySelector(".conv-link").textContent;
+      if (!confirm("Delete the chat “" + name + "” and all its messages? This cannot be undone.")) return;
+      try {
+        await api("DELETE", "/api/conversations/" + id);
+        if (id === conversation) openConversation(null, true);
+        loadList();
+      } catch (err) {
+        showError("Could not delete: " + err.message);
+      }
+    }
+  });
+
+  let searchTimer = 0;
+  $("search").addEventListener("input", () => {
+    clearTimeout(searchTimer);
+    searchTimer = setTimeout(loadList, 200);
+  });
+
+  $("new-chat").addEventListener("click", () => {
+    closeSidebar();
+    showView("chat");
+    openConversation(null, true);
+  });
+
+  window.addEventListener("popstate", () => {
+    const m = /^\/c\/(\d+)$/.exec(location.pathname);
+    openConversation(m ? Number(m[1]) : null, false);
+  });
+
+  // ---- Sending and streaming ----
+  function setBusy(busy) {
+    sendBtn.hidden = busy;
+    stopBtn.hidden = !busy;
+    app.dataset.busy = busy ? "true" : "false";
+  }
+
+  function stopStreaming() {
+    if (streaming) streaming.abort.abort();
+  }
+
+  async function ensureConversation() {
+    if (conversation) return conversation;
+    const c = await api("POST", "/api/conversations", {});
+    conversation = c.id;
+    history.pushState({ id: c.id }, "", "/c/" + c.id);
+    updateExport();
+    return c.id;
+  }
+
+  // send posts to the conversation and renders the streamed answer.
+  async function send(body) {
+    if (streaming) return;
+    showError("");
+    let id;
+    try {
+      id = await ensureConversation();
+    } catch (e) {
+      showError(e.message);
+      return;
+    }
+    const abort = new AbortController();
+    streaming = { abort };
+    setBusy(true);
+    follow = true;
+    let answerEl = null;
+    let raw = "";
+    let pending = false;
+    const paint = () => {
+      pending = false;
+      if (!answerEl) return;
+      const b = answerEl.querySelector(".body");
+      b.dataset.raw = raw;
+      renderMarkdown(b, raw);
+      scrollDown();
+    };
+    const onEvent = (name, data) => {
+      if (name === "user") {
+        const existing = msgsEl.querySelector('article.message[data-id="' + data.id + '"]');
+        if (!existing) msgsEl.insertBefore(messageEl(data), $("empty"));
+        updateEmpty();
+        scrollDown(true);
+      } else if (name === "start") {
+        answerEl = messageEl(data);
+        answerEl.dataset.cut = "false";
+        answerEl.querySelector(".cut") && answerEl.querySelector(".cut").remove();
+        answerEl.classList.add("streaming");
+        // Screen readers wait for the whole answer instead of reading
+        // every piece as it arrives.
+        answerEl.setAttribute("aria-busy", "true");
+        msgsEl.insertBefore(answerEl, $("empty"));
+        scrollDown();
+      } else if (name === "token") {
+        raw += data.text;
+        if (!pending) {
+          pending = true;
+          requestAnimationFrame(paint);
+        }
+      } else if (name === "done") {
+        messageEl(data, answerEl);
+        answerEl.classList.remove("streaming");
+        answerEl.removeAttribute("aria-busy");
+        answerEl = null;
+        updateEmpty();
+        scrollDown();
+      } else if (name === "error") {
+        if (data.answer && answerEl) messageEl(data.answer, answerEl);
+        else if (answerEl) answerEl.remove();
+        answerEl = null;
+        showError(data.message);
+      }
+    };
+    try {
+      const r = await fetch("/api/conversations/" + id + "/messages", {
+        method: "POST", headers: headers(), body: JSON.stringify(body), signal: abort.signal,
+      });
+      if (!r.ok) {
+        const data = await r.json().catch(() => ({}));
+        throw new Error((data.error && (data.error.message || data.error)) || "HTTP " + r.status);
+      }
+      await readSSE(r.body, onEvent);
+    } catch (e) {
+      if (e.name !== "AbortError") showError(e.message);
+    } finally {
+      if (answerEl) {
+        // Stopped (or the connection broke): the server stored what was
+        // sent, marked as cut; show it the same way.
+        paint();
+        answerEl.classList.remove("streaming");
+        answerEl.removeAttribute("aria-busy");
+        answerEl.dataset.cut = "true";
+        const c = document.createElement("div");
+        c.className = "cut";
+        c.setAttribute("data-testid", "cut");
+        c.textContent = cutText(abort.signal.aborted ? "stopped" : "");
+        answerEl.insertBefore(c, answerEl.querySelector(".stats"));
+      }
+      streaming = null;
+      setBusy(false);
+      updateEmpty();
+      loadList().then(() => {
+        const li = document.querySelector('#conversations li[data-id="' + conversation + '"] .conv-link');
+        if (li) $("chat-title").textContent = li.textContent;
+      });
+      input.focus();
+    }
+  }
+
+  // readSSE parses a server-sent event stream from a fetch body.
+  async function readSSE(stream, onEvent) {
+    const reader = stream.getReader();
+    const dec = new TextDecoder();
+    let buf = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buf += dec.decode(value, { stream: true });
+      let k;
+      while ((k = buf.indexOf("\n\n")) >= 0) {
+        const chunk = buf.slice(0, k);
+        buf = buf.slice(k + 2);
+        let name = "message";
+        const data = [];
+        for (const line of chunk.split("\n")) {
+          if (line.startsWith("event:")) name = line.slice(6).trim();
+          else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+        }
+        if (data.length) onEvent(name, JSON.parse(data.join("\n")));
+      }
+    }
+  }
+
+  $("composer").addEventListener("submit", (e) => {
+    e.preventDefault();
+    const text = input.value;
+    if (!text.trim() || streaming) return;
+    input.value = "";
+    autosize();
+    send({ content: text });
+  });
+  input.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      $("composer").requestSubmit();
+    }
+  });
+  function autosize() {
+    if (!input.value) {
+      input.style.height = "";
+      return;
+    }
+    input.style.height = "auto";
+    input.style.height = Math.min(input.scrollHeight, window.innerHeight * 0.4) + "px";
+  }
+  input.addEventListener("input", autosize);
+  stopBtn.addEventListener("click", stopStreaming);
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "Escape" && streaming) {
+      e.preventDefault();
+      stopStreaming();
+    }
+  });
+
+  msgsEl.addEventListener("click", (e) => {
+    const art = e.target.closest("article.message");
+    if (!art) return;
+    if (e.target.closest("button.copy")) {
+      MD.copyText(art.querySelector(".body").dataset.raw || "", e.target.closest("button"));
+    } else if (e.target.closest("button.regenerate")) {
+      if (streaming) return;
+      // Drop this answer and everything after it from the view; the
+      // server does the same.
+      let n = art;
+      while (n && n.id !== "empty") {
+        const next = n.nextElementSibling;
+        if (n.matches("article.message")) n.remove();
+        n = next;
+      }
+      send({ regenerate: true });
+    } else if (e.target.closest("button.edit")) {
+      if (streaming) return;
+      editMessage(art);
+    }
+  });
+
+  function editMessage(art) {
+    const body = art.querySelector(".body");
+    const old = body.dataset.raw || "";
+    const form = document.createElement("form");
+    form.className = "edit-form";
+    const ta = document.createElement("textarea");
+    ta.value = old;
+    ta.setAttribute("aria-label", "Edit your message");
+    ta.rows = Math.min(10, old.split("\n").length + 1);
+    const save = document.createElement("button");
+    save.type = "submit";
+    save.className = "btn primary";
+    save.textContent = "Send";
+    const cancel = document.createElement("button");
+    cancel.type = "button";
+    cancel.className = "btn";
+    cancel.textContent = "Cancel";
+    form.append(ta, save, cancel);
+    body.replaceWith(form);
+    ta.focus();
+    cancel.addEventListener("click", () => form.replaceWith(body));
+    ta.addEventListener("keydown", (e) => {
+      if (e.key === "Enter" && !e.shiftKey) {
+        e.preventDefault();
+        form.requestSubmit();
+      } else if (e.key === "Escape") {
+        e.stopPropagation();
+        form.replaceWith(body);
+      }
+    });
+    form.addEventListener("submit", (e) => {
+      e.preventDefault();
+      if (!ta.value.trim()) return;
+      const id = Number(art.dataset.id);
+      let n = art;
+      while (n && n.id !== "empty") {
+        const next = n.nextElementSibling;
+        if (n.matches("article.message")) n.remove();
+        n = next;
+      }
+      send({ edit: id, content: ta.value });
+    });
+  }
+
+  // ---- Chat settings ----
+  function fillChatSettings(c) {
+    $("open-chat-settings").hidden = false;
+    $("cs-system").value = (c && c.system_prompt) || "";
+    $("cs-temperature").value = c && c.temperature != null ? c.temperature : "";
+    $("cs-top-p").value = c && c.top_p != null ? c.top_p : "";
+    $("cs-max-tokens").value = c && c.max_tokens != null ? c.max_tokens : "";
+    $("cs-note").textContent = "";
+  }
+  $("open-chat-settings").addEventListener("click", () => {
+    const f = $("chat-settings");
+    f.hidden = !f.hidden;
+    $("open-chat-settings").setAttribute("aria-expanded", String(!f.hidden));
+  });
+  $("chat-settings").addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const body = { system_prompt: $("cs-system").value, clear: [] };
+    for (const [field, id, parse] of [["temperature", "cs-temperature", parseFloat], ["top_p", "cs-top-p", parseFloat], ["max_tokens", "cs-max-tokens", (v) => parseInt(v, 10)]]) {
+      const v = $(id).value.trim();
+      if (v === "") body.clear.push(field);
+      else body[field] = parse(v);
+    }
+    try {
+      const id = await ensureConversation();
+      await api("PATCH", "/api/conversations/" + id, body);
+      $("cs-note").textContent = "Saved.";
+      loadList();
+    } catch (err) {
+      $("cs-note").textContent = err.message;
+    }
+  });
+
+  // ---- Status and the model switch ----
+  function firstSentence(text) {
+    // A Go error chain "a: b: c" is turned into its last, most specific
+    // part, as a sentence; the whole text stays in the tooltip.
+    const parts = String(text).split(/: (?=[^:]{12,})/);
+    let s = parts[parts.length - 1].trim();
+    s = s.charAt(0).toUpperCase() + s.slice(1);
+    if (!/[.!?]$/.test(s)) s += ".";
+    return s;
+  }
+
+  function notInstalled(st) {
+    return /not installed/i.test((st.error || "") + " " + (st.reason || ""));
+  }
+
+  function showStatus(st) {
+    status = st;
+    const el = $("model-status");
+    const name = st.model || modelName;
+    if (st.model) modelName = st.model;
+    let text;
+    let detail = "";
+    switch (st.state) {
+      case "on":
+        text = name + " is ready.";
+        break;
+      case "loading": {
+        const p = st.progress;
+        text = "Loading " + name + (p && p.frac ? " (" + Math.round(p.frac * 100) + "%)" : "") + "…";
+        break;
+      }
+      case "error":
+        text = notInstalled(st) ? name + " is not installed yet." : firstSentence(st.error || "the model failed to load");
+        detail = st.error || "";
+        break;
+      default:
+        if (!st.enabled) text = name + " is switched off.";
+        else if (notInstalled(st)) text = name + " is not installed yet.";
+        else text = name + " loads with your first message.";
+        detail = st.reason || "";
+    }
+    el.dataset.state = st.state;
+    $("status-text").textContent = text;
+    el.title = detail;
+    let eng = st.backend ? "on " + engineName(st.backend) : "";
+    if (st.fallback) eng += (eng ? " · " : "") + "fell back: " + firstSentence(st.fallback);
+    $("status-engine").textContent = eng;
+    const on = st.enabled && st.state !== "error";
+    const t = $("model-toggle");
+    t.setAttribute("aria-checked", String(!!st.enabled));
+    t.setAttribute("aria-label", st.enabled ? "Model on; switch it off" : "Model off; switch it on");
+    t.dataset.on = on ? "true" : "false";
+    if (notInstalled(st) && currentView === "chat") showView("install");
+    if (!notInstalled(st) && currentView === "install" && installState() !== "running") showView("chat");
+  }
+
+  async function refreshStatus() {
+    try {
+      showStatus(await api("GET", "/api/status"));
+    } catch (e) {
+      $("status-text").textContent = "The server cannot be reached: " + e.message;
+    }
+  }
+
+  $("model-toggle").addEventListener("click", async () => {
+    const t = $("model-toggle");
+    t.disabled = true;
+    try {
+      const on = status && status.enabled;
+      await api("POST", on ? "/api/model/stop" : "/api/model/start", on ? {} : { model: modelName });
+      // The events may have moved on while the request ran: ask afresh
+      // rather than show the answer's older snapshot.
+      await refreshStatus();
+    } catch (e) {
+      showError(e.message);
+      refreshStatus();
+    } finally {
+      t.disabled = false;
+    }
+  });
+
+  function connectEvents() {
+    const es = new EventSource("/api/events" + (key() ? "?key=" + encodeURIComponent(key()) : ""));
+    for (const name of ["status", "progress", "fallback", "error"]) {
+      es.addEventListener(name, (e) => {
+        const ev = JSON.parse(e.data);
+        if (ev.status) showStatus(ev.status);
+      });
+    }
+    es.addEventListener("install", (e) => {
+      // The service's install event: {install: {model, phase, done,
+      // total, bytes_per_second, eta_s, error}, message}.
+      const ev = JSON.parse(e.data);
+      const p = ev.install || {};
+      const state = { done: "done", failed: "failed", cancelled: "cancelled" }[p.phase] || "running";
+      showInstall(Object.assign({}, install, {
+        model: p.model, state, phase: p.phase, message: ev.message || install.message,
+        bytes: p.done || 0, total: p.total || 0, rate: p.bytes_per_second || 0, eta_s: p.eta_s || 0, error: p.error || "",
+      }));
+    });
+    es.onerror = () => {
+      // The browser reconnects by itself; refresh what we show meanwhile.
+      setTimeout(refreshStatus, 1000);
+    };
+  }
+
+  // ---- Views ----
+  let currentView = "chat";
+  function showView(name) {
+    currentView = name;
+    for (const v of ["chat", "install", "check", "settings", "logs"]) $("view-" + v).hidden = v !== name;
+    if (name === "check") runCheck();
+    if (name === "settings") loadSettings();
+    if (name === "logs") loadLogs();
+  }
+  document.querySelectorAll("[data-view]").forEach((b) =>
+    b.addEventListener("click", () => {
+      closeSidebar();
+      showView(b.dataset.view);
+    }));
+  document.querySelectorAll(".close-view").forEach((b) => b.addEventListener("click", () => showView(notInstalled(status || {}) ? "install" : "chat")));
+
+  // ---- Install ----
+  let install = { state: "idle" };
+  const installState = () => install.state;
+  function human(n) {
+    if (!n) return "0 B";
+    const u = ["B", "KB", "MB", "GB", "TB"];
+    let i = 0;
+    while (n >= 1000 && i < u.length - 1) {
+      n /= 1000;
+      i++;
+    }
+    return (i ? n.toFixed(1) : n) + " " + u[i];
+  }
+  function duration(s) {
+    s = Math.round(s);
+    if (s < 60) return s + " s";
+    if (s < 3600) return Math.floor(s / 60) + " min " + (s % 60) + " s";
+    return Math.floor(s / 3600) + " h " + Math.floor((s % 3600) / 60) + " min";
+  }
+  function showInstall(st) {
+    const was = install.state;
+    install = st;
+    const box = $("install-box");
+    const btn = $("install");
+    const cancel = $("install-cancel");
+    const err = $("install-error");
+    const prog = $("install-progress");
+    err.hidden = st.state !== "failed";
+    err.textContent = st.error ? firstSentence(st.error) + " " : "";
+    if (st.state === "failed") err.textContent += "Downloaded files are kept; Resume retries.";
+    box.hidden = st.state === "idle";
+    btn.hidden = st.state === "running" || st.state === "done";
+    btn.textContent = st.state === "cancelled" || st.state === "failed" ? "Resume" : "Install";
+    cancel.hidden = st.state !== "running";
+    prog.dataset.state = st.state;
+    if (st.total > 0) {
+      prog.value = st.bytes / st.total;
+    } else if (st.state === "done") {
+      prog.value = 1;
+    }
+    let text = "";
+    if (st.state === "running") {
+      text = st.total > 0 ? (st.file ? st.file + ": " : "Downloading: ") + human(st.bytes) + " of " + human(st.total) : st.message || "Starting…";
+      if (st.rate > 0) text += " · " + human(st.rate) + "/s";
+      if (st.eta_s > 0) text += " · about " + duration(st.eta_s) + " left";
+      if (st.files_done) text += " · " + st.files_done + " files done";
+    } else if (st.state === "cancelled") {
+      text = "Cancelled. Resume continues where it stopped.";
+    } else if (st.state === "done") {
+      text = "Installed. Starting the model…";
+    }
+    $("install-progress-text").textContent = text;
+    if (st.state === "done" && was !== "done" && currentView === "install") {
+      api("POST", "/api/model/start", { model: modelName }).then(refreshStatus, (e) => showError(e.message)).finally(() => showView("chat"));
+    }
+  }
+  $("install").addEventListener("click", async () => {
+    try {
+      showInstall(await api("POST", "/api/models/" + encodeURIComponent(modelName) + "/install"));
+      pollInstall();
+    } catch (e) {
+      $("install-error").hidden = false;
+      $("install-error").textContent = e.message;
+    }
+  });
+  $("install-cancel").addEventListener("click", async () => {
+    try {
+      showInstall(await api("DELETE", "/api/models/" + encodeURIComponent(modelName) + "/install"));
+    } catch (e) {
+      showError(e.message);
+    }
+  });
+  // Events carry the progress; a slow poll covers a dropped event stream.
+  let pollTimer = 0;
+  function pollInstall() {
+    clearTimeout(pollTimer);
+    pollTimer = setTimeout(async () => {
+      try {
+        const st = await api("GET", "/api/models/" + encodeURIComponent(modelName) + "/install");
+        if (st.state !== install.state || st.bytes !== install.bytes) showInstall(st);
+        if (st.state === "running") pollInstall();
+      } catch (_) {}
+    }, 1000);
+  }
+
+  // ---- NPU check ----
+  async function runCheck() {
+    $("check-summary").textContent = "Checking the NPU…";
+    $("check-list").replaceChildren();
+    try {
+      const rep = await api("GET", "/api/check");
+      $("check-summary").textContent = rep.summary || (rep.ready ? "The NPU is ready." : "The NPU is not ready.");
+      $("check-summary").dataset.ready = String(!!rep.ready);
+      for (const c of rep.checks || []) {
+        const li = document.createElement("li");
+        li.className = "check " + (c.status || (c.ok ? "ok" : "fail"));
+        const head = document.createElement("div");
+        head.className = "check-head";
+        const badge = document.createElement("span");
+        badge.className = "badge";
+        badge.textContent = c.status || (c.ok ? "ok" : "fail");
+        const name = document.createElement("strong");
+        name.textContent = (c.id ? c.id + " " : "") + (c.title || "");
+        head.append(badge, " ", name);
+        li.appendChild(head);
+        for (const [label, text] of [["Found", c.found], ["Needs", c.need]]) {
+          if (!text) continue;
+          const p = document.createElement("p");
+          const b = document.createElement("span");
+          b.className = "label";
+          b.textContent = label + ": ";
+          p.append(b, text);
+          li.appendChild(p);
+        }
+        const fix = c.status === "pass" ? "" : c.fix || "";
+        if (fix) {
+          const p = document.createElement("p");
+          p.className = "fix";
+          const b = document.createElement("strong");
+          b.textContent = "Fix: ";
+          p.append(b, fix);
+          li.appendChild(p);
+        }
+        $("check-list").appendChild(li);
+      }
+    } catch (e) {
+      $("check-summary").textContent = "The check could not run: " + e.message;
+    }
+  }
+  $("check-run").addEventListener("click", runCheck);
+
+  // ---- Settings ----
+  async function loadSettings() {
+    try {
+      const s = await api("GET", "/api/settings");
+      document.querySelectorAll('input[name="engine"]').forEach((r) => (r.checked = r.value === s.engine));
+      $("set-keep-alive").value = s.keep_alive;
+      $("set-temperature").value = s.chat.temperature != null ? s.chat.temperature : "";
+      $("set-top-p").value = s.chat.top_p != null ? s.chat.top_p : "";
+      $("set-max-tokens").value = s.chat.max_tokens != null ? s.chat.max_tokens : "";
+      $("settings-note").textContent = "";
+    } catch (e) {
+      $("settings-note").textContent = e.message;
+    }
+  }
+  $("settings-form").addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const num = (id, parse) => ($(id).value.trim() === "" ? null : parse($(id).value));
+    const checked = document.querySelector('input[name="engine"]:checked');
+    const body = {
+      engine: checked ? checked.value : "auto",
+      keep_alive: $("set-keep-alive").value,
+      chat: { temperature: num("set-temperature", parseFloat), top_p: num("set-top-p", parseFloat), max_tokens: num("set-max-tokens", (v) => parseInt(v, 10)) },
+    };
+    try {
+      await api("PUT", "/api/settings", body);
+      $("settings-note").textContent = "Saved. Keep-alive and the chat defaults apply now; a new engine applies the next time NPU Chat starts.";
+    } catch (err) {
+      $("settings-note").textContent = err.message;
+    }
+  });
+
+  // ---- Log ----
+  async function loadLogs() {
+    try {
+      const r = await api("GET", "/api/logs?lines=300");
+      $("logs-path").textContent = r.path;
+      $("log-lines").textContent = r.lines.join("\n");
+      $("log-lines").scrollTop = $("log-lines").scrollHeight;
+    } catch (e) {
+      $("logs-path").textContent = e.message;
+      $("log-lines").textContent = "";
+    }
+  }
+  $("logs-refresh").addEventListener("click", loadLogs);
+
+  // ---- Small screens: the conversation list slides in ----
+  function closeSidebar() {
+    document.body.classList.remove("sidebar-open");
+    $("menu").setAttribute("aria-expanded", "false");
+  }
+  $("menu").addEventListener("click", () => {
+    const open = document.body.classList.toggle("sidebar-open");
+    $("menu").setAttribute("aria-expanded", String(open));
+    if (open) $("new-chat").focus();
+  });
+
+  // ---- Start ----
+  upgradeServerMessages();
+  updateExport();
+  updateEmpty();
+  scrollDown(true);
+  refreshStatus();
+  connectEvents();
+  loadList();
+  api("GET", "/api/history").then((h) => showHistoryProblem(h.problem || ""), () => {});
+  api("GET", "/api/models/" + encodeURIComponent(modelName) + "/install").then((st) => {
+    showInstall(st);
+    if (st.state === "running") pollInstall();
+  }, () => {});
+  if (conversation) {
+    api("GET", "/api/conversations/" + conversation).then(fillChatSettings, () => {});
+  }
+  input.focus();
+})();
