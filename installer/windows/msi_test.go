@@ -249,6 +249,25 @@ func TestExtractedExe(t *testing.T) {
 		t.Errorf("subsystem %d, want %d (GUI: no console window for the tray)", oh.Subsystem, pe.IMAGE_SUBSYSTEM_WINDOWS_GUI)
 	}
 
+	// The MSI ships npuchat.exe alone: it must need no MinGW runtime DLL
+	// (libwinpthread-1.dll, libgcc_s_seh-1.dll, …), only Windows' own.
+	syms, err := f.ImportedSymbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dlls := map[string]bool{}
+	for _, s := range syms {
+		if i := strings.LastIndexByte(s, ':'); i >= 0 {
+			dlls[strings.ToLower(s[i+1:])] = true
+		}
+	}
+	for dll := range dlls {
+		if strings.HasPrefix(dll, "lib") {
+			t.Errorf("npuchat.exe imports %s, which the MSI does not install", dll)
+		}
+	}
+	t.Logf("npuchat.exe imports %v", dlls)
+
 	r, err := os.Open(exe)
 	if err != nil {
 		t.Fatal(err)
