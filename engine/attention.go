@@ -11,13 +11,15 @@ import (
 const parallelAttention = 1 << 16
 
 // attention sets out (HeadDim values per query head) to the softmax of
-// q·k/√HeadDim over positions 0..pos applied to the cached values; query
-// head h reads KV head h/(Heads/KVHeads). Heads are split across threads
-// when the context is long; each head's arithmetic is the same either way.
-func (s *Session) attention(out, q, keys, values []float32, pos int) {
+// q·k/√HeadDim over positions 0..pos applied to layer l's cached values;
+// query head h reads KV head h/(Heads/KVHeads). Heads are split across
+// threads when the context is long; each head's arithmetic is the same
+// either way.
+func (s *Session) attention(out, q []float32, l, pos int) {
 	c := &s.m.cfg
 	a := &s.heads
-	a.cfg, a.out, a.q, a.keys, a.values, a.pos = c, out, q, keys, values, pos
+	a.cfg, a.out, a.q, a.pos = c, out, q, pos
+	a.keys, a.values, a.keys16, a.values16 = s.keys[l], s.values[l], s.keys16[l], s.values16[l]
 	n := s.pool.threads
 	if (pos+1)*c.Heads*c.HeadDim < parallelAttention {
 		n = 1
@@ -43,6 +45,7 @@ func (s *Session) attention(out, q, keys, values []float32, pos int) {
 type attnTask struct {
 	cfg                  *Config
 	out, q, keys, values []float32
+	keys16, values16     []uint16 // the float16 cache (KVF16) instead of keys, values
 	pos                  int
 	att                  [][]float32 // score buffers, one per part
 }
@@ -57,14 +60,25 @@ func (a *attnTask) part(k, n int) {
 	for h := k; h < c.Heads; h += n {
 		q := a.q[h*hd : (h+1)*hd]
 		kvh := h / group
+		f16 := a.keys16 != nil
 		for t := range att {
-			att[t] = quant.DotF32(q, a.keys[t*kvDim+kvh*hd:t*kvDim+(kvh+1)*hd]) * inv
+			lo, hi := t*kvDim+kvh*hd, t*kvDim+(kvh+1)*hd
+			if f16 {
+				att[t] = quant.DotF16(q, a.keys16[lo:hi]) * inv
+			} else {
+				att[t] = quant.DotF32(q, a.keys[lo:hi]) * inv
+			}
 		}
 		softmax(att)
 		o := a.out[h*hd : (h+1)*hd]
 		clear(o)
 		for t, p := range att {
-			quant.AxpyF32(o, p, a.values[t*kvDim+kvh*hd:t*kvDim+(kvh+1)*hd])
+			lo, hi := t*kvDim+kvh*hd, t*kvDim+(kvh+1)*hd
+			if f16 {
+				quant.AxpyF16(o, p, a.values16[lo:hi])
+			} else {
+				quant.AxpyF32(o, p, a.values[lo:hi])
+			}
 		}
 	}
 }

@@ -98,6 +98,10 @@ type LoadOptions struct {
 	// weights as stored) or "none" (plain Go). The kernels are chosen
 	// once per matrix at load.
 	SIMD string
+	// KVF16 keeps every session's KV cache as float16 (llama.cpp's
+	// default) instead of float32: half the memory for long contexts;
+	// keys and values are rounded once when stored.
+	KVF16 bool
 	// CacheDir is a folder of NPU Chat's own (config's data folder, never
 	// one of FastFlowLM's) where a model.q4nx is unpacked once: later
 	// loads map that file and are ready at once. Empty: unpack in memory

@@ -50,13 +50,12 @@ func (s *Session) forward(tokens []int, pos int, logits bool) {
 			m.rope(k[t], c.KVHeads, cos[t], sin[t])
 
 			// remember this position's key and value
-			s.keys[l] = append(s.keys[l], k[t]...)
-			s.values[l] = append(s.values[l], v[t]...)
+			s.remember(l, k[t], v[t])
 		}
 
 		// grouped-query attention of each token over positions 0..its own
 		for t := range n {
-			s.attention(attOut[t], q[t], s.keys[l], s.values[l], pos+t)
+			s.attention(attOut[t], q[t], l, pos+t)
 		}
 		s.matmul(attOut, product{xb2, &w.wo})
 		for t := range n {

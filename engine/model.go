@@ -33,6 +33,7 @@ type Model struct {
 	threads     int
 	arith       arith     // how matrix products compute (LoadOptions.FloatActivations)
 	simd        simdLevel // the kernels chosen at load (LoadOptions.SIMD)
+	kvF16       bool      // sessions keep their KV cache as float16 (LoadOptions.KVF16)
 	meta        map[string]any
 	files       []*mmapfile.File
 	// cachedKV is the source's KV heads when the matrices came from the
@@ -164,6 +165,7 @@ func (m *Model) finish(opts LoadOptions) error {
 	}
 	m.threads = opts.threads()
 	m.arith = arith{floatAct: opts.FloatActivations}
+	m.kvF16 = opts.KVF16
 	if err := c.validate(); err != nil {
 		return err
 	}

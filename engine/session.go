@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"fmt"
+
+	"github.com/npuchat/npuchat/engine/quant"
 )
 
 // Session is one sequence being computed: its position and KV cache.
@@ -14,6 +16,9 @@ type Session struct {
 	// key and value cache per layer: position p's KV-head values at
 	// [p*kvDim, (p+1)*kvDim).
 	keys, values [][]float32
+	// the same as float16 when the model's KVF16 option is set (then
+	// keys and values stay empty)
+	keys16, values16 [][]uint16
 
 	// scratch, reused every step: one row per token of a batch
 	x, xb, xb2, ao, q, k, v, hb, hb2 [][]float32
@@ -48,6 +53,7 @@ func (m *Model) NewSession(maxContext int) *Session {
 	s := &Session{
 		m: m, maxCtx: maxContext,
 		keys: make([][]float32, c.Layers), values: make([][]float32, c.Layers),
+		keys16: make([][]uint16, c.Layers), values16: make([][]uint16, c.Layers),
 		logits: make([]float32, c.VocabSize),
 	}
 	s.pool = newPool(s, m.threads)
@@ -76,6 +82,11 @@ func (s *Session) Rewind(n int) error {
 	}
 	kvDim := s.m.cfg.KVHeads * s.m.cfg.HeadDim
 	for l := range s.keys {
+		if s.m.kvF16 {
+			s.keys16[l] = s.keys16[l][:n*kvDim]
+			s.values16[l] = s.values16[l][:n*kvDim]
+			continue
+		}
 		s.keys[l] = s.keys[l][:n*kvDim]
 		s.values[l] = s.values[l][:n*kvDim]
 	}
@@ -155,5 +166,21 @@ func (s *Session) buffers(n int) batch {
 		ao: batchRows(&s.ao, n, qDim), q: batchRows(&s.q, n, qDim), k: batchRows(&s.k, n, kvDim), v: batchRows(&s.v, n, kvDim),
 		hb: batchRows(&s.hb, n, c.FFN), hb2: batchRows(&s.hb2, n, c.FFN),
 		cos: batchRows(&s.cos, n, c.RopeDim/2), sin: batchRows(&s.sin, n, c.RopeDim/2),
+	}
+}
+
+// remember appends one position's key and value to layer l's cache, as
+// float16 when the model's KVF16 option is set.
+func (s *Session) remember(l int, k, v []float32) {
+	if !s.m.kvF16 {
+		s.keys[l] = append(s.keys[l], k...)
+		s.values[l] = append(s.values[l], v...)
+		return
+	}
+	for _, x := range k {
+		s.keys16[l] = append(s.keys16[l], quant.F32ToF16(x))
+	}
+	for _, x := range v {
+		s.values16[l] = append(s.values16[l], quant.F32ToF16(x))
 	}
 }

@@ -195,3 +195,54 @@ func TestPhysicalCores(t *testing.T) {
 		t.Errorf("default threads %d, physical cores %d", n, physicalCores())
 	}
 }
+
+// TestKVF16: a float16 KV cache computes the same model within the
+// rounding of keys and values to float16 (logits spread about 6; a
+// broken cache is off by whole units), with the same greedy choices, for
+// prefill and decode alike, and rewinding works on it.
+func TestKVF16(t *testing.T) {
+	w := randomWeights(t, 25, testmodel.MiniCPM5Small())
+	p := filepath.Join(t.TempDir(), "m.gguf")
+	if err := testmodel.WriteGGUF(p, w, testmodel.F32); err != nil {
+		t.Fatal(err)
+	}
+	ref := logitsOf(t, loadT(t, p, LoadOptions{Threads: 2}), testTokens)
+	m := loadT(t, p, LoadOptions{Threads: 2, KVF16: true})
+	got := logitsOf(t, m, testTokens)
+	maxd := 0.0
+	for i := range got {
+		for j := range got[i] {
+			maxd = max(maxd, math.Abs(float64(got[i][j]-ref[i][j])))
+		}
+		if argmaxF(got[i]) != argmaxF(ref[i]) {
+			t.Errorf("position %d: greedy %d, float32 cache %d", i, argmaxF(got[i]), argmaxF(ref[i]))
+		}
+	}
+	if maxd > 0.05 || maxd == 0 {
+		t.Errorf("float16 cache moves logits by %g (want a little, not 0, under 0.05)", maxd)
+	}
+	t.Logf("float16 KV cache: logits within %.3g", maxd)
+	s := m.NewSession(0)
+	last, err := s.Prefill(testTokens)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := got[len(got)-1]
+	for j := range want {
+		if math.Abs(float64(last[j]-want[j])) > 1e-4 {
+			t.Fatalf("prefill logit %d: %v, token by token %v", j, last[j], want[j])
+		}
+	}
+	if err := s.Rewind(3); err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.Forward(testTokens[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for j := range l {
+		if math.Abs(float64(l[j]-got[3][j])) > 1e-4 {
+			t.Fatalf("after rewind, logit %d: %v, want %v", j, l[j], got[3][j])
+		}
+	}
+}

@@ -31,4 +31,10 @@
 //     as "show a window"; the tooltip is also set through it. On Linux
 //     it speaks D-Bus (StatusNotifierItem, com.canonical.dbusmenu) in
 //     pure Go, so the tray test drives it with a watcher of its own.
+//   - github.com/BurntSushi/toml v1.5.0, in a test only: the TOML
+//     reader fyne itself reads FyneApp.toml with (the version fyne
+//     2.7.1 requires), to check that file's fields.
+//
+// Screenshots of the windows (TestWindowScreenshots, under Xvfb with
+// fyne's GL driver) go to $NPUCHAT_ARTIFACTS/gui or .artifacts/gui.
 package gui

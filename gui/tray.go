@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -77,7 +78,9 @@ type controller struct {
 	view      View
 	drawn     menuState // what the menu shows now, to skip needless rebuilds
 	iconShown Icon
-	menu      *fyne.Menu
+	// tooltipShown is the tooltip set last.
+	tooltipShown string
+	menu         *fyne.Menu
 
 	setup    *setupWindow
 	settings *settingsWindow
@@ -164,7 +167,10 @@ func (c *controller) redraw() {
 		c.host.SetSystemTrayIcon(TrayIcon(c.view.Icon))
 		c.iconShown = c.view.Icon
 	}
-	c.host.SetTooltip(c.view.Tooltip)
+	if c.view.Tooltip != c.tooltipShown {
+		c.host.SetTooltip(c.view.Tooltip) // a D-Bus signal each time on Linux
+		c.tooltipShown = c.view.Tooltip
+	}
 	c.refreshMenu()
 	if c.setup != nil {
 		c.setup.update(c.snap, c.view)
@@ -327,9 +333,20 @@ func (c *controller) startInstall() {
 	c.redraw()
 	go func() {
 		defer cancel()
+		// Reports may arrive per downloaded chunk, from several
+		// goroutines: pass on only what the user can see change.
+		var mu sync.Mutex
+		var last InstallProgress
 		err := c.app.InstallModel(ctx, func(p InstallProgress) {
 			if p.Model == "" {
 				p.Model = model
+			}
+			mu.Lock()
+			same := p.Message == last.Message && int(p.Frac*100) == int(last.Frac*100)
+			last = p
+			mu.Unlock()
+			if same {
+				return
 			}
 			c.do(func() {
 				if in := c.snap.Install; in != nil && in.Running {

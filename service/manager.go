@@ -347,8 +347,9 @@ func (m *Manager) statusLocked() Status {
 
 // Subscribe returns a channel of events, starting with the current
 // status, and a function that ends the subscription. A subscriber that
-// does not keep up loses events, never blocks the service; it can always
-// read Status.
+// does not keep up loses progress events and, to make room for a state
+// change, its oldest events; it never blocks the service, and the last
+// event it receives always carries the current status.
 func (m *Manager) Subscribe() (<-chan Event, func()) {
 	ch := make(chan Event, 64)
 	m.mu.Lock()
@@ -386,10 +387,25 @@ func (m *Manager) publishLocked(kind EventKind, msg string) {
 // subscriber. m.mu must be held.
 func (m *Manager) sendLocked(ev Event) {
 	ev.Status, ev.Time = m.statusLocked(), m.opts.Now()
+	lossy := ev.Type == EventProgress || ev.Type == EventInstall
 	for ch := range m.subs {
 		select {
 		case ch <- ev:
-		default: // a slow subscriber loses this event
+		default:
+			if lossy {
+				continue // a slow subscriber loses progress
+			}
+			// A state change is never lost: make room by dropping the
+			// oldest event (each event carries the whole status, so the
+			// newest says everything the dropped one did).
+			select {
+			case <-ch:
+			default:
+			}
+			select {
+			case ch <- ev:
+			default:
+			}
 		}
 	}
 }
@@ -520,9 +536,38 @@ func (m *Manager) Stop(ctx context.Context) error {
 	return nil
 }
 
-// Close stops the model and ends every subscription.
+// Close stops the model and ends every subscription. The process is
+// ending: a backend Stop set aside because an answer still held the slot
+// is unloaded now (within ctx) rather than when the answer ends, so
+// that no FastFlowLM child outlives NPU Chat.
 func (m *Manager) Close(ctx context.Context) error {
-	err := m.Stop(ctx)
+	// Wait for the slot half the time there is, keeping the rest for
+	// unloading what a stuck answer holds.
+	sctx := ctx
+	if dl, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithTimeout(ctx, time.Until(dl)/2)
+		defer cancel()
+	}
+	err := m.Stop(sctx)
+	m.mu.Lock()
+	orphans := m.orphans
+	m.orphans = nil
+	m.mu.Unlock()
+	if len(orphans) > 0 {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for _, be := range orphans {
+				m.unload(ctx, be)
+			}
+		}()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			err = errors.Join(err, fmt.Errorf("close: the backend did not unload in time: %w", ctx.Err()))
+		}
+	}
 	m.mu.Lock()
 	m.closed = true
 	if m.idle != nil {
@@ -683,6 +728,8 @@ func (m *Manager) load(ctx context.Context, model, kind string, gen int) (backen
 		return fail(err)
 	}
 	start := m.opts.Now()
+	var lastSent time.Time
+	lastStage := ""
 	err = be.Load(lctx, func(p backend.Progress) {
 		m.mu.Lock()
 		defer m.mu.Unlock()
@@ -690,6 +737,13 @@ func (m *Manager) load(ctx context.Context, model, kind string, gen int) (backen
 			return // abandoned: the state is off already
 		}
 		m.progress = &p
+		// At most ten progress events a second (an engine may report
+		// every tensor); a new stage and the end always go out.
+		now := m.opts.Now()
+		if p.Stage == lastStage && p.Frac < 1 && now.Sub(lastSent) < 100*time.Millisecond {
+			return
+		}
+		lastSent, lastStage = now, p.Stage
 		m.publishLocked(EventProgress, p.Stage)
 	})
 	if err == nil {

@@ -816,3 +816,59 @@ func TestStartWithNoNameStartsTheDefaultModel(t *testing.T) {
 		t.Fatalf("a failed Start switched the model on: %+v", st)
 	}
 }
+
+// TestCloseUnloadsWhatAStuckAnswerHolds: at exit, a backend that Stop
+// set aside for a stuck answer is unloaded anyway, within Close's ctx.
+func TestCloseUnloadsWhatAStuckAnswerHolds(t *testing.T) {
+	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: -1})
+	unblock := make(chan struct{})
+	defer close(unblock)
+	go r.m.Generate(context.Background(), chat("minicpm5:2b", "a b"), GenerateOptions{}, func(backend.Token) error {
+		<-unblock
+		return nil
+	})
+	waitFor(t, "running", func() bool { return r.m.Status().Running == 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	r.m.Close(ctx)
+	if r.backends("cpu")[0].Loaded() {
+		t.Fatal("the backend is still loaded after Close")
+	}
+}
+
+// chattyLoad reports progress a thousand times, as an engine reporting
+// every tensor does.
+type chattyLoad struct{ *fake.Backend }
+
+func (c chattyLoad) Load(ctx context.Context, p func(backend.Progress)) error {
+	for i := 0; i < 1000; i++ {
+		p(backend.Progress{Stage: "unpacking", Frac: float64(i) / 1000})
+	}
+	return c.Backend.Load(ctx, p)
+}
+
+// TestSlowSubscriberAlwaysSeesTheLastState: a subscriber that reads
+// nothing while a load floods progress still finds the state change to
+// "on" as its last event (the page and the tray follow events).
+func TestSlowSubscriberAlwaysSeesTheLastState(t *testing.T) {
+	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: -1})
+	r.m.opts.NewBackend = func(_ context.Context, model, kind string) (backend.Backend, error) {
+		return chattyLoad{fake.New(fake.Options{Name: model})}, nil
+	}
+	events, cancel := r.m.Subscribe()
+	defer cancel()
+	if err := r.m.Start("minicpm5:2b"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "on", func() bool { return r.m.Status().State == StateOn })
+	time.Sleep(50 * time.Millisecond)
+	var last Event
+	n := 0
+	for len(events) > 0 {
+		last = <-events
+		n++
+	}
+	if last.Type != EventStatus || last.Status.State != StateOn {
+		t.Fatalf("the last of %d buffered events is %s with state %s, want the status 'on'", n, last.Type, last.Status.State)
+	}
+}

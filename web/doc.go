@@ -28,9 +28,11 @@
 //     the low-level streams in stream.go (sse, ndjson: headers with the
 //     first event, a flush and a write deadline per event).
 //
-// The handler makes an answer (newAnswer: id, the model name as sent,
-// the arrival time) and calls s.drive(w, r, answer, &call{req, opts,
-// out, observe}). The driver runs the request through the service and
+// The handler takes a queue place and reads the body with s.admit (it
+// answers 429 itself when the queue is full, and the ticket goes in
+// service.GenerateOptions.Ticket), makes an answer (newAnswer: id, the
+// model name as sent, the arrival time) and calls s.drive(w, r, answer,
+// &call{req, opts, out, observe}). The driver runs the request through the service and
 // keeps the answer up to date: Text, Pieces, Backend and Fallback (known
 // before the first piece, from service.GenerateOptions.OnRun),
 // FirstToken (time to first token), Result (finish reason, token counts,

@@ -45,6 +45,7 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 	model := fs.String("model", "", "model: a .gguf file, a Hugging Face folder or an FLM folder (model.q4nx)")
 	threads := fs.Int("threads", 0, "threads for matrix products (0: one per physical core)")
 	cacheDir := fs.String("cache-dir", "", "folder where a model.q4nx is unpacked once (default: the app's, under NPU Chat's data folder; \"none\": unpack in memory)")
+	kvF16 := fs.Bool("kv-f16", false, "keep the KV cache as float16 (half the memory)")
 	simd := fs.String("simd", "", "fastest kernels to use: auto, avx512, avx2 or none (default $NPUCHAT_SIMD or auto)")
 	promptTokens := fs.Int("prompt-tokens", 64, "prompt length to prefill")
 	genTokens := fs.Int("gen-tokens", 32, "tokens to decode after the prompt")
@@ -81,7 +82,7 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 		profile = func() error { return pprof.StartCPUProfile(f) }
 		defer pprof.StopCPUProfile()
 	}
-	opts := engine.LoadOptions{Threads: *threads, FloatActivations: *exact, SkipQKNorm: *skipQKNorm, SIMD: *simd,
+	opts := engine.LoadOptions{Threads: *threads, FloatActivations: *exact, SkipQKNorm: *skipQKNorm, SIMD: *simd, KVF16: *kvF16,
 		CacheDir: engineCacheDir(env, *cacheDir), Progress: unpackProgress(env)}
 	res, err := bench(ctx, *model, opts,
 		*promptTokens, *genTokens, profile)

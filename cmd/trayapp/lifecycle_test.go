@@ -4,6 +4,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,13 +28,27 @@ import (
 // signals: one instance per user, the model off at start, SIGTERM
 // stopping within 5 s with exit 0, a taken port that keeps the tray up.
 
-// buildNPUChat builds this command into a temporary folder.
-func buildNPUChat(t *testing.T) string {
-	t.Helper()
-	exe := filepath.Join(t.TempDir(), "npuchat")
+// builtNPUChat builds this command once for all the tests of this file
+// (a build takes seconds on two cores).
+var builtNPUChat = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "npuchat-lifecycle-")
+	if err != nil {
+		return "", err
+	}
+	exe := filepath.Join(dir, "npuchat")
 	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", exe, ".")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return exe, nil
+})
+
+// buildNPUChat returns the built command.
+func buildNPUChat(t *testing.T) string {
+	t.Helper()
+	exe, err := builtNPUChat()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return exe
 }
@@ -247,8 +263,10 @@ func TestTrayLifecycle(t *testing.T) {
 }
 
 // TestTrayStopsWithinFiveSecondsMidAnswer: serve at start is on, an
-// answer is streaming from a remote server that never ends it, and
-// SIGTERM still ends the process with 0 within 5 s.
+// answer in a chat-page conversation is streaming from a remote server
+// that never ends it, and SIGTERM still ends the process with 0 within
+// 5 s; started again, the history holds every word that was shown, as a
+// cut answer.
 func TestTrayStopsWithinFiveSecondsMidAnswer(t *testing.T) {
 	exe := buildNPUChat(t)
 	d := newDesktop(t)
@@ -268,7 +286,8 @@ func TestTrayStopsWithinFiveSecondsMidAnswer(t *testing.T) {
 	settings := filepath.Join(d.home, ".config", "npuchat", "settings.json")
 	os.MkdirAll(filepath.Dir(settings), 0o755)
 	os.WriteFile(settings, []byte(`{"serve_at_start": true}`), 0o644)
-	p := d.start(t, exe, "--addr", "127.0.0.1:0", "--engine", "remote", "--remote-url", up.URL+"/v1", "--model", "up")
+	args := []string{"--addr", "127.0.0.1:0", "--engine", "remote", "--remote-url", up.URL + "/v1", "--model", "up"}
+	p := d.start(t, exe, args...)
 	url := p.url(t)
 	deadline := time.Now().Add(20 * time.Second)
 	for st := status(t, url); st.State != "on"; st = status(t, url) {
@@ -277,25 +296,54 @@ func TestTrayStopsWithinFiveSecondsMidAnswer(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	resp, err := http.Post(url+"/v1/chat/completions", "application/json",
-		strings.NewReader(`{"model":"up","stream":true,"messages":[{"role":"user","content":"go on"}]}`))
+	var conv struct{ ID int64 }
+	resp, err := http.Post(url+"/api/conversations", "application/json", strings.NewReader(`{"title":"long"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	json.NewDecoder(resp.Body).Decode(&conv)
+	resp.Body.Close()
+	if resp.StatusCode != 201 || conv.ID == 0 {
+		t.Fatalf("new conversation: %d %+v", resp.StatusCode, conv)
+	}
+	resp, err = http.Post(fmt.Sprintf("%s/api/conversations/%d/messages", url, conv.ID), "application/json",
+		strings.NewReader(`{"content":"go on"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	br := bufio.NewReader(resp.Body)
-	for {
+	var shown strings.Builder
+	for !strings.Contains(shown.String(), "w3") {
 		l, err := br.ReadString('\n')
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("the answer ended after %q: %v", shown.String(), err)
 		}
-		if strings.Contains(l, "w2") {
-			break
+		var tok struct{ Text string }
+		if data, ok := strings.CutPrefix(strings.TrimSpace(l), "data: "); ok && json.Unmarshal([]byte(data), &tok) == nil {
+			shown.WriteString(tok.Text)
 		}
 	}
 	if took := p.terminate(t); took > 5*time.Second {
 		t.Fatalf("SIGTERM mid-answer took %v", took)
 	}
+
+	again := d.start(t, exe, args...)
+	url = again.url(t)
+	var msgs struct {
+		Messages []struct {
+			Role, Content string
+			Cut           bool
+			CutReason     string `json:"cut_reason"`
+		}
+	}
+	getJSON(t, fmt.Sprintf("%s/api/conversations/%d/messages", url, conv.ID), &msgs)
+	n := len(msgs.Messages)
+	if n != 2 || msgs.Messages[1].Role != "assistant" || !msgs.Messages[1].Cut ||
+		!strings.HasPrefix(msgs.Messages[1].Content, shown.String()) {
+		t.Fatalf("after SIGTERM the history holds %+v; %q was shown", msgs.Messages, shown.String())
+	}
+	again.terminate(t)
 }
 
 // TestTrayWithATakenPortStaysUp: another program has the port; the tray
@@ -309,14 +357,25 @@ func TestTrayWithATakenPortStaysUp(t *testing.T) {
 	}
 	defer other.Close()
 	p := d.start(t, exe, "--addr", other.Addr().String())
-	select {
+	logFile := filepath.Join(d.home, "data", "logs", "npuchat.log")
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		select {
+		case err := <-p.done:
+			t.Fatalf("npuchat exited with a taken port: %v", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if b, _ := os.ReadFile(logFile); strings.Contains(string(b), "the port is taken") {
+			break
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(logFile)
+			t.Fatalf("log does not say the port is taken:\n%s", b)
+		}
+	}
+	select { // and it stays up, trying again
 	case err := <-p.done:
 		t.Fatalf("npuchat exited with a taken port: %v", err)
-	case <-time.After(1500 * time.Millisecond):
-	}
-	logb, _ := os.ReadFile(filepath.Join(d.home, "data", "logs", "npuchat.log"))
-	if !strings.Contains(string(logb), "the port is taken") {
-		t.Fatalf("log does not say the port is taken:\n%s", logb)
+	case <-time.After(time.Second):
 	}
 	p.terminate(t)
 }

@@ -34,6 +34,17 @@ func (v *Q8Vector) Quantize(x []float32) {
 		v.Sum = make([]int32, nb)
 	}
 	v.Qs, v.D, v.S, v.Sum = v.Qs[:n], v.D[:nb], v.S[:nb], v.Sum[:nb]
+	if vnni && nb > 0 {
+		quantizeQ8AVX512(&x[0], nb, &v.Qs[0], &v.D[0], &v.S[0], &v.Sum[0])
+		return
+	}
+	v.quantizeRef(x)
+}
+
+// quantizeRef is Quantize in plain Go: the reference the AVX-512 loop is
+// tested against, bit for bit.
+func (v *Q8Vector) quantizeRef(x []float32) {
+	nb := len(x) / 32
 	for b := 0; b < nb; b++ {
 		xs := x[b*32 : b*32+32]
 		qs := v.Qs[b*32 : b*32+32]
@@ -252,4 +263,37 @@ func DotF32Row(row []byte, x []float32) float32 {
 	}
 	_ = row[4*len(x)-1]
 	return DotF32(unsafe.Slice((*float32)(unsafe.Pointer(&row[0])), len(x)), x)
+}
+
+// DotF16 returns Σ a[i]·b[i] over len(a) values, b stored as float16
+// (the F16 KV cache), with SIMD when the CPU has it (summation order as
+// DotF32's).
+func DotF16(a []float32, b []uint16) float32 {
+	b = b[:len(a)]
+	n := len(a)
+	var s float32
+	i := 0
+	if simdQ8 && n >= 8 {
+		i = n &^ 7
+		s = dotF16AVX2(&a[0], &b[0], i)
+	}
+	for ; i < n; i++ {
+		s += a[i] * F16ToF32(b[i])
+	}
+	return s
+}
+
+// AxpyF16 sets y[i] += a·x[i] over len(y) values, x stored as float16,
+// with SIMD when the CPU has it (as AxpyF32).
+func AxpyF16(y []float32, a float32, x []uint16) {
+	x = x[:len(y)]
+	n := len(y)
+	i := 0
+	if simdQ8 && n >= 8 {
+		i = n &^ 7
+		axpyF16AVX2(&y[0], &x[0], a, i)
+	}
+	for ; i < n; i++ {
+		y[i] += a * F16ToF32(x[i])
+	}
 }

@@ -260,3 +260,78 @@ func TestAxpyF32(t *testing.T) {
 		}
 	}
 }
+
+// TestDotF16: the float16 dot and axpy equal the float32 ones on the
+// converted values (within summation-order rounding), for every length
+// around the SIMD widths.
+func TestDotF16(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, n := range []int{1, 7, 8, 9, 31, 32, 33, 64, 127, 128, 300} {
+		a, b16, bf := make([]float32, n), make([]uint16, n), make([]float32, n)
+		var mag float64
+		for i := range a {
+			a[i] = float32(r.NormFloat64())
+			b16[i] = F32ToF16(float32(r.NormFloat64()))
+			bf[i] = F16ToF32(b16[i])
+			mag += math.Abs(float64(a[i] * bf[i]))
+		}
+		if got, want := DotF16(a, b16), DotF32(a, bf); math.Abs(float64(got-want)) > 1e-5*mag {
+			t.Errorf("n %d: DotF16 %v, DotF32 %v", n, got, want)
+		}
+		y1, y2 := append([]float32(nil), a...), append([]float32(nil), a...)
+		AxpyF16(y1, 0.7, b16)
+		AxpyF32(y2, 0.7, bf)
+		for i := range y1 {
+			if math.Abs(float64(y1[i]-y2[i])) > 1e-6*(1+math.Abs(float64(y2[i]))) {
+				t.Fatalf("n %d: AxpyF16[%d] %v, AxpyF32 %v", n, i, y1[i], y2[i])
+			}
+		}
+	}
+}
+
+// TestQuantizeMatchesReference: the AVX-512 rounding of activations gives
+// the plain-Go loop's bytes, scales, sums and block sums exactly, on
+// Gaussian values, outliers, all-zero and constant blocks, ties
+// (x·127/max = k+½) and tiny and huge magnitudes.
+func TestQuantizeMatchesReference(t *testing.T) {
+	if !HasVNNI() {
+		t.Skip("no AVX-512 on this CPU: Quantize is the plain-Go loop itself")
+	}
+	r := rand.New(rand.NewPCG(13, 14))
+	for trial := range 200 {
+		nb := 1 + r.IntN(70)
+		x := make([]float32, 32*nb)
+		for i := range x {
+			switch trial % 5 {
+			case 0:
+				x[i] = float32(r.NormFloat64())
+			case 1:
+				x[i] = float32(r.NormFloat64() * math.Pow(10, float64(r.IntN(12)-6)))
+			case 2:
+				x[i] = float32(r.IntN(255)-127) / 2 // many exact ties after scaling
+			case 3:
+				if i/32%2 == 0 {
+					x[i] = 0
+				} else {
+					x[i] = 3
+				}
+			case 4:
+				x[i] = float32(r.NormFloat64() * 1e30)
+			}
+		}
+		var got, want Q8Vector
+		got.Quantize(x)
+		want.Qs, want.D, want.S, want.Sum = make([]int8, len(x)), make([]float32, nb), make([]float32, nb), make([]int32, nb)
+		want.quantizeRef(x)
+		for i := range want.Qs {
+			if got.Qs[i] != want.Qs[i] {
+				t.Fatalf("trial %d value %d (%g): q %d, reference %d", trial, i, x[i], got.Qs[i], want.Qs[i])
+			}
+		}
+		for b := range want.D {
+			if math.Float32bits(got.D[b]) != math.Float32bits(want.D[b]) || math.Float32bits(got.S[b]) != math.Float32bits(want.S[b]) || got.Sum[b] != want.Sum[b] {
+				t.Fatalf("trial %d block %d: d %g s %g sum %d, reference %g %g %d", trial, b, got.D[b], got.S[b], got.Sum[b], want.D[b], want.S[b], want.Sum[b])
+			}
+		}
+	}
+}

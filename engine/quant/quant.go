@@ -21,11 +21,15 @@
 //     ggml_vec_dot_q8_0_q8_0, _q4_0_q8_0 and _q4_1_q8_1 compute. DotQ8Ref
 //     is their plain-Go reference.
 //
+// Packed is such a matrix rearranged into 16-row groups for the AVX-512
+// VNNI kernels (vnni_amd64.s), which compute bit for bit what DotQ8Ref
+// computes, for one vector (decode) or a batch (prefill).
+//
 // SIMD without cgo: the kernels are hand-written Go assembly for AVX2+FMA
-// (simd_amd64.s, chosen at start-up from CPUID by golang.org/x/sys/cpu,
-// already a dependency of the module), so no build flags or
-// GOEXPERIMENT are needed; other CPUs and architectures use the plain-Go
-// functions. Go 1.26's simd/archsimd was not used: it needs
+// (simd_amd64.s) and AVX-512 VNNI (vnni_amd64.s, quantize_amd64.s),
+// detected from CPUID by golang.org/x/sys/cpu (already a dependency of
+// the module), so no build flags or GOEXPERIMENT are needed; other CPUs
+// and architectures use the plain-Go functions. Go 1.26's simd/archsimd was not used: it needs
 // GOEXPERIMENT=simd at build time and lacks VNNI operations.
 package quant
 

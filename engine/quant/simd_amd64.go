@@ -89,3 +89,19 @@ func gemmQ4_1BF16VNNIx1(w *byte, nb int, qs *int8, qstride int, d *float32, sum 
 
 //go:noescape
 func gemmQ8_0VNNIx1(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32)
+
+// dotF16AVX2 returns Σ a[i]·b[i] for n values (b float16), n a multiple of 8.
+//
+//go:noescape
+func dotF16AVX2(a *float32, b *uint16, n int) float32
+
+// axpyF16AVX2 sets y[i] += a·x[i] for n values (x float16), n a multiple of 8.
+//
+//go:noescape
+func axpyF16AVX2(y *float32, x *uint16, a float32, n int)
+
+// quantizeQ8AVX512 is Q8Vector.Quantize's loop for nb blocks (AVX-512F
+// with BW/VL, which vnni implies).
+//
+//go:noescape
+func quantizeQ8AVX512(x *float32, nb int, qs *int8, d, s *float32, sum *int32)

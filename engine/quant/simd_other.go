@@ -2,8 +2,11 @@
 
 package quant
 
-// simdQ8 is false off amd64: every kernel is plain Go.
-const simdQ8 = false
+// simdQ8 and vnni are false off amd64: every kernel is plain Go.
+const (
+	simdQ8 = false
+	vnni   = false
+)
 
 // SIMD names the kernels DotQ8 and DotF32 use on this CPU: "none" here.
 func SIMD() string { return "none" }
@@ -47,3 +50,6 @@ func gemmQ4_1BF16VNNIx1(w *byte, nb int, qs *int8, qstride int, d *float32, sum 
 func gemmQ8_0VNNIx1(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32) {
 	panic("no SIMD")
 }
+func dotF16AVX2(a *float32, b *uint16, n int) float32                          { panic("no SIMD") }
+func axpyF16AVX2(y *float32, x *uint16, a float32, n int)                      { panic("no SIMD") }
+func quantizeQ8AVX512(x *float32, nb int, qs *int8, d, s *float32, sum *int32) { panic("no SIMD") }

@@ -62,6 +62,30 @@ echo "{\"load_s\":0.5,\"prefill_tok_s\":$1,\"decode_tok_s\":$1,\"peak_rss_mb\":1
 	}
 }
 
+// TestBenchTimeout: a run that takes longer than --timeout is stopped,
+// reported, and left out of the medians.
+func TestBenchTimeout(t *testing.T) {
+	dir := t.TempDir()
+	slow := filepath.Join(dir, "slow")
+	if err := os.WriteFile(slow, []byte("#!/bin/sh\n[ \"$1\" = version ] && exit 0\nexec sleep 30\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	model := filepath.Join(dir, "m.gguf")
+	if err := os.WriteFile(model, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("../../scripts/bench", "--runs", "1", "--timeout", "1", model)
+	cmd.Env = append(os.Environ(), "NPUCHAT_BIN="+slow, "LLAMAREF="+slow)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("scripts/bench: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "stopped after 1 s") || !strings.Contains(string(out), "2 runs failed or were stopped") ||
+		!strings.Contains(string(out), "| m.gguf | — | — | — |") {
+		t.Errorf("timeouts not reported:\n%s", out)
+	}
+}
+
 // TestBusyFlag: a 1-minute load average over 0.5 marks a run busy.
 func TestBusyFlag(t *testing.T) {
 	out, err := exec.Command("bash", "-c", `source <(sed -n '/^busy()/p' ../../scripts/bench); busy 0.51; busy 0.5; busy 0.02`).Output()

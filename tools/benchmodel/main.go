@@ -17,6 +17,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -27,8 +28,11 @@ import (
 func main() {
 	out := flag.String("out", "", "folder to write into (created)")
 	layers := flag.Int("layers", 42, "transformer layers (fewer for a quick try)")
-	formats := flag.String("formats", "q4_0,q4_1,q8_0,q4nx", "which files to write (comma-separated; each needs about 12 GB of memory while written)")
+	formats := flag.String("formats", "q4_0,q4_1,q8_0,q4nx", "which files to write (comma-separated; the float weights take 10 GB, and all four in one run can need over 20 GB: write the GGUFs and the q4nx folder in two runs)")
 	flag.Parse()
+	// The float32 weights alone are 10 GB; collect garbage early so the
+	// encoded copies do not double the peak.
+	debug.SetGCPercent(25)
 	if *out == "" {
 		fmt.Fprintln(os.Stderr, "benchmodel: -out is required")
 		os.Exit(2)

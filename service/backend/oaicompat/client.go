@@ -158,6 +158,9 @@ func (c *Client) Info() backend.ModelInfo {
 	}
 	if info.Capabilities == nil {
 		info.Capabilities = []string{backend.CapCompletion}
+		if c.kind == "remote" {
+			info.Capabilities = remoteCapabilities
+		}
 	}
 	return info
 }
@@ -260,9 +263,9 @@ func (c *Client) Generate(ctx context.Context, req *backend.Request, emit func(b
 	if req.Messages != nil && len(req.Messages) == 0 {
 		return backend.Result{}, fmt.Errorf("generate: no messages: %w", backend.ErrBadRequest)
 	}
-	// Tools, response formats and logprobs are not passed on to the
-	// server yet: refuse them rather than answer as if they were honoured.
-	if err := backend.CheckSupported(req, c.Info().Capabilities, "the "+c.kind+" backend (an OpenAI-compatible server, to which NPU Chat does not pass tools, response formats or logprobs yet)"); err != nil {
+	// What the backend says it cannot do is refused before it is sent
+	// (features.go).
+	if err := backend.CheckSupported(req, c.Info().Capabilities, "the "+c.kind+" backend"); err != nil {
 		return backend.Result{}, err
 	}
 	c.mu.Lock()
@@ -350,16 +353,16 @@ const maxUpstreamStops = 4
 // (OpenAI) do not reject fields they lack, except temperature, which is
 // always sent because 0 (greedy) differs from every server's default.
 type wireRequest struct {
-	Model         string            `json:"model"`
-	Messages      []backend.Message `json:"messages,omitempty"`
-	Prompt        *string           `json:"prompt,omitempty"`
-	Stream        bool              `json:"stream"`
-	StreamOptions *streamOptions    `json:"stream_options,omitempty"`
-	MaxTokens     int               `json:"max_tokens,omitempty"`
-	Temperature   float64           `json:"temperature"`
-	TopP          float64           `json:"top_p,omitempty"`
-	TopK          int               `json:"top_k,omitempty"`
-	MinP          float64           `json:"min_p,omitempty"`
+	Model         string         `json:"model"`
+	Messages      []wireMessage  `json:"messages,omitempty"`
+	Prompt        *string        `json:"prompt,omitempty"`
+	Stream        bool           `json:"stream"`
+	StreamOptions *streamOptions `json:"stream_options,omitempty"`
+	MaxTokens     int            `json:"max_tokens,omitempty"`
+	Temperature   float64        `json:"temperature"`
+	TopP          float64        `json:"top_p,omitempty"`
+	TopK          int            `json:"top_k,omitempty"`
+	MinP          float64        `json:"min_p,omitempty"`
 	// RepetitionPenalty is vLLM's and FastFlowLM's name, RepeatPenalty
 	// llama.cpp's; both are sent.
 	RepetitionPenalty float64  `json:"repetition_penalty,omitempty"`
@@ -368,6 +371,13 @@ type wireRequest struct {
 	PresencePenalty   float64  `json:"presence_penalty,omitempty"`
 	Seed              *int64   `json:"seed,omitempty"`
 	Stop              []string `json:"stop,omitempty"`
+	// Tools and the rest (features.go).
+	Tools             []json.RawMessage `json:"tools,omitempty"`
+	ToolChoice        any               `json:"tool_choice,omitempty"`
+	ParallelToolCalls *bool             `json:"parallel_tool_calls,omitempty"`
+	ResponseFormat    any               `json:"response_format,omitempty"`
+	Logprobs          any               `json:"logprobs,omitempty"`
+	TopLogprobs       *int              `json:"top_logprobs,omitempty"`
 }
 
 type streamOptions struct {
@@ -388,7 +398,7 @@ func newWireRequest(model string, req *backend.Request) *wireRequest {
 		PresencePenalty:  s.PresencePenalty,
 	}
 	if req.Messages != nil {
-		w.Messages = req.Messages
+		w.Messages = wireMessages(req.Messages)
 	} else {
 		p := req.Prompt
 		w.Prompt = &p
@@ -409,6 +419,7 @@ func newWireRequest(model string, req *backend.Request) *wireRequest {
 			w.Stop = append(w.Stop, st)
 		}
 	}
+	w.addFeatures(req)
 	return w
 }
 

@@ -23,6 +23,8 @@ type generation struct {
 	text              strings.Builder
 	finish            string
 	stopped           bool // a stop string ended the answer here
+	calls             callParts
+	logprobs          []backend.Logprob // not yet sent with text
 	usage             *wireUsage
 	timings           *wireTimings
 }
@@ -33,13 +35,16 @@ type wireChunk struct {
 	Choices []struct {
 		Index int `json:"index"`
 		Delta struct {
-			Content *string `json:"content"`
+			Content   *string        `json:"content"`
+			ToolCalls []wireToolCall `json:"tool_calls"`
 		} `json:"delta"`
 		Message *struct {
-			Content *string `json:"content"`
+			Content   *string        `json:"content"`
+			ToolCalls []wireToolCall `json:"tool_calls"`
 		} `json:"message"`
-		Text         *string `json:"text"`
-		FinishReason *string `json:"finish_reason"`
+		Text         *string       `json:"text"`
+		FinishReason *string       `json:"finish_reason"`
+		Logprobs     *wireLogprobs `json:"logprobs"`
 	} `json:"choices"`
 	Usage   *wireUsage   `json:"usage"`
 	Timings *wireTimings `json:"timings"`
@@ -141,7 +146,27 @@ func (g *generation) readStream(body io.Reader) (backend.Result, error) {
 	if err := g.send(g.stop.flush()); err != nil {
 		return backend.Result{}, err
 	}
+	if err := g.sendRest(); err != nil {
+		return backend.Result{}, err
+	}
 	return g.result(), nil
+}
+
+// sendRest sends the tool calls and the log-probabilities no text carried.
+func (g *generation) sendRest() error {
+	calls := g.calls.calls()
+	if len(calls) == 0 && len(g.logprobs) == 0 {
+		return nil
+	}
+	t := backend.Token{ID: -1, ToolCalls: calls, Logprobs: g.logprobs}
+	g.logprobs = nil
+	if len(calls) > 0 {
+		g.finish = "tool_calls"
+	}
+	if g.emit != nil {
+		return g.emit(t)
+	}
+	return nil
 }
 
 // readWhole reads a non-streamed answer or error.
@@ -165,6 +190,9 @@ func (g *generation) readWhole(body io.Reader) (backend.Result, error) {
 		if err := g.send(g.stop.flush()); err != nil {
 			return backend.Result{}, err
 		}
+		if err := g.sendRest(); err != nil {
+			return backend.Result{}, err
+		}
 	}
 	if g.finish == "" {
 		g.finish = backend.FinishStop
@@ -185,6 +213,11 @@ func (g *generation) chunk(ch *wireChunk) (done bool, err error) {
 		if c.Index != 0 {
 			continue // one answer per request
 		}
+		g.calls.add(c.Delta.ToolCalls)
+		if c.Message != nil {
+			g.calls.add(c.Message.ToolCalls)
+		}
+		g.logprobs = append(g.logprobs, c.Logprobs.convert()...)
 		var piece string
 		switch {
 		case c.Delta.Content != nil:
@@ -229,7 +262,9 @@ func (g *generation) send(text string) error {
 		return nil
 	}
 	if g.emit != nil {
-		if err := g.emit(backend.Token{Text: text, ID: -1}); err != nil {
+		t := backend.Token{Text: text, ID: -1, Logprobs: g.logprobs}
+		g.logprobs = nil
+		if err := g.emit(t); err != nil {
 			return err
 		}
 	}
@@ -292,6 +327,8 @@ func mapFinish(reason string) string {
 	switch reason {
 	case "length", "max_tokens", "model_length":
 		return backend.FinishLength
+	case "tool_calls", "function_call":
+		return backend.FinishToolCalls
 	}
 	return backend.FinishStop
 }
