@@ -12,6 +12,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/npuchat/npuchat/npu/check"
+	"github.com/npuchat/npuchat/service"
 )
 
 // Windows are made once and hidden, not closed, so that closing one
@@ -202,9 +203,7 @@ func (s *setupWindow) update(snap Snapshot, v View) {
 		s.installBar.SetValue(1)
 		s.installBtn.Enable()
 	}
-	// The model's own state, without the install's line.
-	mv := ViewOf(Snapshot{Service: snap.Service, Server: snap.Server})
-	s.serveLine.SetText(mv.Status + descr(mv.Detail))
+	s.serveLine.SetText(stateText(snap))
 	if v.Serving {
 		s.serveBtn.Disable()
 	} else {
@@ -217,11 +216,25 @@ func (s *setupWindow) update(snap Snapshot, v View) {
 	}
 }
 
-func descr(detail string) string {
-	if detail == "" {
-		return ""
+// stateText is the model's state for a window: the status line's
+// words, without the menu's length limit, and without the install's line
+// (the setup window shows that apart).
+func stateText(snap Snapshot) string {
+	st := snap.Service
+	switch {
+	case snap.Server.Err != nil:
+		return "Error: " + snap.Server.Err.Error()
+	case st.State == service.StateError:
+		return "Error: " + st.Error
 	}
-	return "\n" + detail
+	v := ViewOf(Snapshot{Service: st})
+	text := v.Status
+	if st.State == service.StateOn && st.Fallback != "" {
+		text += "\nNPU not used: " + st.Fallback
+	} else if v.Detail != "" {
+		text += "\n" + v.Detail
+	}
+	return text
 }
 
 // settingsWindow holds the settings: engine, serve at start, launch at
@@ -319,8 +332,7 @@ func (s *settingsWindow) reload(snap Snapshot) {
 
 // update shows the service's state.
 func (s *settingsWindow) update(snap Snapshot) {
-	v := ViewOf(snap)
-	s.state.SetText("Now: " + v.Status + descr(v.Detail))
+	s.state.SetText("Now: " + stateText(snap))
 }
 
 // newAboutWindow says what NPU Chat is and which version runs.

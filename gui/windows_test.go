@@ -11,6 +11,8 @@ import (
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
+
+	"github.com/npuchat/npuchat/service"
 )
 
 // texts are the words of a window's labels, buttons and checks, in
@@ -119,4 +121,23 @@ func TestSettingsWindowReadsAndWritesTheSettings(t *testing.T) {
 			t.Error("the settings window shows a remembered login flag, not the entry")
 		}
 	})
+}
+
+// TestStateTextIsWhole: windows say the state without the menu's cut.
+func TestStateTextIsWhole(t *testing.T) {
+	long := strings.Repeat("FastFlowLM failed again ", 6)
+	tests := []struct {
+		snap Snapshot
+		want string
+	}{
+		{Snapshot{Service: service.Status{State: service.StateOn, Enabled: true, Backend: "cpu", Fallback: long}}, "On: CPU\nNPU not used: " + long},
+		{Snapshot{Service: service.Status{State: service.StateError, Error: long}}, "Error: " + long},
+		{Snapshot{Service: service.Status{State: service.StateOff}, Server: ServerStatus{Err: errors.New(long)}}, "Error: " + long},
+		{Snapshot{Service: service.Status{State: service.StateOff}, Install: &InstallState{Running: true}}, "Off"},
+	}
+	for _, tt := range tests {
+		if got := stateText(tt.snap); got != tt.want {
+			t.Errorf("stateText = %q, want %q", got, tt.want)
+		}
+	}
 }

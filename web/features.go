@@ -1,7 +1,6 @@
 package web
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
 )
@@ -26,12 +25,6 @@ type requestFeatures struct {
 	Prefix string
 }
 
-func (f requestFeatures) unsupported(param, msg string) error {
-	ae := badRequest(f.Prefix+param, "%s", msg)
-	ae.code = "unsupported_parameter"
-	return ae
-}
-
 // asked reports whether a parameter asks for something: present and not
 // null, false, 0 or "".
 func asked(raw json.RawMessage) bool {
@@ -40,23 +33,4 @@ func asked(raw json.RawMessage) bool {
 		return false
 	}
 	return true
-}
-
-func isEmptyArray(raw json.RawMessage) bool {
-	var a []json.RawMessage
-	return json.Unmarshal(raw, &a) == nil && len(a) == 0
-}
-
-func isJSONString(raw json.RawMessage, want string) bool {
-	var s string
-	return json.Unmarshal(raw, &s) == nil && s == want
-}
-
-// isTextFormat: response_format {"type":"text"}, the default.
-func isTextFormat(raw json.RawMessage) bool {
-	var rf struct {
-		Type string `json:"type"`
-	}
-	d := json.NewDecoder(bytes.NewReader(raw))
-	return d.Decode(&rf) == nil && rf.Type == "text"
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/npuchat/npuchat/engine/sample"
 	"github.com/npuchat/npuchat/service/backend"
@@ -412,8 +411,6 @@ func ollamaDoneReason(a *answer) string {
 	}
 	return a.Result.FinishReason
 }
-
-var _ = strings.TrimSpace
 
 // capabilities is /api/show's list for a model: what the running
 // backend says it can do, or plain completion when the model is not

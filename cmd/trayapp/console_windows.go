@@ -39,8 +39,10 @@ func attachParentConsole() {
 	if attach.Find() != nil {
 		return
 	}
-	if r, _, _ := attach.Call(uintptr(attachParentProcess)); r == 0 {
-		return // no parent console (or already attached to one)
+	// ERROR_ACCESS_DENIED: this process has a console already (Wine
+	// gives GUI programs their parent's); use it as well.
+	if r, _, err := attach.Call(uintptr(attachParentProcess)); r == 0 && err != windows.ERROR_ACCESS_DENIED {
+		return // no parent console: started from Explorer, the Start menu or the Run key
 	}
 	if !out {
 		if f := openConsole("CONOUT$", windows.STD_OUTPUT_HANDLE); f != nil {

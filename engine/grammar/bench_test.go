@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/npuchat/npuchat/engine"
 	"github.com/npuchat/npuchat/engine/sample"
 	"github.com/npuchat/npuchat/engine/tokenizer"
 )
@@ -181,5 +182,92 @@ func BenchmarkVocab(b *testing.B) {
 		if _, err := NewVocab(tokens, nil, []int{miniCPM5Vocab - 1}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkDecode is the figure: decode speed on a model of
+// MiniCPM5-2B's shape with and without constrained decoding. It needs a
+// model file (tools/benchmodel writes one: go run ./tools/benchmodel
+// -out /tmp/bench -formats q4_1), named by NPUCHAT_BENCH_MODEL. The mask
+// is over the cut Qwen3 vocabulary of the same size (the bench model's
+// own vocabulary is filler tokens), so the walk sees real token bytes;
+// the sampled ids are fed back to the model. Each op is one decoded
+// token: "plain" samples as the server does without a format,
+// "constrained" as it does with one (mask only when the first draw is
+// refused), "masked" computes the full mask at every step (the worst
+// case). The random model's logits refuse most first draws, so
+// "constrained" is close to "masked".
+//
+//	NPUCHAT_BENCH_MODEL=/tmp/bench/minicpm5-2b-Q4_1.gguf go test ./engine/grammar -run '^$' -bench Decode -benchtime 64x
+func BenchmarkDecode(b *testing.B) {
+	path := os.Getenv("NPUCHAT_BENCH_MODEL")
+	if path == "" {
+		b.Fatal("set NPUCHAT_BENCH_MODEL to a MiniCPM5-2B-shaped GGUF (go run ./tools/benchmodel -out /tmp/bench -formats q4_1)")
+	}
+	s := loadBench(b)
+	m, err := engine.Load(path, engine.LoadOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer m.Close()
+	if v := m.Config().VocabSize; v != miniCPM5Vocab {
+		b.Fatalf("%s has %d tokens, not %d", path, v, miniCPM5Vocab)
+	}
+	g, err := FromSchema([]byte(benchSchema))
+	if err != nil {
+		b.Fatal(err)
+	}
+	prompt := s.tok.EncodeOrdinary("Answer with JSON about a person.")
+	params := sample.Params{Temperature: 0.7, TopP: 0.95, TopK: 40, MinP: 0.05, Seed: 1, HasSeed: true}
+	for _, mode := range []string{"plain", "constrained", "masked"} {
+		b.Run(mode, func(b *testing.B) {
+			sess := m.NewSession(4096)
+			smp := sample.New(params)
+			mk := NewMasker(g, s.v)
+			var mt *Matcher
+			var logits []float32
+			restart := func() {
+				if err := sess.Rewind(0); err != nil {
+					b.Fatal(err)
+				}
+				var err error
+				if logits, err = sess.Prefill(prompt); err != nil {
+					b.Fatal(err)
+				}
+				mt = mk.NewMatcher()
+			}
+			restart()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				var id int
+				switch mode {
+				case "plain":
+					id = smp.Sample(logits, nil)
+				case "constrained":
+					id, err = smp.SampleConstrained(logits, nil, mt)
+				case "masked":
+					id, err = smp.SampleMasked(logits, nil, mt)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				if mode != "plain" {
+					if err := mt.Accept(id); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if mt.Done() || id == miniCPM5Vocab-1 || sess.Pos() > 2000 {
+					b.StopTimer()
+					restart()
+					b.StartTimer()
+					continue
+				}
+				if logits, err = sess.Forward(id); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tok/s")
+		})
 	}
 }

@@ -6,6 +6,9 @@ import (
 	"debug/pe"
 	"encoding/json"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -245,6 +248,25 @@ func TestExtractedExe(t *testing.T) {
 	if oh.Subsystem != pe.IMAGE_SUBSYSTEM_WINDOWS_GUI {
 		t.Errorf("subsystem %d, want %d (GUI: no console window for the tray)", oh.Subsystem, pe.IMAGE_SUBSYSTEM_WINDOWS_GUI)
 	}
+
+	// The MSI ships npuchat.exe alone: it must need no MinGW runtime DLL
+	// (libwinpthread-1.dll, libgcc_s_seh-1.dll, …), only Windows' own.
+	syms, err := f.ImportedSymbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dlls := map[string]bool{}
+	for _, s := range syms {
+		if i := strings.LastIndexByte(s, ':'); i >= 0 {
+			dlls[strings.ToLower(s[i+1:])] = true
+		}
+	}
+	for dll := range dlls {
+		if strings.HasPrefix(dll, "lib") {
+			t.Errorf("npuchat.exe imports %s, which the MSI does not install", dll)
+		}
+	}
+	t.Logf("npuchat.exe imports %v", dlls)
 
 	r, err := os.Open(exe)
 	if err != nil {
@@ -519,5 +541,80 @@ func TestWineInstallUpgradeUninstall(t *testing.T) {
 	}
 	if code := msiexec("/x", winPath(theMSI), "/qn"); code != 0 {
 		t.Errorf("msiexec /x: exit %d", code)
+	}
+}
+
+// TestConsoleAttachUnderWine starts npuchat.exe, a GUI-subsystem
+// program, from a console program the way a terminal does (no standard
+// handles of its own) and reads the console's screen: `version` must
+// appear there, which it does only because console_windows.go attaches
+// to the parent's console (an exe built without it prints nothing here).
+// Wine's console has a screen buffer only with a display, hence Xvfb.
+func TestConsoleAttachUnderWine(t *testing.T) {
+	w := newWine(t)
+	need(t, "xvfb-run")
+	dir := t.TempDir()
+	host := filepath.Join(dir, "consolehost.exe")
+	build := exec.Command("go", "build", "-o", host, "./testdata/consolehost")
+	build.Env = append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build consolehost: %v\n%s", err, out)
+	}
+	report := filepath.Join(dir, "report.txt")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "xvfb-run", "-a", w.bin, host, winPath(theExe), winPath(report))
+	cmd.Env = append(os.Environ(), "WINEPREFIX="+w.prefix, "WINEDEBUG=-all", "WINEDLLOVERRIDES=mscoree,mshtml=")
+	out, err := cmd.CombinedOutput()
+	b, rerr := os.ReadFile(report)
+	if err != nil || rerr != nil {
+		t.Fatalf("consolehost: %v, %v\n%s\n%s", err, rerr, out, b)
+	}
+	want := "npuchat " + meta(t).Version() + " (windows/amd64"
+	if !strings.HasPrefix(string(b), "exit 0\n") || !strings.Contains(string(b), want) {
+		t.Errorf("the console shows %q; want exit 0 and %q…", b, want)
+	}
+}
+
+// autostartConsts reads the string constants of the tray's launch-at-login
+// package (autostart/autostart.go, in the main module), so that the MSI
+// is checked against what the tray really toggles.
+func autostartConsts(t *testing.T) map[string]string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), "../../autostart/autostart.go", nil, 0)
+	if err != nil {
+		t.Fatalf("the tray's autostart package: %v", err)
+	}
+	consts := map[string]string{}
+	ast.Inspect(f, func(n ast.Node) bool {
+		vs, ok := n.(*ast.ValueSpec)
+		if !ok {
+			return true
+		}
+		for i, name := range vs.Names {
+			if i < len(vs.Values) {
+				if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					consts[name.Name], _ = strconv.Unquote(lit.Value)
+				}
+			}
+		}
+		return true
+	})
+	return consts
+}
+
+// TestRunValueIsTheTrays checks the MSI's Run value against the tray's
+// autostart package: the same key, value name and flag, quoted as its
+// CommandLine quotes the executable.
+func TestRunValueIsTheTrays(t *testing.T) {
+	c := autostartConsts(t)
+	for _, k := range []string{"RunValueName", "RunKeyPath", "HiddenFlag"} {
+		if c[k] == "" {
+			t.Fatalf("autostart.%s not found in autostart/autostart.go: %v", k, c)
+		}
+	}
+	run := row(t, table(t, theMSI, "Registry"), 5, "Autostart")
+	if run[2] != c["RunKeyPath"] || run[3] != c["RunValueName"] || run[4] != `"[INSTALLDIR]npuchat.exe" `+c["HiddenFlag"] {
+		t.Errorf("the MSI's Run value %q; the tray uses HKCU\\%s, %q, `\"<exe>\" %s`", run[2:5], c["RunKeyPath"], c["RunValueName"], c["HiddenFlag"])
 	}
 }

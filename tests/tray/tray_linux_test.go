@@ -30,7 +30,8 @@ import (
 // StatusNotifierWatcher, we read its menu over com.canonical.dbusmenu,
 // Activate it (the left click) and see the model go on in /api/status,
 // in the status line, in the icon and in a notification, chat with it,
-// click "Stop serving" and see it off, then click "Quit" and see the
+// click again and see the chat page opened, click "Stop serving" and
+// see it off, toggle "Launch at login", then click "Quit" and see the
 // process exit 0. The model is a small generated one on the CPU engine.
 func TestTrayOverDBus(t *testing.T) {
 	dir := t.TempDir()
@@ -60,9 +61,18 @@ func TestTrayOverDBus(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// xdg-open records what it is asked to open (the chat page).
+	bin := filepath.Join(dir, "bin")
+	opened := filepath.Join(dir, "opened")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "xdg-open"), []byte(fmt.Sprintf("#!/bin/sh\necho \"$1\" >> %q\n", opened)), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(exe, "--model", modelDir, "--name", "tiny", "--engine", "cpu", "--addr", addr)
 	cmd.Env = []string{
-		"PATH=" + os.Getenv("PATH"), "HOME=" + home, "LANG=en_US.UTF-8",
+		"PATH=" + bin + ":" + os.Getenv("PATH"), "HOME=" + home, "LANG=en_US.UTF-8",
 		"DISPLAY=" + display.Name, "DBUS_SESSION_BUS_ADDRESS=" + bus, "XDG_RUNTIME_DIR=" + runtimeDir,
 		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "XDG_DATA_HOME=" + filepath.Join(home, ".local/share"),
 		"XDG_CACHE_HOME=" + filepath.Join(home, ".cache"),
@@ -146,6 +156,21 @@ func TestTrayOverDBus(t *testing.T) {
 	if err != nil || resp.StatusCode != 200 || len(answer.Choices) != 1 || answer.Usage.CompletionTokens == 0 {
 		t.Fatalf("chat: %d %v %+v", resp.StatusCode, err, answer)
 	}
+
+	// The left click, now that the model is on, opens the chat.
+	if err := item.Activate(); err != nil {
+		t.Fatal(err)
+	}
+	desktoptest.Eventually(t, 10*time.Second, "the chat page opened", func() error {
+		b, err := os.ReadFile(opened)
+		if err != nil {
+			return err
+		}
+		if got := strings.TrimSpace(string(b)); got != base+"/" {
+			return fmt.Errorf("opened %q, want %s/", got, base)
+		}
+		return nil
+	})
 
 	// "Stop serving" switches the model off.
 	if err := item.Click(menu.Find("Stop serving")); err != nil {
