@@ -8,5 +8,3 @@ func mapFile(f *os.File, size int) ([]byte, func() error, bool, error) {
 	d, c, err := readAll(f, size)
 	return d, c, false, err
 }
-
-func release(b []byte) {}

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package mmapfile
+
+// release does nothing off Linux (the mapping's pages stay resident until
+// the system needs them).
+func release(b []byte) {}
