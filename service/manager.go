@@ -207,6 +207,7 @@ func (t *Ticket) Release() {
 	if !t.used {
 		t.used = true
 		t.m.waiting--
+		t.m.rearmIdleLocked()
 	}
 }
 
@@ -916,8 +917,26 @@ func (m *Manager) acquire(ctx context.Context, t *Ticket) error {
 	}
 	m.mu.Lock()
 	m.waiting--
+	if err != nil {
+		m.rearmIdleLocked()
+	}
 	m.mu.Unlock()
 	return err
+}
+
+// rearmIdleLocked puts back the keep-alive timer that Reserve or acquire
+// stopped, for a request that never ran (its ticket was released unused,
+// or its client left while it waited): with nobody else waiting, the
+// model unloads when it would have. A request holding the slot re-arms
+// the timer itself when it ends. m.mu is held.
+func (m *Manager) rearmIdleLocked() {
+	if m.waiting > 0 || m.expires.IsZero() || m.state != StateOn || m.closed {
+		return
+	}
+	if m.idle != nil {
+		m.idle.Stop()
+	}
+	m.idle = time.AfterFunc(m.expires.Sub(m.opts.Now()), m.idleUnload)
 }
 
 // takeSlot waits for the slot outside the request queue (Stop, Unload).

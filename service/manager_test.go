@@ -785,6 +785,25 @@ func TestReserveHoldsAPlaceBeforeTheBody(t *testing.T) {
 	}
 }
 
+// TestRefusedRequestKeepsTheKeepAlive: a request that reserved a place
+// and never ran (its model is unknown, its body bad) gives the idle
+// timer back, so the model still unloads after keep-alive.
+func TestRefusedRequestKeepsTheKeepAlive(t *testing.T) {
+	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: 200 * time.Millisecond})
+	if _, _, err := collect(t, r.m, chat("minicpm5:2b", "hi")); err != nil {
+		t.Fatal(err)
+	}
+	ticket, err := r.m.Reserve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.m.Generate(context.Background(), chat("no-such-model", "x"), GenerateOptions{Ticket: ticket}, func(backend.Token) error { return nil }); !errors.Is(err, ErrUnknownModel) {
+		t.Fatalf("unknown model: %v", err)
+	}
+	ticket.Release()
+	waitFor(t, "idle unload after a refused request", func() bool { return r.m.Status().State == StateOff })
+}
+
 // TestStartWithNoNameStartsTheDefaultModel: the tray's and the page's
 // switch send no name; before any request the default model is the one
 // started, and it is named in the status while off.
