@@ -577,13 +577,23 @@ func (s *Store) Message(ctx context.Context, id int64) (*Message, error) {
 // AddUser stores a user's message; a conversation without a title takes
 // the start of its first message as one.
 func (s *Store) AddUser(ctx context.Context, conversation int64, content string) (*Message, error) {
-	if strings.TrimSpace(content) == "" {
-		return nil, fmt.Errorf("%w: the message is empty", ErrInvalid)
-	}
-	if len(content) > MaxContent || !utf8.ValidString(content) {
-		return nil, fmt.Errorf("%w: the message must be UTF-8 text of at most %d bytes", ErrInvalid, MaxContent)
+	if err := CheckMessage(content); err != nil {
+		return nil, err
 	}
 	return s.insert(ctx, conversation, "user", content, false)
+}
+
+// CheckMessage validates a user's message as AddUser does, so that a
+// caller can refuse it before changing anything (an edit checks it
+// before it drops the messages it replaces).
+func CheckMessage(content string) error {
+	if strings.TrimSpace(content) == "" {
+		return fmt.Errorf("%w: the message is empty", ErrInvalid)
+	}
+	if len(content) > MaxContent || !utf8.ValidString(content) {
+		return fmt.Errorf("%w: the message must be UTF-8 text of at most %d bytes", ErrInvalid, MaxContent)
+	}
+	return nil
 }
 
 // StartAnswer stores an empty assistant message, marked cut

@@ -392,6 +392,12 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, r, badRequest("content", "the edited message is empty"))
 			return
 		}
+		// Checked before the truncation: a message AddUser would refuse
+		// must not cost the ones it was to replace.
+		if err := history.CheckMessage(in.Content); err != nil {
+			s.failHistory(w, r, err)
+			return
+		}
 		if err := st.Truncate(keep, id, in.Edit); err != nil {
 			s.failHistory(w, r, err)
 			return

@@ -236,6 +236,32 @@ func TestRegenerateAndEdit(t *testing.T) {
 	}
 }
 
+// TestRefusedEditKeepsTheConversation: an edit whose new text the
+// history refuses (too long) is a 400 that changes nothing: the message
+// it was to replace and its answer are still there.
+func TestRefusedEditKeepsTheConversation(t *testing.T) {
+	url, _ := startChat(t, fake.Options{})
+	_, body := do(t, "POST", url+"/api/conversations", `{}`)
+	c := decodeJSON[history.Conversation](t, body)
+	msgsURL := fmt.Sprintf("%s/api/conversations/%d/messages", url, c.ID)
+	stream(t, context.Background(), msgsURL, `{"content": "one"}`, nil)
+	list := func() []history.Message {
+		_, body := do(t, "GET", msgsURL, "")
+		return decodeJSON[struct{ Messages []history.Message }](t, body).Messages
+	}
+	before := list()
+	if len(before) != 2 {
+		t.Fatalf("before: %+v", before)
+	}
+	resp, body := do(t, "POST", msgsURL, fmt.Sprintf(`{"edit": %d, "content": "%s"}`, before[0].ID, strings.Repeat("a", history.MaxContent+1)))
+	if resp.StatusCode != 400 || !strings.Contains(body, "at most") {
+		t.Fatalf("too long an edit: %d %s", resp.StatusCode, tail(body, 200))
+	}
+	if after := list(); len(after) != 2 || after[0].Content != "one" || after[1].Content != "echo: one" {
+		t.Fatalf("a refused edit changed the conversation: %+v", after)
+	}
+}
+
 func TestLockedHistoryKeepsTheAPIServing(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "history.db")
