@@ -446,6 +446,8 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 				out.dropped = true
 			case ctx.Err() != nil:
 				st.CutAnswer(keep, ans.ID, history.CutStopped, out.stats)
+			case errors.Is(a.Err, errShuttingDown):
+				st.CutAnswer(keep, ans.ID, history.CutInterrupted, out.stats)
 			default:
 				st.CutAnswer(keep, ans.ID, history.CutFailed, out.stats)
 			}

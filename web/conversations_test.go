@@ -6,6 +6,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/npuchat/npuchat/history"
 	"github.com/npuchat/npuchat/service"
+	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/backend/fake"
 	"github.com/npuchat/npuchat/web"
 )
@@ -259,6 +262,67 @@ func TestRefusedEditKeepsTheConversation(t *testing.T) {
 	}
 	if after := list(); len(after) != 2 || after[0].Content != "one" || after[1].Content != "echo: one" {
 		t.Fatalf("a refused edit changed the conversation: %+v", after)
+	}
+}
+
+// TestShutdownStoresTheAnswerAsInterrupted: an answer still running
+// when the server shuts down (Quit, SIGTERM) is kept, cut, with
+// cut_reason "interrupted" (the server stopped), not "failed".
+func TestShutdownStoresTheAnswerAsInterrupted(t *testing.T) {
+	reg := &service.Registry{}
+	reg.Add(service.Entry{Desc: service.ModelDesc{Name: "minicpm5:2b", Installed: true}})
+	mgr := service.New(service.Options{
+		Resolve: reg.Resolve, Models: reg.Models, KeepAlive: -1,
+		NewBackend: func(_ context.Context, model, kind string) (backend.Backend, error) {
+			return fake.New(fake.Options{Name: model, Kind: kind, TokenDelay: 20 * time.Millisecond,
+				Reply: func(*backend.Request) string { return strings.Repeat("word ", 500) }}), nil
+		},
+	})
+	defer mgr.Close(context.Background())
+	h := history.NewHandle(filepath.Join(t.TempDir(), "history.db"), history.Options{})
+	defer h.Close()
+	srv, err := web.NewServer(mgr, web.Options{Addr: "127.0.0.1:0", History: h, ShutdownGrace: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln, nil) }()
+	url := "http://" + ln.Addr().String()
+	_, body := do(t, "POST", url+"/api/conversations", `{}`)
+	c := decodeJSON[history.Conversation](t, body)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		resp, err := http.Post(fmt.Sprintf("%s/api/conversations/%d/messages", url, c.ID), "application/json", strings.NewReader(`{"content": "go on"}`))
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}()
+	st, err := h.Store(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	messages := func() []history.Message {
+		msgs, _ := st.Messages(context.Background(), c.ID)
+		return msgs
+	}
+	waitUntil(t, 3*time.Second, "part of the answer to be stored", func() bool {
+		msgs := messages()
+		return len(msgs) == 2 && msgs[1].Content != ""
+	})
+	cancel() // what SIGTERM does
+	<-done
+	<-served
+	msgs := messages()
+	if len(msgs) != 2 || !msgs[1].Cut || msgs[1].CutReason != history.CutInterrupted || !strings.HasPrefix(msgs[1].Content, "word ") {
+		t.Fatalf("after shutdown: %+v", msgs)
 	}
 }
 
