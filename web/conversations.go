@@ -334,8 +334,15 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	// A place in the queue before the body is read or anything stored:
+	// a full queue is a 429 that changed nothing.
+	ticket, body, ok := s.admit(w, r)
+	if !ok {
+		return
+	}
+	defer ticket.Release()
 	var in sendIn
-	if err := s.decode(w, r, &in); err != nil {
+	if err := unmarshalBody(body, &in); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -427,7 +434,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 		st.CutAnswer(keep, ans.ID, history.CutStopped, history.Stats{Model: req.Model})
 		return
 	}
-	var gopts service.GenerateOptions
+	gopts := service.GenerateOptions{Ticket: ticket}
 	if s.opts.Settings != nil {
 		gopts.KeepAlive = s.opts.Settings.keepAlive()
 	}

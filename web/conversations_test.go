@@ -326,6 +326,33 @@ func TestShutdownStoresTheAnswerAsInterrupted(t *testing.T) {
 	}
 }
 
+// TestFullQueueRefusesAMessageBeforeStoringIt: with the queue full,
+// sending a message is a 429 before its body is read, as for the other
+// generation routes, and nothing is stored.
+func TestFullQueueRefusesAMessageBeforeStoringIt(t *testing.T) {
+	h := history.NewHandle(filepath.Join(t.TempDir(), "history.db"), history.Options{})
+	t.Cleanup(func() { h.Close() })
+	ts := startServer(t, fake.Options{}, web.Options{History: h}, service.Options{QueueSize: 1})
+	_, body := do(t, "POST", ts.URL+"/api/conversations", `{}`)
+	c := decodeJSON[history.Conversation](t, body)
+	ticket, err := ts.Manager.Reserve() // the queue's one place
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, body := do(t, "POST", fmt.Sprintf("%s/api/conversations/%d/messages", ts.URL, c.ID), `{"content": "hello"}`)
+	ticket.Release()
+	if resp.StatusCode != 429 {
+		t.Fatalf("with the queue full: %d %s", resp.StatusCode, tail(body, 300))
+	}
+	st, err := h.Store(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msgs, err := st.Messages(context.Background(), c.ID); err != nil || len(msgs) != 0 {
+		t.Fatalf("a refused message was stored: %+v %v", msgs, err)
+	}
+}
+
 func TestLockedHistoryKeepsTheAPIServing(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "history.db")
