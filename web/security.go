@@ -43,7 +43,7 @@ func (s *Server) secure(h http.Handler) http.Handler {
 			hdr.Set("Access-Control-Allow-Origin", origin)
 			hdr.Add("Vary", "Origin")
 			if r.Method == http.MethodOptions {
-				hdr.Set("Access-Control-Allow-Methods", "GET, POST, OPTIONS")
+				hdr.Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, OPTIONS")
 				hdr.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, OpenAI-Organization, OpenAI-Project, X-Stainless-Lang, X-Stainless-Package-Version, X-Stainless-OS, X-Stainless-Arch, X-Stainless-Runtime, X-Stainless-Runtime-Version, X-Stainless-Retry-Count, X-Stainless-Timeout, X-Api-Key, Anthropic-Version, Anthropic-Beta, Anthropic-Dangerous-Direct-Browser-Access")
 				hdr.Set("Access-Control-Max-Age", "600")
 				sw.WriteHeader(http.StatusNoContent)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -164,6 +165,20 @@ func TestHostAndOriginChecks(t *testing.T) {
 	resp, _ := do(t, "OPTIONS", ts.URL+"/v1/chat/completions", "", "Origin", "http://127.0.0.1:5173", "Access-Control-Request-Method", "POST")
 	if resp.StatusCode != 204 || resp.Header.Get("Access-Control-Allow-Origin") != "http://127.0.0.1:5173" {
 		t.Fatalf("preflight: %d %v", resp.StatusCode, resp.Header)
+	}
+}
+
+// TestPreflightAllowsThePageAPIsMethods: an allowed origin may use the
+// conversation, settings and install routes, whose methods are PATCH,
+// PUT and DELETE besides GET and POST.
+func TestPreflightAllowsThePageAPIsMethods(t *testing.T) {
+	ts := startServer(t, fake.Options{}, web.Options{Origins: []string{"https://tools.example"}}, service.Options{})
+	for _, m := range []string{"PATCH", "PUT", "DELETE"} {
+		resp, _ := do(t, "OPTIONS", ts.URL+"/api/conversations/1", "", "Origin", "https://tools.example", "Access-Control-Request-Method", m)
+		allowed := strings.Split(resp.Header.Get("Access-Control-Allow-Methods"), ", ")
+		if resp.StatusCode != 204 || !slices.Contains(allowed, m) {
+			t.Errorf("preflight for %s: %d, allowed %q", m, resp.StatusCode, allowed)
+		}
 	}
 }
 
