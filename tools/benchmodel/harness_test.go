@@ -4,6 +4,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -37,7 +39,7 @@ echo "{\"load_s\":0.5,\"prefill_tok_s\":$1,\"decode_tok_s\":$1,\"peak_rss_mb\":1
 		t.Fatal(err)
 	}
 	cmd := exec.Command("../../scripts/bench", "--runs", "3", model)
-	cmd.Env = append(os.Environ(), "NPUCHAT_BIN="+engine, "LLAMAREF="+llama)
+	cmd.Env = append(os.Environ(), "NPUCHAT_BIN="+engine, "LLAMAREF="+llama, "BENCH_SAMPLE_SECONDS=0")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("scripts/bench: %v\n%s", err, out)
@@ -75,7 +77,7 @@ func TestBenchTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("../../scripts/bench", "--runs", "1", "--timeout", "1", model)
-	cmd.Env = append(os.Environ(), "NPUCHAT_BIN="+slow, "LLAMAREF="+slow)
+	cmd.Env = append(os.Environ(), "NPUCHAT_BIN="+slow, "LLAMAREF="+slow, "BENCH_SAMPLE_SECONDS=0")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("scripts/bench: %v\n%s", err, out)
@@ -86,13 +88,36 @@ func TestBenchTimeout(t *testing.T) {
 	}
 }
 
-// TestBusyFlag: a 1-minute load average over 0.5 marks a run busy.
+// TestBusyFlag: other programs using over 10% of the CPUs before a run
+// mark it busy.
 func TestBusyFlag(t *testing.T) {
-	out, err := exec.Command("bash", "-c", `source <(sed -n '/^busy()/p' ../../scripts/bench); busy 0.51; busy 0.5; busy 0.02`).Output()
+	out, err := exec.Command("bash", "-c", `source <(sed -n '/^busy()/p' ../../scripts/bench); busy 11; busy 10; busy 0`).Output()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Fields(string(out)); strings.Join(got, " ") != "busy quiet quiet" {
 		t.Errorf("busy flags %v", got)
+	}
+}
+
+// TestCPUBusySeesAnotherProgram: cpubusy reports a spinning program as
+// CPU used by others (at least half of one CPU of this machine's), and
+// prints a whole percentage.
+func TestCPUBusySeesAnotherProgram(t *testing.T) {
+	spin := exec.Command("bash", "-c", "while :; do :; done")
+	if err := spin.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { spin.Process.Kill(); spin.Wait() }()
+	out, err := exec.Command("bash", "-c", `source <(sed -n '/^cpubusy()/,/^}/p' ../../scripts/bench); BENCH_SAMPLE_SECONDS=1 cpubusy`).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("cpubusy printed %q", out)
+	}
+	if min := 50 / runtime.NumCPU(); n < min || n > 100 {
+		t.Errorf("cpubusy = %d%% with a spinning program, want %d–100", n, min)
 	}
 }
