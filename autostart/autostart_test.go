@@ -114,6 +114,8 @@ func TestExecValueQuotesAsTheSpecSays(t *testing.T) {
 		{`/home/u/$x/"q"/npuchat`, `"/home/u/\\$x/\\"q\\"/npuchat" --hidden`},
 		{"/a`b/npuchat", "\"/a\\\\`b/npuchat\" --hidden"},
 		{`/a\b/npuchat`, `"/a\\\\b/npuchat" --hidden`},
+		// A literal % is %% (a lone one starts a field code like %f).
+		{"/home/u/100%/npuchat", `"/home/u/100%%/npuchat" --hidden`},
 	}
 	for _, c := range cases {
 		if got := ExecValue(c.exe); got != c.want {

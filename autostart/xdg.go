@@ -86,7 +86,8 @@ func DesktopFile(exe string) string {
 
 // ExecValue is the Exec key's value for exe with --hidden, quoted as the
 // Desktop Entry Specification says: the path in double quotes with ",
-// `, $ and \ escaped by a backslash, and then every backslash doubled,
+// `, $ and \ escaped by a backslash, a literal % written %% (else it
+// reads as a field code such as %f), and then every backslash doubled,
 // since the key's value is itself a string with \\ escapes.
 func ExecValue(exe string) string {
 	var b strings.Builder
@@ -95,6 +96,8 @@ func ExecValue(exe string) string {
 		switch r {
 		case '"', '`', '$', '\\':
 			b.WriteByte('\\')
+		case '%':
+			b.WriteByte('%')
 		}
 		b.WriteRune(r)
 	}
