@@ -891,3 +891,113 @@ func TestSlowSubscriberAlwaysSeesTheLastState(t *testing.T) {
 		t.Fatalf("the last of %d buffered events is %s with state %s, want the status 'on'", n, last.Type, last.Status.State)
 	}
 }
+
+// TestRequestTheNPUCannotDoGoesToTheCPU: in auto mode on a working NPU,
+// a request with tools, a JSON format or logprobs (which FastFlowLM
+// cannot do) is answered by the CPU engine loaded beside it, says why,
+// and the NPU keeps serving the rest.
+func TestRequestTheNPUCannotDoGoesToTheCPU(t *testing.T) {
+	all := []string{backend.CapCompletion, backend.CapTools, backend.CapJSON, backend.CapLogprobs}
+	for _, tc := range []struct {
+		name string
+		req  func(*backend.Request)
+		want string // in the reason
+	}{
+		{"tools", func(r *backend.Request) { r.Tools = []backend.Tool{{Name: "get_weather"}} }, "tool calling"},
+		{"format", func(r *backend.Request) { r.Format = &backend.Format{Type: backend.FormatJSON} }, "structured output"},
+		{"logprobs", func(r *backend.Request) { r.Logprobs = true }, "log-probabilities"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, []string{"npu", "cpu"}, map[string]fake.Options{
+				"npu": {}, "cpu": {Capabilities: all},
+			}, Options{KeepAlive: -1})
+			if _, res, err := collect(t, r.m, chat("minicpm5:2b", "plain")); err != nil || res.Backend != "npu" {
+				t.Fatalf("plain request: %+v %v; want the NPU", res, err)
+			}
+			req := chat("minicpm5:2b", "special")
+			tc.req(req)
+			var ranOn, ranWhy string
+			res, err := r.m.Generate(context.Background(), req, GenerateOptions{OnRun: func(kind, why string) { ranOn, ranWhy = kind, why }},
+				func(backend.Token) error { return nil })
+			if err != nil {
+				t.Fatalf("request with %s: %v; want the CPU to answer it", tc.name, err)
+			}
+			if res.Backend != "cpu" || ranOn != "cpu" {
+				t.Fatalf("answered by %q (OnRun %q); want cpu", res.Backend, ranOn)
+			}
+			for _, why := range []string{res.Fallback, ranWhy} {
+				if !strings.Contains(why, tc.want) || !strings.Contains(why, "npu") {
+					t.Fatalf("reason %q does not say the NPU cannot do %s", why, tc.want)
+				}
+			}
+			st := r.m.Status()
+			if st.State != StateOn || st.Backend != "npu" || st.Fallback != "" || st.Beside != "cpu" || !strings.Contains(st.BesideReason, tc.want) {
+				t.Fatalf("status %+v; want the NPU serving, the CPU beside it and why", st)
+			}
+			if !r.backends("npu")[0].Loaded() {
+				t.Fatal("the NPU backend was unloaded for the CPU's request")
+			}
+			// The next plain request is the NPU's again, and the CPU stays
+			// loaded for the next special one (made once).
+			if _, res, err := collect(t, r.m, chat("minicpm5:2b", "plain again")); err != nil || res.Backend != "npu" || res.Fallback != "" {
+				t.Fatalf("plain request after: %+v %v; want the NPU", res, err)
+			}
+			if _, res, err := collect(t, r.m, req); err != nil || res.Backend != "cpu" {
+				t.Fatalf("second special request: %+v %v", res, err)
+			}
+			if n := len(r.backends("cpu")); n != 1 {
+				t.Fatalf("CPU backend made %d times; want once", n)
+			}
+			// Switching off unloads both.
+			if err := r.m.Stop(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "both unloaded", func() bool { return !r.backends("npu")[0].Loaded() && !r.backends("cpu")[0].Loaded() })
+			if st := r.m.Status(); st.Beside != "" {
+				t.Fatalf("status after Stop still has a backend beside: %+v", st)
+			}
+		})
+	}
+}
+
+// TestRequestTheNPUCannotDoWhenTheCPUCannotLoadBeside: when the CPU
+// engine may not be loaded beside the NPU (not enough memory), the
+// request gets a clear error naming the feature and the reason, and the
+// NPU keeps serving.
+func TestRequestTheNPUCannotDoWhenTheCPUCannotLoadBeside(t *testing.T) {
+	r := newRig(t, []string{"npu", "cpu"}, map[string]fake.Options{
+		"npu": {}, "cpu": {Capabilities: []string{backend.CapCompletion, backend.CapTools}},
+	}, Options{KeepAlive: -1, Beside: func(model, kind string) error {
+		return errors.New("it needs about 2.1 GB of memory and 0.8 GB is free")
+	}})
+	req := chat("minicpm5:2b", "call")
+	req.Tools = []backend.Tool{{Name: "get_weather"}}
+	_, _, err := collect(t, r.m, req)
+	var ue *backend.UnsupportedError
+	if !errors.As(err, &ue) || ue.Param != "tools" {
+		t.Fatalf("error %v; want an unsupported \"tools\" error", err)
+	}
+	for _, want := range []string{"tool calling", "0.8 GB is free", "cpu"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("error %q does not say %q", err, want)
+		}
+	}
+	if n := len(r.backends("cpu")); n != 0 {
+		t.Fatalf("the CPU backend was made %d times; want none", n)
+	}
+	if st := r.m.Status(); st.State != StateOn || st.Backend != "npu" {
+		t.Fatalf("status %+v; want the NPU still on", st)
+	}
+}
+
+// TestRequestTheOnlyEngineCannotDoIsRefused: with the NPU engine chosen
+// (no CPU to go to), FastFlowLM's refusal stands.
+func TestRequestTheOnlyEngineCannotDoIsRefused(t *testing.T) {
+	r := newRig(t, []string{"npu"}, map[string]fake.Options{"npu": {}}, Options{KeepAlive: -1})
+	req := chat("minicpm5:2b", "call")
+	req.Logprobs = true
+	_, res, err := collect(t, r.m, req)
+	if !errors.Is(err, backend.ErrBadRequest) || res.Backend == "cpu" {
+		t.Fatalf("%+v %v; want the NPU's 400", res, err)
+	}
+}
