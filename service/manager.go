@@ -299,7 +299,7 @@ type Manager struct {
 	expires    time.Time
 	keepAlive  time.Duration
 	stats      Stats
-	subs       map[chan Event]struct{}
+	subs       map[*subscriber]struct{}
 	closed     bool
 }
 
@@ -334,7 +334,7 @@ func New(opts Options) *Manager {
 		failed:    map[string]string{},
 		since:     opts.Now(),
 		keepAlive: opts.KeepAlive,
-		subs:      map[chan Event]struct{}{},
+		subs:      map[*subscriber]struct{}{},
 		model:     opts.DefaultModel,
 	}
 	return m
@@ -375,34 +375,6 @@ func (m *Manager) statusLocked() Status {
 	return s
 }
 
-// Subscribe returns a channel of events, starting with the current
-// status, and a function that ends the subscription. A subscriber that
-// does not keep up loses progress events and, to make room for a state
-// change, its oldest events; it never blocks the service, and the last
-// event it receives always carries the current status.
-func (m *Manager) Subscribe() (<-chan Event, func()) {
-	ch := make(chan Event, 64)
-	m.mu.Lock()
-	ch <- Event{Type: EventStatus, Status: m.statusLocked(), Time: m.opts.Now()}
-	if m.closed {
-		close(ch)
-	} else {
-		m.subs[ch] = struct{}{}
-	}
-	m.mu.Unlock()
-	var once sync.Once
-	return ch, func() {
-		once.Do(func() {
-			m.mu.Lock()
-			if _, ok := m.subs[ch]; ok {
-				delete(m.subs, ch)
-				close(ch)
-			}
-			m.mu.Unlock()
-		})
-	}
-}
-
 // publishLocked sends an event to every subscriber. m.mu must be held.
 func (m *Manager) publishLocked(kind EventKind, msg string) {
 	ev := Event{Type: kind, Message: msg}
@@ -411,33 +383,6 @@ func (m *Manager) publishLocked(kind EventKind, msg string) {
 		ev.Progress = &p
 	}
 	m.sendLocked(ev)
-}
-
-// sendLocked stamps ev with the status and the time and sends it to every
-// subscriber. m.mu must be held.
-func (m *Manager) sendLocked(ev Event) {
-	ev.Status, ev.Time = m.statusLocked(), m.opts.Now()
-	lossy := ev.Type == EventProgress || ev.Type == EventInstall
-	for ch := range m.subs {
-		select {
-		case ch <- ev:
-		default:
-			if lossy {
-				continue // a slow subscriber loses progress
-			}
-			// A state change is never lost: make room by dropping the
-			// oldest event (each event carries the whole status, so the
-			// newest says everything the dropped one did).
-			select {
-			case <-ch:
-			default:
-			}
-			select {
-			case ch <- ev:
-			default:
-			}
-		}
-	}
 }
 
 // Publish sends an event of another service-level component (the
@@ -606,9 +551,8 @@ func (m *Manager) Close(ctx context.Context) error {
 	if m.idle != nil {
 		m.idle.Stop()
 	}
-	for ch := range m.subs {
-		close(ch)
-		delete(m.subs, ch)
+	for sub := range m.subs {
+		m.endLocked(sub)
 	}
 	m.mu.Unlock()
 	return err

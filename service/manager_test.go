@@ -682,8 +682,8 @@ func TestLoadFailureOfTheOnlyEngineIsRetriedAndNotAFallback(t *testing.T) {
 	if st := r.m.Status(); st.Fallback != "" {
 		t.Fatalf("fallback %q with one engine", st.Fallback)
 	}
-	for len(events) > 0 {
-		if ev := <-events; ev.Type == "fallback" {
+	for _, ev := range drain(r.m, events) {
+		if ev.Type == "fallback" {
 			t.Fatalf("fallback event with one engine: %s", ev.Message)
 		}
 	}
@@ -880,13 +880,9 @@ func TestSlowSubscriberAlwaysSeesTheLastState(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "on", func() bool { return r.m.Status().State == StateOn })
-	time.Sleep(50 * time.Millisecond)
-	var last Event
-	n := 0
-	for len(events) > 0 {
-		last = <-events
-		n++
-	}
+	got := drain(r.m, events)
+	n := len(got)
+	last := got[n-1]
 	if last.Type != EventStatus || last.Status.State != StateOn {
 		t.Fatalf("the last of %d buffered events is %s with state %s, want the status 'on'", n, last.Type, last.Status.State)
 	}
@@ -999,5 +995,89 @@ func TestRequestTheOnlyEngineCannotDoIsRefused(t *testing.T) {
 	_, res, err := collect(t, r.m, req)
 	if !errors.Is(err, backend.ErrBadRequest) || res.Backend == "cpu" {
 		t.Fatalf("%+v %v; want the NPU's 400", res, err)
+	}
+}
+
+// drain reads every event sent to events so far, including those still
+// waiting for room in its channel.
+func drain(m *Manager, events <-chan Event) []Event {
+	var out []Event
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return out
+			}
+			out = append(out, ev)
+			continue
+		default:
+		}
+		m.mu.Lock()
+		busy := false
+		for s := range m.subs {
+			if (<-chan Event)(s.ch) == events && (s.flushing || len(s.pending) > 0) {
+				busy = true
+			}
+		}
+		m.mu.Unlock()
+		if !busy && len(events) == 0 {
+			return out
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestSlowSubscriberGetsEveryInstallOutcome: a subscriber that reads
+// nothing while an install floods progress (and the model changes
+// state) still gets the install's end, after its progress, for every
+// install; progress may be coalesced.
+func TestSlowSubscriberGetsEveryInstallOutcome(t *testing.T) {
+	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: -1})
+	events, cancel := r.m.Subscribe()
+	defer cancel()
+	other, cancelOther := r.m.Subscribe() // reads as it goes
+	defer cancelOther()
+	var seenOther []Event
+	readOther := func() { seenOther = append(seenOther, drain(r.m, other)...) }
+	for i, outcome := range []string{"failed", "cancelled", "done"} {
+		model := fmt.Sprintf("model%d", i)
+		for n := 0; n < 300; n++ {
+			p := InstallProgress{Model: model, Phase: "downloading", Done: int64(n), Total: 300}
+			if err := r.m.Publish(Event{Type: EventInstall, Install: &p}); err != nil {
+				t.Fatal(err)
+			}
+			if n%100 == 0 {
+				if _, _, err := collect(t, r.m, chat("minicpm5:2b", "hi")); err != nil { // state changes meanwhile
+					t.Fatal(err)
+				}
+				r.m.Unload(context.Background(), "")
+			}
+		}
+		p := InstallProgress{Model: model, Phase: outcome}
+		if err := r.m.Publish(Event{Type: EventInstall, Install: &p}); err != nil {
+			t.Fatal(err)
+		}
+		readOther()
+	}
+	for name, got := range map[string][]Event{"slow": drain(r.m, events), "reading": seenOther} {
+		ends := map[string]string{}
+		for _, ev := range got {
+			if ev.Type != EventInstall {
+				continue
+			}
+			if end, ok := ends[ev.Install.Model]; ok {
+				t.Fatalf("%s subscriber: %s event for %s after its %s", name, ev.Install.Phase, ev.Install.Model, end)
+			}
+			if ev.Install.Phase != "downloading" {
+				ends[ev.Install.Model] = ev.Install.Phase
+			}
+		}
+		want := map[string]string{"model0": "failed", "model1": "cancelled", "model2": "done"}
+		if fmt.Sprint(ends) != fmt.Sprint(want) {
+			t.Fatalf("%s subscriber got install outcomes %v, want %v (of %d events)", name, ends, want, len(got))
+		}
+		if last := got[len(got)-1]; last.Status.State != r.m.Status().State {
+			t.Fatalf("%s subscriber: last event's state %s, want %s", name, last.Status.State, r.m.Status().State)
+		}
 	}
 }
