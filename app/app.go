@@ -191,6 +191,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		Engines:      a.engines,
 		NewBackend:   a.newBackend,
 		Beside:       a.beside,
+		Capabilities: a.capabilities,
 		QueueSize:    cfg.QueueSize,
 		KeepAlive:    cfg.KeepAliveDur,
 		Logger:       a.log,

@@ -4,7 +4,10 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"net/http/httptest"
+	"slices"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -328,5 +331,37 @@ func TestParseMemAvailable(t *testing.T) {
 		if (err == nil) != tc.ok || got != tc.want {
 			t.Errorf("parseMemAvailable(%q) = %d, %v; want %d (ok %v)", tc.in, got, err, tc.want, tc.ok)
 		}
+	}
+}
+
+// TestShowCapabilitiesBeforeTheModelLoads: /api/show lists what the
+// model will do (from its files: its chat template shows no tools; JSON
+// and logprobs through the CPU engine beside FastFlowLM) before it is
+// loaded, the same as once FastFlowLM serves it.
+func TestShowCapabilitiesBeforeTheModelLoads(t *testing.T) {
+	r := newNPURig(t)
+	t.Setenv("FAKEFLM_MODE", flmtest.ModeNormal)
+	a := r.app(t, "")
+	show := func() []string {
+		req := httptest.NewRequest("POST", "http://127.0.0.1:8001/api/show", strings.NewReader(`{"model": "minicpm5:2b"}`))
+		w := httptest.NewRecorder()
+		a.WebServer().Handler().ServeHTTP(w, req)
+		var out struct {
+			Capabilities []string `json:"capabilities"`
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil || w.Code != 200 {
+			t.Fatalf("/api/show: %d %s", w.Code, w.Body)
+		}
+		return out.Capabilities
+	}
+	want := []string{backend.CapCompletion, backend.CapJSON, backend.CapLogprobs}
+	if got := show(); !slices.Equal(got, want) {
+		t.Fatalf("before loading: %v, want %v", got, want)
+	}
+	if _, res, err := ask(t, a); err != nil || res.Backend != "npu" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if got := show(); !slices.Equal(got, want) {
+		t.Fatalf("on the NPU: %v, want %v", got, want)
 	}
 }

@@ -80,13 +80,14 @@ func (m *Manager) loadBeside(ctx context.Context, model, kind string, gen int, w
 	if err := be.Load(lctx, nil); err != nil {
 		return nil, fmt.Errorf("load %s on %s: %w", model, kind, err)
 	}
+	caps := be.Info().Capabilities
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.loadGen != gen || m.be == nil { // switched off meanwhile
 		m.orphans = append(m.orphans, be)
 		return nil, ErrModelOff
 	}
-	m.side, m.sideKind, m.sideModel, m.sideWhy = be, kind, model, why
+	m.side, m.sideKind, m.sideModel, m.sideWhy, m.sideCaps = be, kind, model, why, caps
 	m.publishLocked(EventStatus, fmt.Sprintf("the %s engine is loaded beside the %s backend: %s", kind, m.kind, why))
 	return be, nil
 }
@@ -122,7 +123,7 @@ func (m *Manager) runBeside(ctx context.Context, side backend.Backend, why strin
 // outside m.mu, or to hand to giveSlot (m.orphans). m.mu is held.
 func (m *Manager) takeSideLocked() backend.Backend {
 	side := m.side
-	m.side, m.sideKind, m.sideModel, m.sideWhy = nil, "", "", ""
+	m.side, m.sideKind, m.sideModel, m.sideWhy, m.sideCaps = nil, "", "", "", nil
 	return side
 }
 

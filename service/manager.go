@@ -54,6 +54,10 @@ type Options struct {
 	// Models lists the models that can be served (catalog and local
 	// files) for /v1/models and /api/tags.
 	Models func() []ModelDesc
+	// Capabilities says what model will be able to do when served with
+	// the engines Engines lists (backend.CapTools, ...), from its files,
+	// without loading it (nil, or an empty answer: unknown).
+	Capabilities func(model string) []string
 	// DefaultModel is the model Start("") starts before any model was
 	// asked for, and the one Status names then (the tray's and the
 	// page's switch start it; "" leaves Start("") an error).
@@ -295,6 +299,7 @@ type Manager struct {
 	sideKind   string             // its kind
 	sideModel  string             // the model it has loaded
 	sideWhy    string             // why the last request went to it
+	sideCaps   []string           // its capabilities
 	idle       *time.Timer
 	expires    time.Time
 	keepAlive  time.Duration

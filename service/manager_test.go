@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -1079,5 +1080,50 @@ func TestSlowSubscriberGetsEveryInstallOutcome(t *testing.T) {
 		if last := got[len(got)-1]; last.Status.State != r.m.Status().State {
 			t.Fatalf("%s subscriber: last event's state %s, want %s", name, last.Status.State, r.m.Status().State)
 		}
+	}
+}
+
+// TestCapabilitiesAreTheSameBeforeAndAfterLoading: /api/show's list
+// comes from the model's files before it loads and stays the same once
+// it is served, on the NPU (the CPU engine beside it does the rest) or
+// on the CPU.
+func TestCapabilitiesAreTheSameBeforeAndAfterLoading(t *testing.T) {
+	all := []string{backend.CapCompletion, backend.CapTools, backend.CapJSON, backend.CapLogprobs}
+	predicted := func(string) []string {
+		return []string{backend.CapLogprobs, backend.CapCompletion, backend.CapJSON, backend.CapTools}
+	}
+	for _, tc := range []struct {
+		name    string
+		engines []string
+		opts    Options
+		before  []string
+	}{
+		{"predicted, npu then cpu", []string{"npu", "cpu"}, Options{Capabilities: predicted}, all},
+		{"nothing known before", []string{"npu", "cpu"}, Options{}, []string{backend.CapCompletion}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.opts.KeepAlive = -1
+			r := newRig(t, tc.engines, map[string]fake.Options{"npu": {}, "cpu": {Capabilities: all}}, tc.opts)
+			if got := r.m.Capabilities("minicpm5:2b"); !slices.Equal(got, tc.before) {
+				t.Fatalf("before loading: %v, want %v", got, tc.before)
+			}
+			if _, res, err := collect(t, r.m, chat("minicpm5:2b", "hi")); err != nil || res.Backend != "npu" {
+				t.Fatalf("%+v %v", res, err)
+			}
+			if got := r.m.Capabilities("minicpm5:2b"); !slices.Equal(got, tc.before) {
+				t.Fatalf("on the NPU: %v, want %v", got, tc.before)
+			}
+			req := chat("minicpm5:2b", "call")
+			req.Tools = []backend.Tool{{Name: "f"}}
+			if _, res, err := collect(t, r.m, req); err != nil || res.Backend != "cpu" {
+				t.Fatalf("%+v %v", res, err)
+			}
+			if got := r.m.Capabilities("minicpm5:2b"); !slices.Equal(got, all) {
+				t.Fatalf("with the CPU beside: %v, want %v", got, all)
+			}
+			if got := r.m.Capabilities("other:1b"); !slices.Equal(got, tc.before) {
+				t.Fatalf("another model: %v, want %v", got, tc.before)
+			}
+		})
 	}
 }

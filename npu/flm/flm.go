@@ -202,9 +202,13 @@ func (b *Backend) Info() backend.ModelInfo {
 	if b.opts.ContextLength > 0 {
 		info.ContextLength = b.opts.ContextLength
 	}
-	info.Capabilities = []string{backend.CapCompletion}
+	info.Capabilities = Capabilities()
 	return info
 }
+
+// Capabilities is what the backend does with any model: plain
+// completion (see Generate for why not tools, JSON or logprobs).
+func Capabilities() []string { return []string{backend.CapCompletion} }
 
 // State is the backend's state now.
 func (b *Backend) State() State {
