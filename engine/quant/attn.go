@@ -35,9 +35,9 @@ type Attn struct {
 
 // AttnScratch is one thread's buffers for Attn.Run, grown as needed.
 type AttnScratch struct {
-	qt  []float32 // the rows' queries transposed: qt[d*8+r]
-	s   []float32 // scores, then exp: AttnRows rows of roundup(N, 16)
-	o   []float32 // unnormalized outputs, AttnRows × HeadDim
+	qt  []float32                     // the rows' queries transposed: qt[d*8+r]
+	s   []float32                     // scores, then exp: AttnRows rows of roundup(N, 16)
+	o   []float32                     // unnormalized outputs, AttnRows × HeadDim
 	mx  [AttnRows * AttnBlock]float32 // per row, the 16 lane maxima
 	sum [AttnBlock]float32
 	inv [AttnRows]float32 // per row, 1/Σ exp
