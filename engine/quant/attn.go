@@ -35,23 +35,52 @@ type Attn struct {
 
 // AttnScratch is one thread's buffers for Attn.Run, grown as needed.
 type AttnScratch struct {
-	qt  []float32                     // the rows' queries transposed: qt[d*8+r]
-	s   []float32                     // scores, then exp: AttnRows rows of roundup(N, 16)
-	o   []float32                     // unnormalized outputs, AttnRows × HeadDim
-	mx  [AttnRows * AttnBlock]float32 // per row, the 16 lane maxima
-	sum [AttnBlock]float32
-	inv [AttnRows]float32 // per row, 1/Σ exp
+	qt   []float32                     // the rows' queries transposed: qt[d*8+r]
+	s    []float32                     // scores, then exp: AttnRows rows of roundup(N, 16)
+	o    []float32                     // unnormalized outputs, AttnRows × HeadDim
+	mx   [AttnRows * AttnBlock]float32 // per row, the 16 lane maxima
+	sum  [AttnBlock]float32
+	inv  [AttnRows]float32 // per row, 1/Σ exp
+	mask [AttnBlock]int32  // the last block's valid lanes (-1), for AVX2
 }
 
-// HasAttnKernel reports whether the AVX-512 attention kernels can run on
-// this CPU (AVX-512 F).
-func HasAttnKernel() bool { return attnAsm }
+// AttnKernel is which kernels Attn.Run uses. All compute the same
+// results bit for bit.
+type AttnKernel int
+
+const (
+	AttnGo     AttnKernel = iota // plain Go (the twin of the others)
+	AttnAVX2                     // AVX2 + F16C, 4 rows × 2 halves of 8 lanes
+	AttnAVX512                   // AVX-512 F, 8 rows × 16 lanes
+)
+
+// Usable returns k, or the best kernel below it that this CPU runs.
+func (k AttnKernel) Usable() AttnKernel {
+	if k >= AttnAVX512 && attnAsm {
+		return AttnAVX512
+	}
+	if k >= AttnAVX2 && simdQ8 {
+		return AttnAVX2
+	}
+	return AttnGo
+}
+
+// attnConsts is expf's constants, 8 copies each, for the AVX2 kernel.
+var attnConsts = func() (c [12 * 8]float32) {
+	for i, v := range []float32{expLo, expLog2e, expC1, expC2, expP0, expP1, expP2, expP3, expP4, expP5, 1,
+		math.Float32frombits(127)} {
+		for j := range 8 {
+			c[i*8+j] = v
+		}
+	}
+	return c
+}()
 
 // Run sets out (len(q) values) to softmax(Scale·q_r·k_t)·v_t over t <
 // N for each query row r of q (len(q)/HeadDim rows, HeadDim values each).
-// fast selects the AVX-512 kernels (when the CPU has them and HeadDim is
-// a multiple of 16); they compute exactly what the plain-Go twin
-// computes, bit for bit: separate multiplies and adds in the same order,
+// kern selects the SIMD kernels (when the CPU has them and HeadDim is a
+// multiple of 16; else plain Go); they compute exactly what the plain-Go
+// twin computes, bit for bit: separate multiplies and adds in the same order,
 // 16-lane partial sums reduced in the same tree, the same exp.
 //
 // Per 8 rows: scores block by block (for each dimension d, one load of
@@ -59,14 +88,23 @@ func HasAttnKernel() bool { return attnAsm }
 // maximum, exp(score − max) with expf's polynomial and the 16 lane sums,
 // then Σ_t p_t·v_t 16 dimensions at a time (each value load shared by the
 // 8 rows), finally divided by the row's sum.
-func (a *Attn) Run(out, q []float32, sc *AttnScratch, fast bool) {
+func (a *Attn) Run(out, q []float32, sc *AttnScratch, kern AttnKernel) {
 	hd := a.HeadDim
 	rows := len(q) / hd
-	fast = fast && attnAsm && hd%16 == 0
+	kern = kern.Usable()
+	if hd%16 != 0 {
+		kern = AttnGo
+	}
 	nb := (a.N + AttnBlock - 1) / AttnBlock
 	ss := nb * AttnBlock
 	tail := a.N - (nb-1)*AttnBlock
 	sc.grow(hd, ss)
+	for i := range sc.mask {
+		sc.mask[i] = 0
+		if i < tail {
+			sc.mask[i] = -1
+		}
+	}
 	for r0 := 0; r0 < rows; r0 += AttnRows {
 		r := min(AttnRows, rows-r0)
 		qr := q[r0*hd : (r0+r)*hd]
@@ -80,19 +118,26 @@ func (a *Attn) Run(out, q []float32, sc *AttnScratch, fast bool) {
 				qt[d*AttnRows+h] = v
 			}
 		}
-		if fast {
+		switch kern {
+		case AttnAVX512:
 			a.scoresAsm(sc, nb, tail, ss)
-		} else {
+		case AttnAVX2:
+			a.scoresAVX2(sc, r, nb, ss)
+		default:
 			a.scoresGo(sc, r, nb, ss)
 		}
 		for h := range r {
 			srow := sc.s[h*ss : (h+1)*ss]
 			m := float32(math.Inf(-1))
-			if fast {
+			if kern != AttnGo {
 				for _, v := range sc.mx[h*AttnBlock : (h+1)*AttnBlock] {
 					m = max(m, v)
 				}
-				attnExp(&srow[0], nb, uint64(1)<<tail-1, m, &sc.sum[0])
+				if kern == AttnAVX512 {
+					attnExp(&srow[0], nb, uint64(1)<<tail-1, m, &sc.sum[0])
+				} else {
+					attnExpAVX2(&srow[0], nb, &sc.mask[0], m, &sc.sum[0], &attnConsts[0])
+				}
 			} else {
 				for _, v := range srow[:a.N] {
 					m = max(m, v)
@@ -113,9 +158,12 @@ func (a *Attn) Run(out, q []float32, sc *AttnScratch, fast bool) {
 			sc.inv[h] = 1 / (l[0] + l[1])
 		}
 		o := sc.o[:AttnRows*hd]
-		if fast {
+		switch kern {
+		case AttnAVX512:
 			a.pvAsm(sc, ss)
-		} else {
+		case AttnAVX2:
+			a.pvAVX2(sc, r, ss)
+		default:
 			a.pvGo(sc, r, ss)
 		}
 		for h := range r {
