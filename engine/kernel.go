@@ -119,12 +119,19 @@ func (m *Model) prepare(lvl simdLevel, threads int, release func([]byte)) error 
 		w := &m.layers[i]
 		mats = append(mats, &w.wq, &w.wk, &w.wv, &w.wo, &w.gate, &w.up, &w.down)
 	}
+	total := 0
 	for _, mat := range mats {
 		if mat.packed != nil {
 			continue // packed as it was read (q4nx) or by the cache
 		}
 		mat.kern = chooseKernel(mat, m.arith.floatAct, lvl)
-		if mat.kern != kernPacked {
+		if mat.kern == kernPacked {
+			total += arenaSize(quant.PackedBytes(mat.Type, mat.Rows, mat.Cols))
+		}
+	}
+	m.arena.reserve(total) // one block: no partly used huge pages between blocks
+	for _, mat := range mats {
+		if mat.packed != nil || mat.kern != kernPacked {
 			continue
 		}
 		if err := mat.pack(threads, &m.arena); err != nil {
@@ -190,7 +197,7 @@ func packParallel(t quant.Type, rows, cols int, data []byte, threads int, a *are
 const hugePage = 2 << 20
 
 // arenaBlock is the least an arena allocates at a time.
-const arenaBlock = 64 << 20
+const arenaBlock = 256 << 20
 
 // arena hands out the memory packed weights are written to: cut from
 // large blocks aligned to hugePage and advised to be backed by huge pages
@@ -201,9 +208,20 @@ const arenaBlock = 64 << 20
 // garbage collector frees them with the model).
 type arena struct{ free []byte }
 
+// arenaSize is how much of an arena alloc(n) takes.
+func arenaSize(n int) int { return (n + 63) &^ 63 }
+
+// reserve makes sure the next allocations of n bytes in all come from
+// one block.
+func (a *arena) reserve(n int) {
+	if n > 0 && len(a.free) < n {
+		a.free = hugeBytes(n)
+	}
+}
+
 // alloc returns n bytes (not necessarily zero: Pack writes every byte).
 func (a *arena) alloc(n int) []byte {
-	size := (n + 63) &^ 63
+	size := arenaSize(n)
 	if len(a.free) < size {
 		a.free = hugeBytes(max(size, arenaBlock))
 	}
