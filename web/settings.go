@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -175,7 +176,8 @@ func (s *Server) logTail(w http.ResponseWriter, r *http.Request) {
 	}
 	n := 200
 	if v := r.URL.Query().Get("lines"); v != "" {
-		if _, err := fmt.Sscan(v, &n); err != nil || n < 1 || n > 5000 {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 || n > 5000 {
 			s.fail(w, r, badRequest("lines", "lines must be a number from 1 to 5000, got %q", v))
 			return
 		}

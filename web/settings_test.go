@@ -68,7 +68,10 @@ func TestSettingsAPI(t *testing.T) {
 	if got := decodeJSON[struct{ Lines []string }](t, body); strings.Join(got.Lines, ",") != "two,three" {
 		t.Errorf("log tail: %s", body)
 	}
-	if resp, _ := do(t, "GET", s.URL+"/api/logs?lines=-4", ""); resp.StatusCode != 400 {
-		t.Errorf("bad line count: %d", resp.StatusCode)
+	for _, bad := range []string{"-4", "10abc", "2.5", "0x10", "99999"} {
+		resp, body := do(t, "GET", s.URL+"/api/logs?lines="+bad, "")
+		if resp.StatusCode != 400 || !strings.Contains(body, "lines must be a number from 1 to 5000") {
+			t.Errorf("line count %q: %d %s", bad, resp.StatusCode, body)
+		}
 	}
 }
