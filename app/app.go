@@ -73,6 +73,9 @@ type Options struct {
 	FLMExecutable string
 	// Now is the service's clock (time.Now when nil).
 	Now func() time.Time
+	// MemAvailable is the memory free now, in bytes, for loading the CPU
+	// engine beside FastFlowLM (/proc/meminfo's MemAvailable when nil).
+	MemAvailable func() (int64, error)
 	// OpenURL opens a URL in the user's browser (xdg-open on Linux, the
 	// URL protocol handler on Windows, when nil).
 	OpenURL func(url string) error
@@ -187,6 +190,8 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		Models:       a.reg.Models,
 		Engines:      a.engines,
 		NewBackend:   a.newBackend,
+		Beside:       a.beside,
+		Capabilities: a.capabilities,
 		QueueSize:    cfg.QueueSize,
 		KeepAlive:    cfg.KeepAliveDur,
 		Logger:       a.log,

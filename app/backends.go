@@ -53,6 +53,38 @@ func (a *App) engines(model string) []string {
 	}
 }
 
+// capabilities is service.Options.Capabilities: what model will be able
+// to do with the engines of the engine setting, read from its files
+// without loading it. The NPU (FastFlowLM) adds plain completion only;
+// in auto mode the service sends what it cannot do to the CPU engine.
+func (a *App) capabilities(model string) []string {
+	var caps []string
+	for _, kind := range a.engines(model) {
+		switch kind {
+		case "npu":
+			caps = append(caps, flm.Capabilities()...)
+		case "remote":
+			caps = append(caps, oaicompat.RemoteCapabilities()...)
+		case "cpu":
+			path, ok := a.local[model]
+			if !ok {
+				inst, err := models.Locate(a.cfg, model)
+				if err != nil {
+					continue // not installed: unknown until it is
+				}
+				path = inst.Dir
+			}
+			c, err := cpu.Capabilities(path)
+			if err != nil {
+				a.log.Debug("capabilities", "model", model, "err", err)
+				continue
+			}
+			caps = append(caps, c...)
+		}
+	}
+	return caps
+}
+
 // newBackend makes the backend of a kind for a model.
 func (a *App) newBackend(ctx context.Context, model, kind string) (backend.Backend, error) {
 	switch kind {

@@ -4,6 +4,10 @@ package app
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"net/http/httptest"
+	"slices"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -107,16 +111,21 @@ func newNPURig(t *testing.T) *npuRig {
 }
 
 // app builds the app as `npuchat serve --flm-root` does, with the NPU
-// check reading a recorded machine (ready Strix Halo unless sysroot).
-func (r *npuRig) app(t *testing.T, sysroot string) *App {
+// check reading a recorded machine (ready Strix Halo unless sysroot);
+// mods change the options further.
+func (r *npuRig) app(t *testing.T, sysroot string, mods ...func(*Options)) *App {
 	t.Helper()
 	if sysroot == "" {
 		sysroot = "../npu/check/testdata/trees/strix-halo-ready"
 	}
-	a, err := New(context.Background(), Options{
+	opts := Options{
 		Getenv: func(k string) string { return r.env[k] }, Flags: Flags{FLMRoot: r.root, KeepAlive: "-1"},
 		Logger: slog.New(slog.DiscardHandler), NPUSysroot: sysroot,
-	})
+	}
+	for _, mod := range mods {
+		mod(&opts)
+	}
+	a, err := New(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,5 +244,124 @@ func TestShutdownStopsFastFlowLM(t *testing.T) {
 	}
 	if syscall.Kill(pid, 0) == nil {
 		t.Fatalf("flm (pid %d) still running after Shutdown (%v)", pid, time.Since(start))
+	}
+}
+
+// TestNPURequestsItCannotDoGoToTheCPU: on a working NPU in auto mode,
+// a request FastFlowLM cannot do (logprobs) is answered
+// by the in-process engine loaded beside it, each answer says why, and
+// FastFlowLM keeps running and answering the rest.
+func TestNPURequestsItCannotDoGoToTheCPU(t *testing.T) {
+	r := newNPURig(t)
+	t.Setenv("FAKEFLM_MODE", flmtest.ModeNormal)
+	a := r.app(t, "", func(o *Options) { o.MemAvailable = func() (int64, error) { return 64 << 30, nil } })
+	if _, res, err := ask(t, a); err != nil || res.Backend != "npu" {
+		t.Fatalf("plain request: %+v %v", res, err)
+	}
+	pid := a.FastFlowLMPID()
+	for _, tc := range []struct {
+		name string
+		mod  func(*backend.Request)
+		want string
+	}{
+		// (A JSON format cannot run on this small model: its end token is
+		// outside its 512-token vocabulary; the service's tests cover it)
+		{"logprobs", func(q *backend.Request) { q.Logprobs, q.TopLogprobs = true, 2 }, "log-probabilities"},
+	} {
+		req := &backend.Request{Model: "minicpm5:2b", MaxTokens: 8, Messages: []backend.Message{{Role: "user", Content: "hello"}}}
+		tc.mod(req)
+		var sb strings.Builder
+		logprobs := 0
+		res, err := a.mgr.Generate(context.Background(), req, service.GenerateOptions{}, func(tok backend.Token) error {
+			sb.WriteString(tok.Text)
+			logprobs += len(tok.Logprobs)
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("%s: %v; want the CPU engine to answer", tc.name, err)
+		}
+		if res.Backend != "cpu" || res.CompletionTokens == 0 || !strings.Contains(res.Fallback, tc.want) {
+			t.Fatalf("%s: answered %q by %q, reason %q", tc.name, sb.String(), res.Backend, res.Fallback)
+		}
+		if tc.name == "logprobs" && logprobs == 0 {
+			t.Fatal("no log-probabilities came back")
+		}
+		st := a.mgr.Status()
+		if st.Backend != "npu" || st.Beside != "cpu" || !strings.Contains(st.BesideReason, tc.want) {
+			t.Fatalf("%s: status %+v", tc.name, st)
+		}
+	}
+	if a.FastFlowLMPID() != pid || syscall.Kill(pid, 0) != nil {
+		t.Fatalf("FastFlowLM (pid %d) did not keep running", pid)
+	}
+	if _, res, err := ask(t, a); err != nil || res.Backend != "npu" {
+		t.Fatalf("plain request after: %+v %v", res, err)
+	}
+}
+
+// TestNPURequestItCannotDoWithoutMemoryForTheCPU: when the free memory
+// cannot hold the CPU engine beside FastFlowLM, the request gets a clear
+// 400 that says so, and FastFlowLM keeps serving.
+func TestNPURequestItCannotDoWithoutMemoryForTheCPU(t *testing.T) {
+	r := newNPURig(t)
+	t.Setenv("FAKEFLM_MODE", flmtest.ModeNormal)
+	a := r.app(t, "", func(o *Options) { o.MemAvailable = func() (int64, error) { return 200 << 20, nil } })
+	req := &backend.Request{Model: "minicpm5:2b", MaxTokens: 8, Messages: []backend.Message{{Role: "user", Content: "hello"}}, Logprobs: true}
+	_, err := a.mgr.Generate(context.Background(), req, service.GenerateOptions{}, func(backend.Token) error { return nil })
+	var ue *backend.UnsupportedError
+	if !errors.As(err, &ue) || ue.Param != "logprobs" || !strings.Contains(err.Error(), "0.2 GB is free") || !strings.Contains(err.Error(), "--engine cpu") {
+		t.Fatalf("error %v; want logprobs refused, saying how little memory is free and what to change", err)
+	}
+	if st := a.mgr.Status(); st.Backend != "npu" || st.State != service.StateOn || st.Beside != "" {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+func TestParseMemAvailable(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"MemTotal:       24576000 kB\nMemFree:  100 kB\nMemAvailable:   20000000 kB\n", 20000000 << 10, true},
+		{"MemTotal: 1 kB\n", 0, false},
+		{"MemAvailable: lots kB\n", 0, false},
+	} {
+		got, err := parseMemAvailable([]byte(tc.in))
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("parseMemAvailable(%q) = %d, %v; want %d (ok %v)", tc.in, got, err, tc.want, tc.ok)
+		}
+	}
+}
+
+// TestShowCapabilitiesBeforeTheModelLoads: /api/show lists what the
+// model will do (from its files: its chat template shows no tools; JSON
+// and logprobs through the CPU engine beside FastFlowLM) before it is
+// loaded, the same as once FastFlowLM serves it.
+func TestShowCapabilitiesBeforeTheModelLoads(t *testing.T) {
+	r := newNPURig(t)
+	t.Setenv("FAKEFLM_MODE", flmtest.ModeNormal)
+	a := r.app(t, "")
+	show := func() []string {
+		req := httptest.NewRequest("POST", "http://127.0.0.1:8001/api/show", strings.NewReader(`{"model": "minicpm5:2b"}`))
+		w := httptest.NewRecorder()
+		a.WebServer().Handler().ServeHTTP(w, req)
+		var out struct {
+			Capabilities []string `json:"capabilities"`
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil || w.Code != 200 {
+			t.Fatalf("/api/show: %d %s", w.Code, w.Body)
+		}
+		return out.Capabilities
+	}
+	want := []string{backend.CapCompletion, backend.CapJSON, backend.CapLogprobs}
+	if got := show(); !slices.Equal(got, want) {
+		t.Fatalf("before loading: %v, want %v", got, want)
+	}
+	if _, res, err := ask(t, a); err != nil || res.Backend != "npu" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if got := show(); !slices.Equal(got, want) {
+		t.Fatalf("on the NPU: %v, want %v", got, want)
 	}
 }

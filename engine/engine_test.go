@@ -364,7 +364,7 @@ func TestMatvec(t *testing.T) {
 				mc := m
 				mc.kern = chooseKernel(&mc, c.floatAct, c.lvl)
 				if mc.kern == kernPacked {
-					if err := mc.pack(threads); err != nil {
+					if err := mc.pack(threads, new(arena)); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -693,7 +693,7 @@ func TestMatmulProducts(t *testing.T) {
 			}
 			m.kern = chooseKernel(&m, false, lvl)
 			if m.kern == kernPacked {
-				if err := m.pack(2); err != nil {
+				if err := m.pack(2, new(arena)); err != nil {
 					t.Fatal(err)
 				}
 			}

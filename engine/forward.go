@@ -68,11 +68,7 @@ func (s *Session) forward(tokens []int, pos int, logits bool) {
 			rmsnorm(norm[t], x[t], w.ffnNorm, c.NormEps)
 		}
 		s.matmul(norm, product{hb, &w.gate}, product{hb2, &w.up})
-		for t := range n {
-			for i, g := range hb[t] {
-				hb[t][i] = silu(g) * hb2[t][i]
-			}
-		}
+		s.mul.swiglu(s.pool, hb, hb2)
 		s.matmul(hb, product{xb2, &w.down})
 		for t := range n {
 			scale(xb2[t], float32(c.ResidualScale))
@@ -165,6 +161,14 @@ func softmax(x []float32) {
 }
 
 func silu(x float32) float32 { return x / (1 + float32(math.Exp(float64(-x)))) }
+
+// swiglu sets h[i] = silu(h[i]) · u[i].
+func swiglu(h, u []float32) {
+	u = u[:len(h)]
+	for i, g := range h {
+		h[i] = silu(g) * u[i]
+	}
+}
 
 func add(y, x []float32) {
 	x = x[:len(y)]

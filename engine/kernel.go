@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"unsafe"
 
 	"github.com/npuchat/npuchat/engine/quant"
 )
@@ -118,15 +119,22 @@ func (m *Model) prepare(lvl simdLevel, threads int, release func([]byte)) error 
 		w := &m.layers[i]
 		mats = append(mats, &w.wq, &w.wk, &w.wv, &w.wo, &w.gate, &w.up, &w.down)
 	}
+	total := 0
 	for _, mat := range mats {
 		if mat.packed != nil {
 			continue // packed as it was read (q4nx) or by the cache
 		}
 		mat.kern = chooseKernel(mat, m.arith.floatAct, lvl)
-		if mat.kern != kernPacked {
+		if mat.kern == kernPacked {
+			total += arenaSize(quant.PackedBytes(mat.Type, mat.Rows, mat.Cols))
+		}
+	}
+	m.arena.reserve(total) // one block: no partly used huge pages between blocks
+	for _, mat := range mats {
+		if mat.packed != nil || mat.kern != kernPacked {
 			continue
 		}
-		if err := mat.pack(threads); err != nil {
+		if err := mat.pack(threads, &m.arena); err != nil {
 			return err
 		}
 		if m.cfg.Tied && mat == &m.output {
@@ -150,9 +158,10 @@ func (m *Model) mapped(data []byte) bool {
 	return false
 }
 
-// pack fills m.packed from m.Data, threads groups at a time.
-func (m *matrix) pack(threads int) error {
-	p, err := packParallel(m.Type, m.Rows, m.Cols, m.Data, threads)
+// pack fills m.packed from m.Data, threads groups at a time, in memory
+// from a.
+func (m *matrix) pack(threads int, a *arena) error {
+	p, err := packParallel(m.Type, m.Rows, m.Cols, m.Data, threads, a)
 	if err != nil {
 		return err
 	}
@@ -160,9 +169,10 @@ func (m *matrix) pack(threads int) error {
 	return nil
 }
 
-// packParallel is quant.Pack with the groups split across threads.
-func packParallel(t quant.Type, rows, cols int, data []byte, threads int) (*quant.Packed, error) {
-	dst := make([]byte, quant.PackedBytes(t, rows, cols))
+// packParallel is quant.Pack with the groups split across threads, into
+// memory from a.
+func packParallel(t quant.Type, rows, cols int, data []byte, threads int, a *arena) (*quant.Packed, error) {
+	dst := a.alloc(quant.PackedBytes(t, rows, cols))
 	groups := (rows + quant.GroupRows - 1) / quant.GroupRows
 	threads = max(1, min(threads, groups))
 	errs := make([]error, threads)
@@ -181,4 +191,52 @@ func packParallel(t quant.Type, rows, cols int, data []byte, threads int) (*quan
 		return nil, err
 	}
 	return quant.NewPacked(t, rows, cols, dst)
+}
+
+// hugePage is the size of a transparent huge page on x86-64 and arm64.
+const hugePage = 2 << 20
+
+// arenaBlock is the least an arena allocates at a time.
+const arenaBlock = 256 << 20
+
+// arena hands out the memory packed weights are written to: cut from
+// large blocks aligned to hugePage and advised to be backed by huge pages
+// (adviseHuge), so that the decode kernels, which stream every weight
+// once per token, do not miss the TLB every 4 KB. Memory that does not
+// fit a block's rest starts a new block; the rest is never touched, so it
+// costs address space, not memory. Blocks are ordinary Go memory (the
+// garbage collector frees them with the model).
+type arena struct{ free []byte }
+
+// arenaSize is how much of an arena alloc(n) takes.
+func arenaSize(n int) int { return (n + 63) &^ 63 }
+
+// reserve makes sure the next allocations of n bytes in all come from
+// one block.
+func (a *arena) reserve(n int) {
+	if n > 0 && len(a.free) < n {
+		a.free = hugeBytes(n)
+	}
+}
+
+// alloc returns n bytes (not necessarily zero: Pack writes every byte).
+func (a *arena) alloc(n int) []byte {
+	size := arenaSize(n)
+	if len(a.free) < size {
+		a.free = hugeBytes(max(size, arenaBlock))
+	}
+	b := a.free[:n:n]
+	a.free = a.free[size:]
+	return b
+}
+
+// hugeBytes returns n bytes (rounded up to whole huge pages) starting at
+// a huge-page boundary, advised to be backed by huge pages.
+func hugeBytes(n int) []byte {
+	n = (n + hugePage - 1) &^ (hugePage - 1)
+	b := make([]byte, n+hugePage)
+	off := int(-uintptr(unsafe.Pointer(&b[0])) & (hugePage - 1))
+	b = b[off : off+n : off+n]
+	adviseHuge(b)
+	return b
 }

@@ -326,6 +326,7 @@ type q4nxSource struct {
 	pack     bool
 	file     *mmapfile.File
 	scratch  []byte
+	arena    *arena // the model's, for packed matrices
 	progress func(done, total int64)
 	done     int64
 }
@@ -383,7 +384,7 @@ func (s *q4nxSource) unpack(name string, rows, cols int) (matrix, error) {
 		return newMatrix(quant.Q4_1BF16, rows, cols, data)
 	}
 	s.scratch = data
-	p, err := packParallel(quant.Q4_1BF16, rows, cols, data, s.threads)
+	p, err := packParallel(quant.Q4_1BF16, rows, cols, data, s.threads, s.arena)
 	if err != nil {
 		return matrix{}, fmt.Errorf("tensor %s: %w", name, err)
 	}
@@ -423,7 +424,7 @@ func loadQ4NX(dir string, opts LoadOptions) (_ *Model, err error) {
 		st.file[n] = "model.q4nx"
 	}
 	src := &q4nxSource{st: st, threads: opts.threads(), pack: lvl >= levelAVX512 && !opts.FloatActivations,
-		file: mf, progress: opts.Progress}
+		file: mf, progress: opts.Progress, arena: &m.arena}
 	layout := "rows"
 	if src.pack {
 		layout = "packed16"

@@ -79,10 +79,11 @@ type mulTask struct {
 	// end[i] is one past product i's last unit (row, or 16-row group
 	// of a packed matrix), counting the products' units one after the
 	// other
-	end   [maxProducts]int
-	chunk int // units a thread takes at a time
-	xs    [][]float32
-	q8    quant.Q8Batch // xs rounded to 8 bits (integer kernels)
+	end     [maxProducts]int
+	chunk   int // the fewest units a thread takes at a time
+	threads int // of the pool the task runs on
+	xs      [][]float32
+	q8      quant.Q8Batch // xs rounded to 8 bits (integer kernels)
 	// plainQ8 rounds in plain Go (the matrices' kernels are below AVX-512)
 	plainQ8 bool
 	sums    [][]float32 // 32-value block sums of xs (Q4_1, Q4_K float path)
@@ -90,8 +91,34 @@ type mulTask struct {
 	// next is the first unit no thread has taken yet: threads take
 	// chunks of units until none are left, so a thread slowed by other
 	// work on the machine takes fewer (each row's result does not depend
-	// on which thread computes it).
+	// on which thread computes it). Chunks shrink as the units run out
+	// (guided scheduling): large ones first, few atomic operations, and
+	// small ones last, so that the threads finish together.
 	next atomic.Int64
+	glu  gluTask // the SwiGLU between the feed-forward products
+}
+
+// gluTask is swiglu over a batch of rows, split by ranges of values.
+type gluTask struct{ h, u [][]float32 }
+
+func (g *gluTask) part(k, n int) {
+	size := len(g.h[0])
+	lo, hi := share(k, n, len(g.h)*size)
+	for lo < hi {
+		t, i := lo/size, lo%size
+		e := min(size, i+hi-lo)
+		swiglu(g.h[t][i:e], g.u[t][i:e])
+		lo += e - i
+	}
+}
+
+// swiglu sets h[t][i] = silu(h[t][i]) · u[t][i] for every row t, on
+// pool pl (math.Exp over 6144 values a layer is too much to leave to one
+// thread between two products).
+func (k *mulTask) swiglu(pl *pool, h, u [][]float32) {
+	k.glu = gluTask{h, u}
+	pl.run(&k.glu)
+	k.glu = gluTask{}
 }
 
 // mul sets p.outs[t] = p.w·xs[t] for every product p and vector t, on
@@ -124,9 +151,9 @@ func (k *mulTask) mul(pl *pool, xs [][]float32, prods ...product) {
 		case kernSums:
 			sums = true
 		}
-		c := max(1, u/(16*pl.threads))
+		c := 1 // a 16-row group
 		if w.kern != kernPacked {
-			c = max(16, c)
+			c = 16 // rows
 		}
 		units += u
 		k.end[i] = units
@@ -161,6 +188,7 @@ func (k *mulTask) mul(pl *pool, xs [][]float32, prods ...product) {
 		}
 	}
 	k.next.Store(0)
+	k.threads = pl.threads
 	if work < 64 {
 		k.part(0, 1)
 	} else {
@@ -176,11 +204,14 @@ func (k *mulTask) mul(pl *pool, xs [][]float32, prods ...product) {
 func (k *mulTask) part(i, _ int) {
 	total := k.end[k.n-1]
 	for {
-		lo := int(k.next.Add(int64(k.chunk))) - k.chunk
+		lo := int(k.next.Load())
 		if lo >= total {
 			return
 		}
-		hi := min(lo+k.chunk, total)
+		hi := min(total, lo+max(k.chunk, (total-lo)/(2*k.threads)))
+		if !k.next.CompareAndSwap(int64(lo), int64(hi)) {
+			continue // another thread took it
+		}
 		start := 0
 		for p := 0; p < k.n && lo < hi; p++ {
 			if lo < k.end[p] {

@@ -40,6 +40,7 @@ type Model struct {
 	// q4nx cache, already folded (0 otherwise).
 	cachedKV int
 	cacheErr error // why the q4nx cache could not be written, if it could not
+	arena    arena // memory of the packed matrices (prepare)
 }
 
 // CacheError reports why a q4nx model's cache file (LoadOptions.CacheDir)

@@ -172,6 +172,10 @@ func openCache(dir, name string, src cacheSource) (*mmapfile.File, *cacheHeader,
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	// The kernels read the matrices straight from this mapping: 2 MB
+	// pages where the page cache has them (as for the packed GGUF
+	// weights, see arena), and 2 MB read-ahead when it does not.
+	adviseHuge(mf.Data)
 	hdr, bodies, err := parseCache(mf.Data, src)
 	if err != nil {
 		mf.Close()

@@ -257,6 +257,8 @@ func TestViewOf(t *testing.T) {
 		{"on npu", Snapshot{Service: service.Status{State: service.StateOn, Enabled: true, Backend: "npu", Model: "m"}}, IconOn, "On: NPU", "", true},
 		{"on cpu fallback", Snapshot{Service: service.Status{State: service.StateOn, Enabled: true, Backend: "cpu", Model: "m",
 			Fallback: "FastFlowLM exited"}}, IconOn, "On: CPU", "NPU not used: FastFlowLM exited", true},
+		{"on npu, cpu beside", Snapshot{Service: service.Status{State: service.StateOn, Enabled: true, Backend: "npu", Model: "m",
+			Beside: "cpu", BesideReason: "npu backend cannot do tool calling"}}, IconOn, "On: NPU", "Also on the CPU: npu backend cannot do tool calling", true},
 		{"on remote", Snapshot{Service: service.Status{State: service.StateOn, Enabled: true, Backend: "remote"}}, IconOn, "On: remote", "", true},
 		{"error", Snapshot{Service: service.Status{State: service.StateError, Error: "no weights"}}, IconError, "Error: no weights", "", false},
 		{"error cut", Snapshot{Service: service.Status{State: service.StateError, Error: long}}, IconError,

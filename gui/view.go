@@ -93,6 +93,11 @@ func ViewOf(s Snapshot) View {
 		if st.Fallback != "" {
 			v.Detail = "NPU not used: " + st.Fallback
 			v.Tooltip += " The NPU is not used: " + st.Fallback
+		} else if st.Beside != "" {
+			// A second engine answers what the first cannot (tools on
+			// FastFlowLM).
+			v.Detail = "Also on the " + engineName(st.Beside) + ": " + st.BesideReason
+			v.Tooltip += " Also on the " + engineName(st.Beside) + ": " + st.BesideReason + "."
 		}
 	case service.StateError:
 		v.Icon = IconError

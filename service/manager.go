@@ -54,6 +54,10 @@ type Options struct {
 	// Models lists the models that can be served (catalog and local
 	// files) for /v1/models and /api/tags.
 	Models func() []ModelDesc
+	// Capabilities says what model will be able to do when served with
+	// the engines Engines lists (backend.CapTools, ...), from its files,
+	// without loading it (nil, or an empty answer: unknown).
+	Capabilities func(model string) []string
 	// DefaultModel is the model Start("") starts before any model was
 	// asked for, and the one Status names then (the tray's and the
 	// page's switch start it; "" leaves Start("") an error).
@@ -65,7 +69,12 @@ type Options struct {
 	KeepAlive time.Duration
 	// RetryAfter is the Retry-After hint for a full queue (default 2s).
 	RetryAfter time.Duration
-	Logger     *slog.Logger
+	// Beside, when set, says whether a backend of kind may be loaded for
+	// model while the serving backend stays loaded (for a request the
+	// serving one cannot do, see Manager); an error says why not (not
+	// enough free memory). nil allows it.
+	Beside func(model, kind string) error
+	Logger *slog.Logger
 	// Now is the clock (time.Now by default).
 	Now func() time.Time
 }
@@ -79,14 +88,19 @@ type Status struct {
 	Reason  string `json:"reason,omitempty"`  // why the model is off
 	Error   string `json:"error,omitempty"`   // why loading failed
 	// Fallback says why the preferred backend is not the one serving.
-	Fallback  string             `json:"fallback,omitempty"`
-	Progress  *backend.Progress  `json:"progress,omitempty"`
-	Info      *backend.ModelInfo `json:"info,omitempty"`
-	Since     time.Time          `json:"since"`
-	ExpiresAt *time.Time         `json:"expires_at,omitempty"` // idle unload time
-	Running   int                `json:"running"`              // generations running now
-	Waiting   int                `json:"waiting"`              // requests in the queue
-	Stats     Stats              `json:"stats"`
+	Fallback string `json:"fallback,omitempty"`
+	// Beside is the kind of a second backend loaded beside the serving
+	// one, for requests that one cannot do (FastFlowLM and tools), and
+	// BesideReason why the last of them went there.
+	Beside       string             `json:"beside,omitempty"`
+	BesideReason string             `json:"beside_reason,omitempty"`
+	Progress     *backend.Progress  `json:"progress,omitempty"`
+	Info         *backend.ModelInfo `json:"info,omitempty"`
+	Since        time.Time          `json:"since"`
+	ExpiresAt    *time.Time         `json:"expires_at,omitempty"` // idle unload time
+	Running      int                `json:"running"`              // generations running now
+	Waiting      int                `json:"waiting"`              // requests in the queue
+	Stats        Stats              `json:"stats"`
 }
 
 // Stats are counters and the last measured speeds.
@@ -231,6 +245,20 @@ func (t *Ticket) Release() {
 //	error    off      Stop
 //	off      off      the reason changed (Stop while off, an abandoned load ended)
 //
+// # A second backend beside the first
+//
+// A request that asks for what the serving backend cannot do (tools, a
+// JSON format or logprobs on FastFlowLM, which refuses them) goes to the
+// next engine for the model that is not failed (the CPU engine in auto
+// mode), loaded beside the first one if Options.Beside allows it, while
+// the first keeps serving everything else. The reason is recorded as a
+// fallback's is, for that answer (OnRun, Result.Fallback) and in
+// Status.Beside and BesideReason; the state does not change. The second
+// backend shares the slot and the keep-alive, and goes with the first
+// (Stop, the idle unload, Unload, another model, a device failure).
+// When it may not be loaded, the request gets the first backend's
+// UnsupportedError with the reason.
+//
 // Who may use the backend is a separate question, answered by the slot:
 // one goroutine at a time holds it (a generation, a load, an unload).
 // Stop does not wait for the slot to change the state: it switches the
@@ -267,11 +295,16 @@ type Manager struct {
 	loadCancel context.CancelFunc // cancels the running load
 	loadGen    int                // bumped by Stop to abandon loads
 	orphans    []backend.Backend  // set aside by Stop, unloaded by giveSlot
+	side       backend.Backend    // a second backend beside be (see above)
+	sideKind   string             // its kind
+	sideModel  string             // the model it has loaded
+	sideWhy    string             // why the last request went to it
+	sideCaps   []string           // its capabilities
 	idle       *time.Timer
 	expires    time.Time
 	keepAlive  time.Duration
 	stats      Stats
-	subs       map[chan Event]struct{}
+	subs       map[*subscriber]struct{}
 	closed     bool
 }
 
@@ -306,7 +339,7 @@ func New(opts Options) *Manager {
 		failed:    map[string]string{},
 		since:     opts.Now(),
 		keepAlive: opts.KeepAlive,
-		subs:      map[chan Event]struct{}{},
+		subs:      map[*subscriber]struct{}{},
 		model:     opts.DefaultModel,
 	}
 	return m
@@ -329,6 +362,7 @@ func (m *Manager) statusLocked() Status {
 	s := Status{
 		State: m.state, Model: m.model, Backend: m.kind, Enabled: m.enabled,
 		Reason: m.reason, Error: m.errMsg, Fallback: m.fallback, Since: m.since,
+		Beside: m.sideKind, BesideReason: m.sideWhy,
 		Running: m.running, Waiting: m.waiting, Stats: m.stats,
 	}
 	if m.progress != nil {
@@ -346,34 +380,6 @@ func (m *Manager) statusLocked() Status {
 	return s
 }
 
-// Subscribe returns a channel of events, starting with the current
-// status, and a function that ends the subscription. A subscriber that
-// does not keep up loses progress events and, to make room for a state
-// change, its oldest events; it never blocks the service, and the last
-// event it receives always carries the current status.
-func (m *Manager) Subscribe() (<-chan Event, func()) {
-	ch := make(chan Event, 64)
-	m.mu.Lock()
-	ch <- Event{Type: EventStatus, Status: m.statusLocked(), Time: m.opts.Now()}
-	if m.closed {
-		close(ch)
-	} else {
-		m.subs[ch] = struct{}{}
-	}
-	m.mu.Unlock()
-	var once sync.Once
-	return ch, func() {
-		once.Do(func() {
-			m.mu.Lock()
-			if _, ok := m.subs[ch]; ok {
-				delete(m.subs, ch)
-				close(ch)
-			}
-			m.mu.Unlock()
-		})
-	}
-}
-
 // publishLocked sends an event to every subscriber. m.mu must be held.
 func (m *Manager) publishLocked(kind EventKind, msg string) {
 	ev := Event{Type: kind, Message: msg}
@@ -382,33 +388,6 @@ func (m *Manager) publishLocked(kind EventKind, msg string) {
 		ev.Progress = &p
 	}
 	m.sendLocked(ev)
-}
-
-// sendLocked stamps ev with the status and the time and sends it to every
-// subscriber. m.mu must be held.
-func (m *Manager) sendLocked(ev Event) {
-	ev.Status, ev.Time = m.statusLocked(), m.opts.Now()
-	lossy := ev.Type == EventProgress || ev.Type == EventInstall
-	for ch := range m.subs {
-		select {
-		case ch <- ev:
-		default:
-			if lossy {
-				continue // a slow subscriber loses progress
-			}
-			// A state change is never lost: make room by dropping the
-			// oldest event (each event carries the whole status, so the
-			// newest says everything the dropped one did).
-			select {
-			case <-ch:
-			default:
-			}
-			select {
-			case ch <- ev:
-			default:
-			}
-		}
-	}
 }
 
 // Publish sends an event of another service-level component (the
@@ -528,6 +507,9 @@ func (m *Manager) Stop(ctx context.Context) error {
 	if be := m.detachLocked("switched off"); be != nil {
 		m.orphans = append(m.orphans, be)
 	}
+	if side := m.takeSideLocked(); side != nil {
+		m.orphans = append(m.orphans, side)
+	}
 	m.mu.Unlock()
 	if err := m.takeSlot(ctx); err != nil {
 		m.log.Warn("stop: the running answer or load has not ended yet; its backend unloads when it does", "err", err)
@@ -574,9 +556,8 @@ func (m *Manager) Close(ctx context.Context) error {
 	if m.idle != nil {
 		m.idle.Stop()
 	}
-	for ch := range m.subs {
-		close(ch)
-		delete(m.subs, ch)
+	for sub := range m.subs {
+		m.endLocked(sub)
 	}
 	m.mu.Unlock()
 	return err
@@ -625,10 +606,12 @@ func (m *Manager) ensureLoaded(ctx context.Context, model string) (backend.Backe
 		m.mu.Unlock()
 		return be, nil
 	}
-	if m.be != nil {
+	if m.be != nil || m.side != nil {
 		be := m.detachLocked("switching to " + model)
+		side := m.takeSideLocked()
 		m.mu.Unlock()
 		m.unload(ctx, be)
+		m.unload(ctx, side)
 		m.mu.Lock()
 	}
 	if m.beModel != model && m.model != model {
@@ -799,7 +782,12 @@ func (m *Manager) Generate(ctx context.Context, req *backend.Request, opts Gener
 		if err := ctx.Err(); err != nil {
 			return backend.Result{}, err // the client left while the model loaded
 		}
-		kind, emitted, res, err := m.run(ctx, be, &r, opts.OnRun, emit)
+		if side, why, err := m.route(ctx, model, be, &r); err != nil {
+			return backend.Result{}, err
+		} else if side != nil {
+			return m.runBeside(ctx, side, why, &r, opts.OnRun, emit)
+		}
+		kind, emitted, res, err := m.run(ctx, be, &r, "", opts.OnRun, emit)
 		m.mu.Lock()
 		enabled := m.enabled
 		m.mu.Unlock()
@@ -831,11 +819,13 @@ func (m *Manager) Generate(ctx context.Context, req *backend.Request, opts Gener
 			m.fallback = why
 		}
 		failed := m.detachLocked(why)
+		side := m.takeSideLocked() // the next engine loads afresh, never twice in memory
 		if next {
 			m.publishLocked(EventFallback, why)
 		}
 		m.mu.Unlock()
 		m.unload(context.Background(), failed)
+		m.unload(context.Background(), side)
 		if !next {
 			return res, err
 		}
@@ -847,12 +837,16 @@ func (m *Manager) Generate(ctx context.Context, req *backend.Request, opts Gener
 
 // run runs one generation on be, counted as running and cancellable by
 // Stop, and says which backend kind ran it and how many tokens it emitted.
-func (m *Manager) run(ctx context.Context, be backend.Backend, r *backend.Request, onRun func(kind, fallback string), emit func(backend.Token) error) (kind string, emitted int, res backend.Result, err error) {
+// beside is "" for the serving backend, else why be is the one beside it.
+func (m *Manager) run(ctx context.Context, be backend.Backend, r *backend.Request, beside string, onRun func(kind, fallback string), emit func(backend.Token) error) (kind string, emitted int, res backend.Result, err error) {
 	gctx, cancel := context.WithCancel(ctx)
 	m.mu.Lock()
 	m.genCancel = cancel
 	m.running++
 	kind, fallback := m.kind, m.fallback
+	if beside != "" {
+		kind, fallback = m.sideKind, beside
+	}
 	m.mu.Unlock()
 	if onRun != nil {
 		onRun(kind, fallback)
@@ -875,18 +869,7 @@ func (m *Manager) run(ctx context.Context, be backend.Backend, r *backend.Reques
 // hasNextEngineLocked reports whether an engine after kind, not failed
 // yet, can serve model.
 func (m *Manager) hasNextEngineLocked(model, kind string) bool {
-	kinds := m.opts.Engines(model)
-	for i, k := range kinds {
-		if k != kind {
-			continue
-		}
-		for _, later := range kinds[i+1:] {
-			if _, bad := m.failed[later]; !bad {
-				return true
-			}
-		}
-	}
-	return false
+	return m.nextEngineLocked(model, kind) != ""
 }
 
 // acquire waits for the slot, counting as waiting meanwhile. With a
@@ -1004,8 +987,10 @@ func (m *Manager) idleUnload() {
 		return
 	}
 	be := m.detachLocked(fmt.Sprintf("unloaded after %s idle; it loads again on the next request", m.keepAlive))
+	side := m.takeSideLocked()
 	m.mu.Unlock()
 	m.unload(context.Background(), be)
+	m.unload(context.Background(), side)
 }
 
 // Unload unloads model now, if it is the one loaded, without switching
@@ -1024,12 +1009,16 @@ func (m *Manager) Unload(ctx context.Context, model string) error {
 	}
 	defer m.giveSlot()
 	m.mu.Lock()
-	var be backend.Backend
+	var be, side backend.Backend
 	if m.be != nil && (model == "" || model == m.beModel) {
 		be = m.detachLocked("unloaded on request; it loads again on the next request")
 	}
+	if m.side != nil && (model == "" || model == m.sideModel) {
+		side = m.takeSideLocked()
+	}
 	m.mu.Unlock()
 	m.unload(ctx, be)
+	m.unload(ctx, side)
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -682,8 +683,8 @@ func TestLoadFailureOfTheOnlyEngineIsRetriedAndNotAFallback(t *testing.T) {
 	if st := r.m.Status(); st.Fallback != "" {
 		t.Fatalf("fallback %q with one engine", st.Fallback)
 	}
-	for len(events) > 0 {
-		if ev := <-events; ev.Type == "fallback" {
+	for _, ev := range drain(r.m, events) {
+		if ev.Type == "fallback" {
 			t.Fatalf("fallback event with one engine: %s", ev.Message)
 		}
 	}
@@ -880,14 +881,249 @@ func TestSlowSubscriberAlwaysSeesTheLastState(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "on", func() bool { return r.m.Status().State == StateOn })
-	time.Sleep(50 * time.Millisecond)
-	var last Event
-	n := 0
-	for len(events) > 0 {
-		last = <-events
-		n++
-	}
+	got := drain(r.m, events)
+	n := len(got)
+	last := got[n-1]
 	if last.Type != EventStatus || last.Status.State != StateOn {
 		t.Fatalf("the last of %d buffered events is %s with state %s, want the status 'on'", n, last.Type, last.Status.State)
+	}
+}
+
+// TestRequestTheNPUCannotDoGoesToTheCPU: in auto mode on a working NPU,
+// a request with tools, a JSON format or logprobs (which FastFlowLM
+// cannot do) is answered by the CPU engine loaded beside it, says why,
+// and the NPU keeps serving the rest.
+func TestRequestTheNPUCannotDoGoesToTheCPU(t *testing.T) {
+	all := []string{backend.CapCompletion, backend.CapTools, backend.CapJSON, backend.CapLogprobs}
+	for _, tc := range []struct {
+		name string
+		req  func(*backend.Request)
+		want string // in the reason
+	}{
+		{"tools", func(r *backend.Request) { r.Tools = []backend.Tool{{Name: "get_weather"}} }, "tool calling"},
+		{"format", func(r *backend.Request) { r.Format = &backend.Format{Type: backend.FormatJSON} }, "structured output"},
+		{"logprobs", func(r *backend.Request) { r.Logprobs = true }, "log-probabilities"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, []string{"npu", "cpu"}, map[string]fake.Options{
+				"npu": {}, "cpu": {Capabilities: all},
+			}, Options{KeepAlive: -1})
+			if _, res, err := collect(t, r.m, chat("minicpm5:2b", "plain")); err != nil || res.Backend != "npu" {
+				t.Fatalf("plain request: %+v %v; want the NPU", res, err)
+			}
+			req := chat("minicpm5:2b", "special")
+			tc.req(req)
+			var ranOn, ranWhy string
+			res, err := r.m.Generate(context.Background(), req, GenerateOptions{OnRun: func(kind, why string) { ranOn, ranWhy = kind, why }},
+				func(backend.Token) error { return nil })
+			if err != nil {
+				t.Fatalf("request with %s: %v; want the CPU to answer it", tc.name, err)
+			}
+			if res.Backend != "cpu" || ranOn != "cpu" {
+				t.Fatalf("answered by %q (OnRun %q); want cpu", res.Backend, ranOn)
+			}
+			for _, why := range []string{res.Fallback, ranWhy} {
+				if !strings.Contains(why, tc.want) || !strings.Contains(why, "npu") {
+					t.Fatalf("reason %q does not say the NPU cannot do %s", why, tc.want)
+				}
+			}
+			st := r.m.Status()
+			if st.State != StateOn || st.Backend != "npu" || st.Fallback != "" || st.Beside != "cpu" || !strings.Contains(st.BesideReason, tc.want) {
+				t.Fatalf("status %+v; want the NPU serving, the CPU beside it and why", st)
+			}
+			if !r.backends("npu")[0].Loaded() {
+				t.Fatal("the NPU backend was unloaded for the CPU's request")
+			}
+			// The next plain request is the NPU's again, and the CPU stays
+			// loaded for the next special one (made once).
+			if _, res, err := collect(t, r.m, chat("minicpm5:2b", "plain again")); err != nil || res.Backend != "npu" || res.Fallback != "" {
+				t.Fatalf("plain request after: %+v %v; want the NPU", res, err)
+			}
+			if _, res, err := collect(t, r.m, req); err != nil || res.Backend != "cpu" {
+				t.Fatalf("second special request: %+v %v", res, err)
+			}
+			if n := len(r.backends("cpu")); n != 1 {
+				t.Fatalf("CPU backend made %d times; want once", n)
+			}
+			// Switching off unloads both.
+			if err := r.m.Stop(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "both unloaded", func() bool { return !r.backends("npu")[0].Loaded() && !r.backends("cpu")[0].Loaded() })
+			if st := r.m.Status(); st.Beside != "" {
+				t.Fatalf("status after Stop still has a backend beside: %+v", st)
+			}
+		})
+	}
+}
+
+// TestRequestTheNPUCannotDoWhenTheCPUCannotLoadBeside: when the CPU
+// engine may not be loaded beside the NPU (not enough memory), the
+// request gets a clear error naming the feature and the reason, and the
+// NPU keeps serving.
+func TestRequestTheNPUCannotDoWhenTheCPUCannotLoadBeside(t *testing.T) {
+	r := newRig(t, []string{"npu", "cpu"}, map[string]fake.Options{
+		"npu": {}, "cpu": {Capabilities: []string{backend.CapCompletion, backend.CapTools}},
+	}, Options{KeepAlive: -1, Beside: func(model, kind string) error {
+		return errors.New("it needs about 2.1 GB of memory and 0.8 GB is free")
+	}})
+	req := chat("minicpm5:2b", "call")
+	req.Tools = []backend.Tool{{Name: "get_weather"}}
+	_, _, err := collect(t, r.m, req)
+	var ue *backend.UnsupportedError
+	if !errors.As(err, &ue) || ue.Param != "tools" {
+		t.Fatalf("error %v; want an unsupported \"tools\" error", err)
+	}
+	for _, want := range []string{"tool calling", "0.8 GB is free", "cpu"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("error %q does not say %q", err, want)
+		}
+	}
+	if n := len(r.backends("cpu")); n != 0 {
+		t.Fatalf("the CPU backend was made %d times; want none", n)
+	}
+	if st := r.m.Status(); st.State != StateOn || st.Backend != "npu" {
+		t.Fatalf("status %+v; want the NPU still on", st)
+	}
+}
+
+// TestRequestTheOnlyEngineCannotDoIsRefused: with the NPU engine chosen
+// (no CPU to go to), FastFlowLM's refusal stands.
+func TestRequestTheOnlyEngineCannotDoIsRefused(t *testing.T) {
+	r := newRig(t, []string{"npu"}, map[string]fake.Options{"npu": {}}, Options{KeepAlive: -1})
+	req := chat("minicpm5:2b", "call")
+	req.Logprobs = true
+	_, res, err := collect(t, r.m, req)
+	if !errors.Is(err, backend.ErrBadRequest) || res.Backend == "cpu" {
+		t.Fatalf("%+v %v; want the NPU's 400", res, err)
+	}
+}
+
+// drain reads every event sent to events so far, including those still
+// waiting for room in its channel.
+func drain(m *Manager, events <-chan Event) []Event {
+	var out []Event
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return out
+			}
+			out = append(out, ev)
+			continue
+		default:
+		}
+		m.mu.Lock()
+		busy := false
+		for s := range m.subs {
+			if (<-chan Event)(s.ch) == events && (s.flushing || len(s.pending) > 0) {
+				busy = true
+			}
+		}
+		m.mu.Unlock()
+		if !busy && len(events) == 0 {
+			return out
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestSlowSubscriberGetsEveryInstallOutcome: a subscriber that reads
+// nothing while an install floods progress (and the model changes
+// state) still gets the install's end, after its progress, for every
+// install; progress may be coalesced.
+func TestSlowSubscriberGetsEveryInstallOutcome(t *testing.T) {
+	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: -1})
+	events, cancel := r.m.Subscribe()
+	defer cancel()
+	other, cancelOther := r.m.Subscribe() // reads as it goes
+	defer cancelOther()
+	var seenOther []Event
+	readOther := func() { seenOther = append(seenOther, drain(r.m, other)...) }
+	for i, outcome := range []string{"failed", "cancelled", "done"} {
+		model := fmt.Sprintf("model%d", i)
+		for n := 0; n < 300; n++ {
+			p := InstallProgress{Model: model, Phase: "downloading", Done: int64(n), Total: 300}
+			if err := r.m.Publish(Event{Type: EventInstall, Install: &p}); err != nil {
+				t.Fatal(err)
+			}
+			if n%100 == 0 {
+				if _, _, err := collect(t, r.m, chat("minicpm5:2b", "hi")); err != nil { // state changes meanwhile
+					t.Fatal(err)
+				}
+				r.m.Unload(context.Background(), "")
+			}
+		}
+		p := InstallProgress{Model: model, Phase: outcome}
+		if err := r.m.Publish(Event{Type: EventInstall, Install: &p}); err != nil {
+			t.Fatal(err)
+		}
+		readOther()
+	}
+	for name, got := range map[string][]Event{"slow": drain(r.m, events), "reading": seenOther} {
+		ends := map[string]string{}
+		for _, ev := range got {
+			if ev.Type != EventInstall {
+				continue
+			}
+			if end, ok := ends[ev.Install.Model]; ok {
+				t.Fatalf("%s subscriber: %s event for %s after its %s", name, ev.Install.Phase, ev.Install.Model, end)
+			}
+			if ev.Install.Phase != "downloading" {
+				ends[ev.Install.Model] = ev.Install.Phase
+			}
+		}
+		want := map[string]string{"model0": "failed", "model1": "cancelled", "model2": "done"}
+		if fmt.Sprint(ends) != fmt.Sprint(want) {
+			t.Fatalf("%s subscriber got install outcomes %v, want %v (of %d events)", name, ends, want, len(got))
+		}
+		if last := got[len(got)-1]; last.Status.State != r.m.Status().State {
+			t.Fatalf("%s subscriber: last event's state %s, want %s", name, last.Status.State, r.m.Status().State)
+		}
+	}
+}
+
+// TestCapabilitiesAreTheSameBeforeAndAfterLoading: /api/show's list
+// comes from the model's files before it loads and stays the same once
+// it is served, on the NPU (the CPU engine beside it does the rest) or
+// on the CPU.
+func TestCapabilitiesAreTheSameBeforeAndAfterLoading(t *testing.T) {
+	all := []string{backend.CapCompletion, backend.CapTools, backend.CapJSON, backend.CapLogprobs}
+	predicted := func(string) []string {
+		return []string{backend.CapLogprobs, backend.CapCompletion, backend.CapJSON, backend.CapTools}
+	}
+	for _, tc := range []struct {
+		name    string
+		engines []string
+		opts    Options
+		before  []string
+	}{
+		{"predicted, npu then cpu", []string{"npu", "cpu"}, Options{Capabilities: predicted}, all},
+		{"nothing known before", []string{"npu", "cpu"}, Options{}, []string{backend.CapCompletion}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.opts.KeepAlive = -1
+			r := newRig(t, tc.engines, map[string]fake.Options{"npu": {}, "cpu": {Capabilities: all}}, tc.opts)
+			if got := r.m.Capabilities("minicpm5:2b"); !slices.Equal(got, tc.before) {
+				t.Fatalf("before loading: %v, want %v", got, tc.before)
+			}
+			if _, res, err := collect(t, r.m, chat("minicpm5:2b", "hi")); err != nil || res.Backend != "npu" {
+				t.Fatalf("%+v %v", res, err)
+			}
+			if got := r.m.Capabilities("minicpm5:2b"); !slices.Equal(got, tc.before) {
+				t.Fatalf("on the NPU: %v, want %v", got, tc.before)
+			}
+			req := chat("minicpm5:2b", "call")
+			req.Tools = []backend.Tool{{Name: "f"}}
+			if _, res, err := collect(t, r.m, req); err != nil || res.Backend != "cpu" {
+				t.Fatalf("%+v %v", res, err)
+			}
+			if got := r.m.Capabilities("minicpm5:2b"); !slices.Equal(got, all) {
+				t.Fatalf("with the CPU beside: %v, want %v", got, all)
+			}
+			if got := r.m.Capabilities("other:1b"); !slices.Equal(got, tc.before) {
+				t.Fatalf("another model: %v, want %v", got, tc.before)
+			}
+		})
 	}
 }

@@ -1,6 +1,11 @@
 package service
 
-import "time"
+import (
+	"slices"
+	"time"
+
+	"github.com/npuchat/npuchat/service/backend"
+)
 
 // ModelDesc describes a model the service can serve, for /v1/models,
 // /api/tags and the UI.
@@ -26,4 +31,32 @@ func (m *Manager) Models() []ModelDesc {
 		return nil
 	}
 	return m.opts.Models()
+}
+
+// Capabilities is what model can do as it is served now, as Ollama's
+// /api/show lists them: what Options.Capabilities says it will do (from
+// its files, before it is loaded) together with what the loaded
+// backend, and the one beside it, say they do, so that the answer is
+// the same before and after the model loads. Plain completion when
+// nothing is known.
+func (m *Manager) Capabilities(model string) []string {
+	var have []string
+	if m.opts.Capabilities != nil {
+		have = append(have, m.opts.Capabilities(model)...)
+	}
+	m.mu.Lock()
+	if m.be != nil && m.beModel == model && m.info != nil {
+		have = append(have, m.info.Capabilities...)
+	}
+	if m.side != nil && m.sideModel == model {
+		have = append(have, m.sideCaps...)
+	}
+	m.mu.Unlock()
+	out := []string{backend.CapCompletion}
+	for _, c := range []string{backend.CapTools, backend.CapJSON, backend.CapLogprobs} {
+		if slices.Contains(have, c) {
+			out = append(out, c)
+		}
+	}
+	return out
 }

@@ -412,13 +412,6 @@ func ollamaDoneReason(a *answer) string {
 	return a.Result.FinishReason
 }
 
-// capabilities is /api/show's list for a model: what the running
-// backend says it can do, or plain completion when the model is not
-// loaded (the backend's abilities are known once it is).
-func (s *Server) capabilities(name string) []string {
-	st := s.mgr.Status()
-	if st.Info != nil && st.Model == name && len(st.Info.Capabilities) > 0 {
-		return st.Info.Capabilities
-	}
-	return []string{backend.CapCompletion}
-}
+// capabilities is /api/show's list for a model: what the service says
+// it can do, the same before and after it loads.
+func (s *Server) capabilities(name string) []string { return s.mgr.Capabilities(name) }

@@ -202,9 +202,13 @@ func (b *Backend) Info() backend.ModelInfo {
 	if b.opts.ContextLength > 0 {
 		info.ContextLength = b.opts.ContextLength
 	}
-	info.Capabilities = []string{backend.CapCompletion}
+	info.Capabilities = Capabilities()
 	return info
 }
+
+// Capabilities is what the backend does with any model: plain
+// completion (see Generate for why not tools, JSON or logprobs).
+func Capabilities() []string { return []string{backend.CapCompletion} }
 
 // State is the backend's state now.
 func (b *Backend) State() State {
@@ -548,9 +552,13 @@ func (b *Backend) supervise(ctx context.Context, c *child, done chan struct{}) {
 // backend.ErrDeviceFailed and *oaicompat.Error (how much was emitted).
 func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(backend.Token) error) (backend.Result, error) {
 	// FastFlowLM's server reads "tools" but NPU Chat does not pass them
-	// or read its calls back yet; it has no response_format, no logprobs
-	// (docs: research/flm.md, configure_chat_engine_parameters). Refuse
-	// them plainly; the CPU engine (--engine cpu) does all three.
+	// or read its calls back: what its answers carry for a call (OpenAI's
+	// tool_calls or the template's markup) and for which families is not
+	// known here (research/flm.md says only that the server reads the
+	// field, and the catalog's port is not labelled "tool-calling"). It has
+	// no response_format and no logprobs (configure_chat_engine_parameters).
+	// Refuse them plainly; in auto mode the service sends such requests
+	// to the CPU engine loaded beside this one (service.Manager).
 	if err := backend.CheckSupported(req, b.Info().Capabilities, "FastFlowLM, the NPU engine (use the CPU engine for this: --engine cpu)"); err != nil {
 		return backend.Result{}, err
 	}

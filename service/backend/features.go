@@ -82,10 +82,17 @@ type UnsupportedError struct {
 	Param   string // the OpenAI parameter: "tools", "response_format", "logprobs"
 	What    string // the feature in words
 	Backend string // who cannot do it, for the message
+	// Reason, when set, says more: why no other engine took the request
+	// instead, and what to change.
+	Reason string
 }
 
 func (e *UnsupportedError) Error() string {
-	return e.What + " is not supported by " + e.Backend + "; send the request without \"" + e.Param + "\""
+	msg := e.What + " is not supported by " + e.Backend
+	if e.Reason != "" {
+		msg += ", and " + e.Reason
+	}
+	return msg + "; send the request without \"" + e.Param + "\""
 }
 
 // Is makes an UnsupportedError a bad request.

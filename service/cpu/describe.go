@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/npuchat/npuchat/engine/chat"
 	"github.com/npuchat/npuchat/engine/gguf"
 	"github.com/npuchat/npuchat/engine/mmapfile"
 	"github.com/npuchat/npuchat/service/backend"
@@ -66,6 +67,55 @@ func Describe(path string) (backend.ModelInfo, error) {
 	}
 	info.ContextLength = usableContext(n)
 	return info, nil
+}
+
+// Capabilities says what the backend will be able to do with the model
+// at path once loaded (Info's Capabilities), from its chat template,
+// without loading its weights: /api/show answers with it before the
+// first request.
+func Capabilities(path string) ([]string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("capabilities of %s: %w", path, err)
+	}
+	file := ""
+	switch {
+	case !fi.IsDir() && strings.EqualFold(filepath.Ext(path), ".gguf"):
+		file = path
+	case fi.IsDir():
+		if _, err := os.Stat(filepath.Join(path, "config.json")); err != nil {
+			if matches, _ := filepath.Glob(filepath.Join(path, "*.gguf")); len(matches) == 1 {
+				file = matches[0]
+			}
+		}
+	}
+	if file == "" { // a model folder, as loadText reads it
+		dir := path
+		if !fi.IsDir() {
+			dir = filepath.Dir(path)
+		}
+		tmpl, err := chat.LoadTemplate(dir)
+		if err != nil {
+			return nil, fmt.Errorf("capabilities of %s: chat template: %w", dir, err)
+		}
+		return templateCapabilities(tmpl), nil
+	}
+	f, err := mmapfile.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("capabilities of %s: %w", file, err)
+	}
+	defer f.Close()
+	g, err := gguf.Parse(f.Data)
+	if err != nil {
+		return nil, fmt.Errorf("capabilities of %s: %w", file, err)
+	}
+	tmpl := chat.ChatML()
+	if src, ok := g.Metadata["tokenizer.chat_template"].(string); ok && src != "" {
+		if tmpl, err = chat.New(src, file); err != nil {
+			return nil, fmt.Errorf("capabilities of %s: %w", file, err)
+		}
+	}
+	return templateCapabilities(tmpl), nil
 }
 
 // usableContext is the context the backend uses for a model trained on

@@ -19,12 +19,17 @@ import (
 // backend keeps.
 const grammarCacheSize = 16
 
-// capabilities lists what the loaded model can do here. b.mu must be
-// held.
-func (b *Backend) capabilitiesLocked() []string {
+// capabilitiesLocked lists what the loaded model can do here. b.mu must
+// be held.
+func (b *Backend) capabilitiesLocked() []string { return templateCapabilities(b.tmpl) }
+
+// templateCapabilities is what a model with chat template tmpl can do
+// here: tools when the template shows them to the model in a format the
+// backend reads back, JSON and logprobs always.
+func templateCapabilities(tmpl *chat.Template) []string {
 	caps := []string{backend.CapCompletion}
-	if b.tmpl != nil {
-		if _, ok := b.tmpl.ToolFormat(); ok {
+	if tmpl != nil {
+		if _, ok := tmpl.ToolFormat(); ok {
 			caps = append(caps, backend.CapTools)
 		}
 	}

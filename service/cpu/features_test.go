@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -266,5 +267,31 @@ func TestLogprobs(t *testing.T) {
 	req.TopLogprobs = 21
 	if _, _, _, err := run(t, b, req); !errors.Is(err, backend.ErrBadRequest) {
 		t.Errorf("top_logprobs 21: err = %v", err)
+	}
+}
+
+// TestCapabilitiesWithoutLoading: what a model will be able to do is
+// known from its files before it loads (for /api/show), and is what the
+// loaded backend then says: tools only with a template that shows them.
+func TestCapabilitiesWithoutLoading(t *testing.T) {
+	paths := models(t)
+	paths["hf with tools"] = toolModel(t).opts.Path
+	for name, path := range paths {
+		t.Run(name, func(t *testing.T) {
+			before, err := Capabilities(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			after := load(t, Options{Path: path, Threads: 1}).Info().Capabilities
+			if !slices.Equal(before, after) {
+				t.Fatalf("before loading %v, loaded %v", before, after)
+			}
+			if hasTools := slices.Contains(after, backend.CapTools); hasTools != (name == "hf with tools") {
+				t.Fatalf("capabilities %v", after)
+			}
+		})
+	}
+	if _, err := Capabilities(filepath.Join(t.TempDir(), "nope.gguf")); err == nil {
+		t.Error("a missing file had capabilities")
 	}
 }

@@ -19,6 +19,10 @@ import (
 // remoteCapabilities are what a remote server is assumed to do.
 var remoteCapabilities = []string{backend.CapCompletion, backend.CapTools, backend.CapJSON, backend.CapLogprobs}
 
+// RemoteCapabilities is what a remote server is assumed to do (the
+// remote backend's Info), for /api/show before it is asked.
+func RemoteCapabilities() []string { return append([]string(nil), remoteCapabilities...) }
+
 // wireMessage is a chat message in OpenAI's wire format.
 type wireMessage struct {
 	Role       string         `json:"role"`
