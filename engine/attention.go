@@ -2,38 +2,39 @@ package engine
 
 import (
 	"math"
+	"sync/atomic"
 
 	"github.com/npuchat/npuchat/engine/quant"
 )
 
-// parallelAttention is the attention work (positions × heads × head
-// dimension) above which a token's heads are split across the threads.
+// parallelAttention is the attention work of a step (positions × heads ×
+// head dimension, summed over the batch's tokens) above which its units
+// are split across the threads.
 const parallelAttention = 1 << 16
 
-// attention sets out (HeadDim values per query head) to the softmax of
-// q·k/√HeadDim over positions 0..pos applied to layer l's cached values;
-// query head h reads KV head h/(Heads/KVHeads). Heads are split across
-// threads when the context is long; each head's arithmetic is the same
-// either way.
-func (s *Session) attention(out, q []float32, l, pos int) {
+// attention sets out[t] (HeadDim values per query head) to the softmax
+// of q[t]·k/√HeadDim over positions 0..pos+t applied to layer l's cached
+// values, for each token t of the batch; query head h reads KV head
+// h/(Heads/KVHeads). The work is one unit per (token, KV head): the
+// group's query heads together (quant.Attn), so every key and value load
+// serves all of them. Units are shared out to the session's threads, one
+// pool run per layer for the whole batch; a unit's arithmetic is the same
+// however the batch is split, so prefill equals token-by-token decoding.
+// The kernels follow the model's SIMD level (attnKernel); all give the
+// same results bit for bit.
+func (s *Session) attention(out, q [][]float32, l, pos int) {
 	c := &s.m.cfg
 	a := &s.heads
-	a.cfg, a.out, a.q, a.pos = c, out, q, pos
-	a.keys, a.values, a.keys16, a.values16 = s.keys[l], s.values[l], s.keys16[l], s.values16[l]
-	n := s.pool.threads
-	if (pos+1)*c.Heads*c.HeadDim < parallelAttention {
-		n = 1
+	*a = attnTask{s: s, out: out, q: q, l: l, pos: pos, kern: s.m.simd.attnKernel()}
+	n := len(q)
+	threads := s.pool.threads
+	if work := (n*pos + n*(n+1)/2) * c.Heads * c.HeadDim; work < parallelAttention {
+		threads = 1
 	}
-	for len(s.att) < n {
-		s.att = append(s.att, nil)
+	for len(s.att) < threads {
+		s.att = append(s.att, quant.AttnScratch{})
 	}
-	for i := range n {
-		if cap(s.att[i]) < pos+1 {
-			s.att[i] = make([]float32, pos+1, 2*(pos+1))
-		}
-	}
-	a.att = s.att
-	if n == 1 {
+	if threads == 1 {
 		a.part(0, 1)
 	} else {
 		s.pool.run(a)
@@ -41,44 +42,57 @@ func (s *Session) attention(out, q []float32, l, pos int) {
 	*a = attnTask{}
 }
 
-// attnTask is attention split by query heads.
+// attnTask is a batch's attention, its units taken from a shared counter
+// (a unit's cost grows with its token's position, and a core slowed by
+// other programs takes fewer).
 type attnTask struct {
-	cfg                  *Config
-	out, q, keys, values []float32
-	keys16, values16     []uint16 // the float16 cache (KVF16) instead of keys, values
-	pos                  int
-	att                  [][]float32 // score buffers, one per part
+	s      *Session
+	out, q [][]float32
+	l, pos int
+	kern   quant.AttnKernel
+	next   atomic.Int64
 }
 
-func (a *attnTask) part(k, n int) {
-	c := a.cfg
+func (a *attnTask) part(k, _ int) {
+	s := a.s
+	c := &s.m.cfg
 	hd := c.HeadDim
 	kvDim := c.KVHeads * hd
 	group := c.Heads / c.KVHeads
-	inv := float32(1 / math.Sqrt(float64(hd)))
-	att := a.att[k][:a.pos+1]
-	for h := k; h < c.Heads; h += n {
-		q := a.q[h*hd : (h+1)*hd]
-		kvh := h / group
-		f16 := a.keys16 != nil
-		for t := range att {
-			lo, hi := t*kvDim+kvh*hd, t*kvDim+(kvh+1)*hd
-			if f16 {
-				att[t] = quant.DotF16(q, a.keys16[lo:hi]) * inv
-			} else {
-				att[t] = quant.DotF32(q, a.keys[lo:hi]) * inv
-			}
+	gd := group * hd // a group's query values
+	sc := &s.att[k]
+	units := len(a.q) * c.KVHeads
+	for {
+		u := int(a.next.Add(1)) - 1
+		if u >= units {
+			return
 		}
-		softmax(att)
-		o := a.out[h*hd : (h+1)*hd]
-		clear(o)
-		for t, p := range att {
-			lo, hi := t*kvDim+kvh*hd, t*kvDim+(kvh+1)*hd
-			if f16 {
-				quant.AxpyF16(o, p, a.values16[lo:hi])
-			} else {
-				quant.AxpyF32(o, p, a.values[lo:hi])
-			}
+		// the longest units (last tokens) first
+		t := len(a.q) - 1 - u/c.KVHeads
+		g := u % c.KVHeads
+		at := quant.Attn{
+			HeadDim: hd, N: a.pos + t + 1, Scale: float32(1 / math.Sqrt(float64(hd))),
+			KStride: quant.AttnBlock * kvDim, VStride: kvDim,
 		}
+		kOff, vOff := g*hd*quant.AttnBlock, g*hd
+		if s.m.kvF16 {
+			at.K16, at.V16 = s.keys16[a.l][kOff:], s.values16[a.l][vOff:]
+		} else {
+			at.K, at.V = s.keys[a.l][kOff:], s.values[a.l][vOff:]
+		}
+		at.Run(a.out[t][g*gd:(g+1)*gd], a.q[t][g*gd:(g+1)*gd], sc, a.kern)
 	}
+}
+
+// attnKernel is the attention kernels of a SIMD level: AVX-512 (8 query
+// heads × 16 positions per register tile), AVX2 (4 heads × 2 halves of
+// 8), or their plain-Go twin.
+func (l simdLevel) attnKernel() quant.AttnKernel {
+	switch l {
+	case levelAVX512:
+		return quant.AttnAVX512.Usable()
+	case levelAVX2:
+		return quant.AttnAVX2.Usable()
+	}
+	return quant.AttnGo
 }

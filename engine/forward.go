@@ -50,13 +50,11 @@ func (s *Session) forward(tokens []int, pos int, logits bool) {
 			m.rope(k[t], c.KVHeads, cos[t], sin[t])
 
 			// remember this position's key and value
-			s.remember(l, k[t], v[t])
+			s.remember(l, pos+t, k[t], v[t])
 		}
 
 		// grouped-query attention of each token over positions 0..its own
-		for t := range n {
-			s.attention(attOut[t], q[t], l, pos+t)
-		}
+		s.attention(attOut, q, l, pos)
 		s.matmul(attOut, product{xb2, &w.wo})
 		for t := range n {
 			scale(xb2[t], float32(c.ResidualScale))

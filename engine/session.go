@@ -13,7 +13,11 @@ type Session struct {
 	m      *Model
 	pos    int
 	maxCtx int
-	// key and value cache per layer: position p's KV-head values at
+	// key and value cache per layer. Keys are in blocks of
+	// quant.AttnBlock (16) positions, one per KV head in turn: position
+	// p = 16b+i, KV head g, dimension d at ((b*KVHeads+g)*HeadDim+d)*16+i
+	// (whole blocks, so a partial last block has room for the positions
+	// to come). Values are position-major: position p's KV-head values at
 	// [p*kvDim, (p+1)*kvDim).
 	keys, values [][]float32
 	// the same as float16 when the model's KVF16 option is set (then
@@ -24,8 +28,8 @@ type Session struct {
 	x, xb, xb2, ao, q, k, v, hb, hb2 [][]float32
 	cos, sin                         [][]float32 // RoPE angles of each token's position
 	logits                           []float32
-	logitsRow                        [1][]float32 // logits as a batch of one
-	att                              [][]float32  // attention scores, one buffer per thread
+	logitsRow                        [1][]float32        // logits as a batch of one
+	att                              []quant.AttnScratch // attention buffers, one per thread
 
 	pool  *pool   // the session's threads
 	mul   mulTask // matrix products, run on pool
@@ -81,13 +85,16 @@ func (s *Session) Rewind(n int) error {
 		return fmt.Errorf("rewind to %d: session holds %d positions", n, s.pos)
 	}
 	kvDim := s.m.cfg.KVHeads * s.m.cfg.HeadDim
+	// keys: whole blocks; the stale positions past n in the last one are
+	// overwritten before they are read
+	nk := (n + quant.AttnBlock - 1) / quant.AttnBlock * quant.AttnBlock * kvDim
 	for l := range s.keys {
 		if s.m.kvF16 {
-			s.keys16[l] = s.keys16[l][:n*kvDim]
+			s.keys16[l] = s.keys16[l][:nk]
 			s.values16[l] = s.values16[l][:n*kvDim]
 			continue
 		}
-		s.keys[l] = s.keys[l][:n*kvDim]
+		s.keys[l] = s.keys[l][:nk]
 		s.values[l] = s.values[l][:n*kvDim]
 	}
 	s.pos = n
@@ -169,18 +176,39 @@ func (s *Session) buffers(n int) batch {
 	}
 }
 
-// remember appends one position's key and value to layer l's cache, as
-// float16 when the model's KVF16 option is set.
-func (s *Session) remember(l int, k, v []float32) {
+// remember stores position pos's key and value in layer l's cache (the
+// positions before it are there), as float16 when the model's KVF16
+// option is set. Keys go into their block (a new block of zeros is added
+// at each 16th position), values are appended.
+func (s *Session) remember(l, pos int, k, v []float32) {
+	c := &s.m.cfg
+	hd, kvDim := c.HeadDim, c.KVHeads*c.HeadDim
+	const blk = quant.AttnBlock
+	b, i := pos/blk, pos%blk
+	base := b * blk * kvDim // block b of every KV head
 	if !s.m.kvF16 {
-		s.keys[l] = append(s.keys[l], k...)
-		s.values[l] = append(s.values[l], v...)
+		if i == 0 {
+			s.keys[l] = append(s.keys[l][:base], make([]float32, blk*kvDim)...)
+		}
+		keys := s.keys[l][base : base+blk*kvDim]
+		for j, x := range k[:kvDim] {
+			g, d := j/hd, j%hd
+			keys[(g*hd+d)*blk+i] = x
+		}
+		s.values[l] = append(s.values[l][:pos*kvDim], v...)
 		return
 	}
-	for _, x := range k {
-		s.keys16[l] = append(s.keys16[l], quant.F32ToF16(x))
+	if i == 0 {
+		s.keys16[l] = append(s.keys16[l][:base], make([]uint16, blk*kvDim)...)
 	}
+	keys := s.keys16[l][base : base+blk*kvDim]
+	for j, x := range k[:kvDim] {
+		g, d := j/hd, j%hd
+		keys[(g*hd+d)*blk+i] = quant.F32ToF16(x)
+	}
+	vals := s.values16[l][:pos*kvDim]
 	for _, x := range v {
-		s.values16[l] = append(s.values16[l], quant.F32ToF16(x))
+		vals = append(vals, quant.F32ToF16(x))
 	}
+	s.values16[l] = vals
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/npuchat/npuchat/app"
 	"github.com/npuchat/npuchat/gui"
+	"github.com/npuchat/npuchat/gui/fynelocale"
 	"github.com/npuchat/npuchat/instance"
 )
 
@@ -29,6 +30,7 @@ func runDefault(ctx context.Context, env *Env, args []string) int {
 		return 2
 	}
 	if !hasDisplay(env.GOOS, env.Getenv) {
+		fynelocale.Undo() // no GUI: the environment as it was (see the package)
 		return serve(ctx, env, *flags, *lazy)
 	}
 	return runTray(ctx, env, *flags, *hidden)

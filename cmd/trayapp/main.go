@@ -26,6 +26,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/npuchat/npuchat/gui/fynelocale"
 )
 
 // Env is what a subcommand receives: its standard streams and the
@@ -88,6 +90,7 @@ func run(ctx context.Context, env *Env, args []string) int {
 	name := args[0]
 	switch name {
 	case "help", "-h", "--help":
+		fynelocale.Undo()
 		usage(env.Stdout, cmds)
 		return 0
 	case "-v", "--version":
@@ -97,6 +100,7 @@ func run(ctx context.Context, env *Env, args []string) int {
 			return runDefault(ctx, env, args)
 		}
 	}
+	fynelocale.Undo() // no GUI: the environment as it was (see the package)
 	c, ok := cmds[name]
 	if !ok || c.run == nil {
 		fmt.Fprintf(env.Stderr, "npuchat: unknown command %q\n\n", name)

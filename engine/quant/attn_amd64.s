@@ -1,0 +1,162 @@
+// AVX-512 attention kernels (attn.go). DO NOT reorder the float
+// operations: each follows its plain-Go twin (scoresGo, expRowGo/expf,
+// pvGo) exactly, with separate multiplies and adds (no FMA), so the
+// results are equal bit for bit.
+
+#include "textflag.h"
+
+// SCORE multiplies the 16 keys in Z8 by row h's query value (broadcast
+// from off(AX)) and adds the product to row h's accumulator acc.
+#define SCORE(off, tmp, acc) VMULPS.BCST off(AX), Z8, tmp; VADDPS tmp, acc, acc
+
+#define SCORES8 \
+	SCORE(0, Z9, Z0); SCORE(4, Z10, Z1); SCORE(8, Z11, Z2); SCORE(12, Z12, Z3); \
+	SCORE(16, Z13, Z4); SCORE(20, Z14, Z5); SCORE(24, Z15, Z6); SCORE(28, Z24, Z7)
+
+// SCORES_BODY(LOADK, KBYTES): for each block (CX left, DI keys, R10 bytes
+// between blocks), the 8 rows' scores of 16 positions: Z0-Z7 = Σ_d
+// qt[d][h]·k[d][0:16] (SI queries transposed, R9 dimensions), × scale
+// (Z30), stored at DX + h·R12, and the lane maxima over valid lanes (K1;
+// the last block's valid lanes are R11) into Z16-Z23, stored at R13.
+#define SCORES_BODY(LOADK, KBYTES) \
+	MOVQ qt+0(FP), SI; MOVQ hd+8(FP), R9; MOVQ k+16(FP), DI; MOVQ kstride+24(FP), R10; \
+	MOVQ nb+32(FP), CX; MOVQ tail+40(FP), R11; VBROADCASTSS scale+48(FP), Z30; \
+	MOVQ s+56(FP), DX; MOVQ sstride+64(FP), R12; MOVQ mx+72(FP), R13; \
+	MOVL $0xFF800000, AX; VPBROADCASTD AX, Z16; \
+	VMOVAPS Z16, Z17; VMOVAPS Z16, Z18; VMOVAPS Z16, Z19; VMOVAPS Z16, Z20; \
+	VMOVAPS Z16, Z21; VMOVAPS Z16, Z22; VMOVAPS Z16, Z23; \
+	MOVQ $0xFFFF, AX; KMOVW AX, K1; \
+block: \
+	CMPQ CX, $1; JNE full; KMOVW R11, K1; \
+full: \
+	VPXORD Z0, Z0, Z0; VPXORD Z1, Z1, Z1; VPXORD Z2, Z2, Z2; VPXORD Z3, Z3, Z3; \
+	VPXORD Z4, Z4, Z4; VPXORD Z5, Z5, Z5; VPXORD Z6, Z6, Z6; VPXORD Z7, Z7, Z7; \
+	MOVQ SI, AX; MOVQ DI, BX; MOVQ R9, R8; \
+dloop: \
+	LOADK (BX), Z8; SCORES8; \
+	ADDQ $KBYTES, BX; ADDQ $32, AX; DECQ R8; JNZ dloop; \
+	VMULPS Z30, Z0, Z0; VMULPS Z30, Z1, Z1; VMULPS Z30, Z2, Z2; VMULPS Z30, Z3, Z3; \
+	VMULPS Z30, Z4, Z4; VMULPS Z30, Z5, Z5; VMULPS Z30, Z6, Z6; VMULPS Z30, Z7, Z7; \
+	MOVQ DX, AX; \
+	VMOVUPS Z0, (AX); ADDQ R12, AX; VMOVUPS Z1, (AX); ADDQ R12, AX; \
+	VMOVUPS Z2, (AX); ADDQ R12, AX; VMOVUPS Z3, (AX); ADDQ R12, AX; \
+	VMOVUPS Z4, (AX); ADDQ R12, AX; VMOVUPS Z5, (AX); ADDQ R12, AX; \
+	VMOVUPS Z6, (AX); ADDQ R12, AX; VMOVUPS Z7, (AX); \
+	VMAXPS Z0, Z16, K1, Z16; VMAXPS Z1, Z17, K1, Z17; VMAXPS Z2, Z18, K1, Z18; VMAXPS Z3, Z19, K1, Z19; \
+	VMAXPS Z4, Z20, K1, Z20; VMAXPS Z5, Z21, K1, Z21; VMAXPS Z6, Z22, K1, Z22; VMAXPS Z7, Z23, K1, Z23; \
+	ADDQ $64, DX; ADDQ R10, DI; DECQ CX; JNZ block; \
+	VMOVUPS Z16, 0(R13); VMOVUPS Z17, 64(R13); VMOVUPS Z18, 128(R13); VMOVUPS Z19, 192(R13); \
+	VMOVUPS Z20, 256(R13); VMOVUPS Z21, 320(R13); VMOVUPS Z22, 384(R13); VMOVUPS Z23, 448(R13); \
+	VZEROUPPER; RET
+
+// PV multiplies the 16 values in Z8 by row h's probability (broadcast
+// from mem) and adds the product to row h's accumulator acc.
+#define PV(mem, tmp, acc) VMULPS.BCST mem, Z8, tmp; VADDPS tmp, acc, acc
+
+// PV_BODY(LOADV, VBYTES): for each chunk of 16 dimensions (R11 left, DI
+// values of position 0, R10 bytes between positions), Z0-Z7 = Σ_t
+// p_h[t]·v_t[chunk] (SI probabilities, R8 bytes between rows, R9 = 3·R8),
+// stored at DX + h·R13.
+#define PV_BODY(LOADV, VBYTES) \
+	MOVQ p+0(FP), SI; MOVQ pstride+8(FP), R8; LEAQ (R8)(R8*2), R9; \
+	MOVQ v+24(FP), DI; MOVQ vstride+32(FP), R10; MOVQ hd+40(FP), R11; SHRQ $4, R11; \
+	MOVQ o+48(FP), DX; MOVQ hd+40(FP), R13; SHLQ $2, R13; \
+chunk: \
+	VPXORD Z0, Z0, Z0; VPXORD Z1, Z1, Z1; VPXORD Z2, Z2, Z2; VPXORD Z3, Z3, Z3; \
+	VPXORD Z4, Z4, Z4; VPXORD Z5, Z5, Z5; VPXORD Z6, Z6, Z6; VPXORD Z7, Z7, Z7; \
+	MOVQ SI, AX; LEAQ (SI)(R8*4), BX; MOVQ DI, R12; MOVQ n+16(FP), CX; \
+tloop: \
+	LOADV (R12), Z8; \
+	PV((AX), Z9, Z0); PV((AX)(R8*1), Z10, Z1); PV((AX)(R8*2), Z11, Z2); PV((AX)(R9*1), Z12, Z3); \
+	PV((BX), Z13, Z4); PV((BX)(R8*1), Z14, Z5); PV((BX)(R8*2), Z15, Z6); PV((BX)(R9*1), Z16, Z7); \
+	ADDQ $4, AX; ADDQ $4, BX; ADDQ R10, R12; DECQ CX; JNZ tloop; \
+	MOVQ DX, AX; \
+	VMOVUPS Z0, (AX); ADDQ R13, AX; VMOVUPS Z1, (AX); ADDQ R13, AX; \
+	VMOVUPS Z2, (AX); ADDQ R13, AX; VMOVUPS Z3, (AX); ADDQ R13, AX; \
+	VMOVUPS Z4, (AX); ADDQ R13, AX; VMOVUPS Z5, (AX); ADDQ R13, AX; \
+	VMOVUPS Z6, (AX); ADDQ R13, AX; VMOVUPS Z7, (AX); \
+	ADDQ $64, DX; ADDQ $VBYTES, DI; DECQ R11; JNZ chunk; \
+	VZEROUPPER; RET
+
+// func attnScores8F32(qt *float32, hd int, k *float32, kstride int, nb int, tail uint64, scale float32, s *float32, sstride int, mx *float32)
+TEXT ·attnScores8F32(SB), NOSPLIT, $0-80
+	SCORES_BODY(VMOVUPS, 64)
+
+// func attnScores8F16(qt *float32, hd int, k *uint16, kstride int, nb int, tail uint64, scale float32, s *float32, sstride int, mx *float32)
+TEXT ·attnScores8F16(SB), NOSPLIT, $0-80
+	SCORES_BODY(VCVTPH2PS, 32)
+
+// func attnExp(s *float32, nb int, tail uint64, m float32, sum *float32)
+// s[t] = expf(s[t] - m) over nb blocks of 16 (lanes of the last block
+// past tail set to 0), and sum[0:16] = the lane sums.
+TEXT ·attnExp(SB), NOSPLIT, $0-40
+	MOVQ s+0(FP), DI
+	MOVQ nb+8(FP), CX
+	MOVQ tail+16(FP), R11
+	VBROADCASTSS m+24(FP), Z31
+	MOVQ sum+32(FP), DX
+	MOVL $0xC2AE0000, AX; VPBROADCASTD AX, Z20 // lo
+	MOVL $0x3FB8AA3B, AX; VPBROADCASTD AX, Z21 // log2e
+	MOVL $0x3F318000, AX; VPBROADCASTD AX, Z22 // c1
+	MOVL $0xB95E8083, AX; VPBROADCASTD AX, Z23 // c2
+	MOVL $0x39506967, AX; VPBROADCASTD AX, Z24 // p0
+	MOVL $0x3AB743CE, AX; VPBROADCASTD AX, Z25 // p1
+	MOVL $0x3C088908, AX; VPBROADCASTD AX, Z26 // p2
+	MOVL $0x3D2AA9C1, AX; VPBROADCASTD AX, Z27 // p3
+	MOVL $0x3E2AAAAA, AX; VPBROADCASTD AX, Z28 // p4
+	MOVL $0x3F000000, AX; VPBROADCASTD AX, Z29 // p5
+	MOVL $0x3F800000, AX; VPBROADCASTD AX, Z19 // 1
+	MOVL $127, AX; VPBROADCASTD AX, Z18
+	VPXORD Z0, Z0, Z0
+	MOVQ $0xFFFF, AX
+	KMOVW AX, K1
+
+eloop:
+	CMPQ CX, $1
+	JNE efull
+	KMOVW R11, K1
+
+efull:
+	VMOVUPS (DI), Z1
+	VSUBPS Z31, Z1, Z1   // x = s - m
+	VMAXPS Z20, Z1, Z1   // max(x, lo)
+	VMULPS Z21, Z1, Z2   // x·log2e
+	VCVTPS2DQ Z2, Z3     // n, round to nearest even
+	VCVTDQ2PS Z3, Z4
+	VMULPS Z22, Z4, Z5
+	VSUBPS Z5, Z1, Z1    // r = x - n·c1
+	VMULPS Z23, Z4, Z5
+	VSUBPS Z5, Z1, Z1    // r -= n·c2
+	VMULPS Z1, Z1, Z6    // z = r·r
+	VMULPS Z24, Z1, Z7
+	VADDPS Z25, Z7, Z7
+	VMULPS Z1, Z7, Z7
+	VADDPS Z26, Z7, Z7
+	VMULPS Z1, Z7, Z7
+	VADDPS Z27, Z7, Z7
+	VMULPS Z1, Z7, Z7
+	VADDPS Z28, Z7, Z7
+	VMULPS Z1, Z7, Z7
+	VADDPS Z29, Z7, Z7
+	VMULPS Z6, Z7, Z7
+	VADDPS Z1, Z7, Z7
+	VADDPS Z19, Z7, Z7
+	VPADDD Z18, Z3, Z3
+	VPSLLD $23, Z3, Z3   // 2^n
+	VMULPS.Z Z3, Z7, K1, Z7
+	VMOVUPS Z7, (DI)
+	VADDPS Z7, Z0, Z0
+	ADDQ $64, DI
+	DECQ CX
+	JNZ eloop
+	VMOVUPS Z0, (DX)
+	VZEROUPPER
+	RET
+
+// func attnPV8F32(p *float32, pstride int, n int, v *float32, vstride int, hd int, o *float32)
+TEXT ·attnPV8F32(SB), NOSPLIT, $0-56
+	PV_BODY(VMOVUPS, 64)
+
+// func attnPV8F16(p *float32, pstride int, n int, v *uint16, vstride int, hd int, o *float32)
+TEXT ·attnPV8F16(SB), NOSPLIT, $0-56
+	PV_BODY(VCVTPH2PS, 32)

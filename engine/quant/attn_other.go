@@ -1,0 +1,20 @@
+//go:build !amd64
+
+package quant
+
+// attnAsm is false off amd64: attention is plain Go.
+const attnAsm = false
+
+func attnExp(s *float32, nb int, tail uint64, m float32, sum *float32) { panic("no SIMD") }
+
+func (a *Attn) scoresAsm(sc *AttnScratch, nb, tail, ss int) { panic("no SIMD") }
+
+func (a *Attn) pvAsm(sc *AttnScratch, ss int) { panic("no SIMD") }
+
+func attnExpAVX2(s *float32, nb int, mask *int32, m float32, sum *float32, consts *float32) {
+	panic("no SIMD")
+}
+
+func (a *Attn) scoresAVX2(sc *AttnScratch, r, nb, ss int) { panic("no SIMD") }
+
+func (a *Attn) pvAVX2(sc *AttnScratch, r, ss int) { panic("no SIMD") }
