@@ -208,10 +208,13 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		},
 		Publish: a.mgr.Publish,
 	})
+	// The page's keep-alive takes effect in the web server itself, for
+	// page chats and the API alike (a request's own keep_alive wins);
+	// the engine is switched here.
 	pageSettings := web.NewSettingsStore(cfg)
 	pageSettings.Apply = func(ctx context.Context, before, after web.PageSettings) error {
 		if before.Engine != after.Engine {
-			return a.SetEngine(ctx, after.Engine)
+			return a.switchEngine(ctx, after.Engine)
 		}
 		return nil
 	}
@@ -245,6 +248,10 @@ func applyFlags(cfg *config.Config, f Flags) (localModel string, err error) {
 		if cfg.KeepAliveDur, err = config.ParseKeepAlive(f.KeepAlive); err != nil {
 			return "", fmt.Errorf("--keep-alive: %w", err)
 		}
+		// The page shows the keep-alive in effect; its settings store
+		// writes only what the page changes, so this never reaches the
+		// file unless changed there.
+		cfg.KeepAlive = f.KeepAlive
 	}
 	if !ValidEngine(cfg.Engine) {
 		return "", fmt.Errorf("--engine %q is not one of auto, npu, cpu, remote", cfg.Engine)

@@ -30,6 +30,15 @@ func (a *App) SetEngine(ctx context.Context, kind string) error {
 	if err := a.saveSetting(func(s *config.Settings) { s.Engine = kind }); err != nil {
 		return err
 	}
+	return a.switchEngine(ctx, kind)
+}
+
+// switchEngine puts an engine into effect without saving it (the page's
+// settings store has saved it already, with the file's other keys).
+func (a *App) switchEngine(ctx context.Context, kind string) error {
+	if !ValidEngine(kind) {
+		return fmt.Errorf("engine %q is not one of auto, npu, cpu, remote", kind)
+	}
 	a.mu.Lock()
 	changed := a.engine != kind
 	a.engine = kind

@@ -435,9 +435,6 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	gopts := service.GenerateOptions{Ticket: ticket}
-	if s.opts.Settings != nil {
-		gopts.KeepAlive = s.opts.Settings.keepAlive()
-	}
 	a := newAnswer("conv-", req.Model, time.Now())
 	s.drive(w, r, a, &call{req: req, opts: gopts, out: out, observe: &observer{
 		// Stored before it is sent: whatever the page showed is on disk.

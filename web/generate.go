@@ -133,6 +133,7 @@ func (s *Server) drive(w http.ResponseWriter, r *http.Request, a *answer, c *cal
 		c.req.CacheScope = clientHost(r)
 	}
 	opts := c.opts
+	opts.KeepAlive = s.defaultKeepAlive(opts.KeepAlive)
 	onRun := opts.OnRun
 	opts.OnRun = func(kind, fallback string) {
 		a.Backend, a.Fallback = kind, fallback
@@ -141,18 +142,22 @@ func (s *Server) drive(w http.ResponseWriter, r *http.Request, a *answer, c *cal
 		}
 	}
 	res, err := s.mgr.Generate(ctx, c.req, opts, func(t backend.Token) error {
-		if a.Pieces == 0 {
-			a.FirstToken = time.Since(a.Start)
-		}
-		a.Pieces++
-		a.Text.WriteString(t.Text)
-		a.ToolCalls = append(a.ToolCalls, t.ToolCalls...)
-		a.Logprobs = append(a.Logprobs, t.Logprobs...)
+		arrived := time.Since(a.Start)
+		// The observer (the history) takes the piece first; a piece it
+		// could not keep is not part of the answer: it is neither
+		// counted nor shown.
 		if c.observe != nil && c.observe.piece != nil {
 			if err := c.observe.piece(a, t); err != nil {
 				return err
 			}
 		}
+		if a.Pieces == 0 {
+			a.FirstToken = arrived
+		}
+		a.Pieces++
+		a.Text.WriteString(t.Text)
+		a.ToolCalls = append(a.ToolCalls, t.ToolCalls...)
+		a.Logprobs = append(a.Logprobs, t.Logprobs...)
 		return c.out.piece(a, t)
 	})
 	if err != nil && r.Context().Err() == nil && s.shuttingDown() {

@@ -105,19 +105,26 @@ func TestDriverObserverErrorEndsTheAnswer(t *testing.T) {
 	s := newDriverServer(t, fake.Options{})
 	out := &recordingWriter{}
 	var end *answer
+	stored := 0
 	obs := &observer{
 		piece: func(a *answer, tok backend.Token) error {
-			if a.Pieces == 2 {
+			if stored == 1 {
 				return errors.New("disk full")
 			}
+			stored++
 			return nil
 		},
 		end: func(a *answer) { end = a },
 	}
 	req := &backend.Request{Model: "m", Messages: []backend.Message{{Role: "user", Content: "a b c"}}}
 	s.drive(httptest.NewRecorder(), httptest.NewRequest("POST", "/x", nil), newAnswer("t-", "m", time.Now()), &call{req: req, out: out, observe: obs})
-	if end == nil || end.Err == nil || !strings.Contains(end.Err.Error(), "disk full") || end.Pieces != 2 {
+	if end == nil || end.Err == nil || !strings.Contains(end.Err.Error(), "disk full") {
 		t.Fatalf("end %+v", end)
+	}
+	// The piece the store refused is not part of the answer: only what
+	// was stored (and shown) is counted.
+	if end.Pieces != 1 || end.Text.String() != "echo: " {
+		t.Fatalf("the answer counts %d pieces, %q, after the store refused the second", end.Pieces, end.Text.String())
 	}
 	if got := strings.Join(out.calls, ","); got != "piece:echo: ,fail:500" {
 		t.Fatalf("writer calls %s", got)

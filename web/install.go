@@ -3,9 +3,12 @@ package web
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
+	"github.com/npuchat/npuchat/models/catalog"
 	"github.com/npuchat/npuchat/service/install"
 )
 
@@ -23,10 +26,37 @@ func (s *Server) installRunner(w http.ResponseWriter, r *http.Request) *install.
 	return s.opts.Installs
 }
 
+// installStatus is GET /api/models/{name}/install: the progress of that
+// model's install. A catalog model that is not the one installing (or
+// last installed) is idle; a name the catalog does not know is a 404
+// that lists the names it knows.
 func (s *Server) installStatus(w http.ResponseWriter, r *http.Request) {
-	if run := s.installRunner(w, r); run != nil {
-		writeJSON(w, http.StatusOK, run.Status())
+	run := s.installRunner(w, r)
+	if run == nil {
+		return
 	}
+	name := strings.TrimSpace(r.PathValue("name"))
+	st := run.Status()
+	if st.Model != "" && strings.EqualFold(st.Model, name) {
+		writeJSON(w, http.StatusOK, st)
+		return
+	}
+	cat, err := catalog.Load()
+	if err != nil {
+		s.fail(w, r, fmt.Errorf("install status of %s: %w", name, err))
+		return
+	}
+	m, err := cat.Lookup(name)
+	if name == "" || err != nil {
+		writeError(w, r, http.StatusNotFound, "model_not_found",
+			fmt.Sprintf("%q is not a model NPU Chat can install; installable models: %s", name, strings.Join(cat.Names(), ", ")))
+		return
+	}
+	if cur, err := cat.Lookup(st.Model); st.Model != "" && err == nil && cur.Name == m.Name {
+		writeJSON(w, http.StatusOK, st) // the same model under another of its names
+		return
+	}
+	writeJSON(w, http.StatusOK, install.Status{Model: m.Name, State: install.StateIdle})
 }
 
 func (s *Server) installStart(w http.ResponseWriter, r *http.Request) {

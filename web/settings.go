@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -28,9 +30,15 @@ type PageSettings struct {
 }
 
 // SettingsStore keeps the settings the page changes: it shows the
-// effective values (the settings file with the environment's
-// overrides) and saves a change into the settings file, leaving every
-// other setting in the file as it was. Apply (set by the app) puts a
+// effective values (the settings file with the environment's and the
+// flags' overrides) and saves a change into the settings file. Only the
+// settings the change touched are written: a value that came from a
+// flag or an environment variable and was left alone stays out of the
+// file, and every key of the file it does not know (a newer NPU Chat's,
+// the tray's) stays as it was. The file is replaced atomically (a
+// temporary file renamed over it). The keep-alive is in effect at once
+// for every request that names none (page chats and the API, see
+// Server.defaultKeepAlive); Apply (set by the app) puts the rest of a
 // change into effect. Safe for concurrent use.
 type SettingsStore struct {
 	path string
@@ -47,13 +55,16 @@ type SettingsStore struct {
 // NewSettingsStore returns a store showing cfg's values and saving to
 // cfg.SettingsPath. It keeps its own copy: cfg is not changed.
 func NewSettingsStore(cfg *config.Config) *SettingsStore {
-	p := PageSettings{Engine: cfg.Engine, KeepAlive: cfg.KeepAlive, Chat: cfg.Chat}
+	p := PageSettings{Engine: cfg.Engine, KeepAlive: strings.TrimSpace(cfg.KeepAlive), Chat: cfg.Chat}
 	if p.Engine == "" {
 		p.Engine = "auto"
 	}
-	ka := cfg.KeepAliveDur
+	ka, err := config.ParseKeepAlive(p.KeepAlive)
+	if err != nil {
+		ka = cfg.KeepAliveDur
+	}
 	if p.KeepAlive == "" {
-		p.KeepAlive, ka = config.DefaultKeepAlive.String(), config.DefaultKeepAlive
+		p.KeepAlive = config.DefaultKeepAlive.String()
 	}
 	return &SettingsStore{path: cfg.SettingsPath, cur: p, idle: ka, remoteURL: cfg.RemoteURL}
 }
@@ -65,7 +76,8 @@ func (s *SettingsStore) Get() PageSettings {
 	return s.cur
 }
 
-// Set validates p, saves it to the settings file and applies it.
+// Set validates p, saves what differs from the current settings to the
+// settings file and applies it.
 func (s *SettingsStore) Set(ctx context.Context, p PageSettings) (PageSettings, error) {
 	switch p.Engine {
 	case "auto", "npu", "cpu":
@@ -93,7 +105,10 @@ func (s *SettingsStore) Set(ctx context.Context, p PageSettings) (PageSettings, 
 	}
 	s.mu.Lock()
 	before := s.cur
-	err = s.save(p)
+	if ka == s.idle {
+		p.KeepAlive = before.KeepAlive // "5m" and "5m0s" are no change
+	}
+	err = s.save(before, p)
 	if err == nil {
 		s.cur, s.idle = p, ka
 	}
@@ -109,28 +124,108 @@ func (s *SettingsStore) Set(ctx context.Context, p PageSettings) (PageSettings, 
 	return p, nil
 }
 
-// save writes p's fields into the settings file, keeping the others.
-func (s *SettingsStore) save(p PageSettings) error {
-	file := config.Config{SettingsPath: s.path}
+// save writes into the settings file the settings that differ between
+// before and after, and nothing else: the file's other keys, known or
+// not, keep their values (and their JSON). Nothing changed, nothing is
+// written.
+func (s *SettingsStore) save(before, after PageSettings) error {
+	file := map[string]json.RawMessage{}
 	b, err := os.ReadFile(s.path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	if len(b) > 0 {
-		if err := json.Unmarshal(b, &file.Settings); err != nil {
-			return fmt.Errorf("the settings file is not valid JSON (%v); fix or delete it", err)
+	if len(bytes.TrimSpace(b)) > 0 {
+		if err := json.Unmarshal(b, &file); err != nil {
+			return fmt.Errorf("the settings file is not a valid JSON object (%v); fix or delete it", err)
 		}
 	}
-	file.Engine, file.KeepAlive, file.Chat = p.Engine, p.KeepAlive, p.Chat
-	return file.Save()
+	changed := false
+	set := func(m map[string]json.RawMessage, key string, v any) {
+		changed = true
+		if v == nil {
+			delete(m, key)
+			return
+		}
+		raw, _ := json.Marshal(v)
+		m[key] = raw
+	}
+	if before.Engine != after.Engine {
+		set(file, "engine", after.Engine)
+	}
+	if before.KeepAlive != after.KeepAlive {
+		set(file, "keep_alive", after.KeepAlive)
+	}
+	chat := map[string]json.RawMessage{}
+	if raw, ok := file["chat"]; ok && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &chat); err != nil {
+			return fmt.Errorf("the settings file's \"chat\" is not a JSON object (%v); fix or delete it", err)
+		}
+	}
+	chatChanged := false
+	for _, f := range []struct {
+		key           string
+		before, after any
+		same          bool
+	}{
+		{"temperature", ptrValue(before.Chat.Temperature), ptrValue(after.Chat.Temperature), samePtr(before.Chat.Temperature, after.Chat.Temperature)},
+		{"top_p", ptrValue(before.Chat.TopP), ptrValue(after.Chat.TopP), samePtr(before.Chat.TopP, after.Chat.TopP)},
+		{"max_tokens", ptrValue(before.Chat.MaxTokens), ptrValue(after.Chat.MaxTokens), samePtr(before.Chat.MaxTokens, after.Chat.MaxTokens)},
+	} {
+		if !f.same {
+			set(chat, f.key, f.after)
+			chatChanged = true
+		}
+	}
+	if chatChanged {
+		if len(chat) == 0 {
+			delete(file, "chat")
+		} else {
+			set(file, "chat", chat)
+		}
+	}
+	if !changed {
+		return nil
+	}
+	out, err := json.MarshalIndent(file, "", "  ")
+	if err != nil {
+		return err
+	}
+	return config.WriteFileAtomic(s.path, append(out, '\n'), 0o600)
 }
 
-// keepAlive is the idle time for page requests.
+// samePtr reports whether two optional settings hold the same value.
+func samePtr[T comparable](a, b *T) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return *a == *b
+}
+
+// ptrValue is an optional setting's value, nil when unset.
+func ptrValue[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// keepAlive is the idle time after a request that names none.
 func (s *SettingsStore) keepAlive() *time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d := s.idle
 	return &d
+}
+
+// defaultKeepAlive is the keep-alive of a request that names none: the
+// page's setting when this server has one (so that a change on the
+// page applies to the API as well as to page chats), else the
+// service's default (nil).
+func (s *Server) defaultKeepAlive(requested *time.Duration) *time.Duration {
+	if requested != nil || s.opts.Settings == nil {
+		return requested
+	}
+	return s.opts.Settings.keepAlive()
 }
 
 // chatDefaults are the default generation settings of conversations.
@@ -175,7 +270,8 @@ func (s *Server) logTail(w http.ResponseWriter, r *http.Request) {
 	}
 	n := 200
 	if v := r.URL.Query().Get("lines"); v != "" {
-		if _, err := fmt.Sscan(v, &n); err != nil || n < 1 || n > 5000 {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 || n > 5000 {
 			s.fail(w, r, badRequest("lines", "lines must be a number from 1 to 5000, got %q", v))
 			return
 		}

@@ -3,10 +3,12 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/npuchat/npuchat/config"
 	"github.com/npuchat/npuchat/service"
@@ -68,7 +70,109 @@ func TestSettingsAPI(t *testing.T) {
 	if got := decodeJSON[struct{ Lines []string }](t, body); strings.Join(got.Lines, ",") != "two,three" {
 		t.Errorf("log tail: %s", body)
 	}
-	if resp, _ := do(t, "GET", s.URL+"/api/logs?lines=-4", ""); resp.StatusCode != 400 {
-		t.Errorf("bad line count: %d", resp.StatusCode)
+	for _, bad := range []string{"-4", "10abc", "2.5", "0x10", "99999"} {
+		resp, body := do(t, "GET", s.URL+"/api/logs?lines="+bad, "")
+		if resp.StatusCode != 400 || !strings.Contains(body, "lines must be a number from 1 to 5000") {
+			t.Errorf("line count %q: %d %s", bad, resp.StatusCode, body)
+		}
+	}
+}
+
+// TestSettingsSaveWritesOnlyWhatThePageChanged: the page shows the
+// effective settings (here the engine and keep-alive from environment
+// variables) and sends them all back; only what was changed reaches
+// the file, whose other keys, known or not, stay as they were. The
+// file is replaced, not rewritten in place.
+func TestSettingsSaveWritesOnlyWhatThePageChanged(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "settings.json")
+	orig := `{"engine": "npu", "threads": 3, "future_option": {"x": [1, 2]}, "chat": {"temperature": 0.5, "future_chat": true}}`
+	os.WriteFile(path, []byte(orig), 0o600)
+	cfg, err := config.Load(config.MapEnv(map[string]string{"NPUCHAT_CONFIG": path, "HOME": dir, "NPUCHAT_ENGINE": "cpu", "NPUCHAT_KEEP_ALIVE": "10m"}), "linux")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, fake.Options{}, web.Options{Settings: web.NewSettingsStore(cfg)}, service.Options{})
+	_, body := do(t, "GET", s.URL+"/api/settings", "")
+	shown := decodeJSON[web.PageSettings](t, body)
+	if shown.Engine != "cpu" || shown.KeepAlive != "10m" {
+		t.Fatalf("the page is not shown the effective settings: %s", body)
+	}
+	before, _ := os.Stat(path)
+	// What the page sends: everything it shows, max tokens changed.
+	resp, body := do(t, "PUT", s.URL+"/api/settings", `{"engine": "cpu", "keep_alive": "10m", "chat": {"temperature": 0.5, "top_p": null, "max_tokens": 64}}`)
+	if resp.StatusCode != 200 {
+		t.Fatalf("put: %d %s", resp.StatusCode, body)
+	}
+	b, _ := os.ReadFile(path)
+	var file map[string]any
+	if err := json.Unmarshal(b, &file); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	chat, _ := file["chat"].(map[string]any)
+	if file["engine"] != "npu" || file["keep_alive"] != nil {
+		t.Errorf("values from the environment were written into the file: %s", b)
+	}
+	if file["threads"] != 3.0 || fmt.Sprint(file["future_option"]) != "map[x:[1 2]]" || chat["future_chat"] != true {
+		t.Errorf("keys the page does not know were dropped or changed: %s", b)
+	}
+	if chat["max_tokens"] != 64.0 || chat["temperature"] != 0.5 || chat["top_p"] != nil {
+		t.Errorf("the change: %s", b)
+	}
+	after, _ := os.Stat(path)
+	if os.SameFile(before, after) {
+		t.Error("the settings file was rewritten in place, not replaced by a rename")
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".settings.json.tmp-*")); len(left) > 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+	// Clearing a default removes it; the engine, changed, is written.
+	do(t, "PUT", s.URL+"/api/settings", `{"engine": "auto", "chat": {"temperature": null, "max_tokens": 64}}`)
+	b, _ = os.ReadFile(path)
+	file = nil
+	json.Unmarshal(b, &file)
+	chat, _ = file["chat"].(map[string]any)
+	if file["engine"] != "auto" || chat["temperature"] != nil || chat["future_chat"] != true || file["keep_alive"] != nil {
+		t.Errorf("after the second change: %s", b)
+	}
+}
+
+// TestPageKeepAliveAppliesToTheAPI: a keep-alive changed on the page is
+// the idle time after every request that names none, from the page or
+// any API; a request's own keep_alive still wins.
+func TestPageKeepAliveAppliesToTheAPI(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := config.Load(config.MapEnv(map[string]string{"NPUCHAT_CONFIG": filepath.Join(dir, "settings.json"), "HOME": dir}), "linux")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, fake.Options{}, web.Options{Settings: web.NewSettingsStore(cfg)}, service.Options{})
+	if resp, body := do(t, "PUT", s.URL+"/api/settings", `{"keep_alive": "200ms"}`); resp.StatusCode != 200 {
+		t.Fatalf("put: %d %s", resp.StatusCode, body)
+	}
+	for _, c := range []struct{ path, body string }{
+		{"/v1/chat/completions", `{"model":"minicpm5:2b","messages":[{"role":"user","content":"hi"}]}`},
+		{"/api/chat", `{"model":"minicpm5:2b","stream":false,"messages":[{"role":"user","content":"hi"}]}`},
+		{"/v1/messages", `{"model":"minicpm5:2b","max_tokens":10,"messages":[{"role":"user","content":"hi"}]}`},
+	} {
+		if resp, body := do(t, "POST", s.URL+c.path, c.body); resp.StatusCode != 200 {
+			t.Fatalf("%s: %d %s", c.path, resp.StatusCode, body)
+		}
+		if st := s.Manager.Status(); st.State != service.StateOn {
+			t.Fatalf("%s: the model is %s right after the answer", c.path, st.State)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for s.Manager.Status().State == service.StateOn {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the model is still loaded 10 s after the answer; the page's keep-alive is 200ms", c.path)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	// The request's own keep_alive wins over the page's.
+	do(t, "POST", s.URL+"/api/chat", `{"model":"minicpm5:2b","stream":false,"keep_alive":-1,"messages":[{"role":"user","content":"hi"}]}`)
+	time.Sleep(600 * time.Millisecond)
+	if st := s.Manager.Status(); st.State != service.StateOn {
+		t.Fatalf("keep_alive -1 in the request: the model is %s", st.State)
 	}
 }

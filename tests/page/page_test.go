@@ -257,11 +257,15 @@ func TestInProcessEngineChatSwitchThemeAndSmallScreen(t *testing.T) {
 		t.Errorf("question %q", q)
 	}
 
-	// The model switch turns it off and on.
+	// The model switch turns it off and on. The status event can show
+	// "switched off" before the stop request has returned; the switch is
+	// disabled until it has, and a click on it then does nothing: wait
+	// for it to be usable again before the next click.
+	const toggleReady = `!document.querySelector('[data-testid=model-toggle]').disabled`
 	b.run(chromedp.Click("[data-testid=model-toggle]", chromedp.ByQuery))
-	b.waitJS(`document.getElementById('status-text').textContent.includes('switched off') && document.querySelector('[data-testid=model-toggle]').getAttribute('aria-checked') === 'false'`, 20*time.Second)
+	b.waitJS(`document.getElementById('status-text').textContent.includes('switched off') && document.querySelector('[data-testid=model-toggle]').getAttribute('aria-checked') === 'false' && `+toggleReady, 60*time.Second)
 	b.run(chromedp.Click("[data-testid=model-toggle]", chromedp.ByQuery))
-	b.waitJS(`document.getElementById('model-status').dataset.state === 'on' && document.querySelector('[data-testid=model-toggle]').getAttribute('aria-checked') === 'true'`, 60*time.Second)
+	b.waitJS(`document.getElementById('model-status').dataset.state === 'on' && document.querySelector('[data-testid=model-toggle]').getAttribute('aria-checked') === 'true' && `+toggleReady, 120*time.Second)
 
 	// Dark mode follows the system, and the toggle is remembered.
 	bg := func() string { return eval[string](b, `getComputedStyle(document.body).backgroundColor`) }

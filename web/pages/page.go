@@ -19,15 +19,22 @@ type Page struct {
 	HistoryProblem string
 	// Model is the model the page talks to.
 	Model string
+	// Open is the conversation in the page's address (/c/{id}) that the
+	// server left for the script to load: with an API key the server
+	// renders no history, and the script fetches it with the key.
+	Open int64
 }
 
 func convHref(id int64) string { return "/c/" + strconv.FormatInt(id, 10) }
 
 func currentID(p Page) string {
-	if p.Current == nil {
-		return ""
+	switch {
+	case p.Current != nil:
+		return strconv.FormatInt(p.Current.ID, 10)
+	case p.Open != 0:
+		return strconv.FormatInt(p.Open, 10)
 	}
-	return strconv.FormatInt(p.Current.ID, 10)
+	return ""
 }
 
 func isCurrent(p Page, id int64) bool { return p.Current != nil && p.Current.ID == id }

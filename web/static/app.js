@@ -4,6 +4,8 @@
 // model's status and switch, the install, check, settings and log
 // views. It never puts text from the server into innerHTML: every
 // string is set with textContent, and Markdown goes through md.js.
+// Questions to the user (rename, delete) are in-page dialogs built the
+// same way, never the browser's prompt() or confirm().
 "use strict";
 
 (function () {
@@ -189,8 +191,10 @@
       updateExport();
       updateEmpty();
       scrollDown(true);
+      return true;
     } catch (e) {
-      showError("Could not open the conversation: " + e.message);
+      showError(e.status === 404 ? "That conversation is not in the history (" + e.message + "); here is a new chat." : "Could not open the conversation: " + e.message);
+      return e.status !== 404;
     }
   }
 
@@ -199,6 +203,59 @@
       const a = $(id);
       a.hidden = !conversation;
       a.href = conversation ? "/api/conversations/" + conversation + "/export?format=" + fmt : "#";
+    }
+  }
+
+  // exportConversation downloads the export through fetch, so that the
+  // API key goes in the Authorization header (never in a URL), and saves
+  // it from a Blob under the server's file name.
+  async function exportConversation(e) {
+    const a = e.currentTarget;
+    e.preventDefault();
+    if (!conversation) return;
+    showError("");
+    try {
+      const r = await fetch(a.getAttribute("href"), { headers: headers() });
+      if (!r.ok) {
+        const data = await r.json().catch(() => ({}));
+        const err = new Error(refusal(r, data, "export"));
+        throw err;
+      }
+      const disp = r.headers.get("Content-Disposition") || "";
+      const m = /filename="([^"]+)"/.exec(disp);
+      const url = URL.createObjectURL(await r.blob());
+      const save = document.createElement("a");
+      save.href = url;
+      save.download = m ? m[1] : "npuchat-conversation-" + conversation;
+      save.hidden = true;
+      document.body.appendChild(save);
+      save.click();
+      save.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 60000);
+    } catch (err) {
+      showError("Could not export the chat: " + (err instanceof TypeError ? "NPU Chat cannot be reached (is it still running?)." : err.message));
+    }
+  }
+  $("export-md").addEventListener("click", exportConversation);
+  $("export-json").addEventListener("click", exportConversation);
+
+  // refusal explains, for a person, why the server refused a request,
+  // and what to do about it.
+  function refusal(r, data, what) {
+    const msg = (data && data.error && (data.error.message || data.error)) || "";
+    switch (r.status) {
+      case 401:
+        return "This NPU Chat server needs an API key, and the one this page has is missing or wrong. Reload the page to enter it.";
+      case 413:
+        return "The " + what + " is too large for the server (it takes at most 8 MiB). Shorten it and try again.";
+      case 429: {
+        const after = Number(r.headers.get("Retry-After")) || 0;
+        return "NPU Chat is busy: too many requests are waiting for the model. Try again " + (after ? "in " + after + " s" : "in a moment") + ".";
+      }
+      case 503:
+        return (msg || "The model is not available") + (/[.!?]$/.test(msg) ? "" : ".");
+      default:
+        return msg || "The server answered " + r.status + ".";
     }
   }
 
@@ -267,29 +324,144 @@
     }
     if (e.target.closest("button.rename")) {
       const old = li.querySelector(".conv-link").textContent;
-      const title = prompt("New name for this chat:", old);
-      if (title === null || !title.trim()) return;
-      try {
-        await api("PATCH", "/api/conversations/" + id, { title });
-        loadList();
-        if (id === conversation) $("chat-title").textContent = title.trim();
-      } catch (err) {
-        showError("Could not rename: " + err.message);
+      const title = await ask({
+        title: "Rename chat", label: "New name", value: old, confirm: "Rename",
+        check: (v) => (v.trim() ? "" : "Write a name, or Cancel to keep “" + old + "”."),
+      });
+      if (title !== null) {
+        try {
+          await api("PATCH", "/api/conversations/" + id, { title: title.trim() });
+          if (id === conversation) $("chat-title").textContent = title.trim();
+          await loadList();
+        } catch (err) {
+          showError("Could not rename: " + err.message);
+        }
       }
+      focusConversation(id, "button.rename");
       return;
     }
     if (e.target.closest("button.delete")) {
       const name = li.querySelector(".conv-link").textContent;
-      if (!confirm("Delete the chat “" + name + "” and all its messages? This cannot be undone.")) return;
+      const ok = await ask({
+        title: "Delete chat", text: ["Delete the chat “", name, "” and all its messages? This cannot be undone."],
+        confirm: "Delete", danger: true,
+      });
+      if (ok === null) {
+        focusConversation(id, "button.delete");
+        return;
+      }
       try {
         await api("DELETE", "/api/conversations/" + id);
-        if (id === conversation) openConversation(null, true);
-        loadList();
+        if (id === conversation) await openConversation(null, true);
+        await loadList();
       } catch (err) {
         showError("Could not delete: " + err.message);
       }
+      focusConversation(id, "button.delete");
     }
   });
+
+  // focusConversation gives the focus back after a dialog: to the same
+  // button of the (re-rendered) entry, or, when it is gone, to the
+  // search box.
+  function focusConversation(id, sel) {
+    const b = document.querySelector('#conversations li[data-id="' + id + '"] ' + sel);
+    (b || $("search")).focus();
+  }
+
+  // ask shows a modal in-page dialog and resolves to the text entered
+  // (with a label), true (without), or null when cancelled (Cancel,
+  // Escape). It is built with createElement and textContent only: the
+  // titles it shows are the user's (or a model's) text. opts: title,
+  // text (a string or a list of strings), label and value (a text
+  // field), check (returns why a value cannot be used, or ""), confirm
+  // (the button's label), danger.
+  function ask(opts) {
+    return new Promise((resolve) => {
+      const back = document.activeElement;
+      const d = document.createElement("dialog");
+      d.className = "ask";
+      d.setAttribute("data-testid", "dialog");
+      const form = document.createElement("form");
+      form.method = "dialog";
+      const h = document.createElement("h2");
+      h.id = "ask-title";
+      h.textContent = opts.title;
+      d.setAttribute("aria-labelledby", "ask-title");
+      form.appendChild(h);
+      if (opts.text) {
+        const p = document.createElement("p");
+        p.id = "ask-text";
+        p.append(...[].concat(opts.text));
+        d.setAttribute("aria-describedby", "ask-text");
+        form.appendChild(p);
+      }
+      let field = null;
+      const note = document.createElement("p");
+      note.className = "error-text";
+      note.setAttribute("role", "alert");
+      note.hidden = true;
+      if (opts.label !== undefined) {
+        const l = document.createElement("label");
+        l.textContent = opts.label + " ";
+        field = document.createElement("input");
+        field.type = "text";
+        field.value = opts.value || "";
+        field.autocomplete = "off";
+        field.setAttribute("data-testid", "dialog-input");
+        l.appendChild(field);
+        form.append(l, note);
+      }
+      const row = document.createElement("div");
+      row.className = "ask-buttons";
+      const cancel = document.createElement("button");
+      cancel.type = "button";
+      cancel.className = "btn";
+      cancel.textContent = "Cancel";
+      cancel.setAttribute("data-testid", "dialog-cancel");
+      const ok = document.createElement("button");
+      ok.type = "submit";
+      ok.className = "btn " + (opts.danger ? "danger" : "primary");
+      ok.textContent = opts.confirm || "OK";
+      ok.setAttribute("data-testid", "dialog-confirm");
+      row.append(cancel, ok);
+      form.appendChild(row);
+      d.appendChild(form);
+      document.body.appendChild(d);
+      let result = null;
+      const done = (v) => {
+        result = v;
+        d.close();
+      };
+      cancel.addEventListener("click", () => done(null));
+      form.addEventListener("submit", (e) => {
+        e.preventDefault();
+        if (field && opts.check) {
+          const why = opts.check(field.value);
+          if (why) {
+            note.textContent = why;
+            note.hidden = false;
+            field.focus();
+            return;
+          }
+        }
+        done(field ? field.value : true);
+      });
+      // Escape fires "cancel" and closes the dialog: result stays null.
+      d.addEventListener("close", () => {
+        d.remove();
+        if (back && back.isConnected) back.focus();
+        resolve(result);
+      });
+      d.showModal();
+      if (field) {
+        field.focus();
+        field.select();
+      } else {
+        (opts.danger ? cancel : ok).focus();
+      }
+    });
+  }
 
   let searchTimer = 0;
   $("search").addEventListener("input", () => {
@@ -328,15 +500,23 @@
     return c.id;
   }
 
+  // unreachable is what the page says when the server cannot be reached.
+  const unreachable = "NPU Chat cannot be reached: is it still running? Start it again, then send.";
+
   // send posts to the conversation and renders the streamed answer.
-  async function send(body) {
+  // composed is the composer's text when the message comes from it: the
+  // composer is emptied only once the server has taken the message, so
+  // that a refused one (busy, too large, no key, server down) stays
+  // there to send again.
+  async function send(body, composed) {
     if (streaming) return;
     showError("");
+    const kept = composed !== undefined ? " Your message is still in the box." : "";
     let id;
     try {
       id = await ensureConversation();
     } catch (e) {
-      showError(e.message);
+      showError((e instanceof TypeError ? unreachable : "Could not start a chat: " + e.message) + kept);
       return;
     }
     const abort = new AbortController();
@@ -396,11 +576,15 @@
       });
       if (!r.ok) {
         const data = await r.json().catch(() => ({}));
-        throw new Error((data.error && (data.error.message || data.error)) || "HTTP " + r.status);
+        throw new Error(refusal(r, data, "message") + kept);
+      }
+      if (composed !== undefined && input.value === composed) {
+        input.value = "";
+        autosize();
       }
       await readSSE(r.body, onEvent);
     } catch (e) {
-      if (e.name !== "AbortError") showError(e.message);
+      if (e.name !== "AbortError") showError(e instanceof TypeError ? (answerEl ? "The connection to NPU Chat broke. What was shown is kept." : unreachable + kept) : e.message);
     } finally {
       if (answerEl) {
         // Stopped (or the connection broke): the server stored what was
@@ -454,9 +638,7 @@
     e.preventDefault();
     const text = input.value;
     if (!text.trim() || streaming) return;
-    input.value = "";
-    autosize();
-    send({ content: text });
+    send({ content: text }, text);
   });
   input.addEventListener("keydown", (e) => {
     if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
@@ -901,7 +1083,16 @@
     showInstall(st);
     if (st.state === "running") pollInstall();
   }, () => {});
-  if (conversation) {
+  if (conversation && app.dataset.rendered !== "true") {
+    // With an API key the server renders no history: open the
+    // conversation in the address (a reload, a link) with the key.
+    openConversation(conversation, false).then((found) => {
+      if (!found) {
+        history.replaceState(null, "", "/");
+        openConversation(null, false);
+      }
+    });
+  } else if (conversation) {
     api("GET", "/api/conversations/" + conversation).then(fillChatSettings, () => {});
   }
   input.focus();
