@@ -86,7 +86,7 @@ var attnConsts = func() (c [12 * 8]float32) {
 // Per 8 rows: scores block by block (for each dimension d, one load of
 // 16 keys, and per row a multiply by q_r[d] and an add), each row's
 // maximum, exp(score − max) with expf's polynomial and the 16 lane sums,
-// then Σ_t p_t·v_t 16 dimensions at a time (each value load shared by the
+// then Σ_t p_t·v_t 32 (or 16) dimensions at a time (each value load shared by the
 // 8 rows), finally divided by the row's sum.
 func (a *Attn) Run(out, q []float32, sc *AttnScratch, kern AttnKernel) {
 	hd := a.HeadDim

@@ -25,6 +25,12 @@ func attnExp(s *float32, nb int, tail uint64, m float32, sum *float32)
 func attnPV8F32(p *float32, pstride int, n int, v *float32, vstride int, hd int, o *float32)
 
 //go:noescape
+func attnPV8x32F32(p *float32, pstride int, n int, v *float32, vstride int, hd int, o *float32)
+
+//go:noescape
+func attnPV8x32F16(p *float32, pstride int, n int, v *uint16, vstride int, hd int, o *float32)
+
+//go:noescape
 func attnPV8F16(p *float32, pstride int, n int, v *uint16, vstride int, hd int, o *float32)
 
 // scoresAsm is scoresGo for all 8 rows with attnScores8, plus the lane
@@ -41,15 +47,24 @@ func (a *Attn) scoresAsm(sc *AttnScratch, nb, tail, ss int) {
 	attnScores8F32(&sc.qt[0], hd, &a.K[0], 4*a.KStride, nb, mask, a.Scale, &sc.s[0], 4*ss, &sc.mx[0])
 }
 
-// pvAsm is pvGo for all 8 rows with attnPV8.
+// pvAsm is pvGo for all 8 rows with attnPV8 (32 dimensions at a time
+// when HeadDim allows, else 16).
 func (a *Attn) pvAsm(sc *AttnScratch, ss int) {
 	hd := a.HeadDim
 	if a.V16 != nil {
 		_ = a.V16[(a.N-1)*a.VStride+hd-1]
+		if hd%32 == 0 {
+			attnPV8x32F16(&sc.s[0], 4*ss, a.N, &a.V16[0], 2*a.VStride, hd, &sc.o[0])
+			return
+		}
 		attnPV8F16(&sc.s[0], 4*ss, a.N, &a.V16[0], 2*a.VStride, hd, &sc.o[0])
 		return
 	}
 	_ = a.V[(a.N-1)*a.VStride+hd-1]
+	if hd%32 == 0 {
+		attnPV8x32F32(&sc.s[0], 4*ss, a.N, &a.V[0], 4*a.VStride, hd, &sc.o[0])
+		return
+	}
 	attnPV8F32(&sc.s[0], 4*ss, a.N, &a.V[0], 4*a.VStride, hd, &sc.o[0])
 }
 

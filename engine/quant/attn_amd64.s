@@ -78,6 +78,41 @@ tloop: \
 	ADDQ $64, DX; ADDQ $VBYTES, DI; DECQ R11; JNZ chunk; \
 	VZEROUPPER; RET
 
+// PV2 multiplies the 32 values in Z16, Z17 by row h's probability
+// (broadcast from mem into tmp) and adds the products to row h's
+// accumulators lo, hi.
+#define PV2(mem, tmp, lo, hi) \
+	VBROADCASTSS mem, tmp; VMULPS Z16, tmp, Z26; VADDPS Z26, lo, lo; VMULPS Z17, tmp, Z27; VADDPS Z27, hi, hi
+
+// PV32_BODY(LOADV, VBYTES): PV_BODY 32 dimensions at a time (HeadDim a
+// multiple of 32): row h's accumulators are Z(h) and Z(h+8).
+#define PV32_BODY(LOADV, VBYTES) \
+	MOVQ p+0(FP), SI; MOVQ pstride+8(FP), R8; LEAQ (R8)(R8*2), R9; \
+	MOVQ v+24(FP), DI; MOVQ vstride+32(FP), R10; MOVQ hd+40(FP), R11; SHRQ $5, R11; \
+	MOVQ o+48(FP), DX; MOVQ hd+40(FP), R13; SHLQ $2, R13; \
+chunk32: \
+	VPXORD Z0, Z0, Z0; VPXORD Z1, Z1, Z1; VPXORD Z2, Z2, Z2; VPXORD Z3, Z3, Z3; \
+	VPXORD Z4, Z4, Z4; VPXORD Z5, Z5, Z5; VPXORD Z6, Z6, Z6; VPXORD Z7, Z7, Z7; \
+	VPXORD Z8, Z8, Z8; VPXORD Z9, Z9, Z9; VPXORD Z10, Z10, Z10; VPXORD Z11, Z11, Z11; \
+	VPXORD Z12, Z12, Z12; VPXORD Z13, Z13, Z13; VPXORD Z14, Z14, Z14; VPXORD Z15, Z15, Z15; \
+	MOVQ SI, AX; LEAQ (SI)(R8*4), BX; MOVQ DI, R12; MOVQ n+16(FP), CX; \
+tloop32: \
+	LOADV; \
+	PV2((AX), Z18, Z0, Z8); PV2((AX)(R8*1), Z19, Z1, Z9); PV2((AX)(R8*2), Z20, Z2, Z10); PV2((AX)(R9*1), Z21, Z3, Z11); \
+	PV2((BX), Z22, Z4, Z12); PV2((BX)(R8*1), Z23, Z5, Z13); PV2((BX)(R8*2), Z24, Z6, Z14); PV2((BX)(R9*1), Z25, Z7, Z15); \
+	ADDQ $4, AX; ADDQ $4, BX; ADDQ R10, R12; DECQ CX; JNZ tloop32; \
+	MOVQ DX, AX; \
+	VMOVUPS Z0, (AX); VMOVUPS Z8, 64(AX); ADDQ R13, AX; VMOVUPS Z1, (AX); VMOVUPS Z9, 64(AX); ADDQ R13, AX; \
+	VMOVUPS Z2, (AX); VMOVUPS Z10, 64(AX); ADDQ R13, AX; VMOVUPS Z3, (AX); VMOVUPS Z11, 64(AX); ADDQ R13, AX; \
+	VMOVUPS Z4, (AX); VMOVUPS Z12, 64(AX); ADDQ R13, AX; VMOVUPS Z5, (AX); VMOVUPS Z13, 64(AX); ADDQ R13, AX; \
+	VMOVUPS Z6, (AX); VMOVUPS Z14, 64(AX); ADDQ R13, AX; VMOVUPS Z7, (AX); VMOVUPS Z15, 64(AX); \
+	ADDQ $128, DX; ADDQ $VBYTES, DI; DECQ R11; JNZ chunk32; \
+	VZEROUPPER; RET
+
+// The 32 values of one position into Z16, Z17.
+#define V32F32 VMOVUPS (R12), Z16; VMOVUPS 64(R12), Z17
+#define V32F16 VCVTPH2PS (R12), Z16; VCVTPH2PS 32(R12), Z17
+
 // func attnScores8F32(qt *float32, hd int, k *float32, kstride int, nb int, tail uint64, scale float32, s *float32, sstride int, mx *float32)
 TEXT ·attnScores8F32(SB), NOSPLIT, $0-80
 	SCORES_BODY(VMOVUPS, 64)
@@ -160,3 +195,11 @@ TEXT ·attnPV8F32(SB), NOSPLIT, $0-56
 // func attnPV8F16(p *float32, pstride int, n int, v *uint16, vstride int, hd int, o *float32)
 TEXT ·attnPV8F16(SB), NOSPLIT, $0-56
 	PV_BODY(VCVTPH2PS, 32)
+
+// func attnPV8x32F32(p *float32, pstride int, n int, v *float32, vstride int, hd int, o *float32)
+TEXT ·attnPV8x32F32(SB), NOSPLIT, $0-56
+	PV32_BODY(V32F32, 128)
+
+// func attnPV8x32F16(p *float32, pstride int, n int, v *uint16, vstride int, hd int, o *float32)
+TEXT ·attnPV8x32F16(SB), NOSPLIT, $0-56
+	PV32_BODY(V32F16, 64)
