@@ -141,23 +141,6 @@ func (m *Model) rope(v []float32, n int, cos, sin []float32) {
 	}
 }
 
-func softmax(x []float32) {
-	mx := x[0]
-	for _, v := range x[1:] {
-		mx = max(mx, v)
-	}
-	var sum float64
-	for i, v := range x {
-		e := float32(math.Exp(float64(v - mx)))
-		x[i] = e
-		sum += float64(e)
-	}
-	inv := float32(1 / sum)
-	for i := range x {
-		x[i] *= inv
-	}
-}
-
 func silu(x float32) float32 { return x / (1 + float32(math.Exp(float64(-x)))) }
 
 // swiglu sets h[i] = silu(h[i]) · u[i].
