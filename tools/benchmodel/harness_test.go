@@ -121,3 +121,75 @@ func TestCPUBusySeesAnotherProgram(t *testing.T) {
 		t.Errorf("cpubusy = %d%% with a spinning program, want %d–100", n, min)
 	}
 }
+
+// TestBenchLlamaCPU: --llama-cpu keeps only the chosen CPU backend
+// beside llama.cpp's other libraries, best keeps them all, a backend
+// that is not there is a clear error naming those that are, and the
+// default runs a llama.cpp without per-CPU libraries as it is.
+func TestBenchLlamaCPU(t *testing.T) {
+	libs := t.TempDir()
+	for _, f := range []string{"libggml-base.so", "libggml-cpu-sapphirerapids.so", "libggml-cpu-zen4.so", "libllama.so"} {
+		if err := os.WriteFile(filepath.Join(libs, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name    string
+		libs    string
+		args    []string
+		wantErr string // in the output of a failing run
+		header  string
+		seen    string // the libraries llama.cpp was given, sorted
+	}{
+		{name: "zen4", libs: libs, args: []string{"--llama-cpu", "zen4"},
+			header: "llama.cpp CPU backend: zen4 ", seen: "libggml-base.so libggml-cpu-zen4.so libllama.so"},
+		{name: "best", libs: libs, args: []string{"--llama-cpu", "best"},
+			header: "llama.cpp CPU backend: best ", seen: "libggml-base.so libggml-cpu-sapphirerapids.so libggml-cpu-zen4.so libllama.so"},
+		{name: "missing", libs: libs, args: []string{"--llama-cpu", "haswell"},
+			wantErr: "no llama.cpp CPU backend haswell in " + libs + " (have: sapphirerapids zen4 )"},
+		{name: "default without per-CPU libraries", libs: t.TempDir(),
+			header: "llama.cpp CPU backend: best", seen: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			seen := filepath.Join(dir, "seen")
+			llama := filepath.Join(dir, "llama")
+			script := "#!/bin/sh\n[ \"$1\" = -lib ] && ls \"$2\" > " + seen + "\n" +
+				`echo '{"load_s":0.5,"prefill_tok_s":1,"decode_tok_s":1,"peak_rss_mb":1}'` + "\n"
+			if err := os.WriteFile(llama, []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			engine := filepath.Join(dir, "engine")
+			if err := os.WriteFile(engine, []byte("#!/bin/sh\n"+`echo '{"load_s":0.5,"prefill_tok_s":1,"decode_tok_s":1,"peak_rss_mb":1}'`+"\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			model := filepath.Join(dir, "m.gguf")
+			if err := os.WriteFile(model, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command("../../scripts/bench", append(append([]string{"--runs", "1"}, tt.args...), model)...)
+			cmd.Env = append(os.Environ(), "NPUCHAT_BIN="+engine, "LLAMAREF="+llama, "LLAMAREF_LIB="+tt.libs, "BENCH_SAMPLE_SECONDS=0")
+			out, err := cmd.CombinedOutput()
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(string(out), tt.wantErr) {
+					t.Fatalf("want error %q, got %v:\n%s", tt.wantErr, err, out)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("scripts/bench: %v\n%s", err, out)
+			}
+			if !strings.Contains(string(out), tt.header) {
+				t.Errorf("header %q missing:\n%s", tt.header, out)
+			}
+			got, err := os.ReadFile(seen)
+			if err != nil {
+				t.Fatalf("llama.cpp was not run with -lib: %v\n%s", err, out)
+			}
+			if g := strings.Join(strings.Fields(string(got)), " "); g != tt.seen {
+				t.Errorf("llama.cpp saw libraries %q, want %q", g, tt.seen)
+			}
+		})
+	}
+}
