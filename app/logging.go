@@ -1,12 +1,17 @@
 package app
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"time"
 
+	"github.com/npuchat/npuchat/config"
 	"gopkg.in/natefinch/lumberjack.v2"
 )
 
@@ -35,4 +40,34 @@ func newLogger(stderr io.Writer, dir, level string) (*slog.Logger, func(), error
 		h = slog.NewMultiHandler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}), h)
 	}
 	return slog.New(h), func() { file.Close() }, nil
+}
+
+// LogStartupError writes err, which kept NPU Chat from starting (New
+// failed, or the single-instance lock), to the log file, so that the
+// tray's error window can point at it and a report can attach it. It
+// returns the file, or why it could not be written (the data folder is
+// what cannot be written, say).
+func LogStartupError(opts Options, err error) (string, error) {
+	if opts.Getenv == nil {
+		opts.Getenv = func(string) string { return "" }
+	}
+	if opts.GOOS == "" {
+		opts.GOOS = runtime.GOOS
+	}
+	dir := config.LogDirOf(opts.Getenv, opts.GOOS)
+	if cfg, lerr := config.Load(opts.Getenv, opts.GOOS); lerr == nil {
+		dir = cfg.LogDir
+	}
+	if lerr := os.MkdirAll(dir, 0o755); lerr != nil {
+		return "", fmt.Errorf("log folder: %w", lerr)
+	}
+	path := filepath.Join(dir, "npuchat.log")
+	file := &lumberjack.Logger{Filename: path, MaxSize: 10, MaxBackups: 5}
+	defer file.Close()
+	r := slog.NewRecord(time.Now(), slog.LevelError, "NPU Chat could not start", 0)
+	r.AddAttrs(slog.String("err", err.Error()), slog.String("version", opts.Version))
+	if lerr := slog.NewJSONHandler(file, nil).Handle(context.Background(), r); lerr != nil {
+		return "", fmt.Errorf("log file %s: %w", path, lerr)
+	}
+	return path, nil
 }

@@ -111,10 +111,7 @@ func Load(getenv Env, goos string) (*Config, error) {
 	if err := c.readSettings(); err != nil {
 		return nil, err
 	}
-	c.DataDir = getenv("NPUCHAT_DATA")
-	if c.DataDir == "" {
-		c.DataDir = dataDir(getenv, goos, home)
-	}
+	c.DataDir = dataDirOf(getenv, goos, home)
 	c.LogDir = JoinOS(goos, c.DataDir, "logs")
 	c.ModelsDir = JoinOS(goos, c.DataDir, "models")
 
@@ -177,6 +174,25 @@ func Load(getenv Env, goos string) (*Config, error) {
 	c.FLMXclbinPath = getenv("FLM_XCLBIN_PATH")
 	c.FLMServePort = getenv("FLM_SERVE_PORT")
 	return c, nil
+}
+
+// dataDirOf is the data folder: NPUCHAT_DATA, else the platform's.
+func dataDirOf(getenv Env, goos, home string) string {
+	if d := getenv("NPUCHAT_DATA"); d != "" {
+		return d
+	}
+	return dataDir(getenv, goos, home)
+}
+
+// LogDirOf is the log folder Load resolves, from the environment alone
+// (the settings file does not change it): where a start-up error that
+// keeps Load from succeeding (a malformed settings file) is written.
+func LogDirOf(getenv Env, goos string) string {
+	home := getenv("HOME")
+	if goos == "windows" && getenv("USERPROFILE") != "" {
+		home = getenv("USERPROFILE")
+	}
+	return JoinOS(goos, dataDirOf(getenv, goos, home), "logs")
 }
 
 // ParseKeepAlive parses a keep-alive as Ollama does: a Go duration

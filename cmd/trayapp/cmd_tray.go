@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/npuchat/npuchat/app"
@@ -60,8 +61,7 @@ const listenRetry = 5 * time.Second
 func runTray(ctx context.Context, env *Env, flags app.Flags, hidden bool) int {
 	dir, err := instance.DefaultDir(env.GOOS, env.Getenv)
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "npuchat:", err)
-		return 1
+		return trayStartFailed(ctx, env, flags, err, 1)
 	}
 	inst, err := instance.Acquire(instance.Options{Dir: dir})
 	if errors.Is(err, instance.ErrRunning) {
@@ -73,15 +73,13 @@ func runTray(ctx context.Context, env *Env, flags app.Flags, hidden bool) int {
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "npuchat:", err)
-		return 1
+		return trayStartFailed(ctx, env, flags, err, 1)
 	}
 	defer inst.Close()
 
 	a, err := app.New(ctx, appOptions(env, flags))
 	if err != nil {
-		fmt.Fprintln(env.Stderr, "npuchat:", err)
-		return 2
+		return trayStartFailed(ctx, env, flags, err, 2)
 	}
 	ctx, quit := context.WithCancel(ctx)
 	defer quit()
@@ -111,6 +109,29 @@ func runTray(ctx context.Context, env *Env, flags app.Flags, hidden bool) int {
 		return 1
 	}
 	return 0
+}
+
+// trayStartFailed reports an error the tray cannot start without (a
+// malformed settings file, a data folder that cannot be written, the
+// instance lock): on stderr, in the log file, and on the desktop, since
+// the Windows GUI build has no console (gui.ShowStartupError: the tray
+// icon in its error state, a notification and a window) until the user
+// quits. It returns code.
+func trayStartFailed(ctx context.Context, env *Env, flags app.Flags, err error, code int) int {
+	fmt.Fprintln(env.Stderr, "npuchat:", err)
+	opts := appOptions(env, flags)
+	logFile, logErr := app.LogStartupError(opts, err)
+	if logErr != nil {
+		fmt.Fprintln(env.Stderr, "npuchat: the error could not be written to the log:", logErr)
+	}
+	logDir := ""
+	if logFile != "" {
+		logDir = filepath.Dir(logFile)
+	}
+	if gerr := gui.ShowStartupError(ctx, gui.StartupError{Err: err, LogFile: logFile, LogErr: logErr, LogDir: logDir}); gerr != nil {
+		fmt.Fprintln(env.Stderr, "npuchat:", gerr)
+	}
+	return code
 }
 
 // trayOptions are what the tray needs besides the app.

@@ -35,11 +35,7 @@ import (
 // process exit 0. The model is a small generated one on the CPU engine.
 func TestTrayOverDBus(t *testing.T) {
 	dir := t.TempDir()
-	exe := filepath.Join(dir, "npuchat")
-	build := exec.Command("go", "build", "-o", exe, "github.com/npuchat/npuchat/cmd/trayapp")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build npuchat: %v\n%s", err, out)
-	}
+	exe := buildNPUChat(t)
 	w, err := testmodel.Random(3, testmodel.Qwen3Small())
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,44 @@
+package gui
+
+import "strings"
+
+// StartupError is a start-up error the tray cannot start without (a
+// settings file that does not parse, a data folder that cannot be
+// written, the single-instance lock), as ShowStartupError shows it: the
+// Windows GUI build has no console, so stderr alone says nothing.
+type StartupError struct {
+	// Err is what went wrong, in words a person can act on.
+	Err error
+	// LogFile is the log file the error was written to; LogErr, when it
+	// could not be written, says why.
+	LogFile string
+	LogErr  error
+	// LogDir is the folder "Open logs folder" opens ("" hides it).
+	LogDir string
+}
+
+// startupTitle heads the window and the notification.
+const startupTitle = "NPU Chat could not start"
+
+// startupView is what the tray shows for a start-up error: the error
+// icon, the reason as the status line and in the tooltip.
+func startupView(e StartupError) View {
+	reason := strings.Join(strings.Fields(e.Err.Error()), " ")
+	return View{
+		Icon:    IconError,
+		Status:  cut("Error: "+reason, menuLine),
+		Tooltip: startupTitle + ": " + reason,
+	}
+}
+
+// startupText is the window's text: the reason and where the log is.
+func startupText(e StartupError) string {
+	text := e.Err.Error()
+	switch {
+	case e.LogErr != nil:
+		text += "\n\nThis could not be written to the log either: " + e.LogErr.Error()
+	case e.LogFile != "":
+		text += "\n\nThis is also in the log: " + e.LogFile
+	}
+	return text + "\n\nFix it, then start NPU Chat again."
+}
