@@ -157,7 +157,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	a.log = opts.Logger
 	if a.log == nil {
 		if a.log, a.closeLog, err = newLogger(opts.Stderr, cfg.LogDir, cfg.LogLevel); err != nil {
-			return nil, fmt.Errorf("log folder: %w", err)
+			return nil, err
 		}
 	}
 	a.login = opts.LaunchAtLogin

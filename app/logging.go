@@ -31,7 +31,7 @@ func newLogger(stderr io.Writer, dir, level string) (*slog.Logger, func(), error
 	default:
 		lv = slog.LevelInfo
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := makeLogDir(dir); err != nil {
 		return nil, nil, err
 	}
 	file := &lumberjack.Logger{Filename: filepath.Join(dir, "npuchat.log"), MaxSize: 10, MaxBackups: 5}
@@ -42,11 +42,22 @@ func newLogger(stderr io.Writer, dir, level string) (*slog.Logger, func(), error
 	return slog.New(h), func() { file.Close() }, nil
 }
 
+// makeLogDir makes the log folder, or says which one could not be made
+// and what to do.
+func makeLogDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("the logs folder %s cannot be made (%w): NPU Chat needs a data folder it can write; fix its permissions or set NPUCHAT_DATA to another folder", dir, err)
+	}
+	return nil
+}
+
 // LogStartupError writes err, which kept NPU Chat from starting (New
 // failed, or the single-instance lock), to the log file, so that the
-// tray's error window can point at it and a report can attach it. It
+// tray's error window can point at it and a report can attach it. The
+// log folder comes from the environment alone (config.LogDirOf), since
+// a settings file that does not parse can be what went wrong. It
 // returns the file, or why it could not be written (the data folder is
-// what cannot be written, say).
+// not writable, say).
 func LogStartupError(opts Options, err error) (string, error) {
 	if opts.Getenv == nil {
 		opts.Getenv = func(string) string { return "" }
@@ -55,19 +66,19 @@ func LogStartupError(opts Options, err error) (string, error) {
 		opts.GOOS = runtime.GOOS
 	}
 	dir := config.LogDirOf(opts.Getenv, opts.GOOS)
-	if cfg, lerr := config.Load(opts.Getenv, opts.GOOS); lerr == nil {
-		dir = cfg.LogDir
-	}
-	if lerr := os.MkdirAll(dir, 0o755); lerr != nil {
-		return "", fmt.Errorf("log folder: %w", lerr)
+	if lerr := makeLogDir(dir); lerr != nil {
+		return "", lerr
 	}
 	path := filepath.Join(dir, "npuchat.log")
 	file := &lumberjack.Logger{Filename: path, MaxSize: 10, MaxBackups: 5}
-	defer file.Close()
 	r := slog.NewRecord(time.Now(), slog.LevelError, "NPU Chat could not start", 0)
 	r.AddAttrs(slog.String("err", err.Error()), slog.String("version", opts.Version))
-	if lerr := slog.NewJSONHandler(file, nil).Handle(context.Background(), r); lerr != nil {
-		return "", fmt.Errorf("log file %s: %w", path, lerr)
+	lerr := slog.NewJSONHandler(file, nil).Handle(context.Background(), r)
+	if cerr := file.Close(); lerr == nil {
+		lerr = cerr
+	}
+	if lerr != nil {
+		return "", fmt.Errorf("write the log file %s: %w", path, lerr)
 	}
 	return path, nil
 }

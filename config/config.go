@@ -100,10 +100,7 @@ func MapEnv(m map[string]string) Env { return func(k string) string { return m[k
 // an error; a malformed one is, and names the file.
 func Load(getenv Env, goos string) (*Config, error) {
 	c := &Config{}
-	home := getenv("HOME")
-	if goos == "windows" && getenv("USERPROFILE") != "" {
-		home = getenv("USERPROFILE")
-	}
+	home := homeOf(getenv, goos)
 	c.SettingsPath = getenv("NPUCHAT_CONFIG")
 	if c.SettingsPath == "" {
 		c.SettingsPath = JoinOS(goos, configDir(getenv, goos, home), "npuchat", "settings.json")
@@ -112,7 +109,7 @@ func Load(getenv Env, goos string) (*Config, error) {
 		return nil, err
 	}
 	c.DataDir = dataDirOf(getenv, goos, home)
-	c.LogDir = JoinOS(goos, c.DataDir, "logs")
+	c.LogDir = LogDirOf(getenv, goos)
 	c.ModelsDir = JoinOS(goos, c.DataDir, "models")
 
 	override := func(dst *string, key string) {
@@ -176,6 +173,14 @@ func Load(getenv Env, goos string) (*Config, error) {
 	return c, nil
 }
 
+// homeOf is the user's home folder: HOME, or USERPROFILE on Windows.
+func homeOf(getenv Env, goos string) string {
+	if goos == "windows" && getenv("USERPROFILE") != "" {
+		return getenv("USERPROFILE")
+	}
+	return getenv("HOME")
+}
+
 // dataDirOf is the data folder: NPUCHAT_DATA, else the platform's.
 func dataDirOf(getenv Env, goos, home string) string {
 	if d := getenv("NPUCHAT_DATA"); d != "" {
@@ -188,11 +193,7 @@ func dataDirOf(getenv Env, goos, home string) string {
 // (the settings file does not change it): where a start-up error that
 // keeps Load from succeeding (a malformed settings file) is written.
 func LogDirOf(getenv Env, goos string) string {
-	home := getenv("HOME")
-	if goos == "windows" && getenv("USERPROFILE") != "" {
-		home = getenv("USERPROFILE")
-	}
-	return JoinOS(goos, dataDirOf(getenv, goos, home), "logs")
+	return JoinOS(goos, dataDirOf(getenv, goos, homeOf(getenv, goos)), "logs")
 }
 
 // ParseKeepAlive parses a keep-alive as Ollama does: a Go duration

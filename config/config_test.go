@@ -36,6 +36,9 @@ func TestLoadPathsPerOS(t *testing.T) {
 			if cfg.SettingsPath != c.settings || cfg.DataDir != c.data || cfg.LogDir != c.logs || cfg.HFEndpoint != c.hf {
 				t.Fatalf("got settings %s data %s logs %s hf %s", cfg.SettingsPath, cfg.DataDir, cfg.LogDir, cfg.HFEndpoint)
 			}
+			if d := LogDirOf(MapEnv(c.env), c.goos); d != c.logs {
+				t.Fatalf("LogDirOf = %s, want %s as Load has it", d, c.logs)
+			}
 			if cfg.Addr != DefaultAddr || cfg.Model != DefaultModel || cfg.Engine != "auto" || cfg.KeepAliveDur != DefaultKeepAlive || cfg.QueueSize != DefaultQueueSize {
 				t.Fatalf("defaults %+v", cfg)
 			}

@@ -1,6 +1,9 @@
 package gui
 
-import "strings"
+import (
+	"path/filepath"
+	"strings"
+)
 
 // StartupError is a start-up error the tray cannot start without (a
 // settings file that does not parse, a data folder that cannot be
@@ -9,12 +12,19 @@ import "strings"
 type StartupError struct {
 	// Err is what went wrong, in words a person can act on.
 	Err error
-	// LogFile is the log file the error was written to; LogErr, when it
-	// could not be written, says why.
+	// LogFile is the log file the error was written to ("" when it
+	// could not be); LogErr, when it could not be written, says why.
 	LogFile string
 	LogErr  error
-	// LogDir is the folder "Open logs folder" opens ("" hides it).
-	LogDir string
+}
+
+// logDir is the folder "Open logs folder" opens: LogFile's, "" (no
+// button, no menu item) when the error is in no log file.
+func (e StartupError) logDir() string {
+	if e.LogFile == "" {
+		return ""
+	}
+	return filepath.Dir(e.LogFile)
 }
 
 // startupTitle heads the window and the notification.
@@ -31,12 +41,15 @@ func startupView(e StartupError) View {
 	}
 }
 
-// startupText is the window's text: the reason and where the log is.
+// startupText is the window's text: the reason, where the log is (or
+// why it is in no log), and what to do.
 func startupText(e StartupError) string {
 	text := e.Err.Error()
 	switch {
+	case e.LogErr != nil && e.LogErr.Error() == e.Err.Error():
+		text += "\n\nFor the same reason, it could not be written to the log either."
 	case e.LogErr != nil:
-		text += "\n\nThis could not be written to the log either: " + e.LogErr.Error()
+		text += "\n\nIt could not be written to the log either: " + e.LogErr.Error()
 	case e.LogFile != "":
 		text += "\n\nThis is also in the log: " + e.LogFile
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	"github.com/npuchat/npuchat/app"
@@ -113,22 +112,16 @@ func runTray(ctx context.Context, env *Env, flags app.Flags, hidden bool) int {
 
 // trayStartFailed reports an error the tray cannot start without (a
 // malformed settings file, a data folder that cannot be written, the
-// instance lock): on stderr, in the log file, and on the desktop, since
-// the Windows GUI build has no console (gui.ShowStartupError: the tray
-// icon in its error state, a notification and a window) until the user
-// quits. It returns code.
+// instance lock) on stderr, in the log file, and on the desktop until
+// the user quits (gui.ShowStartupError), since the Windows GUI build has
+// no console. It returns code, the exit status.
 func trayStartFailed(ctx context.Context, env *Env, flags app.Flags, err error, code int) int {
 	fmt.Fprintln(env.Stderr, "npuchat:", err)
-	opts := appOptions(env, flags)
-	logFile, logErr := app.LogStartupError(opts, err)
+	logFile, logErr := app.LogStartupError(appOptions(env, flags), err)
 	if logErr != nil {
 		fmt.Fprintln(env.Stderr, "npuchat: the error could not be written to the log:", logErr)
 	}
-	logDir := ""
-	if logFile != "" {
-		logDir = filepath.Dir(logFile)
-	}
-	if gerr := gui.ShowStartupError(ctx, gui.StartupError{Err: err, LogFile: logFile, LogErr: logErr, LogDir: logDir}); gerr != nil {
+	if gerr := gui.ShowStartupError(ctx, gui.StartupError{Err: err, LogFile: logFile, LogErr: logErr}); gerr != nil {
 		fmt.Fprintln(env.Stderr, "npuchat:", gerr)
 	}
 	return code
