@@ -27,7 +27,7 @@ func (a *App) SetEngine(ctx context.Context, kind string) error {
 	if kind == "remote" && a.cfg.RemoteURL == "" {
 		return errors.New("the remote engine needs a server's URL: set remote_url in the settings or NPUCHAT_REMOTE_URL")
 	}
-	if err := a.saveSetting(func(s *config.Settings) { s.Engine = kind }); err != nil {
+	if err := a.saveSetting(config.Change{Key: "engine", Value: kind}); err != nil {
 		return err
 	}
 	return a.switchEngine(ctx, kind)
@@ -64,7 +64,7 @@ func (a *App) ServeAtStart() bool {
 
 // SetServeAtStart changes and saves the "serve at start" setting.
 func (a *App) SetServeAtStart(on bool) error {
-	if err := a.saveSetting(func(s *config.Settings) { s.ServeAtStart = on }); err != nil {
+	if err := a.saveSetting(config.Change{Key: "serve_at_start", Value: on}); err != nil {
 		return err
 	}
 	a.mu.Lock()
@@ -94,16 +94,12 @@ func (a *App) SetLaunchAtLogin(on bool) error {
 	return a.login.Enable(exe)
 }
 
-// saveSetting changes one setting in the settings file: the file is read
-// again and only that field changes, so that flags and environment
-// variables of this run are never written into it.
-func (a *App) saveSetting(change func(*config.Settings)) error {
+// saveSetting changes settings in the settings file and nothing else
+// (config.UpdateSettings): the file's other keys, known to this version
+// or not, keep their values, and this run's flags and environment
+// variables are never written into it.
+func (a *App) saveSetting(changes ...config.Change) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	s, err := config.ReadSettings(a.cfg.SettingsPath)
-	if err != nil {
-		return err
-	}
-	change(&s)
-	return config.WriteSettings(a.cfg.SettingsPath, s)
+	return config.UpdateSettings(a.cfg.SettingsPath, changes...)
 }

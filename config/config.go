@@ -258,24 +258,18 @@ func readRegularFile(path string, limit int64) ([]byte, error) {
 }
 
 // ReadSettings reads the settings file at path alone (no environment,
-// no defaults); a missing file gives zero Settings. The tray changes one
-// setting by reading the file, changing the field and writing it back
-// with WriteSettings, so that a run's flags and environment never end up
-// in the file.
+// no defaults); a missing file gives zero Settings. To change a setting,
+// use UpdateSettings, which keeps the keys Settings does not know.
 func ReadSettings(path string) (Settings, error) {
 	c := &Config{SettingsPath: path}
 	err := c.readSettings()
 	return c.Settings, err
 }
 
-// WriteSettings writes s to the settings file at path atomically.
-func WriteSettings(path string, s Settings) error {
-	c := &Config{Settings: s, SettingsPath: path}
-	return c.Save()
-}
-
 // Save writes the settings file atomically (a temporary file renamed into
-// place), so that a crash never leaves half a file.
+// place), so that a crash never leaves half a file. It writes the whole
+// file from Settings, dropping any key Settings does not know: to change
+// settings in a file that exists, use UpdateSettings.
 func (c *Config) Save() error {
 	b, err := json.MarshalIndent(c.Settings, "", "  ")
 	if err != nil {

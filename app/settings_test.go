@@ -1,0 +1,78 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// TestSettingChangesKeepTheFilesOtherKeys: a setting changed from the
+// tray (engine, serve at start) changes that key of the settings file
+// alone: keys this version does not know (written by a newer one, or by
+// hand) keep their values; a file made invalid while the tray runs is
+// refused, with an error naming it, and left as it was.
+func TestSettingChangesKeepTheFilesOtherKeys(t *testing.T) {
+	tests := []struct {
+		name    string
+		file    string // at start
+		broken  string // written after the start, before the change ("" = none)
+		change  func(a *App) error
+		want    map[string]any // the file's keys after
+		wantErr string
+	}{
+		{"engine, unknown keys",
+			`{"threads": 2, "from_a_newer_version": {"mode": "fast", "list": [1, 2]}, "my_note": "keep"}`, "",
+			func(a *App) error { return a.SetEngine(context.Background(), "cpu") },
+			map[string]any{"threads": 2.0, "from_a_newer_version": map[string]any{"mode": "fast", "list": []any{1.0, 2.0}}, "my_note": "keep", "engine": "cpu"}, ""},
+		{"serve at start, unknown chat key",
+			`{"chat": {"temperature": 0.3, "min_p": 0.05}, "engine": "auto"}`, "",
+			func(a *App) error { return a.SetServeAtStart(true) },
+			map[string]any{"chat": map[string]any{"temperature": 0.3, "min_p": 0.05}, "engine": "auto", "serve_at_start": true}, ""},
+		{"serve at start off", `{"serve_at_start": true, "extra": null}`, "",
+			func(a *App) error { return a.SetServeAtStart(false) },
+			map[string]any{"serve_at_start": false, "extra": nil}, ""},
+		{"file broken while running", `{"engine": "auto"}`, `{"engine": "auto", "my_note": "half-typed`,
+			func(a *App) error { return a.SetServeAtStart(true) }, nil, "not a valid JSON object"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := testEnv(t)
+			path := filepath.Join(env["XDG_CONFIG_HOME"], "npuchat", "settings.json")
+			os.MkdirAll(filepath.Dir(path), 0o755)
+			if err := os.WriteFile(path, []byte(tt.file), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			a := newApp(t, env, Flags{})
+			if tt.broken != "" {
+				if err := os.WriteFile(path, []byte(tt.broken), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err := tt.change(a)
+			b, _ := os.ReadFile(path)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), path) {
+					t.Errorf("change = %v; want an error naming %s, %q", err, path, tt.wantErr)
+				}
+				if string(b) != tt.broken {
+					t.Errorf("the invalid file was overwritten:\n%s", b)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got map[string]any
+			if err := json.Unmarshal(b, &got); err != nil {
+				t.Fatalf("%v:\n%s", err, b)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("settings file after the change:\n%s\nwant the keys %v", b, tt.want)
+			}
+		})
+	}
+}
