@@ -169,7 +169,7 @@ func TestNPUServesThroughFastFlowLM(t *testing.T) {
 	if err := a.mgr.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for syscall.Kill(pid, 0) == nil {
 		if time.Now().After(deadline) {
 			t.Fatalf("flm (pid %d) still running after the model was switched off", pid)
@@ -205,8 +205,8 @@ func TestNPUFailureFallsBackToCPU(t *testing.T) {
 			if ev.Type == "fallback" && strings.Contains(ev.Message, "ERT_CMD_STATE_TIMEOUT") {
 				return
 			}
-		case <-time.After(time.Second):
-			t.Fatal("no fallback event for the tray and the page")
+		case <-time.After(30 * time.Second):
+			t.Fatal("no fallback event for the tray and the page within 30 s")
 		}
 	}
 }

@@ -83,8 +83,8 @@ func running(t *testing.T, a *App, ro RunOptions) string {
 		return url
 	case err := <-done:
 		t.Fatalf("Run returned before listening: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("not listening after 10 s")
+	case <-time.After(60 * time.Second):
+		t.Fatal("not listening after 60 s")
 	}
 	return ""
 }
@@ -102,7 +102,7 @@ func post(t *testing.T, url, body string) (int, string) {
 
 func waitState(t *testing.T, a *App, want service.State) service.Status {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		st := a.Status()
 		if st.State == want {
@@ -184,7 +184,7 @@ func TestTakenPortIsReportedAndTriedAgain(t *testing.T) {
 	case <-time.After(200 * time.Millisecond):
 	}
 	other.Close()
-	deadline := time.After(5 * time.Second)
+	deadline := time.After(60 * time.Second)
 	for !s.Listening {
 		select {
 		case s = <-watch:

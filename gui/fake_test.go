@@ -381,10 +381,12 @@ func (h *harness) tap() {
 	tap()
 }
 
-// eventually waits until cond (run on the UI goroutine) holds.
+// eventually waits until cond (run on the UI goroutine) holds, polling
+// it for up to 60 s: long, for a loaded two-core CI machine; a cond
+// that holds at once costs nothing.
 func (h *harness) eventually(what string, cond func() bool) {
 	h.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		var ok bool
 		h.ui.wait(func() { ok = cond() })

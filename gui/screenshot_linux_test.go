@@ -1,6 +1,7 @@
 package gui
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -142,13 +143,13 @@ func shoot(c *controller, f *fakeApp, dir string) error {
 	if err := f.StartModel(); err != nil {
 		return err
 	}
-	if err := waitFor(10*time.Second, func() bool { return f.Status().State == service.StateOn }); err != nil {
+	if err := waitFor(60*time.Second, func() bool { return f.Status().State == service.StateOn }); err != nil {
 		return fmt.Errorf("model on: %w", err)
 	}
 	fyne.DoAndWait(c.showSetup)
 	fyne.DoAndWait(c.startInstall)
 	var ready bool
-	if err := waitFor(10*time.Second, func() bool {
+	if err := waitFor(60*time.Second, func() bool {
 		fyne.DoAndWait(func() {
 			ready = c.setup.checked && c.view.Ready && c.snap.Install != nil && c.snap.Install.Progress.Frac > 0.4
 		})
@@ -168,20 +169,48 @@ func shoot(c *controller, f *fakeApp, dir string) error {
 }
 
 // capture saves what the X display shows (the one window open), once
-// fyne has drawn it. The X server's pixels are read, not fyne's GL
+// fyne has drawn it: the window is on the screen (the picture is not
+// the empty black screen, and has the colours of a rendered window)
+// and two shots in a row, 200 ms apart, are the same (layout, fonts
+// and images are done). The X server's pixels are read, not fyne's GL
 // buffer, so the picture is what a person would see.
 func capture(path string) error {
-	time.Sleep(1500 * time.Millisecond) // a few frames: layout, fonts, images
-	shot, err := (&desktoptest.Display{Name: os.Getenv("DISPLAY")}).Screenshot()
+	display := &desktoptest.Display{Name: os.Getenv("DISPLAY")}
+	var last *image.NRGBA
+	err := waitFor(60*time.Second, func() bool {
+		time.Sleep(200 * time.Millisecond) // between two shots compared
+		shot, err := display.Screenshot()
+		if err != nil {
+			return false
+		}
+		img := desktoptest.Crop(shot)
+		settled := img.Bounds() != shot.Bounds() && distinctColours(img) >= 50 && last != nil && sameImage(img, last)
+		last = img
+		return settled
+	})
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: the window did not settle on the screen: %w", filepath.Base(path), err)
 	}
 	fh, err := os.Create(path)
 	if err != nil {
 		return err
 	}
 	defer fh.Close()
-	return png.Encode(fh, desktoptest.Crop(shot))
+	return png.Encode(fh, last)
+}
+
+// sameImage reports whether a and b have the same bounds and pixels.
+func sameImage(a, b *image.NRGBA) bool {
+	if a.Bounds() != b.Bounds() {
+		return false
+	}
+	r := a.Bounds()
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		if !bytes.Equal(a.Pix[a.PixOffset(r.Min.X, y):a.PixOffset(r.Max.X, y)], b.Pix[b.PixOffset(r.Min.X, y):b.PixOffset(r.Max.X, y)]) {
+			return false
+		}
+	}
+	return true
 }
 
 func waitFor(d time.Duration, cond func() bool) error {

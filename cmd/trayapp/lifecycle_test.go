@@ -21,12 +21,22 @@ import (
 	"time"
 
 	"github.com/npuchat/npuchat/engine/testmodel"
+	"github.com/npuchat/npuchat/gui/desktoptest"
 )
 
 // These tests run the real npuchat binary on a desktop (an Xvfb display
 // and a session D-Bus, as a login session has) and send it real
 // signals: one instance per user, the model off at start, SIGTERM
 // stopping within 5 s with exit 0, a taken port that keeps the tray up.
+// They wait for what they need by polling it (desktoptest.Eventually)
+// with deadlines long enough for a loaded two-core CI machine; the only
+// short times are the ones the app promises (5 s to stop).
+
+// waitLong bounds a wait for something the test needs (a daemon up, a
+// model loaded, a line in a log): long, since on a loaded machine a
+// start takes many times what it takes alone; a wait that ends early
+// costs nothing.
+const waitLong = 60 * time.Second
 
 // builtNPUChat builds this command once for all the tests of this file
 // (a build takes seconds on two cores).
@@ -82,8 +92,8 @@ func startWithFD(t *testing.T, name string, args ...string) string {
 			t.Fatalf("%s said nothing on fd 3", name)
 		}
 		return l
-	case <-time.After(15 * time.Second):
-		t.Fatalf("%s did not start", name)
+	case <-time.After(waitLong):
+		t.Fatalf("%s did not start within %v", name, waitLong)
 	}
 	return ""
 }
@@ -161,8 +171,8 @@ func (p *proc) url(t *testing.T) string {
 		}
 		url, _, _ := strings.Cut(rest, " ")
 		return url
-	case <-time.After(30 * time.Second):
-		t.Fatal("npuchat is not serving after 30 s")
+	case <-time.After(waitLong):
+		t.Fatalf("npuchat is not serving after %v", waitLong)
 	}
 	return ""
 }
@@ -196,6 +206,17 @@ func status(t *testing.T, url string) (st struct {
 	return st
 }
 
+// waitState polls /api/status until the model's state is want.
+func waitState(t *testing.T, url, want, what string) {
+	t.Helper()
+	desktoptest.Eventually(t, waitLong, what, func() error {
+		if st := status(t, url); st.State != want {
+			return fmt.Errorf("status %+v, want %s", st, want)
+		}
+		return nil
+	})
+}
+
 func TestTrayLifecycle(t *testing.T) {
 	exe := buildNPUChat(t)
 	d := newDesktop(t)
@@ -227,15 +248,13 @@ func TestTrayLifecycle(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "already running") {
 		t.Fatalf("second launch: %v\n%s", err, out)
 	}
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	desktoptest.Eventually(t, waitLong, "the chat opened by the first instance", func() error {
 		b, _ := os.ReadFile(d.opened) // xdg-open runs in the background
-		if strings.TrimSpace(string(b)) == url+"/" {
-			break
+		if got := strings.TrimSpace(string(b)); got != url+"/" {
+			return fmt.Errorf("opened %q, want %s/", got, url)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("opened %q, want %s/", b, url)
-		}
-	}
+		return nil
+	})
 
 	// On, then SIGTERM: exit 0 within 5 s.
 	resp, err = http.Post(url+"/api/model/start", "application/json", strings.NewReader(`{}`))
@@ -243,13 +262,7 @@ func TestTrayLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	deadline := time.Now().Add(20 * time.Second)
-	for status(t, url).State != "on" {
-		if time.Now().After(deadline) {
-			t.Fatalf("model not on: %+v", status(t, url))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitState(t, url, "on", "the model on")
 	if took := first.terminate(t); took > 5*time.Second {
 		t.Fatalf("SIGTERM took %v", took)
 	}
@@ -289,13 +302,7 @@ func TestTrayStopsWithinFiveSecondsMidAnswer(t *testing.T) {
 	args := []string{"--addr", "127.0.0.1:0", "--engine", "remote", "--remote-url", up.URL + "/v1", "--model", "up"}
 	p := d.start(t, exe, args...)
 	url := p.url(t)
-	deadline := time.Now().Add(20 * time.Second)
-	for st := status(t, url); st.State != "on"; st = status(t, url) {
-		if time.Now().After(deadline) {
-			t.Fatalf("serve at start did not start the model: %+v", st)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitState(t, url, "on", "serve at start starting the model")
 	var conv struct{ ID int64 }
 	resp, err := http.Post(url+"/api/conversations", "application/json", strings.NewReader(`{"title":"long"}`))
 	if err != nil {
@@ -358,22 +365,21 @@ func TestTrayWithATakenPortStaysUp(t *testing.T) {
 	defer other.Close()
 	p := d.start(t, exe, "--addr", other.Addr().String())
 	logFile := filepath.Join(d.home, "data", "logs", "npuchat.log")
-	for deadline := time.Now().Add(20 * time.Second); ; {
+	desktoptest.Eventually(t, waitLong, "the log saying the port is taken", func() error {
 		select {
 		case err := <-p.done:
+			p.done <- err // for the cleanup
 			t.Fatalf("npuchat exited with a taken port: %v", err)
-		case <-time.After(50 * time.Millisecond):
+		default:
 		}
-		if b, _ := os.ReadFile(logFile); strings.Contains(string(b), "the port is taken") {
-			break
+		if b, _ := os.ReadFile(logFile); !strings.Contains(string(b), "the port is taken") {
+			return fmt.Errorf("log:\n%s", b)
 		}
-		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(logFile)
-			t.Fatalf("log does not say the port is taken:\n%s", b)
-		}
-	}
+		return nil
+	})
 	select { // and it stays up, trying again
 	case err := <-p.done:
+		p.done <- err // for the cleanup
 		t.Fatalf("npuchat exited with a taken port: %v", err)
 	case <-time.After(time.Second):
 	}

@@ -1,6 +1,7 @@
 package tray
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"image"
@@ -84,7 +85,7 @@ func TestStartupErrorShowsOnTheDesktop(t *testing.T) {
 				t.Logf("npuchat output:\n%s", output.String())
 			})
 
-			item, err := shell.WaitItem(60 * time.Second)
+			item, err := shell.WaitItem(120 * time.Second)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -93,7 +94,7 @@ func TestStartupErrorShowsOnTheDesktop(t *testing.T) {
 				t.Errorf("tooltip %q (%v); want the start-up error naming %s", tt, err, tc.reason)
 			}
 			var menu *desktoptest.MenuNode
-			desktoptest.Eventually(t, 30*time.Second, "the error in the menu", func() error {
+			desktoptest.Eventually(t, 60*time.Second, "the error in the menu", func() error {
 				m, err := item.Menu()
 				if err != nil {
 					return err
@@ -105,7 +106,7 @@ func TestStartupErrorShowsOnTheDesktop(t *testing.T) {
 				menu = m
 				return nil
 			})
-			desktoptest.Eventually(t, 10*time.Second, "the notification", func() error {
+			desktoptest.Eventually(t, 60*time.Second, "the notification", func() error {
 				for _, n := range shell.Notifications() {
 					if n.Summary == "NPU Chat could not start" && strings.Contains(n.Body, tc.reason) {
 						return nil
@@ -113,8 +114,10 @@ func TestStartupErrorShowsOnTheDesktop(t *testing.T) {
 				}
 				return fmt.Errorf("notifications %+v", shell.Notifications())
 			})
-			// The window shows: the screen is no longer all black.
-			desktoptest.Eventually(t, 30*time.Second, "the error window", func() error {
+			// The window shows (the screen is no longer all black) and is
+			// drawn (two shots in a row are the same).
+			var last *image.NRGBA
+			desktoptest.Eventually(t, 60*time.Second, "the error window", func() error {
 				img, err := display.Screenshot()
 				if err != nil {
 					return err
@@ -122,6 +125,11 @@ func TestStartupErrorShowsOnTheDesktop(t *testing.T) {
 				shot := desktoptest.Crop(img)
 				if shot.Bounds() == img.Bounds() || shot.Bounds().Dx() < 400 || shot.Bounds().Dy() < 200 {
 					return fmt.Errorf("no window on the screen (%v)", shot.Bounds())
+				}
+				prev := last
+				last = shot
+				if prev == nil || !samePixels(prev, shot) {
+					return errors.New("the window is still being drawn")
 				}
 				return savePNG(t, "startup-"+tc.name+".png", shot)
 			})
@@ -146,11 +154,25 @@ func TestStartupErrorShowsOnTheDesktop(t *testing.T) {
 				if !errors.As(err, &ee) || ee.ExitCode() != 2 {
 					t.Fatalf("npuchat after Quit: %v; want exit status 2", err)
 				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("npuchat did not exit within 10 s of Quit")
+			case <-time.After(60 * time.Second):
+				t.Fatal("npuchat did not exit within 60 s of Quit")
 			}
 		})
 	}
+}
+
+// samePixels reports whether a and b are the same picture.
+func samePixels(a, b *image.NRGBA) bool {
+	if a.Bounds() != b.Bounds() {
+		return false
+	}
+	r := a.Bounds()
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		if !bytes.Equal(a.Pix[a.PixOffset(r.Min.X, y):a.PixOffset(r.Max.X, y)], b.Pix[b.PixOffset(r.Min.X, y):b.PixOffset(r.Max.X, y)]) {
+			return false
+		}
+	}
+	return true
 }
 
 // savePNG writes a screenshot where a person looks at them:

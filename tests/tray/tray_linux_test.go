@@ -88,12 +88,12 @@ func TestTrayOverDBus(t *testing.T) {
 		t.Logf("npuchat output:\n%s", output.String())
 	})
 
-	item, err := shell.WaitItem(60 * time.Second)
+	item, err := shell.WaitItem(120 * time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	base := "http://" + addr
-	desktoptest.Eventually(t, 30*time.Second, "the API listening with the model off", func() error {
+	desktoptest.Eventually(t, 60*time.Second, "the API listening with the model off", func() error {
 		return wantState(base, "off")
 	})
 	menu := waitMenu(t, item, "Off")
@@ -115,7 +115,7 @@ func TestTrayOverDBus(t *testing.T) {
 	if err := item.Activate(); err != nil {
 		t.Fatal(err)
 	}
-	desktoptest.Eventually(t, 60*time.Second, "/api/status on", func() error { return wantState(base, "on") })
+	desktoptest.Eventually(t, 120*time.Second, "/api/status on", func() error { return wantState(base, "on") })
 	menu = waitMenu(t, item, "On: CPU")
 	if menu.Find("Stop serving") == nil || menu.Find("Start serving") != nil {
 		t.Errorf("menu when on:\n%s", strings.Join(menu.Lines(), "\n"))
@@ -124,7 +124,7 @@ func TestTrayOverDBus(t *testing.T) {
 	if tt, err := item.Tooltip(); err != nil || !strings.Contains(tt, "tiny on the CPU") {
 		t.Errorf("tooltip when on %q, %v", tt, err)
 	}
-	desktoptest.Eventually(t, 10*time.Second, "the ready notification", func() error {
+	desktoptest.Eventually(t, 60*time.Second, "the ready notification", func() error {
 		for _, n := range shell.Notifications() {
 			if n.Summary == "NPU Chat is ready" && strings.Contains(n.Body, "tiny is on") {
 				return nil
@@ -157,7 +157,7 @@ func TestTrayOverDBus(t *testing.T) {
 	if err := item.Activate(); err != nil {
 		t.Fatal(err)
 	}
-	desktoptest.Eventually(t, 10*time.Second, "the chat page opened", func() error {
+	desktoptest.Eventually(t, 60*time.Second, "the chat page opened", func() error {
 		b, err := os.ReadFile(opened)
 		if err != nil {
 			return err
@@ -172,7 +172,7 @@ func TestTrayOverDBus(t *testing.T) {
 	if err := item.Click(menu.Find("Stop serving")); err != nil {
 		t.Fatal(err)
 	}
-	desktoptest.Eventually(t, 30*time.Second, "/api/status off", func() error { return wantState(base, "off") })
+	desktoptest.Eventually(t, 60*time.Second, "/api/status off", func() error { return wantState(base, "off") })
 	menu = waitMenu(t, item, "Off")
 	checkIcon(t, item, gui.IconOff)
 
@@ -183,7 +183,7 @@ func TestTrayOverDBus(t *testing.T) {
 	if err := item.Click(menu.Find("Launch at login")); err != nil {
 		t.Fatal(err)
 	}
-	desktoptest.Eventually(t, 10*time.Second, "the autostart entry and its check mark", func() error {
+	desktoptest.Eventually(t, 60*time.Second, "the autostart entry and its check mark", func() error {
 		b, err := os.ReadFile(entry)
 		if err != nil {
 			return err
@@ -204,7 +204,7 @@ func TestTrayOverDBus(t *testing.T) {
 	if err := item.Click(menu.Find("Launch at login")); err != nil {
 		t.Fatal(err)
 	}
-	desktoptest.Eventually(t, 10*time.Second, "the autostart entry removed", func() error {
+	desktoptest.Eventually(t, 60*time.Second, "the autostart entry removed", func() error {
 		if _, err := os.Stat(entry); !os.IsNotExist(err) {
 			return fmt.Errorf("%s: %v", entry, err)
 		}
@@ -236,7 +236,7 @@ func TestTrayOverDBus(t *testing.T) {
 func waitMenu(t *testing.T, item *desktoptest.Item, status string) *desktoptest.MenuNode {
 	t.Helper()
 	var menu *desktoptest.MenuNode
-	desktoptest.Eventually(t, 30*time.Second, "the status line "+status, func() error {
+	desktoptest.Eventually(t, 60*time.Second, "the status line "+status, func() error {
 		m, err := item.Menu()
 		if err != nil {
 			return err
@@ -262,7 +262,7 @@ func checkIcon(t *testing.T, item *desktoptest.Item, want gui.Icon) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	desktoptest.Eventually(t, 10*time.Second, "the "+string(want)+" icon", func() error {
+	desktoptest.Eventually(t, 60*time.Second, "the "+string(want)+" icon", func() error {
 		w, h, argb, err := item.Pixmap()
 		if err != nil {
 			return err
