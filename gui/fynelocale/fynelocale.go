@@ -18,7 +18,9 @@
 // initialises packages in import-path order as their imports allow, and
 // this one, importing only os, sorts before golang.org/x/text, which
 // fyne's lang package needs (TestVersionUnderTheCLocaleIsQuiet in
-// cmd/trayapp checks it).
+// cmd/trayapp checks it). Package gui imports it, so every program that
+// links the tray (npuchat, the test binaries of gui and tests/tray) has
+// it; TestQuietUnderTheCLocale in gui checks that.
 package fynelocale
 
 import "os"
