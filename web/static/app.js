@@ -156,6 +156,39 @@
   function updateEmpty() {
     $("empty").hidden = !!msgsEl.querySelector("article.message");
     $("context").textContent = lastContext;
+    updateActions();
+  }
+
+  // updateActions offers Regenerate on the last answer only (the server
+  // answers the last question again), and Answer on a last question
+  // that has no answer (the model was off, the answer failed).
+  function updateActions() {
+    const arts = msgsEl.querySelectorAll("article.message");
+    arts.forEach((a, i) => {
+      const last = i === arts.length - 1;
+      const regen = a.querySelector("button.regenerate");
+      if (regen) regen.hidden = !last;
+      const answer = a.querySelector("button.answer");
+      const want = last && a.dataset.role === "user" && !streaming;
+      if (want && !answer) {
+        const b = document.createElement("button");
+        b.type = "button";
+        b.className = "act answer";
+        b.setAttribute("data-testid", "answer");
+        b.setAttribute("aria-label", "Answer this message");
+        b.textContent = "Answer";
+        a.querySelector(".actions").appendChild(b);
+      } else if (!want && answer) {
+        answer.remove();
+      }
+    });
+  }
+
+  // sentence makes a message from the server a sentence.
+  function sentence(msg) {
+    const s = String(msg || "").trim();
+    if (!s) return "";
+    return s.charAt(0).toUpperCase() + s.slice(1) + (/[.!?]$/.test(s) ? "" : ".");
   }
 
   function nearBottom() {
@@ -566,8 +599,13 @@
       } else if (name === "error") {
         if (data.answer && answerEl) messageEl(data.answer, answerEl);
         else if (answerEl) answerEl.remove();
+        const unanswered = !data.answer;
         answerEl = null;
-        showError(data.message);
+        if (status && !status.enabled) {
+          showError("The model is switched off. Switch it on with the switch at the top right, then press Answer under your message.");
+        } else {
+          showError(sentence(data.message) + (unanswered ? " Press Answer under your message to try again." : ""));
+        }
       }
     };
     try {
@@ -678,6 +716,9 @@
         if (n.matches("article.message")) n.remove();
         n = next;
       }
+      send({ regenerate: true });
+    } else if (e.target.closest("button.answer")) {
+      if (streaming) return;
       send({ regenerate: true });
     } else if (e.target.closest("button.edit")) {
       if (streaming) return;
