@@ -122,6 +122,8 @@ type App struct {
 	// for the page and the tray.
 	history  *history.Handle
 	installs *install.Runner
+	// settings saves the settings file for the page and the tray alike.
+	settings *web.SettingsStore
 	// closers run at Shutdown (OnShutdown).
 	closers []func(context.Context) error
 
@@ -213,6 +215,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	// page chats and the API alike (a request's own keep_alive wins);
 	// the engine is switched here.
 	pageSettings := web.NewSettingsStore(cfg)
+	a.settings = pageSettings
 	pageSettings.Apply = func(ctx context.Context, before, after web.PageSettings) error {
 		if before.Engine != after.Engine {
 			return a.switchEngine(ctx, after.Engine)
