@@ -1,11 +1,16 @@
 package page
 
 import (
+	"encoding/json"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/npuchat/npuchat/service/install/installtest"
 )
 
 // visible counts the elements of sel that are shown.
@@ -71,4 +76,94 @@ func TestRegenerateOnTheLastAnswerAndAnswerAnUnansweredQuestion(t *testing.T) {
 	if banner := eval[string](b, `document.getElementById('error-banner').hidden ? '' : document.getElementById('error-banner').textContent`); banner != "" {
 		t.Errorf("the banner stays: %q", banner)
 	}
+}
+
+// TestFallbackReasonUnderTheAnswer: on a machine without a ready NPU the
+// automatic engine answers on the CPU, and the answer says why, on a
+// line of its own, before and after a reload.
+func TestFallbackReasonUnderTheAnswer(t *testing.T) {
+	hub := installtest.Start(t)
+	base := t.TempDir()
+	env := installtest.Env(hub, base)
+	os.WriteFile(env["NPUCHAT_CONFIG"], []byte(`{"chat": {"max_tokens": 8}}`), 0o644)
+	install := exec.Command(npuchat, "install", "minicpm5:2b")
+	for k, v := range env {
+		install.Env = append(install.Env, k+"="+v)
+	}
+	if out, err := install.CombinedOutput(); err != nil {
+		t.Fatalf("npuchat install: %v\n%s", err, out)
+	}
+	srv := serve(t, env, "--engine", "auto")
+	b := newBrowser(t)
+	b.open(srv.URL + "/")
+	b.run(chromedp.SendKeys("#composer-input", "hello", chromedp.ByQuery), chromedp.Click("[data-testid=send]", chromedp.ByQuery))
+	const done = `(() => { const a = document.querySelector('[data-role=assistant]'); return a && !a.classList.contains('streaming') && a.querySelector('.stats').textContent !== '' })()`
+	b.waitJS(done, 150*time.Second)
+	check := func(when string) {
+		got := eval[map[string]string](b, `(() => { const a = document.querySelector('[data-role=assistant]'); const f = a.querySelector('[data-testid=fallback]');
+			return {stats: a.querySelector('.stats').textContent, fallback: f ? f.textContent : ''} })()`)
+		if !strings.Contains(got["stats"], "CPU (in-process engine)") || strings.Contains(got["stats"], "fell back") ||
+			!strings.HasPrefix(got["fallback"], "Answered on the CPU (in-process engine) instead of the NPU: The NPU is not ready (") ||
+			!strings.HasSuffix(got["fallback"], "; run `npuchat check` for the fixes.") || strings.Contains(got["fallback"], "backend") {
+			t.Errorf("%s: %q", when, got)
+		}
+	}
+	check("as it ends")
+	live := eval[string](b, `document.querySelector('[data-testid=fallback]').textContent`)
+	if s := eval[string](b, `document.getElementById('status-engine').textContent`); !strings.Contains(s, "NPU is not ready (") {
+		t.Errorf("status line %q", s)
+	}
+	b.shot("fallback")
+	b.open(srv.URL + eval[string](b, `location.pathname`))
+	b.waitJS(done, 10*time.Second)
+	check("after a reload")
+	if reloaded := eval[string](b, `document.querySelector('[data-testid=fallback]').textContent`); reloaded != live {
+		t.Errorf("the server renders %q, the page %q", reloaded, live)
+	}
+}
+
+// TestSearchResultsAndHeadingsRead: a search result keeps its buttons on
+// the title's line and does not repeat a title as its snippet; Markdown
+// headings are larger than the text; a streaming answer has no stats
+// line until the engine is known.
+func TestSearchResultsAndHeadingsRead(t *testing.T) {
+	up := newUpstream(t)
+	srv := remoteServer(t, up, t.TempDir())
+	for _, title := range []string{"Holiday plans", "Tax return"} {
+		body, _ := json.Marshal(map[string]string{"title": title})
+		apiCall(t, "POST", srv.URL+"/api/conversations", "", string(body))
+	}
+	b := newBrowser(t)
+	b.open(srv.URL + "/")
+	up.script(60*time.Millisecond, "# Big\n\n", "## Less\n\n", "### Small\n\n", "Body text about holiday ", "plans ", "and ", "more.")
+	b.run(chromedp.SendKeys("#composer-input", "headings", chromedp.ByQuery), chromedp.Click("[data-testid=send]", chromedp.ByQuery))
+	b.waitJS(`(() => { const a = document.querySelector('[data-role=assistant]'); return a && a.classList.contains('streaming') && !!a.querySelector('h3') })()`, 20*time.Second)
+	if s := eval[string](b, `document.querySelector('[data-role=assistant] .stats').textContent`); s != "" {
+		t.Errorf("a streaming answer's stats: %q", s)
+	}
+	b.waitJS(`(() => { const a = document.querySelector('[data-role=assistant]'); return a && !a.classList.contains('streaming') })()`, 20*time.Second)
+	sizes := eval[[]float64](b, `['h3', 'h4', 'h5', 'p'].map((t) => parseFloat(getComputedStyle(document.querySelector('[data-role=assistant] .body ' + t)).fontSize))`)
+	if !(sizes[0] > sizes[1] && sizes[1] > sizes[2] && sizes[2] > sizes[3]) {
+		t.Errorf("heading sizes h3 h4 h5 p: %v", sizes)
+	}
+
+	b.run(chromedp.SendKeys("[data-testid=search]", "holiday", chromedp.ByQuery))
+	b.waitJS(`document.querySelectorAll('#conversations li.conversation').length === 2`, 10*time.Second)
+	got := eval[[]map[string]any](b, `[...document.querySelectorAll('#conversations li.conversation')].map((li) => {
+		const top = (sel) => li.querySelector(sel).getBoundingClientRect().top;
+		const s = li.querySelector('.snippet');
+		return {title: li.querySelector('.conv-link').textContent, snippet: s ? s.textContent : '', rowGap: Math.abs(top('.conv-actions') - top('.conv-link')), height: li.getBoundingClientRect().height};
+	})`)
+	for _, li := range got {
+		if li["rowGap"].(float64) > 12 {
+			t.Errorf("the buttons of %q are not on its title's line: %v", li["title"], li)
+		}
+		if li["title"] == "Holiday plans" && li["snippet"] != "" {
+			t.Errorf("the title is repeated as its snippet: %v", li)
+		}
+		if li["title"] == "headings" && !strings.Contains(li["snippet"].(string), "holiday") {
+			t.Errorf("no snippet of the matching answer: %v", li)
+		}
+	}
+	b.shot("search-results")
 }

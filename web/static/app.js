@@ -73,12 +73,12 @@
   }
 
   function statsText(st) {
-    if (!st) return "";
+    // Nothing before the engine has said who answers (a streaming answer).
+    if (!st || !st.engine) return "";
     const parts = [];
     if (st.tokens_per_second > 0) parts.push(st.tokens_per_second.toFixed(1) + " tok/s");
     if (st.ttft_ms > 0) parts.push("first token " + st.ttft_ms + " ms");
     parts.push(engineName(st.engine));
-    if (st.fallback) parts.push("fell back: " + st.fallback);
     if (st.context_length > 0) parts.push("context " + (st.prompt_tokens + st.completion_tokens) + " / " + st.context_length);
     return parts.join(" · ");
   }
@@ -119,6 +119,15 @@
       s.setAttribute("data-testid", "stats");
       s.textContent = statsText(m.stats);
       a.appendChild(s);
+      // Why the preferred engine did not answer, on a line of its own.
+      if (m.stats && m.stats.fallback) {
+        const f = document.createElement("div");
+        f.className = "fallback";
+        f.setAttribute("data-testid", "fallback");
+        f.textContent = "Answered on the " + engineName(m.stats.engine) + " instead of the NPU: " + firstSentence(m.stats.fallback);
+        f.title = m.stats.fallback;
+        a.appendChild(f);
+      }
       if (m.stats && m.stats.context_length) lastContext = "Context used: " + (m.stats.prompt_tokens + m.stats.completion_tokens) + " of " + m.stats.context_length + " tokens";
     }
     a.appendChild(actions(m.role));
@@ -303,7 +312,8 @@
     a.href = "/c/" + c.id;
     a.textContent = c.title || "New chat";
     li.appendChild(a);
-    if (c.snippet) {
+    // A match in the title is shown by the title itself.
+    if (c.snippet && c.snippet.trim() !== (c.title || "").trim()) {
       const s = document.createElement("span");
       s.className = "snippet";
       s.textContent = c.snippet;
@@ -805,12 +815,26 @@
   // ---- Status and the model switch ----
   function firstSentence(text) {
     // A Go error chain "a: b: c" is turned into its last, most specific
-    // part, as a sentence; the whole text stays in the tooltip.
-    const parts = String(text).split(/: (?=[^:]{12,})/);
+    // part, as a sentence; the whole text stays in the tooltip. A ": "
+    // inside parentheses is part of the sentence, and a last part too
+    // short to say anything keeps the one before it (as web/pages does).
+    const t = String(text);
+    const parts = [];
+    let depth = 0;
+    let from = 0;
+    for (let i = 0; i < t.length; i++) {
+      const c = t[i];
+      if (c === "(" || c === "[") depth++;
+      else if ((c === ")" || c === "]") && depth > 0) depth--;
+      else if (c === ":" && t[i + 1] === " " && depth === 0) {
+        parts.push(t.slice(from, i));
+        from = i + 2;
+      }
+    }
+    parts.push(t.slice(from));
     let s = parts[parts.length - 1].trim();
-    s = s.charAt(0).toUpperCase() + s.slice(1);
-    if (!/[.!?]$/.test(s)) s += ".";
-    return s;
+    if (s.length < 12 && parts.length > 1) s = parts[parts.length - 2].trim() + ": " + s;
+    return sentence(s);
   }
 
   function notInstalled(st) {
