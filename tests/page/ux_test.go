@@ -1,6 +1,7 @@
 package page
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -8,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/npuchat/npuchat/service/install/installtest"
 )
@@ -166,4 +169,61 @@ func TestSearchResultsAndHeadingsRead(t *testing.T) {
 		}
 	}
 	b.shot("search-results")
+}
+
+// TestAPIKeyAskedInThePage: a server with an API key and a browser
+// without it: the page asks once, in a dialog of its own (never the
+// browser's prompt), and everything loads with the key; a wrong key is
+// asked again, and Cancel says what to do.
+func TestAPIKeyAskedInThePage(t *testing.T) {
+	const key = "ux-test-key-31c7"
+	up := newUpstream(t)
+	srv := serve(t, home(t, t.TempDir(), map[string]string{"NPUCHAT_API_KEY": key}),
+		"--engine", "remote", "--remote-url", up.URL+"/v1", "--model", "scripted")
+	body, _ := json.Marshal(map[string]string{"title": "Kept chat"})
+	apiCall(t, "POST", srv.URL+"/api/conversations", key, string(body))
+	b := newBrowser(t)
+	b.allow(srv.URL)
+	// prompt() and confirm() would block the page; record any use.
+	b.run(chromedp.ActionFunc(func(ctx context.Context) error {
+		_, err := page.AddScriptToEvaluateOnNewDocument(`window.prompt = () => { window.prompted = (window.prompted || 0) + 1; return null; }; window.confirm = window.prompt;`).Do(ctx)
+		return err
+	}))
+	b.run(chromedp.Navigate(srv.URL + "/"))
+	dialogOpen := `(() => { const d = document.querySelector('dialog[data-testid=dialog]'); return !!d && d.open })()`
+	b.waitJS(dialogOpen, 20*time.Second)
+	time.Sleep(500 * time.Millisecond) // every request at start was refused by now
+	if n := eval[float64](b, `document.querySelectorAll('dialog[data-testid=dialog]').length`); n != 1 {
+		t.Errorf("%v dialogs for one key", n)
+	}
+	got := eval[map[string]string](b, `({text: document.querySelector('dialog').textContent, type: document.querySelector('[data-testid=dialog-input]').type,
+		focus: document.activeElement.getAttribute('data-testid') || ''})`)
+	if !strings.Contains(got["text"], "needs an API key") || got["type"] != "password" || got["focus"] != "dialog-input" {
+		t.Errorf("key dialog: %q", got)
+	}
+	b.shot("dialog-api-key")
+	// A wrong key is refused, and asked again.
+	b.run(chromedp.KeyEvent("wrong-key"), chromedp.KeyEvent(kb.Enter))
+	b.waitJS(dialogOpen+` && document.querySelector('dialog').textContent.includes('refused')`, 10*time.Second)
+	b.run(chromedp.KeyEvent(key), chromedp.KeyEvent(kb.Enter))
+	b.waitJS(`document.querySelector('dialog[data-testid=dialog]') === null && document.querySelectorAll('#conversations li.conversation').length === 1 && document.getElementById('status-text').textContent.includes('scripted')`, 20*time.Second)
+	if k := eval[string](b, `localStorage.getItem('npuchat-key')`); k != key {
+		t.Errorf("kept key %q", k)
+	}
+	// The events reconnect with the key: the switch's change shows.
+	apiCall(t, "POST", srv.URL+"/api/model/stop", key, "")
+	b.waitJS(`document.getElementById('status-text').textContent.includes('switched off')`, 10*time.Second)
+	if n := eval[float64](b, `window.prompted || 0`); n != 0 {
+		t.Errorf("the browser's prompt was used %v times", n)
+	}
+
+	// Cancel: no more asking, and the banner says what to do.
+	b.run(chromedp.Evaluate(`localStorage.removeItem('npuchat-key')`, nil), chromedp.Reload())
+	b.waitJS(dialogOpen, 20*time.Second)
+	b.run(chromedp.KeyEvent(kb.Escape))
+	b.waitJS(`document.querySelector('dialog[data-testid=dialog]') === null && document.getElementById('error-banner').textContent.includes('Reload the page to enter it')`, 10*time.Second)
+	time.Sleep(1500 * time.Millisecond)
+	if eval[bool](b, dialogOpen) {
+		t.Error("the page asks again after Cancel")
+	}
 }

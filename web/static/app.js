@@ -4,8 +4,8 @@
 // model's status and switch, the install, check, settings and log
 // views. It never puts text from the server into innerHTML: every
 // string is set with textContent, and Markdown goes through md.js.
-// Questions to the user (rename, delete) are in-page dialogs built the
-// same way, never the browser's prompt() or confirm().
+// Questions to the user (rename, delete, the API key) are in-page
+// dialogs built the same way, never the browser's prompt() or confirm().
 "use strict";
 
 (function () {
@@ -31,14 +31,10 @@
     if (key()) h["Authorization"] = "Bearer " + key();
     return h;
   }
-  async function api(method, path, body) {
+  async function api(method, path, body, tries) {
     const r = await fetch(path, { method, headers: headers(), body: body === undefined ? undefined : JSON.stringify(body) });
-    if (r.status === 401) {
-      const k = prompt("This NPU Chat server needs an API key:");
-      if (k) {
-        localStorage.setItem("npuchat-key", k);
-        return api(method, path, body);
-      }
+    if (r.status === 401 && (tries || 0) < 3 && (await askKey(!!key()))) {
+      return api(method, path, body, (tries || 0) + 1);
     }
     if (r.status === 204) return null;
     const ct = r.headers.get("Content-Type") || "";
@@ -52,6 +48,38 @@
     }
     return data;
   }
+  // askKey asks for the API key in an in-page dialog (one at a time:
+  // the requests refused together wait for the same answer), keeps it in
+  // this browser and reconnects the event stream with it. It resolves to
+  // true when there is a new key to try; after a Cancel it does not ask
+  // again until the page is reloaded.
+  let keyAsked = null;
+  let keyDeclined = false;
+  function askKey(refused) {
+    if (keyDeclined) return Promise.resolve(false);
+    if (!keyAsked) {
+      keyAsked = ask({
+        title: "API key needed",
+        text: refused
+          ? "This NPU Chat server refused the API key this page has. Enter the right one (the NPUCHAT_API_KEY it was started with)."
+          : "This NPU Chat server needs an API key: the NPUCHAT_API_KEY it was started with. The page keeps it in this browser.",
+        label: "API key", secret: true, confirm: "Use this key",
+        check: (v) => (v.trim() ? "" : "Enter the key, or Cancel."),
+      }).then((k) => {
+        keyAsked = null;
+        if (k === null) {
+          keyDeclined = true;
+          showError("This NPU Chat server needs an API key. Reload the page to enter it.");
+          return false;
+        }
+        localStorage.setItem("npuchat-key", k.trim());
+        connectEvents();
+        return true;
+      });
+    }
+    return keyAsked;
+  }
+
   function showError(msg) {
     const b = $("error-banner");
     b.textContent = msg;
@@ -448,7 +476,7 @@
         const l = document.createElement("label");
         l.textContent = opts.label + " ";
         field = document.createElement("input");
-        field.type = "text";
+        field.type = opts.secret ? "password" : "text";
         field.value = opts.value || "";
         field.autocomplete = "off";
         field.setAttribute("data-testid", "dialog-input");
@@ -907,8 +935,11 @@
     }
   });
 
+  let events = null;
   function connectEvents() {
+    if (events) events.close();
     const es = new EventSource("/api/events" + (key() ? "?key=" + encodeURIComponent(key()) : ""));
+    events = es;
     for (const name of ["status", "progress", "fallback", "error"]) {
       es.addEventListener(name, (e) => {
         const ev = JSON.parse(e.data);
