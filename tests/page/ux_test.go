@@ -227,3 +227,63 @@ func TestAPIKeyAskedInThePage(t *testing.T) {
 		t.Error("the page asks again after Cancel")
 	}
 }
+
+// TestTitleFocusSettingsAndSmallScreenList: the window's title follows
+// the chat (named as soon as its first message is taken), opening a
+// chat puts the focus in the message box, the settings of a server on
+// the remote engine show and keep it, and at 360 px the chat list
+// closes with Escape or a click beside it.
+func TestTitleFocusSettingsAndSmallScreenList(t *testing.T) {
+	up := newUpstream(t)
+	srv := remoteServer(t, up, t.TempDir())
+	b := newBrowser(t)
+	b.open(srv.URL + "/")
+	if got := eval[string](b, `document.title`); got != "NPU Chat" {
+		t.Errorf("a new chat's title %q", got)
+	}
+	words := make([]string, 100)
+	for i := range words {
+		words[i] = "word "
+	}
+	up.script(30*time.Millisecond, words...)
+	b.run(chromedp.SendKeys("#composer-input", "Plan a trip to Lisbon", chromedp.ByQuery), chromedp.Click("[data-testid=send]", chromedp.ByQuery))
+	b.waitJS(`document.querySelector('[data-role=assistant].streaming') !== null && document.title === 'Plan a trip to Lisbon – NPU Chat' && document.getElementById('chat-title').textContent === 'Plan a trip to Lisbon'`, 10*time.Second)
+	b.waitJS(`document.querySelector('[data-role=assistant].streaming') === null && !document.querySelector('[data-testid=send]').hidden`, 20*time.Second)
+	path := eval[string](b, `location.pathname`)
+	b.open(srv.URL + path)
+	if got := eval[string](b, `document.title`); got != "Plan a trip to Lisbon – NPU Chat" {
+		t.Errorf("the server's title %q", got)
+	}
+	b.run(chromedp.Click("[data-testid=new-chat]", chromedp.ByQuery))
+	b.waitJS(`document.title === 'NPU Chat' && location.pathname === '/'`, 5*time.Second)
+	b.run(chromedp.Click("#conversations .conv-link", chromedp.ByQuery))
+	b.waitJS(`document.querySelectorAll('[data-testid=message]').length === 2 && document.activeElement === document.getElementById('composer-input')`, 10*time.Second)
+
+	// Settings: the remote engine is shown, and saving keeps it.
+	b.run(chromedp.Click("#open-settings", chromedp.ByQuery))
+	b.waitJS(`document.querySelector('input[name=engine][value=remote]').checked && !document.getElementById('engine-remote').hidden`, 10*time.Second)
+	b.run(chromedp.Click("#settings-form button[type=submit]", chromedp.ByQuery))
+	b.waitJS(`document.getElementById('settings-note').textContent.startsWith('Saved')`, 10*time.Second)
+	if _, out := apiCall(t, "GET", srv.URL+"/api/settings", "", ""); !strings.Contains(out, `"engine":"remote"`) {
+		t.Errorf("after saving: %s", out)
+	}
+	b.run(chromedp.Click("#view-settings .close-view", chromedp.ByQuery))
+
+	// 360 px: the list closes with Escape and with a click beside it.
+	b.run(chromedp.EmulateViewport(360, 740))
+	b.open(srv.URL + path)
+	open := `document.body.classList.contains('sidebar-open')`
+	b.run(chromedp.Click("#menu", chromedp.ByQuery))
+	b.waitJS(open, 5*time.Second)
+	b.run(chromedp.KeyEvent(kb.Escape))
+	b.waitJS(`!`+open+` && document.activeElement === document.getElementById('menu')`, 5*time.Second)
+	b.run(chromedp.Click("#menu", chromedp.ByQuery))
+	b.waitJS(open, 5*time.Second)
+	time.Sleep(300 * time.Millisecond)
+	b.shot("list-360-open")
+	b.run(chromedp.MouseClickXY(340, 120)) // on the dimmed chat, where Export .md is
+	b.waitJS(`!`+open, 5*time.Second)
+	if p := eval[string](b, `location.pathname`); p != path {
+		t.Errorf("the click that closed the list also went through: at %s", p)
+	}
+}

@@ -42,6 +42,15 @@ func currentID(p Page) string {
 
 func isCurrent(p Page, id int64) bool { return p.Current != nil && p.Current.ID == id }
 
+// windowTitle is the page's title: the open chat's, then NPU Chat (as
+// app.js's setTitle keeps it).
+func windowTitle(p Page) string {
+	if p.Current == nil || p.Current.Title == "" {
+		return "NPU Chat"
+	}
+	return p.Current.Title + " – NPU Chat"
+}
+
 func titleOf(c history.Conversation) string {
 	if c.Title == "" {
 		return "New chat"

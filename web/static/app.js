@@ -238,6 +238,21 @@
     if (force || follow) msgsEl.scrollTop = msgsEl.scrollHeight;
   }
 
+  // setTitle shows the open chat's title above it and in the window's
+  // (the tab's) title.
+  function setTitle(title) {
+    const t = title || "New chat";
+    $("chat-title").textContent = t;
+    document.title = t === "New chat" ? "NPU Chat" : t + " – NPU Chat";
+  }
+
+  // titleFromList takes the open chat's title from the list (the server
+  // names a chat after its first message).
+  function titleFromList() {
+    const li = document.querySelector('#conversations li[data-id="' + conversation + '"] .conv-link');
+    if (li) setTitle(li.textContent);
+  }
+
   async function openConversation(id, push) {
     stopStreaming();
     conversation = id;
@@ -246,7 +261,7 @@
     markCurrent();
     msgsEl.querySelectorAll("article.message").forEach((a) => a.remove());
     if (!id) {
-      $("chat-title").textContent = "New chat";
+      setTitle("");
       fillChatSettings(null);
       updateExport();
       updateEmpty();
@@ -255,12 +270,15 @@
     }
     try {
       const c = await api("GET", "/api/conversations/" + id);
-      $("chat-title").textContent = c.title || "New chat";
+      setTitle(c.title);
       for (const m of c.messages) msgsEl.insertBefore(messageEl(m), $("empty"));
       fillChatSettings(c);
       updateExport();
       updateEmpty();
       scrollDown(true);
+      // Ready to type the next message (not on a phone, where the
+      // keyboard would cover the chat just opened).
+      if (!window.matchMedia("(max-width: 720px)").matches) input.focus();
       return true;
     } catch (e) {
       showError(e.status === 404 ? "That conversation is not in the history (" + e.message + "); here is a new chat." : "Could not open the conversation: " + e.message);
@@ -402,7 +420,7 @@
       if (title !== null) {
         try {
           await api("PATCH", "/api/conversations/" + id, { title: title.trim() });
-          if (id === conversation) $("chat-title").textContent = title.trim();
+          if (id === conversation) setTitle(title.trim());
           await loadList();
         } catch (err) {
           showError("Could not rename: " + err.message);
@@ -611,6 +629,8 @@
         if (!existing) msgsEl.insertBefore(messageEl(data), $("empty"));
         updateEmpty();
         scrollDown(true);
+        // A new chat is named after its first message: show it now.
+        loadList().then(titleFromList);
       } else if (name === "start") {
         answerEl = messageEl(data);
         answerEl.dataset.cut = "false";
@@ -678,10 +698,7 @@
       streaming = null;
       setBusy(false);
       updateEmpty();
-      loadList().then(() => {
-        const li = document.querySelector('#conversations li[data-id="' + conversation + '"] .conv-link');
-        if (li) $("chat-title").textContent = li.textContent;
-      });
+      loadList().then(titleFromList);
       input.focus();
     }
   }
@@ -1139,6 +1156,8 @@
   async function loadSettings() {
     try {
       const s = await api("GET", "/api/settings");
+      // The remote engine is a choice only on a server started with one.
+      $("engine-remote").hidden = s.engine !== "remote";
       document.querySelectorAll('input[name="engine"]').forEach((r) => (r.checked = r.value === s.engine));
       $("set-keep-alive").value = s.keep_alive;
       $("set-temperature").value = s.chat.temperature != null ? s.chat.temperature : "";
@@ -1185,6 +1204,21 @@
     document.body.classList.remove("sidebar-open");
     $("menu").setAttribute("aria-expanded", "false");
   }
+  // A click beside the open list (on the dimmed chat) or Escape closes
+  // it, and the focus goes back to the menu button.
+  $("main").addEventListener("click", (e) => {
+    if (!document.body.classList.contains("sidebar-open") || e.target.closest("#menu")) return;
+    e.preventDefault();
+    e.stopPropagation();
+    closeSidebar();
+    $("menu").focus();
+  }, true);
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "Escape" && document.body.classList.contains("sidebar-open") && !document.querySelector("dialog[open]")) {
+      closeSidebar();
+      $("menu").focus();
+    }
+  });
   $("menu").addEventListener("click", () => {
     const open = document.body.classList.toggle("sidebar-open");
     $("menu").setAttribute("aria-expanded", String(open));
