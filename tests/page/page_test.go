@@ -341,10 +341,10 @@ func TestInstallFromThePage(t *testing.T) {
 	// The bar and the first line are the whole install's; the second
 	// line is the file downloading now, and which of how many it is.
 	whole := eval[map[string]string](b, `({all: document.getElementById('install-progress-text').textContent, file: document.getElementById('install-file-text').textContent,
-		title: document.getElementById('install-title').textContent})`)
+		title: document.getElementById('install-title').textContent, status: document.getElementById('status-text').textContent})`)
 	if !regexp.MustCompile(`^\d+% · [\d.]+ [KMG]?B of [\d.]+ [KMG]?B · about \d+ s left$`).MatchString(whole["all"]) ||
 		!regexp.MustCompile(`^File [2-9] of [2-9]: model\.q4nx \([\d.]+ [KM]?B of [\d.]+ [KM]?B\) · [\d.]+ [KM]?B/s$`).MatchString(whole["file"]) ||
-		whole["title"] != "Installing minicpm5:2b…" {
+		whole["title"] != "Installing minicpm5:2b…" || whole["status"] != "Installing minicpm5:2b…" {
 		t.Errorf("install progress: %q", whole)
 	}
 	b.shot("install-progress")

@@ -80,11 +80,18 @@
     return keyAsked;
   }
 
-  function showError(msg) {
-    const b = $("error-banner");
-    b.textContent = msg;
-    b.hidden = !msg;
+  // showError shows msg in the error banner ("" hides it). offError
+  // marks the model-off message, which goes once the model is on.
+  let offError = false;
+  function showError(msg, modelOff) {
+    $("error-text").textContent = msg;
+    $("error-banner").hidden = !msg;
+    offError = !!msg && !!modelOff;
   }
+  $("error-close").addEventListener("click", () => {
+    showError("");
+    input.focus();
+  });
   function showHistoryProblem(msg) {
     const b = $("history-problem");
     b.textContent = msg || "";
@@ -660,7 +667,7 @@
         const unanswered = !data.answer;
         answerEl = null;
         if (status && !status.enabled) {
-          showError("The model is switched off. Switch it on with the switch at the top right, then press Answer under your message.");
+          showError("The model is switched off. Switch it on with the switch at the top right, then press Answer under your message.", true);
         } else {
           showError(sentence(data.message) + (unanswered ? " Press Answer under your message to try again." : ""));
         }
@@ -912,6 +919,8 @@
         else text = name + " loads with your first message.";
         detail = st.reason || "";
     }
+    if (notInstalled(st) && installState() === "running") text = "Installing " + name + "…";
+    if (offError && st.enabled) showError("");
     el.dataset.state = st.state;
     $("status-text").textContent = text;
     el.title = detail;
@@ -1069,6 +1078,7 @@
     } else if (st.state === "done") {
       text = "Installed. Starting the model…";
     }
+    if (status && st.state !== was) showStatus(status);
     $("install-file-text").textContent = fileText;
     $("install-file-text").hidden = !fileText;
     $("install-title").textContent = st.state === "running" ? "Installing " + (st.model || modelName) + "…" : "The model is not installed yet";
