@@ -333,6 +333,10 @@ func TestInstallFromThePage(t *testing.T) {
 	if s := eval[string](b, `document.getElementById('status-text').textContent`); !strings.Contains(s, "not installed") {
 		t.Errorf("status: %q", s)
 	}
+	// Nothing to switch on yet: the switch is off and waits.
+	if s := eval[string](b, `(() => { const t = document.querySelector('[data-testid=model-toggle]'); return t.getAttribute('aria-checked') + ' ' + t.disabled })()`); s != "false true" {
+		t.Errorf("the model switch before the install: checked, disabled = %s", s)
+	}
 	b.shot("install-view")
 	b.run(chromedp.Click("[data-testid=install]", chromedp.ByQuery))
 	b.waitJS(`(() => { const p = document.querySelector('[data-testid=install-progress]'); return p.value > 0.05 && p.value < 0.9 })()`, 30*time.Second)
@@ -362,6 +366,7 @@ func TestInstallFromThePage(t *testing.T) {
 	// on a quiet machine; the load took over 90 s once under make test's
 	// parallel packages on 2 cores.)
 	b.waitJS(`!document.getElementById('view-chat').hidden && document.getElementById('model-status').dataset.state === 'on'`, 150*time.Second)
+	b.waitJS(`(() => { const t = document.querySelector('[data-testid=model-toggle]'); return t.getAttribute('aria-checked') === 'true' && !t.disabled })()`, 10*time.Second)
 	bars := eval[[]float64](b, `window.bars`)
 	for i := 1; i < len(bars); i++ {
 		if bars[i] < bars[i-1] {

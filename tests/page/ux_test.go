@@ -291,6 +291,11 @@ func TestTitleFocusSettingsAndSmallScreenList(t *testing.T) {
 	b.run(chromedp.EmulateViewport(360, 740))
 	b.open(srv.URL + path)
 	open := `document.body.classList.contains('sidebar-open')`
+	// The chat's title has a line of its own rather than three letters.
+	if w := eval[float64](b, `document.getElementById('chat-title').getBoundingClientRect().width`); w < 300 {
+		t.Errorf("at 360 px the chat's title is %v px wide", w)
+	}
+	b.shot("chat-head-360")
 	b.run(chromedp.Click("#menu", chromedp.ByQuery))
 	b.waitJS(open, 5*time.Second)
 	b.run(chromedp.KeyEvent(kb.Escape))

@@ -929,8 +929,13 @@
     $("status-engine").textContent = eng;
     const on = st.enabled && st.state !== "error";
     const t = $("model-toggle");
-    t.setAttribute("aria-checked", String(!!st.enabled));
-    t.setAttribute("aria-label", st.enabled ? "Model on; switch it off" : "Model off; switch it on");
+    // Nothing to switch on before the model is installed: the switch
+    // shows off and waits (the install starts the model when it ends).
+    const missing = notInstalled(st);
+    t.setAttribute("aria-checked", String(!!st.enabled && !missing));
+    t.setAttribute("aria-label", missing ? "Model not installed yet" : st.enabled ? "Model on; switch it off" : "Model off; switch it on");
+    t.title = missing ? "Install the model first" : "";
+    t.disabled = toggling || missing;
     t.dataset.on = on ? "true" : "false";
     if (notInstalled(st) && currentView === "chat") showView("install");
     if (!notInstalled(st) && currentView === "install" && installState() !== "running") showView("chat");
@@ -944,8 +949,10 @@
     }
   }
 
+  let toggling = false;
   $("model-toggle").addEventListener("click", async () => {
     const t = $("model-toggle");
+    toggling = true;
     t.disabled = true;
     try {
       const on = status && status.enabled;
@@ -957,7 +964,8 @@
       showError(e.message);
       refreshStatus();
     } finally {
-      t.disabled = false;
+      toggling = false;
+      t.disabled = !!status && notInstalled(status);
     }
   });
 
