@@ -214,6 +214,7 @@ func TestSIMDOption(t *testing.T) {
 // CPU runs, which need not be the next one down (AVX-512 VNNI without
 // AVX-VNNI exists), and names itself.
 func TestSIMDLevels(t *testing.T) {
+	t.Setenv(simdEnv, "") // "" means auto here
 	for _, c := range []struct {
 		opt  string
 		want simdLevel
