@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"strconv"
 	"testing"
 )
 
@@ -115,10 +117,17 @@ func TestPackRejects(t *testing.T) {
 }
 
 // BenchmarkPackedMulQ8 measures 2048-column groups (go test -bench
-// PackedMulQ8): ns per row and vector.
+// PackedMulQ8): ns per row and vector, with each packed kernel and, for
+// comparison, the AVX2 kernels on the rows as stored (DotQ8, DotQ8x4:
+// what the avx2 level runs). rows=N sets the row count (256 stays in
+// the cache; 16384 does not, as decode's weights do not).
 func BenchmarkPackedMulQ8(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
-	const cols, rows = 2048, 256
+	const cols = 2048
+	rows := 256
+	if v, err := strconv.Atoi(os.Getenv("BENCH_ROWS")); err == nil && v > 0 {
+		rows = v
+	}
 	for _, typ := range q8Types {
 		rb, _ := typ.RowBytes(cols)
 		data := make([]byte, 0, rows*rb)
@@ -142,6 +151,25 @@ func BenchmarkPackedMulQ8(b *testing.B) {
 					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(rows*n), "ns/row/vec")
 				})
 			}
+			if !simdQ8 {
+				continue
+			}
+			b.Run(fmt.Sprintf("%s/avx2-rows/x%d", typ, n), func(b *testing.B) {
+				var four [4]float32
+				for b.Loop() {
+					for i := range rows {
+						row := data[i*rb : (i+1)*rb]
+						t := 0
+						for ; t+4 <= n; t += 4 {
+							DotQ8x4(typ, row, x, t, &four)
+						}
+						for ; t < n; t++ {
+							out[0] = DotQ8(typ, row, &x.Vecs[t])
+						}
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(rows*n), "ns/row/vec")
+			})
 		}
 	}
 }
