@@ -9,6 +9,7 @@ import (
 	"github.com/npuchat/npuchat/service/install"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -121,6 +122,8 @@ type App struct {
 	// for the page and the tray.
 	history  *history.Handle
 	installs *install.Runner
+	// settings saves the settings file for the page and the tray alike.
+	settings *web.SettingsStore
 	// closers run at Shutdown (OnShutdown).
 	closers []func(context.Context) error
 
@@ -212,6 +215,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	// page chats and the API alike (a request's own keep_alive wins);
 	// the engine is switched here.
 	pageSettings := web.NewSettingsStore(cfg)
+	a.settings = pageSettings
 	pageSettings.Apply = func(ctx context.Context, before, after web.PageSettings) error {
 		if before.Engine != after.Engine {
 			return a.switchEngine(ctx, after.Engine)
@@ -383,8 +387,21 @@ func openURL(goos, url string) error {
 	return nil
 }
 
-// chatURL is the page's URL for a listening address.
-func chatURL(addr string) string { return "http://" + addr + "/" }
+// chatURL is the page's URL for a listening address. A server on every
+// interface (0.0.0.0, [::], ":port") is reached through loopback, since
+// browsers will not open the unspecified address.
+func chatURL(addr string) string {
+	if host, port, err := net.SplitHostPort(addr); err == nil {
+		ip := net.ParseIP(host)
+		switch {
+		case host == "" || (ip != nil && ip.IsUnspecified() && ip.To4() != nil):
+			addr = net.JoinHostPort("127.0.0.1", port)
+		case ip != nil && ip.IsUnspecified():
+			addr = net.JoinHostPort("::1", port)
+		}
+	}
+	return "http://" + addr + "/"
+}
 
 // closeFiles closes the log files.
 func (a *App) closeFiles() {

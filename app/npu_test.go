@@ -365,3 +365,29 @@ func TestShowCapabilitiesBeforeTheModelLoads(t *testing.T) {
 		t.Fatalf("on the NPU: %v, want %v", got, want)
 	}
 }
+
+// TestInstalledModelCountsItsWeights: an installed catalog model is
+// listed with the size of its weights (/api/tags, /v1/models), and the
+// memory check before the CPU engine loads beside FastFlowLM counts
+// those weights, not the headroom alone.
+func TestInstalledModelCountsItsWeights(t *testing.T) {
+	r := newNPURig(t)
+	t.Setenv("FAKEFLM_MODE", flmtest.ModeNormal)
+	a := r.app(t, "", func(o *Options) { o.MemAvailable = func() (int64, error) { return besideHeadroom + 1, nil } })
+	var desc service.ModelDesc
+	for _, d := range a.mgr.Models() {
+		if d.Name == "minicpm5:2b" {
+			desc = d
+		}
+	}
+	st, err := os.Stat(filepath.Join(desc.Path, "model.q4nx"))
+	if err != nil {
+		t.Fatalf("model listed as %+v: %v", desc, err)
+	}
+	if desc.Size != st.Size() || desc.ModifiedAt.IsZero() {
+		t.Fatalf("listed size %d, modified %v; the weights are %d bytes", desc.Size, desc.ModifiedAt, st.Size())
+	}
+	if err := a.beside("minicpm5:2b", "cpu"); err == nil || !strings.Contains(err.Error(), "of memory") {
+		t.Fatalf("the CPU engine beside FastFlowLM with the headroom alone free: %v", err)
+	}
+}

@@ -97,9 +97,9 @@ func (a *App) SetLaunchAtLogin(on bool) error {
 // saveSetting changes settings in the settings file and nothing else
 // (config.UpdateSettings): the file's other keys, known to this version
 // or not, keep their values, and this run's flags and environment
-// variables are never written into it.
+// variables are never written into it. It goes through the page's
+// settings store, so that the page shows the change and a change made
+// on the page at the same moment is not lost.
 func (a *App) saveSetting(changes ...config.Change) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return config.UpdateSettings(a.cfg.SettingsPath, changes...)
+	return a.settings.Save(changes...)
 }

@@ -3,11 +3,14 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/npuchat/npuchat/config"
 )
 
 // TestSettingChangesKeepTheFilesOtherKeys: a setting changed from the
@@ -74,5 +77,42 @@ func TestSettingChangesKeepTheFilesOtherKeys(t *testing.T) {
 				t.Errorf("settings file after the change:\n%s\nwant the keys %v", b, tt.want)
 			}
 		})
+	}
+}
+
+// TestTrayEngineChangeShowsOnThePage: an engine chosen from the tray is
+// the engine the chat page's settings show, and choosing the engine
+// shown before (auto) on the page switches back to it, instead of being
+// taken for "no change" while the tray's choice stays in effect.
+func TestTrayEngineChangeShowsOnThePage(t *testing.T) {
+	a := newApp(t, testEnv(t), Flags{})
+	page := func(method, body string) map[string]any {
+		t.Helper()
+		req := httptest.NewRequest(method, "http://127.0.0.1/api/settings", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		a.WebServer().Handler().ServeHTTP(rec, req)
+		var out map[string]any
+		if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || rec.Code != 200 {
+			t.Fatalf("%s /api/settings: %d %s", method, rec.Code, rec.Body)
+		}
+		return out
+	}
+	if got := page("GET", "")["engine"]; got != "auto" {
+		t.Fatalf("page engine at start %v", got)
+	}
+	if err := a.SetEngine(context.Background(), "cpu"); err != nil {
+		t.Fatal(err)
+	}
+	if got := page("GET", "")["engine"]; got != "cpu" {
+		t.Fatalf("page engine after the tray chose cpu: %v", got)
+	}
+	page("PUT", `{"engine": "auto"}`)
+	if a.Engine() != "auto" {
+		t.Fatalf("engine after the page chose auto: %q", a.Engine())
+	}
+	s, err := config.ReadSettings(a.Config().SettingsPath)
+	if err != nil || s.Engine != "auto" {
+		t.Fatalf("settings file: %+v, %v", s, err)
 	}
 }

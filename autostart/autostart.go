@@ -11,7 +11,10 @@
 //
 // On Windows the entry is the string value named [RunValueName] ("NPU
 // Chat") under HKEY_CURRENT_USER\Software\Microsoft\Windows\CurrentVersion\Run,
-// with the data `"<exe path>" --hidden`. The MSI writes the same value
+// with the data `"<exe path>" --hidden`. Task Manager's Startup apps
+// switch it off without removing it, in the StartupApproved\Run key
+// ([ApprovedKeyPath]); an entry switched off there reads as off, and
+// Enable switches it on again. The MSI writes the same value
 // name and data, so that the installer's "launch at login" and the
 // tray's are one entry. The registry is reached through [RunKey], which
 // golang.org/x/sys/windows/registry implements on Windows (x/sys is
@@ -31,6 +34,9 @@ const (
 	RunValueName = "NPU Chat"
 	// RunKeyPath is the key under HKEY_CURRENT_USER that holds it.
 	RunKeyPath = `Software\Microsoft\Windows\CurrentVersion\Run`
+	// ApprovedKeyPath is the key under HKEY_CURRENT_USER where Task
+	// Manager records a Run entry switched off.
+	ApprovedKeyPath = `Software\Microsoft\Windows\CurrentVersion\Explorer\StartupApproved\Run`
 	// DesktopFileName is the XDG autostart file's name on Linux.
 	DesktopFileName = "npuchat.desktop"
 	// HiddenFlag is the argument the entry starts NPU Chat with: the
@@ -54,7 +60,7 @@ type Entry interface {
 func ForOS(goos string, getenv func(string) string) Entry {
 	switch goos {
 	case "windows":
-		return &Registry{Open: OpenRunKey}
+		return &Registry{Open: OpenRunKey, OpenApproved: OpenApprovedKey}
 	case "linux", "freebsd", "openbsd", "netbsd":
 		dir := getenv("XDG_CONFIG_HOME")
 		if dir == "" && getenv("HOME") != "" {

@@ -199,3 +199,76 @@ func TestCommandExe(t *testing.T) {
 		}
 	}
 }
+
+// fakeApprovedKey is StartupApproved\Run as a map of binary values.
+type fakeApprovedKey struct {
+	values map[string][]byte
+	closed int
+}
+
+func (k *fakeApprovedKey) GetBinaryValue(name string) ([]byte, uint32, error) {
+	v, ok := k.values[name]
+	if !ok {
+		return nil, 0, fmt.Errorf("registry: %w", os.ErrNotExist)
+	}
+	return v, 3 /* REG_BINARY */, nil
+}
+func (k *fakeApprovedKey) DeleteValue(name string) error {
+	if _, ok := k.values[name]; !ok {
+		return fmt.Errorf("registry: %w", os.ErrNotExist)
+	}
+	delete(k.values, name)
+	return nil
+}
+func (k *fakeApprovedKey) Close() error { k.closed++; return nil }
+
+// TestRegistryEntrySwitchedOffInTaskManager: Task Manager's Startup apps
+// (and Settings > Apps > Startup) switch an entry off without removing
+// the Run value, by writing StartupApproved\Run\NPU Chat with an odd
+// first byte. Such an entry is off (the check mark tells the truth), and
+// turning launch at login on from NPU Chat switches it on again, rather
+// than showing a check mark while Windows does not start NPU Chat.
+func TestRegistryEntrySwitchedOffInTaskManager(t *testing.T) {
+	run := &fakeRunKey{values: map[string]string{}}
+	approved := &fakeApprovedKey{values: map[string][]byte{"OneDrive": {3, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8}}}
+	opened := 0
+	e := &Registry{
+		Open:         func() (RunKey, error) { return run, nil },
+		OpenApproved: func() (ApprovedKey, error) { opened++; return approved, nil },
+	}
+	exe := `C:\Program Files\NPU Chat\npuchat.exe`
+	if err := e.Enable(exe); err != nil {
+		t.Fatal(err)
+	}
+	approved.values[RunValueName] = []byte{2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0} // enabled in Task Manager
+	if on, err := e.Enabled(); !on || err != nil {
+		t.Fatalf("approved: %v %v", on, err)
+	}
+	approved.values[RunValueName] = []byte{3, 0, 0, 0, 0x10, 0x9a, 0x8b, 0x7c, 0x6d, 0x5e, 0xda, 0x01} // disabled
+	if on, err := e.Enabled(); on || err != nil {
+		t.Fatalf("switched off in Task Manager: %v %v", on, err)
+	}
+	if err := e.Enable(exe); err != nil {
+		t.Fatal(err)
+	}
+	if on, err := e.Enabled(); !on || err != nil {
+		t.Fatalf("after Enable: %v %v", on, err)
+	}
+	if _, ok := approved.values["OneDrive"]; !ok {
+		t.Fatal("another program's entry was changed")
+	}
+	// No StartupApproved key (a fresh profile, Wine): approved.
+	none := &Registry{
+		Open:         func() (RunKey, error) { return run, nil },
+		OpenApproved: func() (ApprovedKey, error) { return nil, fmt.Errorf("registry: %w", os.ErrNotExist) },
+	}
+	if on, err := none.Enabled(); !on || err != nil {
+		t.Fatalf("without the StartupApproved key: %v %v", on, err)
+	}
+	if err := none.Enable(exe); err != nil {
+		t.Fatalf("Enable without the StartupApproved key: %v", err)
+	}
+	if approved.closed != opened {
+		t.Errorf("StartupApproved opened %d times, closed %d", opened, approved.closed)
+	}
+}

@@ -13,3 +13,14 @@ func OpenRunKey() (RunKey, error) {
 	}
 	return k, nil
 }
+
+// OpenApprovedKey opens the current user's StartupApproved\Run key for
+// reading and deleting values; a missing key is an error for which
+// errors.Is(err, os.ErrNotExist) holds.
+func OpenApprovedKey() (ApprovedKey, error) {
+	k, err := registry.OpenKey(registry.CURRENT_USER, ApprovedKeyPath, registry.QUERY_VALUE|registry.SET_VALUE)
+	if err != nil {
+		return nil, err
+	}
+	return k, nil
+}

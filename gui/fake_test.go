@@ -35,6 +35,7 @@ type fakeApp struct {
 	server    ServerStatus
 	serverCh  chan ServerStatus
 	setEngine []string
+	engineErr error // SetEngine's error (a settings file it cannot write)
 	checks    int
 	chats     int // OpenChat calls
 }
@@ -105,6 +106,10 @@ func (f *fakeApp) SetEngine(ctx context.Context, kind string) error {
 	if kind == "remote" {
 		f.mu.Unlock()
 		return errors.New("the remote engine needs --remote-url")
+	}
+	if f.engineErr != nil {
+		f.mu.Unlock()
+		return f.engineErr
 	}
 	f.engine = kind
 	f.mu.Unlock()

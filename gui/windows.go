@@ -315,12 +315,7 @@ func newSettingsWindow(c *controller) *settingsWindow {
 func (s *settingsWindow) reload(snap Snapshot) {
 	s.loading = true
 	defer func() { s.loading = false }()
-	current := s.c.app.Engine()
-	for label, kind := range s.engineFor {
-		if kind == current {
-			s.engine.SetSelected(label)
-		}
-	}
+	s.showEngine()
 	s.atStart.SetChecked(s.c.app.ServeAtStart())
 	on, err := s.c.app.LaunchAtLogin()
 	s.atLogin.SetChecked(on)
@@ -330,9 +325,26 @@ func (s *settingsWindow) reload(snap Snapshot) {
 	s.update(snap)
 }
 
-// update shows the service's state.
+// update shows the service's state, and the engine in effect: a choice
+// that could not be saved goes back, and a change made on the chat
+// page shows.
 func (s *settingsWindow) update(snap Snapshot) {
+	was := s.loading
+	s.loading = true
+	s.showEngine()
+	s.loading = was
 	s.state.SetText("Now: " + stateText(snap))
+}
+
+// showEngine selects the engine in effect (the caller sets loading, so
+// that the selection is not taken for a choice).
+func (s *settingsWindow) showEngine() {
+	current := s.c.app.Engine()
+	for label, kind := range s.engineFor {
+		if kind == current && s.engine.Selected != label {
+			s.engine.SetSelected(label)
+		}
+	}
 }
 
 // newAboutWindow says what NPU Chat is and which version runs.

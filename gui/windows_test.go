@@ -123,6 +123,40 @@ func TestSettingsWindowReadsAndWritesTheSettings(t *testing.T) {
 	})
 }
 
+// TestSettingsWindowShowsTheEngineInEffect: the settings window's engine
+// is the engine in effect: a choice that could not be saved goes back
+// to the engine that still runs (the notice says why), and a change
+// made elsewhere (the chat page) shows without reopening the window.
+func TestSettingsWindowShowsTheEngineInEffect(t *testing.T) {
+	f := newFakeApp(t.Cleanup)
+	h := newHarness(t, test.NewTempApp(t), f)
+	h.click(labelSettings)
+	var s *settingsWindow
+	h.ui.wait(func() { s = h.c.settings })
+	f.mu.Lock()
+	f.engineErr = errors.New("write settings.json: permission denied")
+	f.mu.Unlock()
+	h.ui.wait(func() { s.engine.SetSelected("CPU") })
+	h.eventually("the failure said", func() bool { return len(h.notices()) > 0 })
+	h.eventually("the engine in effect shown again", func() bool { return s.engine.Selected == "Auto (NPU, else CPU)" })
+	if f.Engine() != "auto" {
+		t.Fatalf("engine %q", f.Engine())
+	}
+
+	// The page switches to the NPU; the next event redraws the window.
+	f.mu.Lock()
+	f.engineErr, f.engine = nil, "npu"
+	f.mu.Unlock()
+	h.tap() // starts the model: events follow
+	h.eventually("the page's engine shown", func() bool { return s.engine.Selected == "NPU" })
+	f.mu.Lock()
+	calls := slices.Clone(f.setEngine)
+	f.mu.Unlock()
+	if !slices.Equal(calls, []string{"cpu"}) {
+		t.Fatalf("showing the engine called SetEngine: %q", calls)
+	}
+}
+
 // TestStateTextIsWhole: windows say the state without the menu's cut.
 func TestStateTextIsWhole(t *testing.T) {
 	long := strings.Repeat("FastFlowLM failed again ", 6)

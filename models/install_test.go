@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -406,6 +407,16 @@ func TestInstallOriginal(t *testing.T) {
 	must(t, err)
 	if loc.Format != "hf-safetensors" || len(loc.Weights) != 2 || loc.Dir != filepath.Join(e.cfg.ModelsDir, "MiniCPM5-2B") {
 		t.Errorf("Locate %+v", loc)
+	}
+	// Weights are names in Dir, as the API's model sizes and the memory
+	// check beside FastFlowLM read them (filepath.Join(Dir, name)).
+	if want := []string{"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"}; !slices.Equal(loc.Weights, want) {
+		t.Errorf("Locate weights %q, want %q", loc.Weights, want)
+	}
+	for _, w := range loc.Weights {
+		if st, err := os.Stat(filepath.Join(loc.Dir, w)); err != nil || st.Size() != 3000 {
+			t.Errorf("weight %s in %s: %v", w, loc.Dir, err)
+		}
 	}
 	if b, _ := os.ReadFile(filepath.Join(e.root, "model_list.json")); !bytes.Equal(b, e.origSys) {
 		t.Error("the original model was registered with FastFlowLM")

@@ -324,7 +324,7 @@ type Installed struct {
 	Format string
 	Source string
 	// Weights lists the weight files in Dir (model.q4nx, or the
-	// *.safetensors shards).
+	// *.safetensors shards), as names relative to Dir.
 	Weights []string
 }
 
@@ -363,7 +363,7 @@ func Locate(cfg *config.Config, name string) (*Installed, error) {
 				continue
 			}
 			if f.Path == "model.q4nx" || strings.HasSuffix(f.Path, ".safetensors") {
-				inst.Weights = append(inst.Weights, p)
+				inst.Weights = append(inst.Weights, filepath.FromSlash(f.Path))
 			}
 		}
 		if len(missing) > 0 || len(inst.Weights) == 0 {

@@ -124,6 +124,25 @@ func (s *SettingsStore) Set(ctx context.Context, p PageSettings) (PageSettings, 
 	return p, nil
 }
 
+// Save writes settings changed outside the page (the tray's menu and
+// settings window) with config.UpdateSettings, under the lock of the
+// page's own changes, so that two changes at once never drop each
+// other's keys; an engine changed there is the engine the page shows
+// (and compares a later page change with).
+func (s *SettingsStore) Save(changes ...config.Change) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := config.UpdateSettings(s.path, changes...); err != nil {
+		return err
+	}
+	for _, c := range changes {
+		if v, ok := c.Value.(string); ok && c.Key == "engine" {
+			s.cur.Engine = v
+		}
+	}
+	return nil
+}
+
 // save writes into the settings file the settings that differ between
 // before and after, and nothing else: the file's other keys, known or
 // not, keep their values (and their JSON). Nothing changed, nothing is

@@ -156,6 +156,39 @@
   function updateEmpty() {
     $("empty").hidden = !!msgsEl.querySelector("article.message");
     $("context").textContent = lastContext;
+    updateActions();
+  }
+
+  // updateActions offers Regenerate on the last answer only (the server
+  // answers the last question again), and Answer on a last question
+  // that has no answer (the model was off, the answer failed).
+  function updateActions() {
+    const arts = msgsEl.querySelectorAll("article.message");
+    arts.forEach((a, i) => {
+      const last = i === arts.length - 1;
+      const regen = a.querySelector("button.regenerate");
+      if (regen) regen.hidden = !last;
+      const answer = a.querySelector("button.answer");
+      const want = last && a.dataset.role === "user" && !streaming;
+      if (want && !answer) {
+        const b = document.createElement("button");
+        b.type = "button";
+        b.className = "act answer";
+        b.setAttribute("data-testid", "answer");
+        b.setAttribute("aria-label", "Answer this message");
+        b.textContent = "Answer";
+        a.querySelector(".actions").appendChild(b);
+      } else if (!want && answer) {
+        answer.remove();
+      }
+    });
+  }
+
+  // sentence makes a message from the server a sentence.
+  function sentence(msg) {
+    const s = String(msg || "").trim();
+    if (!s) return "";
+    return s.charAt(0).toUpperCase() + s.slice(1) + (/[.!?]$/.test(s) ? "" : ".");
   }
 
   function nearBottom() {
@@ -566,8 +599,13 @@
       } else if (name === "error") {
         if (data.answer && answerEl) messageEl(data.answer, answerEl);
         else if (answerEl) answerEl.remove();
+        const unanswered = !data.answer;
         answerEl = null;
-        showError(data.message);
+        if (status && !status.enabled) {
+          showError("The model is switched off. Switch it on with the switch at the top right, then press Answer under your message.");
+        } else {
+          showError(sentence(data.message) + (unanswered ? " Press Answer under your message to try again." : ""));
+        }
       }
     };
     try {
@@ -678,6 +716,9 @@
         if (n.matches("article.message")) n.remove();
         n = next;
       }
+      send({ regenerate: true });
+    } else if (e.target.closest("button.answer")) {
+      if (streaming) return;
       send({ regenerate: true });
     } else if (e.target.closest("button.edit")) {
       if (streaming) return;
@@ -852,13 +893,19 @@
     }
     es.addEventListener("install", (e) => {
       // The service's install event: {install: {model, phase, done,
-      // total, bytes_per_second, eta_s, error}, message}.
+      // total, bytes_per_second, eta_s, error, file, file_done,
+      // file_total, files_done, files_total}, message}; done, total and
+      // eta_s are the whole install's once files_total is known.
       const ev = JSON.parse(e.data);
       const p = ev.install || {};
       const state = { done: "done", failed: "failed", cancelled: "cancelled" }[p.phase] || "running";
+      const whole = (p.files_total || 0) > 0;
       showInstall(Object.assign({}, install, {
-        model: p.model, state, phase: p.phase, message: ev.message || install.message,
-        bytes: p.done || 0, total: p.total || 0, rate: p.bytes_per_second || 0, eta_s: p.eta_s || 0, error: p.error || "",
+        model: p.model, state, phase: p.phase, message: ev.message || install.message, error: p.error || "",
+        file: p.file || "", bytes: whole ? p.file_done || 0 : p.done || 0, total: whole ? p.file_total || 0 : p.total || 0,
+        rate: p.bytes_per_second || 0, eta_s: whole ? 0 : p.eta_s || 0,
+        files_done: p.files_done || 0, files_total: p.files_total || 0,
+        overall_bytes: whole ? p.done || 0 : 0, overall_total: whole ? p.total || 0 : 0, overall_eta_s: whole ? p.eta_s || 0 : 0,
       }));
     });
     es.onerror = () => {
@@ -918,22 +965,41 @@
     btn.textContent = st.state === "cancelled" || st.state === "failed" ? "Resume" : "Install";
     cancel.hidden = st.state !== "running";
     prog.dataset.state = st.state;
-    if (st.total > 0) {
+    // The bar and the first line are the whole install's (all its
+    // files) once the installer has said what it downloads; the second
+    // line is the file downloading now.
+    const whole = st.overall_total > 0;
+    if (whole) {
+      prog.value = Math.min(1, st.overall_bytes / st.overall_total);
+    } else if (st.total > 0) {
       prog.value = st.bytes / st.total;
     } else if (st.state === "done") {
       prog.value = 1;
     }
+    if (st.state === "done") prog.value = 1;
     let text = "";
-    if (st.state === "running") {
+    let fileText = "";
+    const downloading = st.phase === "download" || st.phase === "downloading";
+    if (st.state === "running" && whole && (!downloading || st.overall_bytes >= st.overall_total)) {
+      text = "All " + st.files_total + " files downloaded (" + human(st.overall_total) + "). Setting them up…";
+    } else if (st.state === "running" && whole) {
+      text = Math.floor((100 * st.overall_bytes) / st.overall_total) + "% · " + human(st.overall_bytes) + " of " + human(st.overall_total);
+      if (st.overall_eta_s > 0) text += " · about " + duration(st.overall_eta_s) + " left";
+      fileText = "File " + Math.min(st.files_done + 1, st.files_total) + " of " + st.files_total;
+      if (st.file) fileText += ": " + st.file + " (" + human(st.bytes) + " of " + human(st.total) + ")";
+      if (st.rate > 0) fileText += " · " + human(st.rate) + "/s";
+    } else if (st.state === "running") {
       text = st.total > 0 ? (st.file ? st.file + ": " : "Downloading: ") + human(st.bytes) + " of " + human(st.total) : st.message || "Starting…";
       if (st.rate > 0) text += " · " + human(st.rate) + "/s";
       if (st.eta_s > 0) text += " · about " + duration(st.eta_s) + " left";
-      if (st.files_done) text += " · " + st.files_done + " files done";
     } else if (st.state === "cancelled") {
-      text = "Cancelled. Resume continues where it stopped.";
+      text = "Cancelled" + (whole ? " at " + Math.floor((100 * st.overall_bytes) / st.overall_total) + "%" : "") + ". Resume continues where it stopped.";
     } else if (st.state === "done") {
       text = "Installed. Starting the model…";
     }
+    $("install-file-text").textContent = fileText;
+    $("install-file-text").hidden = !fileText;
+    $("install-title").textContent = st.state === "running" ? "Installing " + (st.model || modelName) + "…" : "The model is not installed yet";
     $("install-progress-text").textContent = text;
     if (st.state === "done" && was !== "done" && currentView === "install") {
       api("POST", "/api/model/start", { model: modelName }).then(refreshStatus, (e) => showError(e.message)).finally(() => showView("chat"));
@@ -962,7 +1028,7 @@
     pollTimer = setTimeout(async () => {
       try {
         const st = await api("GET", "/api/models/" + encodeURIComponent(modelName) + "/install");
-        if (st.state !== install.state || st.bytes !== install.bytes) showInstall(st);
+        if (st.state !== install.state || st.bytes !== install.bytes || st.overall_bytes !== install.overall_bytes) showInstall(st);
         if (st.state === "running") pollInstall();
       } catch (_) {}
     }, 1000);
