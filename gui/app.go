@@ -3,6 +3,7 @@ package gui
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/npuchat/npuchat/npu/check"
 	"github.com/npuchat/npuchat/service"
@@ -68,6 +69,12 @@ type InstallProgress struct {
 	Message string
 	// Frac is the fraction done, 0..1, or 0 when unknown.
 	Frac float64
+	// The whole download, once the installer has said what it fetches
+	// (zero before): files done of how many, bytes of all of them so
+	// far and in all, and the time left for all of them (0: unknown).
+	FilesDone, FilesTotal int
+	Bytes, Total          int64
+	Left                  time.Duration
 }
 
 // ServerStatus is the web server's state: listening, or why not.

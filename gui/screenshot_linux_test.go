@@ -115,7 +115,8 @@ func screenshotChild(dir string) int {
 	f.npuErr = errors.New("FastFlowLM: ERT_CMD_STATE_TIMEOUT on the first token")
 	f.login = true
 	f.install = func(ctx context.Context, progress func(InstallProgress)) error {
-		progress(InstallProgress{Message: "downloading model.q4nx (1.1 of 2.6 GB)", Frac: 0.42})
+		progress(InstallProgress{Model: "minicpm5:2b", Message: "downloading model.q4nx", Frac: 0.42,
+			FilesDone: 2, FilesTotal: 9, Bytes: 1_100_000_000, Total: 2_600_000_000, Left: 230 * time.Second})
 		<-ctx.Done()
 		return ctx.Err()
 	}

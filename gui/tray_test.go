@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"fyne.io/fyne/v2/test"
 
@@ -332,6 +333,14 @@ func TestViewOf(t *testing.T) {
 		{"installing", Snapshot{Service: service.Status{State: service.StateOff},
 			Install: &InstallState{Running: true, Progress: InstallProgress{Model: "m", Frac: 0.5, Message: "downloading"}}},
 			IconLoading, "Off", "Installing m 50%: downloading", false},
+		{"installing, the whole download", Snapshot{Service: service.Status{State: service.StateOff},
+			Install: &InstallState{Running: true, Progress: InstallProgress{Model: "minicpm5:2b", Frac: 0.45, Message: "downloading model.q4nx",
+				FilesDone: 2, FilesTotal: 6, Bytes: 990_000_000, Total: 2_200_000_000, Left: 250 * time.Second}}},
+			IconLoading, "Off", "Installing minicpm5:2b 45%: file 3 of 6, 990.0 MB of 2.2 GB, 4 min left", false},
+		{"installing, the last file done", Snapshot{Service: service.Status{State: service.StateOff},
+			Install: &InstallState{Running: true, Progress: InstallProgress{Model: "m", Frac: 1, Message: "6 files in /x",
+				FilesDone: 6, FilesTotal: 6, Bytes: 2000, Total: 2000}}},
+			IconLoading, "Off", "Installing m 100%: 6 files in /x", false},
 		{"install failed", Snapshot{Service: service.Status{State: service.StateOff},
 			Install: &InstallState{Err: errors.New("offline")}}, IconOff, "Off", "Install failed: offline", false},
 	}

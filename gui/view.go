@@ -3,8 +3,10 @@ package gui
 import (
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
+	"github.com/npuchat/npuchat/models/hub"
 	"github.com/npuchat/npuchat/service"
 )
 
@@ -139,16 +141,36 @@ func ViewOf(s Snapshot) View {
 	return v
 }
 
-// installLine is the install's progress in a few words.
+// installLine is the install's progress in a few words: for the whole
+// download while it runs ("Installing minicpm5:2b 45%: file 3 of 6,
+// 1.0 GB of 2.2 GB, 4 min left"), else the installer's step.
 func installLine(p InstallProgress) string {
 	line := "Installing " + p.Model
 	if p.Frac > 0 {
 		line = fmt.Sprintf("%s %d%%", line, int(p.Frac*100))
 	}
-	if p.Message != "" {
+	if p.FilesTotal > 0 && p.Total > 0 && p.Bytes < p.Total {
+		line += fmt.Sprintf(": file %d of %d, %s of %s", min(p.FilesDone+1, p.FilesTotal), p.FilesTotal, hub.HumanBytes(p.Bytes), hub.HumanBytes(p.Total))
+		if p.Left > 0 {
+			line += ", " + timeLeft(p.Left) + " left"
+		}
+	} else if p.Message != "" {
 		line += ": " + p.Message
 	}
 	return strings.TrimSpace(line)
+}
+
+// timeLeft is a duration as people say it: "40 s", "4 min", "1 h 5 min".
+func timeLeft(d time.Duration) string {
+	s := int(d.Round(time.Second).Seconds())
+	switch {
+	case s < 60:
+		return fmt.Sprintf("%d s", max(s, 1))
+	case s < 3600:
+		return fmt.Sprintf("%d min", (s+30)/60)
+	default:
+		return fmt.Sprintf("%d h %d min", s/3600, (s%3600)/60)
+	}
 }
 
 // engineLabel is a backend kind as the status line writes it.

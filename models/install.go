@@ -40,6 +40,30 @@ type Event struct {
 	Message string
 	// File is set during downloads.
 	File *hub.Progress
+	// Plan is set once, before the first download: what the install is
+	// about to download, so that progress can be shown for all of it.
+	Plan *Plan
+}
+
+// Plan is what an install downloads: the files, with their sizes and
+// the bytes of each already downloaded by an earlier, interrupted run.
+type Plan struct {
+	Files []PlannedFile
+}
+
+// PlannedFile is one file of a Plan.
+type PlannedFile struct {
+	Path       string
+	Size, Have int64
+}
+
+// Bytes are the sizes of all the plan's files, and what of them is
+// already downloaded.
+func (p *Plan) Bytes() (size, have int64) {
+	for _, f := range p.Files {
+		size, have = size+f.Size, have+f.Have
+	}
+	return size, have
 }
 
 // Installer installs, verifies and removes catalog models.
@@ -272,14 +296,19 @@ func (in *Installer) Install(ctx context.Context, name string, opt InstallOption
 	staging := stagingDir(dir)
 	staged := map[string]bool{}
 	if len(need) > 0 {
+		plan := &Plan{}
 		for _, f := range need {
+			pf := PlannedFile{Path: f.Path, Size: f.Size}
 			if p, err := hub.Join(staging, f.Path); err == nil {
 				if st, err := os.Stat(p); err == nil {
-					needBytes -= st.Size()
+					pf.Have = st.Size()
 				} else if st, err := os.Stat(hub.PartialName(p)); err == nil {
-					needBytes -= st.Size()
+					pf.Have = st.Size()
 				}
 			}
+			pf.Have = min(pf.Have, pf.Size)
+			needBytes -= pf.Have
+			plan.Files = append(plan.Files, pf)
 		}
 		if err := os.MkdirAll(staging, 0o755); err != nil {
 			return nil, fmt.Errorf("install %s: %w", m.Name, err)
@@ -287,6 +316,12 @@ func (in *Installer) Install(ctx context.Context, name string, opt InstallOption
 		if err := hub.CheckSpace(in.Free, staging, needBytes); err != nil {
 			return nil, fmt.Errorf("install %s: %w", m.Name, err)
 		}
+		size, have := plan.Bytes()
+		msg := fmt.Sprintf("%d files, %s to download", len(plan.Files), hub.HumanBytes(size))
+		if have > 0 {
+			msg += fmt.Sprintf(" (%s of it downloaded before)", hub.HumanBytes(have))
+		}
+		in.emit(Event{Model: m.Name, Phase: "download", Plan: plan, Message: msg})
 		for _, f := range need {
 			seed(ctx, prev, staging, dir, f)
 			err := in.Hub.Download(ctx, src.Repo, commit, f, staging, func(p hub.Progress) {

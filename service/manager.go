@@ -163,11 +163,18 @@ type InstallProgress struct {
 	// Phase is a word for the step: "downloading", "verifying",
 	// "done", "failed" or "cancelled".
 	Phase          string  `json:"phase"`
-	Done           int64   `json:"done,omitempty"`             // bytes fetched so far
+	Done           int64   `json:"done,omitempty"`             // bytes fetched so far (of the whole install once known, else of the file)
 	Total          int64   `json:"total,omitempty"`            // bytes in all, 0 if unknown
 	BytesPerSecond float64 `json:"bytes_per_second,omitempty"` // current rate
 	ETASeconds     float64 `json:"eta_s,omitempty"`            // time left, 0 if unknown
 	Error          string  `json:"error,omitempty"`            // why it failed, for a person
+	// The file downloading now, with its own bytes, and how many files
+	// are done of how many the install downloads (0 if unknown).
+	File       string `json:"file,omitempty"`
+	FileDone   int64  `json:"file_done,omitempty"`
+	FileTotal  int64  `json:"file_total,omitempty"`
+	Files      int    `json:"files_done,omitempty"`
+	FilesTotal int    `json:"files_total,omitempty"`
 }
 
 // GenerateOptions are per-request settings that are not the model's.

@@ -84,12 +84,20 @@ func (t trayApp) InstallModel(ctx context.Context, progress func(gui.InstallProg
 // installProgress says an install's status in the tray's words.
 func installProgress(st install.Status) gui.InstallProgress {
 	p := gui.InstallProgress{Model: st.Model, Message: st.Message}
-	if st.File != "" && st.State == install.StateRunning {
+	if st.File != "" && st.State == install.StateRunning && st.Phase == "download" {
 		p.Message = "downloading " + st.File
 		if st.Total > 0 {
 			p.Frac = float64(st.Bytes) / float64(st.Total)
 			p.Message += fmt.Sprintf(" (%s of %s)", hub.HumanBytes(st.Bytes), hub.HumanBytes(st.Total))
 		}
+	}
+	if st.State == install.StateRunning && st.OverallTotal > 0 {
+		p.Frac = float64(st.OverallBytes) / float64(st.OverallTotal)
+		p.FilesDone, p.FilesTotal, p.Bytes, p.Total = st.Files, st.FilesTotal, st.OverallBytes, st.OverallTotal
+		p.Left = time.Duration(st.OverallETASeconds * float64(time.Second))
+	}
+	if st.State == install.StateDone {
+		p.Frac = 1
 	}
 	if p.Message == "" {
 		p.Message = st.Phase

@@ -72,11 +72,18 @@ func TestTrayInstallsThroughTheSharedRunner(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	downloading := false
+	downloading, whole := false, false
+	frac := 0.0
 	for _, p := range seen {
 		downloading = downloading || strings.HasPrefix(p.Message, "downloading ")
+		// The bar is the whole download's, never going back between files.
+		whole = whole || p.FilesTotal > 1 && p.Total > 0 && p.Bytes <= p.Total
+		if p.Frac < frac {
+			t.Errorf("the install's bar went back from %v to %v (%+v)", frac, p.Frac, p)
+		}
+		frac = max(frac, p.Frac)
 	}
-	if len(seen) == 0 || !downloading || seen[len(seen)-1].Message != "installed" {
+	if len(seen) == 0 || !downloading || !whole || seen[len(seen)-1].Message != "installed" {
 		t.Fatalf("progress %+v", seen)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/npuchat/npuchat/models"
+	"github.com/npuchat/npuchat/models/hub"
 	"github.com/npuchat/npuchat/service"
 )
 
@@ -49,13 +50,22 @@ type Status struct {
 	Bytes int64  `json:"bytes"`
 	Total int64  `json:"total"`
 	// Rate is in bytes per second; ETA in seconds, for the file.
-	Rate       float64   `json:"rate"`
-	ETASeconds float64   `json:"eta_s"`
-	Files      int       `json:"files_done"` // files downloaded and verified
-	Error      string    `json:"error,omitempty"`
-	Notes      []string  `json:"notes,omitempty"`
-	Started    time.Time `json:"started,omitzero"`
-	Finished   time.Time `json:"finished,omitzero"`
+	Rate       float64 `json:"rate"`
+	ETASeconds float64 `json:"eta_s"`
+	Files      int     `json:"files_done"` // files downloaded and verified
+	// The whole install, once the installer has said what it downloads
+	// (0 before, and when nothing needs downloading): the number of
+	// files, the bytes of all of them so far and in all (a resumed file
+	// counts what it had), and the time left for all of them at the
+	// current rate.
+	FilesTotal        int       `json:"files_total"`
+	OverallBytes      int64     `json:"overall_bytes"`
+	OverallTotal      int64     `json:"overall_total"`
+	OverallETASeconds float64   `json:"overall_eta_s"`
+	Error             string    `json:"error,omitempty"`
+	Notes             []string  `json:"notes,omitempty"`
+	Started           time.Time `json:"started,omitzero"`
+	Finished          time.Time `json:"finished,omitzero"`
 }
 
 // Options configure a Runner.
@@ -86,6 +96,8 @@ type Runner struct {
 	done   chan struct{}
 	subs   map[chan Status]struct{}
 	last   time.Time // last progress sent (throttled)
+	// have is what each file of the install's plan has on disk so far.
+	have map[string]int64
 }
 
 // New returns an idle Runner.
@@ -170,6 +182,7 @@ func (r *Runner) Start(model string) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel, r.done = cancel, make(chan struct{})
 	r.st = Status{Model: model, State: StateRunning, Phase: "start", Message: "starting", Started: r.opts.Now()}
+	r.have = nil
 	r.publishLocked(true)
 	in.Progress = r.progress
 	go r.run(ctx, in, model, r.done)
@@ -181,10 +194,11 @@ func (r *Runner) run(ctx context.Context, in *models.Installer, model string, do
 	res, err := in.Install(ctx, model, r.opts.Install)
 	r.mu.Lock()
 	r.st.Finished = r.opts.Now()
-	r.st.Rate, r.st.ETASeconds = 0, 0
+	r.st.Rate, r.st.ETASeconds, r.st.OverallETASeconds = 0, 0, 0
 	switch {
 	case err == nil:
 		r.st.State, r.st.Phase, r.st.Message = StateDone, "done", "installed"
+		r.st.OverallBytes = r.st.OverallTotal
 		r.st.Notes = res.Notes
 	case ctx.Err() != nil:
 		r.st.State, r.st.Message = StateCancelled, "cancelled; install again to resume where it stopped"
@@ -209,14 +223,44 @@ func (r *Runner) progress(e models.Event) {
 		r.st.Message = e.Message
 	}
 	force := e.File == nil
+	if pl := e.Plan; pl != nil {
+		r.have = map[string]int64{}
+		for _, f := range pl.Files {
+			r.have[f.Path] = f.Have
+		}
+		r.st.FilesTotal, r.st.Files = len(pl.Files), 0
+		r.st.OverallTotal, r.st.OverallBytes = pl.Bytes()
+	}
 	if p := e.File; p != nil {
 		r.st.File, r.st.Bytes, r.st.Total, r.st.Rate, r.st.ETASeconds = p.File, p.Bytes, p.Total, p.Rate, p.ETA.Seconds()
 		if p.Done {
 			r.st.Files++
 			force = true
 		}
+		r.overallLocked(p)
 	}
 	r.publishLocked(force)
+}
+
+// overallLocked updates the whole install's bytes and time left after
+// a report on one of its files.
+func (r *Runner) overallLocked(p *hub.Progress) {
+	if _, ok := r.have[p.File]; !ok || r.st.OverallTotal == 0 {
+		return
+	}
+	r.have[p.File] = p.Bytes
+	var all int64
+	for _, n := range r.have {
+		all += n
+	}
+	r.st.OverallBytes = min(all, r.st.OverallTotal)
+	// At the file's rate (the hub's, over this run's bytes of the file);
+	// between files the last estimate stands.
+	if left := r.st.OverallTotal - r.st.OverallBytes; left == 0 {
+		r.st.OverallETASeconds = 0
+	} else if !p.Done && p.Rate > 0 {
+		r.st.OverallETASeconds = float64(left) / p.Rate
+	}
 }
 
 // Cancel stops the running install of model; it returns when the
@@ -252,7 +296,11 @@ func (r *Runner) Close() {
 // progress is the status as the service's install event carries it.
 func (st Status) progress() *service.InstallProgress {
 	p := &service.InstallProgress{Model: st.Model, Phase: st.Phase, Done: st.Bytes, Total: st.Total,
-		BytesPerSecond: st.Rate, ETASeconds: st.ETASeconds, Error: st.Error}
+		BytesPerSecond: st.Rate, ETASeconds: st.ETASeconds, Error: st.Error,
+		File: st.File, FileDone: st.Bytes, FileTotal: st.Total, Files: st.Files, FilesTotal: st.FilesTotal}
+	if st.OverallTotal > 0 {
+		p.Done, p.Total, p.ETASeconds = st.OverallBytes, st.OverallTotal, st.OverallETASeconds
+	}
 	switch st.State {
 	case StateDone:
 		p.Phase = "done"

@@ -122,3 +122,57 @@ func TestInstallErrors(t *testing.T) {
 		t.Fatalf("install from a hub that refuses: %+v", st)
 	}
 }
+
+// TestProgressCoversTheWholeInstall: besides the file downloading now,
+// the status says how many files the install downloads, the bytes of
+// all of them (never going back), and the time left for all of them; a
+// resumed install counts what it had.
+func TestProgressCoversTheWholeInstall(t *testing.T) {
+	hub := installtest.Start(t)
+	var all int64
+	for _, f := range installtest.Files(t) {
+		all += int64(len(f.Content))
+	}
+	hub.AddFaults("model.q4nx", hubtest.Fault{Delay: time.Millisecond})
+	r, _ := newRunner(t, hub)
+	ch, stop := r.Subscribe()
+	defer stop()
+	if err := r.Start("minicpm5:2b"); err != nil {
+		t.Fatal(err)
+	}
+	files := len(installtest.Files(t))
+	st := waitFor(t, ch, "model.q4nx half way", func(s install.Status) bool {
+		return s.File == "model.q4nx" && s.Bytes > s.Total/3 && s.Bytes < s.Total
+	})
+	// Without FastFlowLM the kernels are not downloaded: some of the
+	// repository's files, more than model.q4nx.
+	if st.FilesTotal < 2 || st.FilesTotal > files || st.OverallTotal <= st.Total || st.OverallTotal > all ||
+		st.OverallBytes < st.Bytes || st.OverallBytes >= st.OverallTotal || st.OverallETASeconds <= 0 {
+		t.Fatalf("whole install: %+v (the repository: %d files, %d bytes)", st, files, all)
+	}
+	if err := r.Cancel(context.Background(), "minicpm5:2b"); err != nil {
+		t.Fatal(err)
+	}
+	had := r.Status().OverallBytes
+	waitFor(t, ch, "the cancel", func(s install.Status) bool { return s.State == install.StateCancelled })
+
+	if err := r.Start("minicpm5:2b"); err != nil {
+		t.Fatal(err)
+	}
+	var last int64 = -1
+	st = waitFor(t, ch, "the resumed install to end", func(s install.Status) bool {
+		if s.State == install.StateRunning && s.FilesTotal > 0 {
+			if s.OverallBytes < last {
+				t.Errorf("the whole install's bytes went back: %d then %d", last, s.OverallBytes)
+			}
+			if last < 0 && s.OverallBytes < had {
+				t.Errorf("the resumed install starts from %d bytes; it had %d", s.OverallBytes, had)
+			}
+			last = s.OverallBytes
+		}
+		return s.State != install.StateRunning
+	})
+	if st.State != install.StateDone || st.OverallBytes != st.OverallTotal || st.OverallTotal == 0 || st.Files != st.FilesTotal {
+		t.Fatalf("done: %+v", st)
+	}
+}

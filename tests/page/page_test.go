@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -337,10 +338,18 @@ func TestInstallFromThePage(t *testing.T) {
 	b.waitJS(`(() => { const p = document.querySelector('[data-testid=install-progress]'); return p.value > 0.05 && p.value < 0.9 })()`, 30*time.Second)
 	first := eval[float64](b, `document.querySelector('[data-testid=install-progress]').value`)
 	b.waitJS(fmt.Sprintf(`document.querySelector('[data-testid=install-progress]').value > %v`, first), 10*time.Second)
-	if txt := eval[string](b, `document.getElementById('install-progress-text').textContent`); !strings.Contains(txt, "of") || !strings.Contains(txt, "/s") {
-		t.Errorf("progress text %q has no bytes or rate", txt)
+	// The bar and the first line are the whole install's; the second
+	// line is the file downloading now, and which of how many it is.
+	whole := eval[map[string]string](b, `({all: document.getElementById('install-progress-text').textContent, file: document.getElementById('install-file-text').textContent,
+		title: document.getElementById('install-title').textContent})`)
+	if !regexp.MustCompile(`^\d+% · [\d.]+ [KMG]?B of [\d.]+ [KMG]?B · about \d+ s left$`).MatchString(whole["all"]) ||
+		!regexp.MustCompile(`^File [2-9] of [2-9]: model\.q4nx \([\d.]+ [KM]?B of [\d.]+ [KM]?B\) · [\d.]+ [KM]?B/s$`).MatchString(whole["file"]) ||
+		whole["title"] != "Installing minicpm5:2b…" {
+		t.Errorf("install progress: %q", whole)
 	}
 	b.shot("install-progress")
+	// The bar never goes back, from one file to the next or on resume.
+	b.run(chromedp.Evaluate(`window.bars = []; setInterval(() => window.bars.push(document.querySelector('[data-testid=install-progress]').value), 20)`, nil))
 	b.run(chromedp.Click("#install-cancel", chromedp.ByQuery))
 	b.waitJS(`document.getElementById('install-progress-text').textContent.startsWith('Cancelled') && document.querySelector('[data-testid=install]').textContent === 'Resume'`, 20*time.Second)
 	stopped := eval[float64](b, `document.querySelector('[data-testid=install-progress]').value`)
@@ -353,6 +362,16 @@ func TestInstallFromThePage(t *testing.T) {
 	// on a quiet machine; the load took over 90 s once under make test's
 	// parallel packages on 2 cores.)
 	b.waitJS(`!document.getElementById('view-chat').hidden && document.getElementById('model-status').dataset.state === 'on'`, 150*time.Second)
+	bars := eval[[]float64](b, `window.bars`)
+	for i := 1; i < len(bars); i++ {
+		if bars[i] < bars[i-1] {
+			t.Errorf("the install's bar went back from %v to %v", bars[i-1], bars[i])
+			break
+		}
+	}
+	if len(bars) < 5 || bars[len(bars)-1] != 1 {
+		t.Errorf("the bar: %v", bars)
+	}
 	b.run(chromedp.SendKeys("#composer-input", "hi"+kb.Enter, chromedp.ByQuery))
 	b.waitJS(`(() => { const a = document.querySelector('[data-role=assistant]'); return a && a.dataset.cut === 'false' && !a.classList.contains('streaming') && a.querySelector('.body').textContent.length > 0 })()`, 60*time.Second)
 	var resumed bool

@@ -325,23 +325,55 @@ func Message(m history.Message) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
+			if line := fallbackLine(m); line != "" {
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 23, "<div class=\"fallback\" data-testid=\"fallback\" title=\"")
+				if templ_7745c5c3_Err != nil {
+					return templ_7745c5c3_Err
+				}
+				var templ_7745c5c3_Var16 string
+				templ_7745c5c3_Var16, templ_7745c5c3_Err = templruntime.NewAttributeExpression(m.Stats.Fallback).Resolve(ctx)
+				if templ_7745c5c3_Err != nil {
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `chat.templ`, Line: 73, Col: 73}
+				}
+				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var16)
+				if templ_7745c5c3_Err != nil {
+					return templ_7745c5c3_Err
+				}
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 24, "\">")
+				if templ_7745c5c3_Err != nil {
+					return templ_7745c5c3_Err
+				}
+				var templ_7745c5c3_Var17 string
+				templ_7745c5c3_Var17, templ_7745c5c3_Err = templ.JoinStringErrs(line)
+				if templ_7745c5c3_Err != nil {
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `chat.templ`, Line: 73, Col: 82}
+				}
+				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var17))
+				if templ_7745c5c3_Err != nil {
+					return templ_7745c5c3_Err
+				}
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 25, "</div>")
+				if templ_7745c5c3_Err != nil {
+					return templ_7745c5c3_Err
+				}
+			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 23, "<div class=\"actions\"><button type=\"button\" class=\"act copy\" aria-label=\"Copy message\">Copy</button> ")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 26, "<div class=\"actions\"><button type=\"button\" class=\"act copy\" aria-label=\"Copy message\">Copy</button> ")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		if m.Role == "user" {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 24, "<button type=\"button\" class=\"act edit\" aria-label=\"Edit and resend\">Edit</button>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 27, "<button type=\"button\" class=\"act edit\" aria-label=\"Edit and resend\">Edit</button>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 		} else {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 25, "<button type=\"button\" class=\"act regenerate\" aria-label=\"Answer again\">Regenerate</button>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 28, "<button type=\"button\" class=\"act regenerate\" aria-label=\"Answer again\">Regenerate</button>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 26, "</div></article>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 29, "</div></article>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -367,7 +399,7 @@ func Composer() templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 27, "<form class=\"composer\" id=\"composer\"><label class=\"visually-hidden\" for=\"composer-input\">Message</label> <textarea id=\"composer-input\" data-testid=\"composer-input\" rows=\"1\" placeholder=\"Message NPU Chat\" aria-describedby=\"composer-hint\" autocomplete=\"off\"></textarea> <button type=\"submit\" class=\"btn primary\" data-testid=\"send\" id=\"send\">Send</button> <button type=\"button\" class=\"btn\" data-testid=\"stop\" id=\"stop\" hidden>Stop</button><div class=\"composer-foot\"><span id=\"composer-hint\">Enter sends · Shift+Enter adds a line · Esc stops</span> <span class=\"context\" id=\"context\" aria-live=\"off\"></span></div></form>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 30, "<form class=\"composer\" id=\"composer\"><label class=\"visually-hidden\" for=\"composer-input\">Message</label> <textarea id=\"composer-input\" data-testid=\"composer-input\" rows=\"1\" placeholder=\"Message NPU Chat\" aria-describedby=\"composer-hint\" autocomplete=\"off\"></textarea> <button type=\"submit\" class=\"btn primary\" data-testid=\"send\" id=\"send\">Send</button> <button type=\"button\" class=\"btn\" data-testid=\"stop\" id=\"stop\" hidden>Stop</button><div class=\"composer-foot\"><span id=\"composer-hint\">Enter sends · Shift+Enter adds a line · Esc stops</span> <span class=\"context\" id=\"context\" aria-live=\"off\"></span></div></form>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

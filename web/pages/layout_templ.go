@@ -210,7 +210,7 @@ func App(p Page) templ.Component {
 			}
 			return nil
 		})
-		templ_7745c5c3_Err = Layout("NPU Chat").Render(templ.WithChildren(ctx, templ_7745c5c3_Var4), templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = Layout(windowTitle(p)).Render(templ.WithChildren(ctx, templ_7745c5c3_Var4), templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -3,6 +3,9 @@ package pages
 import (
 	"fmt"
 	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/npuchat/npuchat/history"
 )
@@ -39,6 +42,15 @@ func currentID(p Page) string {
 
 func isCurrent(p Page, id int64) bool { return p.Current != nil && p.Current.ID == id }
 
+// windowTitle is the page's title: the open chat's, then NPU Chat (as
+// app.js's setTitle keeps it).
+func windowTitle(p Page) string {
+	if p.Current == nil || p.Current.Title == "" {
+		return "NPU Chat"
+	}
+	return p.Current.Title + " – NPU Chat"
+}
+
 func titleOf(c history.Conversation) string {
 	if c.Title == "" {
 		return "New chat"
@@ -57,8 +69,8 @@ func boolAttr(b bool) string {
 // fallback, context.
 func statsLine(m history.Message) string {
 	st := m.Stats
-	if st == nil {
-		return ""
+	if st == nil || st.Engine == "" {
+		return "" // no engine answered (yet)
 	}
 	s := ""
 	if st.TokensPerSecond > 0 {
@@ -70,6 +82,55 @@ func statsLine(m history.Message) string {
 	s += EngineName(st.Engine)
 	if st.ContextLength > 0 {
 		s += fmt.Sprintf(" · context %d / %d", st.PromptTokens+st.CompletionTokens, st.ContextLength)
+	}
+	return s
+}
+
+// fallbackLine says why the answer did not come from the preferred
+// engine ("" when it did).
+func fallbackLine(m history.Message) string {
+	if m.Stats == nil || m.Stats.Fallback == "" {
+		return ""
+	}
+	return "Answered on the " + EngineName(m.Stats.Engine) + " instead of the NPU: " + sentence(lastPart(m.Stats.Fallback))
+}
+
+// lastPart is the last, most specific part of a Go error chain "a: b:
+// c" (a ": " inside parentheses belongs to its part; a last part too
+// short to say anything keeps the one before it), as app.js's
+// firstSentence does.
+func lastPart(s string) string {
+	var parts []string
+	depth, from := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '(' || c == '[':
+			depth++
+		case (c == ')' || c == ']') && depth > 0:
+			depth--
+		case c == ':' && i+1 < len(s) && s[i+1] == ' ' && depth == 0:
+			parts = append(parts, s[from:i])
+			from = i + 2
+		}
+	}
+	parts = append(parts, s[from:])
+	last := strings.TrimSpace(parts[len(parts)-1])
+	if utf8.RuneCountInString(last) < 12 && len(parts) > 1 {
+		last = strings.TrimSpace(parts[len(parts)-2]) + ": " + last
+	}
+	return last
+}
+
+// sentence starts s with a capital and ends it with a full stop.
+func sentence(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return ""
+	}
+	r, n := utf8.DecodeRuneInString(s)
+	s = string(unicode.ToUpper(r)) + s[n:]
+	if !strings.HasSuffix(s, ".") && !strings.HasSuffix(s, "!") && !strings.HasSuffix(s, "?") {
+		s += "."
 	}
 	return s
 }

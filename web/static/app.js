@@ -4,8 +4,8 @@
 // model's status and switch, the install, check, settings and log
 // views. It never puts text from the server into innerHTML: every
 // string is set with textContent, and Markdown goes through md.js.
-// Questions to the user (rename, delete) are in-page dialogs built the
-// same way, never the browser's prompt() or confirm().
+// Questions to the user (rename, delete, the API key) are in-page
+// dialogs built the same way, never the browser's prompt() or confirm().
 "use strict";
 
 (function () {
@@ -31,14 +31,10 @@
     if (key()) h["Authorization"] = "Bearer " + key();
     return h;
   }
-  async function api(method, path, body) {
+  async function api(method, path, body, tries) {
     const r = await fetch(path, { method, headers: headers(), body: body === undefined ? undefined : JSON.stringify(body) });
-    if (r.status === 401) {
-      const k = prompt("This NPU Chat server needs an API key:");
-      if (k) {
-        localStorage.setItem("npuchat-key", k);
-        return api(method, path, body);
-      }
+    if (r.status === 401 && (tries || 0) < 3 && (await askKey(!!key()))) {
+      return api(method, path, body, (tries || 0) + 1);
     }
     if (r.status === 204) return null;
     const ct = r.headers.get("Content-Type") || "";
@@ -52,6 +48,38 @@
     }
     return data;
   }
+  // askKey asks for the API key in an in-page dialog (one at a time:
+  // the requests refused together wait for the same answer), keeps it in
+  // this browser and reconnects the event stream with it. It resolves to
+  // true when there is a new key to try; after a Cancel it does not ask
+  // again until the page is reloaded.
+  let keyAsked = null;
+  let keyDeclined = false;
+  function askKey(refused) {
+    if (keyDeclined) return Promise.resolve(false);
+    if (!keyAsked) {
+      keyAsked = ask({
+        title: "API key needed",
+        text: refused
+          ? "This NPU Chat server refused the API key this page has. Enter the right one (the NPUCHAT_API_KEY it was started with)."
+          : "This NPU Chat server needs an API key: the NPUCHAT_API_KEY it was started with. The page keeps it in this browser.",
+        label: "API key", secret: true, confirm: "Use this key",
+        check: (v) => (v.trim() ? "" : "Enter the key, or Cancel."),
+      }).then((k) => {
+        keyAsked = null;
+        if (k === null) {
+          keyDeclined = true;
+          showError("This NPU Chat server needs an API key. Reload the page to enter it.");
+          return false;
+        }
+        localStorage.setItem("npuchat-key", k.trim());
+        connectEvents();
+        return true;
+      });
+    }
+    return keyAsked;
+  }
+
   function showError(msg) {
     const b = $("error-banner");
     b.textContent = msg;
@@ -73,12 +101,12 @@
   }
 
   function statsText(st) {
-    if (!st) return "";
+    // Nothing before the engine has said who answers (a streaming answer).
+    if (!st || !st.engine) return "";
     const parts = [];
     if (st.tokens_per_second > 0) parts.push(st.tokens_per_second.toFixed(1) + " tok/s");
     if (st.ttft_ms > 0) parts.push("first token " + st.ttft_ms + " ms");
     parts.push(engineName(st.engine));
-    if (st.fallback) parts.push("fell back: " + st.fallback);
     if (st.context_length > 0) parts.push("context " + (st.prompt_tokens + st.completion_tokens) + " / " + st.context_length);
     return parts.join(" · ");
   }
@@ -119,6 +147,15 @@
       s.setAttribute("data-testid", "stats");
       s.textContent = statsText(m.stats);
       a.appendChild(s);
+      // Why the preferred engine did not answer, on a line of its own.
+      if (m.stats && m.stats.fallback) {
+        const f = document.createElement("div");
+        f.className = "fallback";
+        f.setAttribute("data-testid", "fallback");
+        f.textContent = "Answered on the " + engineName(m.stats.engine) + " instead of the NPU: " + firstSentence(m.stats.fallback);
+        f.title = m.stats.fallback;
+        a.appendChild(f);
+      }
       if (m.stats && m.stats.context_length) lastContext = "Context used: " + (m.stats.prompt_tokens + m.stats.completion_tokens) + " of " + m.stats.context_length + " tokens";
     }
     a.appendChild(actions(m.role));
@@ -156,6 +193,39 @@
   function updateEmpty() {
     $("empty").hidden = !!msgsEl.querySelector("article.message");
     $("context").textContent = lastContext;
+    updateActions();
+  }
+
+  // updateActions offers Regenerate on the last answer only (the server
+  // answers the last question again), and Answer on a last question
+  // that has no answer (the model was off, the answer failed).
+  function updateActions() {
+    const arts = msgsEl.querySelectorAll("article.message");
+    arts.forEach((a, i) => {
+      const last = i === arts.length - 1;
+      const regen = a.querySelector("button.regenerate");
+      if (regen) regen.hidden = !last;
+      const answer = a.querySelector("button.answer");
+      const want = last && a.dataset.role === "user" && !streaming;
+      if (want && !answer) {
+        const b = document.createElement("button");
+        b.type = "button";
+        b.className = "act answer";
+        b.setAttribute("data-testid", "answer");
+        b.setAttribute("aria-label", "Answer this message");
+        b.textContent = "Answer";
+        a.querySelector(".actions").appendChild(b);
+      } else if (!want && answer) {
+        answer.remove();
+      }
+    });
+  }
+
+  // sentence makes a message from the server a sentence.
+  function sentence(msg) {
+    const s = String(msg || "").trim();
+    if (!s) return "";
+    return s.charAt(0).toUpperCase() + s.slice(1) + (/[.!?]$/.test(s) ? "" : ".");
   }
 
   function nearBottom() {
@@ -168,6 +238,21 @@
     if (force || follow) msgsEl.scrollTop = msgsEl.scrollHeight;
   }
 
+  // setTitle shows the open chat's title above it and in the window's
+  // (the tab's) title.
+  function setTitle(title) {
+    const t = title || "New chat";
+    $("chat-title").textContent = t;
+    document.title = t === "New chat" ? "NPU Chat" : t + " – NPU Chat";
+  }
+
+  // titleFromList takes the open chat's title from the list (the server
+  // names a chat after its first message).
+  function titleFromList() {
+    const li = document.querySelector('#conversations li[data-id="' + conversation + '"] .conv-link');
+    if (li) setTitle(li.textContent);
+  }
+
   async function openConversation(id, push) {
     stopStreaming();
     conversation = id;
@@ -176,7 +261,7 @@
     markCurrent();
     msgsEl.querySelectorAll("article.message").forEach((a) => a.remove());
     if (!id) {
-      $("chat-title").textContent = "New chat";
+      setTitle("");
       fillChatSettings(null);
       updateExport();
       updateEmpty();
@@ -185,12 +270,15 @@
     }
     try {
       const c = await api("GET", "/api/conversations/" + id);
-      $("chat-title").textContent = c.title || "New chat";
+      setTitle(c.title);
       for (const m of c.messages) msgsEl.insertBefore(messageEl(m), $("empty"));
       fillChatSettings(c);
       updateExport();
       updateEmpty();
       scrollDown(true);
+      // Ready to type the next message (not on a phone, where the
+      // keyboard would cover the chat just opened).
+      if (!window.matchMedia("(max-width: 720px)").matches) input.focus();
       return true;
     } catch (e) {
       showError(e.status === 404 ? "That conversation is not in the history (" + e.message + "); here is a new chat." : "Could not open the conversation: " + e.message);
@@ -270,7 +358,8 @@
     a.href = "/c/" + c.id;
     a.textContent = c.title || "New chat";
     li.appendChild(a);
-    if (c.snippet) {
+    // A match in the title is shown by the title itself.
+    if (c.snippet && c.snippet.trim() !== (c.title || "").trim()) {
       const s = document.createElement("span");
       s.className = "snippet";
       s.textContent = c.snippet;
@@ -331,7 +420,7 @@
       if (title !== null) {
         try {
           await api("PATCH", "/api/conversations/" + id, { title: title.trim() });
-          if (id === conversation) $("chat-title").textContent = title.trim();
+          if (id === conversation) setTitle(title.trim());
           await loadList();
         } catch (err) {
           showError("Could not rename: " + err.message);
@@ -405,7 +494,7 @@
         const l = document.createElement("label");
         l.textContent = opts.label + " ";
         field = document.createElement("input");
-        field.type = "text";
+        field.type = opts.secret ? "password" : "text";
         field.value = opts.value || "";
         field.autocomplete = "off";
         field.setAttribute("data-testid", "dialog-input");
@@ -540,6 +629,8 @@
         if (!existing) msgsEl.insertBefore(messageEl(data), $("empty"));
         updateEmpty();
         scrollDown(true);
+        // A new chat is named after its first message: show it now.
+        loadList().then(titleFromList);
       } else if (name === "start") {
         answerEl = messageEl(data);
         answerEl.dataset.cut = "false";
@@ -566,8 +657,13 @@
       } else if (name === "error") {
         if (data.answer && answerEl) messageEl(data.answer, answerEl);
         else if (answerEl) answerEl.remove();
+        const unanswered = !data.answer;
         answerEl = null;
-        showError(data.message);
+        if (status && !status.enabled) {
+          showError("The model is switched off. Switch it on with the switch at the top right, then press Answer under your message.");
+        } else {
+          showError(sentence(data.message) + (unanswered ? " Press Answer under your message to try again." : ""));
+        }
       }
     };
     try {
@@ -602,10 +698,7 @@
       streaming = null;
       setBusy(false);
       updateEmpty();
-      loadList().then(() => {
-        const li = document.querySelector('#conversations li[data-id="' + conversation + '"] .conv-link');
-        if (li) $("chat-title").textContent = li.textContent;
-      });
+      loadList().then(titleFromList);
       input.focus();
     }
   }
@@ -678,6 +771,9 @@
         if (n.matches("article.message")) n.remove();
         n = next;
       }
+      send({ regenerate: true });
+    } else if (e.target.closest("button.answer")) {
+      if (streaming) return;
       send({ regenerate: true });
     } else if (e.target.closest("button.edit")) {
       if (streaming) return;
@@ -764,12 +860,26 @@
   // ---- Status and the model switch ----
   function firstSentence(text) {
     // A Go error chain "a: b: c" is turned into its last, most specific
-    // part, as a sentence; the whole text stays in the tooltip.
-    const parts = String(text).split(/: (?=[^:]{12,})/);
+    // part, as a sentence; the whole text stays in the tooltip. A ": "
+    // inside parentheses is part of the sentence, and a last part too
+    // short to say anything keeps the one before it (as web/pages does).
+    const t = String(text);
+    const parts = [];
+    let depth = 0;
+    let from = 0;
+    for (let i = 0; i < t.length; i++) {
+      const c = t[i];
+      if (c === "(" || c === "[") depth++;
+      else if ((c === ")" || c === "]") && depth > 0) depth--;
+      else if (c === ":" && t[i + 1] === " " && depth === 0) {
+        parts.push(t.slice(from, i));
+        from = i + 2;
+      }
+    }
+    parts.push(t.slice(from));
     let s = parts[parts.length - 1].trim();
-    s = s.charAt(0).toUpperCase() + s.slice(1);
-    if (!/[.!?]$/.test(s)) s += ".";
-    return s;
+    if (s.length < 12 && parts.length > 1) s = parts[parts.length - 2].trim() + ": " + s;
+    return sentence(s);
   }
 
   function notInstalled(st) {
@@ -842,8 +952,11 @@
     }
   });
 
+  let events = null;
   function connectEvents() {
+    if (events) events.close();
     const es = new EventSource("/api/events" + (key() ? "?key=" + encodeURIComponent(key()) : ""));
+    events = es;
     for (const name of ["status", "progress", "fallback", "error"]) {
       es.addEventListener(name, (e) => {
         const ev = JSON.parse(e.data);
@@ -852,13 +965,19 @@
     }
     es.addEventListener("install", (e) => {
       // The service's install event: {install: {model, phase, done,
-      // total, bytes_per_second, eta_s, error}, message}.
+      // total, bytes_per_second, eta_s, error, file, file_done,
+      // file_total, files_done, files_total}, message}; done, total and
+      // eta_s are the whole install's once files_total is known.
       const ev = JSON.parse(e.data);
       const p = ev.install || {};
       const state = { done: "done", failed: "failed", cancelled: "cancelled" }[p.phase] || "running";
+      const whole = (p.files_total || 0) > 0;
       showInstall(Object.assign({}, install, {
-        model: p.model, state, phase: p.phase, message: ev.message || install.message,
-        bytes: p.done || 0, total: p.total || 0, rate: p.bytes_per_second || 0, eta_s: p.eta_s || 0, error: p.error || "",
+        model: p.model, state, phase: p.phase, message: ev.message || install.message, error: p.error || "",
+        file: p.file || "", bytes: whole ? p.file_done || 0 : p.done || 0, total: whole ? p.file_total || 0 : p.total || 0,
+        rate: p.bytes_per_second || 0, eta_s: whole ? 0 : p.eta_s || 0,
+        files_done: p.files_done || 0, files_total: p.files_total || 0,
+        overall_bytes: whole ? p.done || 0 : 0, overall_total: whole ? p.total || 0 : 0, overall_eta_s: whole ? p.eta_s || 0 : 0,
       }));
     });
     es.onerror = () => {
@@ -918,22 +1037,41 @@
     btn.textContent = st.state === "cancelled" || st.state === "failed" ? "Resume" : "Install";
     cancel.hidden = st.state !== "running";
     prog.dataset.state = st.state;
-    if (st.total > 0) {
+    // The bar and the first line are the whole install's (all its
+    // files) once the installer has said what it downloads; the second
+    // line is the file downloading now.
+    const whole = st.overall_total > 0;
+    if (whole) {
+      prog.value = Math.min(1, st.overall_bytes / st.overall_total);
+    } else if (st.total > 0) {
       prog.value = st.bytes / st.total;
     } else if (st.state === "done") {
       prog.value = 1;
     }
+    if (st.state === "done") prog.value = 1;
     let text = "";
-    if (st.state === "running") {
+    let fileText = "";
+    const downloading = st.phase === "download" || st.phase === "downloading";
+    if (st.state === "running" && whole && (!downloading || st.overall_bytes >= st.overall_total)) {
+      text = "All " + st.files_total + " files downloaded (" + human(st.overall_total) + "). Setting them up…";
+    } else if (st.state === "running" && whole) {
+      text = Math.floor((100 * st.overall_bytes) / st.overall_total) + "% · " + human(st.overall_bytes) + " of " + human(st.overall_total);
+      if (st.overall_eta_s > 0) text += " · about " + duration(st.overall_eta_s) + " left";
+      fileText = "File " + Math.min(st.files_done + 1, st.files_total) + " of " + st.files_total;
+      if (st.file) fileText += ": " + st.file + " (" + human(st.bytes) + " of " + human(st.total) + ")";
+      if (st.rate > 0) fileText += " · " + human(st.rate) + "/s";
+    } else if (st.state === "running") {
       text = st.total > 0 ? (st.file ? st.file + ": " : "Downloading: ") + human(st.bytes) + " of " + human(st.total) : st.message || "Starting…";
       if (st.rate > 0) text += " · " + human(st.rate) + "/s";
       if (st.eta_s > 0) text += " · about " + duration(st.eta_s) + " left";
-      if (st.files_done) text += " · " + st.files_done + " files done";
     } else if (st.state === "cancelled") {
-      text = "Cancelled. Resume continues where it stopped.";
+      text = "Cancelled" + (whole ? " at " + Math.floor((100 * st.overall_bytes) / st.overall_total) + "%" : "") + ". Resume continues where it stopped.";
     } else if (st.state === "done") {
       text = "Installed. Starting the model…";
     }
+    $("install-file-text").textContent = fileText;
+    $("install-file-text").hidden = !fileText;
+    $("install-title").textContent = st.state === "running" ? "Installing " + (st.model || modelName) + "…" : "The model is not installed yet";
     $("install-progress-text").textContent = text;
     if (st.state === "done" && was !== "done" && currentView === "install") {
       api("POST", "/api/model/start", { model: modelName }).then(refreshStatus, (e) => showError(e.message)).finally(() => showView("chat"));
@@ -962,7 +1100,7 @@
     pollTimer = setTimeout(async () => {
       try {
         const st = await api("GET", "/api/models/" + encodeURIComponent(modelName) + "/install");
-        if (st.state !== install.state || st.bytes !== install.bytes) showInstall(st);
+        if (st.state !== install.state || st.bytes !== install.bytes || st.overall_bytes !== install.overall_bytes) showInstall(st);
         if (st.state === "running") pollInstall();
       } catch (_) {}
     }, 1000);
@@ -1018,6 +1156,8 @@
   async function loadSettings() {
     try {
       const s = await api("GET", "/api/settings");
+      // The remote engine is a choice only on a server started with one.
+      $("engine-remote").hidden = s.engine !== "remote";
       document.querySelectorAll('input[name="engine"]').forEach((r) => (r.checked = r.value === s.engine));
       $("set-keep-alive").value = s.keep_alive;
       $("set-temperature").value = s.chat.temperature != null ? s.chat.temperature : "";
@@ -1064,6 +1204,21 @@
     document.body.classList.remove("sidebar-open");
     $("menu").setAttribute("aria-expanded", "false");
   }
+  // A click beside the open list (on the dimmed chat) or Escape closes
+  // it, and the focus goes back to the menu button.
+  $("main").addEventListener("click", (e) => {
+    if (!document.body.classList.contains("sidebar-open") || e.target.closest("#menu")) return;
+    e.preventDefault();
+    e.stopPropagation();
+    closeSidebar();
+    $("menu").focus();
+  }, true);
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "Escape" && document.body.classList.contains("sidebar-open") && !document.querySelector("dialog[open]")) {
+      closeSidebar();
+      $("menu").focus();
+    }
+  });
   $("menu").addEventListener("click", () => {
     const open = document.body.classList.toggle("sidebar-open");
     $("menu").setAttribute("aria-expanded", String(open));
