@@ -29,7 +29,7 @@ type Change struct {
 // so, and is left as it was: overwriting it would lose what a person
 // wrote in it.
 func UpdateSettings(path string, changes ...Change) error {
-	b, err := readRegularFile(path, maxSettingsBytes)
+	b, err := ReadSettingsFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("config: change settings: read %s: %w", path, err)
 	}

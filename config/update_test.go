@@ -39,6 +39,10 @@ func TestUpdateSettingsKeepsTheOtherKeys(t *testing.T) {
 			"{\n  \"x\": 1\n}\n", ""},
 		{"a key written twice: its first place, the change", `{"engine": "npu", "threads": 1, "engine": "auto"}`, []Change{{"engine", "cpu"}},
 			"{\n  \"engine\": \"cpu\",\n  \"threads\": 1\n}\n", ""},
+		// Notepad on Windows may save "UTF-8 with BOM": the mark is not
+		// JSON, and no one can see it to remove it.
+		{"byte order mark", "\ufeff{\"threads\": 2}", []Change{{"engine", "cpu"}},
+			"{\n  \"threads\": 2,\n  \"engine\": \"cpu\"\n}\n", ""},
 		{"not JSON", `{"engine": "cpu",`, []Change{{"engine", "npu"}}, "", "not a valid JSON object"},
 		{"trailing text", `{"engine": "cpu"} and my notes`, []Change{{"engine", "npu"}}, "", "more after the object"},
 		{"an array", `["engine", "cpu"]`, []Change{{"engine", "npu"}}, "", "an array, not an object"},

@@ -86,12 +86,12 @@ func (a *attnTask) part(k, _ int) {
 
 // attnKernel is the attention kernels of a SIMD level: AVX-512 (8 query
 // heads × 16 positions per register tile), AVX2 (4 heads × 2 halves of
-// 8), or their plain-Go twin.
+// 8; also at the AVX-VNNI level), or their plain-Go twin.
 func (l simdLevel) attnKernel() quant.AttnKernel {
 	switch l {
 	case levelAVX512:
 		return quant.AttnAVX512.Usable()
-	case levelAVX2:
+	case levelAVXVNNI, levelAVX2:
 		return quant.AttnAVX2.Usable()
 	}
 	return quant.AttnGo

@@ -13,7 +13,7 @@ import (
 // one) prefilled at once, token by token, or rewound into the middle of
 // a block and continued gives the same logits bit for bit, for both
 // cache types, at every SIMD level (each with its attention kernels); and
-// avx512 gives the same logits as none (the plain-Go twins). (avx2's
+// avx512 and avxvnni give the same logits as none (the plain-Go twins). (avx2's
 // matrix kernels sum in another order, so its logits differ from none's;
 // its attention kernels are compared with the twin in engine/quant.)
 func TestAttentionBlocks(t *testing.T) {
@@ -28,7 +28,7 @@ func TestAttentionBlocks(t *testing.T) {
 	}
 	for _, f16 := range []bool{false, true} {
 		var base []float32
-		for _, lvl := range []string{SIMDNone, SIMDAVX2, SIMDAVX512} {
+		for _, lvl := range []string{SIMDNone, SIMDAVX2, SIMDAVXVNNI, SIMDAVX512} {
 			m := loadT(t, p, LoadOptions{Threads: 2, SIMD: lvl, KVF16: f16})
 			steps := logitsOf(t, m, prompt)
 			s := m.NewSession(0)
@@ -40,8 +40,8 @@ func TestAttentionBlocks(t *testing.T) {
 			switch lvl {
 			case SIMDNone:
 				base = append([]float32(nil), got...)
-			case SIMDAVX512:
-				same(t, "avx512 vs none", got, base)
+			case SIMDAVXVNNI, SIMDAVX512:
+				same(t, lvl+" vs none", got, base)
 			}
 			// rewind into a block (19 = 16+3) and into the first (5),
 			// then continue with other tokens: as a fresh session would

@@ -357,13 +357,13 @@ func TestMatvec(t *testing.T) {
 			for _, c := range []struct {
 				floatAct bool
 				lvl      simdLevel
-			}{{true, levelAVX512}, {true, levelNone}, {false, levelAVX512}, {false, levelAVX2}, {false, levelNone}} {
-				if c.lvl > cpuLevel() {
+			}{{true, levelAVX512}, {true, levelNone}, {false, levelAVX512}, {false, levelAVXVNNI}, {false, levelAVX2}, {false, levelNone}} {
+				if !cpuHas(c.lvl) {
 					continue
 				}
 				mc := m
 				mc.kern = chooseKernel(&mc, c.floatAct, c.lvl)
-				if mc.kern == kernPacked {
+				if mc.kern.packed() {
 					if err := mc.pack(threads, new(arena)); err != nil {
 						t.Fatal(err)
 					}
@@ -676,8 +676,8 @@ func TestGQAEqualsExplicitRepetition(t *testing.T) {
 func TestMatmulProducts(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
 	const cols = 256
-	for _, lvl := range []simdLevel{levelNone, levelAVX2, levelAVX512} {
-		if lvl > cpuLevel() {
+	for _, lvl := range []simdLevel{levelNone, levelAVX2, levelAVXVNNI, levelAVX512} {
+		if !cpuHas(lvl) {
 			continue
 		}
 		var mats []matrix
@@ -692,7 +692,7 @@ func TestMatmulProducts(t *testing.T) {
 				t.Fatal(err)
 			}
 			m.kern = chooseKernel(&m, false, lvl)
-			if m.kern == kernPacked {
+			if m.kern.packed() {
 				if err := m.pack(2, new(arena)); err != nil {
 					t.Fatal(err)
 				}

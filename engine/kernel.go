@@ -19,6 +19,10 @@ const (
 	// SIMDAVX512 allows the AVX-512 VNNI kernels on packed weights
 	// (quant.Packed), which need AVX-512 F, BW, VL and VNNI.
 	SIMDAVX512 = "avx512"
+	// SIMDAVXVNNI stops at the 256-bit AVX-VNNI kernels on the same
+	// packed weights (CPUs with AVX-VNNI but no AVX-512: Intel Alder Lake
+	// and later client cores), the AVX2 attention kernels.
+	SIMDAVXVNNI = "avxvnni"
 	// SIMDAVX2 stops at the AVX2+FMA kernels on weights as stored.
 	SIMDAVX2 = "avx2"
 	// SIMDNone uses the plain-Go kernels only.
@@ -37,23 +41,44 @@ type simdLevel int
 const (
 	levelNone simdLevel = iota
 	levelAVX2
+	levelAVXVNNI
 	levelAVX512
 )
 
+// simdLevels names the levels for error messages.
+const simdLevels = "auto, avx512, avxvnni, avx2 or none"
+
 func (l simdLevel) String() string {
-	return [...]string{SIMDNone, SIMDAVX2, SIMDAVX512}[l]
+	return [...]string{SIMDNone, SIMDAVX2, SIMDAVXVNNI, SIMDAVX512}[l]
 }
 
-// cpuLevel is the best level this CPU runs.
-func cpuLevel() simdLevel {
-	switch {
-	case quant.HasVNNI():
-		return levelAVX512
-	case quant.SIMD() == "avx2":
-		return levelAVX2
+// cpuHas reports whether this CPU runs level l's kernels. The levels
+// are not nested on every CPU: AVX-512 VNNI without AVX-VNNI exists
+// (Ice Lake servers, AMD Zen 4).
+func cpuHas(l simdLevel) bool {
+	switch l {
+	case levelAVX512:
+		return quant.HasVNNI()
+	case levelAVXVNNI:
+		return quant.HasAVXVNNI()
+	case levelAVX2:
+		return quant.SIMD() == "avx2"
+	}
+	return true
+}
+
+// capLevel is the highest level up to want that this CPU runs.
+func capLevel(want simdLevel) simdLevel {
+	for l := want; l > levelNone; l-- {
+		if cpuHas(l) {
+			return l
+		}
 	}
 	return levelNone
 }
+
+// cpuLevel is the best level this CPU runs.
+func cpuLevel() simdLevel { return capLevel(levelAVX512) }
 
 // simdLevel resolves the option (or $NPUCHAT_SIMD) against the CPU.
 func (o LoadOptions) simdLevel() (simdLevel, error) {
@@ -64,14 +89,16 @@ func (o LoadOptions) simdLevel() (simdLevel, error) {
 	want := levelAVX512
 	switch s {
 	case "", SIMDAuto, SIMDAVX512:
+	case SIMDAVXVNNI:
+		want = levelAVXVNNI
 	case SIMDAVX2:
 		want = levelAVX2
 	case SIMDNone:
 		want = levelNone
 	default:
-		return 0, fmt.Errorf("unknown SIMD level %q (want auto, avx512, avx2 or none; from LoadOptions.SIMD or $%s)", s, simdEnv)
+		return 0, fmt.Errorf("unknown SIMD level %q (want %s; from LoadOptions.SIMD or $%s)", s, simdLevels, simdEnv)
 	}
-	return min(want, cpuLevel()), nil
+	return capLevel(want), nil
 }
 
 // kernel is how products with one matrix compute. It is chosen once, when
@@ -80,13 +107,25 @@ func (o LoadOptions) simdLevel() (simdLevel, error) {
 type kernel int
 
 const (
-	kernDot    kernel = iota // quant.Dot on float activations
-	kernSums                 // quant.DotSums with block sums (Q4_1, Q4_K on float activations)
-	kernF32                  // F32 rows, quant.DotF32Row (SIMD float dot)
-	kernQ8Ref                // quant.DotQ8Ref on 8-bit activations (plain Go)
-	kernQ8AVX2               // quant.DotQ8 / DotQ8x4 (AVX2) on 8-bit activations
-	kernPacked               // quant.Packed, AVX-512 VNNI, on 8-bit activations
+	kernDot       kernel = iota // quant.Dot on float activations
+	kernSums                    // quant.DotSums with block sums (Q4_1, Q4_K on float activations)
+	kernF32                     // F32 rows, quant.DotF32Row (SIMD float dot)
+	kernQ8Ref                   // quant.DotQ8Ref on 8-bit activations (plain Go)
+	kernQ8AVX2                  // quant.DotQ8 / DotQ8x4 (AVX2) on 8-bit activations
+	kernPacked                  // quant.Packed, AVX-512 VNNI, on 8-bit activations
+	kernPackedAVX               // quant.Packed, AVX-VNNI (256-bit), on 8-bit activations
 )
+
+// packed reports whether k reads quant.Packed weights.
+func (k kernel) packed() bool { return k == kernPacked || k == kernPackedAVX }
+
+// packedKernel is the quant.Packed kernels of a packed k.
+func (k kernel) packedKernel() quant.PackedKernel {
+	if k == kernPacked {
+		return quant.PackedAVX512
+	}
+	return quant.PackedAVXVNNI
+}
 
 // chooseKernel picks m's kernel.
 func chooseKernel(m *matrix, floatAct bool, lvl simdLevel) kernel {
@@ -94,6 +133,8 @@ func chooseKernel(m *matrix, floatAct bool, lvl simdLevel) kernel {
 	switch {
 	case q8 && lvl >= levelAVX512 && quant.CanPack(m.Type, m.Cols):
 		return kernPacked
+	case q8 && lvl >= levelAVXVNNI && quant.CanPack(m.Type, m.Cols):
+		return kernPackedAVX
 	case q8 && lvl >= levelAVX2:
 		return kernQ8AVX2
 	case q8:
@@ -107,7 +148,7 @@ func chooseKernel(m *matrix, floatAct bool, lvl simdLevel) kernel {
 }
 
 // prepare chooses every product matrix's kernel and packs the weights
-// the AVX-512 kernels read, splitting the packing across threads. The
+// the AVX-512 and AVX-VNNI kernels read, splitting the packing across threads. The
 // token embedding is only ever read row by row and stays as stored. Once
 // a matrix is packed its original bytes are no longer read: release is
 // called with them (to drop a file mapping's pages), and a heap copy is
@@ -122,16 +163,21 @@ func (m *Model) prepare(lvl simdLevel, threads int, release func([]byte)) error 
 	total := 0
 	for _, mat := range mats {
 		if mat.packed != nil {
-			continue // packed as it was read (q4nx) or by the cache
+			// packed as it was read (q4nx) or by the cache, at a level
+			// that packs: that level's packed kernels
+			if k := chooseKernel(mat, m.arith.floatAct, lvl); k.packed() {
+				mat.kern = k
+			}
+			continue
 		}
 		mat.kern = chooseKernel(mat, m.arith.floatAct, lvl)
-		if mat.kern == kernPacked {
+		if mat.kern.packed() {
 			total += arenaSize(quant.PackedBytes(mat.Type, mat.Rows, mat.Cols))
 		}
 	}
 	m.arena.reserve(total) // one block: no partly used huge pages between blocks
 	for _, mat := range mats {
-		if mat.packed != nil || mat.kern != kernPacked {
+		if mat.packed != nil || !mat.kern.packed() {
 			continue
 		}
 		if err := mat.pack(threads, &m.arena); err != nil {

@@ -16,7 +16,8 @@ type matrix struct {
 	Data       []byte
 	rowBytes   int
 	// kern is how products with the matrix compute, chosen once at load
-	// (Model.prepare); packed is its weights rearranged for kernPacked.
+	// (Model.prepare); packed is its weights rearranged for kernPacked
+	// and kernPackedAVX.
 	kern   kernel
 	packed *quant.Packed
 }
@@ -84,10 +85,11 @@ type mulTask struct {
 	threads int // of the pool the task runs on
 	xs      [][]float32
 	q8      quant.Q8Batch // xs rounded to 8 bits (integer kernels)
-	// plainQ8 rounds in plain Go (the matrices' kernels are below AVX-512)
+	// plainQ8 rounds in plain Go (the matrices' kernels are below
+	// AVX-512; both roundings give the same bits)
 	plainQ8 bool
 	sums    [][]float32 // 32-value block sums of xs (Q4_1, Q4_K float path)
-	tiles   [][]float32 // per pool part: a packed group's results (kernPacked)
+	tiles   [][]float32 // per pool part: a packed group's results (kern.packed())
 	// next is the first unit no thread has taken yet: threads take
 	// chunks of units until none are left, so a thread slowed by other
 	// work on the machine takes fewer (each row's result does not depend
@@ -145,6 +147,10 @@ func (k *mulTask) mul(pl *pool, xs [][]float32, prods ...product) {
 		case kernPacked:
 			u = w.packed.Groups()
 			q8 = true
+		case kernPackedAVX:
+			u = w.packed.Groups()
+			q8 = true
+			k.plainQ8 = true // no AVX-512 at this level
 		case kernQ8AVX2, kernQ8Ref:
 			q8 = true
 			k.plainQ8 = true // AVX-512 rounding only with the AVX-512 kernels
@@ -152,7 +158,7 @@ func (k *mulTask) mul(pl *pool, xs [][]float32, prods ...product) {
 			sums = true
 		}
 		c := 1 // a 16-row group
-		if w.kern != kernPacked {
+		if !w.kern.packed() {
 			c = 16 // rows
 		}
 		units += u
@@ -216,7 +222,7 @@ func (k *mulTask) part(i, _ int) {
 		for p := 0; p < k.n && lo < hi; p++ {
 			if lo < k.end[p] {
 				e := min(hi, k.end[p])
-				if k.prods[p].w.kern == kernPacked {
+				if k.prods[p].w.kern.packed() {
 					k.groups(i, k.prods[p], lo-start, e-start)
 				} else {
 					k.rows(k.prods[p], lo-start, e-start)
@@ -234,12 +240,13 @@ func (k *mulTask) groups(i int, p product, lo, hi int) {
 	w := p.w
 	n := len(p.outs)
 	size := w.packed.TileLen(n)
+	pk := w.kern.packedKernel()
 	if cap(k.tiles[i]) < size {
 		k.tiles[i] = make([]float32, size)
 	}
 	tile := k.tiles[i][:size]
 	for g := lo; g < hi; g++ {
-		w.packed.MulQ8(true, g, &k.q8, 0, n, tile)
+		w.packed.MulQ8(pk, g, &k.q8, 0, n, tile)
 		r0 := g * quant.GroupRows
 		rows := min(quant.GroupRows, w.Rows-r0)
 		for t, out := range p.outs {

@@ -63,9 +63,23 @@ func TestQ4NXCache(t *testing.T) {
 	t.Logf("second load %v", time.Since(start))
 	check("cached load", second)
 
+	// the AVX-VNNI level reads the same packed layout: the same file,
+	// the same logits (Q4_1BF16 on its 256-bit kernels)
+	if cpuHas(levelAVXVNNI) {
+		vnni := loadT(t, dir, LoadOptions{Threads: 2, SIMD: SIMDAVXVNNI, CacheDir: cache})
+		if vnni.simd != levelAVXVNNI || vnni.layers[0].wq.kern != kernPackedAVX {
+			t.Fatalf("avxvnni load: SIMD %s, kernel %d", vnni.simd, vnni.layers[0].wq.kern)
+		}
+		if vnni.cachedKV == 0 && cpuLevel() >= levelAVXVNNI {
+			t.Error("the avxvnni load did not use the packed cache")
+		}
+		check("avxvnni cached load", vnni)
+		check("avxvnni uncached load", loadT(t, dir, LoadOptions{Threads: 2, SIMD: SIMDAVXVNNI}))
+	}
+
 	// another kernel level is another layout: its own file
 	plain := loadT(t, dir, LoadOptions{Threads: 2, CacheDir: cache, SIMD: SIMDNone})
-	if files, _ := os.ReadDir(cache); cpuLevel() == levelAVX512 && len(files) != 2 {
+	if files, _ := os.ReadDir(cache); cpuLevel() >= levelAVXVNNI && len(files) != 2 {
 		t.Errorf("%d cache files after a plain-Go load, want 2", len(files))
 	}
 	if plain.cachedKV != 0 {

@@ -142,46 +142,111 @@ func TestSessionWorkersStop(t *testing.T) {
 
 // TestSIMDOption: LoadOptions.SIMD (or $NPUCHAT_SIMD) caps the kernels
 // each matrix gets at load, an unknown level is an error naming the
-// choices, and every level gives logits bit-identical to the plain-Go
-// path except AVX2 (whose kernels sum in another order).
+// choices, and for each block type every level gives logits
+// bit-identical to the plain-Go path except AVX2 (whose kernels sum in
+// another order): AVX-512 and AVX-VNNI on packed weights.
 func TestSIMDOption(t *testing.T) {
 	w := randomWeights(t, 24, testmodel.MiniCPM5Small())
-	p := filepath.Join(t.TempDir(), "m.gguf")
-	if err := testmodel.WriteGGUF(p, w, testmodel.Q4_0); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Load(p, LoadOptions{SIMD: "sse9"}); err == nil || !strings.Contains(err.Error(), "avx512, avx2 or none") {
-		t.Errorf("unknown level: %v", err)
-	}
-	t.Setenv(simdEnv, "fast")
-	if _, err := Load(p, LoadOptions{}); err == nil || !strings.Contains(err.Error(), simdEnv) {
-		t.Errorf("unknown level in $%s: %v", simdEnv, err)
-	}
-	t.Setenv(simdEnv, SIMDNone)
-	if m := loadT(t, p, LoadOptions{}); m.SIMD() != SIMDNone || m.layers[0].wq.kern != kernQ8Ref {
-		t.Errorf("$%s=none: SIMD %s, kernel %d", simdEnv, m.SIMD(), m.layers[0].wq.kern)
-	}
-	t.Setenv(simdEnv, "")
-	plain := logitsOf(t, loadT(t, p, LoadOptions{SIMD: SIMDNone}), testTokens)
-	for _, lvl := range []simdLevel{levelAVX2, levelAVX512} {
-		m := loadT(t, p, LoadOptions{SIMD: lvl.String()})
-		if want := min(lvl, cpuLevel()); m.simd != want {
-			t.Fatalf("SIMD %s: model uses %s, want %s", lvl, m.simd, want)
-		}
-		if m.simd == levelAVX512 && (m.layers[0].wq.kern != kernPacked || m.output.packed == nil) {
-			t.Fatalf("avx512: kernel %d, output packed %v", m.layers[0].wq.kern, m.output.packed != nil)
-		}
-		if m.simd != levelAVX512 {
-			continue
-		}
-		got := logitsOf(t, m, testTokens)
-		for i := range got {
-			for j := range got[i] {
-				if got[i][j] != plain[i][j] {
-					t.Fatalf("avx512: position %d logit %d = %v, plain Go %v", i, j, got[i][j], plain[i][j])
+	for _, typ := range []testmodel.TensorType{testmodel.Q4_0, testmodel.Q4_1, testmodel.Q8_0} {
+		t.Run(typ.String(), func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "m.gguf")
+			if err := testmodel.WriteGGUF(p, w, typ); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Load(p, LoadOptions{SIMD: "sse9"}); err == nil || !strings.Contains(err.Error(), "avx512, avxvnni, avx2 or none") {
+				t.Errorf("unknown level: %v", err)
+			}
+			t.Setenv(simdEnv, "fast")
+			if _, err := Load(p, LoadOptions{}); err == nil || !strings.Contains(err.Error(), simdEnv) {
+				t.Errorf("unknown level in $%s: %v", simdEnv, err)
+			}
+			t.Setenv(simdEnv, SIMDNone)
+			if m := loadT(t, p, LoadOptions{}); m.SIMD() != SIMDNone || m.layers[0].wq.kern != kernQ8Ref {
+				t.Errorf("$%s=none: SIMD %s, kernel %d", simdEnv, m.SIMD(), m.layers[0].wq.kern)
+			}
+			t.Setenv(simdEnv, SIMDAVXVNNI)
+			if m := loadT(t, p, LoadOptions{}); m.simd != capLevel(levelAVXVNNI) {
+				t.Errorf("$%s=avxvnni: SIMD %s, want %s", simdEnv, m.SIMD(), capLevel(levelAVXVNNI))
+			}
+			t.Setenv(simdEnv, "")
+			plain := logitsOf(t, loadT(t, p, LoadOptions{SIMD: SIMDNone}), testTokens)
+			for _, c := range []struct {
+				lvl  simdLevel
+				kern kernel // of the packed levels' matrices
+			}{{levelAVX2, kernQ8AVX2}, {levelAVXVNNI, kernPackedAVX}, {levelAVX512, kernPacked}} {
+				m := loadT(t, p, LoadOptions{SIMD: c.lvl.String()})
+				if want := capLevel(c.lvl); m.simd != want {
+					t.Fatalf("SIMD %s: model uses %s, want %s", c.lvl, m.simd, want)
+				}
+				if m.simd != c.lvl {
+					t.Logf("%s: this CPU has no %s (it runs %s)", typ, c.lvl, m.simd)
+					continue
+				}
+				if m.layers[0].wq.kern != c.kern || m.output.kern != c.kern || c.kern.packed() != (m.output.packed != nil) {
+					t.Fatalf("%s: kernel %d (output %d), want %d; output packed %v", c.lvl, m.layers[0].wq.kern, m.output.kern, c.kern, m.output.packed != nil)
+				}
+				if c.lvl == levelAVX2 {
+					continue
+				}
+				got := logitsOf(t, m, testTokens) // the one-vector kernels
+				for i := range got {
+					for j := range got[i] {
+						if got[i][j] != plain[i][j] {
+							t.Fatalf("%s: position %d logit %d = %v, plain Go %v", c.lvl, i, j, got[i][j], plain[i][j])
+						}
+					}
+				}
+				last, err := m.NewSession(0).Prefill(testTokens) // the many-vector kernels
+				if err != nil {
+					t.Fatal(err)
+				}
+				for j, v := range last {
+					if want := plain[len(plain)-1][j]; v != want {
+						t.Fatalf("%s: prefill logit %d = %v, plain Go %v", c.lvl, j, v, want)
+					}
 				}
 			}
+		})
+	}
+}
+
+// TestSIMDLevels: a level resolves to the highest one up to it that the
+// CPU runs, which need not be the next one down (AVX-512 VNNI without
+// AVX-VNNI exists), and names itself.
+func TestSIMDLevels(t *testing.T) {
+	t.Setenv(simdEnv, "") // "" means auto here
+	for _, c := range []struct {
+		opt  string
+		want simdLevel
+	}{
+		{"", cpuLevel()}, {SIMDAuto, cpuLevel()}, {SIMDAVX512, capLevel(levelAVX512)},
+		{SIMDAVXVNNI, capLevel(levelAVXVNNI)}, {SIMDAVX2, capLevel(levelAVX2)}, {SIMDNone, levelNone},
+	} {
+		got, err := LoadOptions{SIMD: c.opt}.simdLevel()
+		if err != nil || got != c.want {
+			t.Errorf("SIMD %q: %s, %v; want %s", c.opt, got, err, c.want)
 		}
+		if !cpuHas(got) || got > c.want {
+			t.Errorf("SIMD %q resolves to %s, which this CPU does not run", c.opt, got)
+		}
+	}
+	for l := levelNone; l <= levelAVX512; l++ {
+		if got := capLevel(l); got > l || !cpuHas(got) {
+			t.Errorf("capLevel(%s) = %s", l, got)
+		}
+		if cpuHas(l) && capLevel(l) != l {
+			t.Errorf("capLevel(%s) = %s, and the CPU has %s", l, capLevel(l), l)
+		}
+		if opt, err := (LoadOptions{SIMD: l.String()}).simdLevel(); err != nil || opt != capLevel(l) {
+			t.Errorf("SIMD %q: %s, %v", l, opt, err)
+		}
+	}
+	t.Logf("this CPU: %s; AVX-512 VNNI %v, AVX-VNNI %v", cpuLevel(), cpuHas(levelAVX512), cpuHas(levelAVXVNNI))
+	if !cpuHas(levelAVXVNNI) {
+		t.Skip("this CPU has no AVX-VNNI: the avxvnni level falls back, checked above")
+	}
+	if got, _ := (LoadOptions{SIMD: SIMDAVXVNNI}).simdLevel(); got != levelAVXVNNI {
+		t.Errorf("avxvnni on a CPU with AVX-VNNI: %s", got)
 	}
 }
 

@@ -24,7 +24,7 @@ type benchResult struct {
 	Model        string  `json:"model"`
 	Format       string  `json:"format"`
 	Threads      int     `json:"threads"`
-	SIMD         string  `json:"simd"`        // kernels the model uses: "avx512", "avx2" or "none"
+	SIMD         string  `json:"simd"`        // kernels the model uses: "avx512", "avxvnni", "avx2" or "none"
 	Activations  string  `json:"activations"` // "q8" (llama.cpp's rounding) or "f32" (--exact)
 	LoadSeconds  float64 `json:"load_s"`
 	PromptTokens int     `json:"prompt_tokens"`
@@ -46,7 +46,7 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 	threads := fs.Int("threads", 0, "threads for matrix products (0: one per physical core)")
 	cacheDir := fs.String("cache-dir", "", "folder where a model.q4nx is unpacked once (default: the app's, under NPU Chat's data folder; \"none\": unpack in memory)")
 	kvF16 := fs.Bool("kv-f16", false, "keep the KV cache as float16 (half the memory)")
-	simd := fs.String("simd", "", "fastest kernels to use: auto, avx512, avx2 or none (default $NPUCHAT_SIMD or auto)")
+	simd := fs.String("simd", "", "fastest kernels to use: auto, avx512, avxvnni, avx2 or none (default $NPUCHAT_SIMD or auto)")
 	promptTokens := fs.Int("prompt-tokens", 64, "prompt length to prefill")
 	genTokens := fs.Int("gen-tokens", 32, "tokens to decode after the prompt")
 	exact := fs.Bool("exact", false, "multiply by float activations (engine.LoadOptions.FloatActivations) instead of 8-bit ones")

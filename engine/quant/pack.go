@@ -148,47 +148,94 @@ func (p *Packed) TileLen(n int) int {
 	return n * GroupRows
 }
 
+// PackedKernel is which kernels Packed.MulQ8 runs. All of them give the
+// same bits.
+type PackedKernel int
+
+const (
+	// PackedGo is the plain-Go twin (any CPU).
+	PackedGo PackedKernel = iota
+	// PackedAVXVNNI is the 256-bit AVX-VNNI kernels (the caller checks
+	// HasAVXVNNI): CPUs with AVX-VNNI but no AVX-512.
+	PackedAVXVNNI
+	// PackedAVX512 is the AVX-512 VNNI kernels (the caller checks HasVNNI).
+	PackedAVX512
+)
+
+func (k PackedKernel) String() string {
+	switch k {
+	case PackedAVXVNNI:
+		return "avxvnni"
+	case PackedAVX512:
+		return "avx512"
+	}
+	return "go"
+}
+
+// packedFunc is the signature of the assembly kernels: w is a group's
+// packed blocks, qs/d/sum/s vector 0's arrays (qstride bytes and dstride
+// bytes to the next vector's), out ntok×16 accumulators (×2 for Q4_1).
+type packedFunc func(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32)
+
+// packedFuncs[kernel-1][packedIndex(type)] is the many-vector kernel and
+// the one-vector (decode) kernel, whose accumulators stay in registers.
+var packedFuncs = [2][4][2]packedFunc{
+	{
+		{gemmQ4_0AVXVNNI, gemmQ4_0AVXVNNIx1},
+		{gemmQ4_1AVXVNNI, gemmQ4_1AVXVNNIx1},
+		{gemmQ4_1BF16AVXVNNI, gemmQ4_1BF16AVXVNNIx1},
+		{gemmQ8_0AVXVNNI, gemmQ8_0AVXVNNIx1},
+	},
+	{
+		{gemmQ4_0VNNI, gemmQ4_0VNNIx1},
+		{gemmQ4_1VNNI, gemmQ4_1VNNIx1},
+		{gemmQ4_1BF16VNNI, gemmQ4_1BF16VNNIx1},
+		{gemmQ8_0VNNI, gemmQ8_0VNNIx1},
+	},
+}
+
+// packedIndex is t's row in packedFuncs.
+func packedIndex(t Type) int {
+	switch t {
+	case Q4_0:
+		return 0
+	case Q4_1:
+		return 1
+	case Q4_1BF16:
+		return 2
+	}
+	return 3 // Q8_0
+}
+
 // MulQ8 sets out[t*16+r] = row (16g+r) · b.Vecs[first+t] for r < 16 and
 // t < n: one group of rows times n vectors, each weight block unpacked
 // once for all of them; out is TileLen(n) long (the rest is scratch).
 // Rows past Rows (padding) give 0. Each result is computed in exactly
 // DotQ8Ref's order (block by block, no fused multiply-add), so it equals
 // DotQ8Ref of the original row bit for bit, whichever kernel runs and
-// however many vectors are taken at once. simd chooses the AVX-512 VNNI
-// kernel (the caller checks HasVNNI).
-func (p *Packed) MulQ8(simd bool, g int, b *Q8Batch, first, n int, out []float32) {
+// however many vectors are taken at once. k chooses the kernels (the
+// caller checks that the CPU has them: HasVNNI, HasAVXVNNI).
+func (p *Packed) MulQ8(k PackedKernel, g int, b *Q8Batch, first, n int, out []float32) {
 	nb := p.Cols / 32
 	if len(b.Vecs) < first+n || len(b.Vecs[first].D) != nb || len(out) < p.TileLen(n) {
 		panic(fmt.Sprintf("quant.Packed.MulQ8: %d vectors of %d blocks from %d (want %d of %d), %d outputs", len(b.Vecs), len(b.Vecs[first].D), first, n, nb, len(out)))
 	}
-	if !simd {
+	if k != PackedAVXVNNI && k != PackedAVX512 {
 		p.mulQ8Ref(g, b, first, n, out)
 		return
 	}
-	clear(out[:p.TileLen(n)])
+	fs := &packedFuncs[k-1][packedIndex(p.Type)]
+	f := fs[0]
+	if n == 1 {
+		f = fs[1] // decode: out is only written
+	} else {
+		clear(out[:p.TileLen(n)])
+	}
 	v := &b.Vecs[first]
 	w := p.group(g)
 	qstride := len(b.qs) / len(b.Vecs)
-	args := func(f func(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32)) {
-		f(&w[0], nb, &v.Qs[0], qstride, &v.D[0], &v.Sum[0], &v.S[0], 4*nb, n, &out[0])
-	}
-	one := n == 1 // decode: the accumulators stay in registers
-	pick := func(many, x1 func(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32)) {
-		if one {
-			args(x1)
-		} else {
-			args(many)
-		}
-	}
-	switch p.Type {
-	case Q4_0:
-		pick(gemmQ4_0VNNI, gemmQ4_0VNNIx1)
-	case Q4_1, Q4_1BF16:
-		if p.Type == Q4_1 {
-			pick(gemmQ4_1VNNI, gemmQ4_1VNNIx1)
-		} else {
-			pick(gemmQ4_1BF16VNNI, gemmQ4_1BF16VNNIx1)
-		}
+	f(&w[0], nb, &v.Qs[0], qstride, &v.D[0], &v.Sum[0], &v.S[0], 4*nb, n, &out[0])
+	if p.Type == Q4_1 || p.Type == Q4_1BF16 {
 		// per vector: 16 dot sums, then 16 minimum sums; in place, each
 		// write lands on values already read
 		for t := range n {
@@ -196,8 +243,6 @@ func (p *Packed) MulQ8(simd bool, g int, b *Q8Batch, first, n int, out []float32
 				out[t*GroupRows+r] = out[2*t*GroupRows+r] + out[(2*t+1)*GroupRows+r]
 			}
 		}
-	case Q8_0:
-		pick(gemmQ8_0VNNI, gemmQ8_0VNNIx1)
 	}
 }
 

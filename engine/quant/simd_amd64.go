@@ -78,6 +78,43 @@ var vnni = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL && c
 // Packed.MulQ8.
 func HasVNNI() bool { return vnni }
 
+// avxvnni selects the AVX-VNNI kernels of avxvnni_amd64.s (VEX-encoded
+// 256-bit VPDPBUSD: Intel Alder Lake and later client cores, AMD Zen 5),
+// with AVX2, FMA and F16C, fixed at start-up from CPUID (x/sys/cpu sets
+// HasAVXVNNI only when the OS saves the YMM state).
+var avxvnni = cpu.X86.HasAVXVNNI && cpu.X86.HasF16C && simdQ8
+
+// HasAVXVNNI reports whether this CPU runs the AVX-VNNI kernels of
+// Packed.MulQ8 (PackedAVXVNNI).
+func HasAVXVNNI() bool { return avxvnni }
+
+// The AVX-VNNI kernels of avxvnni_amd64.s, with the arguments of the
+// AVX-512 ones.
+
+//go:noescape
+func gemmQ4_0AVXVNNI(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32)
+
+//go:noescape
+func gemmQ4_1AVXVNNI(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32)
+
+//go:noescape
+func gemmQ4_1BF16AVXVNNI(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32)
+
+//go:noescape
+func gemmQ8_0AVXVNNI(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32)
+
+//go:noescape
+func gemmQ4_0AVXVNNIx1(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32)
+
+//go:noescape
+func gemmQ4_1AVXVNNIx1(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32)
+
+//go:noescape
+func gemmQ4_1BF16AVXVNNIx1(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32)
+
+//go:noescape
+func gemmQ8_0AVXVNNIx1(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32)
+
 //go:noescape
 func gemmQ4_0VNNIx1(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32)
 

@@ -38,6 +38,35 @@ func gemmQ8_0VNNI(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32
 // HasVNNI reports whether this CPU runs the AVX-512 VNNI kernels: never
 // off amd64.
 func HasVNNI() bool { return false }
+
+// HasAVXVNNI reports whether this CPU runs the AVX-VNNI kernels: never
+// off amd64.
+func HasAVXVNNI() bool { return false }
+
+func gemmQ4_0AVXVNNI(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32) {
+	panic("no SIMD")
+}
+func gemmQ4_1AVXVNNI(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32) {
+	panic("no SIMD")
+}
+func gemmQ4_1BF16AVXVNNI(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32) {
+	panic("no SIMD")
+}
+func gemmQ8_0AVXVNNI(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32) {
+	panic("no SIMD")
+}
+func gemmQ4_0AVXVNNIx1(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32) {
+	panic("no SIMD")
+}
+func gemmQ4_1AVXVNNIx1(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32) {
+	panic("no SIMD")
+}
+func gemmQ4_1BF16AVXVNNIx1(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32) {
+	panic("no SIMD")
+}
+func gemmQ8_0AVXVNNIx1(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32) {
+	panic("no SIMD")
+}
 func gemmQ4_0VNNIx1(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32) {
 	panic("no SIMD")
 }
