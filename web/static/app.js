@@ -1086,7 +1086,6 @@
     } else if (st.state === "done") {
       text = "Installed. Starting the model…";
     }
-    if (status && st.state !== was) showStatus(status);
     $("install-file-text").textContent = fileText;
     $("install-file-text").hidden = !fileText;
     $("install-title").textContent = st.state === "running" ? "Installing " + (st.model || modelName) + "…" : "The model is not installed yet";
@@ -1094,6 +1093,9 @@
     if (st.state === "done" && was !== "done" && currentView === "install") {
       api("POST", "/api/model/start", { model: modelName }).then(refreshStatus, (e) => showError(e.message)).finally(() => showView("chat"));
     }
+    // The status line says Installing while it runs (after the start
+    // above: showStatus may leave the install view).
+    if (status && st.state !== was) showStatus(status);
   }
   $("install").addEventListener("click", async () => {
     try {
