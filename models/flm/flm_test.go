@@ -138,6 +138,34 @@ func TestCustomKeysKept(t *testing.T) {
 	}
 }
 
+// TestEmptyObjectsOnSeveralLines: a list whose "models" (or the whole
+// file) is an empty object written over two lines ("{\n  }", as an
+// editor leaves it after the last entry is deleted) gets the entry and
+// stays valid JSON; the closing brace was taken for the members'
+// indentation, and the list written was broken.
+func TestEmptyObjectsOnSeveralLines(t *testing.T) {
+	m := minicpm(t)
+	for _, in := range []string{
+		"{\n  \"model_path\": \"models\",\n  \"models\": {\n  }\n}\n",
+		"{\n  \"model_path\": \"models\",\n  \"models\": {\n    \"minicpm5\": {\n    }\n  }\n}\n",
+		"{\n}\n",
+	} {
+		out, err := MergeList([]byte(in), []Entry{entry(m)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var list struct {
+			Models map[string]map[string]map[string]any `json:"models"`
+		}
+		if err := json.Unmarshal(out, &list); err != nil {
+			t.Fatalf("%q merged into invalid JSON (%v):\n%s", in, err, out)
+		}
+		if e := list.Models[m.FLM.Family][m.FLM.Tag]; e == nil || e["name"] != m.FLMName() {
+			t.Errorf("%q: merged list lacks the entry:\n%s", in, out)
+		}
+	}
+}
+
 func TestMalformedListRefused(t *testing.T) {
 	m := minicpm(t)
 	in, _ := os.ReadFile("testdata/malformed.input.json")
