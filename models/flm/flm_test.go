@@ -600,3 +600,57 @@ func FuzzFormatAfterEdits(f *testing.F) {
 		}
 	})
 }
+
+// FuzzModelListEdits: registering a model in any model list that parses
+// (SetEntries, as install does), and undoing it (RestoreEntry, as
+// uninstall does), gives valid JSON with every other family, tag and
+// top-level key as it was.
+func FuzzModelListEdits(f *testing.F) {
+	for _, s := range []string{EmptyList, "{\n}", "{\"models\": {\n  }\n}", "{\"models\": {\"minicpm5\": {\"1b\": {\"name\": \"x\"}}}, \"k\": [1]}",
+		"{\n  \"model_path\": \"models\",\n  \"models\": {\n    \"qwen3\": {\n      \"0.6b\": {}\n    },\n    \"minicpm5\": {\n    }\n  }\n}\n"} {
+		f.Add([]byte(s))
+	}
+	e := Entry{Family: "minicpm5", Tag: "2b", Value: json.RawMessage(`{"name": "MiniCPM5-2B-NPU2", "size": 2, "files": ["a", "b"]}`)}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		list, err := ParseObject(b)
+		if err != nil {
+			return
+		}
+		var before map[string]any
+		if json.Unmarshal(b, &before) != nil {
+			return
+		}
+		if m, ok := before["models"]; ok {
+			if mm, ok := m.(map[string]any); !ok {
+				return // SetEntries refuses it
+			} else if fam, ok := mm[e.Family]; ok {
+				if _, ok := fam.(map[string]any); !ok {
+					return
+				}
+			}
+		}
+		if err := SetEntries(list, []Entry{e}); err != nil {
+			return
+		}
+		out := list.Format("  ")
+		var after map[string]any
+		if err := json.Unmarshal(out, &after); err != nil {
+			t.Fatalf("registering in %q gives invalid JSON %q: %v", b, out, err)
+		}
+		for k, v := range before {
+			if k != "models" && !reflect.DeepEqual(after[k], v) {
+				t.Fatalf("key %q changed: %v -> %v", k, v, after[k])
+			}
+		}
+		back, err := ParseObject(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := RemoveEntry(back, e.Family, e.Tag, "MiniCPM5-2B-NPU2"); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(back.Format("  "), &after); err != nil {
+			t.Fatalf("unregistering from %q gives invalid JSON %q: %v", out, back.Format("  "), err)
+		}
+	})
+}
