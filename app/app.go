@@ -369,6 +369,30 @@ func (a *App) OpenChat() error {
 	return openURL(a.opts.GOOS, url)
 }
 
+// OpenChatWhenServing opens the chat page once the web server listens:
+// a second launch may ask for the chat while this instance is still
+// starting, and a page opened before the server listens does not load.
+// When the server cannot listen (the port is taken) or has stopped, it
+// returns why instead of opening a page that cannot load; when ctx ends
+// first, ctx's error.
+func (a *App) OpenChatWhenServing(ctx context.Context) error {
+	watch, stop := a.WatchServer()
+	defer stop()
+	for {
+		switch s := a.Server(); {
+		case s.Listening:
+			return a.OpenChat()
+		case s.Err != nil:
+			return fmt.Errorf("the chat page is not served: %w", s.Err)
+		}
+		select {
+		case <-watch:
+		case <-ctx.Done():
+			return fmt.Errorf("the chat page is not served yet: %w", ctx.Err())
+		}
+	}
+}
+
 // openURL opens url with the desktop's handler.
 func openURL(goos, url string) error {
 	var cmd *exec.Cmd

@@ -285,7 +285,22 @@ func (c *Config) Save() error {
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(c.SettingsPath, append(b, '\n'), 0o600)
+	return WriteSettingsFile(c.SettingsPath, append(b, '\n'))
+}
+
+// WriteSettingsFile replaces the settings file at path with data,
+// atomically (WriteFileAtomic), readable by this user only. A settings
+// file that is a symbolic link (kept with a person's dotfiles) is
+// written where the link points, and stays a link.
+func WriteSettingsFile(path string, data []byte) error {
+	if st, err := os.Lstat(path); err == nil && st.Mode()&os.ModeSymlink != 0 {
+		target, err := filepath.EvalSymlinks(path)
+		if err != nil {
+			return fmt.Errorf("write %s: it is a link to a file that cannot be reached (%w); fix or remove the link", path, err)
+		}
+		path = target
+	}
+	return WriteFileAtomic(path, data, 0o600)
 }
 
 // WriteFileAtomic writes data to a temporary file in path's folder, syncs

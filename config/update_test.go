@@ -96,3 +96,38 @@ func TestUpdateSettingsRefusesWhatIsNotAFile(t *testing.T) {
 		t.Fatalf("the folder is gone: %v", err)
 	}
 }
+
+// TestSettingsChangeKeepsASymlinkedFile: a settings file that is a
+// symbolic link (kept with the user's dotfiles, say) is changed where it
+// points; the link stays a link, instead of being replaced by a copy
+// that the dotfiles no longer see.
+func TestSettingsChangeKeepsASymlinkedFile(t *testing.T) {
+	dir := t.TempDir()
+	dotfiles := filepath.Join(dir, "dotfiles", "npuchat.json")
+	os.MkdirAll(filepath.Dir(dotfiles), 0o700)
+	os.WriteFile(dotfiles, []byte(`{"threads": 2}`), 0o600)
+	path := filepath.Join(dir, "config", "npuchat", "settings.json")
+	os.MkdirAll(filepath.Dir(path), 0o700)
+	if err := os.Symlink(filepath.Join("..", "..", "dotfiles", "npuchat.json"), path); err != nil {
+		t.Skip("no symbolic links here:", err)
+	}
+	if err := UpdateSettings(path, Change{"engine", "cpu"}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Lstat(path); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the settings link was replaced: %v %v", st.Mode(), err)
+	}
+	if s, err := ReadSettings(dotfiles); err != nil || s.Engine != "cpu" || s.Threads != 2 {
+		t.Fatalf("the linked file: %+v %v", s, err)
+	}
+	c := &Config{SettingsPath: path, Settings: Settings{Engine: "npu"}}
+	if err := c.Save(); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Lstat(path); st.Mode()&os.ModeSymlink == 0 {
+		t.Fatal("Save replaced the settings link")
+	}
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".settings.json.tmp-*")); len(left) > 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+}

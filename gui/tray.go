@@ -344,11 +344,22 @@ func (c *controller) openChat() {
 func (c *controller) openLogs() {
 	dir, err := filepath.Abs(c.app.LogDir())
 	if err == nil {
-		err = c.openURL(&url.URL{Scheme: "file", Path: filepath.ToSlash(dir)})
+		err = c.openURL(folderURL(dir))
 	}
 	if err != nil {
 		c.fail("Could not open the logs folder", fmt.Errorf("%s: %w", c.app.LogDir(), err))
 	}
+}
+
+// folderURL is the file URL of an absolute folder: file:///home/u/logs,
+// and on Windows file:///C:/Users/u/logs (a drive path needs the third
+// slash, or "C:" reads as a host name).
+func folderURL(abs string) *url.URL {
+	p := filepath.ToSlash(abs)
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p
+	}
+	return &url.URL{Scheme: "file", Path: p}
 }
 
 // setEngine saves the engine setting; the app reloads a model that is

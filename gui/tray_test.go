@@ -375,3 +375,18 @@ func TestTrayIconsAreEmbedded(t *testing.T) {
 		t.Fatal("app icon missing")
 	}
 }
+
+// TestFolderURL: "Open logs folder" opens a file URL the desktop reads
+// as the folder: on Windows a drive path takes a third slash
+// (file:///C:/...), or "C:" is read as a host name.
+func TestFolderURL(t *testing.T) {
+	for _, tt := range []struct{ dir, want string }{
+		{"/home/u/.local/share/npuchat/logs", "file:///home/u/.local/share/npuchat/logs"},
+		{"/home/u/my logs#1", "file:///home/u/my%20logs%231"},
+		{"C:/Users/u/AppData/Local/npuchat/logs", "file:///C:/Users/u/AppData/Local/npuchat/logs"},
+	} {
+		if got := folderURL(tt.dir).String(); got != tt.want {
+			t.Errorf("folderURL(%q) = %s, want %s", tt.dir, got, tt.want)
+		}
+	}
+}

@@ -204,6 +204,15 @@ func (in *Installer) Install(ctx context.Context, name string, opt InstallOption
 		}
 	}
 	prev, err := loadManifest(in.Config, m.Name, source)
+	var damaged *damagedError
+	if errors.As(err, &damaged) {
+		// Made again below from the files in place, which are verified
+		// and kept: with the record lost, they count as adopted.
+		note := fmt.Sprintf("the install record %s was damaged (%v); it is made again from the files in place, which uninstall will keep", damaged.path, damaged.err)
+		res.Notes = append(res.Notes, note)
+		in.emit(Event{Model: m.Name, Phase: "note", Message: note})
+		prev, err = nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -1081,3 +1081,32 @@ func TestPrepareFLMRefreshesKernelCopies(t *testing.T) {
 		})
 	}
 }
+
+// TestDamagedInstallRecordIsRepaired: an install record that no longer
+// parses (edited by hand, a disk error) does not lock the model: the
+// error says to run the install, and the install makes the record again
+// from the files in place (verified, not downloaded again), saying so.
+func TestDamagedInstallRecordIsRepaired(t *testing.T) {
+	e := newEnv(t, true)
+	_, err := e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	must(t, err)
+	record := manifestPath(e.cfg, "minicpm5:2b", SourceNPU)
+	if err := os.WriteFile(record, []byte(`{"model": "minicpm5:2b", "files": [`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.installer().Uninstall(context.Background(), "minicpm5:2b"); err == nil || !strings.Contains(err.Error(), "npuchat install minicpm5:2b") {
+		t.Fatalf("uninstall with a damaged record: %v", err)
+	}
+	res, err := e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	if err != nil {
+		t.Fatalf("install with a damaged record: %v", err)
+	}
+	// Only a file NPU Chat edits is fetched again (its edit is not the
+	// hub's content, and the record of it is lost); the weights are not.
+	if slices.Contains(res.Downloaded, "model.q4nx") || len(res.Downloaded) > 1 || !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "damaged") && strings.Contains(n, record) }) {
+		t.Fatalf("downloaded %v, notes %q", res.Downloaded, res.Notes)
+	}
+	if _, err := Locate(e.cfg, "minicpm5:2b"); err != nil {
+		t.Fatalf("after the repair: %v", err)
+	}
+}

@@ -209,7 +209,7 @@ func (s *SettingsStore) save(before, after PageSettings) error {
 	if err != nil {
 		return err
 	}
-	return config.WriteFileAtomic(s.path, append(out, '\n'), 0o600)
+	return config.WriteSettingsFile(s.path, append(out, '\n'))
 }
 
 // samePtr reports whether two optional settings hold the same value.

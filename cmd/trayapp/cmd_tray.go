@@ -59,6 +59,11 @@ func hasDisplay(goos string, getenv func(string) string) bool {
 // program holds it.
 const listenRetry = 5 * time.Second
 
+// secondLaunchWait is how long a second launch's request for the chat
+// waits for this instance to start and serve its page (within the 5 s
+// the second launch waits for an answer, instance.Notify).
+const secondLaunchWait = 4 * time.Second
+
 // runTray runs the tray app: this user's one instance (a second launch
 // asks this one to open the chat, except at login, and exits 0: see
 // secondLaunch), the same server as `serve` with the model off unless
@@ -78,19 +83,35 @@ func runTray(ctx context.Context, env *Env, flags app.Flags, hidden bool, given 
 	}
 	defer inst.Close()
 
-	a, err := app.New(ctx, appOptions(env, flags))
-	if err != nil {
-		return trayStartFailed(ctx, env, flags, err, 2)
-	}
+	// A second launch is answered from now on: one that comes while
+	// this instance starts gets the chat once its page is served.
 	ctx, quit := context.WithCancel(ctx)
 	defer quit()
+	settled := make(chan struct{}) // closed when a or startErr is set
+	var a *app.App
+	var startErr error
 	go inst.Serve(ctx, func(ctx context.Context, req string) error {
 		if req != instance.OpenChat {
 			return fmt.Errorf("unknown request %q", req)
 		}
+		ctx, cancel := context.WithTimeout(ctx, secondLaunchWait)
+		defer cancel()
+		select {
+		case <-settled:
+		case <-ctx.Done():
+			return errors.New("it is still starting; try again in a moment")
+		}
+		if startErr != nil {
+			return fmt.Errorf("it could not start: %w", startErr)
+		}
 		a.Logger().Info("a second launch asked for the chat")
-		return a.OpenChat()
+		return a.OpenChatWhenServing(ctx)
 	})
+	a, startErr = app.New(ctx, appOptions(env, flags))
+	close(settled)
+	if startErr != nil {
+		return trayStartFailed(ctx, env, flags, startErr, 2)
+	}
 	model := app.ModelOff
 	if a.ServeAtStart() {
 		model = app.ModelOn
