@@ -238,12 +238,24 @@
   function nearBottom() {
     return msgsEl.scrollHeight - msgsEl.scrollTop - msgsEl.clientHeight < 48;
   }
+  // The button to the latest message shows while the reader is well
+  // above it (the answer goes on streaming below without moving them).
+  function updateToBottom() {
+    $("to-bottom").hidden = msgsEl.scrollHeight - msgsEl.scrollTop - msgsEl.clientHeight < 200;
+  }
   msgsEl.addEventListener("scroll", () => {
     follow = nearBottom();
+    updateToBottom();
   });
   function scrollDown(force) {
     if (force || follow) msgsEl.scrollTop = msgsEl.scrollHeight;
+    updateToBottom();
   }
+  $("to-bottom").addEventListener("click", () => {
+    follow = true;
+    scrollDown(true);
+    input.focus();
+  });
 
   // setTitle shows the open chat's title above it and in the window's
   // (the tab's) title.
@@ -923,6 +935,9 @@
     if (offError && st.enabled) showError("");
     el.dataset.state = st.state;
     $("status-text").textContent = text;
+    $("empty-note").textContent = st.backend === "remote"
+      ? "Answers come from the remote server NPU Chat was started with; your chats stay on this computer."
+      : "Answers are computed on this computer, and your chats stay here.";
     el.title = detail;
     let eng = st.backend ? "on " + engineName(st.backend) : "";
     if (st.fallback) eng += (eng ? " · " : "") + "fell back: " + firstSentence(st.fallback);
