@@ -608,6 +608,21 @@
     return c.id;
   }
 
+  // dropEmptyChat deletes the chat id, made for a message the server
+  // refused, and goes back to a new chat.
+  async function dropEmptyChat(id) {
+    try {
+      await api("DELETE", "/api/conversations/" + id);
+    } catch (_) {
+      return;
+    }
+    if (conversation === id) {
+      conversation = null;
+      history.replaceState(null, "", "/");
+      updateExport();
+    }
+  }
+
   // unreachable is what the page says when the server cannot be reached.
   const unreachable = "NPU Chat cannot be reached: is it still running? Start it again, then send.";
 
@@ -621,6 +636,7 @@
     showError("");
     const kept = composed !== undefined ? " Your message is still in the box." : "";
     let id;
+    const fresh = !conversation;
     try {
       id = await ensureConversation();
     } catch (e) {
@@ -691,6 +707,9 @@
       });
       if (!r.ok) {
         const data = await r.json().catch(() => ({}));
+        // A chat made for this message and left empty goes again: no
+        // "New chat" with nothing in it stays in the list.
+        if (fresh && r.status !== 401) await dropEmptyChat(id);
         throw new Error(refusal(r, data, "message") + kept);
       }
       if (composed !== undefined && input.value === composed) {
