@@ -333,6 +333,10 @@ func TestInstallFromThePage(t *testing.T) {
 	if s := eval[string](b, `document.getElementById('status-text').textContent`); !strings.Contains(s, "not installed") {
 		t.Errorf("status: %q", s)
 	}
+	// Nothing to switch on yet: the switch is off and waits.
+	if s := eval[string](b, `(() => { const t = document.querySelector('[data-testid=model-toggle]'); return t.getAttribute('aria-checked') + ' ' + t.disabled })()`); s != "false true" {
+		t.Errorf("the model switch before the install: checked, disabled = %s", s)
+	}
 	b.shot("install-view")
 	b.run(chromedp.Click("[data-testid=install]", chromedp.ByQuery))
 	b.waitJS(`(() => { const p = document.querySelector('[data-testid=install-progress]'); return p.value > 0.05 && p.value < 0.9 })()`, 30*time.Second)
@@ -341,10 +345,10 @@ func TestInstallFromThePage(t *testing.T) {
 	// The bar and the first line are the whole install's; the second
 	// line is the file downloading now, and which of how many it is.
 	whole := eval[map[string]string](b, `({all: document.getElementById('install-progress-text').textContent, file: document.getElementById('install-file-text').textContent,
-		title: document.getElementById('install-title').textContent})`)
+		title: document.getElementById('install-title').textContent, status: document.getElementById('status-text').textContent})`)
 	if !regexp.MustCompile(`^\d+% · [\d.]+ [KMG]?B of [\d.]+ [KMG]?B · about \d+ s left$`).MatchString(whole["all"]) ||
 		!regexp.MustCompile(`^File [2-9] of [2-9]: model\.q4nx \([\d.]+ [KM]?B of [\d.]+ [KM]?B\) · [\d.]+ [KM]?B/s$`).MatchString(whole["file"]) ||
-		whole["title"] != "Installing minicpm5:2b…" {
+		whole["title"] != "Installing minicpm5:2b…" || whole["status"] != "Installing minicpm5:2b…" {
 		t.Errorf("install progress: %q", whole)
 	}
 	b.shot("install-progress")
@@ -362,6 +366,7 @@ func TestInstallFromThePage(t *testing.T) {
 	// on a quiet machine; the load took over 90 s once under make test's
 	// parallel packages on 2 cores.)
 	b.waitJS(`!document.getElementById('view-chat').hidden && document.getElementById('model-status').dataset.state === 'on'`, 150*time.Second)
+	b.waitJS(`(() => { const t = document.querySelector('[data-testid=model-toggle]'); return t.getAttribute('aria-checked') === 'true' && !t.disabled })()`, 10*time.Second)
 	bars := eval[[]float64](b, `window.bars`)
 	for i := 1; i < len(bars); i++ {
 		if bars[i] < bars[i-1] {

@@ -80,11 +80,18 @@
     return keyAsked;
   }
 
-  function showError(msg) {
-    const b = $("error-banner");
-    b.textContent = msg;
-    b.hidden = !msg;
+  // showError shows msg in the error banner ("" hides it). offError
+  // marks the model-off message, which goes once the model is on.
+  let offError = false;
+  function showError(msg, modelOff) {
+    $("error-text").textContent = msg;
+    $("error-banner").hidden = !msg;
+    offError = !!msg && !!modelOff;
   }
+  $("error-close").addEventListener("click", () => {
+    showError("");
+    input.focus();
+  });
   function showHistoryProblem(msg) {
     const b = $("history-problem");
     b.textContent = msg || "";
@@ -660,7 +667,7 @@
         const unanswered = !data.answer;
         answerEl = null;
         if (status && !status.enabled) {
-          showError("The model is switched off. Switch it on with the switch at the top right, then press Answer under your message.");
+          showError("The model is switched off. Switch it on with the switch at the top right, then press Answer under your message.", true);
         } else {
           showError(sentence(data.message) + (unanswered ? " Press Answer under your message to try again." : ""));
         }
@@ -912,6 +919,8 @@
         else text = name + " loads with your first message.";
         detail = st.reason || "";
     }
+    if (notInstalled(st) && installState() === "running") text = "Installing " + name + "…";
+    if (offError && st.enabled) showError("");
     el.dataset.state = st.state;
     $("status-text").textContent = text;
     el.title = detail;
@@ -920,8 +929,13 @@
     $("status-engine").textContent = eng;
     const on = st.enabled && st.state !== "error";
     const t = $("model-toggle");
-    t.setAttribute("aria-checked", String(!!st.enabled));
-    t.setAttribute("aria-label", st.enabled ? "Model on; switch it off" : "Model off; switch it on");
+    // Nothing to switch on before the model is installed: the switch
+    // shows off and waits (the install starts the model when it ends).
+    const missing = notInstalled(st);
+    t.setAttribute("aria-checked", String(!!st.enabled && !missing));
+    t.setAttribute("aria-label", missing ? "Model not installed yet" : st.enabled ? "Model on; switch it off" : "Model off; switch it on");
+    t.title = missing ? "Install the model first" : "";
+    t.disabled = toggling || missing;
     t.dataset.on = on ? "true" : "false";
     if (notInstalled(st) && currentView === "chat") showView("install");
     if (!notInstalled(st) && currentView === "install" && installState() !== "running") showView("chat");
@@ -935,8 +949,10 @@
     }
   }
 
+  let toggling = false;
   $("model-toggle").addEventListener("click", async () => {
     const t = $("model-toggle");
+    toggling = true;
     t.disabled = true;
     try {
       const on = status && status.enabled;
@@ -948,7 +964,8 @@
       showError(e.message);
       refreshStatus();
     } finally {
-      t.disabled = false;
+      toggling = false;
+      t.disabled = !!status && notInstalled(status);
     }
   });
 
@@ -1076,6 +1093,9 @@
     if (st.state === "done" && was !== "done" && currentView === "install") {
       api("POST", "/api/model/start", { model: modelName }).then(refreshStatus, (e) => showError(e.message)).finally(() => showView("chat"));
     }
+    // The status line says Installing while it runs (after the start
+    // above: showStatus may leave the install view).
+    if (status && st.state !== was) showStatus(status);
   }
   $("install").addEventListener("click", async () => {
     try {
