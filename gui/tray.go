@@ -195,7 +195,11 @@ func (c *controller) otherInstall(ev service.Event) {
 			c.installDone(p.Model, context.Canceled)
 		}
 	default:
-		prog := InstallProgress{Model: p.Model, Message: p.Phase}
+		prog := InstallProgress{Model: p.Model, Message: p.Phase, FilesDone: p.Files, FilesTotal: p.FilesTotal,
+			Bytes: p.Done, Total: p.Total, Left: time.Duration(p.ETASeconds * float64(time.Second))}
+		if p.File != "" {
+			prog.Message = p.Phase + " " + p.File
+		}
 		if p.Total > 0 {
 			prog.Frac = float64(p.Done) / float64(p.Total)
 		}
