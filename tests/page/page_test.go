@@ -410,8 +410,13 @@ func TestFollowsTheStreamUnlessScrolledUp(t *testing.T) {
 	if top := eval[float64](b, `document.getElementById('messages').scrollTop`); top > 5 {
 		t.Errorf("the view jumped to %v px while the reader was scrolled up", top)
 	}
-	// Back at the bottom, it follows again.
-	b.run(chromedp.Evaluate(`(() => { const m = document.getElementById('messages'); m.scrollTop = m.scrollHeight; m.dispatchEvent(new Event('scroll')); })()`, nil))
+	// A button goes to the latest message, and the view follows again.
+	if !eval[bool](b, `!document.querySelector('[data-testid=to-bottom]').hidden`) {
+		t.Error("scrolled up, there is no button to the latest message")
+	}
+	b.shot("scrolled-up")
+	b.run(chromedp.Click("[data-testid=to-bottom]", chromedp.ByQuery))
+	b.waitJS(`document.querySelector('[data-testid=to-bottom]').hidden && document.activeElement === document.getElementById('composer-input')`, 5*time.Second)
 	h := eval[float64](b, `document.getElementById('messages').scrollHeight`)
 	b.waitJS(fmt.Sprintf(`document.getElementById('messages').scrollHeight > %v + 100`, h), 10*time.Second)
 	b.waitJS(atBottom, 5*time.Second)

@@ -255,6 +255,10 @@ func TestTitleFocusSettingsAndSmallScreenList(t *testing.T) {
 	if got := eval[string](b, `document.title`); got != "NPU Chat" {
 		t.Errorf("a new chat's title %q", got)
 	}
+	// The empty chat says what to do, and where answers come from.
+	if got := eval[string](b, `document.getElementById('empty').hidden ? '' : document.getElementById('empty').innerText`); !strings.Contains(got, "What can I help you with?") || !strings.Contains(got, "remote server") {
+		t.Errorf("empty chat: %q", got)
+	}
 	words := make([]string, 100)
 	for i := range words {
 		words[i] = "word "

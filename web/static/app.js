@@ -238,12 +238,24 @@
   function nearBottom() {
     return msgsEl.scrollHeight - msgsEl.scrollTop - msgsEl.clientHeight < 48;
   }
+  // The button to the latest message shows while the reader is well
+  // above it (the answer goes on streaming below without moving them).
+  function updateToBottom() {
+    $("to-bottom").hidden = msgsEl.scrollHeight - msgsEl.scrollTop - msgsEl.clientHeight < 200;
+  }
   msgsEl.addEventListener("scroll", () => {
     follow = nearBottom();
+    updateToBottom();
   });
   function scrollDown(force) {
     if (force || follow) msgsEl.scrollTop = msgsEl.scrollHeight;
+    updateToBottom();
   }
+  $("to-bottom").addEventListener("click", () => {
+    follow = true;
+    scrollDown(true);
+    input.focus();
+  });
 
   // setTitle shows the open chat's title above it and in the window's
   // (the tab's) title.
@@ -596,6 +608,21 @@
     return c.id;
   }
 
+  // dropEmptyChat deletes the chat id, made for a message the server
+  // refused, and goes back to a new chat.
+  async function dropEmptyChat(id) {
+    try {
+      await api("DELETE", "/api/conversations/" + id);
+    } catch (_) {
+      return;
+    }
+    if (conversation === id) {
+      conversation = null;
+      history.replaceState(null, "", "/");
+      updateExport();
+    }
+  }
+
   // unreachable is what the page says when the server cannot be reached.
   const unreachable = "NPU Chat cannot be reached: is it still running? Start it again, then send.";
 
@@ -609,6 +636,7 @@
     showError("");
     const kept = composed !== undefined ? " Your message is still in the box." : "";
     let id;
+    const fresh = !conversation;
     try {
       id = await ensureConversation();
     } catch (e) {
@@ -679,6 +707,9 @@
       });
       if (!r.ok) {
         const data = await r.json().catch(() => ({}));
+        // A chat made for this message and left empty goes again: no
+        // "New chat" with nothing in it stays in the list.
+        if (fresh && r.status !== 401) await dropEmptyChat(id);
         throw new Error(refusal(r, data, "message") + kept);
       }
       if (composed !== undefined && input.value === composed) {
@@ -923,6 +954,9 @@
     if (offError && st.enabled) showError("");
     el.dataset.state = st.state;
     $("status-text").textContent = text;
+    $("empty-note").textContent = st.backend === "remote"
+      ? "Answers come from the remote server NPU Chat was started with; your chats stay on this computer."
+      : "Answers are computed on this computer, and your chats stay here.";
     el.title = detail;
     let eng = st.backend ? "on " + engineName(st.backend) : "";
     if (st.fallback) eng += (eng ? " · " : "") + "fell back: " + firstSentence(st.fallback);
