@@ -388,7 +388,13 @@ func (in *Installer) Install(ctx context.Context, name string, opt InstallOption
 			}
 		}
 		if err := swapIn(staging, oldDir(dir), dir, paths); err != nil {
-			return nil, fmt.Errorf("install %s: %w; the previous files were put back", m.Name, err)
+			hint := ""
+			if fileInUse(err) {
+				// Windows refuses to move a file another program has
+				// open: FastFlowLM or the CPU engine serving the model.
+				hint = "; a program has the file open: if NPU Chat or FastFlowLM is serving the model, stop serving, then install again (the download is kept)"
+			}
+			return nil, fmt.Errorf("install %s: %w; the previous files were put back%s", m.Name, err, hint)
 		}
 		for _, f := range need {
 			res.Downloaded = append(res.Downloaded, f.Path)
