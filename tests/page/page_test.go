@@ -423,4 +423,11 @@ func TestFollowsTheStreamUnlessScrolledUp(t *testing.T) {
 	if busy := eval[string](b, `document.querySelector('[data-role=assistant]').getAttribute('aria-busy') || ''`); busy != "true" {
 		t.Errorf("a streaming answer is not aria-busy: %q", busy)
 	}
+	// Stopped, scrolled up, then a new chat: nothing to scroll to there.
+	b.run(chromedp.KeyEvent(kb.Escape))
+	b.waitJS(`!document.querySelector('[data-testid=send]').hidden`, 5*time.Second)
+	b.run(chromedp.Evaluate(`(() => { const m = document.getElementById('messages'); m.scrollTop = 0; m.dispatchEvent(new Event('scroll')); })()`, nil))
+	b.waitJS(`!document.querySelector('[data-testid=to-bottom]').hidden`, 5*time.Second)
+	b.run(chromedp.Click("[data-testid=new-chat]", chromedp.ByQuery))
+	b.waitJS(`location.pathname === '/' && document.querySelector('[data-testid=to-bottom]').hidden`, 5*time.Second)
 }

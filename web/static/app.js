@@ -201,6 +201,7 @@
     $("empty").hidden = !!msgsEl.querySelector("article.message");
     $("context").textContent = lastContext;
     updateActions();
+    updateToBottom();
   }
 
   // updateActions offers Regenerate on the last answer only (the server
