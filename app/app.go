@@ -360,8 +360,13 @@ func (a *App) ChatURL() string {
 	return a.server.URL
 }
 
-// OpenChat opens the chat page in the user's browser.
+// OpenChat opens the chat page in the user's browser. When the web
+// server cannot listen (another program holds the port) or has stopped,
+// it says why instead of opening a page NPU Chat does not serve.
 func (a *App) OpenChat() error {
+	if s := a.Server(); s.Err != nil {
+		return fmt.Errorf("the chat page is not served: %w", s.Err)
+	}
 	url := a.ChatURL()
 	if a.opts.OpenURL != nil {
 		return a.opts.OpenURL(url)
@@ -379,11 +384,8 @@ func (a *App) OpenChatWhenServing(ctx context.Context) error {
 	watch, stop := a.WatchServer()
 	defer stop()
 	for {
-		switch s := a.Server(); {
-		case s.Listening:
+		if s := a.Server(); s.Listening || s.Err != nil {
 			return a.OpenChat()
-		case s.Err != nil:
-			return fmt.Errorf("the chat page is not served: %w", s.Err)
 		}
 		select {
 		case <-watch:

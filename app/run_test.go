@@ -483,3 +483,25 @@ func TestOpenChatWhenServingWaitsForTheServer(t *testing.T) {
 		t.Fatalf("port taken: %v", err)
 	}
 }
+
+// TestOpenChatSaysWhyThePageIsNotServed: "Open chat" while another
+// program holds the port says so, rather than opening a page that
+// cannot load (or, worse, the other program's).
+func TestOpenChatSaysWhyThePageIsNotServed(t *testing.T) {
+	other, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	a := newApp(t, testEnv(t), Flags{Addr: other.Addr().String()})
+	a.opts.OpenURL = func(u string) error { t.Errorf("opened %s, which NPU Chat does not serve", u); return nil }
+	watch, stop := a.WatchServer()
+	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go a.Run(ctx, RunOptions{Model: ModelOff, RetryListen: time.Hour})
+	<-watch
+	if err := a.OpenChat(); err == nil || !strings.Contains(err.Error(), "the port is taken") {
+		t.Fatalf("Open chat with the port taken: %v", err)
+	}
+}
