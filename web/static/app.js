@@ -600,9 +600,17 @@
     if (streaming) streaming.abort.abort();
   }
 
-  async function ensureConversation() {
+  // ensureConversation returns the open chat's id, making the chat
+  // first for a new one. When signal is aborted meanwhile (another chat
+  // was opened), the chat just made, still empty, is deleted again and
+  // the page stays where the reader went.
+  async function ensureConversation(signal) {
     if (conversation) return conversation;
     const c = await api("POST", "/api/conversations", {});
+    if (signal && signal.aborted) {
+      api("DELETE", "/api/conversations/" + c.id).then(loadList, () => {});
+      throw new DOMException("another chat was opened", "AbortError");
+    }
     conversation = c.id;
     history.pushState({ id: c.id }, "", "/c/" + c.id);
     updateExport();
@@ -634,19 +642,26 @@
   // there to send again.
   async function send(body, composed) {
     if (streaming) return;
+    // Busy from the start, while a new chat is made for the message: a
+    // second send meanwhile (a double click, Enter held) waits, and
+    // opening another chat aborts this one.
+    const abort = new AbortController();
+    streaming = { abort };
+    setBusy(true);
     showError("");
     const kept = composed !== undefined ? " Your message is still in the box." : "";
     let id;
     const fresh = !conversation;
     try {
-      id = await ensureConversation();
+      id = await ensureConversation(abort.signal);
     } catch (e) {
-      showError((e instanceof TypeError ? unreachable : "Could not start a chat: " + e.message) + kept);
+      if (streaming && streaming.abort === abort) {
+        streaming = null;
+        setBusy(false);
+      }
+      if (e.name !== "AbortError") showError((e instanceof TypeError ? unreachable : "Could not start a chat: " + e.message) + kept);
       return;
     }
-    const abort = new AbortController();
-    streaming = { abort };
-    setBusy(true);
     follow = true;
     let answerEl = null;
     let raw = "";
@@ -788,8 +803,10 @@
   }
   input.addEventListener("input", autosize);
   stopBtn.addEventListener("click", stopStreaming);
+  // Escape stops the answer only when it is not meant for something
+  // open above the chat (a dialog, the chat list at 360 px, an edit).
   document.addEventListener("keydown", (e) => {
-    if (e.key === "Escape" && streaming) {
+    if (e.key === "Escape" && streaming && !document.querySelector("dialog[open]") && !document.body.classList.contains("sidebar-open")) {
       e.preventDefault();
       stopStreaming();
     }
