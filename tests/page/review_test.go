@@ -3,6 +3,7 @@ package page
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,4 +108,49 @@ func TestOneSendAtATimeInANewChat(t *testing.T) {
 		t.Errorf("%d chats on the server: the new chat left behind, empty or with the message", n)
 	}
 	b.shot("review-switch-during-send")
+}
+
+// TestRefusedEditKeepsTheChatAndTheEdit: an edit the server refuses (too
+// long for a message) changes nothing there; the page shows the chat as
+// it still is, not without the messages the edit was to replace, and
+// the edited text is still in its box.
+func TestRefusedEditKeepsTheChatAndTheEdit(t *testing.T) {
+	up := newUpstream(t)
+	up.script(time.Millisecond, "An ", "answer.")
+	srv := remoteServer(t, up, t.TempDir())
+	b := newBrowser(t)
+	b.open(srv.URL + "/")
+	b.run(chromedp.SendKeys("#composer-input", "a question", chromedp.ByQuery), chromedp.Click("[data-testid=send]", chromedp.ByQuery))
+	b.waitJS(`document.querySelectorAll('[data-role=assistant]').length === 1 && !document.querySelector('[data-testid=send]').hidden`, 20*time.Second)
+	b.run(chromedp.Click("[data-role=user] button.edit", chromedp.ByQuery))
+	b.waitJS(`document.activeElement === document.querySelector('.edit-form textarea')`, 5*time.Second)
+	// Over the 1 MiB a message may have, under the 8 MiB of a request.
+	const n = 1<<20 + 7
+	b.run(chromedp.Evaluate(`document.querySelector('.edit-form textarea').value = 'y'.repeat(`+fmt.Sprint(n)+`)`, nil),
+		chromedp.Click(".edit-form button[type=submit]", chromedp.ByQuery))
+	b.waitJS(`!document.getElementById('error-banner').hidden && !document.querySelector('[data-testid=send]').hidden`, 20*time.Second)
+	time.Sleep(300 * time.Millisecond)
+	got := eval[map[string]any](b, `({messages: [...document.querySelectorAll('[data-testid=message]')].map((m) => m.dataset.role + ':' + (m.querySelector('.body') ? m.querySelector('.body').textContent : '(editing)')),
+		edit: document.querySelector('.edit-form textarea') ? document.querySelector('.edit-form textarea').value.length : -1,
+		focus: document.activeElement === document.querySelector('.edit-form textarea'),
+		banner: document.getElementById('error-text').textContent})`)
+	if fmt.Sprint(got["messages"]) != "[user:(editing) assistant:An answer.]" {
+		t.Errorf("after the refused edit the chat shows %v; the server still has the question and its answer", got["messages"])
+	}
+	if got["edit"] != float64(n) || got["focus"] != true {
+		t.Errorf("the refused edit's text is not in its box, with the focus: %v", got)
+	}
+	b.shot("review-edit-refused")
+	if _, out := apiCall(t, "GET", srv.URL+"/api/conversations/"+eval[string](b, `location.pathname.slice(3)`), "", ""); !testContainsAll(out, `"a question"`, `"An answer."`) {
+		t.Errorf("the server lost messages: %.300s", out)
+	}
+}
+
+func testContainsAll(s string, want ...string) bool {
+	for _, w := range want {
+		if !strings.Contains(s, w) {
+			return false
+		}
+	}
+	return true
 }

@@ -726,7 +726,11 @@
         // A chat made for this message and left empty goes again: no
         // "New chat" with nothing in it stays in the list.
         if (fresh && r.status !== 401) await dropEmptyChat(id);
-        throw new Error(refusal(r, data, "message") + kept);
+        // A refused regenerate or edit changed nothing on the server, but
+        // the view had dropped the messages it was to replace: show them
+        // again, and an edit open again with its text.
+        if (!fresh && (body.regenerate || body.edit)) await reloadMessages(id, body.edit ? body : null);
+        throw new Error(sentence(refusal(r, data, "message")) + kept + (body.edit ? " Your edit is still in its box." : ""));
       }
       if (composed !== undefined && input.value === composed) {
         input.value = "";
@@ -753,8 +757,28 @@
       setBusy(false);
       updateEmpty();
       loadList().then(titleFromList);
-      input.focus();
+      // (An edit the server refused is open again, with the focus.)
+      if (!msgsEl.querySelector(".edit-form")) input.focus();
     }
+  }
+
+  // reloadMessages shows the messages of the chat id as the server has
+  // them, and, with edit ({edit, content}), that message's edit form
+  // again with the edited text.
+  async function reloadMessages(id, edit) {
+    let c;
+    try {
+      c = await api("GET", "/api/conversations/" + id);
+    } catch (_) {
+      return;
+    }
+    if (conversation !== id) return;
+    lastContext = "";
+    msgsEl.querySelectorAll("article.message").forEach((a) => a.remove());
+    for (const m of c.messages) msgsEl.insertBefore(messageEl(m), $("empty"));
+    updateEmpty();
+    const art = edit && msgsEl.querySelector('article.message[data-id="' + edit.edit + '"]');
+    if (art) editMessage(art, edit.content);
   }
 
   // readSSE parses a server-sent event stream from a fetch body.
@@ -837,9 +861,11 @@
     }
   });
 
-  function editMessage(art) {
+  // editMessage opens art's edit form, with text (the message's own
+  // when undefined).
+  function editMessage(art, text) {
     const body = art.querySelector(".body");
-    const old = body.dataset.raw || "";
+    const old = text !== undefined ? text : body.dataset.raw || "";
     const form = document.createElement("form");
     form.className = "edit-form";
     const ta = document.createElement("textarea");
