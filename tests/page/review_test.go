@@ -48,7 +48,17 @@ func TestEscapeInADialogDoesNotStopTheAnswer(t *testing.T) {
 	if _, cancelled := up.counts(); cancelled != 0 {
 		t.Errorf("the upstream request was cancelled by an Escape meant for the dialog")
 	}
-	// With no dialog open, Escape still stops the answer.
+	// At 360 px, Escape closes the open chat list, and only that.
+	b.run(chromedp.EmulateViewport(360, 740))
+	b.run(chromedp.Evaluate(`document.getElementById('menu').click()`, nil))
+	b.waitJS(`document.body.classList.contains('sidebar-open')`, 5*time.Second)
+	b.run(chromedp.KeyEvent(kb.Escape))
+	b.waitJS(`!document.body.classList.contains('sidebar-open')`, 5*time.Second)
+	time.Sleep(200 * time.Millisecond)
+	if !eval[bool](b, `document.querySelector('[data-role=assistant].streaming') !== null`) {
+		t.Error("Escape that closed the chat list also stopped the answer")
+	}
+	// With nothing open above the chat, Escape stops the answer.
 	b.run(chromedp.KeyEvent(kb.Escape))
 	b.waitJS(`document.querySelector('[data-role=assistant]').dataset.cut === 'true'`, 5*time.Second)
 }
