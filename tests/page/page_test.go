@@ -338,6 +338,13 @@ func TestInstallFromThePage(t *testing.T) {
 		t.Errorf("the model switch before the install: checked, disabled = %s", s)
 	}
 	b.shot("install-view")
+	// At 360 px the status keeps its dot beside its words (two lines at most).
+	b.run(chromedp.EmulateViewport(360, 740))
+	b.waitJS(`(() => { const d = document.querySelector('#model-status .dot').getBoundingClientRect(), s = document.getElementById('status-text').getBoundingClientRect();
+		return window.innerWidth === 360 && d.right <= s.left && s.height < 45 && !document.body.classList.contains('sidebar-open') })()`, 5*time.Second)
+	b.waitJS(`document.getElementById('sidebar').getBoundingClientRect().right <= 0`, 5*time.Second)
+	b.shot("install-view-360")
+	b.run(chromedp.EmulateViewport(1280, 860))
 	b.run(chromedp.Click("[data-testid=install]", chromedp.ByQuery))
 	b.waitJS(`(() => { const p = document.querySelector('[data-testid=install-progress]'); return p.value > 0.05 && p.value < 0.9 })()`, 30*time.Second)
 	first := eval[float64](b, `document.querySelector('[data-testid=install-progress]').value`)

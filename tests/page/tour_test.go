@@ -9,6 +9,9 @@ import (
 
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
+
+	"github.com/npuchat/npuchat/models/hub/hubtest"
+	"github.com/npuchat/npuchat/service/install/installtest"
 )
 
 // longAnswer is a long Markdown answer, as a model writes one.
@@ -92,10 +95,59 @@ func TestTour(t *testing.T) {
 	b.run(chromedp.Evaluate(`document.getElementById('messages').scrollTop = 0`, nil))
 	b.waitJS(`document.getElementById('messages').scrollTop === 0`, 5*time.Second)
 	b.shot("tour-360-light")
+	b.run(chromedp.Click("[data-role=user] button.edit", chromedp.ByQuery))
+	b.waitJS(`document.querySelector('.edit-form') !== null`, 5*time.Second)
+	b.shot("tour-360-edit")
+	b.run(chromedp.Click(".edit-form button[type=button]", chromedp.ByQuery))
+	b.run(chromedp.Click("#open-chat-settings", chromedp.ByQuery))
+	b.run(chromedp.Evaluate(`document.getElementById('messages').scrollTop = 0`, nil))
+	b.shot("tour-360-chat-settings")
+	b.run(chromedp.Click("#open-chat-settings", chromedp.ByQuery))
 	b.run(chromedp.Click("#menu", chromedp.ByQuery))
 	b.waitJS(`document.body.classList.contains('sidebar-open') && document.getElementById('sidebar').getBoundingClientRect().left === 0`, 5*time.Second)
 	b.shot("tour-360-menu")
 	b.run(chromedp.Click("#new-chat", chromedp.ByQuery))
 	b.waitJS(`location.pathname === '/'`, 5*time.Second)
+	b.waitJS(`!document.body.classList.contains('sidebar-open') && document.getElementById('sidebar').getBoundingClientRect().right <= 0`, 5*time.Second)
 	b.shot("tour-360-empty")
+	b.run(chromedp.EmulateViewport(1280, 860))
+	b.open(srv.URL + path)
+	b.waitJS(`document.querySelectorAll('[data-testid=message]').length === 3`, 10*time.Second)
+	b.run(chromedp.Click("[data-role=user] button.edit", chromedp.ByQuery))
+	b.waitJS(`document.querySelector('.edit-form') !== null`, 5*time.Second)
+	b.shot("tour-edit")
+}
+
+// TestTourInstall takes the screenshots of the install (NPUCHAT_TOUR=1):
+// in progress at 360 px and in dark mode, and failed.
+func TestTourInstall(t *testing.T) {
+	if os.Getenv("NPUCHAT_TOUR") == "" {
+		t.Skip("NPUCHAT_TOUR=1 takes the tour's screenshots")
+	}
+	hub := installtest.Start(t)
+	hub.AddFaults("model.q4nx", hubtest.Fault{Delay: 4 * time.Millisecond})
+	base := t.TempDir()
+	env := installtest.Env(hub, base)
+	env["NPUCHAT_ENGINE"] = "cpu"
+	env["PATH"] = "/usr/bin:/bin"
+	srv := serve(t, env)
+	b := newBrowser(t)
+	b.run(chromedp.EmulateViewport(360, 740))
+	b.open(srv.URL + "/")
+	b.waitJS(`!document.getElementById('view-install').hidden`, 20*time.Second)
+	b.shot("tour-install-360")
+	b.run(chromedp.Click("[data-testid=install]", chromedp.ByQuery))
+	b.waitJS(`document.querySelector('[data-testid=install-progress]').value > 0.1`, 30*time.Second)
+	b.shot("tour-install-360-progress")
+	b.run(emulation.SetEmulatedMedia().WithFeatures([]*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}))
+	b.run(chromedp.EmulateViewport(1280, 860))
+	b.shot("tour-install-dark")
+	b.run(chromedp.Click("#install-cancel", chromedp.ByQuery))
+	b.waitJS(`document.querySelector('[data-testid=install]').textContent === 'Resume'`, 20*time.Second)
+	b.shot("tour-install-cancelled")
+	hub.AddFaults("@tree", hubtest.Fault{Status: 500}, hubtest.Fault{Status: 500}, hubtest.Fault{Status: 500}, hubtest.Fault{Status: 500}, hubtest.Fault{Status: 500}, hubtest.Fault{Status: 500})
+	hub.AddFaults("@revision", hubtest.Fault{Status: 500}, hubtest.Fault{Status: 500}, hubtest.Fault{Status: 500}, hubtest.Fault{Status: 500}, hubtest.Fault{Status: 500}, hubtest.Fault{Status: 500})
+	b.run(chromedp.Click("[data-testid=install]", chromedp.ByQuery))
+	b.waitJS(`!document.getElementById('install-error').hidden`, 120*time.Second)
+	b.shot("tour-install-failed")
 }

@@ -300,6 +300,18 @@ func TestTitleFocusSettingsAndSmallScreenList(t *testing.T) {
 		t.Errorf("at 360 px the chat's title is %v px wide", w)
 	}
 	b.shot("chat-head-360")
+	// Editing a question: the text box has the width, the message's own
+	// buttons wait, and Escape gives the focus back to Edit.
+	b.run(chromedp.Click("[data-role=user] button.edit", chromedp.ByQuery))
+	b.waitJS(`document.activeElement === document.querySelector('.edit-form textarea')`, 5*time.Second)
+	edit := eval[map[string]any](b, `({width: document.querySelector('.edit-form textarea').getBoundingClientRect().width,
+		actions: getComputedStyle(document.querySelector('[data-role=user] .actions')).display})`)
+	if edit["width"].(float64) < 300 || edit["actions"] != "none" {
+		t.Errorf("editing at 360 px: %v", edit)
+	}
+	b.shot("edit-360")
+	b.run(chromedp.KeyEvent(kb.Escape))
+	b.waitJS(`document.querySelector('.edit-form') === null && document.activeElement === document.querySelector('[data-role=user] button.edit')`, 5*time.Second)
 	b.run(chromedp.Click("#menu", chromedp.ByQuery))
 	b.waitJS(open, 5*time.Second)
 	b.run(chromedp.KeyEvent(kb.Escape))

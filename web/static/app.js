@@ -839,15 +839,22 @@
     cancel.textContent = "Cancel";
     form.append(ta, save, cancel);
     body.replaceWith(form);
+    // The message's own buttons wait while it is edited.
+    art.classList.add("editing");
     ta.focus();
-    cancel.addEventListener("click", () => form.replaceWith(body));
+    const close = () => {
+      form.replaceWith(body);
+      art.classList.remove("editing");
+      art.querySelector("button.edit").focus();
+    };
+    cancel.addEventListener("click", close);
     ta.addEventListener("keydown", (e) => {
       if (e.key === "Enter" && !e.shiftKey) {
         e.preventDefault();
         form.requestSubmit();
       } else if (e.key === "Escape") {
         e.stopPropagation();
-        form.replaceWith(body);
+        close();
       }
     });
     form.addEventListener("submit", (e) => {
