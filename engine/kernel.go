@@ -176,9 +176,18 @@ func (m *Model) prepare(lvl simdLevel, threads int, release func([]byte)) error 
 		}
 	}
 	m.arena.reserve(total) // one block: no partly used huge pages between blocks
+	var todo []*matrix
 	for _, mat := range mats {
-		if mat.packed != nil || !mat.kern.packed() {
-			continue
+		if mat.packed == nil && mat.kern.packed() {
+			todo = append(todo, mat)
+		}
+	}
+	for i, mat := range todo {
+		if i == 0 {
+			m.willNeed(mat.Data)
+		}
+		if i+1 < len(todo) {
+			m.willNeed(todo[i+1].Data) // read ahead while this one packs
 		}
 		if err := mat.pack(threads, &m.arena); err != nil {
 			return err
@@ -192,6 +201,13 @@ func (m *Model) prepare(lvl simdLevel, threads int, release func([]byte)) error 
 		}
 	}
 	return nil
+}
+
+// willNeed starts reading data ahead if it lies in a mapped file.
+func (m *Model) willNeed(data []byte) {
+	for _, f := range m.files {
+		f.WillNeed(data)
+	}
 }
 
 // mapped reports whether data lies in one of the model's mapped files.

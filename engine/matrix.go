@@ -88,8 +88,8 @@ type mulTask struct {
 	// round is the SIMD the rounding may use: no more than the
 	// matrices' kernels (all roundings give the same bits)
 	round quant.Rounding
-	sums    [][]float32 // 32-value block sums of xs (Q4_1, Q4_K float path)
-	tiles   [][]float32 // per pool part: a packed group's results (kern.packed())
+	sums  [][]float32 // 32-value block sums of xs (Q4_1, Q4_K float path)
+	tiles [][]float32 // per pool part: a packed group's results (kern.packed())
 	// next is the first unit no thread has taken yet: threads take
 	// chunks of units until none are left, so a thread slowed by other
 	// work on the machine takes fewer (each row's result does not depend
