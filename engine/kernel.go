@@ -200,6 +200,7 @@ func (m *Model) prepare(lvl simdLevel, threads int, release func([]byte)) error 
 			mat.Data = nil
 		}
 	}
+	m.arena.adviseHuge()
 	return nil
 }
 
@@ -262,13 +263,16 @@ const hugePage = 2 << 20
 const arenaBlock = 256 << 20
 
 // arena hands out the memory packed weights are written to: cut from
-// large blocks aligned to hugePage and advised to be backed by huge pages
-// (adviseHuge), so that the decode kernels, which stream every weight
+// large blocks aligned to hugePage and, once written, advised to be
+// backed by huge pages (adviseHuge), so that the decode kernels, which stream every weight
 // once per token, do not miss the TLB every 4 KB. Memory that does not
 // fit a block's rest starts a new block; the rest is never touched, so it
 // costs address space, not memory. Blocks are ordinary Go memory (the
 // garbage collector frees them with the model).
-type arena struct{ free []byte }
+type arena struct {
+	free   []byte
+	blocks [][]byte // every block, to advise once packed
+}
 
 // arenaSize is how much of an arena alloc(n) takes.
 func arenaSize(n int) int { return (n + 63) &^ 63 }
@@ -278,7 +282,23 @@ func arenaSize(n int) int { return (n + 63) &^ 63 }
 func (a *arena) reserve(n int) {
 	if n > 0 && len(a.free) < n {
 		a.free = hugeBytes(n)
+		a.blocks = append(a.blocks, a.free)
 	}
+}
+
+// adviseHuge asks for the blocks to be backed by huge pages now that
+// they are written. Not before: in a virtual machine that hands unused
+// memory back to its host (free page reporting, as Firecracker and
+// Hyper-V do), a huge page touched for the first time is a fresh 2 MB
+// block the host has to back at once, and packing into huge pages
+// measured 5-10 times the system time of packing into 4 KB pages, which
+// the kernel takes from memory it still holds. Advised afterwards, the
+// kernel's khugepaged merges the pages into huge ones in the background.
+func (a *arena) adviseHuge() {
+	for _, b := range a.blocks {
+		adviseHuge(b)
+	}
+	a.blocks = nil
 }
 
 // alloc returns n bytes (not necessarily zero: Pack writes every byte).
@@ -286,6 +306,7 @@ func (a *arena) alloc(n int) []byte {
 	size := arenaSize(n)
 	if len(a.free) < size {
 		a.free = hugeBytes(max(size, arenaBlock))
+		a.blocks = append(a.blocks, a.free)
 	}
 	b := a.free[:n:n]
 	a.free = a.free[size:]
@@ -293,12 +314,10 @@ func (a *arena) alloc(n int) []byte {
 }
 
 // hugeBytes returns n bytes (rounded up to whole huge pages) starting at
-// a huge-page boundary, advised to be backed by huge pages.
+// a huge-page boundary.
 func hugeBytes(n int) []byte {
 	n = (n + hugePage - 1) &^ (hugePage - 1)
 	b := make([]byte, n+hugePage)
 	off := int(-uintptr(unsafe.Pointer(&b[0])) & (hugePage - 1))
-	b = b[off : off+n : off+n]
-	adviseHuge(b)
-	return b
+	return b[off : off+n : off+n]
 }
