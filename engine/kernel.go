@@ -264,8 +264,8 @@ const arenaBlock = 256 << 20
 
 // arena hands out the memory packed weights are written to: cut from
 // large blocks aligned to hugePage and, once written, advised to be
-// backed by huge pages (adviseHuge), so that the decode kernels, which stream every weight
-// once per token, do not miss the TLB every 4 KB. Memory that does not
+// backed by huge pages (adviseHuge), so that the decode kernels, which
+// stream every weight once per token, do not miss the TLB every 4 KB. Memory that does not
 // fit a block's rest starts a new block; the rest is never touched, so it
 // costs address space, not memory. Blocks are ordinary Go memory (the
 // garbage collector frees them with the model).
@@ -287,13 +287,15 @@ func (a *arena) reserve(n int) {
 }
 
 // adviseHuge asks for the blocks to be backed by huge pages now that
-// they are written. Not before: in a virtual machine that hands unused
-// memory back to its host (free page reporting, as Firecracker and
-// Hyper-V do), a huge page touched for the first time is a fresh 2 MB
-// block the host has to back at once, and packing into huge pages
-// measured 5-10 times the system time of packing into 4 KB pages, which
-// the kernel takes from memory it still holds. Advised afterwards, the
-// kernel's khugepaged merges the pages into huge ones in the background.
+// they are written. Not before: in a virtual machine that hands free
+// memory back to its host in 2 MB blocks (virtio-balloon free page
+// reporting, as the Firecracker VM this was measured on does), a huge
+// page touched for the first time is such a block, which the host has
+// to back at once; packing into huge pages took about 5 times the
+// system time of packing into 4 KB pages, which the kernel takes from
+// memory it still holds (docs/performance.md, "Loading a GGUF file").
+// Advised afterwards, the kernel's khugepaged merges the pages into huge
+// ones in the background.
 func (a *arena) adviseHuge() {
 	for _, b := range a.blocks {
 		adviseHuge(b)
