@@ -237,6 +237,7 @@ func (m *matrix) pack(threads int, a *arena) error {
 func packParallel(t quant.Type, rows, cols int, data []byte, threads int, a *arena) (*quant.Packed, error) {
 	dst := a.alloc(quant.PackedBytes(t, rows, cols))
 	groups := (rows + quant.GroupRows - 1) / quant.GroupRows
+	gb := quant.PackedBytes(t, quant.GroupRows, cols) // one group
 	threads = max(1, min(threads, groups))
 	errs := make([]error, threads)
 	var wg sync.WaitGroup
@@ -245,6 +246,7 @@ func packParallel(t quant.Type, rows, cols int, data []byte, threads int, a *are
 		go func() {
 			defer wg.Done()
 			if lo, hi := share(k, threads, groups); lo < hi {
+				populate(dst[lo*gb : hi*gb]) // this thread's share, at once
 				_, errs[k] = quant.Pack(t, rows, cols, data, dst, lo, hi)
 			}
 		}()
