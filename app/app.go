@@ -360,13 +360,39 @@ func (a *App) ChatURL() string {
 	return a.server.URL
 }
 
-// OpenChat opens the chat page in the user's browser.
+// OpenChat opens the chat page in the user's browser. When the web
+// server cannot listen (another program holds the port) or has stopped,
+// it says why instead of opening a page NPU Chat does not serve.
 func (a *App) OpenChat() error {
+	if s := a.Server(); s.Err != nil {
+		return fmt.Errorf("the chat page is not served: %w", s.Err)
+	}
 	url := a.ChatURL()
 	if a.opts.OpenURL != nil {
 		return a.opts.OpenURL(url)
 	}
 	return openURL(a.opts.GOOS, url)
+}
+
+// OpenChatWhenServing opens the chat page once the web server listens:
+// a second launch may ask for the chat while this instance is still
+// starting, and a page opened before the server listens does not load.
+// When the server cannot listen (the port is taken) or has stopped, it
+// returns why instead of opening a page that cannot load; when ctx ends
+// first, ctx's error.
+func (a *App) OpenChatWhenServing(ctx context.Context) error {
+	watch, stop := a.WatchServer()
+	defer stop()
+	for {
+		if s := a.Server(); s.Listening || s.Err != nil {
+			return a.OpenChat()
+		}
+		select {
+		case <-watch:
+		case <-ctx.Done():
+			return fmt.Errorf("the chat page is not served yet: %w", ctx.Err())
+		}
+	}
 }
 
 // openURL opens url with the desktop's handler.

@@ -22,8 +22,8 @@ const besideHeadroom = 1 << 30
 // beside is service.Options.Beside: the CPU engine may load beside
 // FastFlowLM (for a request FastFlowLM cannot do) when the memory free
 // now holds its weights and a headroom. Where free memory cannot be read
-// (not Linux), it is allowed, and the engine's own load errors say the
-// rest.
+// (neither Linux nor Windows), it is allowed, and the engine's own load
+// errors say the rest.
 func (a *App) beside(model, kind string) error {
 	if kind != "cpu" {
 		return nil
@@ -48,8 +48,12 @@ func (a *App) memAvailable() (int64, error) {
 	if a.opts.MemAvailable != nil {
 		return a.opts.MemAvailable()
 	}
-	if runtime.GOOS != "linux" {
-		return 0, errors.New("free memory is read on Linux only")
+	switch runtime.GOOS {
+	case "linux":
+	case "windows":
+		return windowsMemAvailable()
+	default:
+		return 0, errors.New("free memory is read on Linux and Windows only")
 	}
 	b, err := os.ReadFile("/proc/meminfo")
 	if err != nil {

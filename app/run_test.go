@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -432,5 +433,75 @@ func TestOpenChatUsesTheOpener(t *testing.T) {
 	url := running(t, a, RunOptions{Model: ModelOff})
 	if err := a.OpenChat(); err != nil || len(opened) != 1 || opened[0] != url {
 		t.Fatalf("opened %v (%v), want %s", opened, err, url)
+	}
+}
+
+// TestOpenChatWhenServingWaitsForTheServer: a second launch may ask for
+// the chat while this one is still starting: the page opens once the
+// server listens (not before, on a page that does not load), and when
+// the port is taken the error says so instead of opening a dead page.
+func TestOpenChatWhenServingWaitsForTheServer(t *testing.T) {
+	env := testEnv(t)
+	var mu sync.Mutex
+	var opened []string
+	a, err := New(context.Background(), Options{Getenv: func(k string) string { return env[k] }, Flags: Flags{Addr: "127.0.0.1:0"},
+		Logger: slog.New(slog.DiscardHandler), OpenURL: func(u string) error { mu.Lock(); opened = append(opened, u); mu.Unlock(); return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Shutdown(context.Background()) })
+	done := make(chan error, 1)
+	go func() { done <- a.OpenChatWhenServing(context.Background()) }()
+	select {
+	case err := <-done:
+		t.Fatalf("returned before the server listened: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	url := running(t, a, RunOptions{Model: ModelOff})
+	select {
+	case err := <-done:
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil || len(opened) != 1 || opened[0] != url {
+			t.Fatalf("opened %v (%v), want %s", opened, err, url)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the chat did not open once the server listened")
+	}
+
+	other, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	b := newApp(t, testEnv(t), Flags{Addr: other.Addr().String()})
+	b.opts.OpenURL = func(u string) error { t.Errorf("opened %s, which is not served", u); return nil }
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go b.Run(ctx, RunOptions{Model: ModelOff, RetryListen: time.Hour})
+	if err := b.OpenChatWhenServing(context.Background()); err == nil || !strings.Contains(err.Error(), "the port is taken") {
+		t.Fatalf("port taken: %v", err)
+	}
+}
+
+// TestOpenChatSaysWhyThePageIsNotServed: "Open chat" while another
+// program holds the port says so, rather than opening a page that
+// cannot load (or, worse, the other program's).
+func TestOpenChatSaysWhyThePageIsNotServed(t *testing.T) {
+	other, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	a := newApp(t, testEnv(t), Flags{Addr: other.Addr().String()})
+	a.opts.OpenURL = func(u string) error { t.Errorf("opened %s, which NPU Chat does not serve", u); return nil }
+	watch, stop := a.WatchServer()
+	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go a.Run(ctx, RunOptions{Model: ModelOff, RetryListen: time.Hour})
+	<-watch
+	if err := a.OpenChat(); err == nil || !strings.Contains(err.Error(), "the port is taken") {
+		t.Fatalf("Open chat with the port taken: %v", err)
 	}
 }

@@ -23,6 +23,7 @@
 package config
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -218,7 +219,7 @@ func ParseKeepAlive(s string) (time.Duration, error) {
 const maxSettingsBytes = 1 << 20
 
 func (c *Config) readSettings() error {
-	b, err := readRegularFile(c.SettingsPath, maxSettingsBytes)
+	b, err := ReadSettingsFile(c.SettingsPath)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -229,6 +230,15 @@ func (c *Config) readSettings() error {
 		return fmt.Errorf("config: settings file %s is not valid JSON (%v); fix or delete it", c.SettingsPath, err)
 	}
 	return nil
+}
+
+// ReadSettingsFile returns the settings file's bytes, refusing anything
+// but a regular file of a settings file's size, without the UTF-8 byte
+// order mark that Notepad's "UTF-8 with BOM" puts first (invisible, and
+// not JSON). Everything that parses the settings file reads it here.
+func ReadSettingsFile(path string) ([]byte, error) {
+	b, err := readRegularFile(path, maxSettingsBytes)
+	return bytes.TrimPrefix(b, []byte("\ufeff")), err
 }
 
 // readRegularFile reads a regular file of at most limit bytes. Anything
@@ -275,7 +285,22 @@ func (c *Config) Save() error {
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(c.SettingsPath, append(b, '\n'), 0o600)
+	return WriteSettingsFile(c.SettingsPath, append(b, '\n'))
+}
+
+// WriteSettingsFile replaces the settings file at path with data,
+// atomically (WriteFileAtomic), readable by this user only. A settings
+// file that is a symbolic link (kept with a person's dotfiles) is
+// written where the link points, and stays a link.
+func WriteSettingsFile(path string, data []byte) error {
+	if st, err := os.Lstat(path); err == nil && st.Mode()&os.ModeSymlink != 0 {
+		target, err := filepath.EvalSymlinks(path)
+		if err != nil {
+			return fmt.Errorf("write %s: it is a link to a file that cannot be reached (%w); fix or remove the link", path, err)
+		}
+		path = target
+	}
+	return WriteFileAtomic(path, data, 0o600)
 }
 
 // WriteFileAtomic writes data to a temporary file in path's folder, syncs

@@ -77,6 +77,22 @@ func TestSettingsFileAndEnvironment(t *testing.T) {
 	}
 }
 
+// TestSettingsFileWithByteOrderMark: a settings file saved by Notepad
+// as "UTF-8 with BOM" is read; the invisible mark used to stop NPU Chat
+// from starting with "invalid character 'ï'".
+func TestSettingsFileWithByteOrderMark(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "settings.json")
+	os.WriteFile(path, []byte("\ufeff{\"engine\": \"cpu\"}\r\n"), 0o600)
+	cfg, err := Load(MapEnv(map[string]string{"HOME": dir, "NPUCHAT_CONFIG": path}), "windows")
+	if err != nil || cfg.Engine != "cpu" {
+		t.Fatalf("Load: %v, %+v", err, cfg)
+	}
+	if s, err := ReadSettings(path); err != nil || s.Engine != "cpu" {
+		t.Fatalf("ReadSettings: %v, %+v", err, s)
+	}
+}
+
 func TestBadSettings(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "settings.json")

@@ -24,12 +24,13 @@ type Change struct {
 // knows it or not (written by a newer version, or by hand), keeps its
 // value and its place in the file; new keys go at the end. The file is
 // replaced atomically (WriteFileAtomic). A missing or blank file is an
-// empty object. A file that is not a JSON object, or whose object at a
+// empty object; a file that is a symbolic link is changed where it
+// points (WriteSettingsFile). A file that is not a JSON object, or whose object at a
 // nested key's parent is not one, is refused with an error that says
 // so, and is left as it was: overwriting it would lose what a person
 // wrote in it.
 func UpdateSettings(path string, changes ...Change) error {
-	b, err := readRegularFile(path, maxSettingsBytes)
+	b, err := ReadSettingsFile(path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("config: change settings: read %s: %w", path, err)
 	}
@@ -46,7 +47,7 @@ func UpdateSettings(path string, changes ...Change) error {
 	if err != nil {
 		return fmt.Errorf("config: change settings in %s: %w", path, err)
 	}
-	return WriteFileAtomic(path, append(out, '\n'), 0o600)
+	return WriteSettingsFile(path, append(out, '\n'))
 }
 
 // object is a JSON object that keeps its keys' order and their values'

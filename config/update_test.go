@@ -39,6 +39,10 @@ func TestUpdateSettingsKeepsTheOtherKeys(t *testing.T) {
 			"{\n  \"x\": 1\n}\n", ""},
 		{"a key written twice: its first place, the change", `{"engine": "npu", "threads": 1, "engine": "auto"}`, []Change{{"engine", "cpu"}},
 			"{\n  \"engine\": \"cpu\",\n  \"threads\": 1\n}\n", ""},
+		// Notepad on Windows may save "UTF-8 with BOM": the mark is not
+		// JSON, and no one can see it to remove it.
+		{"byte order mark", "\ufeff{\"threads\": 2}", []Change{{"engine", "cpu"}},
+			"{\n  \"threads\": 2,\n  \"engine\": \"cpu\"\n}\n", ""},
 		{"not JSON", `{"engine": "cpu",`, []Change{{"engine", "npu"}}, "", "not a valid JSON object"},
 		{"trailing text", `{"engine": "cpu"} and my notes`, []Change{{"engine", "npu"}}, "", "more after the object"},
 		{"an array", `["engine", "cpu"]`, []Change{{"engine", "npu"}}, "", "an array, not an object"},
@@ -90,5 +94,40 @@ func TestUpdateSettingsRefusesWhatIsNotAFile(t *testing.T) {
 	}
 	if fi, err := os.Stat(path); err != nil || !fi.IsDir() {
 		t.Fatalf("the folder is gone: %v", err)
+	}
+}
+
+// TestSettingsChangeKeepsASymlinkedFile: a settings file that is a
+// symbolic link (kept with the user's dotfiles, say) is changed where it
+// points; the link stays a link, instead of being replaced by a copy
+// that the dotfiles no longer see.
+func TestSettingsChangeKeepsASymlinkedFile(t *testing.T) {
+	dir := t.TempDir()
+	dotfiles := filepath.Join(dir, "dotfiles", "npuchat.json")
+	os.MkdirAll(filepath.Dir(dotfiles), 0o700)
+	os.WriteFile(dotfiles, []byte(`{"threads": 2}`), 0o600)
+	path := filepath.Join(dir, "config", "npuchat", "settings.json")
+	os.MkdirAll(filepath.Dir(path), 0o700)
+	if err := os.Symlink(filepath.Join("..", "..", "dotfiles", "npuchat.json"), path); err != nil {
+		t.Skip("no symbolic links here:", err)
+	}
+	if err := UpdateSettings(path, Change{"engine", "cpu"}); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Lstat(path); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the settings link was replaced: %v %v", st.Mode(), err)
+	}
+	if s, err := ReadSettings(dotfiles); err != nil || s.Engine != "cpu" || s.Threads != 2 {
+		t.Fatalf("the linked file: %+v %v", s, err)
+	}
+	c := &Config{SettingsPath: path, Settings: Settings{Engine: "npu"}}
+	if err := c.Save(); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := os.Lstat(path); st.Mode()&os.ModeSymlink == 0 {
+		t.Fatal("Save replaced the settings link")
+	}
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".settings.json.tmp-*")); len(left) > 0 {
+		t.Errorf("temporary files left: %v", left)
 	}
 }

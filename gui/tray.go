@@ -1,6 +1,7 @@
 package gui
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -87,6 +88,13 @@ type controller struct {
 	about    fyne.Window
 	// installCancel stops the running install (Quit).
 	installCancel context.CancelFunc
+	// The tray follows its own install through App.InstallModel, and
+	// another (the chat page's) through the service's install events.
+	// ownInstall: the tray's install runs; ownEndSeen: the service's
+	// event that ends it came; awaitEnd: it ended but that event has not
+	// come yet (the events until then are the tray's install's, not
+	// another one's).
+	ownInstall, ownEndSeen, awaitEnd bool
 }
 
 // menuState is what a menu build depends on.
@@ -148,7 +156,55 @@ func (c *controller) onEvent(ev service.Event) {
 		c.notify(n)
 	}
 	c.snap.Service = ev.Status
+	if ev.Type == service.EventInstall && ev.Install != nil {
+		ended := installEnded(ev.Install.Phase)
+		switch {
+		case c.ownInstall:
+			c.ownEndSeen = c.ownEndSeen || ended
+		case c.awaitEnd:
+			c.awaitEnd = !ended
+		default:
+			c.otherInstall(ev)
+		}
+	}
 	c.redraw()
+}
+
+// installEnded reports whether an install event's phase is its last.
+func installEnded(phase string) bool {
+	return phase == "done" || phase == "failed" || phase == "cancelled"
+}
+
+// otherInstall follows an install the tray did not start (the chat
+// page's) from its service events: the same progress line, icon and
+// notices as the tray's own.
+func (c *controller) otherInstall(ev service.Event) {
+	p := ev.Install
+	following := c.snap.Install != nil && c.snap.Install.Running
+	switch p.Phase {
+	case "done":
+		if following {
+			c.installDone(p.Model, nil)
+		}
+	case "failed":
+		if following {
+			c.installDone(p.Model, errors.New(cmp.Or(p.Error, ev.Message, "the install failed")))
+		}
+	case "cancelled":
+		if following {
+			c.installDone(p.Model, context.Canceled)
+		}
+	default:
+		prog := InstallProgress{Model: p.Model, Message: p.Phase, FilesDone: p.Files, FilesTotal: p.FilesTotal,
+			Bytes: p.Done, Total: p.Total, Left: time.Duration(p.ETASeconds * float64(time.Second))}
+		if p.File != "" {
+			prog.Message = p.Phase + " " + p.File
+		}
+		if p.Total > 0 {
+			prog.Frac = float64(p.Done) / float64(p.Total)
+		}
+		c.snap.Install = &InstallState{Running: true, Progress: prog}
+	}
 }
 
 func (c *controller) onServer(s ServerStatus) {
@@ -292,11 +348,22 @@ func (c *controller) openChat() {
 func (c *controller) openLogs() {
 	dir, err := filepath.Abs(c.app.LogDir())
 	if err == nil {
-		err = c.openURL(&url.URL{Scheme: "file", Path: filepath.ToSlash(dir)})
+		err = c.openURL(folderURL(dir))
 	}
 	if err != nil {
 		c.fail("Could not open the logs folder", fmt.Errorf("%s: %w", c.app.LogDir(), err))
 	}
+}
+
+// folderURL is the file URL of an absolute folder: file:///home/u/logs,
+// and on Windows file:///C:/Users/u/logs (a drive path needs the third
+// slash, or "C:" reads as a host name).
+func folderURL(abs string) *url.URL {
+	p := filepath.ToSlash(abs)
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p
+	}
+	return &url.URL{Scheme: "file", Path: p}
 }
 
 // setEngine saves the engine setting; the app reloads a model that is
@@ -328,6 +395,7 @@ func (c *controller) startInstall() {
 	}
 	ctx, cancel := context.WithCancel(c.ctx)
 	c.installCancel = cancel
+	c.ownInstall, c.ownEndSeen, c.awaitEnd = true, false, false
 	model := c.app.Model()
 	c.snap.Install = &InstallState{Running: true, Progress: InstallProgress{Model: model, Message: "starting"}}
 	c.redraw()
@@ -355,13 +423,19 @@ func (c *controller) startInstall() {
 				}
 			})
 		})
-		c.do(func() { c.installDone(model, err) })
+		c.do(func() {
+			c.ownInstall, c.awaitEnd = false, !c.ownEndSeen
+			c.installDone(model, err)
+		})
 	}()
 }
 
 // installDone records how the install ended and says so.
 func (c *controller) installDone(model string, err error) {
-	in := &InstallState{Progress: c.snap.Install.Progress, Err: err}
+	in := &InstallState{Err: err}
+	if c.snap.Install != nil {
+		in.Progress = c.snap.Install.Progress
+	}
 	c.snap.Install = in
 	switch {
 	case errors.Is(err, context.Canceled):

@@ -221,6 +221,70 @@ func TestInstallShowsProgressAndOutcome(t *testing.T) {
 	h.eventually("success notified", func() bool { return hasNotice(h.notices(), "minicpm5:2b is installed", "Start serving") })
 }
 
+// TestPageInstallShowsInTheTray: an install started from the chat page
+// shows in the tray as one started there does (the amber icon, its
+// progress under the status line, the menu's Install off) and its end
+// is notified.
+func TestPageInstallShowsInTheTray(t *testing.T) {
+	f := newFakeApp(t.Cleanup)
+	h := newHarness(t, test.NewTempApp(t), f)
+	publish := func(p service.InstallProgress, msg string) {
+		t.Helper()
+		if err := f.mgr.Publish(service.Event{Type: service.EventInstall, Message: msg, Install: &p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publish(service.InstallProgress{Model: "minicpm5:2b", Phase: "downloading", Done: 42, Total: 100}, "")
+	h.eventually("the page's install shown", func() bool {
+		return slices.Contains(labels(h.host.menu, ""), "Installing minicpm5:2b 42%: downloading (off)")
+	})
+	if m := h.menu(); !slices.Contains(m, labelInstall+" (off)") || h.iconName() != "icons/tray-loading.png" {
+		t.Fatalf("while the page installs: menu %q, icon %q", m, h.iconName())
+	}
+	publish(service.InstallProgress{Model: "minicpm5:2b", Phase: "failed", Error: "download model.q4nx: disk full"}, "failed; install again to retry")
+	h.eventually("failure notified", func() bool { return hasNotice(h.notices(), "The install of minicpm5:2b failed", "disk full") })
+	if m := h.menu(); !slices.Contains(m, labelInstall) {
+		t.Fatalf("install item off after the page's install failed: %q", m)
+	}
+	publish(service.InstallProgress{Model: "minicpm5:2b", Phase: "downloading", Done: 1, Total: 100}, "")
+	publish(service.InstallProgress{Model: "minicpm5:2b", Phase: "done"}, "installed")
+	h.eventually("success notified", func() bool { return hasNotice(h.notices(), "minicpm5:2b is installed", "Start serving") })
+	if h.iconName() != "icons/tray-off.png" {
+		t.Fatalf("icon after the install %q", h.iconName())
+	}
+
+	// The tray's own install also comes as service events (the shared
+	// runner publishes them): it is said once, not twice.
+	f.install = func(ctx context.Context, progress func(InstallProgress)) error {
+		publish(service.InstallProgress{Model: "minicpm5:2b", Phase: "downloading", Done: 5, Total: 10}, "")
+		progress(InstallProgress{Message: "downloading model.q4nx", Frac: 0.5})
+		publish(service.InstallProgress{Model: "minicpm5:2b", Phase: "done"}, "installed")
+		return nil
+	}
+	h.click(labelInstall)
+	h.eventually("the tray's install notified", func() bool {
+		n := 0
+		for _, x := range h.notices() {
+			if x.Title == "minicpm5:2b is installed" {
+				n++
+			}
+		}
+		return n == 2
+	})
+	h.ui.wait(func() {}) // what is queued has run
+	var installing bool
+	h.ui.wait(func() { installing = h.c.view.Installing })
+	n := 0
+	for _, x := range h.notices() {
+		if x.Title == "minicpm5:2b is installed" {
+			n++
+		}
+	}
+	if n != 2 || installing {
+		t.Fatalf("after the tray's install: %d notices of it (want 2 in all), installing %v", n, installing)
+	}
+}
+
 // TestPortTakenIsAnErrorNotACrash: when the API cannot listen the icon
 // and status line say why, and a notification too.
 func TestPortTakenIsAnErrorNotACrash(t *testing.T) {
@@ -309,5 +373,20 @@ func TestTrayIconsAreEmbedded(t *testing.T) {
 	}
 	if len(AppIcon().Content()) < 1000 {
 		t.Fatal("app icon missing")
+	}
+}
+
+// TestFolderURL: "Open logs folder" opens a file URL the desktop reads
+// as the folder: on Windows a drive path takes a third slash
+// (file:///C:/...), or "C:" is read as a host name.
+func TestFolderURL(t *testing.T) {
+	for _, tt := range []struct{ dir, want string }{
+		{"/home/u/.local/share/npuchat/logs", "file:///home/u/.local/share/npuchat/logs"},
+		{"/home/u/my logs#1", "file:///home/u/my%20logs%231"},
+		{"C:/Users/u/AppData/Local/npuchat/logs", "file:///C:/Users/u/AppData/Local/npuchat/logs"},
+	} {
+		if got := folderURL(tt.dir).String(); got != tt.want {
+			t.Errorf("folderURL(%q) = %s, want %s", tt.dir, got, tt.want)
+		}
 	}
 }

@@ -110,10 +110,12 @@ func Acquire(opts Options) (*Instance, error) {
 }
 
 // Serve answers second launches until ctx ends or Close: each request
-// is passed to handle, and its error (if any) is sent back.
+// is passed to handle, and its error (if any) is sent back. A failed
+// accept is tried again; Serve returns nil.
 func (i *Instance) Serve(ctx context.Context, handle func(ctx context.Context, request string) error) error {
 	stop := context.AfterFunc(ctx, func() { i.Close() })
 	defer stop()
+	var wait time.Duration // after failed accepts, as net/http waits
 	for {
 		c, err := i.ln.Accept()
 		if err != nil {
@@ -123,8 +125,19 @@ func (i *Instance) Serve(ctx context.Context, handle func(ctx context.Context, r
 			if closed {
 				return nil
 			}
-			return fmt.Errorf("single instance: %w", err)
+			// A failed accept (out of file handles for a moment, an
+			// aborted connection) must not end the answering of second
+			// launches for the rest of the run: try again, waiting
+			// longer each time, up to a second.
+			wait = min(max(2*wait, 5*time.Millisecond), time.Second)
+			select {
+			case <-time.After(wait):
+				continue
+			case <-ctx.Done():
+				return nil
+			}
 		}
+		wait = 0
 		go i.answer(ctx, c, handle)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -233,5 +235,52 @@ func TestDefaultDir(t *testing.T) {
 		if err != nil || got != c.want {
 			t.Errorf("%s %v: %q %v, want %q", c.goos, c.env, got, err, c.want)
 		}
+	}
+}
+
+// flakyChannel is a channel whose listener fails its first Accept with
+// a passing error (as EMFILE does when the process is out of file
+// handles for a moment).
+type flakyChannel struct{ Channel }
+
+func (c flakyChannel) Listen(dir string) (net.Listener, string, error) {
+	ln, secret, err := c.Channel.Listen(dir)
+	if err != nil {
+		return nil, "", err
+	}
+	return &flakyListener{Listener: ln}, secret, nil
+}
+
+type flakyListener struct {
+	net.Listener
+	failed atomic.Bool
+}
+
+func (l *flakyListener) Accept() (net.Conn, error) {
+	if !l.failed.Swap(true) {
+		return nil, &net.OpError{Op: "accept", Net: "unix", Err: syscall.EMFILE}
+	}
+	return l.Listener.Accept()
+}
+
+// TestServeOutlivesAFailedAccept: one failed accept does not end the
+// answering of second launches for the rest of the run.
+func TestServeOutlivesAFailedAccept(t *testing.T) {
+	dir := tempDir(t)
+	ch := DefaultChannel(runtime.GOOS)
+	inst, err := Acquire(Options{Dir: dir, Channel: flakyChannel{ch}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Close()
+	served := make(chan error, 1)
+	go func() { served <- inst.Serve(context.Background(), func(context.Context, string) error { return nil }) }()
+	if err := Notify(context.Background(), dir, ch, OpenChat); err != nil {
+		t.Fatalf("notify after a failed accept: %v", err)
+	}
+	select {
+	case err := <-served:
+		t.Fatalf("Serve ended: %v", err)
+	default:
 	}
 }

@@ -204,6 +204,15 @@ func (in *Installer) Install(ctx context.Context, name string, opt InstallOption
 		}
 	}
 	prev, err := loadManifest(in.Config, m.Name, source)
+	var damaged *damagedError
+	if errors.As(err, &damaged) {
+		// Made again below from the files in place, which are verified
+		// and kept: with the record lost, they count as adopted.
+		note := fmt.Sprintf("the install record %s was damaged (%v); it is made again from the files in place, which uninstall will keep", damaged.path, damaged.err)
+		res.Notes = append(res.Notes, note)
+		in.emit(Event{Model: m.Name, Phase: "note", Message: note})
+		prev, err = nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -378,8 +387,18 @@ func (in *Installer) Install(ctx context.Context, name string, opt InstallOption
 				paths = append(paths, f.Path+".bak")
 			}
 		}
-		if err := swapIn(staging, oldDir(dir), dir, paths); err != nil {
-			return nil, fmt.Errorf("install %s: %w; the previous files were put back", m.Name, err)
+		if err := swapIn(staging, oldDir(dir), dir, paths, os.Rename); err != nil {
+			hint := ""
+			if fileInUse(err) {
+				// Windows refuses to move a file another program has
+				// open: FastFlowLM or the CPU engine serving the model.
+				hint = "; a program has the file open: if NPU Chat or FastFlowLM is serving the model, stop serving, then install again (the download is kept)"
+			}
+			var ue *undoError
+			if errors.As(err, &ue) {
+				return nil, fmt.Errorf("install %s: %w%s", m.Name, err, hint)
+			}
+			return nil, fmt.Errorf("install %s: %w; the previous files were put back%s", m.Name, err, hint)
 		}
 		for _, f := range need {
 			res.Downloaded = append(res.Downloaded, f.Path)
@@ -566,33 +585,42 @@ func stagingDir(dir string) string {
 func oldDir(dir string) string { return stagingDir(dir) + ".old" }
 
 // swapIn moves the files paths (relative, "/"-separated) from staging
-// into dir. A file of dir it replaces is first moved into old; a path
-// missing from staging only moves dir's file aside. On any error every
-// move is undone, so dir is as it was; on success old is removed.
-func swapIn(staging, old, dir string, paths []string) error {
+// into dir, with rename (os.Rename; tests inject failures). A file of
+// dir it replaces is first moved into old; a path missing from staging
+// only moves dir's file aside. On any error every move is undone, so
+// dir is as it was; on success old is removed. When a move cannot be
+// undone either, the error says which file is where, so that nothing
+// is claimed put back that was not.
+func swapIn(staging, old, dir string, paths []string, rename func(from, to string) error) (err error) {
 	type move struct{ from, to string }
 	var done []move
 	mv := func(from, to string) error {
 		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
 			return err
 		}
-		if err := os.Rename(from, to); err != nil {
+		if err := rename(from, to); err != nil {
 			return err
 		}
 		done = append(done, move{from, to})
 		return nil
 	}
 	undo := func() {
+		var stuck []string
 		for i := len(done) - 1; i >= 0; i-- {
-			os.Rename(done[i].to, done[i].from)
+			if uerr := rename(done[i].to, done[i].from); uerr != nil {
+				stuck = append(stuck, fmt.Sprintf("%s is in %s (%v)", done[i].from, done[i].to, uerr))
+			}
 		}
 		removeEmptyDirs(old, filepath.Dir(old))
+		if len(stuck) > 0 {
+			err = &undoError{err: err, stuck: stuck}
+		}
 	}
 	for _, p := range paths {
 		from, err1 := hub.Join(staging, p)
 		to, err2 := hub.Join(dir, p)
 		aside, err3 := hub.Join(old, p)
-		if err := errors.Join(err1, err2, err3); err != nil {
+		if err = errors.Join(err1, err2, err3); err != nil {
 			undo()
 			return err
 		}
@@ -601,23 +629,37 @@ func swapIn(staging, old, dir string, paths []string) error {
 			// any) is the one to keep.
 			os.Remove(aside)
 		}
-		if _, err := os.Lstat(to); err == nil {
-			if err := mv(to, aside); err != nil {
+		if _, lerr := os.Lstat(to); lerr == nil {
+			if merr := mv(to, aside); merr != nil {
+				err = fmt.Errorf("move %s aside: %w", p, merr)
 				undo()
-				return fmt.Errorf("move %s aside: %w", p, err)
+				return err
 			}
 		}
-		if _, err := os.Lstat(from); errors.Is(err, os.ErrNotExist) {
+		if _, lerr := os.Lstat(from); errors.Is(lerr, os.ErrNotExist) {
 			continue
 		}
-		if err := mv(from, to); err != nil {
+		if merr := mv(from, to); merr != nil {
+			err = fmt.Errorf("move %s into place: %w", p, merr)
 			undo()
-			return fmt.Errorf("move %s into place: %w", p, err)
+			return err
 		}
 	}
 	os.RemoveAll(old)
 	return nil
 }
+
+// undoError is a failed swap some of whose moves could not be undone.
+type undoError struct {
+	err   error
+	stuck []string // "file is in place (why)"
+}
+
+func (e *undoError) Error() string {
+	return fmt.Sprintf("%v; and some files could not be put back: %s; move them back by hand", e.err, strings.Join(e.stuck, "; "))
+}
+
+func (e *undoError) Unwrap() error { return e.err }
 
 // seed puts a verified copy of f from the model's other install (the one
 // in NPU Chat's folder made before FastFlowLM was installed, or the

@@ -926,7 +926,7 @@ func TestSwapInAllOrNothing(t *testing.T) {
 	// "c/d" cannot be moved in: dir/c is a file, not a folder.
 	must(t, os.WriteFile(filepath.Join(staging, "c"), nil, 0o644))
 	must(t, os.WriteFile(filepath.Join(dir, "c"), []byte("old c"), 0o644))
-	err := swapIn(staging, old, dir, []string{"a", "b", "c/d"})
+	err := swapIn(staging, old, dir, []string{"a", "b", "c/d"}, os.Rename)
 	if err == nil {
 		t.Fatal("swapIn into a path under a file succeeded")
 	}
@@ -935,7 +935,7 @@ func TestSwapInAllOrNothing(t *testing.T) {
 			t.Errorf("after a failed swap, %s = %q, want %q", name, b, want)
 		}
 	}
-	must(t, swapIn(staging, old, dir, []string{"a", "b"}))
+	must(t, swapIn(staging, old, dir, []string{"a", "b"}, os.Rename))
 	for name, want := range map[string]string{"a": "new a", "b": "new b"} {
 		if b, _ := os.ReadFile(filepath.Join(dir, name)); string(b) != want {
 			t.Errorf("after the swap, %s = %q, want %q", name, b, want)
@@ -1079,5 +1079,69 @@ func TestPrepareFLMRefreshesKernelCopies(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDamagedInstallRecordIsRepaired: an install record that no longer
+// parses (edited by hand, a disk error) does not lock the model: the
+// error says to run the install, and the install makes the record again
+// from the files in place (verified, not downloaded again), saying so.
+func TestDamagedInstallRecordIsRepaired(t *testing.T) {
+	e := newEnv(t, true)
+	_, err := e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	must(t, err)
+	record := manifestPath(e.cfg, "minicpm5:2b", SourceNPU)
+	if err := os.WriteFile(record, []byte(`{"model": "minicpm5:2b", "files": [`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.installer().Uninstall(context.Background(), "minicpm5:2b"); err == nil || !strings.Contains(err.Error(), "npuchat install minicpm5:2b") {
+		t.Fatalf("uninstall with a damaged record: %v", err)
+	}
+	res, err := e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
+	if err != nil {
+		t.Fatalf("install with a damaged record: %v", err)
+	}
+	// Only a file NPU Chat edits is fetched again (its edit is not the
+	// hub's content, and the record of it is lost); the weights are not.
+	if slices.Contains(res.Downloaded, "model.q4nx") || len(res.Downloaded) > 1 || !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "damaged") && strings.Contains(n, record) }) {
+		t.Fatalf("downloaded %v, notes %q", res.Downloaded, res.Notes)
+	}
+	if _, err := Locate(e.cfg, "minicpm5:2b"); err != nil {
+		t.Fatalf("after the repair: %v", err)
+	}
+}
+
+// TestSwapInSaysWhatCouldNotBePutBack: when a failed swap cannot undo
+// one of its moves either (Windows refusing a rename, say), the error
+// says which file is where, instead of claiming it was put back.
+func TestSwapInSaysWhatCouldNotBePutBack(t *testing.T) {
+	base := t.TempDir()
+	staging, old, dir := filepath.Join(base, "staging"), filepath.Join(base, "old"), filepath.Join(base, "dir")
+	for _, f := range []struct{ dir, name, body string }{
+		{dir, "a", "old a"}, {dir, "b", "old b"}, {staging, "a", "new a"}, {staging, "b", "new b"},
+	} {
+		must(t, os.MkdirAll(f.dir, 0o755))
+		must(t, os.WriteFile(filepath.Join(f.dir, f.name), []byte(f.body), 0o644))
+	}
+	refused := errors.New("the file is in use")
+	rename := func(from, to string) error {
+		switch {
+		case from == filepath.Join(staging, "b"): // b cannot go in
+			return refused
+		case from == filepath.Join(old, "a"): // nor can the old a come back
+			return refused
+		}
+		return os.Rename(from, to)
+	}
+	err := swapIn(staging, old, dir, []string{"a", "b"}, rename)
+	var ue *undoError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), filepath.Join(old, "a")) || !strings.Contains(err.Error(), "by hand") {
+		t.Fatalf("error %v; want it to say the old a is in %s", err, old)
+	}
+	if b, _ := os.ReadFile(filepath.Join(old, "a")); string(b) != "old a" {
+		t.Fatalf("the old a, which could not be put back, is not where the error says: %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "b")); string(b) != "old b" {
+		t.Fatalf("b = %q, want it put back", b)
 	}
 }

@@ -98,9 +98,20 @@ func loadManifest(cfg *config.Config, model, source string) (*Manifest, error) {
 	}
 	var m Manifest
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("install record %s is damaged (%v); run npuchat install %s again", path, err, model)
+		return nil, &damagedError{path: path, model: model, err: err}
 	}
 	return &m, nil
+}
+
+// damagedError is an install record that does not parse. Install makes
+// it again; everything else says to run the install.
+type damagedError struct {
+	path, model string
+	err         error
+}
+
+func (e *damagedError) Error() string {
+	return fmt.Sprintf("install record %s is damaged (%v); run npuchat install %s to make it again from the files in place", e.path, e.err, e.model)
 }
 
 func saveManifest(cfg *config.Config, m *Manifest) (bool, error) {

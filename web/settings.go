@@ -149,7 +149,7 @@ func (s *SettingsStore) Save(changes ...config.Change) error {
 // written.
 func (s *SettingsStore) save(before, after PageSettings) error {
 	file := map[string]json.RawMessage{}
-	b, err := os.ReadFile(s.path)
+	b, err := config.ReadSettingsFile(s.path)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
@@ -209,7 +209,7 @@ func (s *SettingsStore) save(before, after PageSettings) error {
 	if err != nil {
 		return err
 	}
-	return config.WriteFileAtomic(s.path, append(out, '\n'), 0o600)
+	return config.WriteSettingsFile(s.path, append(out, '\n'))
 }
 
 // samePtr reports whether two optional settings hold the same value.

@@ -137,6 +137,27 @@ func TestSettingsSaveWritesOnlyWhatThePageChanged(t *testing.T) {
 	}
 }
 
+// TestSettingsSaveReadsAFileWithByteOrderMark: a settings file saved by
+// Notepad as "UTF-8 with BOM" takes the page's changes (it was refused
+// as "not a valid JSON object", for a mark no one can see).
+func TestSettingsSaveReadsAFileWithByteOrderMark(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "settings.json")
+	os.WriteFile(path, []byte("\ufeff{\"threads\": 3}\r\n"), 0o600)
+	cfg, err := config.Load(config.MapEnv(map[string]string{"NPUCHAT_CONFIG": path, "HOME": dir}), "linux")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, fake.Options{}, web.Options{Settings: web.NewSettingsStore(cfg)}, service.Options{})
+	if resp, body := do(t, "PUT", s.URL+"/api/settings", `{"engine": "cpu"}`); resp.StatusCode != 200 {
+		t.Fatalf("put: %d %s", resp.StatusCode, body)
+	}
+	got, err := config.ReadSettings(path)
+	if err != nil || got.Engine != "cpu" || got.Threads != 3 {
+		t.Fatalf("settings file after the change: %+v, %v", got, err)
+	}
+}
+
 // TestPageKeepAliveAppliesToTheAPI: a keep-alive changed on the page is
 // the idle time after every request that names none, from the page or
 // any API; a request's own keep_alive still wins.

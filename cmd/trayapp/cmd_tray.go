@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/npuchat/npuchat/app"
@@ -33,7 +34,13 @@ func runDefault(ctx context.Context, env *Env, args []string) int {
 		fynelocale.Undo() // no GUI: the environment as it was (see the package)
 		return serve(ctx, env, *flags, *lazy)
 	}
-	return runTray(ctx, env, *flags, *hidden)
+	var given []string // serve's flags on the command line, for a second launch to name
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name != "hidden" && f.Name != "lazy" {
+			given = append(given, "--"+f.Name)
+		}
+	})
+	return runTray(ctx, env, *flags, *hidden, given)
 }
 
 // hasDisplay reports whether a desktop session can show a tray icon:
@@ -52,43 +59,59 @@ func hasDisplay(goos string, getenv func(string) string) bool {
 // program holds it.
 const listenRetry = 5 * time.Second
 
+// secondLaunchWait is how long a second launch's request for the chat
+// waits for this instance to start and serve its page (within the 5 s
+// the second launch waits for an answer, instance.Notify).
+const secondLaunchWait = 4 * time.Second
+
 // runTray runs the tray app: this user's one instance (a second launch
-// asks this one to open the chat, and exits 0), the same server as
-// `serve` with the model off unless "serve at start" is on, and the tray
-// on top. Quit (the tray returns) and SIGTERM (ctx ends) stop serving,
+// asks this one to open the chat, except at login, and exits 0: see
+// secondLaunch), the same server as `serve` with the model off unless
+// "serve at start" is on, and the tray on top. Quit (the tray returns) and SIGTERM (ctx ends) stop serving,
 // stop any FastFlowLM child, flush the history and return 0 within 5 s.
-func runTray(ctx context.Context, env *Env, flags app.Flags, hidden bool) int {
+func runTray(ctx context.Context, env *Env, flags app.Flags, hidden bool, given []string) int {
 	dir, err := instance.DefaultDir(env.GOOS, env.Getenv)
 	if err != nil {
 		return trayStartFailed(ctx, env, flags, err, 1)
 	}
 	inst, err := instance.Acquire(instance.Options{Dir: dir})
 	if errors.Is(err, instance.ErrRunning) {
-		if err := instance.Notify(ctx, dir, nil, instance.OpenChat); err != nil {
-			fmt.Fprintln(env.Stderr, "npuchat: NPU Chat is already running, but:", err)
-			return 1
-		}
-		fmt.Fprintln(env.Stdout, "NPU Chat is already running; the chat is opening in your browser.")
-		return 0
+		return secondLaunch(ctx, env, dir, hidden, given)
 	}
 	if err != nil {
 		return trayStartFailed(ctx, env, flags, err, 1)
 	}
 	defer inst.Close()
 
-	a, err := app.New(ctx, appOptions(env, flags))
-	if err != nil {
-		return trayStartFailed(ctx, env, flags, err, 2)
-	}
+	// A second launch is answered from now on: one that comes while
+	// this instance starts gets the chat once its page is served.
 	ctx, quit := context.WithCancel(ctx)
 	defer quit()
+	settled := make(chan struct{}) // closed when a or startErr is set
+	var a *app.App
+	var startErr error
 	go inst.Serve(ctx, func(ctx context.Context, req string) error {
 		if req != instance.OpenChat {
 			return fmt.Errorf("unknown request %q", req)
 		}
+		ctx, cancel := context.WithTimeout(ctx, secondLaunchWait)
+		defer cancel()
+		select {
+		case <-settled:
+		case <-ctx.Done():
+			return errors.New("it is still starting; try again in a moment")
+		}
+		if startErr != nil {
+			return fmt.Errorf("it could not start: %w", startErr)
+		}
 		a.Logger().Info("a second launch asked for the chat")
-		return a.OpenChat()
+		return a.OpenChatWhenServing(ctx)
 	})
+	a, startErr = app.New(ctx, appOptions(env, flags))
+	close(settled)
+	if startErr != nil {
+		return trayStartFailed(ctx, env, flags, startErr, 2)
+	}
 	model := app.ModelOff
 	if a.ServeAtStart() {
 		model = app.ModelOn
@@ -106,6 +129,27 @@ func runTray(ctx context.Context, env *Env, flags app.Flags, hidden bool) int {
 	if err := errors.Join(trayErr, runErr); err != nil {
 		fmt.Fprintln(env.Stderr, "npuchat:", err)
 		return 1
+	}
+	return 0
+}
+
+// secondLaunch is a launch while NPU Chat already runs for this user. At
+// login (--hidden) it opens nothing: the running one is in the tray.
+// Otherwise it asks the running one to open the chat; the flags given
+// (the names in given) cannot change the running one, so they are named
+// as not applied rather than silently dropped.
+func secondLaunch(ctx context.Context, env *Env, dir string, hidden bool, given []string) int {
+	if hidden {
+		fmt.Fprintln(env.Stdout, "NPU Chat is already running.")
+		return 0
+	}
+	if err := instance.Notify(ctx, dir, nil, instance.OpenChat); err != nil {
+		fmt.Fprintln(env.Stderr, "npuchat: NPU Chat is already running, but:", err)
+		return 1
+	}
+	fmt.Fprintln(env.Stdout, "NPU Chat is already running; the chat is opening in your browser.")
+	if len(given) > 0 {
+		fmt.Fprintf(env.Stderr, "npuchat: %s not applied: the running NPU Chat keeps its own; quit it from the tray icon, then start NPU Chat again with them\n", strings.Join(given, ", "))
 	}
 	return 0
 }

@@ -3,8 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/npuchat/npuchat/instance"
 )
 
 func TestHasDisplay(t *testing.T) {
@@ -52,5 +56,54 @@ func TestDefaultFlagErrors(t *testing.T) {
 		if code != 2 || !strings.Contains(errb.String(), c.want) {
 			t.Errorf("%v: exit %d, %q; want 2 and %q", c.args, code, errb.String(), c.want)
 		}
+	}
+}
+
+// TestSecondLaunch: a second launch asks the running NPU Chat to open
+// the chat, except at login (--hidden), where it opens nothing; flags it
+// cannot apply to the running one are named, not silently dropped.
+func TestSecondLaunch(t *testing.T) {
+	runDir := t.TempDir()
+	env := map[string]string{"XDG_RUNTIME_DIR": runDir, "DISPLAY": ":0", "HOME": t.TempDir()}
+	dir, err := instance.DefaultDir("linux", func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := instance.Acquire(instance.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	var mu sync.Mutex
+	var requests []string
+	go first.Serve(context.Background(), func(_ context.Context, req string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		requests = append(requests, req)
+		return nil
+	})
+	launch := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := run(context.Background(), &Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb,
+			Getenv: func(k string) string { return env[k] }, GOOS: "linux"}, args)
+		return code, out.String(), errb.String()
+	}
+	got := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(requests)
+	}
+
+	code, out, errs := launch("--hidden")
+	if code != 0 || len(got()) != 0 || !strings.Contains(out, "already running") {
+		t.Fatalf("at login: exit %d, requests %q, out %q, err %q; want 0, none", code, got(), out, errs)
+	}
+	code, out, errs = launch()
+	if code != 0 || !slices.Equal(got(), []string{instance.OpenChat}) || errs != "" {
+		t.Fatalf("plain: exit %d, requests %q, out %q, err %q", code, got(), out, errs)
+	}
+	code, _, errs = launch("--model", "/models/other.gguf", "--engine", "cpu")
+	if code != 0 || len(got()) != 2 || !strings.Contains(errs, "--model") || !strings.Contains(errs, "--engine") || !strings.Contains(errs, "not applied") {
+		t.Fatalf("with flags: exit %d, requests %q, err %q; want the flags named", code, got(), errs)
 	}
 }

@@ -138,6 +138,34 @@ func TestCustomKeysKept(t *testing.T) {
 	}
 }
 
+// TestEmptyObjectsOnSeveralLines: a list whose "models" (or the whole
+// file) is an empty object written over two lines ("{\n  }", as an
+// editor leaves it after the last entry is deleted) gets the entry and
+// stays valid JSON; the closing brace was taken for the members'
+// indentation, and the list written was broken.
+func TestEmptyObjectsOnSeveralLines(t *testing.T) {
+	m := minicpm(t)
+	for _, in := range []string{
+		"{\n  \"model_path\": \"models\",\n  \"models\": {\n  }\n}\n",
+		"{\n  \"model_path\": \"models\",\n  \"models\": {\n    \"minicpm5\": {\n    }\n  }\n}\n",
+		"{\n}\n",
+	} {
+		out, err := MergeList([]byte(in), []Entry{entry(m)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var list struct {
+			Models map[string]map[string]map[string]any `json:"models"`
+		}
+		if err := json.Unmarshal(out, &list); err != nil {
+			t.Fatalf("%q merged into invalid JSON (%v):\n%s", in, err, out)
+		}
+		if e := list.Models[m.FLM.Family][m.FLM.Tag]; e == nil || e["name"] != m.FLMName() {
+			t.Errorf("%q: merged list lacks the entry:\n%s", in, out)
+		}
+	}
+}
+
 func TestMalformedListRefused(t *testing.T) {
 	m := minicpm(t)
 	in, _ := os.ReadFile("testdata/malformed.input.json")
@@ -569,6 +597,60 @@ func FuzzFormatAfterEdits(f *testing.F) {
 		}
 		if !reflect.DeepEqual(back.Keys(), o.Keys()) {
 			t.Fatalf("keys %v, want %v", back.Keys(), o.Keys())
+		}
+	})
+}
+
+// FuzzModelListEdits: registering a model in any model list that parses
+// (SetEntries, as install does), and undoing it (RestoreEntry, as
+// uninstall does), gives valid JSON with every other family, tag and
+// top-level key as it was.
+func FuzzModelListEdits(f *testing.F) {
+	for _, s := range []string{EmptyList, "{\n}", "{\"models\": {\n  }\n}", "{\"models\": {\"minicpm5\": {\"1b\": {\"name\": \"x\"}}}, \"k\": [1]}",
+		"{\n  \"model_path\": \"models\",\n  \"models\": {\n    \"qwen3\": {\n      \"0.6b\": {}\n    },\n    \"minicpm5\": {\n    }\n  }\n}\n"} {
+		f.Add([]byte(s))
+	}
+	e := Entry{Family: "minicpm5", Tag: "2b", Value: json.RawMessage(`{"name": "MiniCPM5-2B-NPU2", "size": 2, "files": ["a", "b"]}`)}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		list, err := ParseObject(b)
+		if err != nil {
+			return
+		}
+		var before map[string]any
+		if json.Unmarshal(b, &before) != nil {
+			return
+		}
+		if m, ok := before["models"]; ok {
+			if mm, ok := m.(map[string]any); !ok {
+				return // SetEntries refuses it
+			} else if fam, ok := mm[e.Family]; ok {
+				if _, ok := fam.(map[string]any); !ok {
+					return
+				}
+			}
+		}
+		if err := SetEntries(list, []Entry{e}); err != nil {
+			return
+		}
+		out := list.Format("  ")
+		var after map[string]any
+		if err := json.Unmarshal(out, &after); err != nil {
+			t.Fatalf("registering in %q gives invalid JSON %q: %v", b, out, err)
+		}
+		for k, v := range before {
+			if k != "models" && !reflect.DeepEqual(after[k], v) {
+				t.Fatalf("key %q changed: %v -> %v", k, v, after[k])
+			}
+		}
+		back, err := ParseObject(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := RemoveEntry(back, e.Family, e.Tag, "MiniCPM5-2B-NPU2"); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(back.Format("  "), &after); err != nil {
+			t.Fatalf("unregistering from %q gives invalid JSON %q: %v", out, back.Format("  "), err)
 		}
 	})
 }

@@ -224,7 +224,7 @@ func (o *Object) unitOr() string {
 // memberIndent is the indentation of the object's members: that of its
 // first member's line when it has one, else one unit more than its own.
 func (o *Object) memberIndent() string {
-	if o.src != nil && len(o.keys) > 0 {
+	if o.src != nil && len(o.spans) > 0 {
 		first := len(o.src)
 		for _, sp := range o.spans {
 			first = min(first, sp.key)
@@ -461,6 +461,10 @@ func editJSON(path string, b []byte, edit func(*Object) error) (bool, error) {
 	after := o.Format(indent)
 	if bytes.Equal(before, after) {
 		return false, nil
+	}
+	// Never write a broken file, whatever went wrong above.
+	if _, err := ParseObject(after); err != nil {
+		return false, fmt.Errorf("edit %s: the edited text is not valid JSON (%v); the file was not changed (please report this with the file)", path, err)
 	}
 	return WriteIfChanged(path, after)
 }

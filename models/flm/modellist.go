@@ -169,5 +169,10 @@ func MergeList(base []byte, entries []Entry) ([]byte, error) {
 	if err := SetEntries(list, entries); err != nil {
 		return nil, err
 	}
-	return list.Format(DetectIndent(base)), nil
+	out := list.Format(DetectIndent(base))
+	// Never hand back a broken list, whatever went wrong above.
+	if _, err := ParseObject(out); err != nil {
+		return nil, fmt.Errorf("the merged model list is not valid JSON (%v); nothing was written (please report this with FastFlowLM's model_list.json)", err)
+	}
+	return out, nil
 }

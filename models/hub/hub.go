@@ -273,8 +273,11 @@ func statusError(resp *http.Response, what string) (err error, retry bool) {
 		e.Msg = fmt.Sprintf("%s: Hugging Face answered 403 Forbidden: the repository may be gated (accept its terms on the model page) or the token lacks read access", what)
 	case resp.StatusCode == http.StatusNotFound:
 		e.Msg = fmt.Sprintf("%s: Hugging Face answered 404 Not Found: the repository, revision or file does not exist, or it is private and needs a token (HF_TOKEN)", what)
-	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
-		e.Msg = fmt.Sprintf("%s: server error %s from %s", what, resp.Status, u)
+	case resp.StatusCode == http.StatusTooManyRequests:
+		e.Msg = fmt.Sprintf("%s: Hugging Face answered %s: too many downloads from this address for now; wait a few minutes and install again (what was downloaded is kept) (%s)", what, resp.Status, u)
+		return e, true
+	case resp.StatusCode >= 500:
+		e.Msg = fmt.Sprintf("%s: Hugging Face (or the mirror in HF_ENDPOINT) answered %s: the server is failing or busy, not this computer; try again in a few minutes (what was downloaded is kept) (%s)", what, resp.Status, u)
 		return e, true
 	default:
 		e.Msg = fmt.Sprintf("%s: unexpected answer %s from %s", what, resp.Status, u)

@@ -287,7 +287,13 @@ func TestFailuresKeepPreviousState(t *testing.T) {
 		{"always 500", func(s *hubtest.Server, c *hub.Client) {
 			s.AddFaults(name, hubtest.Fault{Status: 500}, hubtest.Fault{Status: 500}, hubtest.Fault{Status: 500})
 			c.Attempts = 3
-		}, func(err error) bool { return strings.Contains(err.Error(), "500") }, 3},
+		}, func(err error) bool {
+			return strings.Contains(err.Error(), "500") && strings.Contains(err.Error(), "try again in a few minutes")
+		}, 3},
+		{"always 429", func(s *hubtest.Server, c *hub.Client) {
+			s.AddFaults(name, hubtest.Fault{Status: 429}, hubtest.Fault{Status: 429})
+			c.Attempts = 2
+		}, func(err error) bool { return strings.Contains(err.Error(), "too many downloads") }, 2},
 		{"disk full", enospc, func(err error) bool { return errors.Is(err, syscall.ENOSPC) }, 1},
 		{"404 not retried", func(s *hubtest.Server, c *hub.Client) {
 			s.AddFaults(name, hubtest.Fault{Status: 404})

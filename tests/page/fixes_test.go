@@ -180,6 +180,11 @@ func TestRefusedSendKeepsTheMessage(t *testing.T) {
 	if got["box"] != "are you there?" || !strings.Contains(got["banner"].(string), "Try again") || got["messages"] != 0.0 {
 		t.Errorf("queue full: %v", got)
 	}
+	// No empty chat is left behind by the refused messages.
+	b.waitJS(`document.querySelectorAll('#conversations li.conversation').length === 0 && location.pathname === '/' && document.getElementById('export-md').hidden`, 10*time.Second)
+	if _, out := apiCall(t, "GET", srv.URL+"/api/conversations", "", ""); !strings.Contains(out, `"conversations":[]`) {
+		t.Errorf("chats left: %s", out)
+	}
 	b.shot("send-refused")
 	cancel()
 

@@ -333,7 +333,18 @@ func TestInstallFromThePage(t *testing.T) {
 	if s := eval[string](b, `document.getElementById('status-text').textContent`); !strings.Contains(s, "not installed") {
 		t.Errorf("status: %q", s)
 	}
+	// Nothing to switch on yet: the switch is off and waits.
+	if s := eval[string](b, `(() => { const t = document.querySelector('[data-testid=model-toggle]'); return t.getAttribute('aria-checked') + ' ' + t.disabled })()`); s != "false true" {
+		t.Errorf("the model switch before the install: checked, disabled = %s", s)
+	}
 	b.shot("install-view")
+	// At 360 px the status keeps its dot beside its words (two lines at most).
+	b.run(chromedp.EmulateViewport(360, 740))
+	b.waitJS(`(() => { const d = document.querySelector('#model-status .dot').getBoundingClientRect(), s = document.getElementById('status-text').getBoundingClientRect();
+		return window.innerWidth === 360 && d.right <= s.left && s.height < 45 && !document.body.classList.contains('sidebar-open') })()`, 5*time.Second)
+	b.waitJS(`document.getElementById('sidebar').getBoundingClientRect().right <= 0`, 5*time.Second)
+	b.shot("install-view-360")
+	b.run(chromedp.EmulateViewport(1280, 860))
 	b.run(chromedp.Click("[data-testid=install]", chromedp.ByQuery))
 	b.waitJS(`(() => { const p = document.querySelector('[data-testid=install-progress]'); return p.value > 0.05 && p.value < 0.9 })()`, 30*time.Second)
 	first := eval[float64](b, `document.querySelector('[data-testid=install-progress]').value`)
@@ -341,10 +352,10 @@ func TestInstallFromThePage(t *testing.T) {
 	// The bar and the first line are the whole install's; the second
 	// line is the file downloading now, and which of how many it is.
 	whole := eval[map[string]string](b, `({all: document.getElementById('install-progress-text').textContent, file: document.getElementById('install-file-text').textContent,
-		title: document.getElementById('install-title').textContent})`)
+		title: document.getElementById('install-title').textContent, status: document.getElementById('status-text').textContent})`)
 	if !regexp.MustCompile(`^\d+% · [\d.]+ [KMG]?B of [\d.]+ [KMG]?B · about \d+ s left$`).MatchString(whole["all"]) ||
 		!regexp.MustCompile(`^File [2-9] of [2-9]: model\.q4nx \([\d.]+ [KM]?B of [\d.]+ [KM]?B\) · [\d.]+ [KM]?B/s$`).MatchString(whole["file"]) ||
-		whole["title"] != "Installing minicpm5:2b…" {
+		whole["title"] != "Installing minicpm5:2b…" || whole["status"] != "Installing minicpm5:2b…" {
 		t.Errorf("install progress: %q", whole)
 	}
 	b.shot("install-progress")
@@ -362,6 +373,7 @@ func TestInstallFromThePage(t *testing.T) {
 	// on a quiet machine; the load took over 90 s once under make test's
 	// parallel packages on 2 cores.)
 	b.waitJS(`!document.getElementById('view-chat').hidden && document.getElementById('model-status').dataset.state === 'on'`, 150*time.Second)
+	b.waitJS(`(() => { const t = document.querySelector('[data-testid=model-toggle]'); return t.getAttribute('aria-checked') === 'true' && !t.disabled })()`, 10*time.Second)
 	bars := eval[[]float64](b, `window.bars`)
 	for i := 1; i < len(bars); i++ {
 		if bars[i] < bars[i-1] {
@@ -405,12 +417,24 @@ func TestFollowsTheStreamUnlessScrolledUp(t *testing.T) {
 	if top := eval[float64](b, `document.getElementById('messages').scrollTop`); top > 5 {
 		t.Errorf("the view jumped to %v px while the reader was scrolled up", top)
 	}
-	// Back at the bottom, it follows again.
-	b.run(chromedp.Evaluate(`(() => { const m = document.getElementById('messages'); m.scrollTop = m.scrollHeight; m.dispatchEvent(new Event('scroll')); })()`, nil))
+	// A button goes to the latest message, and the view follows again.
+	if !eval[bool](b, `!document.querySelector('[data-testid=to-bottom]').hidden`) {
+		t.Error("scrolled up, there is no button to the latest message")
+	}
+	b.shot("scrolled-up")
+	b.run(chromedp.Click("[data-testid=to-bottom]", chromedp.ByQuery))
+	b.waitJS(`document.querySelector('[data-testid=to-bottom]').hidden && document.activeElement === document.getElementById('composer-input')`, 5*time.Second)
 	h := eval[float64](b, `document.getElementById('messages').scrollHeight`)
 	b.waitJS(fmt.Sprintf(`document.getElementById('messages').scrollHeight > %v + 100`, h), 10*time.Second)
 	b.waitJS(atBottom, 5*time.Second)
 	if busy := eval[string](b, `document.querySelector('[data-role=assistant]').getAttribute('aria-busy') || ''`); busy != "true" {
 		t.Errorf("a streaming answer is not aria-busy: %q", busy)
 	}
+	// Stopped, scrolled up, then a new chat: nothing to scroll to there.
+	b.run(chromedp.KeyEvent(kb.Escape))
+	b.waitJS(`!document.querySelector('[data-testid=send]').hidden`, 5*time.Second)
+	b.run(chromedp.Evaluate(`(() => { const m = document.getElementById('messages'); m.scrollTop = 0; m.dispatchEvent(new Event('scroll')); })()`, nil))
+	b.waitJS(`!document.querySelector('[data-testid=to-bottom]').hidden`, 5*time.Second)
+	b.run(chromedp.Click("[data-testid=new-chat]", chromedp.ByQuery))
+	b.waitJS(`location.pathname === '/' && document.querySelector('[data-testid=to-bottom]').hidden`, 5*time.Second)
 }

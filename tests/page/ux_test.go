@@ -65,8 +65,17 @@ func TestRegenerateOnTheLastAnswerAndAnswerAnUnansweredQuestion(t *testing.T) {
 		t.Fatalf("the unanswered question offers no Answer: %s", eval[string](b, `document.getElementById('messages').innerText`))
 	}
 	b.shot("answer-unanswered")
+	// The banner can be dismissed; Answer while still off says it again.
+	b.run(chromedp.Click("#error-close", chromedp.ByQuery))
+	b.waitJS(`document.getElementById('error-banner').hidden && document.activeElement === document.getElementById('composer-input')`, 5*time.Second)
+	b.run(chromedp.Click("button.answer", chromedp.ByQuery))
+	b.waitJS(`!document.getElementById('error-banner').hidden && !document.querySelector('[data-testid=send]').hidden && document.querySelectorAll('button.answer').length === 1`, 20*time.Second)
+	if got := eval[string](b, `document.getElementById('error-banner').textContent.trim()`); !strings.HasPrefix(got, "The model is switched off.") || strings.Contains(got, "✕") {
+		t.Errorf("banner %q", got)
+	}
+	// Switched on (here from elsewhere: the tray), the banner goes.
 	apiCall(t, "POST", srv.URL+"/api/model/start", "", `{"model": "scripted"}`)
-	b.waitJS(`document.getElementById('model-status').dataset.state !== 'off' && !document.getElementById('status-text').textContent.includes('switched off')`, 10*time.Second)
+	b.waitJS(`document.getElementById('model-status').dataset.state !== 'off' && !document.getElementById('status-text').textContent.includes('switched off') && document.getElementById('error-banner').hidden`, 10*time.Second)
 	up.script(time.Millisecond, "Answer ", "three.")
 	b.run(chromedp.Click("button.answer", chromedp.ByQuery))
 	b.waitJS(`(() => { const m = document.querySelectorAll('[data-testid=message]'); const a = m[m.length-1]; return m.length === 6 && a.dataset.role === 'assistant' && a.querySelector('.body').textContent === 'Answer three.' && !a.classList.contains('streaming') })()`, 20*time.Second)
@@ -149,6 +158,11 @@ func TestSearchResultsAndHeadingsRead(t *testing.T) {
 	if !(sizes[0] > sizes[1] && sizes[1] > sizes[2] && sizes[2] > sizes[3]) {
 		t.Errorf("heading sizes h3 h4 h5 p: %v", sizes)
 	}
+
+	// Copy twice in a row: the button says Copy again afterwards.
+	b.run(chromedp.Click("[data-role=assistant] button.copy", chromedp.ByQuery), chromedp.Click("[data-role=assistant] button.copy", chromedp.ByQuery))
+	b.waitJS(`document.querySelector('[data-role=assistant] button.copy').textContent !== 'Copy'`, 5*time.Second)
+	b.waitJS(`document.querySelector('[data-role=assistant] button.copy').textContent === 'Copy'`, 5*time.Second)
 
 	b.run(chromedp.SendKeys("[data-testid=search]", "holiday", chromedp.ByQuery))
 	b.waitJS(`document.querySelectorAll('#conversations li.conversation').length === 2`, 10*time.Second)
@@ -241,6 +255,10 @@ func TestTitleFocusSettingsAndSmallScreenList(t *testing.T) {
 	if got := eval[string](b, `document.title`); got != "NPU Chat" {
 		t.Errorf("a new chat's title %q", got)
 	}
+	// The empty chat says what to do, and where answers come from.
+	if got := eval[string](b, `document.getElementById('empty').hidden ? '' : document.getElementById('empty').innerText`); !strings.Contains(got, "What can I help you with?") || !strings.Contains(got, "remote server") {
+		t.Errorf("empty chat: %q", got)
+	}
 	words := make([]string, 100)
 	for i := range words {
 		words[i] = "word "
@@ -248,6 +266,10 @@ func TestTitleFocusSettingsAndSmallScreenList(t *testing.T) {
 	up.script(30*time.Millisecond, words...)
 	b.run(chromedp.SendKeys("#composer-input", "Plan a trip to Lisbon", chromedp.ByQuery), chromedp.Click("[data-testid=send]", chromedp.ByQuery))
 	b.waitJS(`document.querySelector('[data-role=assistant].streaming') !== null && document.title === 'Plan a trip to Lisbon – NPU Chat' && document.getElementById('chat-title').textContent === 'Plan a trip to Lisbon'`, 10*time.Second)
+	// A streaming answer has no Copy or Regenerate yet.
+	if got := eval[string](b, `getComputedStyle(document.querySelector('[data-role=assistant].streaming .actions')).visibility`); got != "hidden" {
+		t.Errorf("a streaming answer's buttons are %s", got)
+	}
 	b.waitJS(`document.querySelector('[data-role=assistant].streaming') === null && !document.querySelector('[data-testid=send]').hidden`, 20*time.Second)
 	path := eval[string](b, `location.pathname`)
 	b.open(srv.URL + path)
@@ -273,6 +295,23 @@ func TestTitleFocusSettingsAndSmallScreenList(t *testing.T) {
 	b.run(chromedp.EmulateViewport(360, 740))
 	b.open(srv.URL + path)
 	open := `document.body.classList.contains('sidebar-open')`
+	// The chat's title has a line of its own rather than three letters.
+	if w := eval[float64](b, `document.getElementById('chat-title').getBoundingClientRect().width`); w < 300 {
+		t.Errorf("at 360 px the chat's title is %v px wide", w)
+	}
+	b.shot("chat-head-360")
+	// Editing a question: the text box has the width, the message's own
+	// buttons wait, and Escape gives the focus back to Edit.
+	b.run(chromedp.Click("[data-role=user] button.edit", chromedp.ByQuery))
+	b.waitJS(`document.activeElement === document.querySelector('.edit-form textarea')`, 5*time.Second)
+	edit := eval[map[string]any](b, `({width: document.querySelector('.edit-form textarea').getBoundingClientRect().width,
+		actions: getComputedStyle(document.querySelector('[data-role=user] .actions')).display})`)
+	if edit["width"].(float64) < 300 || edit["actions"] != "none" {
+		t.Errorf("editing at 360 px: %v", edit)
+	}
+	b.shot("edit-360")
+	b.run(chromedp.KeyEvent(kb.Escape))
+	b.waitJS(`document.querySelector('.edit-form') === null && document.activeElement === document.querySelector('[data-role=user] button.edit')`, 5*time.Second)
 	b.run(chromedp.Click("#menu", chromedp.ByQuery))
 	b.waitJS(open, 5*time.Second)
 	b.run(chromedp.KeyEvent(kb.Escape))

@@ -180,7 +180,7 @@ func App(p Page) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 13, "<div class=\"banner error\" role=\"alert\" id=\"error-banner\" hidden></div>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 13, "<div class=\"banner error\" id=\"error-banner\" hidden><span class=\"banner-text\" id=\"error-text\" role=\"alert\"></span><button type=\"button\" class=\"icon banner-close\" id=\"error-close\" aria-label=\"Dismiss this message\" title=\"Dismiss\"></button></div>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -80,11 +80,18 @@
     return keyAsked;
   }
 
-  function showError(msg) {
-    const b = $("error-banner");
-    b.textContent = msg;
-    b.hidden = !msg;
+  // showError shows msg in the error banner ("" hides it). offError
+  // marks the model-off message, which goes once the model is on.
+  let offError = false;
+  function showError(msg, modelOff) {
+    $("error-text").textContent = msg;
+    $("error-banner").hidden = !msg;
+    offError = !!msg && !!modelOff;
   }
+  $("error-close").addEventListener("click", () => {
+    showError("");
+    input.focus();
+  });
   function showHistoryProblem(msg) {
     const b = $("history-problem");
     b.textContent = msg || "";
@@ -194,6 +201,7 @@
     $("empty").hidden = !!msgsEl.querySelector("article.message");
     $("context").textContent = lastContext;
     updateActions();
+    updateToBottom();
   }
 
   // updateActions offers Regenerate on the last answer only (the server
@@ -231,12 +239,24 @@
   function nearBottom() {
     return msgsEl.scrollHeight - msgsEl.scrollTop - msgsEl.clientHeight < 48;
   }
+  // The button to the latest message shows while the reader is well
+  // above it (the answer goes on streaming below without moving them).
+  function updateToBottom() {
+    $("to-bottom").hidden = msgsEl.scrollHeight - msgsEl.scrollTop - msgsEl.clientHeight < 200;
+  }
   msgsEl.addEventListener("scroll", () => {
     follow = nearBottom();
+    updateToBottom();
   });
   function scrollDown(force) {
     if (force || follow) msgsEl.scrollTop = msgsEl.scrollHeight;
+    updateToBottom();
   }
+  $("to-bottom").addEventListener("click", () => {
+    follow = true;
+    scrollDown(true);
+    input.focus();
+  });
 
   // setTitle shows the open chat's title above it and in the window's
   // (the tab's) title.
@@ -589,6 +609,21 @@
     return c.id;
   }
 
+  // dropEmptyChat deletes the chat id, made for a message the server
+  // refused, and goes back to a new chat.
+  async function dropEmptyChat(id) {
+    try {
+      await api("DELETE", "/api/conversations/" + id);
+    } catch (_) {
+      return;
+    }
+    if (conversation === id) {
+      conversation = null;
+      history.replaceState(null, "", "/");
+      updateExport();
+    }
+  }
+
   // unreachable is what the page says when the server cannot be reached.
   const unreachable = "NPU Chat cannot be reached: is it still running? Start it again, then send.";
 
@@ -602,6 +637,7 @@
     showError("");
     const kept = composed !== undefined ? " Your message is still in the box." : "";
     let id;
+    const fresh = !conversation;
     try {
       id = await ensureConversation();
     } catch (e) {
@@ -660,7 +696,7 @@
         const unanswered = !data.answer;
         answerEl = null;
         if (status && !status.enabled) {
-          showError("The model is switched off. Switch it on with the switch at the top right, then press Answer under your message.");
+          showError("The model is switched off. Switch it on with the switch at the top right, then press Answer under your message.", true);
         } else {
           showError(sentence(data.message) + (unanswered ? " Press Answer under your message to try again." : ""));
         }
@@ -672,6 +708,9 @@
       });
       if (!r.ok) {
         const data = await r.json().catch(() => ({}));
+        // A chat made for this message and left empty goes again: no
+        // "New chat" with nothing in it stays in the list.
+        if (fresh && r.status !== 401) await dropEmptyChat(id);
         throw new Error(refusal(r, data, "message") + kept);
       }
       if (composed !== undefined && input.value === composed) {
@@ -800,15 +839,22 @@
     cancel.textContent = "Cancel";
     form.append(ta, save, cancel);
     body.replaceWith(form);
+    // The message's own buttons wait while it is edited.
+    art.classList.add("editing");
     ta.focus();
-    cancel.addEventListener("click", () => form.replaceWith(body));
+    const close = () => {
+      form.replaceWith(body);
+      art.classList.remove("editing");
+      art.querySelector("button.edit").focus();
+    };
+    cancel.addEventListener("click", close);
     ta.addEventListener("keydown", (e) => {
       if (e.key === "Enter" && !e.shiftKey) {
         e.preventDefault();
         form.requestSubmit();
       } else if (e.key === "Escape") {
         e.stopPropagation();
-        form.replaceWith(body);
+        close();
       }
     });
     form.addEventListener("submit", (e) => {
@@ -912,16 +958,26 @@
         else text = name + " loads with your first message.";
         detail = st.reason || "";
     }
+    if (notInstalled(st) && installState() === "running") text = "Installing " + name + "…";
+    if (offError && st.enabled) showError("");
     el.dataset.state = st.state;
     $("status-text").textContent = text;
+    $("empty-note").textContent = st.backend === "remote"
+      ? "Answers come from the remote server NPU Chat was started with; your chats stay on this computer."
+      : "Answers are computed on this computer, and your chats stay here.";
     el.title = detail;
     let eng = st.backend ? "on " + engineName(st.backend) : "";
     if (st.fallback) eng += (eng ? " · " : "") + "fell back: " + firstSentence(st.fallback);
     $("status-engine").textContent = eng;
     const on = st.enabled && st.state !== "error";
     const t = $("model-toggle");
-    t.setAttribute("aria-checked", String(!!st.enabled));
-    t.setAttribute("aria-label", st.enabled ? "Model on; switch it off" : "Model off; switch it on");
+    // Nothing to switch on before the model is installed: the switch
+    // shows off and waits (the install starts the model when it ends).
+    const missing = notInstalled(st);
+    t.setAttribute("aria-checked", String(!!st.enabled && !missing));
+    t.setAttribute("aria-label", missing ? "Model not installed yet" : st.enabled ? "Model on; switch it off" : "Model off; switch it on");
+    t.title = missing ? "Install the model first" : "";
+    t.disabled = toggling || missing;
     t.dataset.on = on ? "true" : "false";
     if (notInstalled(st) && currentView === "chat") showView("install");
     if (!notInstalled(st) && currentView === "install" && installState() !== "running") showView("chat");
@@ -935,8 +991,10 @@
     }
   }
 
+  let toggling = false;
   $("model-toggle").addEventListener("click", async () => {
     const t = $("model-toggle");
+    toggling = true;
     t.disabled = true;
     try {
       const on = status && status.enabled;
@@ -948,7 +1006,8 @@
       showError(e.message);
       refreshStatus();
     } finally {
-      t.disabled = false;
+      toggling = false;
+      t.disabled = !!status && notInstalled(status);
     }
   });
 
@@ -1076,6 +1135,9 @@
     if (st.state === "done" && was !== "done" && currentView === "install") {
       api("POST", "/api/model/start", { model: modelName }).then(refreshStatus, (e) => showError(e.message)).finally(() => showView("chat"));
     }
+    // The status line says Installing while it runs (after the start
+    // above: showStatus may leave the install view).
+    if (status && st.state !== was) showStatus(status);
   }
   $("install").addEventListener("click", async () => {
     try {

@@ -225,9 +225,12 @@
   function copyText(text, btn) {
     const done = (ok) => {
       if (!btn) return;
-      const old = btn.textContent;
+      // The label from before the first click: a second click within
+      // the 1.5 s must not keep "Copied" for good.
+      if (!btn.dataset.label) btn.dataset.label = btn.textContent;
       btn.textContent = ok ? "Copied" : "Copy failed";
-      setTimeout(() => (btn.textContent = old), 1500);
+      clearTimeout(btn.copyTimer);
+      btn.copyTimer = setTimeout(() => (btn.textContent = btn.dataset.label), 1500);
     };
     if (navigator.clipboard && navigator.clipboard.writeText) {
       navigator.clipboard.writeText(text).then(() => done(true), () => done(fallbackCopy(text)));
