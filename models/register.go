@@ -358,6 +358,9 @@ func (in *Installer) PrepareFLM(ctx context.Context) (*flm.Layout, error) {
 	if !layout.Found() {
 		return layout, fmt.Errorf("%w: %s", flm.ErrNoFLM, flm.InstallHint(in.Probe.GOOS))
 	}
+	if layout.ModelsDirErr != nil {
+		return layout, fmt.Errorf("prepare FastFlowLM: %w", layout.ModelsDirErr)
+	}
 	// The list and links are NPU Chat's install state: rebuild them only
 	// under the install lock. While an install or uninstall holds it, the
 	// existing list is used as it is (the install rewrites it anyway).
