@@ -369,7 +369,11 @@ func (in *Installer) PrepareFLM(ctx context.Context) (*flm.Layout, error) {
 		if _, serr := os.Stat(layout.OwnList); serr != nil {
 			return layout, fmt.Errorf("prepare FastFlowLM: %w; NPU Chat's model list %s is not there yet", err, layout.OwnList)
 		}
-		layout.Notes = append(layout.Notes, fmt.Sprintf("an install is running; using NPU Chat's model list %s as it is", layout.OwnList))
+		if errors.Is(err, errInstallRunning) {
+			layout.Notes = append(layout.Notes, fmt.Sprintf("an install is running; using NPU Chat's model list %s as it is", layout.OwnList))
+		} else {
+			layout.Notes = append(layout.Notes, fmt.Sprintf("%v; using NPU Chat's model list %s as it is", err, layout.OwnList))
+		}
 		return layout, nil
 	}
 	defer unlock()
