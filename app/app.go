@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"github.com/npuchat/npuchat/history"
 	"github.com/npuchat/npuchat/models"
@@ -150,7 +149,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	localModel, err := applyFlags(cfg, opts.Flags)
+	localModel, err := applyFlags(cfg, opts.Flags, opts.Getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -235,9 +234,10 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	return a, nil
 }
 
-// applyFlags puts the flags over the loaded configuration and checks the
-// result; it returns the --model path when Model names a file or folder.
-func applyFlags(cfg *config.Config, f Flags) (localModel string, err error) {
+// applyFlags puts the flags over the loaded configuration (getenv is the
+// environment it was loaded with) and checks the result; it returns the
+// --model path when Model names a file or folder.
+func applyFlags(cfg *config.Config, f Flags, getenv func(string) string) (localModel string, err error) {
 	set := func(dst *string, v string) {
 		if v != "" {
 			*dst = v
@@ -261,13 +261,28 @@ func applyFlags(cfg *config.Config, f Flags) (localModel string, err error) {
 		return "", fmt.Errorf("--engine %q is not one of auto, npu, cpu, remote", cfg.Engine)
 	}
 	if cfg.Engine == "remote" && cfg.RemoteURL == "" {
-		return "", errors.New("--engine remote needs --remote-url (or NPUCHAT_REMOTE_URL), e.g. http://bigbox:8000/v1")
+		return "", noRemoteURL(cfg.SettingsPath, f.Engine != "", getenv("NPUCHAT_ENGINE") != "")
 	}
 	if f.Model != "" && LooksLikePath(f.Model) {
 		return f.Model, nil
 	}
 	set(&cfg.Model, f.Model)
 	return "", nil
+}
+
+// noRemoteURL is the error of the remote engine without a URL, saying
+// where the engine came from (the --engine flag, NPUCHAT_ENGINE, or the
+// settings file at settings: the order they override each other in) and
+// how to fix it there.
+func noRemoteURL(settings string, fromFlag, fromEnv bool) error {
+	const example = "http://bigbox:8000/v1"
+	switch {
+	case fromFlag:
+		return fmt.Errorf("--engine remote needs the remote server's address: pass --remote-url too (or set NPUCHAT_REMOTE_URL, or put \"remote_url\" in %s), e.g. --remote-url %s", settings, example)
+	case fromEnv:
+		return fmt.Errorf("the environment variable NPUCHAT_ENGINE=remote is set, but no remote server's address is: set NPUCHAT_REMOTE_URL too (or put \"remote_url\" in %s), e.g. NPUCHAT_REMOTE_URL=%s; or unset NPUCHAT_ENGINE", settings, example)
+	}
+	return fmt.Errorf("the settings file %s says \"engine\": \"remote\" but has no \"remote_url\": add \"remote_url\": \"%s\" (the remote server's address) to it, or set NPUCHAT_REMOTE_URL; or change \"engine\" to \"auto\" there", settings, example)
 }
 
 // addLocal registers a GGUF file, Hugging Face folder or FastFlowLM

@@ -142,7 +142,11 @@ func (a *App) newNPUBackend(ctx context.Context, model string) (backend.Backend,
 	if err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(filepath.Join(layout.ModelsDir, m.FLMName(), "model.q4nx")); err != nil {
+	dir := layout.ModelDir(m.FLMName())
+	if dir == "" {
+		return nil, fmt.Errorf("FastFlowLM's models folder is unknown: %w", layout.ModelsDirErr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "model.q4nx")); err != nil {
 		return nil, fmt.Errorf("%s is not installed for FastFlowLM; run npuchat install %s", model, model)
 	}
 	exe := layout.Exe
@@ -155,7 +159,7 @@ func (a *App) newNPUBackend(ctx context.Context, model string) (backend.Backend,
 		Env:        layout.ServeEnv(),
 		Log:        a.flmLog,
 		Info: backend.ModelInfo{Name: model, Family: m.Family, ParameterSize: strings.ToUpper(m.Size), Quantization: "Q4_1",
-			Format: "q4nx", Path: filepath.Join(layout.ModelsDir, m.FLMName())},
+			Format: "q4nx", Path: dir},
 		OnState: func(ev flm.Event) {
 			a.log.Info("FastFlowLM", "state", ev.State, "pid", ev.PID, "attempt", ev.Attempt, "err", ev.Err)
 		},

@@ -505,3 +505,53 @@ func TestOpenChatSaysWhyThePageIsNotServed(t *testing.T) {
 		t.Fatalf("Open chat with the port taken: %v", err)
 	}
 }
+
+// TestRemoteWithoutURLSaysWhere: the remote engine without a URL is
+// refused with words about where "remote" came from (the settings file,
+// by its path; NPUCHAT_ENGINE; --engine) and how to fix it there, not
+// about flags the user never passed.
+func TestRemoteWithoutURLSaysWhere(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		settings string // settings.json's text ("" for none)
+		env      map[string]string
+		flags    Flags
+		want     []string // "<settings>" is the settings file's path
+		notWant  string
+	}{
+		{"settings file", `{"engine": "remote"}`, nil, Flags{},
+			[]string{`the settings file <settings> says "engine": "remote" but has no "remote_url"`, `add "remote_url"`, "NPUCHAT_REMOTE_URL"}, "--engine"},
+		{"environment", "", map[string]string{"NPUCHAT_ENGINE": "remote"}, Flags{},
+			[]string{"NPUCHAT_ENGINE=remote is set", "set NPUCHAT_REMOTE_URL too", `"remote_url" in <settings>`, "unset NPUCHAT_ENGINE"}, "--engine"},
+		{"flag", `{"engine": "cpu"}`, nil, Flags{Engine: "remote"},
+			[]string{"--engine remote needs", "pass --remote-url too", `"remote_url" in <settings>`}, "the settings file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := testEnv(t)
+			for k, v := range tc.env {
+				env[k] = v
+			}
+			settings := filepath.Join(env["XDG_CONFIG_HOME"], "npuchat", "settings.json")
+			if tc.settings != "" {
+				if err := os.MkdirAll(filepath.Dir(settings), 0o700); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(settings, []byte(tc.settings), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := New(context.Background(), Options{Getenv: func(k string) string { return env[k] }, Flags: tc.flags, Logger: slog.New(slog.DiscardHandler)})
+			if err == nil {
+				t.Fatal("the remote engine without a URL was accepted")
+			}
+			for _, w := range tc.want {
+				if w = strings.ReplaceAll(w, "<settings>", settings); !strings.Contains(err.Error(), w) {
+					t.Errorf("the error lacks %q:\n%v", w, err)
+				}
+			}
+			if strings.Contains(err.Error(), tc.notWant) {
+				t.Errorf("the error talks of %q:\n%v", tc.notWant, err)
+			}
+		})
+	}
+}

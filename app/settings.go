@@ -44,6 +44,10 @@ func (a *App) switchEngine(ctx context.Context, kind string) error {
 	a.engine = kind
 	a.mu.Unlock()
 	a.log.Info("engine changed", "engine", kind)
+	if changed && kind == "remote" {
+		// What the remote server serves, as at a start on it.
+		a.addRemoteModels(ctx)
+	}
 	st := a.mgr.Status()
 	if !changed || !st.Enabled || (st.State != service.StateOn && st.State != service.StateLoading) {
 		return nil

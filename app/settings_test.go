@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -114,5 +115,39 @@ func TestTrayEngineChangeShowsOnThePage(t *testing.T) {
 	s, err := config.ReadSettings(a.Config().SettingsPath)
 	if err != nil || s.Engine != "auto" {
 		t.Fatalf("settings file: %+v, %v", s, err)
+	}
+}
+
+// TestSwitchingToTheRemoteEngineListsItsModels: started with a remote
+// server's URL but another engine, switching to the remote engine (page
+// or tray) registers what that server serves, as starting on it does, so
+// that clients can name those models.
+func TestSwitchingToTheRemoteEngineListsItsModels(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/models" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"object": "list", "data": [{"id": "big:70b", "object": "model"}]}`))
+	}))
+	defer up.Close()
+	a := newApp(t, testEnv(t), Flags{RemoteURL: up.URL + "/v1", Engine: "cpu"})
+	listed := func() bool {
+		for _, d := range a.mgr.Models() {
+			if d.Name == "big:70b" {
+				return true
+			}
+		}
+		return false
+	}
+	if listed() {
+		t.Fatal("the remote server's models listed on the cpu engine")
+	}
+	if err := a.SetEngine(context.Background(), "remote"); err != nil {
+		t.Fatal(err)
+	}
+	if !listed() {
+		t.Fatalf("after switching to the remote engine, models %v", a.mgr.Models())
 	}
 }

@@ -52,7 +52,9 @@ func TestXDGEntryIsReadFromTheFile(t *testing.T) {
 	if enabled() {
 		t.Fatal("on before Enable")
 	}
-	exe := "/opt/NPU Chat/bin/npuchat"
+	exe := filepath.Join(cfg, "opt", "NPU Chat", "bin", "npuchat") // the program must be there (TryExec)
+	os.MkdirAll(filepath.Dir(exe), 0o755)
+	os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755)
 	if err := e.Enable(exe); err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +65,7 @@ func TestXDGEntryIsReadFromTheFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"[Desktop Entry]\n", "Type=Application\n", "Name=NPU Chat\n", `Exec="/opt/NPU Chat/bin/npuchat" --hidden` + "\n"} {
+	for _, want := range []string{"[Desktop Entry]\n", "Type=Application\n", "Name=NPU Chat\n", `Exec="` + exe + `" --hidden` + "\n"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("desktop file lacks %q:\n%s", want, b)
 		}
@@ -270,5 +272,31 @@ func TestRegistryEntrySwitchedOffInTaskManager(t *testing.T) {
 	}
 	if approved.closed != opened {
 		t.Errorf("StartupApproved opened %d times, closed %d", opened, approved.closed)
+	}
+}
+
+// TestXDGEntryForAProgramThatIsGone: the entry names its program in
+// TryExec too, so that a session skips it once the program is gone
+// (the package removed, the binary moved), and the check mark says off
+// then, so that turning it on again points it at this program.
+func TestXDGEntryForAProgramThatIsGone(t *testing.T) {
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "old place", "npuchat")
+	os.MkdirAll(filepath.Dir(exe), 0o755)
+	os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755)
+	x := &XDG{Dir: filepath.Join(dir, "autostart")}
+	if err := x.Enable(exe); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(x.Path())
+	if !strings.Contains(string(b), "\nTryExec="+exe+"\n") {
+		t.Fatalf("no TryExec in:\n%s", b)
+	}
+	if on, err := x.Enabled(); !on || err != nil {
+		t.Fatalf("with the program there: %v %v", on, err)
+	}
+	os.Remove(exe)
+	if on, err := x.Enabled(); on || err != nil {
+		t.Fatalf("with the program gone: %v %v", on, err)
 	}
 }

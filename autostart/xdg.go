@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 )
@@ -36,6 +37,17 @@ func (x *XDG) Enabled() (bool, error) {
 	}
 	if strings.EqualFold(keys["Hidden"], "true") || strings.EqualFold(keys["X-GNOME-Autostart-enabled"], "false") {
 		return false, nil
+	}
+	// A session skips an entry whose TryExec program is gone (the
+	// package removed, the binary moved): it is off.
+	if try := unescapeString(keys["TryExec"]); try != "" {
+		if filepath.IsAbs(try) {
+			if _, err := os.Stat(try); err != nil {
+				return false, nil
+			}
+		} else if _, err := exec.LookPath(try); err != nil {
+			return false, nil
+		}
 	}
 	return keys["Exec"] != "", nil
 }
@@ -78,6 +90,7 @@ func DesktopFile(exe string) string {
 		"Type=Application\n" +
 		"Name=NPU Chat\n" +
 		"Comment=Serve a local language model from the tray\n" +
+		"TryExec=" + escapeString(exe) + "\n" +
 		"Exec=" + ExecValue(exe) + "\n" +
 		"Icon=npuchat\n" +
 		"Terminal=false\n" +
@@ -104,6 +117,17 @@ func ExecValue(exe string) string {
 	b.WriteByte('"')
 	arg := strings.ReplaceAll(b.String(), `\`, `\\`)
 	return arg + " " + HiddenFlag
+}
+
+// escapeString writes s as a desktop entry string value: backslash,
+// newline, tab and carriage return escaped.
+func escapeString(s string) string {
+	return strings.NewReplacer(`\`, `\\`, "\n", `\n`, "\t", `\t`, "\r", `\r`).Replace(s)
+}
+
+// unescapeString reads a desktop entry string value.
+func unescapeString(s string) string {
+	return strings.NewReplacer(`\\`, `\`, `\n`, "\n", `\t`, "\t", `\r`, "\r", `\s`, " ").Replace(s)
 }
 
 // desktopEntry returns the keys of a desktop file's [Desktop Entry]

@@ -176,9 +176,18 @@ func (m *Model) prepare(lvl simdLevel, threads int, release func([]byte)) error 
 		}
 	}
 	m.arena.reserve(total) // one block: no partly used huge pages between blocks
+	var todo []*matrix
 	for _, mat := range mats {
-		if mat.packed != nil || !mat.kern.packed() {
-			continue
+		if mat.packed == nil && mat.kern.packed() {
+			todo = append(todo, mat)
+		}
+	}
+	for i, mat := range todo {
+		if i == 0 {
+			m.willNeed(mat.Data)
+		}
+		if i+1 < len(todo) {
+			m.willNeed(todo[i+1].Data) // read ahead while this one packs
 		}
 		if err := mat.pack(threads, &m.arena); err != nil {
 			return err
@@ -191,7 +200,15 @@ func (m *Model) prepare(lvl simdLevel, threads int, release func([]byte)) error 
 			mat.Data = nil
 		}
 	}
+	m.arena.adviseHuge()
 	return nil
+}
+
+// willNeed starts reading data ahead if it lies in a mapped file.
+func (m *Model) willNeed(data []byte) {
+	for _, f := range m.files {
+		f.WillNeed(data)
+	}
 }
 
 // mapped reports whether data lies in one of the model's mapped files.
@@ -220,6 +237,7 @@ func (m *matrix) pack(threads int, a *arena) error {
 func packParallel(t quant.Type, rows, cols int, data []byte, threads int, a *arena) (*quant.Packed, error) {
 	dst := a.alloc(quant.PackedBytes(t, rows, cols))
 	groups := (rows + quant.GroupRows - 1) / quant.GroupRows
+	gb := quant.PackedBytes(t, quant.GroupRows, cols) // one group
 	threads = max(1, min(threads, groups))
 	errs := make([]error, threads)
 	var wg sync.WaitGroup
@@ -228,6 +246,7 @@ func packParallel(t quant.Type, rows, cols int, data []byte, threads int, a *are
 		go func() {
 			defer wg.Done()
 			if lo, hi := share(k, threads, groups); lo < hi {
+				populate(dst[lo*gb : hi*gb]) // this thread's share, at once
 				_, errs[k] = quant.Pack(t, rows, cols, data, dst, lo, hi)
 			}
 		}()
@@ -246,13 +265,16 @@ const hugePage = 2 << 20
 const arenaBlock = 256 << 20
 
 // arena hands out the memory packed weights are written to: cut from
-// large blocks aligned to hugePage and advised to be backed by huge pages
-// (adviseHuge), so that the decode kernels, which stream every weight
-// once per token, do not miss the TLB every 4 KB. Memory that does not
+// large blocks aligned to hugePage and, once written, advised to be
+// backed by huge pages (adviseHuge), so that the decode kernels, which
+// stream every weight once per token, do not miss the TLB every 4 KB. Memory that does not
 // fit a block's rest starts a new block; the rest is never touched, so it
 // costs address space, not memory. Blocks are ordinary Go memory (the
 // garbage collector frees them with the model).
-type arena struct{ free []byte }
+type arena struct {
+	free   []byte
+	blocks [][]byte // every block, to advise once packed
+}
 
 // arenaSize is how much of an arena alloc(n) takes.
 func arenaSize(n int) int { return (n + 63) &^ 63 }
@@ -262,7 +284,25 @@ func arenaSize(n int) int { return (n + 63) &^ 63 }
 func (a *arena) reserve(n int) {
 	if n > 0 && len(a.free) < n {
 		a.free = hugeBytes(n)
+		a.blocks = append(a.blocks, a.free)
 	}
+}
+
+// adviseHuge asks for the blocks to be backed by huge pages now that
+// they are written. Not before: in a virtual machine that hands free
+// memory back to its host in 2 MB blocks (virtio-balloon free page
+// reporting, as the Firecracker VM this was measured on does), a huge
+// page touched for the first time is such a block, which the host has
+// to back at once; packing into huge pages took about 5 times the
+// system time of packing into 4 KB pages, which the kernel takes from
+// memory it still holds (docs/performance.md, "Loading a GGUF file").
+// Advised afterwards, the kernel's khugepaged merges the pages into huge
+// ones in the background.
+func (a *arena) adviseHuge() {
+	for _, b := range a.blocks {
+		adviseHuge(b)
+	}
+	a.blocks = nil
 }
 
 // alloc returns n bytes (not necessarily zero: Pack writes every byte).
@@ -270,6 +310,7 @@ func (a *arena) alloc(n int) []byte {
 	size := arenaSize(n)
 	if len(a.free) < size {
 		a.free = hugeBytes(max(size, arenaBlock))
+		a.blocks = append(a.blocks, a.free)
 	}
 	b := a.free[:n:n]
 	a.free = a.free[size:]
@@ -277,12 +318,10 @@ func (a *arena) alloc(n int) []byte {
 }
 
 // hugeBytes returns n bytes (rounded up to whole huge pages) starting at
-// a huge-page boundary, advised to be backed by huge pages.
+// a huge-page boundary.
 func hugeBytes(n int) []byte {
 	n = (n + hugePage - 1) &^ (hugePage - 1)
 	b := make([]byte, n+hugePage)
 	off := int(-uintptr(unsafe.Pointer(&b[0])) & (hugePage - 1))
-	b = b[off : off+n : off+n]
-	adviseHuge(b)
-	return b
+	return b[off : off+n : off+n]
 }

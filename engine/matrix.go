@@ -85,11 +85,11 @@ type mulTask struct {
 	threads int // of the pool the task runs on
 	xs      [][]float32
 	q8      quant.Q8Batch // xs rounded to 8 bits (integer kernels)
-	// plainQ8 rounds in plain Go (the matrices' kernels are below
-	// AVX-512; both roundings give the same bits)
-	plainQ8 bool
-	sums    [][]float32 // 32-value block sums of xs (Q4_1, Q4_K float path)
-	tiles   [][]float32 // per pool part: a packed group's results (kern.packed())
+	// round is the SIMD the rounding may use: no more than the
+	// matrices' kernels (all roundings give the same bits)
+	round quant.Rounding
+	sums  [][]float32 // 32-value block sums of xs (Q4_1, Q4_K float path)
+	tiles [][]float32 // per pool part: a packed group's results (kern.packed())
 	// next is the first unit no thread has taken yet: threads take
 	// chunks of units until none are left, so a thread slowed by other
 	// work on the machine takes fewer (each row's result does not depend
@@ -134,7 +134,7 @@ func (k *mulTask) mul(pl *pool, xs [][]float32, prods ...product) {
 	k.xs = xs
 	cols := prods[0].w.Cols
 	var q8, sums bool
-	k.plainQ8 = false
+	k.round = quant.RoundAVX512
 	units, work := 0, 0
 	k.chunk = 0
 	for i, p := range prods {
@@ -150,10 +150,13 @@ func (k *mulTask) mul(pl *pool, xs [][]float32, prods ...product) {
 		case kernPackedAVX:
 			u = w.packed.Groups()
 			q8 = true
-			k.plainQ8 = true // no AVX-512 at this level
-		case kernQ8AVX2, kernQ8Ref:
+			k.round = min(k.round, quant.RoundAVX2) // no AVX-512 at this level
+		case kernQ8AVX2:
 			q8 = true
-			k.plainQ8 = true // AVX-512 rounding only with the AVX-512 kernels
+			k.round = min(k.round, quant.RoundAVX2)
+		case kernQ8Ref:
+			q8 = true
+			k.round = quant.RoundGo // the plain-Go level stays plain Go
 		case kernSums:
 			sums = true
 		}
@@ -292,11 +295,7 @@ func (k *mulTask) rows(p product, lo, hi int) {
 
 // quantize rounds vector t into k.q8.
 func (k *mulTask) quantize(t int, x []float32) {
-	if k.plainQ8 {
-		k.q8.Vecs[t].QuantizePlain(x)
-	} else {
-		k.q8.Vecs[t].Quantize(x)
-	}
+	k.q8.Vecs[t].QuantizeWith(k.round, x)
 }
 
 // quantizeTask rounds a mulTask's vectors to 8 bits, split by vector.

@@ -16,7 +16,9 @@ import (
 // Run shows the tray icon and runs fyne's event loop until the user
 // quits from the menu or ctx ends (SIGTERM); it must be called from the
 // main goroutine (fyne's rule). It returns when the tray is gone; the
-// caller then shuts the app down.
+// caller then shuts the app down. On a desktop that shows no tray
+// icons, the setup window opens even with opts.ShowSetup false and says
+// why (controller.trayMissing).
 func Run(ctx context.Context, a App, opts Options) error {
 	log := opts.Logger
 	if log == nil {
@@ -30,7 +32,9 @@ func Run(ctx context.Context, a App, opts Options) error {
 	}
 	c := newController(ctx, fy, a, systrayHost{desk}, log)
 	stop := c.start()
-	if opts.ShowSetup {
+	if why := trayHostMissing(); why != nil {
+		c.trayMissing(why)
+	} else if opts.ShowSetup {
 		c.showSetup()
 	}
 	go func() {

@@ -50,7 +50,8 @@ func artifactsDir(t *testing.T, sub string) string {
 
 // TestWindowScreenshots opens the setup, settings and about windows with
 // fyne's real driver on an Xvfb display and saves their screenshots
-// (setup.png, settings.png, about.png under .artifacts/gui) for a person
+// (setup.png, settings.png, about.png, and setup-notray.png on a desktop
+// without a tray icon, under .artifacts/gui) for a person
 // to look at; it checks that each has its size and is not blank.
 func TestWindowScreenshots(t *testing.T) {
 	display := desktoptest.StartXvfb(t)
@@ -65,7 +66,7 @@ func TestWindowScreenshots(t *testing.T) {
 	if err != nil {
 		t.Fatalf("screenshot child: %v", err)
 	}
-	for _, name := range []string{"setup.png", "settings.png", "about.png"} {
+	for _, name := range []string{"setup.png", "settings.png", "about.png", "setup-notray.png"} {
 		path := filepath.Join(out, name)
 		fh, err := os.Open(path)
 		if err != nil {
@@ -166,7 +167,12 @@ func shoot(c *controller, f *fakeApp, dir string) error {
 		return err
 	}
 	fyne.DoAndWait(func() { c.settings.win.Hide(); c.showAbout() })
-	return capture(filepath.Join(dir, "about.png"))
+	if err := capture(filepath.Join(dir, "about.png")); err != nil {
+		return err
+	}
+	// A desktop without a tray icon: the setup window with its note.
+	fyne.DoAndWait(func() { c.about.Hide(); c.trayMissing(errNoTrayHost) })
+	return capture(filepath.Join(dir, "setup-notray.png"))
 }
 
 // capture saves what the X display shows (the one window open), once

@@ -95,6 +95,9 @@ type controller struct {
 	// come yet (the events until then are the tray's install's, not
 	// another one's).
 	ownInstall, ownEndSeen, awaitEnd bool
+	// noTray says why the desktop shows no tray icon (nil: it shows
+	// one); the setup window then says so and offers Quit.
+	noTray error
 }
 
 // menuState is what a menu build depends on.
@@ -461,6 +464,24 @@ func (c *controller) showSetup() {
 	}
 	c.setup.update(c.snap, c.view)
 	c.setup.show()
+}
+
+// trayMissing is the start on a desktop that shows no tray icon (GNOME
+// without the AppIndicator extension): the icon would be the only way
+// to reach NPU Chat, so the setup window opens even at login, saying
+// why and with Quit, a notification says where NPU Chat serves and how
+// to get a tray, and the log records it.
+func (c *controller) trayMissing(why error) {
+	c.noTray = why
+	c.log.Warn("no tray icon on this desktop: the setup window stays open instead", "err", why, "url", c.app.ChatURL())
+	c.notify(noTrayNotice(c.app.ChatURL()))
+	c.showSetup()
+}
+
+// noTrayNotice is the notification of a start without a tray icon.
+func noTrayNotice(url string) Notice {
+	return Notice{"NPU Chat has no tray icon here",
+		"NPU Chat is running at " + url + ". This desktop shows no tray icons: on GNOME, install and enable the AppIndicator extension (Debian: gnome-shell-extension-appindicator)."}
 }
 
 func (c *controller) showSettings() {

@@ -390,3 +390,29 @@ func TestFolderURL(t *testing.T) {
 		}
 	}
 }
+
+// TestNoTrayHostShowsTheSetupWindow: on a desktop without a tray icon
+// the setup window opens (even at login, when Run was told to open
+// none) with a note on why and how to get the icon, and a notification
+// says where NPU Chat serves.
+func TestNoTrayHostShowsTheSetupWindow(t *testing.T) {
+	f := newFakeApp(t.Cleanup)
+	f.report = notReady()
+	h := newHarness(t, test.NewTempApp(t), f)
+	h.ui.wait(func() { h.c.trayMissing(errNoTrayHost) })
+	if !hasNotice(h.notices(), "NPU Chat has no tray icon here", "running at http://127.0.0.1:8001/") ||
+		!hasNotice(h.notices(), "NPU Chat has no tray icon here", "AppIndicator extension") {
+		t.Fatalf("notices %+v", h.notices())
+	}
+	h.ui.wait(func() {
+		s := h.c.setup
+		if s == nil || !s.trayCard.Visible() {
+			t.Fatal("the setup window with its no-tray note is not shown")
+		}
+		for _, want := range []string{"serving at http://127.0.0.1:8001/", "gnome-shell-extension-appindicator", errNoTrayHost.Error()} {
+			if !strings.Contains(s.trayText.Text, want) {
+				t.Errorf("the note lacks %q:\n%s", want, s.trayText.Text)
+			}
+		}
+	})
+}

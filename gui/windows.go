@@ -65,6 +65,11 @@ type setupWindow struct {
 	serveBtn  *widget.Button
 	chatBtn   *widget.Button
 
+	// trayCard, shown when the desktop has no tray icon, says so, how
+	// to get one, and offers Quit (there is no tray menu to quit from).
+	trayCard *widget.Card
+	trayText *widget.Label
+
 	scroll *container.Scroll
 }
 
@@ -95,8 +100,14 @@ func newSetupWindow(c *controller) *setupWindow {
 	intro := wrapped("Three steps: check that the NPU is ready, install the model, and chat. " +
 		"Without a ready NPU, NPU Chat runs the model on the CPU.")
 
+	s.trayText = wrapped("")
+	s.trayCard = widget.NewCard("No tray icon on this desktop", "", container.NewVBox(s.trayText,
+		container.NewHBox(widget.NewButtonWithIcon("Quit NPU Chat", theme.CancelIcon(), c.quit))))
+	s.trayCard.Hide()
+
 	content := container.NewVBox(
 		container.NewBorder(nil, nil, logo, nil, container.NewVBox(title, intro)),
+		s.trayCard,
 		widget.NewCard("1. The NPU", "", container.NewVBox(s.checkSummary, s.checkList, container.NewHBox(s.checkAgain))),
 		widget.NewCard("2. The model", "", container.NewVBox(s.installLine, s.installBar, container.NewHBox(s.installBtn))),
 		widget.NewCard("3. Chat", "", container.NewVBox(s.serveLine, container.NewHBox(s.serveBtn, s.chatBtn))),
@@ -115,11 +126,26 @@ func (s *setupWindow) relayout() {
 
 // show shows the window and runs the NPU check the first time.
 func (s *setupWindow) show() {
+	if s.c.noTray != nil && !s.trayCard.Visible() {
+		s.trayText.SetText(noTrayText(s.c.app.ChatURL(), s.c.noTray))
+		s.trayCard.Show()
+		s.relayout()
+	}
 	s.win.Show()
 	s.win.RequestFocus()
 	if !s.checked && !s.checking {
 		s.runCheck()
 	}
+}
+
+// noTrayText is the setup window's word on a desktop without a tray
+// icon: what still works, how to get the icon, and why there is none.
+func noTrayText(url string, why error) string {
+	return "This desktop shows no tray icons, so this window is the way to NPU Chat. " +
+		"NPU Chat keeps serving at " + url + " when you close it; start NPU Chat again to open the chat, " +
+		"or quit it here.\n\nTo get the tray icon on GNOME, install and enable the AppIndicator extension " +
+		"(Debian and Ubuntu: the package gnome-shell-extension-appindicator), then log out and in.\n\n" +
+		"Why: " + why.Error()
 }
 
 // runCheck runs the NPU check in the background.

@@ -238,14 +238,17 @@ func TestDefaultDir(t *testing.T) {
 	}
 }
 
-// flakyChannel is UnixChannel whose listener fails its first Accept
-// with a passing error (as EMFILE does when the process is out of file
+// flakyChannel is a channel whose listener fails its first Accept with
+// a passing error (as EMFILE does when the process is out of file
 // handles for a moment).
-type flakyChannel struct{ UnixChannel }
+type flakyChannel struct{ Channel }
 
 func (c flakyChannel) Listen(dir string) (net.Listener, string, error) {
-	ln, secret, err := c.UnixChannel.Listen(dir)
-	return &flakyListener{Listener: ln}, secret, err
+	ln, secret, err := c.Channel.Listen(dir)
+	if err != nil {
+		return nil, "", err
+	}
+	return &flakyListener{Listener: ln}, secret, nil
 }
 
 type flakyListener struct {
@@ -263,18 +266,16 @@ func (l *flakyListener) Accept() (net.Conn, error) {
 // TestServeOutlivesAFailedAccept: one failed accept does not end the
 // answering of second launches for the rest of the run.
 func TestServeOutlivesAFailedAccept(t *testing.T) {
-	if runtime.GOOS == "windows" {
-		t.Skip("the Unix socket channel")
-	}
-	dir := t.TempDir()
-	inst, err := Acquire(Options{Dir: dir, Channel: flakyChannel{}})
+	dir := tempDir(t)
+	ch := DefaultChannel(runtime.GOOS)
+	inst, err := Acquire(Options{Dir: dir, Channel: flakyChannel{ch}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer inst.Close()
 	served := make(chan error, 1)
 	go func() { served <- inst.Serve(context.Background(), func(context.Context, string) error { return nil }) }()
-	if err := Notify(context.Background(), dir, UnixChannel{}, OpenChat); err != nil {
+	if err := Notify(context.Background(), dir, ch, OpenChat); err != nil {
 		t.Fatalf("notify after a failed accept: %v", err)
 	}
 	select {

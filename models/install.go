@@ -200,6 +200,9 @@ func (in *Installer) Install(ctx context.Context, name string, opt InstallOption
 	if source == SourceNPU {
 		dir = filepath.Join(in.Config.ModelsDir, m.FLMName())
 		if layout.Found() {
+			if layout.ModelsDirErr != nil {
+				return nil, fmt.Errorf("install %s: %w", m.Name, layout.ModelsDirErr)
+			}
 			target, dir = TargetFLM, layout.ModelDir(m.FLMName())
 		}
 	}

@@ -1145,3 +1145,39 @@ func TestSwapInSaysWhatCouldNotBePutBack(t *testing.T) {
 		t.Fatalf("b = %q, want it put back", b)
 	}
 }
+
+// A FastFlowLM model list whose model_path leads out of the FastFlowLM
+// models folder is refused, naming the list and the value, before
+// anything is downloaded, written or deleted: neither Install nor
+// PrepareFLM touches a file.
+func TestEscapingModelPathRefused(t *testing.T) {
+	for _, bad := range []string{"/tmp/elsewhere", "../../outside"} {
+		t.Run(bad, func(t *testing.T) {
+			e := newEnv(t, true)
+			listFile := filepath.Join(e.root, "model_list.json")
+			list := readJSON(t, listFile)
+			list["model_path"] = bad
+			b, err := json.Marshal(list)
+			must(t, err)
+			must(t, os.WriteFile(listFile, b, 0o644))
+			before := snapshot(t, e.base)
+			_, err = e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
+			if err == nil || !strings.Contains(err.Error(), listFile) || !strings.Contains(err.Error(), `"model_path" is "`+bad+`"`) {
+				t.Fatalf("Install: %v; want the model_path refused, naming %s", err, listFile)
+			}
+			if _, err := e.installer().PrepareFLM(context.Background()); err == nil || !strings.Contains(err.Error(), bad) {
+				t.Fatalf("PrepareFLM: %v; want the model_path refused", err)
+			}
+			if n := len(e.hub.Requests()); n != 0 {
+				t.Errorf("%d hub requests before the model_path was refused", n)
+			}
+			if after := snapshot(t, e.base); !reflect.DeepEqual(before, after) {
+				for p, v := range after {
+					if before[p] != v && filepath.Base(p) != ".lock" { // the install lock is taken first
+						t.Errorf("the refused install changed %s", p)
+					}
+				}
+			}
+		})
+	}
+}

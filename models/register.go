@@ -358,6 +358,9 @@ func (in *Installer) PrepareFLM(ctx context.Context) (*flm.Layout, error) {
 	if !layout.Found() {
 		return layout, fmt.Errorf("%w: %s", flm.ErrNoFLM, flm.InstallHint(in.Probe.GOOS))
 	}
+	if layout.ModelsDirErr != nil {
+		return layout, fmt.Errorf("prepare FastFlowLM: %w", layout.ModelsDirErr)
+	}
 	// The list and links are NPU Chat's install state: rebuild them only
 	// under the install lock. While an install or uninstall holds it, the
 	// existing list is used as it is (the install rewrites it anyway).
@@ -366,7 +369,11 @@ func (in *Installer) PrepareFLM(ctx context.Context) (*flm.Layout, error) {
 		if _, serr := os.Stat(layout.OwnList); serr != nil {
 			return layout, fmt.Errorf("prepare FastFlowLM: %w; NPU Chat's model list %s is not there yet", err, layout.OwnList)
 		}
-		layout.Notes = append(layout.Notes, fmt.Sprintf("an install is running; using NPU Chat's model list %s as it is", layout.OwnList))
+		if errors.Is(err, errInstallRunning) {
+			layout.Notes = append(layout.Notes, fmt.Sprintf("an install is running; using NPU Chat's model list %s as it is", layout.OwnList))
+		} else {
+			layout.Notes = append(layout.Notes, fmt.Sprintf("%v; using NPU Chat's model list %s as it is", err, layout.OwnList))
+		}
 		return layout, nil
 	}
 	defer unlock()

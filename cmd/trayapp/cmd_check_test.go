@@ -199,14 +199,17 @@ func (w *wine) compile(out string, args ...string) {
 }
 
 // TestWindowsPartsUnderWine runs the Windows code of the single-instance
-// lock (LockFileEx, the loopback channel, across processes) and of launch
-// at login (the real HKCU Run value) under Wine: their own tests, built
-// with GOOS=windows.
+// lock (LockFileEx, the loopback channel, across processes), of launch
+// at login (the real HKCU Run value), of the free-memory check and of
+// the install's file-in-use hint under Wine: their own tests, built with
+// GOOS=windows.
 func TestWindowsPartsUnderWine(t *testing.T) {
 	w := newWine(t)
 	for pkg, run := range map[string]string{
 		"instance":  ".",                              // all of it
 		"autostart": "Registry|RealRunKey|CommandExe", // the XDG file is Linux's
+		"models":    "FileInUse",                      // the update's "stop serving" hint
+		"app":       "WindowsMemAvailable",            // GlobalMemoryStatusEx
 	} {
 		exe := filepath.Join(t.TempDir(), pkg+".test.exe")
 		build := exec.Command("go", "test", "-c", "-o", exe, "../../"+pkg)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -42,43 +41,10 @@ func guiServer(s app.ServerStatus) gui.ServerStatus {
 	return gui.ServerStatus{Listening: s.Listening, URL: s.URL, Err: s.Err}
 }
 
-// InstallModel installs or updates the app's model through the app's
-// install runner, the one the chat page's Install uses: one install at
-// a time, progress to the tray and (as install events) to the page. An
-// install of the same model already running (started from the page) is
-// followed rather than refused; ctx ending cancels it (its downloads are
-// kept, so the next install resumes).
+// InstallModel is the app's install (app.App.InstallModel), its
+// progress in the tray's words.
 func (t trayApp) InstallModel(ctx context.Context, progress func(gui.InstallProgress)) error {
-	runner, model := t.Installs(), t.Model()
-	updates, stop := runner.Subscribe()
-	defer stop()
-	if err := runner.Start(model); err != nil {
-		if st := runner.Status(); !errors.Is(err, install.ErrBusy) || st.State != install.StateRunning || st.Model != model {
-			return err
-		}
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			runner.Cancel(cctx, model)
-			return ctx.Err()
-		case st := <-updates:
-			if st.Model != model {
-				continue
-			}
-			progress(installProgress(st))
-			switch st.State {
-			case install.StateDone:
-				return nil
-			case install.StateFailed:
-				return errors.New(st.Error)
-			case install.StateCancelled:
-				return context.Canceled
-			}
-		}
-	}
+	return t.App.InstallModel(ctx, func(st install.Status) { progress(installProgress(st)) })
 }
 
 // installProgress says an install's status in the tray's words.

@@ -47,8 +47,9 @@ func installRig(t *testing.T) *app.App {
 }
 
 // TestTrayInstallsThroughTheSharedRunner: the tray's "Install model…"
-// runs the page's install runner (one install at a time for both), with
-// progress in the tray's words, and the model is installed afterwards.
+// runs the page's install runner (app.App.InstallModel, tested in app
+// with its cancel), with progress in the tray's words, and the model is
+// installed afterwards.
 func TestTrayInstallsThroughTheSharedRunner(t *testing.T) {
 	a := installRig(t)
 	if a.ModelInstalled() {
@@ -85,22 +86,5 @@ func TestTrayInstallsThroughTheSharedRunner(t *testing.T) {
 	}
 	if len(seen) == 0 || !downloading || !whole || seen[len(seen)-1].Message != "installed" {
 		t.Fatalf("progress %+v", seen)
-	}
-}
-
-// TestTrayInstallWithACancelledContextStops: closing the setup window
-// (ctx) cancels the install; the next one resumes.
-func TestTrayInstallWithACancelledContextStops(t *testing.T) {
-	a := installRig(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	err := trayApp{a}.InstallModel(ctx, func(gui.InstallProgress) { cancel() })
-	if err == nil {
-		t.Fatal("a cancelled install returned nil")
-	}
-	if st := a.Installs().Status(); st.State == install.StateRunning {
-		t.Fatalf("still running: %+v", st)
-	}
-	if err := (trayApp{a}).InstallModel(context.Background(), func(gui.InstallProgress) {}); err != nil || !a.ModelInstalled() {
-		t.Fatalf("install again: %v, installed %v", err, a.ModelInstalled())
 	}
 }

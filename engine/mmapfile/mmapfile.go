@@ -66,6 +66,17 @@ func (f *File) Contains(b []byte) bool {
 	return p >= lo && p+uintptr(len(b)) <= lo+uintptr(len(f.Data))
 }
 
+// WillNeed tells the system that b, a part of f's data, is about to be
+// read from end to end: on Linux the file's pages are read ahead in the
+// background (MADV_WILLNEED), so that reading b later finds them in the
+// page cache rather than waiting on the disk. Elsewhere, and for data
+// read into memory, it does nothing.
+func (f *File) WillNeed(b []byte) {
+	if f.Contains(b) && f.mapped {
+		willNeed(b)
+	}
+}
+
 // Release tells the system that b, a part of f's data, will not be read
 // for a while: on Linux its mapped pages leave the process's resident
 // memory (they stay in the page cache, and reading b again maps them

@@ -19,6 +19,15 @@ func TestOpen(t *testing.T) {
 	if string(f.Data) != "hello" {
 		t.Errorf("data %q", f.Data)
 	}
+	// Advice changes nothing that is read: inside the data, and outside
+	// it (ignored).
+	for _, b := range [][]byte{f.Data[1:4], f.Data, []byte("other")} {
+		f.WillNeed(b)
+		f.Release(b)
+	}
+	if string(f.Data) != "hello" {
+		t.Errorf("data after advice %q", f.Data)
+	}
 	if err := f.Close(); err != nil {
 		t.Error(err)
 	}

@@ -91,20 +91,28 @@ func Pack(t Type, rows, cols int, data, dst []byte, g0, g1 int) (*Packed, error)
 		g0, g1 = 0, p.Groups()
 	}
 	for g := g0; g < g1; g++ {
-		p.packGroup(g, data, rb)
+		if !packGroupAVX512(p, g, data, rb) {
+			p.packGroup(g, data, rb)
+		}
 	}
 	return p, nil
 }
 
+// packGroup writes group g of p from the ggml rows in data (rb bytes
+// each). It is the reference the assembly (packGroupAVX512) is checked
+// against, and what runs on CPUs without AVX-512.
 func (p *Packed) packGroup(g int, data []byte, rb int) {
 	nb := p.Cols / 32
 	bb := p.Type.BlockBytes()
 	dst := p.group(g)
 	le := binary.LittleEndian
 	const lo4 = 0x0F0F0F0F
+	partial := (g+1)*GroupRows > p.Rows
 	for b := range nb {
 		out := dst[b*p.blockBytes : (b+1)*p.blockBytes]
-		clear(out)
+		if partial {
+			clear(out) // padding rows: zero scales and weights
+		}
 		w := out[p.blockBytes-256:]
 		if p.Type == Q8_0 {
 			w = out[32:]
@@ -115,7 +123,7 @@ func (p *Packed) packGroup(g int, data []byte, rb int) {
 				break // padding: zero scales and weights
 			}
 			blk := data[row*rb+b*bb : row*rb+(b+1)*bb]
-			copy(out[2*r:], blk[:2]) // d
+			out[2*r], out[2*r+1] = blk[0], blk[1] // d
 			switch p.Type {
 			case Q8_0:
 				for k := range 8 {
@@ -124,7 +132,7 @@ func (p *Packed) packGroup(g int, data []byte, rb int) {
 				}
 				continue
 			case Q4_1, Q4_1BF16:
-				copy(out[32+2*r:], blk[2:4]) // m
+				out[32+2*r], out[32+2*r+1] = blk[2], blk[3] // m
 				blk = blk[2:]
 			}
 			// ggml: byte j holds value j (low nibble) and j+16 (high);

@@ -1,6 +1,7 @@
 package quant
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -104,6 +105,77 @@ func TestPackedMatchesReference(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPackLayout: the AVX-512 repacking (packGroupAVX512) writes the
+// same bytes as the plain-Go packGroup for every packed type, full and
+// partial groups (padding rows zero) and odd block counts; both write
+// every byte of the result (whatever the memory held before), and Pack
+// over a range of groups leaves the others alone.
+func TestPackLayout(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, typ := range q8Types {
+		for _, shape := range []struct{ rows, nb int }{{1, 1}, {15, 2}, {16, 1}, {17, 3}, {31, 5}, {48, 64}, {37, 193}} {
+			name := fmt.Sprintf("%s/%dx%d", typ, shape.rows, shape.nb)
+			rb, _ := typ.RowBytes(32 * shape.nb)
+			data := make([]byte, shape.rows*rb)
+			for i := range data {
+				data[i] = byte(r.UintN(256))
+			}
+			n := PackedBytes(typ, shape.rows, 32*shape.nb)
+			filled := func(v byte) []byte {
+				b := make([]byte, n)
+				for i := range b {
+					b[i] = v
+				}
+				return b
+			}
+			ref0, ref1 := filled(0), filled(0xA5)
+			p0, _ := NewPacked(typ, shape.rows, 32*shape.nb, ref0)
+			p1, _ := NewPacked(typ, shape.rows, 32*shape.nb, ref1)
+			for g := range p0.Groups() {
+				p0.packGroup(g, data, rb)
+				p1.packGroup(g, data, rb)
+			}
+			if !bytes.Equal(ref0, ref1) {
+				t.Fatalf("%s: packGroup leaves bytes unwritten", name)
+			}
+			if !HasVNNI() {
+				continue
+			}
+			fast := filled(0x5A)
+			pf, _ := NewPacked(typ, shape.rows, 32*shape.nb, fast)
+			for g := range pf.Groups() {
+				if !packGroupAVX512(pf, g, data, rb) {
+					t.Fatalf("%s: packGroupAVX512 did not run", name)
+				}
+			}
+			if i := firstDiff(fast, ref0); i >= 0 {
+				t.Fatalf("%s: AVX-512 packing differs from packGroup at byte %d of %d (%#x, want %#x)", name, i, n, fast[i], ref0[i])
+			}
+			// Pack of the second group only (the split packParallel uses)
+			if pf.Groups() > 1 {
+				part := filled(0x77)
+				if _, err := Pack(typ, shape.rows, 32*shape.nb, data, part, 1, 2); err != nil {
+					t.Fatal(err)
+				}
+				gb := pf.GroupBytes()
+				if !bytes.Equal(part[gb:2*gb], ref0[gb:2*gb]) || !bytes.Equal(part[:gb], filled(0x77)[:gb]) {
+					t.Fatalf("%s: Pack of group 1 wrote the wrong bytes", name)
+				}
+			}
+		}
+	}
+}
+
+// firstDiff is the first index where a and b differ, or -1.
+func firstDiff(a, b []byte) int {
+	for i := range a {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return -1
 }
 
 // TestPackRejects: types and shapes Pack cannot take are errors.

@@ -22,16 +22,32 @@ type Q8Vector struct {
 	Sum []int32
 }
 
+// Rounding is which loop rounds activations to 8 bits. All of them give
+// the same bits.
+type Rounding int
+
+const (
+	// RoundGo is plain Go (any CPU).
+	RoundGo Rounding = iota
+	// RoundAVX2 uses AVX2 and F16C where the CPU has them (the avx2 and
+	// avxvnni kernel levels), plain Go elsewhere.
+	RoundAVX2
+	// RoundAVX512 uses AVX-512 where the CPU has it, else as RoundAVX2.
+	RoundAVX512
+)
+
 // Quantize rounds x (a whole number of 32-value blocks) into v, reusing
-// v's storage, with AVX-512 when the CPU has it (bit for bit the same as
+// v's storage, with the best SIMD the CPU has (bit for bit the same as
 // QuantizePlain).
-func (v *Q8Vector) Quantize(x []float32) { v.quantize(x, vnni) }
+func (v *Q8Vector) Quantize(x []float32) { v.QuantizeWith(RoundAVX512, x) }
 
 // QuantizePlain is Quantize in plain Go only (for a model whose kernels
-// are capped below AVX-512).
-func (v *Q8Vector) QuantizePlain(x []float32) { v.quantize(x, false) }
+// are capped at plain Go).
+func (v *Q8Vector) QuantizePlain(x []float32) { v.QuantizeWith(RoundGo, x) }
 
-func (v *Q8Vector) quantize(x []float32, simd bool) {
+// QuantizeWith is Quantize with SIMD up to r (for a model whose kernels
+// are capped below AVX-512).
+func (v *Q8Vector) QuantizeWith(r Rounding, x []float32) {
 	n := len(x)
 	nb := n / 32
 	if cap(v.Qs) < n || cap(v.Sum) < nb {
@@ -41,15 +57,19 @@ func (v *Q8Vector) quantize(x []float32, simd bool) {
 		v.Sum = make([]int32, nb)
 	}
 	v.Qs, v.D, v.S, v.Sum = v.Qs[:n], v.D[:nb], v.S[:nb], v.Sum[:nb]
-	if simd && nb > 0 {
+	switch {
+	case nb == 0:
+	case r >= RoundAVX512 && vnni:
 		quantizeQ8AVX512(&x[0], nb, &v.Qs[0], &v.D[0], &v.S[0], &v.Sum[0])
-		return
+	case r >= RoundAVX2 && simdQ8:
+		quantizeQ8AVX2(&x[0], nb, &v.Qs[0], &v.D[0], &v.S[0], &v.Sum[0])
+	default:
+		v.quantizeRef(x)
 	}
-	v.quantizeRef(x)
 }
 
 // quantizeRef is Quantize in plain Go: the reference the AVX-512 loop is
-// tested against, bit for bit.
+// and AVX2 loops are tested against, bit for bit.
 func (v *Q8Vector) quantizeRef(x []float32) {
 	nb := len(x) / 32
 	for b := 0; b < nb; b++ {

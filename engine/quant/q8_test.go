@@ -289,14 +289,26 @@ func TestDotF16(t *testing.T) {
 	}
 }
 
-// TestQuantizeMatchesReference: the AVX-512 rounding of activations gives
-// the plain-Go loop's bytes, scales, sums and block sums exactly, on
-// Gaussian values, outliers, all-zero and constant blocks, ties
-// (x·127/max = k+½) and tiny and huge magnitudes.
+// TestQuantizeMatchesReference: the AVX-512 and the AVX2 rounding of
+// activations give the plain-Go loop's bytes, scales, sums and block sums
+// exactly, on Gaussian values, outliers, all-zero and constant blocks,
+// ties (x·127/max = k+½) and tiny and huge magnitudes.
 func TestQuantizeMatchesReference(t *testing.T) {
-	if !HasVNNI() {
-		t.Skip("no AVX-512 on this CPU: Quantize is the plain-Go loop itself")
+	for _, rk := range []struct {
+		name string
+		r    Rounding
+		ok   bool
+	}{{"avx2", RoundAVX2, simdQ8}, {"avx512", RoundAVX512, HasVNNI()}} {
+		t.Run(rk.name, func(t *testing.T) {
+			if !rk.ok {
+				t.Skipf("no %s on this CPU: QuantizeWith is the plain-Go loop itself", rk.name)
+			}
+			testQuantizeMatches(t, rk.r)
+		})
 	}
+}
+
+func testQuantizeMatches(t *testing.T, rounding Rounding) {
 	r := rand.New(rand.NewPCG(13, 14))
 	for trial := range 200 {
 		nb := 1 + r.IntN(70)
@@ -320,7 +332,7 @@ func TestQuantizeMatchesReference(t *testing.T) {
 			}
 		}
 		var got, want Q8Vector
-		got.Quantize(x)
+		got.QuantizeWith(rounding, x)
 		want.QuantizePlain(x)
 		for i := range want.Qs {
 			if got.Qs[i] != want.Qs[i] {

@@ -137,6 +137,11 @@ func dotF16AVX2(a *float32, b *uint16, n int) float32
 //go:noescape
 func axpyF16AVX2(y *float32, x *uint16, a float32, n int)
 
+// quantizeQ8AVX2 is quantizeQ8AVX512 for AVX2 and F16C (simdQ8).
+//
+//go:noescape
+func quantizeQ8AVX2(x *float32, nb int, qs *int8, d, s *float32, sum *int32)
+
 // quantizeQ8AVX512 is Q8Vector.Quantize's loop for nb blocks (AVX-512F
 // with BW/VL, which vnni implies).
 //

@@ -81,4 +81,5 @@ func gemmQ8_0VNNIx1(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int
 }
 func dotF16AVX2(a *float32, b *uint16, n int) float32                          { panic("no SIMD") }
 func axpyF16AVX2(y *float32, x *uint16, a float32, n int)                      { panic("no SIMD") }
+func quantizeQ8AVX2(x *float32, nb int, qs *int8, d, s *float32, sum *int32)   { panic("no SIMD") }
 func quantizeQ8AVX512(x *float32, nb int, qs *int8, d, s *float32, sum *int32) { panic("no SIMD") }

@@ -76,6 +76,31 @@
 	VMULPS.BCST (R9)(R13*1), Z9, Z11; VADDPS 64(AX), Z11, Z11; VMOVUPS Z11, 64(AX); \
 	ADDQ R8, R12; ADDQ R10, R13; ADDQ $128, AX; DECQ R11
 
+// The one-vector kernels use the high nibbles unshifted: the byte & 0xF0
+// is 16 times the nibble, so the two chains that take the high nibbles
+// (Z12, Z14) sum 16 times their integer sum, which a shift right by 4
+// (arithmetic: exact, the sum being a multiple of 16) brings back before
+// it joins the low nibbles' chains. The block's integer sum is the same
+// integer as DP8's, so the results are the same bits; per block that
+// saves the four shifts of NIB (the loads fold into the ANDs).
+#define Q4WH(o) \
+	VPANDQ o(SI), Z31, Z0; VPANDQ o(SI), Z29, Z1; VPANDQ o+64(SI), Z31, Z2; VPANDQ o+64(SI), Z29, Z3; \
+	VPANDQ o+128(SI), Z31, Z4; VPANDQ o+128(SI), Z29, Z5; VPANDQ o+192(SI), Z31, Z6; VPANDQ o+192(SI), Z29, Z7
+
+// DP8H is DP8 on Q4WH's registers: the high-nibble chains Z12 and Z14
+// summed, divided by 16 and added to the low ones.
+#define DP8H \
+	VPXORD Z12, Z12, Z12; VPXORD Z13, Z13, Z13; VPXORD Z14, Z14, Z14; \
+	VPDPBUSD.BCST (DI)(R12*1), Z0, Z10; VPDPBUSD.BCST 4(DI)(R12*1), Z1, Z12; \
+	VPDPBUSD.BCST 8(DI)(R12*1), Z2, Z13; VPDPBUSD.BCST 12(DI)(R12*1), Z3, Z14; \
+	VPDPBUSD.BCST 16(DI)(R12*1), Z4, Z10; VPDPBUSD.BCST 20(DI)(R12*1), Z5, Z12; \
+	VPDPBUSD.BCST 24(DI)(R12*1), Z6, Z13; VPDPBUSD.BCST 28(DI)(R12*1), Z7, Z14; \
+	VPADDD Z14, Z12, Z12; VPSRAD $4, Z12, Z12; VPADDD Z13, Z10, Z10; VPADDD Z12, Z10, Z10
+
+// HIMASK sets Z29 to 0xF0 bytes (the one-vector Q4 kernels).
+#define HIMASK \
+	MOVL $0xF0F0F0F0, AX; VPBROADCASTD AX, Z29
+
 #define TOKENS \
 	MOVQ out+72(FP), AX; MOVQ ntok+64(FP), R11; XORQ R12, R12; XORQ R13, R13
 
@@ -175,6 +200,7 @@ gemmQ8_0VNNItok:
 // (ntok is 1; out is not read, only written)
 TEXT ·gemmQ4_0VNNIx1(SB), NOSPLIT, $0-80
 	ARGS
+	HIMASK
 	XORQ R12, R12
 	XORQ R13, R13
 	VPXORD Z20, Z20, Z20
@@ -182,10 +208,10 @@ TEXT ·gemmQ4_0VNNIx1(SB), NOSPLIT, $0-80
 gemmQ4_0VNNIx1block:
 	PF5
 	VCVTPH2PS (SI), Z8
-	Q4W(32)
+	Q4WH(32)
 	VPSLLD.BCST $3, (BX)(R13*1), Z10
 	VPSUBD Z10, Z30, Z10
-	DP8
+	DP8H
 	SCALE
 	VADDPS Z10, Z20, Z20
 	NEXT(288)
@@ -199,6 +225,7 @@ gemmQ4_0VNNIx1block:
 // (ntok is 1; out is not read, only written)
 TEXT ·gemmQ4_1VNNIx1(SB), NOSPLIT, $0-80
 	ARGS
+	HIMASK
 	XORQ R12, R12
 	XORQ R13, R13
 	VPXORD Z20, Z20, Z20
@@ -207,9 +234,9 @@ gemmQ4_1VNNIx1block:
 	PF5
 	VCVTPH2PS (SI), Z8
 	VCVTPH2PS 32(SI), Z9
-	Q4W(64)
+	Q4WH(64)
 	VPXORD Z10, Z10, Z10
-	DP8
+	DP8H
 	SCALE
 	VADDPS Z10, Z20, Z20
 	VMULPS.BCST (R9), Z9, Z11
@@ -226,6 +253,7 @@ gemmQ4_1VNNIx1block:
 // (ntok is 1; out is not read, only written)
 TEXT ·gemmQ4_1BF16VNNIx1(SB), NOSPLIT, $0-80
 	ARGS
+	HIMASK
 	XORQ R12, R12
 	XORQ R13, R13
 	VPXORD Z20, Z20, Z20
@@ -236,9 +264,9 @@ gemmQ4_1BF16VNNIx1block:
 	VPSLLD $16, Z8, Z8
 	VPMOVZXWD 32(SI), Z9
 	VPSLLD $16, Z9, Z9
-	Q4W(64)
+	Q4WH(64)
 	VPXORD Z10, Z10, Z10
-	DP8
+	DP8H
 	SCALE
 	VADDPS Z10, Z20, Z20
 	VMULPS.BCST (R9), Z9, Z11

@@ -54,13 +54,46 @@ type Notification struct {
 // notification server's names, and registers itself as a host.
 func StartShell(t testing.TB, addr string) *Shell {
 	t.Helper()
+	return startShell(t, addr, true)
+}
+
+// StartShellWithoutTray is a desktop that shows no tray icons (stock
+// GNOME, without the AppIndicator extension): a notification server,
+// but no StatusNotifierWatcher, so a tray item has nothing to register
+// with.
+func StartShellWithoutTray(t testing.TB, addr string) *Shell {
+	t.Helper()
+	return startShell(t, addr, false)
+}
+
+func startShell(t testing.TB, addr string, tray bool) *Shell {
+	t.Helper()
 	conn, err := dbus.Connect(addr)
 	if err != nil {
 		t.Fatalf("connect to the test bus: %v", err)
 	}
 	t.Cleanup(func() { conn.Close() })
 	s := &Shell{t: t, conn: conn, changed: make(chan struct{})}
+	names := []string{notifyName}
+	if tray {
+		s.exportWatcher()
+		names = append(names, watcherName, hostBusName)
+	}
+	if err := conn.Export(&notifier{s: s}, notifyPath, notifyName); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		reply, err := conn.RequestName(name, dbus.NameFlagDoNotQueue)
+		if err != nil || reply != dbus.RequestNameReplyPrimaryOwner {
+			t.Fatalf("own %s on the test bus: reply %v, %v", name, reply, err)
+		}
+	}
+	return s
+}
 
+// exportWatcher puts the StatusNotifierWatcher on the shell's connection.
+func (s *Shell) exportWatcher() {
+	t, conn := s.t, s.conn
 	w := &watcher{s: s}
 	if err := conn.Export(w, watcherPath, watcherName); err != nil {
 		t.Fatal(err)
@@ -79,16 +112,6 @@ func StartShell(t testing.TB, addr string) *Shell {
 	if err := conn.Export(introspect.NewIntrospectable(node), watcherPath, "org.freedesktop.DBus.Introspectable"); err != nil {
 		t.Fatal(err)
 	}
-	if err := conn.Export(&notifier{s: s}, notifyPath, notifyName); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{watcherName, notifyName, hostBusName} {
-		reply, err := conn.RequestName(name, dbus.NameFlagDoNotQueue)
-		if err != nil || reply != dbus.RequestNameReplyPrimaryOwner {
-			t.Fatalf("own %s on the test bus: reply %v, %v", name, reply, err)
-		}
-	}
-	return s
 }
 
 // watcher is org.kde.StatusNotifierWatcher.

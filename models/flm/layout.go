@@ -39,8 +39,13 @@ type Layout struct {
 	// relative to it.
 	ModelsHome string
 	// ModelsDir is ModelsHome joined with the list's model_path: model
-	// folders are ModelsDir/<name>.
+	// folders are ModelsDir/<name>. It is "" when the list's model_path
+	// is refused (ModelsDirErr).
 	ModelsDir string
+	// ModelsDirErr says why the model list's model_path was refused
+	// (absolute, or leading out of ModelsHome with ".."): no model
+	// folder is used until it is fixed.
+	ModelsDirErr error
 	// XclbinRoot is the folder FastFlowLM takes kernels from by itself;
 	// kernels are XclbinRoot/xclbins/<name>/ ("" when none was found).
 	XclbinRoot string
@@ -71,8 +76,14 @@ func (l *Layout) OwnXclbinDir(name string) string {
 	return l.join(l.OwnXclbinRoot, "xclbins", name)
 }
 
-// ModelDir is the FastFlowLM model folder of a model.
-func (l *Layout) ModelDir(name string) string { return l.join(l.ModelsDir, name) }
+// ModelDir is the FastFlowLM model folder of a model, "" when the
+// models folder is unknown (ModelsDirErr).
+func (l *Layout) ModelDir(name string) string {
+	if l.ModelsDir == "" {
+		return ""
+	}
+	return l.join(l.ModelsDir, name)
+}
 
 // ServeEnv is the environment to start `flm serve` with so that it reads
 // NPU Chat's model list and kernel root, and the models folder in use.
@@ -252,7 +263,11 @@ func Discover(ctx context.Context, p Probe) *Layout {
 	if l.SystemList != "" {
 		if b, err := os.ReadFile(l.SystemList); err == nil {
 			if o, err := ParseObject(b); err == nil {
-				modelPath = ModelPath(o)
+				if modelPath, err = ModelPath(o); err != nil {
+					l.ModelsDirErr = fmt.Errorf("FastFlowLM's model list %s: %w; NPU Chat refuses it and uses no FastFlowLM models folder until it is fixed (the default is \"models\")", l.SystemList, err)
+					l.Notes = append(l.Notes, l.ModelsDirErr.Error())
+					return l
+				}
 			}
 		}
 	}

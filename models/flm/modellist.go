@@ -2,7 +2,9 @@ package flm
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 )
 
 // Entry is one model to register in a model_list.json: it goes to
@@ -146,13 +148,46 @@ func HasEntry(list *Object, family, tag, name string) bool {
 	return json.Unmarshal(raw, &e) == nil && e.Name == name
 }
 
-// ModelPath is the list's "model_path" ("models" when absent).
-func ModelPath(list *Object) string {
-	var p string
-	if raw, ok := list.Get("model_path"); ok && json.Unmarshal(raw, &p) == nil && p != "" {
-		return p
+// ModelPath is the list's "model_path" ("models" when absent or
+// empty), the models folder relative to FastFlowLM's models home. A
+// value that is not a string, or that could lead out of that home
+// (CheckModelPath), is an error: nothing is read, written or deleted
+// through it.
+func ModelPath(list *Object) (string, error) {
+	raw, ok := list.Get("model_path")
+	if !ok {
+		return "models", nil
 	}
-	return "models"
+	var p string
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return "", fmt.Errorf("\"model_path\" is %s, not a string", raw)
+	}
+	if p == "" {
+		return "models", nil
+	}
+	if err := CheckModelPath(p); err != nil {
+		return "", fmt.Errorf("\"model_path\" is %q: %w", p, err)
+	}
+	return p, nil
+}
+
+// CheckModelPath refuses a model_path that could lead out of the
+// FastFlowLM models folder it is joined to: an absolute path (on any
+// system: /x, \x, C:x, C:\x, \\server\share), a ".." element (with /
+// or \ as the separator, as Windows reads it), or a NUL byte.
+func CheckModelPath(p string) error {
+	switch {
+	case strings.ContainsRune(p, 0):
+		return errors.New("it holds a NUL byte")
+	case strings.HasPrefix(p, "/") || strings.HasPrefix(p, `\`) || (len(p) >= 2 && p[1] == ':'):
+		return errors.New("it is an absolute path, not a folder inside the FastFlowLM models folder")
+	}
+	for _, el := range strings.FieldsFunc(p, func(r rune) bool { return r == '/' || r == '\\' }) {
+		if el == ".." {
+			return errors.New("it climbs out of the FastFlowLM models folder with \"..\"")
+		}
+	}
+	return nil
 }
 
 // MergeList builds the model_list.json NPU Chat owns: base (FastFlowLM's

@@ -1,0 +1,131 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/npuchat/npuchat/models/hub/hubtest"
+	"github.com/npuchat/npuchat/service/install"
+)
+
+// installRepo is a small FastFlowLM model repository on a fake hub.
+func installRepo() []hubtest.File {
+	blob := func(name string, n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(i*7) ^ name[i%len(name)]
+		}
+		return b
+	}
+	return []hubtest.File{
+		{Path: "config.json", Content: []byte(`{"model_type": "qwen3", "flm_version": "0.9.22"}`)},
+		{Path: "model.q4nx", Content: blob("model.q4nx", 100_000), LFS: true},
+		{Path: "tokenizer.json", Content: blob("tokenizer.json", 10_000), LFS: true},
+		{Path: "tokenizer_config.json", Content: []byte(`{"eos_token": {"content": "<|im_end|>"}, "eos_token_id": 130073}`)},
+		{Path: "special_tokens_map.json", Content: []byte(`{}`)},
+		{Path: "chat_template.jinja", Content: []byte(`{{ messages }}`)},
+		{Path: "attn.xclbin", Content: blob("attn", 1000), LFS: true},
+		{Path: "mm.xclbin", Content: blob("mm", 1000), LFS: true},
+		{Path: "layer.xclbin", Content: blob("layer", 1000), LFS: true},
+		{Path: "dequant.xclbin", Content: blob("dequant", 1000), LFS: true},
+	}
+}
+
+// installRig is an app whose model installs from a fake hub into a
+// FastFlowLM root.
+func installRig(t *testing.T) *App {
+	t.Helper()
+	fake := hubtest.New("julianmb/MiniCPM5-2B-NPU2", "main", installRepo())
+	t.Cleanup(fake.Close)
+	base := t.TempDir()
+	root := filepath.Join(base, "flm")
+	os.MkdirAll(filepath.Join(root, "xclbins"), 0o755)
+	os.WriteFile(filepath.Join(root, "flm"), []byte("#!/bin/sh\nif [ \"$1\" = version ] && [ \"$2\" = --json ]; then echo '{\"version\": \"0.9.45\"}'; else exit 3; fi\n"), 0o755)
+	sys, err := os.ReadFile("../models/flm/testdata/flm_v0.9.45.input.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(root, "model_list.json"), sys, 0o644)
+	env := map[string]string{
+		"HOME": filepath.Join(base, "home"), "NPUCHAT_DATA": filepath.Join(base, "data"),
+		"NPUCHAT_CONFIG": filepath.Join(base, "settings.json"), "HF_ENDPOINT": fake.URL(),
+	}
+	a, err := New(context.Background(), Options{Getenv: func(k string) string { return env[k] },
+		Flags: Flags{Addr: "127.0.0.1:0", FLMRoot: root}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Shutdown(context.Background()) })
+	return a
+}
+
+// TestInstallModel: the install runs on the page's runner (one install
+// at a time for both), reports each status of it, and ends with the
+// model installed; an install of the model already running (the
+// page's) is followed rather than refused.
+func TestInstallModel(t *testing.T) {
+	for _, pageFirst := range []bool{false, true} {
+		name := "alone"
+		if pageFirst {
+			name = "the page's install running"
+		}
+		t.Run(name, func(t *testing.T) {
+			a := installRig(t)
+			if a.ModelInstalled() {
+				t.Fatal("installed before the install")
+			}
+			if pageFirst {
+				if err := a.Installs().Start(a.Model()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var mu sync.Mutex
+			var seen []install.Status
+			err := a.InstallModel(context.Background(), func(st install.Status) {
+				mu.Lock()
+				seen = append(seen, st)
+				mu.Unlock()
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !a.ModelInstalled() {
+				t.Fatal("not installed after the install")
+			}
+			if st := a.Installs().Status(); st.State != install.StateDone || st.Model != "minicpm5:2b" {
+				t.Fatalf("runner %+v", st)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(seen) == 0 || seen[len(seen)-1].State != install.StateDone {
+				t.Fatalf("statuses %+v; want the last one done", seen)
+			}
+			for _, st := range seen {
+				if st.Model != "minicpm5:2b" {
+					t.Errorf("a status of another model: %+v", st)
+				}
+			}
+		})
+	}
+}
+
+// TestInstallModelCancelled: ctx ending (the tray's window closed, Quit)
+// cancels the install; the next one resumes and finishes.
+func TestInstallModelCancelled(t *testing.T) {
+	a := installRig(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	err := a.InstallModel(ctx, func(install.Status) { cancel() })
+	if err == nil {
+		t.Fatal("a cancelled install returned nil")
+	}
+	if st := a.Installs().Status(); st.State == install.StateRunning {
+		t.Fatalf("still running: %+v", st)
+	}
+	if err := a.InstallModel(context.Background(), func(install.Status) {}); err != nil || !a.ModelInstalled() {
+		t.Fatalf("install again: %v, installed %v", err, a.ModelInstalled())
+	}
+}
