@@ -600,9 +600,17 @@
     if (streaming) streaming.abort.abort();
   }
 
-  async function ensureConversation() {
+  // ensureConversation returns the open chat's id, making the chat
+  // first for a new one. When signal is aborted meanwhile (another chat
+  // was opened), the chat just made, still empty, is deleted again and
+  // the page stays where the reader went.
+  async function ensureConversation(signal) {
     if (conversation) return conversation;
     const c = await api("POST", "/api/conversations", {});
+    if (signal && signal.aborted) {
+      api("DELETE", "/api/conversations/" + c.id).then(loadList, () => {});
+      throw new DOMException("another chat was opened", "AbortError");
+    }
     conversation = c.id;
     history.pushState({ id: c.id }, "", "/c/" + c.id);
     updateExport();
@@ -634,19 +642,26 @@
   // there to send again.
   async function send(body, composed) {
     if (streaming) return;
+    // Busy from the start, while a new chat is made for the message: a
+    // second send meanwhile (a double click, Enter held) waits, and
+    // opening another chat aborts this one.
+    const abort = new AbortController();
+    streaming = { abort };
+    setBusy(true);
     showError("");
     const kept = composed !== undefined ? " Your message is still in the box." : "";
     let id;
     const fresh = !conversation;
     try {
-      id = await ensureConversation();
+      id = await ensureConversation(abort.signal);
     } catch (e) {
-      showError((e instanceof TypeError ? unreachable : "Could not start a chat: " + e.message) + kept);
+      if (streaming && streaming.abort === abort) {
+        streaming = null;
+        setBusy(false);
+      }
+      if (e.name !== "AbortError") showError((e instanceof TypeError ? unreachable : "Could not start a chat: " + e.message) + kept);
       return;
     }
-    const abort = new AbortController();
-    streaming = { abort };
-    setBusy(true);
     follow = true;
     let answerEl = null;
     let raw = "";
@@ -711,7 +726,11 @@
         // A chat made for this message and left empty goes again: no
         // "New chat" with nothing in it stays in the list.
         if (fresh && r.status !== 401) await dropEmptyChat(id);
-        throw new Error(refusal(r, data, "message") + kept);
+        // A refused regenerate or edit changed nothing on the server, but
+        // the view had dropped the messages it was to replace: show them
+        // again, and an edit open again with its text.
+        if (!fresh && (body.regenerate || body.edit)) await reloadMessages(id, body.edit ? body : null);
+        throw new Error(sentence(refusal(r, data, "message")) + kept + (body.edit ? " Your edit is still in its box." : ""));
       }
       if (composed !== undefined && input.value === composed) {
         input.value = "";
@@ -738,8 +757,28 @@
       setBusy(false);
       updateEmpty();
       loadList().then(titleFromList);
-      input.focus();
+      // (An edit the server refused is open again, with the focus.)
+      if (!msgsEl.querySelector(".edit-form")) input.focus();
     }
+  }
+
+  // reloadMessages shows the messages of the chat id as the server has
+  // them, and, with edit ({edit, content}), that message's edit form
+  // again with the edited text.
+  async function reloadMessages(id, edit) {
+    let c;
+    try {
+      c = await api("GET", "/api/conversations/" + id);
+    } catch (_) {
+      return;
+    }
+    if (conversation !== id) return;
+    lastContext = "";
+    msgsEl.querySelectorAll("article.message").forEach((a) => a.remove());
+    for (const m of c.messages) msgsEl.insertBefore(messageEl(m), $("empty"));
+    updateEmpty();
+    const art = edit && msgsEl.querySelector('article.message[data-id="' + edit.edit + '"]');
+    if (art) editMessage(art, edit.content);
   }
 
   // readSSE parses a server-sent event stream from a fetch body.
@@ -788,8 +827,10 @@
   }
   input.addEventListener("input", autosize);
   stopBtn.addEventListener("click", stopStreaming);
+  // Escape stops the answer only when it is not meant for something
+  // open above the chat (a dialog, the chat list at 360 px, an edit).
   document.addEventListener("keydown", (e) => {
-    if (e.key === "Escape" && streaming) {
+    if (e.key === "Escape" && streaming && !document.querySelector("dialog[open]") && !document.body.classList.contains("sidebar-open")) {
       e.preventDefault();
       stopStreaming();
     }
@@ -820,9 +861,11 @@
     }
   });
 
-  function editMessage(art) {
+  // editMessage opens art's edit form, with text (the message's own
+  // when undefined).
+  function editMessage(art, text) {
     const body = art.querySelector(".body");
-    const old = body.dataset.raw || "";
+    const old = text !== undefined ? text : body.dataset.raw || "";
     const form = document.createElement("form");
     form.className = "edit-form";
     const ta = document.createElement("textarea");
