@@ -72,6 +72,7 @@ func (m *Manager) endLocked(sub *subscriber) {
 // sendLocked stamps ev with the status and the time and sends it to every
 // subscriber. m.mu must be held.
 func (m *Manager) sendLocked(ev Event) {
+	m.seq++
 	ev.Status, ev.Time = m.statusLocked(), m.opts.Now()
 	for sub := range m.subs {
 		if !sub.flushing {

@@ -101,6 +101,11 @@ type Status struct {
 	Running      int                `json:"running"`              // generations running now
 	Waiting      int                `json:"waiting"`              // requests in the queue
 	Stats        Stats              `json:"stats"`
+	// Seq grows with every event the service sends: of two statuses
+	// read at different times (an event and a GET /api/status whose
+	// answers may arrive in either order), the one with the larger Seq
+	// is the newer, and a client never shows an older one over it.
+	Seq uint64 `json:"seq"`
 }
 
 // Stats are counters and the last measured speeds.
@@ -283,7 +288,8 @@ type Manager struct {
 	// mu guards everything below. It is never held while a backend
 	// loads, generates or unloads.
 	mu         sync.Mutex
-	enabled    bool // false when the user switched the model off
+	seq        uint64 // events sent so far (Status.Seq)
+	enabled    bool   // false when the user switched the model off
 	state      State
 	model      string // loaded or loading or last wanted
 	kind       string // kind of the backend loading or loaded
@@ -370,7 +376,7 @@ func (m *Manager) statusLocked() Status {
 		State: m.state, Model: m.model, Backend: m.kind, Enabled: m.enabled,
 		Reason: m.reason, Error: m.errMsg, Fallback: m.fallback, Since: m.since,
 		Beside: m.sideKind, BesideReason: m.sideWhy,
-		Running: m.running, Waiting: m.waiting, Stats: m.stats,
+		Running: m.running, Waiting: m.waiting, Stats: m.stats, Seq: m.seq,
 	}
 	if m.progress != nil {
 		p := *m.progress

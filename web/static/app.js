@@ -976,6 +976,10 @@
   }
 
   function showStatus(st) {
+    // A GET /api/status answer and the events may arrive in either
+    // order: never show an older status over a newer one (seq grows
+    // with every event the server sends).
+    if (status && typeof st.seq === "number" && typeof status.seq === "number" && st.seq < status.seq) return;
     status = st;
     const el = $("model-status");
     const name = st.model || modelName;
@@ -1082,6 +1086,11 @@
         overall_bytes: whole ? p.done || 0 : 0, overall_total: whole ? p.total || 0 : 0, overall_eta_s: whole ? p.eta_s || 0 : 0,
       }));
     });
+    // A (re)connected stream may be a restarted server, whose seq starts
+    // again from 0: its first status is shown whatever the old seq was.
+    es.onopen = () => {
+      if (status) status = Object.assign({}, status, { seq: -1 });
+    };
     es.onerror = () => {
       // The browser reconnects by itself; refresh what we show meanwhile.
       setTimeout(refreshStatus, 1000);
