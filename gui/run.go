@@ -39,7 +39,7 @@ func Run(ctx context.Context, a App, opts Options) error {
 	}
 	go func() {
 		<-ctx.Done()
-		fyne.Do(fy.Quit)
+		fyne.Do(func() { quitApp(fy) })
 	}()
 	fy.Run()
 	stop()

@@ -103,7 +103,7 @@ func newStartupWindow(fy fyne.App, e StartupError, openLogs func()) *startupWind
 	if e.logDir() != "" {
 		w.buttons.Add(widget.NewButtonWithIcon(labelLogs, theme.FolderOpenIcon(), openLogs))
 	}
-	w.buttons.Add(widget.NewButtonWithIcon(labelQuit, theme.CancelIcon(), fy.Quit))
+	w.buttons.Add(widget.NewButtonWithIcon(labelQuit, theme.CancelIcon(), func() { quitApp(fy) }))
 	w.scroll = container.NewVScroll(w.text)
 	w.win.SetContent(container.NewBorder(w.head, container.NewCenter(w.buttons), nil, nil, w.scroll))
 	return w

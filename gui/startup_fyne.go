@@ -39,7 +39,7 @@ func ShowStartupError(ctx context.Context, e StartupError) error {
 	if e.logDir() != "" {
 		items = append(items, fyne.NewMenuItem(labelLogs, openLogs))
 	}
-	quit := fyne.NewMenuItem(labelQuit, fy.Quit)
+	quit := fyne.NewMenuItem(labelQuit, func() { quitApp(fy) })
 	quit.IsQuit = true
 	items = append(items, quit)
 	host.SetSystemTrayIcon(TrayIcon(v.Icon))
@@ -50,7 +50,7 @@ func ShowStartupError(ctx context.Context, e StartupError) error {
 	fy.SendNotification(fyne.NewNotification(startupTitle, cut(e.Err.Error(), 240)))
 	go func() {
 		<-ctx.Done()
-		fyne.Do(fy.Quit)
+		fyne.Do(func() { quitApp(fy) })
 	}()
 	fy.Run()
 	return nil

@@ -506,5 +506,5 @@ func (c *controller) quit() {
 	if c.installCancel != nil {
 		c.installCancel()
 	}
-	c.fy.Quit()
+	quitApp(c.fy)
 }

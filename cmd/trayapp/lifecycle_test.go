@@ -4,9 +4,9 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -135,6 +135,25 @@ type proc struct {
 	cmd    *exec.Cmd
 	stdout *bufio.Reader
 	done   chan error
+	stderr *syncBuffer // what it printed, for a failure's message
+}
+
+// syncBuffer is a bytes.Buffer a child process writes while a test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func (d *desktop) start(t *testing.T, exe string, args ...string) *proc {
@@ -142,11 +161,12 @@ func (d *desktop) start(t *testing.T, exe string, args ...string) *proc {
 	cmd := exec.Command(exe, args...)
 	cmd.Env = d.env
 	out, _ := cmd.StdoutPipe()
-	cmd.Stderr = io.Discard
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{cmd: cmd, stdout: bufio.NewReader(out), done: make(chan error, 1)}
+	p := &proc{cmd: cmd, stdout: bufio.NewReader(out), done: make(chan error, 1), stderr: stderr}
 	go func() { p.done <- cmd.Wait() }()
 	t.Cleanup(func() {
 		cmd.Process.Kill()
@@ -187,7 +207,7 @@ func (p *proc) terminate(t *testing.T) time.Duration {
 	case err := <-p.done:
 		p.done <- err // for the cleanup
 		if err != nil {
-			t.Fatalf("after SIGTERM: %v", err)
+			t.Fatalf("after SIGTERM: %v; it printed:\n%s", err, p.stderr)
 		}
 		return time.Since(start)
 	case <-time.After(10 * time.Second):
