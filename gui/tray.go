@@ -198,7 +198,14 @@ func (c *controller) otherInstall(ev service.Event) {
 			c.installDone(p.Model, context.Canceled)
 		}
 	default:
-		prog := InstallProgress{Model: p.Model, Message: p.Phase, FilesDone: p.Files, FilesTotal: p.FilesTotal,
+		// The step in the installer's words ("6 files in …"), as the
+		// tray's own install says it; the bare phase ("install") only
+		// when there are none.
+		msg := p.Phase
+		if ev.Message != "" && p.Phase != "downloading" {
+			msg = ev.Message
+		}
+		prog := InstallProgress{Model: p.Model, Message: msg, FilesDone: p.Files, FilesTotal: p.FilesTotal,
 			Bytes: p.Done, Total: p.Total, Left: time.Duration(p.ETASeconds * float64(time.Second))}
 		if p.File != "" {
 			prog.Message = p.Phase + " " + p.File

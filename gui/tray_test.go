@@ -241,6 +241,12 @@ func TestPageInstallShowsInTheTray(t *testing.T) {
 	if m := h.menu(); !slices.Contains(m, labelInstall+" (off)") || h.iconName() != "icons/tray-loading.png" {
 		t.Fatalf("while the page installs: menu %q, icon %q", m, h.iconName())
 	}
+	// Past the downloads, the installer's step in its words, not the
+	// bare phase ("…100%: install").
+	publish(service.InstallProgress{Model: "minicpm5:2b", Phase: "install", Done: 100, Total: 100, Files: 6, FilesTotal: 6}, "6 files in /m")
+	h.eventually("the step after the downloads", func() bool {
+		return slices.Contains(labels(h.host.menu, ""), "Installing minicpm5:2b 100%: 6 files in /m (off)")
+	})
 	publish(service.InstallProgress{Model: "minicpm5:2b", Phase: "failed", Error: "download model.q4nx: disk full"}, "failed; install again to retry")
 	h.eventually("failure notified", func() bool { return hasNotice(h.notices(), "The install of minicpm5:2b failed", "disk full") })
 	if m := h.menu(); !slices.Contains(m, labelInstall) {
