@@ -88,6 +88,11 @@ func TestConversationAPI(t *testing.T) {
 	first := decodeJSON[history.Conversation](t, body)
 	_, body = do(t, "POST", api, `{}`)
 	second := decodeJSON[history.Conversation](t, body)
+	// The history keeps times to the millisecond: the answer below must
+	// come in a later one than the second chat's creation for "the chat
+	// just answered is on top" to be defined (on a fast run both fell in
+	// the same millisecond and the newer id won the tie).
+	time.Sleep(2 * time.Millisecond)
 
 	// Send a message: the answer streams and is stored.
 	evs := stream(t, context.Background(), fmt.Sprintf("%s/%d/messages", api, first.ID), `{"content": "tell me about tiles"}`, nil)
