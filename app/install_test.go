@@ -10,36 +10,14 @@ import (
 
 	"github.com/npuchat/npuchat/models/hub/hubtest"
 	"github.com/npuchat/npuchat/service/install"
+	"github.com/npuchat/npuchat/service/install/installtest"
 )
-
-// installRepo is a small FastFlowLM model repository on a fake hub.
-func installRepo() []hubtest.File {
-	blob := func(name string, n int) []byte {
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = byte(i*7) ^ name[i%len(name)]
-		}
-		return b
-	}
-	return []hubtest.File{
-		{Path: "config.json", Content: []byte(`{"model_type": "qwen3", "flm_version": "0.9.22"}`)},
-		{Path: "model.q4nx", Content: blob("model.q4nx", 100_000), LFS: true},
-		{Path: "tokenizer.json", Content: blob("tokenizer.json", 10_000), LFS: true},
-		{Path: "tokenizer_config.json", Content: []byte(`{"eos_token": {"content": "<|im_end|>"}, "eos_token_id": 130073}`)},
-		{Path: "special_tokens_map.json", Content: []byte(`{}`)},
-		{Path: "chat_template.jinja", Content: []byte(`{{ messages }}`)},
-		{Path: "attn.xclbin", Content: blob("attn", 1000), LFS: true},
-		{Path: "mm.xclbin", Content: blob("mm", 1000), LFS: true},
-		{Path: "layer.xclbin", Content: blob("layer", 1000), LFS: true},
-		{Path: "dequant.xclbin", Content: blob("dequant", 1000), LFS: true},
-	}
-}
 
 // installRig is an app whose model installs from a fake hub into a
 // FastFlowLM root.
 func installRig(t *testing.T) *App {
 	t.Helper()
-	fake := hubtest.New("julianmb/MiniCPM5-2B-NPU2", "main", installRepo())
+	fake := hubtest.New(installtest.Repo, "main", installtest.StubFiles())
 	t.Cleanup(fake.Close)
 	base := t.TempDir()
 	root := filepath.Join(base, "flm")

@@ -14,29 +14,8 @@ import (
 	"github.com/npuchat/npuchat/models/hub"
 
 	"github.com/npuchat/npuchat/models/hub/hubtest"
+	"github.com/npuchat/npuchat/service/install/installtest"
 )
-
-func fakeRepo() []hubtest.File {
-	blob := func(name string, n int) []byte {
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = byte(i*7) ^ name[i%len(name)]
-		}
-		return b
-	}
-	return []hubtest.File{
-		{Path: "config.json", Content: []byte(`{"model_type": "qwen3", "flm_version": "0.9.22"}`)},
-		{Path: "model.q4nx", Content: blob("model.q4nx", 100_000), LFS: true},
-		{Path: "tokenizer.json", Content: blob("tokenizer.json", 10_000), LFS: true},
-		{Path: "tokenizer_config.json", Content: []byte(`{"eos_token": {"content": "<|im_end|>"}, "eos_token_id": 130073}`)},
-		{Path: "special_tokens_map.json", Content: []byte(`{}`)},
-		{Path: "chat_template.jinja", Content: []byte(`{{ messages }}`)},
-		{Path: "attn.xclbin", Content: blob("attn", 1000), LFS: true},
-		{Path: "mm.xclbin", Content: blob("mm", 1000), LFS: true},
-		{Path: "layer.xclbin", Content: blob("layer", 1000), LFS: true},
-		{Path: "dequant.xclbin", Content: blob("dequant", 1000), LFS: true},
-	}
-}
 
 // cli runs npuchat in process with its own environment.
 type cli struct {
@@ -52,7 +31,7 @@ func (c cli) run(args ...string) (int, string, string) {
 }
 
 func TestInstallModelsUninstallCLI(t *testing.T) {
-	fake := hubtest.New("julianmb/MiniCPM5-2B-NPU2", "main", fakeRepo())
+	fake := hubtest.New(installtest.Repo, "main", installtest.StubFiles())
 	defer fake.Close()
 	base := t.TempDir()
 	root := filepath.Join(base, "flm")

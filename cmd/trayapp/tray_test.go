@@ -13,6 +13,7 @@ import (
 	"github.com/npuchat/npuchat/gui"
 	"github.com/npuchat/npuchat/models/hub/hubtest"
 	"github.com/npuchat/npuchat/service/install"
+	"github.com/npuchat/npuchat/service/install/installtest"
 )
 
 // The tray's view of the app is gui.App.
@@ -22,7 +23,7 @@ var _ gui.App = trayApp{}
 // FastFlowLM root.
 func installRig(t *testing.T) *app.App {
 	t.Helper()
-	fake := hubtest.New("julianmb/MiniCPM5-2B-NPU2", "main", fakeRepo())
+	fake := hubtest.New(installtest.Repo, "main", installtest.StubFiles())
 	t.Cleanup(fake.Close)
 	base := t.TempDir()
 	root := filepath.Join(base, "flm")

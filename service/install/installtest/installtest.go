@@ -50,6 +50,32 @@ func Files(t testing.TB) []hubtest.File {
 	return files
 }
 
+// StubFiles returns the repository's file names with made-up contents
+// (deterministic bytes, no model that loads): for tests of the install
+// itself, which need no working model and should not spend the time to
+// write one.
+func StubFiles() []hubtest.File {
+	blob := func(name string, n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(i*7) ^ name[i%len(name)]
+		}
+		return b
+	}
+	return []hubtest.File{
+		{Path: "config.json", Content: []byte(`{"model_type": "qwen3", "flm_version": "0.9.22"}`)},
+		{Path: "model.q4nx", Content: blob("model.q4nx", 100_000), LFS: true},
+		{Path: "tokenizer.json", Content: blob("tokenizer.json", 10_000), LFS: true},
+		{Path: "tokenizer_config.json", Content: []byte(`{"eos_token": {"content": "<|im_end|>"}, "eos_token_id": 130073}`)},
+		{Path: "special_tokens_map.json", Content: []byte(`{}`)},
+		{Path: "chat_template.jinja", Content: []byte(`{{ messages }}`)},
+		{Path: "attn.xclbin", Content: blob("attn", 1000), LFS: true},
+		{Path: "mm.xclbin", Content: blob("mm", 1000), LFS: true},
+		{Path: "layer.xclbin", Content: blob("layer", 1000), LFS: true},
+		{Path: "dequant.xclbin", Content: blob("dequant", 1000), LFS: true},
+	}
+}
+
 // Start serves Files on a fake hub that stops when the test ends.
 func Start(t testing.TB) *hubtest.Server {
 	t.Helper()
