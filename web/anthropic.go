@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
-	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
 )
 
@@ -297,6 +295,8 @@ func anthropicError(ae *apiError) anthropicErrorBody {
 		e.Error.Type = "rate_limit_error"
 	case ae.status == http.StatusServiceUnavailable:
 		e.Error.Type = "overloaded_error"
+	case ae.status == http.StatusGatewayTimeout:
+		e.Error.Type = "timeout_error"
 	case ae.status >= 500:
 		e.Error.Type = "api_error"
 	default:
@@ -306,32 +306,18 @@ func anthropicError(ae *apiError) anthropicErrorBody {
 	return e
 }
 
-func (s *Server) anthropicFail(w http.ResponseWriter, r *http.Request, err error) {
-	ae := s.classify(err)
-	if ae.status == 499 {
-		ae.status = http.StatusBadRequest
-	}
-	writeJSON(w, ae.status, anthropicError(ae))
-}
-
 func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	ticket, body, ok := s.admit(w, r)
-	if !ok {
-		return
-	}
-	defer ticket.Release()
-	req, in, err := parseAnthropic(body)
-	if err != nil {
-		s.anthropicFail(w, r, err)
-		return
-	}
-	a := newAnswer("msg_", in.Model, start)
-	var out answerWriter = &anthropicWhole{s: s, w: w, r: r}
-	if in.Stream {
-		out = &anthropicStream{s: s, w: w, r: r, sse: s.newSSE(w)}
-	}
-	s.drive(w, r, a, &call{req: req, opts: service.GenerateOptions{Ticket: ticket}, out: out})
+	s.generate(w, r, api{idPrefix: "msg_", decode: func(w http.ResponseWriter, r *http.Request, body []byte) (*call, error) {
+		req, in, err := parseAnthropic(body)
+		if err != nil {
+			return nil, err
+		}
+		var out answerWriter = &anthropicWhole{s: s, w: w, r: r}
+		if in.Stream {
+			out = &anthropicStream{s: s, w: w, r: r, sse: s.newSSE(w)}
+		}
+		return &call{req: req, out: out, model: in.Model}, nil
+	}})
 }
 
 // anthropicWhole writes a whole Messages answer.
@@ -357,7 +343,7 @@ func (o *anthropicWhole) finish(a *answer) error {
 	return nil
 }
 
-func (o *anthropicWhole) fail(_ *answer, ae *apiError) { writeJSON(o.w, ae.status, anthropicError(ae)) }
+func (o *anthropicWhole) fail(_ *answer, ae *apiError) { o.s.writeAPIError(o.w, o.r, ae) }
 
 // anthropicStream writes the Messages streaming events. Text goes in a
 // text block opened at the first piece; each tool call is a tool_use
@@ -459,7 +445,7 @@ func (o *anthropicStream) finish(a *answer) error {
 
 func (o *anthropicStream) fail(_ *answer, ae *apiError) {
 	if !o.sse.started {
-		writeJSON(o.w, ae.status, anthropicError(ae))
+		o.s.writeAPIError(o.w, o.r, ae)
 		return
 	}
 	o.sse.event("error", anthropicError(ae))

@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
-	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
 )
 
@@ -248,24 +246,18 @@ type responsesUsage struct {
 }
 
 func (s *Server) openAIResponses(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	ticket, body, ok := s.admit(w, r)
-	if !ok {
-		return
-	}
-	defer ticket.Release()
-	req, in, err := parseResponses(body)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	a := newAnswer("resp_", in.Model, start)
-	rw := responsesWriter{s: s, w: w, r: r, parallel: req.ParallelToolCalls, msgID: newID("msg_")}
-	var out answerWriter = &responsesWhole{rw}
-	if in.Stream {
-		out = &responsesStream{responsesWriter: rw, sse: s.newSSE(w)}
-	}
-	s.drive(w, r, a, &call{req: req, opts: service.GenerateOptions{Ticket: ticket}, out: out})
+	s.generate(w, r, api{idPrefix: "resp_", decode: func(w http.ResponseWriter, r *http.Request, body []byte) (*call, error) {
+		req, in, err := parseResponses(body)
+		if err != nil {
+			return nil, err
+		}
+		rw := responsesWriter{s: s, w: w, r: r, parallel: req.ParallelToolCalls, msgID: newID("msg_")}
+		var out answerWriter = &responsesWhole{rw}
+		if in.Stream {
+			out = &responsesStream{responsesWriter: rw, sse: s.newSSE(w)}
+		}
+		return &call{req: req, out: out, model: in.Model}, nil
+	}})
 }
 
 type responsesWriter struct {
