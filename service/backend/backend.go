@@ -131,6 +131,10 @@ type Result struct {
 	// request's cache (not computed again).
 	CachedTokens    int
 	FinishReason    string // FinishStop, FinishLength or FinishToolCalls
+	// StopSequence is the request's stop string that ended the answer
+	// ("" when an end token, the length or a tool call ended it, or the
+	// backend cannot tell), for Anthropic's stop_sequence.
+	StopSequence string
 	PrefillDuration time.Duration
 	DecodeDuration  time.Duration
 	// Backend is the Kind of the backend that produced the answer (the
