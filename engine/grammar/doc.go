@@ -24,8 +24,9 @@
 //     "properties" are not produced when "properties" is given (a schema
 //     with no "properties" gets free-form keys, valued by
 //     "additionalProperties" when that is a schema);
-//   - whitespace between tokens is at most [MaxWhitespace] bytes per run
-//     (so a model cannot loop on blank space), and none before ':';
+//   - whitespace between tokens is one space, or a newline and at most
+//     [MaxIndent] spaces or tabs, as llama.cpp bounds it (so a model
+//     cannot loop on blank space), and none before ':';
 //   - numbers have at most 15 integer digits, 15 fraction digits and a
 //     2-digit exponent; \u escapes never name a surrogate;
 //   - nesting is at most [MaxDepth] values deep.

@@ -6,9 +6,12 @@ import (
 	"fmt"
 )
 
-// MaxWhitespace is the longest run of whitespace the automaton allows
-// between two tokens of JSON.
-const MaxWhitespace = 24
+// MaxIndent is the most spaces or tabs after a newline in a run of
+// whitespace between two tokens of JSON. A run is empty, one space, or a
+// newline and at most MaxIndent spaces or tabs, as llama.cpp's JSON
+// grammars write it (ws ::= | " " | "\n" [ \t]{0,20}): enough for
+// pretty-printed JSON, too little for a model to loop on blank space.
+const MaxIndent = 20
 
 // MaxDepth is the deepest nesting of values (and sequence parts) the
 // automaton allows.

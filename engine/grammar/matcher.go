@@ -53,6 +53,23 @@ func (g *Grammar) valueFrame(n int) frame {
 
 func isWS(c byte) bool { return c == ' ' || c == '\n' || c == '\t' }
 
+// stepWS advances a run of whitespace (ws: 0 none yet, 1 one space, 2+n
+// a newline and n spaces or tabs) by c, or reports that c cannot extend
+// it (see MaxIndent).
+func stepWS(ws *uint8, c byte) bool {
+	switch {
+	case *ws == 0 && c == ' ':
+		*ws = 1
+	case *ws == 0 && c == '\n':
+		*ws = 2
+	case *ws >= 2 && *ws < 2+MaxIndent && (c == ' ' || c == '\t'):
+		*ws++
+	default:
+		return false
+	}
+	return true
+}
+
 // stepResult says what a byte did.
 type stepResult uint8
 
@@ -75,10 +92,9 @@ func (g *Grammar) step(s *state, c byte) stepResult {
 		switch top.st {
 		case stValue:
 			if isWS(c) {
-				if nd.noWS || top.ws >= MaxWhitespace {
+				if nd.noWS || !stepWS(&top.ws, c) {
 					return reject
 				}
-				top.ws++
 				*s = st
 				return changed
 			}
@@ -132,10 +148,9 @@ func (g *Grammar) step(s *state, c byte) stepResult {
 			return changed
 		case stObjOpen, stObjComma, stObjAfter:
 			if isWS(c) {
-				if top.ws >= MaxWhitespace {
+				if !stepWS(&top.ws, c) {
 					return reject
 				}
-				top.ws++
 				*s = st
 				return changed
 			}
@@ -201,10 +216,9 @@ func (g *Grammar) step(s *state, c byte) stepResult {
 			return changed
 		case stArrOpen, stArrAfter:
 			if isWS(c) {
-				if top.ws >= MaxWhitespace {
+				if !stepWS(&top.ws, c) {
 					return reject
 				}
-				top.ws++
 				*s = st
 				return changed
 			}

@@ -170,7 +170,9 @@ func TestRandomModelAnswersValidate(t *testing.T) {
 					t.Logf("seed %d: %s", seed, text)
 				}
 			}
-			if len(distinct) < 50 {
+			// Whitespace is bounded as llama.cpp bounds it, so short
+			// answers vary in little else: 30 of 100 still shows sampling.
+			if len(distinct) < 30 {
 				t.Errorf("only %d distinct answers in 100: the sampler is not sampling", len(distinct))
 			}
 			walks, hits := mk.Stats()
