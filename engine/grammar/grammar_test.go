@@ -33,7 +33,7 @@ func TestSchemaLanguage(t *testing.T) {
 		bad    []string
 	}{
 		{"string", `{"type":"string"}`,
-			[]string{`""`, `"abc"`, `"a\"b\\c\n\u00e9\u20AC"`, `  "x"`, `"héllo €😀"`},
+			[]string{`""`, `"abc"`, `"a\"b\\c\n\u00e9\u20AC"`, ` "x"`, `"héllo €😀"`},
 			[]string{`abc`, `"abc`, `"a` + "\n" + `"`, `"\x"`, `"\ud800"`, `"x" `, `"x""`, "\"\xff\"", "\"\xc3\"", "\"\xed\xa0\x80\""}},
 		{"string lengths", `{"type":"string","minLength":2,"maxLength":3}`,
 			[]string{`"ab"`, `"abc"`, `"é€"`, `"\n\t"`, `"😀😀😀"`},
