@@ -1,6 +1,7 @@
 package grammar
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -51,6 +52,24 @@ func TestSchemaLanguage(t *testing.T) {
 			[]string{`"red"`, `"green"`, `1`, `12`, `null`, `{"a":[1,2]}`},
 			[]string{`"blue"`, `2`, `123`, `"re"`, `{"a":[1]}`}},
 		{"const", `{"const":"x"}`, []string{`"x"`}, []string{`"y"`, `x`}},
+		{"integer range", `{"type":"integer","minimum":-5,"maximum":120}`,
+			[]string{`-5`, `-0`, `0`, `7`, `99`, `120`, `100`},
+			[]string{`-6`, `-10`, `121`, `130`, `1000`, `-50`, `1.5`, `01`}},
+		{"integer exclusive", `{"type":"integer","exclusiveMinimum":0,"exclusiveMaximum":10}`,
+			[]string{`1`, `9`},
+			[]string{`0`, `-0`, `10`, `-1`, `11`}},
+		{"integer draft 4 exclusive", `{"type":"integer","minimum":0,"exclusiveMinimum":true,"maximum":3}`,
+			[]string{`1`, `3`}, []string{`0`, `4`}},
+		{"integer high minimum", `{"type":"integer","minimum":1000}`,
+			[]string{`1000`, `999999`, `123456789012345`}, []string{`999`, `0`, `-1000`, `1`}},
+		{"number range", `{"type":"number","minimum":0.5,"exclusiveMaximum":2}`,
+			[]string{`0.5`, `1`, `1.999`, `0.75`},
+			[]string{`0.4`, `0.49999`, `2`, `2.0`, `-1`, `1e0`, `0`}},
+		{"number negative range", `{"type":"number","minimum":-1.5,"maximum":-0.25}`,
+			[]string{`-1.5`, `-1`, `-0.25`, `-0.3`},
+			[]string{`-1.51`, `-2`, `-0.2`, `0`, `1`}},
+		{"enum within bounds", `{"enum":[1,5,"a"],"minimum":2}`, []string{`5`, `"a"`}, []string{`1`}},
+		{"oneOf", `{"oneOf":[{"type":"string"},{"type":"integer","maximum":3}]}`, []string{`"x"`, `3`}, []string{`4`, `null`}},
 		{"enum filtered by type", `{"type":"string","enum":["a",1,"bb"],"maxLength":1}`, []string{`"a"`}, []string{`1`, `"bb"`}},
 		{"object in declared order", `{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"},"tag":{"type":"string"}},"required":["name","tag"]}`,
 			[]string{`{"name":"a","tag":"t"}`, `{"name":"a","age":3,"tag":"t"}`, `{ "name": "a" , "tag": "t" }`, "{\n  \"name\": \"a\",\n  \"tag\": \"t\"\n}"},
@@ -102,14 +121,22 @@ func TestSchemaLanguage(t *testing.T) {
 func TestSchemaRefused(t *testing.T) {
 	tests := []struct{ schema, want string }{
 		{`{"type":"string","pattern":"^a"}`, `"pattern" is not supported`},
-		{`{"type":"integer","minimum":1}`, `"minimum" is not supported`},
+		{`{"type":"integer","minimum":5,"maximum":4}`, `nothing can match`},
+		{`{"type":"integer","exclusiveMinimum":4,"exclusiveMaximum":5}`, `nothing can match`},
+		{`{"type":"number","minimum":1,"exclusiveMaximum":1}`, `nothing can match`},
+		{`{"type":"integer","minimum":1e16}`, `past the largest`},
+		{`{"type":"number","multipleOf":2}`, `"multipleOf" is not supported`},
+		{`{"type":"integer","minimum":"1"}`, `minimum: must be a number`},
+		{`{"oneOf":[{"type":"object"},{"type":"object","properties":{"a":{}}}]}`, `can both start with '{'`},
 		{`{"properties":{"a":{"type":"string","format":"date-time"}}}`, `#/properties/a: the keyword "format"`},
-		{`{"oneOf":[{"type":"string"}]}`, `"oneOf" is not supported`},
 		{`{"allOf":[]}`, `"allOf"`},
 		{`{"anyOf":[{"type":"object"},{"type":"object","properties":{"a":{}}}]}`, `anyOf alternatives that can both start with '{'`},
 		{`{"$ref":"https://example.com/s.json"}`, `not a reference inside this schema`},
 		{`{"$ref":"#/$defs/missing"}`, `points at nothing`},
-		{`{"$ref":"#"}`, `refers to itself`},
+		{`{"$ref":"#"}`, `no finite document`},
+		{`{"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"}`, `$ref`},
+		{`{"type":"object","properties":{"next":{"$ref":"#"}},"required":["next"]}`, `no finite document`},
+		{`{"type":"array","items":{"$ref":"#"},"minItems":1}`, `no finite document`},
 		{`{"type":"strin"}`, `unknown type "strin"`},
 		{`{"type":"string","minLength":3,"maxLength":2}`, `nothing can match`},
 		{`{"type":"array","items":[{"type":"string"}]}`, `tuple items`},
@@ -125,6 +152,49 @@ func TestSchemaRefused(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err = %v, want one containing %q", tc.schema, err, tc.want)
 		}
+	}
+}
+
+// Hostile schemas are refused at once with an error that names the
+// keyword, instead of compiling for long or into a grammar that costs
+// seconds per token.
+func TestHostileSchemas(t *testing.T) {
+	var big strings.Builder
+	big.WriteString(`{"enum":[`)
+	for i := range 100000 {
+		if i > 0 {
+			big.WriteByte(',')
+		}
+		fmt.Fprintf(&big, `"value number %d"`, i)
+	}
+	big.WriteString(`]}`)
+	deep := strings.Repeat(`{"type":"array","items":`, 200) + `{}` + strings.Repeat(`}`, 200)
+	long := `{"enum":["` + strings.Repeat("x", 600000) + `","` + strings.Repeat("y", 600000) + `"]}`
+	for _, tc := range []struct{ name, schema, want string }{
+		{"100,000-value enum", big.String(), "enum: 100000 values"},
+		{"deep nesting", deep, "nests more than"},
+		{"huge values", long, "enum: the values are more than"},
+	} {
+		_, err := FromSchema([]byte(tc.schema))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want one containing %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// A recursive schema whose recursion is optional compiles, and the
+// generation can always end: the recursive branch is not required.
+func TestRecursionThatCanEnd(t *testing.T) {
+	g := mustSchema(t, `{"$defs":{"node":{"type":"object","properties":{"v":{"type":"integer"},"kids":{"type":"array","items":{"$ref":"#/$defs/node"}}},"required":["v"]}},"$ref":"#/$defs/node"}`)
+	for _, doc := range []string{`{"v":1}`, `{"v":1,"kids":[]}`, `{"v":1,"kids":[{"v":2,"kids":[{"v":3}]}]}`} {
+		if !accepts(g, doc) {
+			t.Errorf("refused %s", doc)
+		}
+	}
+	// A property that can never end is left out rather than entered.
+	g = mustSchema(t, `{"type":"object","properties":{"a":{"type":"integer"},"loop":{"$ref":"#/$defs/l"}},"$defs":{"l":{"type":"object","properties":{"x":{"$ref":"#/$defs/l"}},"required":["x"]}}}`)
+	if accepts(g, `{"a":1,"loop":{"x":{"x":{}}}}`) || !accepts(g, `{"a":1}`) {
+		t.Error("the endless property was not left out")
 	}
 }
 
