@@ -96,7 +96,7 @@ func readBounds(s *value, nd *node, path string) error {
 	switch {
 	case hasLo && hasHi && (lo > hi || lo == hi && (exLo || exHi)):
 		return fmt.Errorf("%s: no number is within minimum/maximum (exclusive bounds included): nothing can match", path)
-	case hasLo && lo >= limit+1, hasHi && hi <= -(limit + 1):
+	case hasLo && lo >= limit+1, hasHi && hi <= -(limit+1):
 		return fmt.Errorf("%s/minimum or maximum: past the largest number NPU Chat writes (%d integer digits)", path, maxIntDigits)
 	}
 	return nil
