@@ -55,6 +55,7 @@ type node struct {
 
 	// kString
 	minLen, maxLen int // maxLen < 0: no limit
+	re             *dfa // the pattern (or format) the string follows, nil: none
 
 	// kLiterals and kSwitch; lits end a value (no whitespace inside)
 	lits [][]byte

@@ -69,6 +69,28 @@ func TestSchemaLanguage(t *testing.T) {
 			[]string{`-1.5`, `-1`, `-0.25`, `-0.3`},
 			[]string{`-1.51`, `-2`, `-0.2`, `0`, `1`}},
 		{"enum within bounds", `{"enum":[1,5,"a"],"minimum":2}`, []string{`5`, `"a"`}, []string{`1`}},
+		{"pattern unanchored", `{"type":"string","pattern":"ab+c"}`,
+			[]string{`"abc"`, `"xxabbbcyy"`, `"\u0061bc"`, `"é abc é"`},
+			[]string{`"ac"`, `""`, `"abx"`}},
+		{"pattern anchored", `{"type":"string","pattern":"^[A-Z][a-z]{1,3}(-[0-9]+)?$"}`,
+			[]string{`"Ab"`, `"Abcd"`, `"Ab-12"`},
+			[]string{`"ab"`, `"Abcde"`, `"Ab-"`, `"xAb"`, `"Ab "`}},
+		{"pattern with escapes", `{"type":"string","pattern":"^\"[\\n\\t]é€$"}`,
+			[]string{`"\"\né€"`, `"\"\t\u00e9\u20ac"`},
+			[]string{`"\"\ré€"`, `"\"\né"`, `"\"\n\u00e8€"`}},
+		{"format date", `{"type":"string","format":"date"}`,
+			[]string{`"2024-02-29"`, `"1999-12-31"`},
+			[]string{`"2024-13-01"`, `"2024-1-01"`, `"2024-01-32"`, `"x2024-01-01"`}},
+		{"format date-time", `{"type":"string","format":"date-time"}`,
+			[]string{`"2024-02-29T23:59:59Z"`, `"2024-02-29T08:00:00.123+05:30"`},
+			[]string{`"2024-02-29 08:00:00Z"`, `"2024-02-29T24:00:00Z"`, `"2024-02-29T08:00:00"`}},
+		{"format time", `{"type":"string","format":"time"}`,
+			[]string{`"08:30:00Z"`, `"23:59:59.5-01:00"`}, []string{`"8:30:00Z"`, `"08:30Z"`}},
+		{"format uuid", `{"type":"string","format":"uuid"}`,
+			[]string{`"123e4567-e89b-12d3-a456-426614174000"`},
+			[]string{`"123e4567e89b12d3a456426614174000"`, `"123e4567-e89b-12d3-a456-42661417400g"`}},
+		{"integer format int32", `{"type":"integer","format":"int32"}`,
+			[]string{`2147483647`, `-2147483648`}, []string{`2147483648`}},
 		{"oneOf", `{"oneOf":[{"type":"string"},{"type":"integer","maximum":3}]}`, []string{`"x"`, `3`}, []string{`4`, `null`}},
 		{"enum filtered by type", `{"type":"string","enum":["a",1,"bb"],"maxLength":1}`, []string{`"a"`}, []string{`1`, `"bb"`}},
 		{"object in declared order", `{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"},"tag":{"type":"string"}},"required":["name","tag"]}`,
@@ -120,7 +142,13 @@ func TestSchemaLanguage(t *testing.T) {
 
 func TestSchemaRefused(t *testing.T) {
 	tests := []struct{ schema, want string }{
-		{`{"type":"string","pattern":"^a"}`, `"pattern" is not supported`},
+		{`{"type":"string","pattern":"^a\\b"}`, `pattern: "^a\\b" uses an assertion`},
+		{`{"type":"string","pattern":"(a"}`, `pattern: "(a" is not a regular expression`},
+		{`{"type":"string","pattern":"^(a|b)*a(a|b){15}$"}`, `is too complex`},
+		{`{"type":"string","pattern":"^[^\\x00-\\x{10FFFF}]$"}`, `matches no string`},
+		{`{"type":"string","pattern":"^a+$","maxLength":3}`, `minLength or maxLength beside pattern`},
+		{`{"type":"string","format":"hostname"}`, `format: "hostname" is not a format`},
+		{`{"type":"integer","format":"int128"}`, `format: "int128"`},
 		{`{"type":"integer","minimum":5,"maximum":4}`, `nothing can match`},
 		{`{"type":"integer","exclusiveMinimum":4,"exclusiveMaximum":5}`, `nothing can match`},
 		{`{"type":"number","minimum":1,"exclusiveMaximum":1}`, `nothing can match`},
@@ -128,7 +156,7 @@ func TestSchemaRefused(t *testing.T) {
 		{`{"type":"number","multipleOf":2}`, `"multipleOf" is not supported`},
 		{`{"type":"integer","minimum":"1"}`, `minimum: must be a number`},
 		{`{"oneOf":[{"type":"object"},{"type":"object","properties":{"a":{}}}]}`, `can both start with '{'`},
-		{`{"properties":{"a":{"type":"string","format":"date-time"}}}`, `#/properties/a: the keyword "format"`},
+		{`{"properties":{"a":{"type":"string","format":"datetime"}}}`, `#/properties/a/format: "datetime"`},
 		{`{"allOf":[]}`, `"allOf"`},
 		{`{"anyOf":[{"type":"object"},{"type":"object","properties":{"a":{}}}]}`, `anyOf alternatives that can both start with '{'`},
 		{`{"$ref":"https://example.com/s.json"}`, `not a reference inside this schema`},
@@ -239,7 +267,7 @@ func TestToolCallGrammar(t *testing.T) {
 			t.Errorf("accepted %q", doc)
 		}
 	}
-	if _, err := ToolCall([]Tool{{Name: "f", Parameters: []byte(`{"type":"object","properties":{"a":{"pattern":"x"}}}`)}}, ToolCallFormat{}); err == nil || !strings.Contains(err.Error(), `tool "f" parameters`) {
+	if _, err := ToolCall([]Tool{{Name: "f", Parameters: []byte(`{"type":"object","properties":{"a":{"multipleOf":2}}}`)}}, ToolCallFormat{}); err == nil || !strings.Contains(err.Error(), `tool "f" parameters`) {
 		t.Errorf("bad parameters: err = %v", err)
 	}
 }

@@ -123,7 +123,7 @@ func (g *Grammar) step(s *state, c byte) stepResult {
 			case kArray:
 				top.st = stArrOpen
 			case kString:
-				top.st = stStr
+				top.st = stStr // v: the pattern's state, 0 at the start
 			case kNumber, kInteger:
 				top.st = stNumStart
 				continue // the number reads c
@@ -250,7 +250,7 @@ func (g *Grammar) step(s *state, c byte) stepResult {
 		case stStr:
 			switch {
 			case c == '"':
-				if int(top.a) < nd.minLen {
+				if int(top.a) < nd.minLen || nd.re != nil && !nd.re.states[top.v].accept {
 					return reject
 				}
 				st = g.pop(st)
@@ -263,12 +263,20 @@ func (g *Grammar) step(s *state, c byte) stepResult {
 				return reject
 			}
 			if c == '\\' {
+				// An escape writes a character of the Basic Multilingual
+				// Plane: the pattern must take one here.
+				if nd.re != nil && !nd.re.overlaps(int32(top.v), 0, 0xFFFF) {
+					return reject
+				}
 				top.st = stStrEsc
 				*s = st
 				return changed
 			}
 			if c < 0x80 {
-				if nd.maxLen < 0 && nd.minLen == 0 {
+				if nd.re != nil && !g.patternRune(nd, top, rune(c)) {
+					return reject
+				}
+				if nd.maxLen < 0 && nd.minLen == 0 && nd.re == nil {
 					return unchanged
 				}
 				top.a++
@@ -295,6 +303,12 @@ func (g *Grammar) step(s *state, c byte) stepResult {
 			default:
 				return reject
 			}
+			if nd.re != nil {
+				if rlo, rhi := utf8Span(leadValue(c), left, lo, hi); !nd.re.overlaps(int32(top.v), rlo, rhi) {
+					return reject
+				}
+				top.w = leadValue(c)
+			}
 			if nd.maxLen >= 0 || nd.minLen > 0 {
 				top.a++
 			}
@@ -308,6 +322,16 @@ func (g *Grammar) step(s *state, c byte) stepResult {
 			}
 			top.b--
 			top.c = 0x80<<8 | 0xBF
+			if nd.re != nil {
+				top.w = top.w<<6 | int64(c&0x3F)
+				if top.b == 0 {
+					if !g.patternRune(nd, top, rune(top.w)) {
+						return reject
+					}
+				} else if lo, hi := utf8Span(top.w, top.b, 0x80, 0xBF); !nd.re.overlaps(int32(top.v), lo, hi) {
+					return reject
+				}
+			}
 			if top.b == 0 {
 				top.st, top.c = stStr, 0
 			}
@@ -316,12 +340,18 @@ func (g *Grammar) step(s *state, c byte) stepResult {
 		case stStrEsc:
 			switch c {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				if nd.re != nil && !g.patternRune(nd, top, escaped[c]) {
+					return reject
+				}
 				if nd.maxLen >= 0 || nd.minLen > 0 {
 					top.a++
 				}
 				top.st = stStr
 			case 'u':
-				top.st, top.b, top.c = stStrHex, 0, 0
+				if nd.re != nil && !nd.re.overlaps(int32(top.v), 0, 0xFFFF) {
+					return reject
+				}
+				top.st, top.b, top.c, top.w = stStrHex, 0, 0, 0
 			default:
 				return reject
 			}
@@ -342,6 +372,19 @@ func (g *Grammar) step(s *state, c byte) stepResult {
 				}
 			}
 			top.b++
+			if nd.re != nil {
+				top.w = top.w<<4 | int64(hexValue(c))
+				shift := 4 * uint(4-top.b)
+				lo := rune(top.w) << shift
+				hi := lo | (1<<shift - 1)
+				if top.b == 4 {
+					if !g.patternRune(nd, top, rune(top.w)) {
+						return reject
+					}
+				} else if !nd.re.overlaps(int32(top.v), lo, hi) {
+					return reject
+				}
+			}
 			if top.b == 4 {
 				if nd.maxLen >= 0 || nd.minLen > 0 {
 					top.a++
@@ -580,6 +623,30 @@ func (g *Grammar) canEnd(s state) bool {
 		st = g.pop(st)
 	}
 	return true
+}
+
+// escaped is the character each one-letter JSON escape stands for.
+var escaped = [256]rune{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
+// patternRune moves a pattern string's state by the code point r, or
+// reports that the pattern cannot take it there.
+func (g *Grammar) patternRune(nd *node, f *frame, r rune) bool {
+	next := nd.re.next(int32(f.v), r)
+	if next < 0 {
+		return false
+	}
+	f.v = int64(next)
+	return true
+}
+
+func hexValue(c byte) byte {
+	switch {
+	case c >= 'a':
+		return c - 'a' + 10
+	case c >= 'A':
+		return c - 'A' + 10
+	}
+	return c - '0'
 }
 
 func isHex(c byte) bool {

@@ -41,6 +41,14 @@ var modelSchemas = map[string]string{
 		"type":"object","properties":{
 		"from":{"$ref":"#/$defs/point"},"to":{"$ref":"#/$defs/point"},"label":{"$ref":"#/$defs/label"}},
 		"required":["from","to","label"],"additionalProperties":false}`,
+	"bounds, patterns, formats": `{"type":"object","properties":{
+		"n":{"type":"integer","minimum":-3,"exclusiveMaximum":250},
+		"x":{"type":"number","exclusiveMinimum":0.5,"maximum":2},
+		"code":{"type":"string","pattern":"^[A-Z]{2}-[0-9]{1,3}$"},
+		"day":{"type":"string","format":"date"},
+		"id":{"type":"string","format":"uuid"},
+		"pick":{"oneOf":[{"type":"integer","minimum":10,"maximum":12},{"type":"string","pattern":"^(yes|no)$"}]}},
+		"required":["n","x","code","day","id","pick"],"additionalProperties":false}`,
 	"top-level array": `{"type":"array","items":{"type":["integer","boolean"]},"minItems":2,"maxItems":4}`,
 	"nested optional": `{"type":"object","properties":{
 		"a":{"type":"object","properties":{"b":{"type":"object","properties":{"c":{"type":"integer"}},"additionalProperties":false}},"additionalProperties":false},

@@ -176,6 +176,7 @@ var supported = map[string]bool{
 	"enum": true, "const": true, "items": true, "minItems": true, "maxItems": true,
 	"minLength": true, "maxLength": true, "$ref": true, "anyOf": true, "oneOf": true,
 	"minimum": true, "maximum": true, "exclusiveMinimum": true, "exclusiveMaximum": true,
+	"pattern": true, "format": true,
 }
 
 // Limits that keep compiling a hostile schema bounded in time and memory.
@@ -350,7 +351,14 @@ func (c *compiler) typed(s *value, t, path string) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		return c.b.add(node{kind: kString, minLen: lo, maxLen: hi}), nil
+		re, err := stringPattern(s, path)
+		if err != nil {
+			return 0, err
+		}
+		if re != nil && (lo > 0 || hi >= 0) {
+			return 0, fmt.Errorf("%s: minLength or maxLength beside pattern or format is not supported; put the length in the pattern ({m,n})", path)
+		}
+		return c.b.add(node{kind: kString, minLen: lo, maxLen: hi, re: re}), nil
 	case "number", "integer":
 		n := node{kind: kNumber}
 		if t == "integer" {
@@ -359,12 +367,79 @@ func (c *compiler) typed(s *value, t, path string) (int, error) {
 		if err := readBounds(s, &n, path); err != nil {
 			return 0, err
 		}
+		if err := numberFormat(s, &n, path); err != nil {
+			return 0, err
+		}
 		return c.b.add(n), nil
 	case "boolean":
 		return c.b.add(node{kind: kLiterals, lits: [][]byte{[]byte("true"), []byte("false")}}), nil
 	default: // "null"
 		return c.b.add(node{kind: kLiterals, lits: [][]byte{[]byte("null")}}), nil
 	}
+}
+
+// numberFormat honours OpenAPI's number formats: int32 bounds an
+// integer to 32 bits; int64, float and double hold every number NPU Chat
+// writes. Any other format on a number is refused.
+func numberFormat(s *value, nd *node, path string) error {
+	f := s.get("format")
+	if f == nil {
+		return nil
+	}
+	switch {
+	case f.kind == 's' && f.str == "int32" && nd.kind == kInteger:
+		if !nd.bounded {
+			nd.bounded, nd.lo, nd.hi = true, -maxMagnitude, maxMagnitude
+		}
+		nd.lo, nd.hi = max(nd.lo, math.MinInt32), min(nd.hi, math.MaxInt32)
+		if nd.lo > nd.hi {
+			return fmt.Errorf("%s: no 32-bit integer is within minimum/maximum: nothing can match", path)
+		}
+		return nil
+	case f.kind == 's' && (f.str == "int64" || f.str == "float" || f.str == "double"):
+		return nil
+	}
+	return fmt.Errorf("%s/format: %s is not a format NPU Chat can honour on a number (int32, int64, float, double)", path, f.encodeString())
+}
+
+// encodeString is v as compact JSON, for errors.
+func (v *value) encodeString() string {
+	var b bytes.Buffer
+	v.encode(&b)
+	return b.String()
+}
+
+// stringPattern compiles a string schema's pattern or format (nil when it
+// has neither).
+func stringPattern(s *value, path string) (*dfa, error) {
+	p, f := s.get("pattern"), s.get("format")
+	switch {
+	case p != nil && f != nil:
+		return nil, fmt.Errorf("%s: pattern and format together are not supported; use one", path)
+	case f != nil:
+		if f.kind != 's' {
+			return nil, fmt.Errorf("%s/format: must be a string", path)
+		}
+		pat, ok := formats[f.str]
+		if !ok {
+			return nil, fmt.Errorf("%s/format: %q is not a format NPU Chat can honour (%s); use a pattern", path, f.str, formatNames())
+		}
+		re, err := compilePattern(pat)
+		if err != nil {
+			return nil, fmt.Errorf("%s/format: %q %v", path, f.str, err) // a bug: the formats are tested
+		}
+		return re, nil
+	case p != nil:
+		if p.kind != 's' {
+			return nil, fmt.Errorf("%s/pattern: must be a string", path)
+		}
+		re, err := compilePattern(p.str)
+		if err != nil {
+			return nil, fmt.Errorf("%s/pattern: %q %v", path, p.str, err)
+		}
+		return re, nil
+	}
+	return nil, nil
 }
 
 // countRange reads a min/max pair of non-negative integers (max -1 when
