@@ -54,7 +54,7 @@ type node struct {
 	minItems, maxItems int // maxItems < 0: no limit
 
 	// kString
-	minLen, maxLen int // maxLen < 0: no limit
+	minLen, maxLen int  // maxLen < 0: no limit
 	re             *dfa // the pattern (or format) the string follows, nil: none
 
 	// kLiterals and kSwitch; lits end a value (no whitespace inside)
