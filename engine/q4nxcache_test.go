@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/npuchat/npuchat/engine/quant"
+	"github.com/npuchat/npuchat/engine/simd"
+	"github.com/npuchat/npuchat/engine/simd/simdtest"
 	"github.com/npuchat/npuchat/engine/testmodel"
 )
 
@@ -63,28 +66,34 @@ func TestQ4NXCache(t *testing.T) {
 	t.Logf("second load %v", time.Since(start))
 	check("cached load", second)
 
+	// auto packs where its level has packed kernels (avxvnni, avx512)
+	packs := quant.HasPackedKernel(first.simd.Level, quant.Q4_1BF16)
+	if packs != first.layers[0].wq.kern.packed() {
+		t.Fatalf("auto ran %s: kernel %d, packed kernels %v", first.SIMD(), first.layers[0].wq.kern, packs)
+	}
+
 	// the AVX-VNNI level reads the same packed layout: the same file,
 	// the same logits (Q4_1BF16 on its 256-bit kernels)
-	if cpuHas(levelAVXVNNI) {
+	simdtest.Run(t, []simd.Level{simd.AVXVNNI}, func(t *testing.T, _ simd.Level) {
 		vnni := loadT(t, dir, LoadOptions{Threads: 2, SIMD: SIMDAVXVNNI, CacheDir: cache})
-		if vnni.simd != levelAVXVNNI || vnni.layers[0].wq.kern != kernPackedAVX {
-			t.Fatalf("avxvnni load: SIMD %s, kernel %d", vnni.simd, vnni.layers[0].wq.kern)
+		if vnni.SIMD() != SIMDAVXVNNI || vnni.layers[0].wq.kern != kernPacked {
+			t.Fatalf("avxvnni load: SIMD %s, kernel %d", vnni.SIMD(), vnni.layers[0].wq.kern)
 		}
-		if vnni.cachedKV == 0 && cpuLevel() >= levelAVXVNNI {
-			t.Error("the avxvnni load did not use the packed cache")
+		if vnni.cachedKV == 0 && packs {
+			t.Errorf("the avxvnni load did not use the packed cache the %s load wrote", first.SIMD())
 		}
 		check("avxvnni cached load", vnni)
 		check("avxvnni uncached load", loadT(t, dir, LoadOptions{Threads: 2, SIMD: SIMDAVXVNNI}))
-	}
+	})
 
 	// another kernel level is another layout: its own file
 	plain := loadT(t, dir, LoadOptions{Threads: 2, CacheDir: cache, SIMD: SIMDNone})
-	if files, _ := os.ReadDir(cache); cpuLevel() >= levelAVXVNNI && len(files) != 2 {
+	if files, _ := os.ReadDir(cache); packs && len(files) != 2 {
 		t.Errorf("%d cache files after a plain-Go load, want 2", len(files))
 	}
 	// (on a CPU without the packed kernels, auto wrote the rows layout
 	// the plain-Go load reads too: then it shares that file)
-	if packs := first.simd >= levelAVXVNNI; packs && plain.cachedKV != 0 {
+	if packs && plain.cachedKV != 0 {
 		t.Errorf("the plain-Go load used the packed cache (the first load ran %s)", first.SIMD())
 	} else if !packs && plain.cachedKV == 0 {
 		t.Errorf("the plain-Go load did not use the rows cache the %s load wrote", first.SIMD())
