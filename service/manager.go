@@ -767,6 +767,9 @@ func (m *Manager) load(ctx context.Context, model, kind string, gen int) (backen
 	}
 	m.be, m.beModel, m.info = be, model, &info
 	m.stats.LoadSeconds = m.opts.Now().Sub(start).Seconds()
+	if info.Kernels != "" {
+		m.log.Info("model loaded", "model", model, "backend", kind, "kernels", info.Kernels)
+	}
 	m.transitionLocked(StateOn, fmt.Sprintf("%s is on (%s)", model, kind))
 	return be, nil
 }
