@@ -16,10 +16,8 @@ import (
 // a block and continued gives the same logits bit for bit, for both
 // cache types, at every SIMD level the CPU has (each with its attention
 // kernels; the others are skipped); and the levels whose matrices are
-// packed (avx512, avxvnni) give the same logits as none (the plain-Go
-// twins). (avx2's row kernels sum in another order, so its logits differ
-// from none's; its attention kernels are compared with the twin in
-// engine/quant.)
+// packed (avx512, avxvnni, avx2) give the same logits as none (the
+// plain-Go twins; a level on rows as stored would sum in another order).
 func TestAttentionBlocks(t *testing.T) {
 	w := randomWeights(t, 26, testmodel.MiniCPM5Small()) // 16 query heads, 2 KV heads
 	p := filepath.Join(t.TempDir(), "m.gguf")

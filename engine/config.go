@@ -97,8 +97,8 @@ type LoadOptions struct {
 	// SIMD caps the kernels: "" or "auto" (the best the CPU has; the
 	// environment variable NPUCHAT_SIMD can set it instead), "avx512"
 	// (AVX-512 VNNI on weights repacked at load), "avxvnni" (AVX-VNNI on
-	// the same packed weights), "avx2" (AVX2+FMA on the weights as
-	// stored) or "none" (plain Go). A level the CPU lacks is replaced by
+	// the same packed weights), "avx2" (AVX2 on the same packed weights)
+	// or "none" (plain Go, the rows as stored). A level the CPU lacks is replaced by
 	// the best one below it, and Model.SIMDChoice says so. The level is
 	// resolved once at load (engine/simd.Resolve), the kernels chosen
 	// once per matrix from it.

@@ -25,7 +25,8 @@ const (
 	// packed weights (CPUs with AVX-VNNI but no AVX-512: Intel Alder Lake
 	// and later client cores), the AVX2 attention kernels.
 	SIMDAVXVNNI = "avxvnni"
-	// SIMDAVX2 stops at the AVX2+FMA kernels on weights as stored.
+	// SIMDAVX2 stops at the AVX2 kernels (VPMADDUBSW, no VNNI) on the
+	// same packed weights: every x86-64 CPU since Haswell and AMD Zen.
 	SIMDAVX2 = "avx2"
 	// SIMDNone uses the plain-Go kernels only.
 	SIMDNone = "none"
@@ -65,7 +66,7 @@ const (
 	kernDot    kernel = iota // quant.Dot on float activations
 	kernSums                 // quant.DotSums with block sums (Q4_1, Q4_K on float activations)
 	kernF32                  // F32 rows, quant.DotF32Row (SIMD float dot; avx2 and up)
-	kernQ8                   // rows as stored on 8-bit activations: quant.DotQ8, DotQ8x4 (avx2 and up) or DotQ8Ref (none)
+	kernQ8                   // rows as stored on 8-bit activations: quant.DotQ8, DotQ8x4 (avx2 and up, where a type has no packed kernels) or DotQ8Ref (none)
 	kernPacked               // quant.Packed on 8-bit activations, the level's packed kernels (quant.HasPackedKernel)
 )
 

@@ -66,24 +66,24 @@ func TestQ4NXCache(t *testing.T) {
 	t.Logf("second load %v", time.Since(start))
 	check("cached load", second)
 
-	// auto packs where its level has packed kernels (avxvnni, avx512)
+	// auto packs where its level has packed kernels (avx2 and up)
 	packs := quant.HasPackedKernel(first.simd.Level, quant.Q4_1BF16)
 	if packs != first.layers[0].wq.kern.packed() {
 		t.Fatalf("auto ran %s: kernel %d, packed kernels %v", first.SIMD(), first.layers[0].wq.kern, packs)
 	}
 
-	// the AVX-VNNI level reads the same packed layout: the same file,
-	// the same logits (Q4_1BF16 on its 256-bit kernels)
-	simdtest.Run(t, []simd.Level{simd.AVXVNNI}, func(t *testing.T, _ simd.Level) {
-		vnni := loadT(t, dir, LoadOptions{Threads: 2, SIMD: SIMDAVXVNNI, CacheDir: cache})
-		if vnni.SIMD() != SIMDAVXVNNI || vnni.layers[0].wq.kern != kernPacked {
-			t.Fatalf("avxvnni load: SIMD %s, kernel %d", vnni.SIMD(), vnni.layers[0].wq.kern)
+	// the AVX2 and AVX-VNNI levels read the same packed layout: the same
+	// file, the same logits (Q4_1BF16 on their 256-bit kernels)
+	simdtest.Run(t, []simd.Level{simd.AVX2, simd.AVXVNNI}, func(t *testing.T, lvl simd.Level) {
+		m := loadT(t, dir, LoadOptions{Threads: 2, SIMD: lvl.String(), CacheDir: cache})
+		if m.SIMD() != lvl.String() || m.layers[0].wq.kern != kernPacked {
+			t.Fatalf("%s load: SIMD %s, kernel %d", lvl, m.SIMD(), m.layers[0].wq.kern)
 		}
-		if vnni.cachedKV == 0 && packs {
-			t.Errorf("the avxvnni load did not use the packed cache the %s load wrote", first.SIMD())
+		if m.cachedKV == 0 && packs {
+			t.Errorf("the %s load did not use the packed cache the %s load wrote", lvl, first.SIMD())
 		}
-		check("avxvnni cached load", vnni)
-		check("avxvnni uncached load", loadT(t, dir, LoadOptions{Threads: 2, SIMD: SIMDAVXVNNI}))
+		check(lvl.String()+" cached load", m)
+		check(lvl.String()+" uncached load", loadT(t, dir, LoadOptions{Threads: 2, SIMD: lvl.String()}))
 	})
 
 	// another kernel level is another layout: its own file

@@ -147,9 +147,8 @@ func TestSessionWorkersStop(t *testing.T) {
 // each matrix gets at load, an unknown level is an error naming the
 // choices and where it came from, and at each level the CPU has (the
 // others are skipped) the model runs that level (m.SIMD()) with its
-// kernels on every matrix: avxvnni and avx512 pack (and give logits
-// bit-identical to the plain-Go path, one vector or many at a time),
-// avx2 reads the rows as stored (its kernels sum in another order).
+// kernels on every matrix: avx2, avxvnni and avx512 pack, and give logits
+// bit-identical to the plain-Go path, one vector or many at a time.
 func TestSIMDOption(t *testing.T) {
 	w := randomWeights(t, 24, testmodel.MiniCPM5Small())
 	for _, typ := range []testmodel.TensorType{testmodel.Q4_0, testmodel.Q4_1, testmodel.Q8_0} {
@@ -183,14 +182,14 @@ func TestSIMDOption(t *testing.T) {
 				if m.SIMD() != lvl.String() || m.SIMDChoice().Replaced() {
 					t.Fatalf("asked %s on a CPU that has it: %s", lvl, m.SIMDChoice())
 				}
-				packs := lvl >= simd.AVXVNNI || quant.HasPackedKernel(lvl, quant.Type(typ))
+				packs := quant.HasPackedKernel(lvl, quant.Type(typ))
+				if !packs {
+					t.Fatalf("%s has no packed kernels for %s", lvl, typ)
+				}
 				for _, mat := range []*matrix{&m.layers[0].wq, &m.layers[1].down, &m.output} {
 					if mat.simd != lvl || mat.kern.packed() != packs || (mat.packed != nil) != packs || !packs && mat.kern != kernQ8 {
 						t.Fatalf("%s: a matrix has kernel %d at %s, packed %v; want packed %v", lvl, mat.kern, mat.simd, mat.packed != nil, packs)
 					}
-				}
-				if !packs {
-					return // avx2 on the rows: another summation order
 				}
 				got := logitsOf(t, m, testTokens) // the one-vector kernels
 				for i := range got {

@@ -165,11 +165,12 @@ type packedFunc func(w *byte, nb int, qs *int8, qstride int, d *float32, sum *in
 
 // packedFuncs[level][packedIndex(type)] is level's many-vector kernel
 // and one-vector (decode) kernel, whose accumulators stay in registers.
-// A level without kernels here (none, avx2) does not pack: its products
-// read the rows as stored. Giving a level a packed kernel family is a row
+// A level without kernels here (none) does not pack: its products read
+// the rows as stored. Giving a level a packed kernel family is a row
 // here; the engine packs at load for every level that has one
 // (HasPackedKernel).
 var packedFuncs = [simd.NumLevels]*[4][2]packedFunc{
+	simd.AVX2: &avx2PackedFuncs,
 	simd.AVXVNNI: {
 		{gemmQ4_0AVXVNNI, gemmQ4_0AVXVNNIx1},
 		{gemmQ4_1AVXVNNI, gemmQ4_1AVXVNNIx1},
@@ -223,26 +224,7 @@ func (p *Packed) MulQ8(l simd.Level, g int, b *Q8Batch, first, n int, out []floa
 		p.mulQ8Ref(g, b, first, n, out)
 		return
 	}
-	fs := &packedFuncs[l][packedIndex(p.Type)]
-	f := fs[0]
-	if n == 1 {
-		f = fs[1] // decode: out is only written
-	} else {
-		clear(out[:p.TileLen(n)])
-	}
-	v := &b.Vecs[first]
-	w := p.group(g)
-	qstride := len(b.qs) / len(b.Vecs)
-	f(&w[0], nb, &v.Qs[0], qstride, &v.D[0], &v.Sum[0], &v.S[0], 4*nb, n, &out[0])
-	if p.Type == Q4_1 || p.Type == Q4_1BF16 {
-		// per vector: 16 dot sums, then 16 minimum sums; in place, each
-		// write lands on values already read
-		for t := range n {
-			for r := range GroupRows {
-				out[t*GroupRows+r] = out[2*t*GroupRows+r] + out[(2*t+1)*GroupRows+r]
-			}
-		}
-	}
+	p.mulQ8Asm(&packedFuncs[l][packedIndex(p.Type)], g, b, first, n, out)
 }
 
 // mulQ8Ref is MulQ8's plain-Go twin, reading the packed layout.
