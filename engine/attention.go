@@ -76,9 +76,9 @@ func (a *attnTask) part(k, _ int) {
 		}
 		kOff, vOff := g*hd*quant.AttnBlock, g*hd
 		if s.m.kvF16 {
-			at.K16, at.V16 = s.keys16[a.l][kOff:], s.values16[a.l][vOff:]
+			at.K16, at.V16 = s.kv.keys16[a.l][kOff:], s.kv.values16[a.l][vOff:]
 		} else {
-			at.K, at.V = s.keys[a.l][kOff:], s.values[a.l][vOff:]
+			at.K, at.V = s.kv.keys[a.l][kOff:], s.kv.values[a.l][vOff:]
 		}
 		at.Run(a.out[t][g*gd:(g+1)*gd], a.q[t][g*gd:(g+1)*gd], sc, a.kern)
 	}

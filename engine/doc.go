@@ -4,7 +4,9 @@
 // model.q4nx files and computes the model on the CPU.
 //
 // Load opens a model; a Session holds one sequence's KV cache and runs the
-// forward pass (forward.go, written to be read against the equations).
+// forward pass (forward.go, written to be read against the equations). A
+// KVCache keeps many sequences' keys and values within one memory budget
+// and resumes a prompt from the longest prefix it holds (kvcache.go).
 // Subpackages hold the file formats (gguf, safetensors, q4nx), the weight
 // block formats and kernels (quant), memory mapping (mmapfile) and the
 // sampler (sample). docs/engine.md describes the design and what is exact.

@@ -31,6 +31,9 @@ type benchResult struct {
 	PrefillTokS  float64 `json:"prefill_tok_s"`
 	GenTokens    int     `json:"gen_tokens"`
 	DecodeTokS   float64 `json:"decode_tok_s"`
+	// DecodeBytes is the weight bytes one decoded token reads
+	// (engine.Model.DecodeBytes): scripts/bench's memory ceiling.
+	DecodeBytes int64 `json:"decode_bytes"`
 	// PeakRSSMB is the process's peak resident memory (VmHWM, Linux
 	// only; 0 where unknown).
 	PeakRSSMB float64 `json:"peak_rss_mb"`
@@ -118,7 +121,7 @@ func bench(ctx context.Context, path string, opts engine.LoadOptions, promptToke
 	}
 	defer m.Close()
 	res.LoadSeconds = time.Since(start).Seconds()
-	res.Threads, res.SIMD = m.Threads(), m.SIMD()
+	res.Threads, res.SIMD, res.DecodeBytes = m.Threads(), m.SIMD(), m.DecodeBytes()
 	cfg := m.Config()
 	res.Format = cfg.Format
 	if promptTokens+genTokens > 1<<16 {

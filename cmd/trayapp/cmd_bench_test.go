@@ -34,7 +34,7 @@ func TestBench(t *testing.T) {
 			t.Fatalf("output %q: %v", out, err)
 		}
 		if res.Format != "gguf" || res.Threads != 2 || res.Activations != want || res.PromptTokens != 40 || res.GenTokens != 5 ||
-			!(res.LoadSeconds > 0 && res.PrefillTokS > 0 && res.DecodeTokS > 0) {
+			!(res.LoadSeconds > 0 && res.PrefillTokS > 0 && res.DecodeTokS > 0 && res.DecodeBytes > 0) {
 			t.Errorf("result %+v", res)
 		}
 		if runtime.GOOS == "linux" && res.PeakRSSMB < 1 {
