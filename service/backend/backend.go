@@ -129,8 +129,12 @@ type Result struct {
 	CompletionTokens int
 	// CachedTokens counts the prompt tokens reused from the previous
 	// request's cache (not computed again).
-	CachedTokens    int
-	FinishReason    string // FinishStop, FinishLength or FinishToolCalls
+	CachedTokens int
+	FinishReason string // FinishStop, FinishLength or FinishToolCalls
+	// StopSequence is the request's stop string that ended the answer
+	// ("" when an end token, the length or a tool call ended it, or the
+	// backend cannot tell), for Anthropic's stop_sequence.
+	StopSequence    string
 	PrefillDuration time.Duration
 	DecodeDuration  time.Duration
 	// Backend is the Kind of the backend that produced the answer (the

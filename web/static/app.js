@@ -43,7 +43,7 @@
       const msg = data && data.error ? (data.error.message || data.error) : String(data);
       const err = new Error(msg);
       err.status = r.status;
-      err.code = data && data.error && data.error.code;
+      err.code = data && (data.code || (data.error && data.error.code));
       throw err;
     }
     return data;
