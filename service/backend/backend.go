@@ -181,6 +181,10 @@ type ModelInfo struct {
 	// Capabilities are what the backend can do with this model
 	// (CapCompletion, CapTools, CapJSON, CapLogprobs).
 	Capabilities []string `json:"capabilities,omitempty"`
+	// Kernels says which SIMD level the in-process engine runs and, when
+	// it is not the one asked for, why ("asked avxvnni, CPU lacks
+	// AVX-VNNI: running avx2"); "" for other backends. For the log.
+	Kernels string `json:"-"`
 }
 
 // Errors a backend returns, wrapped with context, so that the service and

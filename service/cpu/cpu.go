@@ -202,6 +202,7 @@ func (b *Backend) Info() backend.ModelInfo {
 		c := b.model.Config()
 		info.Family, info.Format = c.Arch, c.Format
 		info.Capabilities = b.capabilitiesLocked()
+		info.Kernels = b.model.SIMDChoice().String()
 	}
 	return info
 }
