@@ -236,11 +236,39 @@ func TestRegenerateAndEdit(t *testing.T) {
 	if len(after) != 4 || after[3].ID == before[3].ID || after[3].Content != "echo: two" || after[2].ID != before[2].ID {
 		t.Fatalf("regenerate: before %+v after %+v", before, after)
 	}
-	// Editing the first message drops everything after it.
+	// The earlier answer is kept as version 1 of 2.
+	if v := after[3].Versions; len(v) != 2 || v[0] != before[3].ID || v[1] != after[3].ID {
+		t.Fatalf("regenerate kept no version: %+v", after[3])
+	}
+	// Editing the first message shows the edit and its answer; the old
+	// line stays as version 1.
 	stream(t, context.Background(), msgsURL, fmt.Sprintf(`{"edit": %d, "content": "uno"}`, after[0].ID), nil)
 	edited := list()
-	if len(edited) != 2 || edited[0].Content != "uno" || edited[1].Content != "echo: uno" {
+	if len(edited) != 2 || edited[0].Content != "uno" || edited[1].Content != "echo: uno" || len(edited[0].Versions) != 2 {
 		t.Fatalf("edit: %+v", edited)
+	}
+	// PUT …/current shows the first version again, with its newest answer.
+	resp, body := do(t, "PUT", fmt.Sprintf("%s/api/conversations/%d/current", url, c.ID), fmt.Sprintf(`{"message_id": %d}`, after[0].ID))
+	if resp.StatusCode != 200 {
+		t.Fatalf("select: %d %s", resp.StatusCode, body)
+	}
+	shown := decodeJSON[history.Export](t, body)
+	if len(shown.Messages) != 4 || shown.Messages[0].Content != "one" || shown.Messages[3].ID != after[3].ID || len(shown.OtherVersions) != 3 {
+		t.Fatalf("after selecting version 1: %+v", shown)
+	}
+	if got := list(); len(got) != 4 || got[3].ID != after[3].ID {
+		t.Fatalf("the selection is not kept: %+v", got)
+	}
+	// Every version is exported.
+	_, body = do(t, "GET", fmt.Sprintf("%s/api/conversations/%d/export?format=json", url, c.ID), "")
+	if e := decodeJSON[history.Export](t, body); len(e.Messages)+len(e.OtherVersions) != 7 {
+		t.Fatalf("the export holds %d+%d messages, want 7", len(e.Messages), len(e.OtherVersions))
+	}
+	// Another chat's message is no version of this one.
+	_, body = do(t, "POST", url+"/api/conversations", `{}`)
+	other := decodeJSON[history.Conversation](t, body)
+	if resp, body := do(t, "PUT", fmt.Sprintf("%s/api/conversations/%d/current", url, other.ID), fmt.Sprintf(`{"message_id": %d}`, after[0].ID)); resp.StatusCode != 404 {
+		t.Fatalf("selecting another chat's message: %d %s", resp.StatusCode, body)
 	}
 }
 
