@@ -82,8 +82,11 @@ var migrations = []string{
 	UPDATE messages SET parent_id = (SELECT MAX(p.id) FROM messages p WHERE p.conversation_id = messages.conversation_id AND p.id < messages.id);
 	UPDATE conversations SET current_id = (SELECT MAX(m.id) FROM messages m WHERE m.conversation_id = conversations.id);
 	CREATE INDEX messages_by_parent ON messages(parent_id);`,
+
+	// 5: a chat's thinking switch (NULL: the model's default).
+	`ALTER TABLE conversations ADD COLUMN thinking INTEGER;`,
 }
 
 // SchemaVersion is the schema this package writes (len(migrations);
 // a test keeps the two equal).
-const SchemaVersion = 4
+const SchemaVersion = 5

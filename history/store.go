@@ -61,6 +61,9 @@ type Settings struct {
 	Temperature  *float64 `json:"temperature"`
 	TopP         *float64 `json:"top_p"`
 	MaxTokens    *int     `json:"max_tokens"`
+	// Thinking switches a reasoning model's thinking on or off, where
+	// its chat template allows (backend.CapThinking).
+	Thinking *bool `json:"thinking"`
 }
 
 // Conversation is one chat.
@@ -340,7 +343,7 @@ func cleanTitle(t string) (string, error) {
 	return t, nil
 }
 
-const convColumns = `id, title, system_prompt, temperature, top_p, max_tokens, created_at, updated_at`
+const convColumns = `id, title, system_prompt, temperature, top_p, max_tokens, created_at, updated_at, thinking`
 
 type scanner interface{ Scan(...any) error }
 
@@ -349,8 +352,12 @@ func scanConversation(r scanner) (*Conversation, error) {
 	var temp, topP sql.NullFloat64
 	var maxTok sql.NullInt64
 	var created, updated int64
-	if err := r.Scan(&c.ID, &c.Title, &c.SystemPrompt, &temp, &topP, &maxTok, &created, &updated); err != nil {
+	var thinking sql.NullBool
+	if err := r.Scan(&c.ID, &c.Title, &c.SystemPrompt, &temp, &topP, &maxTok, &created, &updated, &thinking); err != nil {
 		return nil, err
+	}
+	if thinking.Valid {
+		c.Thinking = &thinking.Bool
 	}
 	if temp.Valid {
 		c.Temperature = &temp.Float64
@@ -376,8 +383,8 @@ func (s *Store) Create(ctx context.Context, title string, st Settings) (*Convers
 		return nil, err
 	}
 	now := s.stamp()
-	res, err := s.db.ExecContext(ctx, `INSERT INTO conversations (title, system_prompt, temperature, top_p, max_tokens, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`, title, st.SystemPrompt, st.Temperature, st.TopP, st.MaxTokens, now, now)
+	res, err := s.db.ExecContext(ctx, `INSERT INTO conversations (title, system_prompt, temperature, top_p, max_tokens, thinking, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, title, st.SystemPrompt, st.Temperature, st.TopP, st.MaxTokens, st.Thinking, now, now)
 	if err != nil {
 		return nil, wrap("history: new conversation", err)
 	}
@@ -441,8 +448,8 @@ func (s *Store) Update(ctx context.Context, id int64, p Patch) (*Conversation, e
 		}
 		c.Settings = *p.Settings
 	}
-	_, err = s.db.ExecContext(ctx, `UPDATE conversations SET title = ?, system_prompt = ?, temperature = ?, top_p = ?, max_tokens = ?, updated_at = ? WHERE id = ?`,
-		c.Title, c.SystemPrompt, c.Temperature, c.TopP, c.MaxTokens, s.stamp(), id)
+	_, err = s.db.ExecContext(ctx, `UPDATE conversations SET title = ?, system_prompt = ?, temperature = ?, top_p = ?, max_tokens = ?, thinking = ?, updated_at = ? WHERE id = ?`,
+		c.Title, c.SystemPrompt, c.Temperature, c.TopP, c.MaxTokens, c.Thinking, s.stamp(), id)
 	if err != nil {
 		return nil, wrap(fmt.Sprintf("history: update conversation %d", id), err)
 	}

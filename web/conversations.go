@@ -105,8 +105,12 @@ type conversationIn struct {
 	Temperature  *float64 `json:"temperature"`
 	TopP         *float64 `json:"top_p"`
 	MaxTokens    *int     `json:"max_tokens"`
+	// Thinking switches a reasoning model's thinking on or off (where
+	// the model's chat template allows: status info capability
+	// "thinking").
+	Thinking *bool `json:"thinking"`
 	// Clear names settings to reset to the server's default
-	// ("temperature", "top_p", "max_tokens") in a PATCH.
+	// ("temperature", "top_p", "max_tokens", "thinking") in a PATCH.
 	Clear []string `json:"clear"`
 }
 
@@ -123,6 +127,9 @@ func (in *conversationIn) apply(st *history.Settings) error {
 	if in.MaxTokens != nil {
 		st.MaxTokens = in.MaxTokens
 	}
+	if in.Thinking != nil {
+		st.Thinking = in.Thinking
+	}
 	for _, c := range in.Clear {
 		switch c {
 		case "temperature":
@@ -131,8 +138,10 @@ func (in *conversationIn) apply(st *history.Settings) error {
 			st.TopP = nil
 		case "max_tokens":
 			st.MaxTokens = nil
+		case "thinking":
+			st.Thinking = nil
 		default:
-			return badRequest("clear", "clear: %q is not a setting (temperature, top_p, max_tokens)", c)
+			return badRequest("clear", "clear: %q is not a setting (temperature, top_p, max_tokens, thinking)", c)
 		}
 	}
 	return nil
@@ -561,7 +570,7 @@ func (c *conversationWriter) fail(a *answer, ae *apiError) {
 // chatRequest builds the generation request for a conversation: its
 // system prompt, its messages and its settings over the defaults.
 func (s *Server) chatRequest(conv *history.Conversation, msgs []history.Message, model string) (*backend.Request, error) {
-	req := &backend.Request{Model: trimModel(model)}
+	req := &backend.Request{Model: trimModel(model), Think: conv.Thinking}
 	if req.Model == "" {
 		req.Model = s.mgr.Status().Model
 	}

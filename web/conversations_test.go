@@ -486,3 +486,49 @@ func TestPageWithAPIKeyShowsNoHistoryWithoutTheKey(t *testing.T) {
 		}
 	}
 }
+
+// TestChatThinkingSwitchReachesTheModel: a chat's thinking setting goes
+// to the backend as Request.Think; cleared, it is the model's default.
+// A <think> block in the answer streams as thinking events and is
+// stored apart.
+func TestChatThinkingSwitchReachesTheModel(t *testing.T) {
+	url, _ := startChat(t, fake.Options{Reply: func(r *backend.Request) string {
+		think := "default"
+		if r.Think != nil {
+			think = fmt.Sprint(*r.Think)
+		}
+		return "<think>asked with " + think + "</think>\n\nanswer"
+	}})
+	_, body := do(t, "POST", url+"/api/conversations", `{"thinking": false}`)
+	c := decodeJSON[history.Conversation](t, body)
+	if c.Thinking == nil || *c.Thinking {
+		t.Fatalf("created with thinking off: %+v", c)
+	}
+	msgsURL := fmt.Sprintf("%s/api/conversations/%d/messages", url, c.ID)
+	for _, step := range []struct{ patch, think string }{
+		{"", "false"},
+		{`{"thinking": true}`, "true"},
+		{`{"clear": ["thinking"]}`, "default"},
+	} {
+		if step.patch != "" {
+			if resp, body := do(t, "PATCH", fmt.Sprintf("%s/api/conversations/%d", url, c.ID), step.patch); resp.StatusCode != 200 {
+				t.Fatalf("patch %s: %d %s", step.patch, resp.StatusCode, body)
+			}
+		}
+		var thought, said strings.Builder
+		evs := stream(t, context.Background(), msgsURL, `{"content": "hi"}`, nil)
+		for _, e := range evs {
+			switch e.Name {
+			case "thinking":
+				thought.WriteString(decodeJSON[map[string]string](t, string(e.Data))["text"])
+			case "token":
+				said.WriteString(decodeJSON[map[string]string](t, string(e.Data))["text"])
+			}
+		}
+		done := decodeJSON[history.Message](t, string(evs[len(evs)-1].Data))
+		want := "asked with " + step.think
+		if thought.String() != want || said.String() != "answer" || done.Thinking != want || done.Content != "answer" {
+			t.Errorf("%s: streamed thinking %q and text %q, stored %q and %q; want %q and \"answer\"", step.patch, thought.String(), said.String(), done.Thinking, done.Content, want)
+		}
+	}
+}

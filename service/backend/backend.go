@@ -103,6 +103,10 @@ type Request struct {
 	// that many alternatives (at most 20).
 	Logprobs    bool
 	TopLogprobs int
+	// Think switches a reasoning model's thinking on or off where the
+	// chat template takes enable_thinking (CapThinking); nil leaves the
+	// template's default. Other backends ignore it.
+	Think *bool
 }
 
 // Token is one piece of generated text.

@@ -233,7 +233,7 @@ func (b *Backend) promptLocked(req *backend.Request) ([]int, error) {
 	// Message text is encoded as ordinary text: only the template's own
 	// markers are control tokens, so "<|im_end|>" typed in a message
 	// cannot close the turn (chat.EncodeMessages).
-	ids, err := b.tmpl.EncodeMessages(b.tok, b.tcfg, msgs, chat.RenderOptions{AddGenerationPrompt: true, Tools: tools, BOSToken: b.tcfg.BOSToken, EOSToken: b.tcfg.EOSToken})
+	ids, err := b.tmpl.EncodeMessages(b.tok, b.tcfg, msgs, chat.RenderOptions{AddGenerationPrompt: true, Tools: tools, BOSToken: b.tcfg.BOSToken, EOSToken: b.tcfg.EOSToken, EnableThinking: req.Think})
 	if err != nil {
 		return nil, fmt.Errorf("chat template: %v: %w", err, backend.ErrBadRequest)
 	}

@@ -1012,6 +1012,7 @@
     $("cs-temperature").value = c && c.temperature != null ? c.temperature : "";
     $("cs-top-p").value = c && c.top_p != null ? c.top_p : "";
     $("cs-max-tokens").value = c && c.max_tokens != null ? c.max_tokens : "";
+    $("cs-thinking").value = c && c.thinking != null ? (c.thinking ? "on" : "off") : "";
     $("cs-note").textContent = "";
   }
   $("open-chat-settings").addEventListener("click", () => {
@@ -1027,6 +1028,9 @@
       if (v === "") body.clear.push(field);
       else body[field] = parse(v);
     }
+    const think = $("cs-thinking").value;
+    if (think === "") body.clear.push("thinking");
+    else body.thinking = think === "on";
     try {
       const id = await ensureConversation();
       await api("PATCH", "/api/conversations/" + id, body);
@@ -1100,6 +1104,8 @@
     if (offError && st.enabled) showError("");
     el.dataset.state = st.state;
     $("status-text").textContent = text;
+    // The thinking switch is offered where the model's template takes it.
+    $("cs-thinking-row").hidden = !(st.info && (st.info.capabilities || []).includes("thinking"));
     $("empty-note").textContent = st.backend === "remote"
       ? "Answers come from the remote server NPU Chat was started with; your chats stay on this computer."
       : "Answers are computed on this computer, and your chats stay here.";
