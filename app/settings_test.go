@@ -87,10 +87,18 @@ func TestSettingChangesKeepTheFilesOtherKeys(t *testing.T) {
 // taken for "no change" while the tray's choice stays in effect.
 func TestTrayEngineChangeShowsOnThePage(t *testing.T) {
 	a := newApp(t, testEnv(t), Flags{})
+	// The page's session, as the tray's link starts it.
+	open := httptest.NewRecorder()
+	a.WebServer().Handler().ServeHTTP(open, httptest.NewRequest("GET", "http://127.0.0.1"+a.WebServer().OpenLink(0), nil))
+	cookies := open.Result().Cookies()
+	if len(cookies) != 1 {
+		t.Fatalf("the link set %v", cookies)
+	}
 	page := func(method, body string) map[string]any {
 		t.Helper()
 		req := httptest.NewRequest(method, "http://127.0.0.1/api/settings", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
+		req.AddCookie(cookies[0])
 		rec := httptest.NewRecorder()
 		a.WebServer().Handler().ServeHTTP(rec, req)
 		var out map[string]any
