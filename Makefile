@@ -1,19 +1,23 @@
-# NPU Chat. `make run` starts the app, `make test` runs every test; both
-# first run scripts/setup, which installs what is missing.
+# NPU Chat. `make run` starts the app, `make test` runs every test; they
+# first run scripts/setup (--run: only what running needs), which installs what is missing.
 GO      ?= go
 BIN     := bin/npuchat
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: setup build run test test-go vet templ-check fuzz bench clean deb msi release test-installers
+.PHONY: setup setup-run build run test test-go vet templ-check fuzz bench clean deb msi release test-installers
 
 setup:
 	@./scripts/setup
 
-build:
-	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/trayapp
+# Only what building and running needs (no test oracles, browsers or Wine).
+setup-run:
+	@./scripts/setup --run
 
-run: setup build
+build:
+	@GO=$(GO) ./scripts/build $(BIN) "$(LDFLAGS)"
+
+run: setup-run build
 	./$(BIN)
 
 # Modules of their own: third-party client tests and the llama.cpp oracle.

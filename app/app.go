@@ -216,6 +216,11 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	pageSettings := web.NewSettingsStore(cfg)
 	a.settings = pageSettings
 	pageSettings.Apply = func(ctx context.Context, before, after web.PageSettings) error {
+		if before.KeepAlive != after.KeepAlive {
+			if d, err := config.ParseKeepAlive(after.KeepAlive); err == nil {
+				a.mgr.SetKeepAlive(d)
+			}
+		}
 		if before.Engine != after.Engine {
 			return a.switchEngine(ctx, after.Engine)
 		}

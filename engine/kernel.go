@@ -62,7 +62,7 @@ func cpuHas(l simdLevel) bool {
 	case levelAVXVNNI:
 		return quant.HasAVXVNNI()
 	case levelAVX2:
-		return quant.SIMD() == "avx2"
+		return quant.HasAVX2()
 	}
 	return true
 }
@@ -107,22 +107,26 @@ func (o LoadOptions) simdLevel() (simdLevel, error) {
 type kernel int
 
 const (
-	kernDot       kernel = iota // quant.Dot on float activations
-	kernSums                    // quant.DotSums with block sums (Q4_1, Q4_K on float activations)
-	kernF32                     // F32 rows, quant.DotF32Row (SIMD float dot)
-	kernQ8Ref                   // quant.DotQ8Ref on 8-bit activations (plain Go)
-	kernQ8AVX2                  // quant.DotQ8 / DotQ8x4 (AVX2) on 8-bit activations
-	kernPacked                  // quant.Packed, AVX-512 VNNI, on 8-bit activations
-	kernPackedAVX               // quant.Packed, AVX-VNNI (256-bit), on 8-bit activations
+	kernDot        kernel = iota // quant.Dot on float activations
+	kernSums                     // quant.DotSums with block sums (Q4_1, Q4_K on float activations)
+	kernF32                      // F32 rows, quant.DotF32Row (SIMD float dot)
+	kernQ8Ref                    // quant.DotQ8Ref on 8-bit activations (plain Go)
+	kernQ8AVX2                   // quant.DotQ8 / DotQ8x4 (AVX2) on 8-bit activations
+	kernPacked                   // quant.Packed, AVX-512 VNNI, on 8-bit activations
+	kernPackedAVX                // quant.Packed, AVX-VNNI (256-bit), on 8-bit activations
+	kernPackedAVX2               // quant.Packed, AVX2 (VPMADDUBSW), on 8-bit activations
 )
 
 // packed reports whether k reads quant.Packed weights.
-func (k kernel) packed() bool { return k == kernPacked || k == kernPackedAVX }
+func (k kernel) packed() bool { return k == kernPacked || k == kernPackedAVX || k == kernPackedAVX2 }
 
 // packedKernel is the quant.Packed kernels of a packed k.
 func (k kernel) packedKernel() quant.PackedKernel {
-	if k == kernPacked {
+	switch k {
+	case kernPacked:
 		return quant.PackedAVX512
+	case kernPackedAVX2:
+		return quant.PackedAVX2
 	}
 	return quant.PackedAVXVNNI
 }
@@ -135,6 +139,8 @@ func chooseKernel(m *matrix, floatAct bool, lvl simdLevel) kernel {
 		return kernPacked
 	case q8 && lvl >= levelAVXVNNI && quant.CanPack(m.Type, m.Cols):
 		return kernPackedAVX
+	case q8 && lvl >= levelAVX2 && quant.CanPack(m.Type, m.Cols):
+		return kernPackedAVX2
 	case q8 && lvl >= levelAVX2:
 		return kernQ8AVX2
 	case q8:

@@ -423,7 +423,7 @@ func loadQ4NX(dir string, opts LoadOptions) (_ *Model, err error) {
 	for n := range f.Tensors {
 		st.file[n] = "model.q4nx"
 	}
-	src := &q4nxSource{st: st, threads: opts.threads(), pack: lvl >= levelAVXVNNI && !opts.FloatActivations,
+	src := &q4nxSource{st: st, threads: opts.threads(), pack: lvl >= levelAVX2 && !opts.FloatActivations,
 		file: mf, progress: opts.Progress, arena: &m.arena}
 	layout := "rows"
 	if src.pack {

@@ -147,10 +147,10 @@ func (k *mulTask) mul(pl *pool, xs [][]float32, prods ...product) {
 		case kernPacked:
 			u = w.packed.Groups()
 			q8 = true
-		case kernPackedAVX:
+		case kernPackedAVX, kernPackedAVX2:
 			u = w.packed.Groups()
 			q8 = true
-			k.round = min(k.round, quant.RoundAVX2) // no AVX-512 at this level
+			k.round = min(k.round, quant.RoundAVX2) // no AVX-512 at these levels
 		case kernQ8AVX2:
 			q8 = true
 			k.round = min(k.round, quant.RoundAVX2)

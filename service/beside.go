@@ -33,7 +33,6 @@ func (m *Manager) route(ctx context.Context, model string, be backend.Backend, r
 		return side, why, nil
 	}
 	old := m.takeSideLocked()
-	gen := m.loadGen
 	m.mu.Unlock()
 	m.unload(ctx, old)
 
@@ -44,7 +43,7 @@ func (m *Manager) route(ctx context.Context, model string, be backend.Backend, r
 		}
 	}
 	m.log.Info("loading a backend beside the serving one", "model", model, "serving", serving, "beside", kind, "why", why)
-	side, err := m.loadBeside(ctx, model, kind, gen, why)
+	side, err := m.loadBeside(ctx, model, kind, why)
 	if err != nil {
 		if errors.Is(err, ErrModelOff) {
 			return nil, "", err
@@ -55,24 +54,22 @@ func (m *Manager) route(ctx context.Context, model string, be backend.Backend, r
 }
 
 // loadBeside makes and loads a backend of kind for model beside the
-// serving one; the state stays on. Stop abandons it as it does a load.
-// The caller holds the slot.
-func (m *Manager) loadBeside(ctx context.Context, model, kind string, gen int, why string) (backend.Backend, error) {
-	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancel()
+// serving one; the state stays on. Stop abandons it as it does a load
+// (beginLoadLocked). The caller holds the slot.
+func (m *Manager) loadBeside(ctx context.Context, model, kind, why string) (backend.Backend, error) {
 	m.mu.Lock()
-	if m.loadGen != gen {
+	if m.be == nil { // switched off while the old one unloaded
 		m.mu.Unlock()
-		return nil, ErrModelOff
+		return nil, errSwitchedOff
 	}
-	m.loadCancel = cancel
+	lctx, done, err := m.beginLoadLocked(ctx)
+	if err != nil {
+		m.mu.Unlock()
+		return nil, err
+	}
+	defer done()
 	m.publishLocked(EventStatus, fmt.Sprintf("loading the %s engine beside the %s backend: %s", kind, m.kind, why))
 	m.mu.Unlock()
-	defer func() {
-		m.mu.Lock()
-		m.loadCancel = nil
-		m.mu.Unlock()
-	}()
 	be, err := m.opts.NewBackend(lctx, model, kind)
 	if err != nil {
 		return nil, fmt.Errorf("load %s on %s: %w", model, kind, err)
@@ -83,9 +80,9 @@ func (m *Manager) loadBeside(ctx context.Context, model, kind string, gen int, w
 	caps := be.Info().Capabilities
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.loadGen != gen || m.be == nil { // switched off meanwhile
+	if lctx.Err() != nil || m.be == nil { // switched off meanwhile
 		m.orphans = append(m.orphans, be)
-		return nil, ErrModelOff
+		return nil, errSwitchedOff
 	}
 	m.side, m.sideKind, m.sideModel, m.sideWhy, m.sideCaps = be, kind, model, why, caps
 	m.publishLocked(EventStatus, fmt.Sprintf("the %s engine is loaded beside the %s backend: %s", kind, m.kind, why))

@@ -1,8 +1,104 @@
 package service
 
 import (
+	"errors"
+	"fmt"
 	"sync"
+	"time"
+
+	"github.com/npuchat/npuchat/service/backend"
 )
+
+// EventKind names what an Event reports. The manager publishes the
+// status, progress, fallback and error kinds; other service-level
+// components publish their own kinds (install) through Publish.
+type EventKind string
+
+// The event kinds, as /api/events names them ("event: status").
+const (
+	// EventStatus: the state, the model or the reason changed.
+	EventStatus EventKind = "status"
+	// EventProgress: loading moved on (Progress says how far).
+	EventProgress EventKind = "progress"
+	// EventFallback: a backend failed and the next engine is used
+	// (Message says why).
+	EventFallback EventKind = "fallback"
+	// EventError: loading failed on every engine (Message says why).
+	EventError EventKind = "error"
+	// EventInstall: a model install moved on, finished or failed
+	// (Install says how far); published by the install runner.
+	EventInstall EventKind = "install"
+)
+
+// managerOwns reports whether the manager alone publishes kind: those
+// events describe its state, and another publisher could contradict
+// Status.
+func managerOwns(kind EventKind) bool {
+	switch kind {
+	case EventStatus, EventProgress, EventFallback, EventError:
+		return true
+	}
+	return false
+}
+
+// Event is something that happened, for the tray and the page. Status is
+// the service's status when it was published.
+type Event struct {
+	Type     EventKind         `json:"type"`
+	Message  string            `json:"message,omitempty"`
+	Progress *backend.Progress `json:"progress,omitempty"`
+	Install  *InstallProgress  `json:"install,omitempty"`
+	Status   Status            `json:"status"`
+	Time     time.Time         `json:"time"`
+}
+
+// InstallProgress is how far a model install has come, carried by
+// EventInstall events.
+type InstallProgress struct {
+	Model string `json:"model"` // the model being installed, e.g. "minicpm5:2b"
+	// Phase is a word for the step: "downloading", "verifying",
+	// "done", "failed" or "cancelled".
+	Phase          string  `json:"phase"`
+	Done           int64   `json:"done,omitempty"`             // bytes fetched so far (of the whole install once known, else of the file)
+	Total          int64   `json:"total,omitempty"`            // bytes in all, 0 if unknown
+	BytesPerSecond float64 `json:"bytes_per_second,omitempty"` // current rate
+	ETASeconds     float64 `json:"eta_s,omitempty"`            // time left, 0 if unknown
+	Error          string  `json:"error,omitempty"`            // why it failed, for a person
+	// The file downloading now, with its own bytes, and how many files
+	// are done of how many the install downloads (0 if unknown).
+	File       string `json:"file,omitempty"`
+	FileDone   int64  `json:"file_done,omitempty"`
+	FileTotal  int64  `json:"file_total,omitempty"`
+	Files      int    `json:"files_done,omitempty"`
+	FilesTotal int    `json:"files_total,omitempty"`
+}
+
+// publishLocked sends an event to every subscriber. m.mu must be held.
+func (m *Manager) publishLocked(kind EventKind, msg string) {
+	ev := Event{Type: kind, Message: msg}
+	if kind == EventProgress && m.progress != nil {
+		p := *m.progress
+		ev.Progress = &p
+	}
+	m.sendLocked(ev)
+}
+
+// Publish sends an event of another service-level component (the
+// install runner's EventInstall) to the same subscribers as the
+// manager's own, stamped with the current status. The kinds that
+// describe the model's state are the manager's alone.
+func (m *Manager) Publish(ev Event) error {
+	if ev.Type == "" || managerOwns(ev.Type) {
+		return fmt.Errorf("publish %q event: only the manager publishes status, progress, fallback and error events", ev.Type)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return errors.New("publish: service closed")
+	}
+	m.sendLocked(ev)
+	return nil
+}
 
 // subscriberBuffer is how many events a subscriber's channel holds, and
 // how many more wait for room (subscriber.pending) before the oldest

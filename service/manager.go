@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -118,70 +119,6 @@ type Stats struct {
 	LoadSeconds      float64 `json:"load_s"`
 }
 
-// EventKind names what an Event reports. The manager publishes the
-// status, progress, fallback and error kinds; other service-level
-// components publish their own kinds (install) through Publish.
-type EventKind string
-
-// The event kinds, as /api/events names them ("event: status").
-const (
-	// EventStatus: the state, the model or the reason changed.
-	EventStatus EventKind = "status"
-	// EventProgress: loading moved on (Progress says how far).
-	EventProgress EventKind = "progress"
-	// EventFallback: a backend failed and the next engine is used
-	// (Message says why).
-	EventFallback EventKind = "fallback"
-	// EventError: loading failed on every engine (Message says why).
-	EventError EventKind = "error"
-	// EventInstall: a model install moved on, finished or failed
-	// (Install says how far); published by the install runner.
-	EventInstall EventKind = "install"
-)
-
-// managerOwns reports whether the manager alone publishes kind: those
-// events describe its state, and another publisher could contradict
-// Status.
-func managerOwns(kind EventKind) bool {
-	switch kind {
-	case EventStatus, EventProgress, EventFallback, EventError:
-		return true
-	}
-	return false
-}
-
-// Event is something that happened, for the tray and the page. Status is
-// the service's status when it was published.
-type Event struct {
-	Type     EventKind         `json:"type"`
-	Message  string            `json:"message,omitempty"`
-	Progress *backend.Progress `json:"progress,omitempty"`
-	Install  *InstallProgress  `json:"install,omitempty"`
-	Status   Status            `json:"status"`
-	Time     time.Time         `json:"time"`
-}
-
-// InstallProgress is how far a model install has come, carried by
-// EventInstall events.
-type InstallProgress struct {
-	Model string `json:"model"` // the model being installed, e.g. "minicpm5:2b"
-	// Phase is a word for the step: "downloading", "verifying",
-	// "done", "failed" or "cancelled".
-	Phase          string  `json:"phase"`
-	Done           int64   `json:"done,omitempty"`             // bytes fetched so far (of the whole install once known, else of the file)
-	Total          int64   `json:"total,omitempty"`            // bytes in all, 0 if unknown
-	BytesPerSecond float64 `json:"bytes_per_second,omitempty"` // current rate
-	ETASeconds     float64 `json:"eta_s,omitempty"`            // time left, 0 if unknown
-	Error          string  `json:"error,omitempty"`            // why it failed, for a person
-	// The file downloading now, with its own bytes, and how many files
-	// are done of how many the install downloads (0 if unknown).
-	File       string `json:"file,omitempty"`
-	FileDone   int64  `json:"file_done,omitempty"`
-	FileTotal  int64  `json:"file_total,omitempty"`
-	Files      int    `json:"files_done,omitempty"`
-	FilesTotal int    `json:"files_total,omitempty"`
-}
-
 // GenerateOptions are per-request settings that are not the model's.
 type GenerateOptions struct {
 	// KeepAlive overrides the idle time after this request (Ollama's
@@ -197,44 +134,6 @@ type GenerateOptions struct {
 	// before its body was read (Reserve); Generate and Load use it
 	// instead of queueing again.
 	Ticket *Ticket
-}
-
-// Ticket is a place in the request queue, taken with Reserve before a
-// request's body is read, so that what the queue cannot take is refused
-// before its body is held in memory.
-type Ticket struct {
-	m    *Manager
-	used bool // m.mu guards: given to acquire or released
-}
-
-// Reserve takes a place in the queue (ErrQueueFull when there is none).
-// Pass the ticket in GenerateOptions; Release it in any case when done
-// (a no-op once Generate or Load used it).
-func (m *Manager) Reserve() (*Ticket, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.waiting >= m.opts.QueueSize {
-		return nil, ErrQueueFull
-	}
-	m.waiting++
-	if m.idle != nil {
-		m.idle.Stop() // busy: no idle unload while requests wait
-	}
-	return &Ticket{m: m}, nil
-}
-
-// Release gives the place back unless Generate or Load used it.
-func (t *Ticket) Release() {
-	if t == nil {
-		return
-	}
-	t.m.mu.Lock()
-	defer t.m.mu.Unlock()
-	if !t.used {
-		t.used = true
-		t.m.waiting--
-		t.m.rearmIdleLocked()
-	}
 }
 
 // Manager owns the model's state and its backend. All methods are safe
@@ -287,38 +186,43 @@ type Manager struct {
 
 	// mu guards everything below. It is never held while a backend
 	// loads, generates or unloads.
-	mu         sync.Mutex
-	seq        uint64 // events sent so far (Status.Seq)
-	enabled    bool   // false when the user switched the model off
-	state      State
-	model      string // loaded or loading or last wanted
-	kind       string // kind of the backend loading or loaded
-	be         backend.Backend
-	beModel    string // the model be has loaded
-	info       *backend.ModelInfo
-	reason     string
-	errMsg     string
-	fallback   string
-	failed     map[string]string // kind -> why it failed, for model
-	progress   *backend.Progress
-	since      time.Time
-	waiting    int
-	running    int
-	genCancel  context.CancelFunc // cancels the running generation
-	loadCancel context.CancelFunc // cancels the running load
-	loadGen    int                // bumped by Stop to abandon loads
-	orphans    []backend.Backend  // set aside by Stop, unloaded by giveSlot
-	side       backend.Backend    // a second backend beside be (see above)
-	sideKind   string             // its kind
-	sideModel  string             // the model it has loaded
-	sideWhy    string             // why the last request went to it
-	sideCaps   []string           // its capabilities
-	idle       *time.Timer
-	expires    time.Time
-	keepAlive  time.Duration
-	stats      Stats
-	subs       map[*subscriber]struct{}
-	closed     bool
+	mu        sync.Mutex
+	seq       uint64 // events sent so far (Status.Seq)
+	enabled   bool   // false when the user switched the model off
+	state     State
+	model     string // loaded or loading or last wanted
+	kind      string // kind of the backend loading or loaded
+	be        backend.Backend
+	beModel   string // the model be has loaded
+	info      *backend.ModelInfo
+	reason    string
+	errMsg    string
+	fallback  string
+	failed    map[string]string // kind -> why it failed, for model
+	progress  *backend.Progress
+	since     time.Time
+	waiting   int
+	running   int
+	genCancel context.CancelFunc // cancels the running generation
+	// abandon cancels the load running now (ensureLoaded's, for every
+	// engine it tries, or loadBeside's) with the cause: Stop's
+	// errSwitchedOff. The one way a load is abandoned: its context ends,
+	// and every step of the load checks that context under mu, where
+	// Stop cancels it. nil when no load runs.
+	abandon   context.CancelCauseFunc
+	orphans   []backend.Backend // set aside by Stop, unloaded by giveSlot
+	side      backend.Backend   // a second backend beside be (see above)
+	sideKind  string            // its kind
+	sideModel string            // the model it has loaded
+	sideWhy   string            // why the last request went to it
+	sideCaps  []string          // its capabilities
+	idle      *time.Timer
+	expires   time.Time
+	keepAlive time.Duration // the default (Options.KeepAlive, then SetKeepAlive)
+	lastIdle  time.Duration // the keep-alive the timer was armed with, for the unload's reason
+	stats     Stats
+	subs      map[*subscriber]struct{}
+	closed    bool
 }
 
 // New returns a Manager with the model off but enabled: the first request
@@ -352,6 +256,7 @@ func New(opts Options) *Manager {
 		failed:    map[string]string{},
 		since:     opts.Now(),
 		keepAlive: opts.KeepAlive,
+		lastIdle:  opts.KeepAlive,
 		subs:      map[*subscriber]struct{}{},
 		model:     opts.DefaultModel,
 	}
@@ -393,47 +298,27 @@ func (m *Manager) statusLocked() Status {
 	return s
 }
 
-// publishLocked sends an event to every subscriber. m.mu must be held.
-func (m *Manager) publishLocked(kind EventKind, msg string) {
-	ev := Event{Type: kind, Message: msg}
-	if kind == EventProgress && m.progress != nil {
-		p := *m.progress
-		ev.Progress = &p
+// targets is the state machine's table (see Manager): the states from
+// may change to. TestStateTable checks it against the table in
+// Manager's doc comment, row by row.
+func targets(from State) []State {
+	switch from {
+	case StateOff:
+		return []State{StateLoading, StateOff}
+	case StateLoading:
+		return []State{StateLoading, StateOn, StateOff, StateError}
+	case StateOn:
+		return []State{StateOff}
+	case StateError:
+		return []State{StateLoading, StateOff}
 	}
-	m.sendLocked(ev)
-}
-
-// Publish sends an event of another service-level component (the
-// install runner's EventInstall) to the same subscribers as the
-// manager's own, stamped with the current status. The kinds that
-// describe the model's state are the manager's alone.
-func (m *Manager) Publish(ev Event) error {
-	if ev.Type == "" || managerOwns(ev.Type) {
-		return fmt.Errorf("publish %q event: only the manager publishes status, progress, fallback and error events", ev.Type)
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return errors.New("publish: service closed")
-	}
-	m.sendLocked(ev)
 	return nil
 }
 
 // allowed reports whether the state machine (see Manager) has the
 // transition from -> to.
 func allowed(from, to State) bool {
-	switch from {
-	case StateOff:
-		return to == StateOff || to == StateLoading
-	case StateLoading:
-		return true // on, off, error, or loading the next engine
-	case StateOn:
-		return to == StateOff
-	case StateError:
-		return to == StateLoading || to == StateOff
-	}
-	return false
+	return slices.Contains(targets(from), to)
 }
 
 // transitionLocked changes the state and publishes it. m.mu must be held.
@@ -490,13 +375,17 @@ func (m *Manager) Start(model string) error {
 	m.mu.Unlock()
 	go func() {
 		m.slot <- struct{}{}
-		_, err := m.ensureLoaded(context.Background(), model)
+		_, err := m.ensureLoaded(context.Background(), model, true)
 		m.giveSlot()
 		if err != nil {
 			m.log.Warn("start model", "model", model, "err", err)
 			return
 		}
-		m.armIdle(nil)
+		// The timer was armed as the model went on; had it fired while
+		// this held the slot, it would have found it busy and left it.
+		m.mu.Lock()
+		m.rearmIdleLocked()
+		m.mu.Unlock()
 	}()
 	return nil
 }
@@ -510,12 +399,11 @@ func (m *Manager) Start(model string) error {
 func (m *Manager) Stop(ctx context.Context) error {
 	m.mu.Lock()
 	m.enabled = false
-	m.loadGen++
 	if m.genCancel != nil {
 		m.genCancel()
 	}
-	if m.loadCancel != nil {
-		m.loadCancel()
+	if m.abandon != nil {
+		m.abandon(errSwitchedOff)
 	}
 	if be := m.detachLocked("switched off"); be != nil {
 		m.orphans = append(m.orphans, be)
@@ -593,6 +481,31 @@ func (m *Manager) detachLocked(reason string) backend.Backend {
 	return be
 }
 
+// errSwitchedOff is the cause a load is abandoned with when Stop
+// switches the model off.
+var errSwitchedOff = fmt.Errorf("the load was abandoned: %w", ErrModelOff)
+
+// beginLoadLocked makes the context of a load (ensureLoaded's, or
+// loadBeside's) and stores its cancel as m.abandon, for Stop; done
+// removes it when the load ends. The context keeps ctx's values but not
+// its end: a client that gives up does not abandon the load, so that
+// the next request finds the model ready. A model switched off already
+// is ErrModelOff. m.mu is held; the caller holds the slot, so at most
+// one load runs.
+func (m *Manager) beginLoadLocked(ctx context.Context) (lctx context.Context, done func(), err error) {
+	if !m.enabled {
+		return nil, nil, errSwitchedOff
+	}
+	lctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	m.abandon = cancel
+	return lctx, func() {
+		m.mu.Lock()
+		m.abandon = nil
+		m.mu.Unlock()
+		cancel(nil)
+	}, nil
+}
+
 // unload unloads a detached backend. m.mu must not be held; the caller
 // holds the slot.
 func (m *Manager) unload(ctx context.Context, be backend.Backend) {
@@ -608,7 +521,11 @@ func (m *Manager) unload(ctx context.Context, be backend.Backend) {
 // caller holds the slot. It returns the backend to use. Loading goes on
 // when the caller's ctx ends (a client that gave up), so that the next
 // request finds the model ready; Stop abandons it.
-func (m *Manager) ensureLoaded(ctx context.Context, model string) (backend.Backend, error) {
+//
+// idle arms the keep-alive timer as the model goes on (Start, whose
+// model is idle once loaded, so that the "on" status carries its unload
+// time); a request arms it when it ends instead (release).
+func (m *Manager) ensureLoaded(ctx context.Context, model string, idle bool) (backend.Backend, error) {
 	m.mu.Lock()
 	if !m.enabled {
 		m.mu.Unlock()
@@ -632,10 +549,13 @@ func (m *Manager) ensureLoaded(ctx context.Context, model string) (backend.Backe
 		m.fallback = ""
 	}
 	m.model = model
-	gen := m.loadGen
+	lctx, done, err := m.beginLoadLocked(ctx)
 	m.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 
-	lctx := context.WithoutCancel(ctx)
 	kinds := m.opts.Engines(model)
 	var lastErr error
 	for i, kind := range kinds {
@@ -646,7 +566,7 @@ func (m *Manager) ensureLoaded(ctx context.Context, model string) (backend.Backe
 			lastErr = errors.New(why)
 			continue
 		}
-		be, err := m.load(lctx, model, kind, gen)
+		be, err := m.load(lctx, model, kind, idle)
 		if err == nil {
 			return be, nil
 		}
@@ -671,7 +591,7 @@ func (m *Manager) ensureLoaded(ctx context.Context, model string) (backend.Backe
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	switch {
-	case errors.Is(lastErr, ErrModelOff) || m.loadGen != gen:
+	case errors.Is(lastErr, ErrModelOff) || lctx.Err() != nil:
 		if m.be == nil && m.state != StateOff { // abandoned by Stop
 			m.reason, m.errMsg = "switched off", ""
 			m.transitionLocked(StateOff, m.reason)
@@ -689,33 +609,25 @@ func (m *Manager) ensureLoaded(ctx context.Context, model string) (backend.Backe
 }
 
 // load makes and loads one backend. The caller holds the slot. Stop
-// abandons it: loadGen changes and the stored loadCancel cancels the
-// context given to NewBackend and Load.
-func (m *Manager) load(ctx context.Context, model, kind string, gen int) (backend.Backend, error) {
-	lctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+// abandons it by cancelling ctx (beginLoad's), the context given to
+// NewBackend and Load.
+func (m *Manager) load(lctx context.Context, model, kind string, idle bool) (backend.Backend, error) {
 	m.mu.Lock()
-	if m.loadGen != gen {
+	if lctx.Err() != nil {
 		m.mu.Unlock()
-		return nil, ErrModelOff
+		return nil, context.Cause(lctx)
 	}
-	m.loadCancel = cancel
 	m.kind = kind
 	m.reason, m.errMsg = "", ""
 	m.progress = &backend.Progress{Stage: "preparing the " + kind + " backend"}
 	m.transitionLocked(StateLoading, fmt.Sprintf("loading %s on %s", model, kind))
 	m.mu.Unlock()
-	defer func() {
-		m.mu.Lock()
-		m.loadCancel = nil
-		m.mu.Unlock()
-	}()
 
 	fail := func(err error) (backend.Backend, error) {
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		if m.loadGen != gen {
-			return nil, ErrModelOff
+		if lctx.Err() != nil {
+			return nil, context.Cause(lctx)
 		}
 		m.kind = ""
 		return nil, fmt.Errorf("load %s on %s: %w", model, kind, err)
@@ -730,7 +642,7 @@ func (m *Manager) load(ctx context.Context, model, kind string, gen int) (backen
 	err = be.Load(lctx, func(p backend.Progress) {
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		if m.loadGen != gen {
+		if lctx.Err() != nil {
 			return // abandoned: the state is off already
 		}
 		m.progress = &p
@@ -745,11 +657,11 @@ func (m *Manager) load(ctx context.Context, model, kind string, gen int) (backen
 	})
 	if err == nil {
 		m.mu.Lock()
-		abandoned := m.loadGen != gen
+		abandoned := context.Cause(lctx)
 		m.mu.Unlock()
-		if abandoned { // loaded just after Stop: unload, outside the lock
+		if abandoned != nil { // loaded just after Stop: unload, outside the lock
 			m.unload(context.Background(), be)
-			err = ErrModelOff
+			err = abandoned
 		}
 	}
 	if err != nil {
@@ -757,9 +669,9 @@ func (m *Manager) load(ctx context.Context, model, kind string, gen int) (backen
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.loadGen != gen { // Stop came between the check above and here
+	if err := context.Cause(lctx); err != nil { // Stop came between the check above and here
 		m.orphans = append(m.orphans, be)
-		return nil, ErrModelOff
+		return nil, err
 	}
 	info := be.Info()
 	if info.Name == "" {
@@ -767,6 +679,9 @@ func (m *Manager) load(ctx context.Context, model, kind string, gen int) (backen
 	}
 	m.be, m.beModel, m.info = be, model, &info
 	m.stats.LoadSeconds = m.opts.Now().Sub(start).Seconds()
+	if idle && !m.closed {
+		m.setIdleLocked(m.keepAlive)
+	}
 	m.transitionLocked(StateOn, fmt.Sprintf("%s is on (%s)", model, kind))
 	return be, nil
 }
@@ -788,7 +703,7 @@ func (m *Manager) Generate(ctx context.Context, req *backend.Request, opts Gener
 	r := *req
 	r.Model = model
 	for {
-		be, err := m.ensureLoaded(ctx, model)
+		be, err := m.ensureLoaded(ctx, model, false)
 		if err != nil {
 			return backend.Result{}, err
 		}
@@ -885,156 +800,6 @@ func (m *Manager) hasNextEngineLocked(model, kind string) bool {
 	return m.nextEngineLocked(model, kind) != ""
 }
 
-// acquire waits for the slot, counting as waiting meanwhile. With a
-// ticket from Reserve the place in the queue is already taken.
-func (m *Manager) acquire(ctx context.Context, t *Ticket) error {
-	m.mu.Lock()
-	switch {
-	case t != nil && !t.used:
-		t.used = true // its place is ours now: given back below
-	case t != nil:
-		m.mu.Unlock()
-		return errors.New("a queue ticket used twice (a bug)")
-	case m.waiting >= m.opts.QueueSize:
-		m.mu.Unlock()
-		return ErrQueueFull
-	default:
-		m.waiting++
-	}
-	if m.idle != nil {
-		m.idle.Stop() // busy: no idle unload while requests wait
-	}
-	m.mu.Unlock()
-	var err error
-	select {
-	case m.slot <- struct{}{}:
-	case <-ctx.Done():
-		err = ctx.Err()
-	}
-	m.mu.Lock()
-	m.waiting--
-	if err != nil {
-		m.rearmIdleLocked()
-	}
-	m.mu.Unlock()
-	return err
-}
-
-// rearmIdleLocked puts back the keep-alive timer that Reserve or acquire
-// stopped, for a request that never ran (its ticket was released unused,
-// or its client left while it waited): with nobody else waiting, the
-// model unloads when it would have. A request holding the slot re-arms
-// the timer itself when it ends. m.mu is held.
-func (m *Manager) rearmIdleLocked() {
-	if m.waiting > 0 || m.expires.IsZero() || m.state != StateOn || m.closed {
-		return
-	}
-	if m.idle != nil {
-		m.idle.Stop()
-	}
-	m.idle = time.AfterFunc(m.expires.Sub(m.opts.Now()), m.idleUnload)
-}
-
-// takeSlot waits for the slot outside the request queue (Stop, Unload).
-func (m *Manager) takeSlot(ctx context.Context) error {
-	select {
-	case m.slot <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// giveSlot gives the slot back, first unloading the backends Stop set
-// aside while someone else held it. Every holder of the slot ends with it.
-func (m *Manager) giveSlot() {
-	m.mu.Lock()
-	orphans := m.orphans
-	m.orphans = nil
-	m.mu.Unlock()
-	for _, be := range orphans {
-		m.unload(context.Background(), be)
-	}
-	<-m.slot
-}
-
-// release ends a request's turn: the slot back, the idle timer armed.
-func (m *Manager) release(keepAlive *time.Duration) {
-	m.giveSlot()
-	m.armIdle(keepAlive)
-}
-
-// armIdle sets the keep-alive timer after a request (or a Start): the
-// request's own keep_alive when it gave one, else the default. As in
-// Ollama, one request's keep_alive does not change the default.
-func (m *Manager) armIdle(keepAlive *time.Duration) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	d := m.opts.KeepAlive
-	if keepAlive != nil {
-		d = *keepAlive
-	}
-	m.keepAlive = d // for the reason text of the unload
-	if m.idle != nil {
-		m.idle.Stop()
-	}
-	m.expires = time.Time{}
-	if m.state != StateOn || d < 0 || m.closed {
-		return
-	}
-	m.expires = m.opts.Now().Add(d)
-	m.idle = time.AfterFunc(d, m.idleUnload)
-}
-
-// idleUnload unloads the model when nothing has used it for keep-alive.
-func (m *Manager) idleUnload() {
-	select {
-	case m.slot <- struct{}{}:
-	default:
-		return // busy: the request that holds the slot re-arms the timer
-	}
-	defer m.giveSlot()
-	m.mu.Lock()
-	if m.waiting > 0 || m.state != StateOn || m.expires.IsZero() || m.opts.Now().Before(m.expires) {
-		m.mu.Unlock()
-		return
-	}
-	be := m.detachLocked(fmt.Sprintf("unloaded after %s idle; it loads again on the next request", m.keepAlive))
-	side := m.takeSideLocked()
-	m.mu.Unlock()
-	m.unload(context.Background(), be)
-	m.unload(context.Background(), side)
-}
-
-// Unload unloads model now, if it is the one loaded, without switching
-// it off (Ollama's keep_alive 0 with an empty request); "" unloads
-// whatever is loaded.
-func (m *Manager) Unload(ctx context.Context, model string) error {
-	if model != "" {
-		name, err := m.opts.Resolve(model)
-		if err != nil {
-			return err
-		}
-		model = name
-	}
-	if err := m.takeSlot(ctx); err != nil {
-		return err
-	}
-	defer m.giveSlot()
-	m.mu.Lock()
-	var be, side backend.Backend
-	if m.be != nil && (model == "" || model == m.beModel) {
-		be = m.detachLocked("unloaded on request; it loads again on the next request")
-	}
-	if m.side != nil && (model == "" || model == m.sideModel) {
-		side = m.takeSideLocked()
-	}
-	m.mu.Unlock()
-	m.unload(ctx, be)
-	m.unload(ctx, side)
-	return nil
-}
-
 // Load loads model without generating (Ollama's empty /api/generate).
 func (m *Manager) Load(ctx context.Context, model string, opts GenerateOptions) error {
 	name, err := m.opts.Resolve(model)
@@ -1045,7 +810,7 @@ func (m *Manager) Load(ctx context.Context, model string, opts GenerateOptions) 
 		return err
 	}
 	defer m.release(opts.KeepAlive)
-	_, err = m.ensureLoaded(ctx, name)
+	_, err = m.ensureLoaded(ctx, name, false)
 	return err
 }
 

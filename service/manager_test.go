@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -625,23 +626,41 @@ func TestPublishSharesTheBusButNotTheStateKinds(t *testing.T) {
 	}
 }
 
-// TestStateTable: the transitions allowed are exactly the table's.
+// TestStateTable: the transitions allowed are exactly the rows of the
+// table in Manager's doc comment, which is read from manager.go, so the
+// two cannot drift apart.
 func TestStateTable(t *testing.T) {
-	want := map[State][]State{
-		StateOff:     {StateOff, StateLoading},
-		StateLoading: {StateOff, StateLoading, StateOn, StateError},
-		StateOn:      {StateOff},
-		StateError:   {StateOff, StateLoading},
+	src, err := os.ReadFile("manager.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := map[[2]State]bool{}
+	in := false
+	for _, line := range strings.Split(string(src), "\n") {
+		f := strings.Fields(strings.TrimPrefix(line, "//"))
+		if len(f) >= 3 && f[0] == "from" && f[1] == "to" && f[2] == "when" {
+			in = true
+			continue
+		}
+		if !in {
+			continue
+		}
+		if !strings.HasPrefix(line, "//\t") || len(f) == 0 {
+			break // the table's end
+		}
+		if len(f) < 3 || !strings.HasPrefix(line, "//\t"+f[0]) {
+			continue // a "when" column continued on the next line
+		}
+		doc[[2]State{State(f[0]), State(f[1])}] = true
+	}
+	if len(doc) < 5 {
+		t.Fatalf("read %d rows of the table from manager.go: %v", len(doc), doc)
 	}
 	all := []State{StateOff, StateLoading, StateOn, StateError}
 	for _, from := range all {
 		for _, to := range all {
-			ok := false
-			for _, w := range want[from] {
-				ok = ok || w == to
-			}
-			if allowed(from, to) != ok {
-				t.Errorf("allowed(%s, %s) = %v, the table says %v", from, to, !ok, ok)
+			if want := doc[[2]State{from, to}]; allowed(from, to) != want {
+				t.Errorf("allowed(%s, %s) = %v, the table in the doc comment says %v", from, to, !want, want)
 			}
 		}
 	}
@@ -1125,5 +1144,42 @@ func TestCapabilitiesAreTheSameBeforeAndAfterLoading(t *testing.T) {
 				t.Fatalf("another model: %v, want %v", got, tc.before)
 			}
 		})
+	}
+}
+
+// TestSetKeepAliveIsTheOneDefault: the keep-alive pushed in with
+// SetKeepAlive is the one Start, a request naming none and the idle
+// timer read: "never" set before a Start leaves the model with no
+// unload time, set while it is on and idle clears the one armed, and a
+// short one set while it is on unloads it.
+func TestSetKeepAliveIsTheOneDefault(t *testing.T) {
+	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: 5 * time.Minute})
+	r.m.SetKeepAlive(-1)
+	if got := r.m.KeepAlive(); got != -1 {
+		t.Fatalf("KeepAlive() = %v after SetKeepAlive(-1)", got)
+	}
+	if err := r.m.Start("minicpm5:2b"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "on", func() bool { return r.m.Status().State == StateOn })
+	if st := r.m.Status(); st.ExpiresAt != nil {
+		t.Fatalf("keep-alive never, Start armed an unload at %v", st.ExpiresAt)
+	}
+	r.m.SetKeepAlive(time.Hour)
+	if _, _, err := collect(t, r.m, chat("minicpm5:2b", "hi")); err != nil {
+		t.Fatal(err)
+	}
+	st := r.m.Status()
+	if st.ExpiresAt == nil || st.ExpiresAt.Before(time.Now().Add(59*time.Minute)) {
+		t.Fatalf("after a request with keep-alive 1h: expires %v", st.ExpiresAt)
+	}
+	r.m.SetKeepAlive(-1)
+	if st := r.m.Status(); st.ExpiresAt != nil {
+		t.Fatalf("keep-alive set to never while on: still unloads at %v", st.ExpiresAt)
+	}
+	r.m.SetKeepAlive(30 * time.Millisecond)
+	waitFor(t, "the idle unload with the new keep-alive", func() bool { return r.m.Status().State == StateOff })
+	if st := r.m.Status(); !strings.Contains(st.Reason, "30ms idle") {
+		t.Fatalf("reason %q, want the new keep-alive named", st.Reason)
 	}
 }

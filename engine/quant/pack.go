@@ -168,6 +168,9 @@ const (
 	PackedAVXVNNI
 	// PackedAVX512 is the AVX-512 VNNI kernels (the caller checks HasVNNI).
 	PackedAVX512
+	// PackedAVX2 is the AVX2 kernels (VPMADDUBSW, no VNNI; the caller
+	// checks HasAVX2): CPUs with neither AVX-512 nor AVX-VNNI.
+	PackedAVX2
 )
 
 func (k PackedKernel) String() string {
@@ -176,6 +179,8 @@ func (k PackedKernel) String() string {
 		return "avxvnni"
 	case PackedAVX512:
 		return "avx512"
+	case PackedAVX2:
+		return "avx2"
 	}
 	return "go"
 }
@@ -222,35 +227,19 @@ func packedIndex(t Type) int {
 // DotQ8Ref's order (block by block, no fused multiply-add), so it equals
 // DotQ8Ref of the original row bit for bit, whichever kernel runs and
 // however many vectors are taken at once. k chooses the kernels (the
-// caller checks that the CPU has them: HasVNNI, HasAVXVNNI).
+// caller checks that the CPU has them: HasVNNI, HasAVXVNNI, HasAVX2).
 func (p *Packed) MulQ8(k PackedKernel, g int, b *Q8Batch, first, n int, out []float32) {
 	nb := p.Cols / 32
 	if len(b.Vecs) < first+n || len(b.Vecs[first].D) != nb || len(out) < p.TileLen(n) {
 		panic(fmt.Sprintf("quant.Packed.MulQ8: %d vectors of %d blocks from %d (want %d of %d), %d outputs", len(b.Vecs), len(b.Vecs[first].D), first, n, nb, len(out)))
 	}
-	if k != PackedAVXVNNI && k != PackedAVX512 {
+	switch k {
+	case PackedAVXVNNI, PackedAVX512:
+		p.mulQ8Asm(&packedFuncs[k-1][packedIndex(p.Type)], g, b, first, n, out)
+	case PackedAVX2:
+		p.mulQ8Asm(&avx2PackedFuncs[packedIndex(p.Type)], g, b, first, n, out)
+	default:
 		p.mulQ8Ref(g, b, first, n, out)
-		return
-	}
-	fs := &packedFuncs[k-1][packedIndex(p.Type)]
-	f := fs[0]
-	if n == 1 {
-		f = fs[1] // decode: out is only written
-	} else {
-		clear(out[:p.TileLen(n)])
-	}
-	v := &b.Vecs[first]
-	w := p.group(g)
-	qstride := len(b.qs) / len(b.Vecs)
-	f(&w[0], nb, &v.Qs[0], qstride, &v.D[0], &v.Sum[0], &v.S[0], 4*nb, n, &out[0])
-	if p.Type == Q4_1 || p.Type == Q4_1BF16 {
-		// per vector: 16 dot sums, then 16 minimum sums; in place, each
-		// write lands on values already read
-		for t := range n {
-			for r := range GroupRows {
-				out[t*GroupRows+r] = out[2*t*GroupRows+r] + out[(2*t+1)*GroupRows+r]
-			}
-		}
 	}
 }
 

@@ -36,7 +36,7 @@ func randomBatch(r *rand.Rand, count, n int) *Q8Batch {
 var packedKernels = []struct {
 	k  PackedKernel
 	ok bool
-}{{PackedGo, true}, {PackedAVXVNNI, HasAVXVNNI()}, {PackedAVX512, HasVNNI()}}
+}{{PackedGo, true}, {PackedAVX2, HasAVX2()}, {PackedAVXVNNI, HasAVXVNNI()}, {PackedAVX512, HasVNNI()}}
 
 // TestPackedMatchesReference: a packed matrix times vectors gives, for
 // every row and vector, exactly DotQ8Ref of the original row (bit for
@@ -46,7 +46,7 @@ var packedKernels = []struct {
 // (every nibble and Q8 value, -128 included); the kernels write nothing
 // past TileLen.
 func TestPackedMatchesReference(t *testing.T) {
-	t.Logf("AVX-512 VNNI: %v, AVX-VNNI: %v", HasVNNI(), HasAVXVNNI())
+	t.Logf("AVX-512 VNNI: %v, AVX-VNNI: %v, AVX2: %v", HasVNNI(), HasAVXVNNI(), HasAVX2())
 	for _, pk := range packedKernels {
 		t.Run(pk.k.String(), func(t *testing.T) {
 			if !pk.ok {
