@@ -47,6 +47,9 @@ func historyError(err error) error {
 	case errors.Is(err, history.ErrLocked):
 		return &apiError{http.StatusServiceUnavailable, "history_locked",
 			"The chat history is locked by another program (" + cause(err) + "). Close the other program; chats are saved again as soon as it is free.", ""}
+	case errors.Is(err, history.ErrDiskFull):
+		return &apiError{http.StatusInsufficientStorage, "disk_full",
+			"The disk is full, so the chat history cannot keep more of this answer: it was stopped here, and everything shown so far is stored. Free some space, then ask again.", ""}
 	case errors.Is(err, history.ErrClosed):
 		return &apiError{http.StatusServiceUnavailable, "history_unavailable", "the chat history is closed; the server is stopping", ""}
 	}
@@ -438,7 +441,12 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 	a := newAnswer("conv-", req.Model, time.Now())
 	s.drive(w, r, a, &call{req: req, opts: gopts, out: out, observe: &observer{
 		// Stored before it is sent: whatever the page showed is on disk.
-		piece: func(a *answer, t backend.Token) error { return st.AppendText(keep, ans.ID, t.Text) },
+		piece: func(a *answer, t backend.Token) error {
+			if err := st.AppendText(keep, ans.ID, t.Text); err != nil {
+				return historyError(err)
+			}
+			return nil
+		},
 		end: func(a *answer) {
 			out.stats = s.answerStats(a)
 			switch {
