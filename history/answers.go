@@ -2,6 +2,7 @@ package history
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -46,11 +47,21 @@ type journals struct {
 	live map[int64]*journal // message id → its journal
 }
 
+// A journal is two files: the answer's text, and its thinking (a
+// reasoning model's <think> text, kept apart).
 type journal struct {
 	conv int64
-	f    JournalFile // nil once closed
-	text strings.Builder
+	f    [2]JournalFile // nil once closed
+	text [2]strings.Builder
 }
+
+// The streams of a journal, and their files' suffixes.
+const (
+	streamText  = 0
+	streamThink = 1
+)
+
+var suffixes = [2]string{".txt", ".think.txt"}
 
 func newJournals(dbPath string, open func(string) (JournalFile, error)) *journals {
 	if open == nil {
@@ -61,8 +72,10 @@ func newJournals(dbPath string, open func(string) (JournalFile, error)) *journal
 	return &journals{dir: dbPath + "-answers", open: open, live: map[int64]*journal{}}
 }
 
-func (js *journals) path(message int64) string {
-	return filepath.Join(js.dir, strconv.FormatInt(message, 10)+".txt")
+func (js *journals) path(message int64) string { return js.file(message, streamText) }
+
+func (js *journals) file(message int64, stream int) string {
+	return filepath.Join(js.dir, strconv.FormatInt(message, 10)+suffixes[stream])
 }
 
 // start opens the journal of a new answer.
@@ -70,48 +83,55 @@ func (js *journals) start(conv, message int64) error {
 	if err := os.MkdirAll(js.dir, 0o700); err != nil {
 		return diskError("history: start the answer's journal", err)
 	}
-	f, err := js.open(js.path(message))
-	if err != nil {
-		return diskError("history: start the answer's journal", err)
+	j := &journal{conv: conv}
+	for i := range j.f {
+		f, err := js.open(js.file(message, i))
+		if err != nil {
+			if i > 0 {
+				j.f[0].Close()
+				os.Remove(js.file(message, 0))
+			}
+			return diskError("history: start the answer's journal", err)
+		}
+		j.f[i] = f
 	}
 	js.mu.Lock()
-	js.live[message] = &journal{conv: conv, f: f}
+	js.live[message] = j
 	js.mu.Unlock()
 	return nil
 }
 
-// appendText appends a piece; ok is false when message has no journal.
-func (js *journals) appendText(message int64, text string) (ok bool, err error) {
+// appendText appends a piece to a stream; ok is false when message has
+// no journal.
+func (js *journals) appendText(message int64, stream int, text string) (ok bool, err error) {
 	js.mu.Lock()
 	defer js.mu.Unlock()
 	j := js.live[message]
-	if j == nil || j.f == nil {
+	if j == nil || j.f[stream] == nil {
 		return false, nil
 	}
-	n, err := j.f.Write([]byte(text))
+	n, err := j.f[stream].Write([]byte(text))
 	if err != nil {
 		if n > 0 {
-			j.f.Truncate(int64(j.text.Len())) // the piece is not kept, so not shown
+			j.f[stream].Truncate(int64(j.text[stream].Len())) // the piece is not kept, so not shown
 		}
 		return true, diskError("history: store the answer", err)
 	}
-	j.text.WriteString(text)
+	j.text[stream].WriteString(text)
 	return true, nil
 }
 
-// text is the streamed text of a live answer ("" and false if none).
-func (js *journals) text(message int64) (string, bool) {
+// text is the streamed text and thinking of a live answer (ok false if
+// none).
+func (js *journals) text(message int64) (text, thinking string, ok bool) {
 	js.mu.Lock()
 	defer js.mu.Unlock()
 	j := js.live[message]
 	if j == nil {
-		return "", false
+		return "", "", false
 	}
-	return j.text.String(), true
+	return j.text[streamText].String(), j.text[streamThink].String(), true
 }
-
-// taken is what an answer's end puts into the database.
-func (js *journals) taken(message int64) (string, bool) { return js.text(message) }
 
 // done forgets an answer whose text is in the database, and removes its
 // journal.
@@ -120,25 +140,38 @@ func (js *journals) done(message int64) {
 	j := js.live[message]
 	delete(js.live, message)
 	js.mu.Unlock()
-	if j != nil && j.f != nil {
-		j.f.Close()
-	}
-	os.Remove(js.path(message))
-}
-
-// drop forgets the answers of messages that were deleted: those of conv
-// with an id of at least from (from 0: all of conv's).
-func (js *journals) drop(conv, from int64) {
-	js.mu.Lock()
-	var gone []int64
-	for id, j := range js.live {
-		if j.conv == conv && id >= from {
-			gone = append(gone, id)
+	if j != nil {
+		for _, f := range j.f {
+			if f != nil {
+				f.Close()
+			}
 		}
 	}
-	js.mu.Unlock()
-	for _, id := range gone {
-		js.done(id)
+	for i := range suffixes {
+		os.Remove(js.file(message, i))
+	}
+}
+
+// of returns the live answers of conv.
+func (js *journals) of(conv int64) []int64 {
+	js.mu.Lock()
+	defer js.mu.Unlock()
+	var ids []int64
+	for id, j := range js.live {
+		if j.conv == conv {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// dropGone forgets the live answers of conv whose messages were deleted.
+func (s *Store) dropGone(ctx context.Context, conv int64) {
+	for _, id := range s.answers.of(conv) {
+		var one int
+		if err := s.db.QueryRowContext(ctx, `SELECT 1 FROM messages WHERE id = ?`, id).Scan(&one); errors.Is(err, sql.ErrNoRows) {
+			s.answers.done(id)
+		}
 	}
 }
 
@@ -147,9 +180,11 @@ func (js *journals) closeAll() {
 	js.mu.Lock()
 	defer js.mu.Unlock()
 	for _, j := range js.live {
-		if j.f != nil {
-			j.f.Close()
-			j.f = nil
+		for i, f := range j.f {
+			if f != nil {
+				f.Close()
+				j.f[i] = nil
+			}
 		}
 	}
 }
@@ -164,16 +199,26 @@ func (s *Store) recoverJournals(ctx context.Context) error {
 		return fmt.Errorf("history: read %s: %w", s.answers.dir, err)
 	}
 	for _, e := range entries {
-		id, err := strconv.ParseInt(strings.TrimSuffix(e.Name(), ".txt"), 10, 64)
-		if err != nil || !strings.HasSuffix(e.Name(), ".txt") {
+		column, name := "content", e.Name()
+		if n, ok := strings.CutSuffix(name, suffixes[streamThink]); ok {
+			column, name = "thinking", n
+		} else if n, ok := strings.CutSuffix(name, suffixes[streamText]); ok {
+			name = n
+		} else {
+			continue
+		}
+		id, err := strconv.ParseInt(name, 10, 64)
+		if err != nil {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join(s.answers.dir, e.Name()))
 		if err != nil {
 			return fmt.Errorf("history: read the answer journal %s: %w", e.Name(), err)
 		}
-		if _, err := s.db.ExecContext(ctx, `UPDATE messages SET content = content || ? WHERE id = ?`, string(b), id); err != nil {
-			return wrap("history: recover an answer", err)
+		if len(b) > 0 {
+			if _, err := s.db.ExecContext(ctx, `UPDATE messages SET `+column+` = `+column+` || ? WHERE id = ?`, string(b), id); err != nil {
+				return wrap("history: recover an answer", err)
+			}
 		}
 		os.Remove(filepath.Join(s.answers.dir, e.Name()))
 	}
