@@ -80,13 +80,50 @@
     return keyAsked;
   }
 
-  // showError shows msg in the error banner ("" hides it). offError
-  // marks the model-off message, which goes once the model is on.
-  let offError = false;
-  function showError(msg, modelOff) {
-    $("error-text").textContent = msg;
+  // showError shows msg, a sentence, in the error banner ("" hides it).
+  // opts: kind, the state the message is about ("off": the model is
+  // switched off, "missing": not installed, "unreachable": the server
+  // does not answer), so that it goes when that state ends; detail, the
+  // server's own words, folded under "Details"; action, {label, run}, a
+  // button beside the message. No command line goes in: detail has
+  // "run npuchat …" advice cut out (the page has a button for it).
+  let errorKind = "";
+  function showError(msg, opts) {
+    const o = typeof opts === "object" && opts ? opts : { kind: opts ? "off" : "" };
+    const t = $("error-text");
+    t.replaceChildren();
+    if (msg) {
+      t.append(msg);
+      if (o.action) {
+        const b = document.createElement("button");
+        b.type = "button";
+        b.className = "btn banner-action";
+        b.setAttribute("data-testid", "banner-action");
+        b.textContent = o.action.label;
+        b.addEventListener("click", () => {
+          showError("");
+          o.action.run();
+        });
+        t.append(" ", b);
+      }
+      const detail = cleanDetail(o.detail || "");
+      if (detail && detail !== msg) {
+        const d = document.createElement("details");
+        d.className = "banner-detail";
+        const sm = document.createElement("summary");
+        sm.textContent = "Details";
+        const p = document.createElement("p");
+        p.textContent = detail;
+        d.append(sm, p);
+        t.append(d);
+      }
+    }
     $("error-banner").hidden = !msg;
-    offError = !!msg && !!modelOff;
+    errorKind = msg ? o.kind || "" : "";
+  }
+  // cleanDetail drops advice to run a command from a server's message.
+  function cleanDetail(s) {
+    return String(s).replace(/[;,]?\s*(run|try) [`']?npuchat [^.;)]*/gi, "").trim();
   }
   $("error-close").addEventListener("click", () => {
     showError("");
@@ -677,6 +714,22 @@
 
   // unreachable is what the page says when the server cannot be reached.
   const unreachable = "NPU Chat cannot be reached: is it still running? Start it again, then send.";
+  // missingText and installAction: the banner when the model is not
+  // installed (the message stays in the chat; Install opens the view).
+  const missingText = () => modelName + " is not installed yet, so nothing can answer. Your message is kept: install the model, then press Answer under it.";
+  const installAction = () => ({ label: "Install " + modelName, run: () => showView("install") });
+
+  // problemText makes a server's error a sentence a person understands:
+  // the last, most specific part of it, or what a known cause means.
+  function problemText(msg) {
+    const m = String(msg || "");
+    if (/connection refused|no such host|i\/o timeout|dial tcp|connection reset|EOF$/i.test(m)) {
+      return status && status.backend === "remote"
+        ? "The remote server NPU Chat answers through does not respond. Check that it is running."
+        : "The engine stopped answering.";
+    }
+    return firstSentence(m || "the answer failed");
+  }
 
   // send posts to the conversation and renders the streamed answer.
   // composed is the composer's text when the message comes from it: the
@@ -773,10 +826,12 @@
         else if (answerEl) answerEl.remove();
         const unanswered = !data.answer;
         answerEl = null;
-        if (status && !status.enabled) {
-          showError("The model is switched off. Switch it on with the switch at the top right, then press Answer under your message.", true);
+        if (status && notInstalled(status)) {
+          showError(missingText(), { kind: "missing", detail: data.message, action: installAction() });
+        } else if (status && !status.enabled) {
+          showError("The model is switched off. Switch it on with the switch at the top right, then press Answer under your message.", { kind: "off" });
         } else {
-          showError(sentence(data.message) + (unanswered ? " Press Answer under your message to try again." : ""));
+          showError(problemText(data.message) + (unanswered ? " Press Answer under your message to try again." : ""), { detail: data.message });
         }
       }
     };
@@ -1076,6 +1131,7 @@
     // with every event the server sends).
     if (status && typeof st.seq === "number" && typeof status.seq === "number" && st.seq < status.seq) return;
     status = st;
+    if (!reachable) setReachable(true);
     const el = $("model-status");
     const name = st.model || modelName;
     if (st.model) modelName = st.model;
@@ -1091,7 +1147,7 @@
         break;
       }
       case "error":
-        text = notInstalled(st) ? name + " is not installed yet." : firstSentence(st.error || "the model failed to load");
+        text = notInstalled(st) ? name + " is not installed yet." : problemText(st.error || "the model failed to load");
         detail = st.error || "";
         break;
       default:
@@ -1101,7 +1157,7 @@
         detail = st.reason || "";
     }
     if (notInstalled(st) && installState() === "running") text = "Installing " + name + "…";
-    if (offError && st.enabled) showError("");
+    if ((errorKind === "off" && st.enabled) || (errorKind === "missing" && !notInstalled(st))) showError("");
     el.dataset.state = st.state;
     $("status-text").textContent = text;
     // The thinking switch is offered where the model's template takes it.
@@ -1123,19 +1179,58 @@
     t.title = missing ? "Install the model first" : "";
     t.disabled = toggling || missing;
     t.dataset.on = on ? "true" : "false";
-    if (notInstalled(st) && currentView === "chat") showView("install");
+    // The install view greets a page opened without the model (once: a
+    // chat opened later stays, with a banner when something is sent).
+    if (notInstalled(st) && currentView === "chat" && !greeted && !conversation) showView("install");
+    greeted = true;
     if (!notInstalled(st) && currentView === "install" && installState() !== "running") showView("chat");
+  }
+
+  // reachable: whether the server answered the last status request.
+  // While it does not, the dot, the switch and a banner say so (one
+  // state), and the page asks again every 2 s; the first answer clears
+  // the banner.
+  let reachable = true;
+  let reachTimer = 0;
+  function setReachable(ok, why) {
+    const was = reachable;
+    reachable = ok;
+    clearTimeout(reachTimer);
+    if (!ok) {
+      const el = $("model-status");
+      el.dataset.state = "unreachable";
+      el.title = why || "";
+      $("status-text").textContent = "NPU Chat cannot be reached.";
+      $("status-engine").textContent = "";
+      const t = $("model-toggle");
+      t.disabled = true;
+      t.setAttribute("aria-checked", "false");
+      t.dataset.on = "false";
+      t.setAttribute("aria-label", "NPU Chat cannot be reached; the model cannot be switched");
+      if (!streaming) {
+        showError("NPU Chat cannot be reached: it may have stopped. Start it again; this page reconnects by itself.", { kind: "unreachable", detail: why });
+      }
+      reachTimer = setTimeout(refreshStatus, 2000);
+    } else if (!was) {
+      if (errorKind === "unreachable") showError("");
+      // Events missed meanwhile: the list may have changed too.
+      loadList();
+    }
   }
 
   async function refreshStatus() {
     try {
-      showStatus(await api("GET", "/api/status"));
+      const st = await api("GET", "/api/status");
+      setReachable(true);
+      showStatus(st);
     } catch (e) {
-      $("status-text").textContent = "The server cannot be reached: " + e.message;
+      if (e instanceof TypeError) setReachable(false, e.message);
+      else $("status-text").textContent = problemText(e.message);
     }
   }
 
   let toggling = false;
+  let greeted = false;
   $("model-toggle").addEventListener("click", async () => {
     const t = $("model-toggle");
     toggling = true;
@@ -1147,11 +1242,12 @@
       // rather than show the answer's older snapshot.
       await refreshStatus();
     } catch (e) {
-      showError(e.message);
+      if (e instanceof TypeError) setReachable(false, e.message);
+      else showError(problemText(e.message), { detail: e.message });
       refreshStatus();
     } finally {
       toggling = false;
-      t.disabled = !!status && notInstalled(status);
+      t.disabled = !reachable || (!!status && notInstalled(status));
     }
   });
 
@@ -1208,7 +1304,7 @@
       closeSidebar();
       showView(b.dataset.view);
     }));
-  document.querySelectorAll(".close-view").forEach((b) => b.addEventListener("click", () => showView(notInstalled(status || {}) ? "install" : "chat")));
+  document.querySelectorAll(".close-view").forEach((b) => b.addEventListener("click", () => showView("chat")));
 
   // ---- Install ----
   let install = { state: "idle" };
@@ -1318,23 +1414,77 @@
   }
 
   // ---- NPU check ----
+  // The check's statuses in words.
+  const checkWords = { pass: "Passed", ok: "Passed", warn: "Warning", fail: "Failed", error: "Failed", skipped: "Not checked" };
+
+  // runCheck shows the NPU check: the verdict, and that the CPU still
+  // answers while the NPU is not ready; the checks that ran, each with
+  // what was found, what is needed and the fix; the checks skipped for
+  // one same reason as one entry that lists them.
   async function runCheck() {
     $("check-summary").textContent = "Checking the NPU…";
     $("check-list").replaceChildren();
     try {
       const rep = await api("GET", "/api/check");
-      $("check-summary").textContent = rep.summary || (rep.ready ? "The NPU is ready." : "The NPU is not ready.");
+      const verdict = rep.summary || (rep.ready ? "The NPU is ready." : "The NPU is not ready.");
+      $("check-summary").textContent = rep.ready ? verdict : sentence(verdict) + " NPU Chat still works meanwhile: it answers on the CPU, with its own engine.";
       $("check-summary").dataset.ready = String(!!rep.ready);
+      const skipped = new Map();
+      const items = [];
       for (const c of rep.checks || []) {
+        const st = c.status || (c.ok ? "pass" : "fail");
+        if (st === "skipped") {
+          const why = c.found || "";
+          if (!skipped.has(why)) {
+            skipped.set(why, []);
+            items.push({ skipped: why });
+          }
+          skipped.get(why).push(c);
+        } else {
+          items.push({ check: c, st });
+        }
+      }
+      for (const it of items) {
         const li = document.createElement("li");
-        li.className = "check " + (c.status || (c.ok ? "ok" : "fail"));
         const head = document.createElement("div");
         head.className = "check-head";
         const badge = document.createElement("span");
         badge.className = "badge";
-        badge.textContent = c.status || (c.ok ? "ok" : "fail");
         const name = document.createElement("strong");
-        name.textContent = (c.id ? c.id + " " : "") + (c.title || "");
+        if (it.skipped !== undefined) {
+          const list = skipped.get(it.skipped);
+          li.className = "check skipped";
+          li.setAttribute("data-testid", "check-skipped");
+          badge.textContent = checkWords.skipped;
+          name.textContent = list.length === 1 ? list[0].title : list.length + " checks";
+          head.append(badge, " ", name);
+          li.appendChild(head);
+          if (it.skipped) {
+            const p = document.createElement("p");
+            p.textContent = sentence(it.skipped);
+            li.appendChild(p);
+          }
+          if (list.length > 1) {
+            const d = document.createElement("details");
+            const sm = document.createElement("summary");
+            sm.textContent = "Which checks";
+            const ul = document.createElement("ul");
+            for (const c of list) {
+              const x = document.createElement("li");
+              x.textContent = c.title || c.id;
+              ul.appendChild(x);
+            }
+            d.append(sm, ul);
+            li.appendChild(d);
+          }
+          $("check-list").appendChild(li);
+          continue;
+        }
+        const c = it.check;
+        li.className = "check " + it.st;
+        li.setAttribute("data-testid", "check");
+        badge.textContent = checkWords[it.st] || it.st;
+        name.textContent = c.title || c.id;
         head.append(badge, " ", name);
         li.appendChild(head);
         for (const [label, text] of [["Found", c.found], ["Needs", c.need]]) {
@@ -1346,7 +1496,7 @@
           p.append(b, text);
           li.appendChild(p);
         }
-        const fix = c.status === "pass" ? "" : c.fix || "";
+        const fix = it.st === "pass" ? "" : c.fix || "";
         if (fix) {
           const p = document.createElement("p");
           p.className = "fix";
@@ -1358,7 +1508,7 @@
         $("check-list").appendChild(li);
       }
     } catch (e) {
-      $("check-summary").textContent = "The check could not run: " + e.message;
+      $("check-summary").textContent = "The check could not run: " + (e instanceof TypeError ? "NPU Chat cannot be reached." : problemText(e.message));
     }
   }
   $("check-run").addEventListener("click", runCheck);
