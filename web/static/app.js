@@ -156,7 +156,12 @@
   }
 
   function cutText(reason) {
-    return { stopped: "Stopped before the end", failed: "Cut short by an error" }[reason] || "Interrupted (the server stopped)";
+    return { stopped: "Stopped before the end", failed: "Cut short by an error", "switched-off": "Cut short: the model was switched off" }[reason] || "Interrupted (the server stopped)";
+  }
+  // lengthText marks an answer that ended at its length limit.
+  function lengthText(m) {
+    if (m.role !== "assistant" || m.cut || !m.stats || m.stats.finish_reason !== "length") return "";
+    return "Stopped at the length limit (" + m.stats.completion_tokens + " tokens): raise Max tokens in Chat settings for a longer answer";
   }
 
   // messageEl builds (or updates) the element of a stored message.
@@ -185,6 +190,12 @@
       c.className = "cut";
       c.setAttribute("data-testid", "cut");
       c.textContent = cutText(m.cut_reason);
+      a.appendChild(c);
+    } else if (lengthText(m)) {
+      const c = document.createElement("div");
+      c.className = "cut length";
+      c.setAttribute("data-testid", "length");
+      c.textContent = lengthText(m);
       a.appendChild(c);
     }
     if (m.role === "assistant") {
@@ -360,6 +371,7 @@
     if (push) history.pushState({ id }, "", id ? "/c/" + id : "/");
     markCurrent();
     msgsEl.querySelectorAll("article.message").forEach((a) => a.remove());
+    showMissing(0);
     if (!id) {
       setTitle("");
       fillChatSettings(null);
@@ -381,9 +393,21 @@
       if (!window.matchMedia("(max-width: 720px)").matches) input.focus();
       return true;
     } catch (e) {
-      showError(e.status === 404 ? "That conversation is not in the history (" + e.message + "); here is a new chat." : "Could not open the conversation: " + e.message);
-      return e.status !== 404;
+      if (e.status !== 404) showError("Could not open the conversation: " + e.message);
+      return e.status === 404 ? false : true;
     }
+  }
+
+  // showMissing says, in the empty chat, that chat id does not exist
+  // (a link to a deleted chat); 0 puts the usual greeting back.
+  function showMissing(id) {
+    const t = $("empty-title");
+    if (!t) return;
+    t.textContent = id ? "There is no chat number " + id : "What can I help you with?";
+    if (id) t.setAttribute("data-testid", "missing");
+    else t.removeAttribute("data-testid");
+    $("empty-missing").textContent = id ? "It may have been deleted. What you write below starts a new chat." : "";
+    $("empty-missing").hidden = !id;
   }
 
   function updateExport() {
@@ -448,7 +472,38 @@
   }
 
   // ---- Conversation list ----
-  function convItem(c) {
+  // mark puts text into el with every occurrence of the words searched
+  // for in <mark> (text nodes only: the text never becomes markup).
+  function mark(el, text, words) {
+    el.replaceChildren();
+    const ws = words.filter((w) => w).map((w) => w.toLowerCase());
+    if (!ws.length) {
+      el.textContent = text;
+      return;
+    }
+    const low = text.toLowerCase();
+    let at = 0;
+    while (at < text.length) {
+      let best = -1;
+      let len = 0;
+      for (const w of ws) {
+        const k = low.indexOf(w, at);
+        if (k >= 0 && (best < 0 || k < best || (k === best && w.length > len))) {
+          best = k;
+          len = w.length;
+        }
+      }
+      if (best < 0) break;
+      if (best > at) el.append(text.slice(at, best));
+      const m = document.createElement("mark");
+      m.textContent = text.slice(best, best + len);
+      el.append(m);
+      at = best + len;
+    }
+    if (at < text.length) el.append(text.slice(at));
+  }
+
+  function convItem(c, words) {
     const li = document.createElement("li");
     li.className = "conversation";
     li.dataset.id = c.id;
@@ -456,23 +511,28 @@
     const a = document.createElement("a");
     a.className = "conv-link";
     a.href = "/c/" + c.id;
-    a.textContent = c.title || "New chat";
+    a.tabIndex = -1;
+    mark(a, c.title || "New chat", words || []);
     li.appendChild(a);
     // A match in the title is shown by the title itself.
     if (c.snippet && c.snippet.trim() !== (c.title || "").trim()) {
       const s = document.createElement("span");
       s.className = "snippet";
-      s.textContent = c.snippet;
+      mark(s, c.snippet, words || []);
       li.appendChild(s);
     }
     const acts = document.createElement("span");
     acts.className = "conv-actions";
-    for (const [cls, label, glyph] of [["rename", "Rename ", "✎"], ["delete", "Delete ", "✕"]]) {
+    for (const [cls, label, glyph, key] of [["rename", "Rename ", "✎", "F2"], ["delete", "Delete ", "✕", "Delete"]]) {
       const b = document.createElement("button");
       b.type = "button";
       b.className = "icon " + cls;
+      // Reached with the arrow keys from the chat (or its key), not Tab:
+      // the list is one Tab stop.
+      b.tabIndex = -1;
       b.setAttribute("aria-label", label + (c.title || "New chat"));
-      b.title = label.trim();
+      b.setAttribute("aria-keyshortcuts", key);
+      b.title = label.trim() + " (" + key + ")";
       b.textContent = glyph;
       acts.appendChild(b);
     }
@@ -480,24 +540,135 @@
     return li;
   }
 
+  // dateGroup names the group of a chat last active at t: Today,
+  // Yesterday, Last 7 days, Last 30 days, or its month.
+  function dateGroup(t, now) {
+    const day = (d) => new Date(d.getFullYear(), d.getMonth(), d.getDate()).getTime();
+    const days = Math.round((day(now) - day(t)) / 86400000);
+    if (days <= 0) return "Today";
+    if (days === 1) return "Yesterday";
+    if (days < 7) return "Last 7 days";
+    if (days < 30) return "Last 30 days";
+    return t.toLocaleDateString(undefined, { year: "numeric", month: "long" });
+  }
+
   async function loadList() {
     const q = $("search").value.trim();
     try {
       const r = await api("GET", "/api/conversations" + (q ? "?q=" + encodeURIComponent(q) : ""));
-      $("conversations").replaceChildren(...r.conversations.map(convItem));
+      const words = q ? q.split(/[^\p{L}\p{N}_']+/u).filter((w) => w) : [];
+      const items = [];
+      let group = "";
+      const now = new Date();
+      for (const c of r.conversations) {
+        // Search results are one list, by relevance of their time too;
+        // the whole list is grouped by date.
+        if (!q) {
+          const g = dateGroup(new Date(c.updated_at), now);
+          if (g !== group) {
+            group = g;
+            const li = document.createElement("li");
+            li.className = "conv-group";
+            li.setAttribute("data-testid", "conv-group");
+            const h = document.createElement("h2");
+            h.textContent = g;
+            li.appendChild(h);
+            items.push(li);
+          }
+        }
+        items.push(convItem(c, words));
+      }
+      const focusedId = document.activeElement && document.activeElement.closest && document.activeElement.closest("#conversations li.conversation");
+      $("conversations").replaceChildren(...items);
       if (!r.conversations.length && q) {
         const li = document.createElement("li");
         li.className = "none";
         li.textContent = "No chat contains “" + q + "”.";
         $("conversations").appendChild(li);
       }
+      rovingStop(focusedId ? Number(focusedId.dataset.id) : null);
     } catch (e) {
       if (e.code === "history_locked" || e.code === "history_unavailable") showHistoryProblem(e.message);
     }
   }
 
+  // rovingStop makes one chat of the list its Tab stop: the open one,
+  // else the first (or id's, when given).
+  function rovingStop(id) {
+    const links = [...document.querySelectorAll("#conversations a.conv-link")];
+    if (!links.length) return;
+    let stop = links.find((l) => Number(l.closest("li").dataset.id) === (id || conversation));
+    if (!stop) stop = links[0];
+    for (const l of links) l.tabIndex = l === stop ? 0 : -1;
+    if (id && document.activeElement === document.body) stop.focus();
+  }
+
+  // The chat list from the keyboard: Up and Down (Home, End) move from
+  // chat to chat, Right and Left between a chat and its buttons, F2
+  // renames, Delete deletes.
+  $("conversations").addEventListener("keydown", (e) => {
+    const li = e.target.closest("li.conversation");
+    if (!li) return;
+    const links = [...document.querySelectorAll("#conversations a.conv-link")];
+    const here = li.querySelector("a.conv-link");
+    const i = links.indexOf(here);
+    const go = (l) => {
+      if (!l) return;
+      e.preventDefault();
+      for (const x of links) x.tabIndex = x === l ? 0 : -1;
+      l.focus();
+    };
+    const inRow = [here, ...li.querySelectorAll(".conv-actions button")];
+    const k = inRow.indexOf(e.target);
+    switch (e.key) {
+      case "ArrowDown":
+        go(links[i + 1]);
+        break;
+      case "ArrowUp":
+        go(links[i - 1]);
+        break;
+      case "Home":
+        go(links[0]);
+        break;
+      case "End":
+        go(links[links.length - 1]);
+        break;
+      case "ArrowRight":
+        if (k >= 0 && k < inRow.length - 1) {
+          e.preventDefault();
+          inRow[k + 1].focus();
+        }
+        break;
+      case "ArrowLeft":
+        if (k > 0) {
+          e.preventDefault();
+          inRow[k - 1].focus();
+        }
+        break;
+      case "F2":
+        e.preventDefault();
+        li.querySelector("button.rename").click();
+        break;
+      case "Delete":
+        e.preventDefault();
+        li.querySelector("button.delete").click();
+        break;
+    }
+  });
+
+  // Ctrl+K (Cmd+K on a Mac) searches the chats, from anywhere.
+  document.addEventListener("keydown", (e) => {
+    if ((e.ctrlKey || e.metaKey) && !e.altKey && !e.shiftKey && e.key.toLowerCase() === "k" && !document.querySelector("dialog[open]")) {
+      e.preventDefault();
+      if (window.matchMedia("(max-width: 720px)").matches && !document.body.classList.contains("sidebar-open")) $("menu").click();
+      $("search").focus();
+      $("search").select();
+    }
+  });
+
   function markCurrent() {
     document.querySelectorAll("#conversations li.conversation").forEach((li) => li.setAttribute("aria-current", String(Number(li.dataset.id) === conversation)));
+    rovingStop(null);
   }
 
   $("conversations").addEventListener("click", async (e) => {
@@ -1157,7 +1328,8 @@
         detail = st.reason || "";
     }
     if (notInstalled(st) && installState() === "running") text = "Installing " + name + "…";
-    if ((errorKind === "off" && st.enabled) || (errorKind === "missing" && !notInstalled(st))) showError("");
+    // A banner about a state goes when the state is over (the model is on).
+    if ((errorKind === "off" && st.enabled) || (errorKind === "missing" && st.state === "on")) showError("");
     el.dataset.state = st.state;
     $("status-text").textContent = text;
     // The thinking switch is offered where the model's template takes it.
@@ -1602,10 +1774,11 @@
   if (conversation && app.dataset.rendered !== "true") {
     // With an API key the server renders no history: open the
     // conversation in the address (a reload, a link) with the key.
+    const wanted = conversation;
     openConversation(conversation, false).then((found) => {
       if (!found) {
         history.replaceState(null, "", "/");
-        openConversation(null, false);
+        openConversation(null, false).then(() => showMissing(wanted));
       }
     });
   } else if (conversation) {
