@@ -115,9 +115,9 @@ type Message struct {
 
 // Cut reasons.
 const (
-	CutInterrupted = "interrupted" // the server stopped mid-answer (set when an answer starts)
-	CutStopped     = "stopped"     // the user stopped it or closed the page
-	CutFailed      = "failed"      // the engine failed mid-answer
+	CutInterrupted = "interrupted"  // the server stopped mid-answer (set when an answer starts)
+	CutStopped     = "stopped"      // the user stopped it or closed the page
+	CutFailed      = "failed"       // the engine failed mid-answer
 	CutSwitchedOff = "switched-off" // the model was switched off mid-answer
 )
 
