@@ -121,9 +121,10 @@ type Message struct {
 
 // Cut reasons.
 const (
-	CutInterrupted = "interrupted" // the server stopped mid-answer (set when an answer starts)
-	CutStopped     = "stopped"     // the user stopped it or closed the page
-	CutFailed      = "failed"      // the engine failed mid-answer
+	CutInterrupted = "interrupted"  // the server stopped mid-answer (set when an answer starts)
+	CutStopped     = "stopped"      // the user stopped it or closed the page
+	CutFailed      = "failed"       // the engine failed mid-answer
+	CutSwitchedOff = "switched-off" // the model was switched off mid-answer
 )
 
 // Open opens (creating it if needed) the database at path and brings its
@@ -469,7 +470,9 @@ type Patch struct {
 	Settings *Settings
 }
 
-// Update applies a patch and returns the conversation as it is now.
+// Update applies a patch and returns the conversation as it is now. A
+// chat keeps its place in the list (UpdatedAt is when it last had a
+// message): renaming it or changing its settings says nothing new.
 func (s *Store) Update(ctx context.Context, id int64, p Patch) (*Conversation, error) {
 	c, err := s.Get(ctx, id)
 	if err != nil {
@@ -486,8 +489,8 @@ func (s *Store) Update(ctx context.Context, id int64, p Patch) (*Conversation, e
 		}
 		c.Settings = *p.Settings
 	}
-	_, err = s.db.ExecContext(ctx, `UPDATE conversations SET title = ?, system_prompt = ?, temperature = ?, top_p = ?, max_tokens = ?, thinking = ?, updated_at = ? WHERE id = ?`,
-		c.Title, c.SystemPrompt, c.Temperature, c.TopP, c.MaxTokens, c.Thinking, s.stamp(), id)
+	_, err = s.db.ExecContext(ctx, `UPDATE conversations SET title = ?, system_prompt = ?, temperature = ?, top_p = ?, max_tokens = ?, thinking = ? WHERE id = ?`,
+		c.Title, c.SystemPrompt, c.Temperature, c.TopP, c.MaxTokens, c.Thinking, id)
 	if err != nil {
 		return nil, wrap(fmt.Sprintf("history: update conversation %d", id), err)
 	}

@@ -412,6 +412,9 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 				st.CutAnswer(keep, ans.ID, history.CutStopped, out.stats)
 			case errors.Is(a.Err, errShuttingDown):
 				st.CutAnswer(keep, ans.ID, history.CutInterrupted, out.stats)
+			case !s.mgr.Status().Enabled:
+				// Stop switches the model off before it cancels the answer.
+				st.CutAnswer(keep, ans.ID, history.CutSwitchedOff, out.stats)
 			default:
 				st.CutAnswer(keep, ans.ID, history.CutFailed, out.stats)
 			}

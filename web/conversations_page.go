@@ -76,7 +76,11 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 					if errors.Is(err, history.ErrNotFound) {
 						status = http.StatusNotFound
 					}
-					p.HistoryProblem = "That conversation is not in the history (" + cause(err) + "); here is a new chat."
+					if errors.Is(err, history.ErrNotFound) {
+						p.Missing, _ = pathID(r, "id")
+					} else {
+						p.HistoryProblem = "That conversation could not be opened (" + cause(err) + "); here is a new chat."
+					}
 					p.Current = nil
 				}
 			}

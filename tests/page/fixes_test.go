@@ -76,7 +76,7 @@ func TestAPIKeyReloadDirectLinkAndExport(t *testing.T) {
 	}
 	// A link to a conversation that is not there says so, at a new chat.
 	b.run(chromedp.Navigate(srv.URL + "/c/999"))
-	b.waitJS(`document.getElementById('error-banner').textContent.includes('not in the history') && location.pathname === '/'`, 15*time.Second)
+	b.waitJS(`(() => { const m = document.querySelector('[data-testid=missing]'); return m && m.textContent === 'There is no chat number 999' && !document.getElementById('empty').hidden && location.pathname === '/' })()`, 15*time.Second)
 
 	// Export: the file arrives, from a Blob, with the key in a header.
 	b.run(chromedp.Navigate(srv.URL + path))

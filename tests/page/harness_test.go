@@ -312,7 +312,8 @@ type upstream struct {
 	reply     []string
 	delay     time.Duration
 	requests  int
-	cancelled int // requests whose client left before the answer ended
+	cancelled int    // requests whose client left before the answer ended
+	finish    string // the finish reason sent ("stop" when empty)
 }
 
 func newUpstream(t *testing.T) *upstream {
@@ -348,8 +349,11 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	u.mu.Lock()
 	u.requests++
-	reply, delay := u.reply, u.delay
+	reply, delay, finish := u.reply, u.delay, u.finish
 	u.mu.Unlock()
+	if finish == "" {
+		finish = "stop"
+	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	send := func(v any) bool {
 		b, _ := json.Marshal(v)
@@ -377,7 +381,7 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	send(chunk(map[string]string{}, "stop"))
+	send(chunk(map[string]string{}, finish))
 	send(map[string]any{"id": "up-1", "object": "chat.completion.chunk", "choices": []any{},
 		"usage": map[string]int{"prompt_tokens": 12, "completion_tokens": len(reply), "total_tokens": 12 + len(reply)}})
 	io.WriteString(w, "data: [DONE]\n\n")
