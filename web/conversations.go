@@ -47,6 +47,9 @@ func historyError(err error) error {
 	case errors.Is(err, history.ErrLocked):
 		return &apiError{http.StatusServiceUnavailable, "history_locked",
 			"The chat history is locked by another program (" + cause(err) + "). Close the other program; chats are saved again as soon as it is free.", ""}
+	case errors.Is(err, history.ErrDiskFull):
+		return &apiError{http.StatusInsufficientStorage, "disk_full",
+			"The disk is full, so the chat history cannot keep more of this answer: it was stopped here, and everything shown so far is stored. Free some space, then ask again.", ""}
 	case errors.Is(err, history.ErrClosed):
 		return &apiError{http.StatusServiceUnavailable, "history_unavailable", "the chat history is closed; the server is stopping", ""}
 	}
@@ -519,9 +522,12 @@ type conversationWriter struct {
 // which the driver splits out) and its text, before piece sends them.
 func (c *conversationWriter) store(a *answer, t backend.Token) error {
 	if err := c.st.AppendThinking(c.keep, c.ans, t.Thinking); err != nil {
-		return err
+		return historyError(err)
 	}
-	return c.st.AppendText(c.keep, c.ans, t.Text)
+	if err := c.st.AppendText(c.keep, c.ans, t.Text); err != nil {
+		return historyError(err)
+	}
+	return nil
 }
 
 func (c *conversationWriter) piece(a *answer, t backend.Token) error {

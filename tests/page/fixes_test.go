@@ -27,6 +27,8 @@ func apiCall(t *testing.T, method, url, key, body string) (int, string) {
 	req.Header.Set("Content-Type", "application/json")
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
+	} else if c := sessionFor(url); c != "" {
+		req.Header.Set("Cookie", c)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

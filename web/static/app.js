@@ -33,6 +33,16 @@
   }
   async function api(method, path, body, tries) {
     const r = await fetch(path, { method, headers: headers(), body: body === undefined ? undefined : JSON.stringify(body) });
+    // The history and the settings need the session the tray's link
+    // starts (or the API key, when the server has one: it says so with
+    // WWW-Authenticate); without either the page says how to get in.
+    if (r.status === 401 && !r.headers.get("WWW-Authenticate")) {
+      showLocked();
+      const err = new Error(lockedText());
+      err.status = 401;
+      err.code = "session_required";
+      throw err;
+    }
     if (r.status === 401 && (tries || 0) < 3 && (await askKey(!!key()))) {
       return api(method, path, body, (tries || 0) + 1);
     }
@@ -78,6 +88,22 @@
       });
     }
     return keyAsked;
+  }
+
+  // lockedText says why the history is not shown and how to get in: the
+  // page was opened without the link the tray or `npuchat serve` gives.
+  const linkUsed = new URLSearchParams(location.search).get("link") === "used";
+  function lockedText() {
+    return (linkUsed ? "That link to NPU Chat was already used or has expired (each link works once). " : "") +
+      "Your chats and settings are shown only to the person at this computer: open the chat from NPU Chat's tray icon (Open the chat), or start NPU Chat again, and it opens a fresh link. " +
+      "With npuchat serve, open the link it printed when it started.";
+  }
+  let locked = false;
+  function showLocked() {
+    if (locked) return;
+    locked = true;
+    app.dataset.locked = "true";
+    showHistoryProblem(lockedText());
   }
 
   // showError shows msg, a sentence, in the error banner ("" hides it).
@@ -457,6 +483,7 @@
     const msg = (data && data.error && (data.error.message || data.error)) || "";
     switch (r.status) {
       case 401:
+        if (!r.headers.get("WWW-Authenticate")) return lockedText();
         return "This NPU Chat server needs an API key, and the one this page has is missing or wrong. Reload the page to enter it.";
       case 413:
         return "The " + what + " is too large for the server (it takes at most 8 MiB). Shorten it and try again.";
@@ -1767,6 +1794,7 @@
   connectEvents();
   loadList();
   api("GET", "/api/history").then((h) => showHistoryProblem(h.problem || ""), () => {});
+  if (new URLSearchParams(location.search).has("link")) history.replaceState(null, "", location.pathname);
   api("GET", "/api/models/" + encodeURIComponent(modelName) + "/install").then((st) => {
     showInstall(st);
     if (st.state === "running") pollInstall();
