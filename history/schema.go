@@ -64,8 +64,13 @@ var migrations = []string{
 		INSERT INTO titles_fts(rowid, title) VALUES (new.id, new.title);
 	END;
 	INSERT INTO titles_fts(rowid, title) SELECT id, title FROM conversations;`,
+
+	// 4: how much of an answer's prompt came from the KV cache, and how
+	// many of the chat's oldest messages the model did not see.
+	`ALTER TABLE messages ADD COLUMN cached_tokens INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE messages ADD COLUMN omitted_messages INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // SchemaVersion is the schema this package writes (len(migrations);
 // a test keeps the two equal).
-const SchemaVersion = 3
+const SchemaVersion = 4

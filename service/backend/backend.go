@@ -127,9 +127,13 @@ const (
 type Result struct {
 	PromptTokens     int
 	CompletionTokens int
-	// CachedTokens counts the prompt tokens reused from the previous
-	// request's cache (not computed again).
-	CachedTokens    int
+	// CachedTokens counts the prompt tokens whose keys and values came
+	// from the KV cache (not computed again).
+	CachedTokens int
+	// OmittedMessages is how many of the chat's oldest messages (after
+	// its system prompt) were left out so that it fits the context
+	// (FitMessages); the stored history keeps them.
+	OmittedMessages int
 	FinishReason    string // FinishStop, FinishLength or FinishToolCalls
 	PrefillDuration time.Duration
 	DecodeDuration  time.Duration

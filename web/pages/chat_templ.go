@@ -357,23 +357,46 @@ func Message(m history.Message) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 26, " ")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			if line := omittedLine(m); line != "" {
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 27, "<div class=\"omitted\" data-testid=\"omitted\">")
+				if templ_7745c5c3_Err != nil {
+					return templ_7745c5c3_Err
+				}
+				var templ_7745c5c3_Var18 string
+				templ_7745c5c3_Var18, templ_7745c5c3_Err = templ.JoinStringErrs(line)
+				if templ_7745c5c3_Err != nil {
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `chat.templ`, Line: 80, Col: 53}
+				}
+				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var18))
+				if templ_7745c5c3_Err != nil {
+					return templ_7745c5c3_Err
+				}
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 28, "</div>")
+				if templ_7745c5c3_Err != nil {
+					return templ_7745c5c3_Err
+				}
+			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 26, "<div class=\"actions\"><button type=\"button\" class=\"act copy\" aria-label=\"Copy message\">Copy</button> ")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 29, "<div class=\"actions\"><button type=\"button\" class=\"act copy\" aria-label=\"Copy message\">Copy</button> ")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		if m.Role == "user" {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 27, "<button type=\"button\" class=\"act edit\" aria-label=\"Edit and resend\">Edit</button>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 30, "<button type=\"button\" class=\"act edit\" aria-label=\"Edit and resend\">Edit</button>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 		} else {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 28, "<button type=\"button\" class=\"act regenerate\" aria-label=\"Answer again\">Regenerate</button>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 31, "<button type=\"button\" class=\"act regenerate\" aria-label=\"Answer again\">Regenerate</button>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 29, "</div></article>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 32, "</div></article>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -399,7 +422,7 @@ func Composer() templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 30, "<form class=\"composer\" id=\"composer\"><label class=\"visually-hidden\" for=\"composer-input\">Message</label> <textarea id=\"composer-input\" data-testid=\"composer-input\" rows=\"1\" placeholder=\"Message NPU Chat\" aria-describedby=\"composer-hint\" autocomplete=\"off\"></textarea> <button type=\"submit\" class=\"btn primary\" data-testid=\"send\" id=\"send\">Send</button> <button type=\"button\" class=\"btn\" data-testid=\"stop\" id=\"stop\" hidden>Stop</button><div class=\"composer-foot\"><span id=\"composer-hint\">Enter sends · Shift+Enter adds a line · Esc stops</span> <span class=\"context\" id=\"context\" aria-live=\"off\"></span></div></form>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 33, "<form class=\"composer\" id=\"composer\"><label class=\"visually-hidden\" for=\"composer-input\">Message</label> <textarea id=\"composer-input\" data-testid=\"composer-input\" rows=\"1\" placeholder=\"Message NPU Chat\" aria-describedby=\"composer-hint\" autocomplete=\"off\"></textarea> <button type=\"submit\" class=\"btn primary\" data-testid=\"send\" id=\"send\">Send</button> <button type=\"button\" class=\"btn\" data-testid=\"stop\" id=\"stop\" hidden>Stop</button><div class=\"composer-foot\"><span id=\"composer-hint\">Enter sends · Shift+Enter adds a line · Esc stops</span> <span class=\"context\" id=\"context\" aria-live=\"off\"></span></div></form>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
