@@ -29,7 +29,7 @@ func longChat(n int) *backend.Request {
 func TestLongChatLeavesOutOldestTurns(t *testing.T) {
 	b := load(t, Options{Path: models(t)["gguf"], MaxContext: 160})
 	req := longChat(12)
-	all, err := b.tmpl.EncodeMessages(b.tok, b.tcfg, chatMessages(req.Messages), renderOpts(b))
+	all, err := b.tmpl.EncodeMessages(b.tok, b.tcfg, chatMessages(req.Messages), renderOpts(b, req))
 	if err != nil {
 		t.Fatal(err)
 	}

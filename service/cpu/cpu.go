@@ -256,6 +256,7 @@ func (b *Backend) Info() backend.ModelInfo {
 		c := b.model.Config()
 		info.Family, info.Format = c.Arch, c.Format
 		info.Capabilities = b.capabilitiesLocked()
+		info.Kernels = b.model.SIMDChoice().String()
 	}
 	return info
 }
@@ -297,7 +298,7 @@ func (b *Backend) fitLocked(req *backend.Request) ([]int, int, error) {
 		// own markers are control tokens, so "<|im_end|>" typed in a
 		// message cannot close the turn (chat.EncodeMessages).
 		var err error
-		o := renderOpts(b)
+		o := renderOpts(b, req)
 		o.Tools = tools
 		ids, err = b.tmpl.EncodeMessages(b.tok, b.tcfg, chatMessages(ms), o)
 		if err != nil {
@@ -318,9 +319,9 @@ func (b *Backend) fitLocked(req *backend.Request) ([]int, int, error) {
 	return ids, fit.Omitted, nil
 }
 
-// renderOpts are the chat template's options for a chat's prompt.
-func renderOpts(b *Backend) chat.RenderOptions {
-	return chat.RenderOptions{AddGenerationPrompt: true, BOSToken: b.tcfg.BOSToken, EOSToken: b.tcfg.EOSToken}
+// renderOpts are the chat template's options for req's prompt.
+func renderOpts(b *Backend, req *backend.Request) chat.RenderOptions {
+	return chat.RenderOptions{AddGenerationPrompt: true, BOSToken: b.tcfg.BOSToken, EOSToken: b.tcfg.EOSToken, EnableThinking: req.Think}
 }
 
 // Generate implements backend.Backend.
