@@ -169,6 +169,24 @@ func (r Result) DecodeTokensPerSecond() float64 {
 	return float64(r.CompletionTokens) / r.DecodeDuration.Seconds()
 }
 
+// CacheReporter is a backend that keeps prompts' keys and values (the
+// CPU engine's KV cache). CacheStats must not wait for a running
+// Generate.
+type CacheReporter interface {
+	CacheStats() CacheStats
+}
+
+// CacheStats describe what a backend's KV cache holds, for the status
+// and /api/ps.
+type CacheStats struct {
+	Sequences int   `json:"sequences"`  // prompts kept in memory
+	Tokens    int   `json:"tokens"`     // their tokens
+	Bytes     int64 `json:"bytes"`      // memory of every prompt's keys and values, kept or in use
+	Budget    int64 `json:"budget"`     // the memory budget
+	DiskFiles int   `json:"disk_files"` // prompts kept on disk (this model's KV files)
+	DiskBytes int64 `json:"disk_bytes"` // their size
+}
+
 // Progress reports how far Load has come.
 type Progress struct {
 	Stage string  `json:"stage"`           // a few words for people: "reading weights", "starting FastFlowLM"

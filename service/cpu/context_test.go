@@ -118,3 +118,24 @@ func TestPromptsShareTheCache(t *testing.T) {
 		t.Errorf("the cache keeps %d sequences, want the two chats (%+v)", st.Sequences, st)
 	}
 }
+
+// TestCacheStats: the backend reports what its KV cache holds (for the
+// status and /api/ps), without waiting for a generation.
+func TestCacheStats(t *testing.T) {
+	b := load(t, Options{Path: models(t)["gguf"], KVDir: t.TempDir()})
+	if st := b.CacheStats(); st.Sequences != 0 || st.Bytes != 0 || st.Budget <= 0 {
+		t.Fatalf("empty cache: %+v", st)
+	}
+	_, _, res, err := run(t, b, diskChat())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := b.CacheStats()
+	if st.Sequences != 1 || st.Tokens < res.PromptTokens || st.Bytes < b.model.KVBytes(st.Tokens) || st.Bytes > st.Budget {
+		t.Errorf("after one chat: %+v (prompt %d tokens)", st, res.PromptTokens)
+	}
+	b.Unload(t.Context())
+	if st := b.CacheStats(); st != (backend.CacheStats{}) {
+		t.Errorf("after unloading: %+v", st)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/npuchat/npuchat/engine"
 	"github.com/npuchat/npuchat/engine/chat"
@@ -92,6 +93,29 @@ type Backend struct {
 	// grammars caches compiled schemas and their token masks over this
 	// model's vocabulary (made at the first constrained request).
 	grammars *grammar.Cache
+	// cache is kv and disk for CacheStats, which must not wait for b.mu
+	// (held through a whole Generate).
+	cache atomic.Pointer[cacheRefs]
+}
+
+// cacheRefs are the loaded model's KV cache and disk cache.
+type cacheRefs struct {
+	kv   *engine.KVCache
+	disk *diskCache
+}
+
+// CacheStats implements backend.CacheReporter.
+func (b *Backend) CacheStats() backend.CacheStats {
+	r := b.cache.Load()
+	if r == nil {
+		return backend.CacheStats{}
+	}
+	st := r.kv.Stats()
+	out := backend.CacheStats{Sequences: st.Sequences, Tokens: st.Tokens, Bytes: st.Bytes, Budget: st.Budget}
+	if r.disk != nil {
+		out.DiskFiles, out.DiskBytes = r.disk.stats()
+	}
+	return out
 }
 
 // New returns an unloaded backend.
@@ -162,6 +186,7 @@ func (b *Backend) Load(ctx context.Context, progress func(backend.Progress)) err
 	b.mu.Lock()
 	b.model, b.tok, b.tcfg, b.tmpl = m, tok, tcfg, tmpl
 	b.kv, b.disk, b.sess, b.maxCtx, b.maxTokenBytes = kv, disk, sess, sess.MaxContext(), longest
+	b.cache.Store(&cacheRefs{kv, disk})
 	b.mu.Unlock()
 	report("ready", 1)
 	return nil
@@ -243,6 +268,7 @@ func (b *Backend) Unload(ctx context.Context) error {
 		b.disk.wait()
 	}
 	err := b.model.Close()
+	b.cache.Store(nil)
 	b.model, b.kv, b.disk, b.sess, b.tok, b.tmpl, b.grammars = nil, nil, nil, nil, nil, nil, nil
 	return err
 }
