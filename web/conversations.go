@@ -494,7 +494,8 @@ func (s *Server) selectVersion(w http.ResponseWriter, r *http.Request) {
 func (s *Server) answerStats(a *answer) history.Stats {
 	st := history.Stats{Model: a.Model, Engine: a.Backend, Fallback: a.Fallback, FinishReason: a.Result.FinishReason,
 		PromptTokens: a.Result.PromptTokens, CompletionTokens: a.Result.CompletionTokens,
-		TTFTMillis: a.FirstToken.Milliseconds(), TokensPerSecond: a.TokensPerSecond()}
+		TTFTMillis: a.FirstToken.Milliseconds(), TokensPerSecond: a.TokensPerSecond(),
+		CachedTokens: a.Result.CachedTokens, OmittedMessages: a.Result.OmittedMessages}
 	if st.CompletionTokens == 0 {
 		st.CompletionTokens = a.Pieces
 	}
