@@ -149,8 +149,9 @@ func (in *conversationIn) apply(st *history.Settings) error {
 	return nil
 }
 
-func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) error {
-	body, err := s.readBody(w, r)
+// decode reads a body of at most limit bytes (readSmall) into v.
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
+	body, err := s.readSmall(w, r, limit)
 	if err != nil {
 		return err
 	}
@@ -183,7 +184,7 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var in conversationIn
-	if body, err := s.readBody(w, r); err != nil {
+	if body, err := s.readSmall(w, r, maxChatBody); err != nil {
 		s.fail(w, r, err)
 		return
 	} else if len(strings.TrimSpace(string(body))) > 0 {
@@ -242,7 +243,7 @@ func (s *Server) updateConversation(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var in conversationIn
-	if err := s.decode(w, r, &in); err != nil {
+	if err := s.decode(w, r, maxChatBody, &in); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -465,7 +466,7 @@ func (s *Server) selectVersion(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var in selectIn
-	if err := s.decode(w, r, &in); err != nil {
+	if err := s.decode(w, r, maxSmallBody, &in); err != nil {
 		s.fail(w, r, err)
 		return
 	}

@@ -119,7 +119,12 @@ func parseOllamaOptions(opts map[string]any, req *backend.Request) error {
 		return err
 	}
 	if topK != nil {
-		k := int(max(min(*topK, math.MaxInt32), math.MinInt32))
+		// Checked as sent: a value clamped first would be reported as
+		// the clamped number, not the one the client sent.
+		if *topK < 0 || *topK > 1<<20 {
+			return badRequest("options.top_k", "options.top_k must be 0 (off) or a positive number of tokens up to %d, got %d", 1<<20, *topK)
+		}
+		k := int(*topK)
 		sp.TopK = &k
 	}
 	names := map[string]string{"temperature": "options.temperature", "top_p": "options.top_p", "min_p": "options.min_p",
@@ -413,7 +418,7 @@ func (s *Server) describe(name string) service.ModelDesc {
 }
 
 func (s *Server) ollamaShow(w http.ResponseWriter, r *http.Request) {
-	body, err := s.readBody(w, r)
+	body, err := s.readSmall(w, r, maxSmallBody)
 	if err != nil {
 		s.fail(w, r, err)
 		return
