@@ -94,6 +94,12 @@ type Stats struct {
 	ContextLength    int     `json:"context_length"`
 	TTFTMillis       int64   `json:"ttft_ms"`
 	TokensPerSecond  float64 `json:"tokens_per_second"`
+	// CachedTokens are the prompt tokens whose keys and values came from
+	// the KV cache; OmittedMessages the chat's oldest messages (after
+	// the system prompt) the model did not see, the chat being longer
+	// than the context. The history keeps those messages.
+	CachedTokens    int `json:"cached_tokens"`
+	OmittedMessages int `json:"omitted_messages"`
 }
 
 // Message is one turn of a conversation.
@@ -581,7 +587,7 @@ func prefixed(p, cols string) string {
 }
 
 const msgColumns = `id, conversation_id, role, content, cut, cut_reason, created_at, model, engine, fallback, finish_reason,
-	prompt_tokens, completion_tokens, context_length, ttft_ms, tokens_per_second, IFNULL(parent_id, 0), thinking`
+	prompt_tokens, completion_tokens, context_length, ttft_ms, tokens_per_second, IFNULL(parent_id, 0), thinking, cached_tokens, omitted_messages`
 
 func scanMessage(r scanner) (*Message, error) {
 	var m Message
@@ -589,7 +595,7 @@ func scanMessage(r scanner) (*Message, error) {
 	var created int64
 	if err := r.Scan(&m.ID, &m.ConversationID, &m.Role, &m.Content, &m.Cut, &m.CutReason, &created,
 		&st.Model, &st.Engine, &st.Fallback, &st.FinishReason, &st.PromptTokens, &st.CompletionTokens, &st.ContextLength,
-		&st.TTFTMillis, &st.TokensPerSecond, &m.ParentID, &m.Thinking); err != nil {
+		&st.TTFTMillis, &st.TokensPerSecond, &m.ParentID, &m.Thinking, &st.CachedTokens, &st.OmittedMessages); err != nil {
 		return nil, err
 	}
 	m.CreatedAt = fromMillis(created)
@@ -744,9 +750,10 @@ func (s *Store) endAnswer(ctx context.Context, message int64, cut bool, reason s
 	text, thinking, _ := s.answers.text(message)
 	_, err := s.db.ExecContext(ctx, `UPDATE messages SET content = content || ?, thinking = thinking || ?, cut = ?, cut_reason = ?, engine = ?, fallback = ?, finish_reason = ?,
 		prompt_tokens = ?, completion_tokens = ?, context_length = ?, ttft_ms = ?, tokens_per_second = ?,
+		cached_tokens = ?, omitted_messages = ?,
 		model = CASE WHEN ? = '' THEN model ELSE ? END WHERE id = ?`,
 		text, thinking, cut, reason, st.Engine, st.Fallback, st.FinishReason, st.PromptTokens, st.CompletionTokens, st.ContextLength,
-		st.TTFTMillis, st.TokensPerSecond, st.Model, st.Model, message)
+		st.TTFTMillis, st.TokensPerSecond, st.CachedTokens, st.OmittedMessages, st.Model, st.Model, message)
 	if err != nil {
 		if isDiskFullCode(err) {
 			return fmt.Errorf("history: finish answer: %w (%v); the answer is kept in %s until there is room", ErrDiskFull, err, s.answers.path(message))

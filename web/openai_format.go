@@ -21,6 +21,11 @@ type openAIChatCompletion struct {
 	SystemFingerprint string             `json:"system_fingerprint"`
 	Choices           []openAIChatChoice `json:"choices"`
 	Usage             *openAIUsage       `json:"usage,omitempty"`
+	// OmittedMessages is NPU Chat's own: how many of the chat's oldest
+	// messages (after the system prompt) the model did not see because
+	// the chat is longer than the context (in the whole answer and the
+	// stream's finish chunk; absent when none).
+	OmittedMessages int `json:"omitted_messages,omitempty"`
 }
 
 // openAIChatChoice is the one choice of a chat answer: Message in a whole
@@ -37,9 +42,13 @@ type openAIChatChoice struct {
 // adds. Content is a pointer so that a delta without text ({} in the last
 // chunk) differs from an empty one.
 type openAIChatMessage struct {
-	Role      string           `json:"role,omitempty"`
-	Content   *string          `json:"content,omitempty"`
-	ToolCalls []openAIToolCall `json:"tool_calls,omitempty"`
+	Role    string  `json:"role,omitempty"`
+	Content *string `json:"content,omitempty"`
+	// ReasoningContent is a reasoning model's thinking, apart from
+	// Content, as DeepSeek's API and vLLM return it (in the message and
+	// in stream deltas).
+	ReasoningContent *string          `json:"reasoning_content,omitempty"`
+	ToolCalls        []openAIToolCall `json:"tool_calls,omitempty"`
 }
 
 // openAILogprobs is a chat choice's log probabilities (null unless the
@@ -67,11 +76,19 @@ type openAITextChoice struct {
 	FinishReason *string             `json:"finish_reason"`
 }
 
-// openAIUsage is OpenAI's token accounting.
+// openAIUsage is OpenAI's token accounting; prompt_tokens_details
+// cached_tokens counts the prompt tokens whose keys and values came from
+// the KV cache, as OpenAI reports its prompt caching.
 type openAIUsage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
+	PromptTokens        int                `json:"prompt_tokens"`
+	CompletionTokens    int                `json:"completion_tokens"`
+	TotalTokens         int                `json:"total_tokens"`
+	PromptTokensDetails openAIPromptDetail `json:"prompt_tokens_details"`
+}
+
+// openAIPromptDetail is usage.prompt_tokens_details.
+type openAIPromptDetail struct {
+	CachedTokens int `json:"cached_tokens"`
 }
 
 // openAIStreamError is the event that ends a stream cut by an error, as
@@ -81,7 +98,7 @@ type openAIStreamError struct {
 }
 
 func usageOf(res backend.Result) *openAIUsage {
-	return &openAIUsage{res.PromptTokens, res.CompletionTokens, res.PromptTokens + res.CompletionTokens}
+	return &openAIUsage{res.PromptTokens, res.CompletionTokens, res.PromptTokens + res.CompletionTokens, openAIPromptDetail{res.CachedTokens}}
 }
 
 func strPtr(s string) *string { return &s }
@@ -110,6 +127,9 @@ func (o *openAIChatWhole) piece(*answer, backend.Token) error { return nil }
 func (o *openAIChatWhole) finish(a *answer) error {
 	text := a.Text.String()
 	msg := &openAIChatMessage{Role: "assistant", Content: &text}
+	if th := a.Thinking.String(); th != "" {
+		msg.ReasoningContent = &th
+	}
 	if len(a.ToolCalls) > 0 {
 		msg.ToolCalls = toOpenAIToolCalls(a.ToolCalls, 0, false)
 		if text == "" {
@@ -124,7 +144,8 @@ func (o *openAIChatWhole) finish(a *answer) error {
 			Logprobs:     chatLogprobs(o.logprobs, a.Logprobs),
 			FinishReason: strPtr(finishReason(a)),
 		}},
-		Usage: usageOf(a.Result),
+		Usage:           usageOf(a.Result),
+		OmittedMessages: a.Result.OmittedMessages,
 	})
 	return nil
 }
@@ -166,7 +187,12 @@ func (o *openAIChatStream) piece(a *answer, t backend.Token) error {
 	if err := o.begin(a); err != nil {
 		return err
 	}
-	if t.Text != "" || len(t.Logprobs) > 0 || len(t.ToolCalls) == 0 {
+	if t.Thinking != "" {
+		if err := o.sse.data(o.chunk(a, &openAIChatMessage{ReasoningContent: strPtr(t.Thinking)}, nil)); err != nil {
+			return err
+		}
+	}
+	if t.Text != "" || len(t.Logprobs) > 0 || (len(t.ToolCalls) == 0 && t.Thinking == "") {
 		c := o.chunk(a, &openAIChatMessage{Content: strPtr(t.Text)}, nil)
 		c.Choices[0].Logprobs = chatLogprobs(o.logprobs, t.Logprobs)
 		if err := o.sse.data(c); err != nil {
@@ -185,7 +211,9 @@ func (o *openAIChatStream) finish(a *answer) error {
 	if err := o.begin(a); err != nil {
 		return err
 	}
-	if err := o.sse.data(o.chunk(a, &openAIChatMessage{}, strPtr(finishReason(a)))); err != nil {
+	last := o.chunk(a, &openAIChatMessage{}, strPtr(finishReason(a)))
+	last.OmittedMessages = a.Result.OmittedMessages
+	if err := o.sse.data(last); err != nil {
 		return err
 	}
 	if o.usage {

@@ -87,6 +87,33 @@ func statsLine(m history.Message) string {
 	if st.ContextLength > 0 {
 		s += fmt.Sprintf(" · context %d / %d", st.PromptTokens+st.CompletionTokens, st.ContextLength)
 	}
+	if st.CachedTokens > 0 {
+		s += fmt.Sprintf(" · prompt from cache: %s of %s tokens", thousands(st.CachedTokens), thousands(st.PromptTokens))
+	}
+	return s
+}
+
+// omittedLine says how many of the chat's oldest messages the model did
+// not see ("" when it saw them all), as app.js's omittedText.
+func omittedLine(m history.Message) string {
+	if m.Stats == nil || m.Stats.OmittedMessages <= 0 {
+		return ""
+	}
+	if m.Stats.OmittedMessages == 1 {
+		return "The model did not see the oldest message"
+	}
+	return fmt.Sprintf("The model did not see the %s oldest messages", thousands(m.Stats.OmittedMessages))
+}
+
+// thousands writes n with commas between groups of three digits.
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	if n < 0 {
+		return "-" + thousands(-n)
+	}
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
 	return s
 }
 

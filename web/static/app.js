@@ -178,7 +178,16 @@
     if (st.ttft_ms > 0) parts.push("first token " + st.ttft_ms + " ms");
     parts.push(engineName(st.engine));
     if (st.context_length > 0) parts.push("context " + (st.prompt_tokens + st.completion_tokens) + " / " + st.context_length);
+    if (st.cached_tokens > 0) parts.push("prompt from cache: " + st.cached_tokens.toLocaleString("en-US") + " of " + st.prompt_tokens.toLocaleString("en-US") + " tokens");
     return parts.join(" · ");
+  }
+
+  // omittedText says how many of the chat's oldest messages the model
+  // did not see (page.go's omittedLine).
+  function omittedText(st) {
+    const n = (st && st.omitted_messages) || 0;
+    if (n <= 0) return "";
+    return "The model did not see the " + (n === 1 ? "oldest message" : n.toLocaleString("en-US") + " oldest messages");
   }
 
   function cutText(reason) {
@@ -238,6 +247,13 @@
         f.textContent = "Answered on the " + engineName(m.stats.engine) + " instead of the NPU: " + firstSentence(m.stats.fallback);
         f.title = m.stats.fallback;
         a.appendChild(f);
+      }
+      if (omittedText(m.stats)) {
+        const o = document.createElement("div");
+        o.className = "omitted";
+        o.setAttribute("data-testid", "omitted");
+        o.textContent = omittedText(m.stats);
+        a.appendChild(o);
       }
       if (m.stats && m.stats.context_length) lastContext = "Context used: " + (m.stats.prompt_tokens + m.stats.completion_tokens) + " of " + m.stats.context_length + " tokens";
     }
@@ -300,7 +316,7 @@
       d.appendChild(g);
     }
     d.appendChild(mk("copy", "Copy message", "Copy"));
-    d.appendChild(role === "user" ? mk("edit", "Edit and resend", "Edit") : mk("regenerate", "Answer again", "Regenerate"));
+    d.appendChild(role === "user" ? mk("edit", "Edit and resend", "Edit") : mk("regenerate", "Regenerate: answer again", "Regenerate"));
     return d;
   }
 
