@@ -69,6 +69,8 @@ type Server struct {
 	opts     Options
 	log      *slog.Logger
 	sessions *Sessions
+	// chats are the conversations answering now (chatwriter.go).
+	chats chatWriters
 
 	// stopping is closed when shutdown begins: event streams end, and
 	// answers that fail from then on say the server is shutting down.
