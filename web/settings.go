@@ -269,7 +269,7 @@ func (s *Server) putSettings(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in := s.opts.Settings.Get()
-	if err := s.decode(w, r, &in); err != nil {
+	if err := s.decode(w, r, maxSettingsBody, &in); err != nil {
 		s.fail(w, r, err)
 		return
 	}
