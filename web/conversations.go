@@ -280,6 +280,7 @@ func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) {
 		s.failHistory(w, r, err)
 		return
 	}
+	s.mgr.ForgetCache(chatCacheTag(id)) // its keys and values go with it
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -594,10 +595,14 @@ func (c *conversationWriter) fail(a *answer, ae *apiError) {
 	c.out.event("error", map[string]any{"message": msg, "answer": cut})
 }
 
+// chatCacheTag labels a chat's kept keys and values, so that they are
+// deleted with it.
+func chatCacheTag(id int64) string { return fmt.Sprintf("chat-%d", id) }
+
 // chatRequest builds the generation request for a conversation: its
 // system prompt, its messages and its settings over the defaults.
 func (s *Server) chatRequest(conv *history.Conversation, msgs []history.Message, model string) (*backend.Request, error) {
-	req := &backend.Request{Model: trimModel(model), Think: conv.Thinking}
+	req := &backend.Request{Model: trimModel(model), Think: conv.Thinking, CacheTag: chatCacheTag(conv.ID)}
 	if req.Model == "" {
 		req.Model = s.mgr.Status().Model
 	}
