@@ -270,6 +270,12 @@ func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	// An answer running in the chat stops first: it must not go on into
+	// a chat that is gone, holding the generation slot.
+	if !s.chats.interrupt(r.Context(), id, errChatDeleted) {
+		s.fail(w, r, chatBusy(id))
+		return
+	}
 	if err := st.Delete(r.Context(), id); err != nil {
 		s.failHistory(w, r, err)
 		return
@@ -362,6 +368,21 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	// One answer at a time per chat (chatwriter.go): an edit or a
+	// regenerate stops the running one and waits for it to end; a new
+	// message while it runs is 409.
+	if in.Edit != 0 || in.Regenerate {
+		if !s.chats.interrupt(r.Context(), id, errChatChanged) {
+			s.fail(w, r, chatBusy(id))
+			return
+		}
+	}
+	writer := s.chats.begin(id)
+	if writer == nil {
+		s.fail(w, r, chatBusy(id))
+		return
+	}
+	defer s.chats.end(id, writer)
 	ctx := r.Context()
 	// Stored writes go on when the client leaves: what it was sent stays.
 	keep := context.WithoutCancel(ctx)
@@ -393,7 +414,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	gopts := service.GenerateOptions{Ticket: ticket}
 	a := newAnswer("conv-", req.Model, time.Now())
-	s.drive(w, r, a, &call{req: req, opts: gopts, out: out, split: true, observe: &observer{
+	s.drive(w, r, a, &call{req: req, opts: gopts, out: out, split: true, stop: writer.ctx, observe: &observer{
 		// Stored before it is sent: whatever the page showed is on disk.
 		piece: out.store,
 		end: func(a *answer) {
@@ -405,7 +426,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 				// Nothing was said: keep the question, drop the empty answer.
 				st.Truncate(keep, id, ans.ID)
 				out.dropped = true
-			case ctx.Err() != nil:
+			case ctx.Err() != nil, errors.Is(a.Err, errChatChanged), errors.Is(a.Err, errChatDeleted):
 				st.CutAnswer(keep, ans.ID, history.CutStopped, out.stats)
 			case errors.Is(a.Err, errShuttingDown):
 				st.CutAnswer(keep, ans.ID, history.CutInterrupted, out.stats)
@@ -471,6 +492,12 @@ func (s *Server) selectVersion(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	writer := s.chats.begin(id)
+	if writer == nil {
+		s.fail(w, r, chatBusy(id))
+		return
+	}
+	defer s.chats.end(id, writer)
 	if in.MessageID <= 0 {
 		s.fail(w, r, badRequest("message_id", "message_id must name a message of the conversation"))
 		return
