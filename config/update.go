@@ -56,4 +56,3 @@ func UpdateSettings(path string, changes ...Change) error {
 	}
 	return WriteSettingsFile(path, out)
 }
-

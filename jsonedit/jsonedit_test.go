@@ -98,4 +98,3 @@ func FuzzFormatAfterEdits(f *testing.F) {
 		}
 	})
 }
-
