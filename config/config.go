@@ -3,6 +3,12 @@
 // override them. No other package calls os.Getenv for a setting; they get
 // a *Config (or the values from it) passed in.
 //
+// While NPU Chat runs, the settings have one owner: the Store the app
+// makes (NewStore), which the page and the tray read, change and watch
+// through the app. The settings file is edited with package jsonedit
+// (UpdateSettings), which keeps every key and byte a change does not
+// touch.
+//
 // Environment variables (documented in the README):
 //
 //	NPUCHAT_ADDR       address to serve on (default 127.0.0.1:8001)

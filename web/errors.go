@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/npuchat/npuchat/config"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
 )
@@ -34,9 +35,12 @@ func (s *Server) classify(err error) *apiError {
 	var ae *apiError
 	var mbe *http.MaxBytesError
 	var be *bodyError
+	var fe *config.FieldError
 	switch {
 	case errors.As(err, &ae):
 		return ae
+	case errors.As(err, &fe):
+		return &apiError{http.StatusBadRequest, "invalid_request_error", fe.Message, fe.Field}
 	case errors.Is(err, errShuttingDown):
 		return &apiError{http.StatusServiceUnavailable, "shutting_down", errShuttingDown.Error(), ""}
 	case errors.As(err, &mbe):

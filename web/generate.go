@@ -133,7 +133,6 @@ func (s *Server) drive(w http.ResponseWriter, r *http.Request, a *answer, c *cal
 		c.req.CacheScope = clientHost(r)
 	}
 	opts := c.opts
-	opts.KeepAlive = s.defaultKeepAlive(opts.KeepAlive)
 	onRun := opts.OnRun
 	opts.OnRun = func(kind, fallback string) {
 		a.Backend, a.Fallback = kind, fallback

@@ -271,7 +271,7 @@ func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, chat bool) {
 		if p.keepAlive != nil && *p.keepAlive == 0 {
 			err, reason = s.mgr.Unload(r.Context(), req.Model), "unload"
 		} else {
-			err = s.mgr.Load(r.Context(), req.Model, service.GenerateOptions{KeepAlive: s.defaultKeepAlive(p.keepAlive), Ticket: ticket})
+			err = s.mgr.Load(r.Context(), req.Model, service.GenerateOptions{KeepAlive: p.keepAlive, Ticket: ticket})
 		}
 		if err != nil {
 			s.fail(w, r, err)
