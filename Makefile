@@ -31,8 +31,12 @@ vet:
 
 test: setup vet templ-check test-go test-installers
 
+# test-go runs every test, then the engine's again at each SIMD level
+# below the best this CPU has (scripts/test-ceilings: NPUCHAT_CPU_CEILING),
+# and names the levels it cannot reach here.
 test-go:
 	$(GO) test -count=1 -timeout 30m ./...
+	@GO=$(GO) ./scripts/test-ceilings
 	@for m in $(SUBMODULES); do echo "== go test in $$m"; (cd $$m && $(GO) test -count=1 -timeout 10m ./...) || exit 1; done
 
 # The generated templ files must match their .templ sources (go generate

@@ -120,4 +120,3 @@ func (a *App) SetLaunchAtLogin(on bool) error {
 	}
 	return a.login.Enable(exe)
 }
-

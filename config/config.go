@@ -26,6 +26,11 @@
 //	FLM_CONFIG_PATH    FastFlowLM's model_list.json
 //	FLM_XCLBIN_PATH    FastFlowLM's xclbin folder
 //	FLM_SERVE_PORT     FastFlowLM's server port
+//
+// Two variables are the CPU engine's, read where a model is loaded
+// (engine/simd.Env, through engine.LoadOptions.Getenv), not here:
+// NPUCHAT_SIMD (the fastest SIMD level to use) and NPUCHAT_CPU_CEILING
+// (for tests: the CPU shows no level above this one).
 package config
 
 import (

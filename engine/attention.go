@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/npuchat/npuchat/engine/quant"
+	"github.com/npuchat/npuchat/engine/simd"
 )
 
 // parallelAttention is the attention work of a step (positions × heads ×
@@ -20,12 +21,14 @@ const parallelAttention = 1 << 16
 // serves all of them. Units are shared out to the session's threads, one
 // pool run per layer for the whole batch; a unit's arithmetic is the same
 // however the batch is split, so prefill equals token-by-token decoding.
-// The kernels follow the model's SIMD level (attnKernel); all give the
-// same results bit for bit.
+// The kernels are the model's SIMD level's (quant.Attn.Run: AVX-512, 8
+// query heads × 16 positions per register tile; AVX2, 4 heads × 2 halves
+// of 8, also at the AVX-VNNI level; or their plain-Go twin); all give
+// the same results bit for bit.
 func (s *Session) attention(out, q [][]float32, l, pos int) {
 	c := &s.m.cfg
 	a := &s.heads
-	*a = attnTask{s: s, out: out, q: q, l: l, pos: pos, kern: s.m.simd.attnKernel()}
+	*a = attnTask{s: s, out: out, q: q, l: l, pos: pos, kern: s.m.simd.Level}
 	n := len(q)
 	threads := s.pool.threads
 	if work := (n*pos + n*(n+1)/2) * c.Heads * c.HeadDim; work < parallelAttention {
@@ -49,7 +52,7 @@ type attnTask struct {
 	s      *Session
 	out, q [][]float32
 	l, pos int
-	kern   quant.AttnKernel
+	kern   simd.Level
 	next   atomic.Int64
 }
 
@@ -76,23 +79,10 @@ func (a *attnTask) part(k, _ int) {
 		}
 		kOff, vOff := g*hd*quant.AttnBlock, g*hd
 		if s.m.kvF16 {
-			at.K16, at.V16 = s.keys16[a.l][kOff:], s.values16[a.l][vOff:]
+			at.K16, at.V16 = s.kv.keys16[a.l][kOff:], s.kv.values16[a.l][vOff:]
 		} else {
-			at.K, at.V = s.keys[a.l][kOff:], s.values[a.l][vOff:]
+			at.K, at.V = s.kv.keys[a.l][kOff:], s.kv.values[a.l][vOff:]
 		}
 		at.Run(a.out[t][g*gd:(g+1)*gd], a.q[t][g*gd:(g+1)*gd], sc, a.kern)
 	}
-}
-
-// attnKernel is the attention kernels of a SIMD level: AVX-512 (8 query
-// heads × 16 positions per register tile), AVX2 (4 heads × 2 halves of
-// 8; also at the AVX-VNNI level), or their plain-Go twin.
-func (l simdLevel) attnKernel() quant.AttnKernel {
-	switch l {
-	case levelAVX512:
-		return quant.AttnAVX512.Usable()
-	case levelAVXVNNI, levelAVX2:
-		return quant.AttnAVX2.Usable()
-	}
-	return quant.AttnGo
 }

@@ -3,6 +3,8 @@ package engine
 import (
 	"errors"
 	"fmt"
+
+	"github.com/npuchat/npuchat/engine/simd"
 )
 
 // RopeLayout says which pairs of a head's values RoPE rotates together.
@@ -94,10 +96,22 @@ type LoadOptions struct {
 	FloatActivations bool
 	// SIMD caps the kernels: "" or "auto" (the best the CPU has; the
 	// environment variable NPUCHAT_SIMD can set it instead), "avx512"
-	// (AVX-512 VNNI on weights repacked at load), "avx2" (AVX2+FMA on the
-	// weights as stored) or "none" (plain Go). The kernels are chosen
-	// once per matrix at load.
+	// (AVX-512 VNNI on weights repacked at load), "avxvnni" (AVX-VNNI on
+	// the same packed weights), "avx2" (AVX2 on the same packed weights)
+	// or "none" (plain Go, the rows as stored). A level the CPU lacks is replaced by
+	// the best one below it, and Model.SIMDChoice says so. The level is
+	// resolved once at load (engine/simd.Resolve), the kernels chosen
+	// once per matrix from it.
 	SIMD string
+	// CPUCeiling, for tests, makes the CPU look as if it had no level
+	// above this one (a level name; "" reads $NPUCHAT_CPU_CEILING, and
+	// when that is empty too, CPUID alone counts): a machine with
+	// AVX-512 then loads models as an AVX-VNNI, an AVX2 or a plain-Go
+	// machine would.
+	CPUCeiling string
+	// Getenv is where $NPUCHAT_SIMD and $NPUCHAT_CPU_CEILING are read
+	// when SIMD or CPUCeiling is empty (nil: os.Getenv), once, at load.
+	Getenv func(string) string
 	// KVF16 keeps every session's KV cache as float16 (llama.cpp's
 	// default) instead of float32: half the memory for long contexts;
 	// keys and values are rounded once when stored.
@@ -110,6 +124,10 @@ type LoadOptions struct {
 	// Progress, when not nil, is called as a model.q4nx is unpacked with
 	// the bytes read so far and the file's size.
 	Progress func(done, total int64)
+
+	// simd is SIMD and CPUCeiling resolved against the CPU, once, by
+	// Load (resolveSIMD); the loaders read it.
+	simd simd.Choice
 }
 
 func (o LoadOptions) threads() int {

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/npuchat/npuchat/engine/quant"
+	"github.com/npuchat/npuchat/engine/simd"
+	"github.com/npuchat/npuchat/engine/simd/simdtest"
 	"github.com/npuchat/npuchat/engine/testmodel"
 )
 
@@ -308,6 +310,10 @@ func TestSession(t *testing.T) {
 // Q4_1, Q4_1BF16) against the reference applied to the rounded
 // activations, with the SIMD kernels and with them forced off.
 func TestMatvec(t *testing.T) {
+	simdtest.Each(t, func(t *testing.T, lvl simd.Level) { testMatvec(t, lvl) })
+}
+
+func testMatvec(t *testing.T, lvl simd.Level) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, typ := range []quant.Type{quant.F32, quant.F16, quant.BF16, quant.Q8_0, quant.Q4_0, quant.Q4_1, quant.Q4_1BF16, quant.Q5_0, quant.Q5_1, quant.Q4_K, quant.Q5_K, quant.Q6_K} {
 		rows, cols := 100, 512
@@ -354,15 +360,13 @@ func TestMatvec(t *testing.T) {
 			}
 		}
 		for _, threads := range []int{1, 2, 3, 7} {
-			for _, c := range []struct {
-				floatAct bool
-				lvl      simdLevel
-			}{{true, levelAVX512}, {true, levelNone}, {false, levelAVX512}, {false, levelAVXVNNI}, {false, levelAVX2}, {false, levelNone}} {
-				if !cpuHas(c.lvl) {
-					continue
-				}
+			for _, floatAct := range []bool{true, false} {
+				c := struct {
+					floatAct bool
+					lvl      simd.Level
+				}{floatAct, lvl}
 				mc := m
-				mc.kern = chooseKernel(&mc, c.floatAct, c.lvl)
+				mc.choose(c.floatAct, c.lvl)
 				if mc.kern.packed() {
 					if err := mc.pack(threads, new(arena)); err != nil {
 						t.Fatal(err)
@@ -384,9 +388,8 @@ func TestMatvec(t *testing.T) {
 						for i := range got[b] {
 							d := math.Abs(float64(got[b][i] - ref[b][i]))
 							// the packed and plain-Go 8-bit kernels compute in
-							// DotQ8Ref's order: bit for bit (the AVX2 row
-							// kernels, for matrices that cannot be packed, do not)
-							exact := !c.floatAct && quant.HasQ8Kernel(typ) && mc.kern != kernQ8AVX2
+							// DotQ8Ref's order: bit for bit
+							exact := !c.floatAct && quant.HasQ8Kernel(typ) && (c.lvl != simd.AVX2 || mc.kern.packed())
 							if exact && got[b][i] != ref[b][i] || d > 1e-5*mag[b][i]+1e-6 {
 								t.Fatalf("%s %+v (kernel %d) threads %d batch %d: vector %d row %d: %v, reference %v", typ, c, mc.kern, threads, n, b, i, got[b][i], ref[b][i])
 							}
@@ -677,10 +680,7 @@ func TestGQAEqualsExplicitRepetition(t *testing.T) {
 func TestMatmulProducts(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
 	const cols = 256
-	for _, lvl := range []simdLevel{levelNone, levelAVX2, levelAVXVNNI, levelAVX512} {
-		if !cpuHas(lvl) {
-			continue
-		}
+	simdtest.Each(t, func(t *testing.T, lvl simd.Level) {
 		var mats []matrix
 		for _, rows := range []int{100, 37, 260} {
 			rb, _ := quant.Q4_0.RowBytes(cols)
@@ -692,7 +692,7 @@ func TestMatmulProducts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m.kern = chooseKernel(&m, false, lvl)
+			m.choose(false, lvl)
 			if m.kern.packed() {
 				if err := m.pack(2, new(arena)); err != nil {
 					t.Fatal(err)
@@ -738,5 +738,5 @@ func TestMatmulProducts(t *testing.T) {
 				}
 			}
 		}
-	}
+	})
 }

@@ -2,20 +2,22 @@ package engine
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"sync"
 	"unsafe"
 
 	"github.com/npuchat/npuchat/engine/quant"
+	"github.com/npuchat/npuchat/engine/simd"
 )
 
 // SIMD levels for LoadOptions.SIMD and $NPUCHAT_SIMD: the fastest kernels
-// a model may use. The CPU's own limit always applies on top (a level the
-// CPU lacks falls back to the next one down).
+// a model may use, the rungs of the ladder in engine/simd. The CPU's own
+// limit applies on top: a level the CPU lacks is replaced, once, at load,
+// by the highest one below it that the CPU has (simd.Resolve), and the
+// model says so (Model.SIMDChoice).
 const (
 	// SIMDAuto (or "") uses the best kernels the CPU has.
-	SIMDAuto = "auto"
+	SIMDAuto = simd.Auto
 	// SIMDAVX512 allows the AVX-512 VNNI kernels on packed weights
 	// (quant.Packed), which need AVX-512 F, BW, VL and VNNI.
 	SIMDAVX512 = "avx512"
@@ -23,131 +25,70 @@ const (
 	// packed weights (CPUs with AVX-VNNI but no AVX-512: Intel Alder Lake
 	// and later client cores), the AVX2 attention kernels.
 	SIMDAVXVNNI = "avxvnni"
-	// SIMDAVX2 stops at the AVX2+FMA kernels on weights as stored.
+	// SIMDAVX2 stops at the AVX2 kernels (VPMADDUBSW, no VNNI) on the
+	// same packed weights: every x86-64 CPU since Haswell and AMD Zen.
 	SIMDAVX2 = "avx2"
 	// SIMDNone uses the plain-Go kernels only.
 	SIMDNone = "none"
 )
 
-// simdEnv is the environment variable that sets LoadOptions.SIMD when
-// the option is empty, so that whole test suites (the llama.cpp oracle
-// tests) can run with each fast path forced off.
-const simdEnv = "NPUCHAT_SIMD"
-
-// simdLevel is a resolved SIMD level, ordered: a higher level allows
-// every lower one's kernels.
-type simdLevel int
-
-const (
-	levelNone simdLevel = iota
-	levelAVX2
-	levelAVXVNNI
-	levelAVX512
-)
-
-// simdLevels names the levels for error messages.
-const simdLevels = "auto, avx512, avxvnni, avx2 or none"
-
-func (l simdLevel) String() string {
-	return [...]string{SIMDNone, SIMDAVX2, SIMDAVXVNNI, SIMDAVX512}[l]
-}
-
-// cpuHas reports whether this CPU runs level l's kernels. The levels
-// are not nested on every CPU: AVX-512 VNNI without AVX-VNNI exists
-// (Ice Lake servers, AMD Zen 4).
-func cpuHas(l simdLevel) bool {
-	switch l {
-	case levelAVX512:
-		return quant.HasVNNI()
-	case levelAVXVNNI:
-		return quant.HasAVXVNNI()
-	case levelAVX2:
-		return quant.HasAVX2()
+// resolveSIMD is the one place a model's level is decided: the option
+// (or $NPUCHAT_SIMD when it is empty) against this CPU, capped at
+// LoadOptions.CPUCeiling (or $NPUCHAT_CPU_CEILING). Load calls it once;
+// every kernel choice after it reads the result.
+func (o LoadOptions) resolveSIMD() (simd.Choice, error) {
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
 	}
-	return true
-}
-
-// capLevel is the highest level up to want that this CPU runs.
-func capLevel(want simdLevel) simdLevel {
-	for l := want; l > levelNone; l-- {
-		if cpuHas(l) {
-			return l
+	envLevel, envCeiling := simd.Env(getenv)
+	asked, by := o.SIMD, "LoadOptions.SIMD"
+	if asked == "" {
+		asked, by = envLevel, "$"+simd.EnvLevel
+		if asked == "" {
+			by = ""
 		}
 	}
-	return levelNone
-}
-
-// cpuLevel is the best level this CPU runs.
-func cpuLevel() simdLevel { return capLevel(levelAVX512) }
-
-// simdLevel resolves the option (or $NPUCHAT_SIMD) against the CPU.
-func (o LoadOptions) simdLevel() (simdLevel, error) {
-	s := o.SIMD
-	if s == "" {
-		s = os.Getenv(simdEnv)
+	ceiling, cby := o.CPUCeiling, "LoadOptions.CPUCeiling"
+	if ceiling == "" {
+		ceiling, cby = envCeiling, "$"+simd.EnvCeiling
 	}
-	want := levelAVX512
-	switch s {
-	case "", SIMDAuto, SIMDAVX512:
-	case SIMDAVXVNNI:
-		want = levelAVXVNNI
-	case SIMDAVX2:
-		want = levelAVX2
-	case SIMDNone:
-		want = levelNone
-	default:
-		return 0, fmt.Errorf("unknown SIMD level %q (want %s; from LoadOptions.SIMD or $%s)", s, simdLevels, simdEnv)
-	}
-	return capLevel(want), nil
+	return simd.Resolve(simd.Request{Asked: asked, AskedBy: by, Ceiling: ceiling, CeilingBy: cby}, simd.Host())
 }
 
 // kernel is how products with one matrix compute. It is chosen once, when
 // the model is loaded (prepare), from the matrix's type, the activations
-// (8-bit or float) and the SIMD level.
+// (8-bit or float) and the model's level; the level's own kernels for it
+// (matrix.simd) run.
 type kernel int
 
 const (
-	kernDot        kernel = iota // quant.Dot on float activations
-	kernSums                     // quant.DotSums with block sums (Q4_1, Q4_K on float activations)
-	kernF32                      // F32 rows, quant.DotF32Row (SIMD float dot)
-	kernQ8Ref                    // quant.DotQ8Ref on 8-bit activations (plain Go)
-	kernQ8AVX2                   // quant.DotQ8 / DotQ8x4 (AVX2) on 8-bit activations
-	kernPacked                   // quant.Packed, AVX-512 VNNI, on 8-bit activations
-	kernPackedAVX                // quant.Packed, AVX-VNNI (256-bit), on 8-bit activations
-	kernPackedAVX2               // quant.Packed, AVX2 (VPMADDUBSW), on 8-bit activations
+	kernDot    kernel = iota // quant.Dot on float activations
+	kernSums                 // quant.DotSums with block sums (Q4_1, Q4_K on float activations)
+	kernF32                  // F32 rows, quant.DotF32Row (SIMD float dot; avx2 and up)
+	kernQ8                   // rows as stored on 8-bit activations: quant.DotQ8, DotQ8x4 (avx2 and up, where a type has no packed kernels) or DotQ8Ref (none)
+	kernPacked               // quant.Packed on 8-bit activations, the level's packed kernels (quant.HasPackedKernel)
 )
 
 // packed reports whether k reads quant.Packed weights.
-func (k kernel) packed() bool { return k == kernPacked || k == kernPackedAVX || k == kernPackedAVX2 }
+func (k kernel) packed() bool { return k == kernPacked }
 
-// packedKernel is the quant.Packed kernels of a packed k.
-func (k kernel) packedKernel() quant.PackedKernel {
-	switch k {
-	case kernPacked:
-		return quant.PackedAVX512
-	case kernPackedAVX2:
-		return quant.PackedAVX2
-	}
-	return quant.PackedAVXVNNI
+// choose sets m's kernel and level for a model at level lvl.
+func (m *matrix) choose(floatAct bool, lvl simd.Level) {
+	m.kern, m.simd = chooseKernel(m, floatAct, lvl), lvl
 }
 
-// chooseKernel picks m's kernel.
-func chooseKernel(m *matrix, floatAct bool, lvl simdLevel) kernel {
+// chooseKernel picks m's kernel at level lvl.
+func chooseKernel(m *matrix, floatAct bool, lvl simd.Level) kernel {
 	q8 := !floatAct && quant.HasQ8Kernel(m.Type) && m.Cols%32 == 0
 	switch {
-	case q8 && lvl >= levelAVX512 && quant.CanPack(m.Type, m.Cols):
+	case q8 && quant.HasPackedKernel(lvl, m.Type) && quant.CanPack(m.Type, m.Cols):
 		return kernPacked
-	case q8 && lvl >= levelAVXVNNI && quant.CanPack(m.Type, m.Cols):
-		return kernPackedAVX
-	case q8 && lvl >= levelAVX2 && quant.CanPack(m.Type, m.Cols):
-		return kernPackedAVX2
-	case q8 && lvl >= levelAVX2:
-		return kernQ8AVX2
 	case q8:
-		return kernQ8Ref
+		return kernQ8
 	case m.Type == quant.Q4_1 || m.Type == quant.Q4_1BF16 || m.Type == quant.Q4_K:
 		return kernSums
-	case m.Type == quant.F32 && lvl >= levelAVX2:
+	case m.Type == quant.F32 && lvl >= simd.AVX2:
 		return kernF32
 	}
 	return kernDot
@@ -159,8 +100,9 @@ func chooseKernel(m *matrix, floatAct bool, lvl simdLevel) kernel {
 // a matrix is packed its original bytes are no longer read: release is
 // called with them (to drop a file mapping's pages), and a heap copy is
 // dropped.
-func (m *Model) prepare(lvl simdLevel, threads int, release func([]byte)) error {
-	m.simd = lvl
+func (m *Model) prepare(choice simd.Choice, threads int, release func([]byte)) error {
+	m.simd = choice
+	lvl := choice.Level
 	mats := []*matrix{&m.output}
 	for i := range m.layers {
 		w := &m.layers[i]
@@ -174,9 +116,10 @@ func (m *Model) prepare(lvl simdLevel, threads int, release func([]byte)) error 
 			if k := chooseKernel(mat, m.arith.floatAct, lvl); k.packed() {
 				mat.kern = k
 			}
+			mat.simd = lvl
 			continue
 		}
-		mat.kern = chooseKernel(mat, m.arith.floatAct, lvl)
+		mat.choose(m.arith.floatAct, lvl)
 		if mat.kern.packed() {
 			total += arenaSize(quant.PackedBytes(mat.Type, mat.Rows, mat.Cols))
 		}

@@ -399,10 +399,6 @@ func loadQ4NX(dir string, opts LoadOptions) (_ *Model, err error) {
 	if err != nil {
 		return nil, err
 	}
-	lvl, err := opts.simdLevel()
-	if err != nil {
-		return nil, err
-	}
 	m := &Model{cfg: c}
 	defer func() {
 		if err != nil {
@@ -423,7 +419,7 @@ func loadQ4NX(dir string, opts LoadOptions) (_ *Model, err error) {
 	for n := range f.Tensors {
 		st.file[n] = "model.q4nx"
 	}
-	src := &q4nxSource{st: st, threads: opts.threads(), pack: lvl >= levelAVX2 && !opts.FloatActivations,
+	src := &q4nxSource{st: st, threads: opts.threads(), pack: quant.HasPackedKernel(opts.simd.Level, quant.Q4_1BF16) && !opts.FloatActivations,
 		file: mf, progress: opts.Progress, arena: &m.arena}
 	layout := "rows"
 	if src.pack {

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/npuchat/npuchat/engine/quant"
+	"github.com/npuchat/npuchat/engine/simd"
 )
 
 // matrix is a weight matrix of Rows×Cols values stored row by row in
@@ -15,10 +16,11 @@ type matrix struct {
 	Rows, Cols int
 	Data       []byte
 	rowBytes   int
-	// kern is how products with the matrix compute, chosen once at load
-	// (Model.prepare); packed is its weights rearranged for kernPacked
-	// and kernPackedAVX.
+	// kern is how products with the matrix compute and simd the level
+	// whose kernels they use (the model's), chosen once at load
+	// (Model.prepare); packed is its weights rearranged for kernPacked.
 	kern   kernel
+	simd   simd.Level
 	packed *quant.Packed
 }
 
@@ -85,9 +87,9 @@ type mulTask struct {
 	threads int // of the pool the task runs on
 	xs      [][]float32
 	q8      quant.Q8Batch // xs rounded to 8 bits (integer kernels)
-	// round is the SIMD the rounding may use: no more than the
-	// matrices' kernels (all roundings give the same bits)
-	round quant.Rounding
+	// round is the level whose loop rounds xs to 8 bits: the matrices'
+	// (all roundings give the same bits)
+	round simd.Level
 	sums  [][]float32 // 32-value block sums of xs (Q4_1, Q4_K float path)
 	tiles [][]float32 // per pool part: a packed group's results (kern.packed())
 	// next is the first unit no thread has taken yet: threads take
@@ -134,29 +136,21 @@ func (k *mulTask) mul(pl *pool, xs [][]float32, prods ...product) {
 	k.xs = xs
 	cols := prods[0].w.Cols
 	var q8, sums bool
-	k.round = quant.RoundAVX512
+	k.round = prods[0].w.simd
 	units, work := 0, 0
 	k.chunk = 0
 	for i, p := range prods {
 		w := p.w
-		if w.Cols != cols {
-			panic("engine: products of one task differ in columns")
+		if w.Cols != cols || w.simd != k.round {
+			panic("engine: products of one task differ in columns or level")
 		}
 		u := w.Rows
 		switch w.kern {
 		case kernPacked:
 			u = w.packed.Groups()
 			q8 = true
-		case kernPackedAVX, kernPackedAVX2:
-			u = w.packed.Groups()
+		case kernQ8:
 			q8 = true
-			k.round = min(k.round, quant.RoundAVX2) // no AVX-512 at these levels
-		case kernQ8AVX2:
-			q8 = true
-			k.round = min(k.round, quant.RoundAVX2)
-		case kernQ8Ref:
-			q8 = true
-			k.round = quant.RoundGo // the plain-Go level stays plain Go
 		case kernSums:
 			sums = true
 		}
@@ -243,13 +237,12 @@ func (k *mulTask) groups(i int, p product, lo, hi int) {
 	w := p.w
 	n := len(p.outs)
 	size := w.packed.TileLen(n)
-	pk := w.kern.packedKernel()
 	if cap(k.tiles[i]) < size {
 		k.tiles[i] = make([]float32, size)
 	}
 	tile := k.tiles[i][:size]
 	for g := lo; g < hi; g++ {
-		w.packed.MulQ8(pk, g, &k.q8, 0, n, tile)
+		w.packed.MulQ8(w.simd, g, &k.q8, 0, n, tile)
 		r0 := g * quant.GroupRows
 		rows := min(quant.GroupRows, w.Rows-r0)
 		for t, out := range p.outs {
@@ -267,7 +260,8 @@ func (k *mulTask) rows(p product, lo, hi int) {
 	for r := lo; r < hi; r++ {
 		row := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
 		t := 0
-		if w.kern == kernQ8AVX2 {
+		simdQ8 := w.kern == kernQ8 && w.simd >= simd.AVX2
+		if simdQ8 {
 			for ; t+4 <= len(outs); t += 4 {
 				quant.DotQ8x4(w.Type, row, &k.q8, t, &four)
 				for j, v := range four {
@@ -277,14 +271,14 @@ func (k *mulTask) rows(p product, lo, hi int) {
 		}
 		for ; t < len(outs); t++ {
 			out := outs[t]
-			switch w.kern {
-			case kernQ8AVX2:
+			switch {
+			case simdQ8:
 				out[r] = quant.DotQ8(w.Type, row, &k.q8.Vecs[t])
-			case kernQ8Ref:
+			case w.kern == kernQ8:
 				out[r] = quant.DotQ8Ref(w.Type, row, &k.q8.Vecs[t])
-			case kernSums:
+			case w.kern == kernSums:
 				out[r] = quant.DotSums(w.Type, row, k.xs[t][:w.Cols], k.sums[t])
-			case kernF32:
+			case w.kern == kernF32:
 				out[r] = quant.DotF32Row(row, k.xs[t][:w.Cols])
 			default:
 				out[r] = quant.Dot(w.Type, row, k.xs[t][:w.Cols])

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/npuchat/npuchat/engine/mmapfile"
+	"github.com/npuchat/npuchat/engine/simd"
 )
 
 // layer holds one transformer block's weights.
@@ -31,9 +32,9 @@ type Model struct {
 	// ropeFactors divides each RoPE frequency (GGUF rope_freqs.weight), or nil.
 	ropeFactors []float32
 	threads     int
-	arith       arith     // how matrix products compute (LoadOptions.FloatActivations)
-	simd        simdLevel // the kernels chosen at load (LoadOptions.SIMD)
-	kvF16       bool      // sessions keep their KV cache as float16 (LoadOptions.KVF16)
+	arith       arith       // how matrix products compute (LoadOptions.FloatActivations)
+	simd        simd.Choice // the level chosen at load (LoadOptions.SIMD, resolveSIMD)
+	kvF16       bool        // sessions keep their KV cache as float16 (LoadOptions.KVF16)
 	meta        map[string]any
 	files       []*mmapfile.File
 	// cachedKV is the source's KV heads when the matrices came from the
@@ -91,6 +92,10 @@ func load(path string, opts LoadOptions) (*Model, error) {
 	case "", RopeNeox, RopeNormal:
 	default:
 		return nil, fmt.Errorf("unknown RoPE layout %q (want neox or normal)", opts.RopeLayout)
+	}
+	var err error
+	if opts.simd, err = opts.resolveSIMD(); err != nil {
+		return nil, err
 	}
 	st, err := os.Stat(path)
 	if err != nil {
@@ -170,11 +175,7 @@ func (m *Model) finish(opts LoadOptions) error {
 	if err := c.validate(); err != nil {
 		return err
 	}
-	lvl, err := opts.simdLevel()
-	if err != nil {
-		return err
-	}
-	return m.prepare(lvl, m.threads, m.release)
+	return m.prepare(opts.simd, m.threads, m.release)
 }
 
 // release lets go of a packed matrix's original bytes: pages of a mapped
@@ -192,6 +193,14 @@ func (m *Model) release(data []byte) {
 // Threads is how many goroutines each session's matrix products use.
 func (m *Model) Threads() int { return m.threads }
 
-// SIMD names the kernels the model's products use: "avx512" (AVX-512
-// VNNI on packed weights), "avx2" or "none" (plain Go).
-func (m *Model) SIMD() string { return m.simd.String() }
+// SIMD names the level whose kernels the model runs: "avx512" (AVX-512
+// VNNI on packed weights), "avxvnni" (AVX-VNNI on packed weights),
+// "avx2" or "none" (plain Go). It is the level that ran, which may be
+// lower than the one asked for (SIMDChoice says why).
+func (m *Model) SIMD() string { return m.simd.Level.String() }
+
+// SIMDChoice is how the model's level was chosen: what was asked for, what
+// the CPU runs (after any test ceiling), and the level that runs; its
+// String says what was replaced ("asked avxvnni, CPU lacks AVX-VNNI:
+// running avx2").
+func (m *Model) SIMDChoice() simd.Choice { return m.simd }

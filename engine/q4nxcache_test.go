@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/npuchat/npuchat/engine/quant"
+	"github.com/npuchat/npuchat/engine/simd"
+	"github.com/npuchat/npuchat/engine/simd/simdtest"
 	"github.com/npuchat/npuchat/engine/testmodel"
 )
 
@@ -63,39 +66,34 @@ func TestQ4NXCache(t *testing.T) {
 	t.Logf("second load %v", time.Since(start))
 	check("cached load", second)
 
-	// the AVX-VNNI and AVX2 levels read the same packed layout: the
-	// same file, the same logits (Q4_1BF16 on their 256-bit kernels)
-	if cpuHas(levelAVX2) {
-		avx2 := loadT(t, dir, LoadOptions{Threads: 2, SIMD: SIMDAVX2, CacheDir: cache})
-		if avx2.simd != levelAVX2 || avx2.layers[0].wq.kern != kernPackedAVX2 {
-			t.Fatalf("avx2 load: SIMD %s, kernel %d", avx2.simd, avx2.layers[0].wq.kern)
-		}
-		if avx2.cachedKV == 0 {
-			t.Error("the avx2 load did not use the packed cache")
-		}
-		check("avx2 cached load", avx2)
-		check("avx2 uncached load", loadT(t, dir, LoadOptions{Threads: 2, SIMD: SIMDAVX2}))
+	// auto packs where its level has packed kernels (avx2 and up)
+	packs := quant.HasPackedKernel(first.simd.Level, quant.Q4_1BF16)
+	if packs != first.layers[0].wq.kern.packed() {
+		t.Fatalf("auto ran %s: kernel %d, packed kernels %v", first.SIMD(), first.layers[0].wq.kern, packs)
 	}
-	if cpuHas(levelAVXVNNI) {
-		vnni := loadT(t, dir, LoadOptions{Threads: 2, SIMD: SIMDAVXVNNI, CacheDir: cache})
-		if vnni.simd != levelAVXVNNI || vnni.layers[0].wq.kern != kernPackedAVX {
-			t.Fatalf("avxvnni load: SIMD %s, kernel %d", vnni.simd, vnni.layers[0].wq.kern)
+
+	// the AVX2 and AVX-VNNI levels read the same packed layout: the same
+	// file, the same logits (Q4_1BF16 on their 256-bit kernels)
+	simdtest.Run(t, []simd.Level{simd.AVX2, simd.AVXVNNI}, func(t *testing.T, lvl simd.Level) {
+		m := loadT(t, dir, LoadOptions{Threads: 2, SIMD: lvl.String(), CacheDir: cache})
+		if m.SIMD() != lvl.String() || m.layers[0].wq.kern != kernPacked {
+			t.Fatalf("%s load: SIMD %s, kernel %d", lvl, m.SIMD(), m.layers[0].wq.kern)
 		}
-		if vnni.cachedKV == 0 && cpuLevel() >= levelAVXVNNI {
-			t.Error("the avxvnni load did not use the packed cache")
+		if m.cachedKV == 0 && packs {
+			t.Errorf("the %s load did not use the packed cache the %s load wrote", lvl, first.SIMD())
 		}
-		check("avxvnni cached load", vnni)
-		check("avxvnni uncached load", loadT(t, dir, LoadOptions{Threads: 2, SIMD: SIMDAVXVNNI}))
-	}
+		check(lvl.String()+" cached load", m)
+		check(lvl.String()+" uncached load", loadT(t, dir, LoadOptions{Threads: 2, SIMD: lvl.String()}))
+	})
 
 	// another kernel level is another layout: its own file
 	plain := loadT(t, dir, LoadOptions{Threads: 2, CacheDir: cache, SIMD: SIMDNone})
-	if files, _ := os.ReadDir(cache); cpuLevel() >= levelAVX2 && len(files) != 2 {
+	if files, _ := os.ReadDir(cache); packs && len(files) != 2 {
 		t.Errorf("%d cache files after a plain-Go load, want 2", len(files))
 	}
 	// (on a CPU without the packed kernels, auto wrote the rows layout
 	// the plain-Go load reads too: then it shares that file)
-	if packs := first.simd >= levelAVX2; packs && plain.cachedKV != 0 {
+	if packs && plain.cachedKV != 0 {
 		t.Errorf("the plain-Go load used the packed cache (the first load ran %s)", first.SIMD())
 	} else if !packs && plain.cachedKV == 0 {
 		t.Errorf("the plain-Go load did not use the rows cache the %s load wrote", first.SIMD())

@@ -7,22 +7,29 @@ import (
 	"github.com/npuchat/npuchat/engine/quant"
 )
 
-// Session is one sequence being computed: its position and KV cache.
-// A session is not safe for concurrent use; a model can have many.
+// Session is one sequence being computed: its position, its tokens and
+// their KV cache. A session is not safe for concurrent use; a model can
+// have many. A session made by a KVCache takes its KV memory from the
+// cache's budget and can resume from, and keep its KV in, the cache.
 type Session struct {
 	m      *Model
 	pos    int
 	maxCtx int
-	// key and value cache per layer. Keys are in blocks of
-	// quant.AttnBlock (16) positions, one per KV head in turn: position
-	// p = 16b+i, KV head g, dimension d at ((b*KVHeads+g)*HeadDim+d)*16+i
-	// (whole blocks, so a partial last block has room for the positions
-	// to come). Values are position-major: position p's KV-head values at
-	// [p*kvDim, (p+1)*kvDim).
-	keys, values [][]float32
-	// the same as float16 when the model's KVF16 option is set (then
-	// keys and values stay empty)
-	keys16, values16 [][]uint16
+	// kv is the key and value cache per layer (nil until the first
+	// position; kv.go). Keys are in blocks of quant.AttnBlock (16)
+	// positions, one per KV head in turn: position p = 16b+i, KV head g,
+	// dimension d at ((b*KVHeads+g)*HeadDim+d)*16+i (whole blocks, so a
+	// partial last block has room for the positions to come). Values are
+	// position-major: position p's KV-head values at [p*kvDim,
+	// (p+1)*kvDim). float16 when the model's KVF16 option is set.
+	kv *kvSlabs
+	// tokens are the tokens at positions 0..pos-1 (what kv holds).
+	tokens []int
+	// cache accounts kv's memory and stores it between requests (nil:
+	// a session of its own, unbudgeted); scope is the CacheScope it was
+	// resumed in.
+	cache *KVCache
+	scope string
 
 	// scratch, reused every step: one row per token of a batch
 	x, xb, xb2, ao, q, k, v, hb, hb2 [][]float32
@@ -54,12 +61,7 @@ func (m *Model) NewSession(maxContext int) *Session {
 	if c.ContextLength > 0 && maxContext > c.ContextLength {
 		maxContext = c.ContextLength
 	}
-	s := &Session{
-		m: m, maxCtx: maxContext,
-		keys: make([][]float32, c.Layers), values: make([][]float32, c.Layers),
-		keys16: make([][]uint16, c.Layers), values16: make([][]uint16, c.Layers),
-		logits: make([]float32, c.VocabSize),
-	}
+	s := &Session{m: m, maxCtx: maxContext, logits: make([]float32, c.VocabSize)}
 	s.pool = newPool(s, m.threads)
 	return s
 }
@@ -78,28 +80,58 @@ func (s *Session) Pos() int { return s.pos }
 // MaxContext is the session's position limit.
 func (s *Session) MaxContext() int { return s.maxCtx }
 
+// Tokens returns the tokens whose keys and values the session holds, in
+// position order (a copy).
+func (s *Session) Tokens() []int { return append([]int(nil), s.tokens...) }
+
 // Rewind keeps only the first n positions, so that a new continuation can
 // reuse a shared prefix.
 func (s *Session) Rewind(n int) error {
 	if n < 0 || n > s.pos {
 		return fmt.Errorf("rewind to %d: session holds %d positions", n, s.pos)
 	}
-	kvDim := s.m.cfg.KVHeads * s.m.cfg.HeadDim
-	// keys: whole blocks; the stale positions past n in the last one are
-	// overwritten before they are read
-	nk := (n + quant.AttnBlock - 1) / quant.AttnBlock * quant.AttnBlock * kvDim
-	for l := range s.keys {
-		if s.m.kvF16 {
-			s.keys16[l] = s.keys16[l][:nk]
-			s.values16[l] = s.values16[l][:n*kvDim]
-			continue
-		}
-		s.keys[l] = s.keys[l][:nk]
-		s.values[l] = s.values[l][:n*kvDim]
+	if s.kv != nil {
+		s.kv.truncate(n, s.m.cfg.KVHeads*s.m.cfg.HeadDim)
 	}
-	s.pos = n
+	s.pos, s.tokens = n, s.tokens[:n]
 	return nil
 }
+
+// reserve makes room in the KV slabs for n positions (n ≤ maxCtx),
+// taking the memory from the session's cache when it has one. The slabs
+// grow by half at a time (a first allocation leaves room for an answer);
+// with a cache, the room beyond n is only what the budget has free.
+func (s *Session) reserve(n int) error {
+	old := 0
+	if s.kv != nil {
+		old = s.kv.capPos
+		if n <= old {
+			return nil
+		}
+	}
+	limit := roundBlock(s.maxCtx)
+	need := roundBlock(n)
+	want := min(limit, roundBlock(max(n, old+old/2)))
+	if old == 0 {
+		want = min(limit, roundBlock(n+answerRoom))
+	}
+	if s.cache != nil {
+		// what n needs may drop kept sequences; the room beyond it only
+		// takes what is free
+		per := s.m.kvBytesPerPos()
+		extra, err := s.cache.grow(int64(need-old)*per, int64(want-need)*per)
+		if err != nil {
+			return fmt.Errorf("%d positions: %w", n, err)
+		}
+		want = need + int(extra/per)
+	}
+	s.kv = s.m.newKVSlabs(want, s.kv, s.pos)
+	return nil
+}
+
+// answerRoom is the positions a session's first KV allocation leaves
+// past its prompt, so that a short answer does not copy the slabs.
+const answerRoom = 256
 
 // Prefill runs every token and returns the last position's logits.
 func (s *Session) Prefill(tokens []int) ([]float32, error) {
@@ -121,6 +153,9 @@ func (s *Session) PrefillContext(ctx context.Context, tokens []int) ([]float32, 
 			return nil, fmt.Errorf("prefill: token %d is outside the vocabulary (size %d)", t, s.m.cfg.VocabSize)
 		}
 	}
+	if err := s.reserve(s.pos + len(tokens)); err != nil {
+		return nil, fmt.Errorf("prefill %d tokens at position %d: %w", len(tokens), s.pos, err)
+	}
 	for len(tokens) > 0 {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("prefill stopped at position %d: %w", s.pos, err)
@@ -129,6 +164,7 @@ func (s *Session) PrefillContext(ctx context.Context, tokens []int) ([]float32, 
 		// Only the last position's logits are needed.
 		s.forward(tokens[:n], s.pos, n == len(tokens))
 		s.pos += n
+		s.tokens = append(s.tokens, tokens[:n]...)
 		tokens = tokens[n:]
 	}
 	return s.logits, nil
@@ -152,8 +188,12 @@ func (s *Session) step(token int, logits bool) error {
 	if s.pos >= s.maxCtx {
 		return fmt.Errorf("position %d: %w (limit %d positions)", s.pos, ErrContextFull, s.maxCtx)
 	}
+	if err := s.reserve(s.pos + 1); err != nil {
+		return fmt.Errorf("position %d: %w", s.pos, err)
+	}
 	s.forward([]int{token}, s.pos, logits)
 	s.pos++
+	s.tokens = append(s.tokens, token)
 	return nil
 }
 
@@ -186,29 +226,30 @@ func (s *Session) remember(l, pos int, k, v []float32) {
 	const blk = quant.AttnBlock
 	b, i := pos/blk, pos%blk
 	base := b * blk * kvDim // block b of every KV head
+	kv := s.kv
 	if !s.m.kvF16 {
 		if i == 0 {
-			s.keys[l] = append(s.keys[l][:base], make([]float32, blk*kvDim)...)
+			kv.keys[l] = append(kv.keys[l][:base], make([]float32, blk*kvDim)...)
 		}
-		keys := s.keys[l][base : base+blk*kvDim]
+		keys := kv.keys[l][base : base+blk*kvDim]
 		for j, x := range k[:kvDim] {
 			g, d := j/hd, j%hd
 			keys[(g*hd+d)*blk+i] = x
 		}
-		s.values[l] = append(s.values[l][:pos*kvDim], v...)
+		kv.values[l] = append(kv.values[l][:pos*kvDim], v...)
 		return
 	}
 	if i == 0 {
-		s.keys16[l] = append(s.keys16[l][:base], make([]uint16, blk*kvDim)...)
+		kv.keys16[l] = append(kv.keys16[l][:base], make([]uint16, blk*kvDim)...)
 	}
-	keys := s.keys16[l][base : base+blk*kvDim]
+	keys := kv.keys16[l][base : base+blk*kvDim]
 	for j, x := range k[:kvDim] {
 		g, d := j/hd, j%hd
 		keys[(g*hd+d)*blk+i] = quant.F32ToF16(x)
 	}
-	vals := s.values16[l][:pos*kvDim]
+	vals := kv.values16[l][:pos*kvDim]
 	for _, x := range v {
 		vals = append(vals, quant.F32ToF16(x))
 	}
-	s.values16[l] = vals
+	kv.values16[l] = vals
 }

@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/npuchat/npuchat/engine/quant"
+	"github.com/npuchat/npuchat/engine/simd"
+	"github.com/npuchat/npuchat/engine/simd/simdtest"
 	"github.com/npuchat/npuchat/engine/testmodel"
 )
 
@@ -142,9 +145,10 @@ func TestSessionWorkersStop(t *testing.T) {
 
 // TestSIMDOption: LoadOptions.SIMD (or $NPUCHAT_SIMD) caps the kernels
 // each matrix gets at load, an unknown level is an error naming the
-// choices, and for each block type every level gives logits
-// bit-identical to the plain-Go path: AVX-512, AVX-VNNI and AVX2 on
-// packed weights.
+// choices and where it came from, and at each level the CPU has (the
+// others are skipped) the model runs that level (m.SIMD()) with its
+// kernels on every matrix: avx2, avxvnni and avx512 pack, and give logits
+// bit-identical to the plain-Go path, one vector or many at a time.
 func TestSIMDOption(t *testing.T) {
 	w := randomWeights(t, 24, testmodel.MiniCPM5Small())
 	for _, typ := range []testmodel.TensorType{testmodel.Q4_0, testmodel.Q4_1, testmodel.Q8_0} {
@@ -153,43 +157,45 @@ func TestSIMDOption(t *testing.T) {
 			if err := testmodel.WriteGGUF(p, w, typ); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := Load(p, LoadOptions{SIMD: "sse9"}); err == nil || !strings.Contains(err.Error(), "avx512, avxvnni, avx2 or none") {
+			if _, err := Load(p, LoadOptions{SIMD: "sse9"}); err == nil || !strings.Contains(err.Error(), "avx512, avxvnni, avx2 or none") || !strings.Contains(err.Error(), "LoadOptions.SIMD") {
 				t.Errorf("unknown level: %v", err)
 			}
-			t.Setenv(simdEnv, "fast")
-			if _, err := Load(p, LoadOptions{}); err == nil || !strings.Contains(err.Error(), simdEnv) {
-				t.Errorf("unknown level in $%s: %v", simdEnv, err)
+			t.Setenv(simd.EnvLevel, "fast")
+			if _, err := Load(p, LoadOptions{}); err == nil || !strings.Contains(err.Error(), simd.EnvLevel) {
+				t.Errorf("unknown level in $%s: %v", simd.EnvLevel, err)
 			}
-			t.Setenv(simdEnv, SIMDNone)
-			if m := loadT(t, p, LoadOptions{}); m.SIMD() != SIMDNone || m.layers[0].wq.kern != kernQ8Ref {
-				t.Errorf("$%s=none: SIMD %s, kernel %d", simdEnv, m.SIMD(), m.layers[0].wq.kern)
+			t.Setenv(simd.EnvLevel, SIMDNone)
+			if m := loadT(t, p, LoadOptions{}); m.SIMD() != SIMDNone || m.layers[0].wq.kern != kernQ8 || m.layers[0].wq.simd != simd.None {
+				t.Errorf("$%s=none: SIMD %s, kernel %d at %s", simd.EnvLevel, m.SIMD(), m.layers[0].wq.kern, m.layers[0].wq.simd)
 			}
-			t.Setenv(simdEnv, SIMDAVXVNNI)
-			if m := loadT(t, p, LoadOptions{}); m.simd != capLevel(levelAVXVNNI) {
-				t.Errorf("$%s=avxvnni: SIMD %s, want %s", simdEnv, m.SIMD(), capLevel(levelAVXVNNI))
+			if m := loadT(t, p, LoadOptions{SIMD: SIMDAVX2}); m.SIMDChoice().Asked != SIMDAVX2 || m.SIMDChoice().AskedBy != "LoadOptions.SIMD" {
+				t.Errorf("the option did not win over $%s: %+v", simd.EnvLevel, m.SIMDChoice().Request)
 			}
-			t.Setenv(simdEnv, "")
+			t.Setenv(simd.EnvLevel, SIMDAVXVNNI)
+			if c := loadT(t, p, LoadOptions{}).SIMDChoice(); c.Asked != SIMDAVXVNNI || c.AskedBy != "$"+simd.EnvLevel {
+				t.Errorf("$%s=avxvnni: asked %q by %q", simd.EnvLevel, c.Asked, c.AskedBy)
+			}
+			t.Setenv(simd.EnvLevel, "")
 			plain := logitsOf(t, loadT(t, p, LoadOptions{SIMD: SIMDNone}), testTokens)
-			for _, c := range []struct {
-				lvl  simdLevel
-				kern kernel // of the packed levels' matrices
-			}{{levelAVX2, kernPackedAVX2}, {levelAVXVNNI, kernPackedAVX}, {levelAVX512, kernPacked}} {
-				m := loadT(t, p, LoadOptions{SIMD: c.lvl.String()})
-				if want := capLevel(c.lvl); m.simd != want {
-					t.Fatalf("SIMD %s: model uses %s, want %s", c.lvl, m.simd, want)
+			simdtest.Run(t, []simd.Level{simd.AVX2, simd.AVXVNNI, simd.AVX512}, func(t *testing.T, lvl simd.Level) {
+				m := loadT(t, p, LoadOptions{SIMD: lvl.String()})
+				if m.SIMD() != lvl.String() || m.SIMDChoice().Replaced() {
+					t.Fatalf("asked %s on a CPU that has it: %s", lvl, m.SIMDChoice())
 				}
-				if m.simd != c.lvl {
-					t.Logf("%s: this CPU has no %s (it runs %s)", typ, c.lvl, m.simd)
-					continue
+				packs := quant.HasPackedKernel(lvl, quant.Type(typ))
+				if !packs {
+					t.Fatalf("%s has no packed kernels for %s", lvl, typ)
 				}
-				if m.layers[0].wq.kern != c.kern || m.output.kern != c.kern || c.kern.packed() != (m.output.packed != nil) {
-					t.Fatalf("%s: kernel %d (output %d), want %d; output packed %v", c.lvl, m.layers[0].wq.kern, m.output.kern, c.kern, m.output.packed != nil)
+				for _, mat := range []*matrix{&m.layers[0].wq, &m.layers[1].down, &m.output} {
+					if mat.simd != lvl || mat.kern.packed() != packs || (mat.packed != nil) != packs || !packs && mat.kern != kernQ8 {
+						t.Fatalf("%s: a matrix has kernel %d at %s, packed %v; want packed %v", lvl, mat.kern, mat.simd, mat.packed != nil, packs)
+					}
 				}
 				got := logitsOf(t, m, testTokens) // the one-vector kernels
 				for i := range got {
 					for j := range got[i] {
 						if got[i][j] != plain[i][j] {
-							t.Fatalf("%s: position %d logit %d = %v, plain Go %v", c.lvl, i, j, got[i][j], plain[i][j])
+							t.Fatalf("%s: position %d logit %d = %v, plain Go %v", lvl, i, j, got[i][j], plain[i][j])
 						}
 					}
 				}
@@ -199,52 +205,99 @@ func TestSIMDOption(t *testing.T) {
 				}
 				for j, v := range last {
 					if want := plain[len(plain)-1][j]; v != want {
-						t.Fatalf("%s: prefill logit %d = %v, plain Go %v", c.lvl, j, v, want)
+						t.Fatalf("%s: prefill logit %d = %v, plain Go %v", lvl, j, v, want)
 					}
 				}
-			}
+			})
 		})
 	}
 }
 
-// TestSIMDLevels: a level resolves to the highest one up to it that the
-// CPU runs, which need not be the next one down (AVX-512 VNNI without
-// AVX-VNNI exists), and names itself.
-func TestSIMDLevels(t *testing.T) {
-	t.Setenv(simdEnv, "") // "" means auto here
-	for _, c := range []struct {
-		opt  string
-		want simdLevel
-	}{
-		{"", cpuLevel()}, {SIMDAuto, cpuLevel()}, {SIMDAVX512, capLevel(levelAVX512)},
-		{SIMDAVXVNNI, capLevel(levelAVXVNNI)}, {SIMDAVX2, capLevel(levelAVX2)}, {SIMDNone, levelNone},
-	} {
-		got, err := LoadOptions{SIMD: c.opt}.simdLevel()
-		if err != nil || got != c.want {
-			t.Errorf("SIMD %q: %s, %v; want %s", c.opt, got, err, c.want)
-		}
-		if !cpuHas(got) || got > c.want {
-			t.Errorf("SIMD %q resolves to %s, which this CPU does not run", c.opt, got)
+// TestCPUCeiling: a CPU ceiling (LoadOptions.CPUCeiling, else
+// $NPUCHAT_CPU_CEILING) makes the CPU show no level above it: a model
+// asked for avx512 runs the ceiling's level where the CPU has it (and
+// never one above), says what capped it, and chooses that level's
+// kernels; the test helper (simdtest) sees the same CPU; the option wins
+// over the variable; a ceiling that is not a level is an error naming
+// where it came from.
+func TestCPUCeiling(t *testing.T) {
+	w := randomWeights(t, 27, testmodel.MiniCPM5Small())
+	p := filepath.Join(t.TempDir(), "m.gguf")
+	if err := testmodel.WriteGGUF(p, w, testmodel.Q4_0); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(simd.EnvLevel, "")
+	t.Setenv(simd.EnvCeiling, "")
+	host := simd.Host()
+	for _, ceil := range simd.Levels() {
+		for _, byEnv := range []bool{false, true} {
+			opts := LoadOptions{SIMD: SIMDAVX512, CPUCeiling: ceil.String()}
+			if byEnv {
+				opts.CPUCeiling = ""
+				t.Setenv(simd.EnvCeiling, ceil.String())
+			}
+			m := loadT(t, p, opts)
+			c := m.SIMDChoice()
+			got, _ := simd.Parse(m.SIMD())
+			if got > ceil || host.Has(ceil) && got != ceil {
+				t.Errorf("ceiling %s (env %v): ran %s (CPU has %s: %v)", ceil, byEnv, got, ceil, host.Has(ceil))
+			}
+			for l := ceil + 1; l < simd.NumLevels; l++ {
+				if c.CPU.Has(l) {
+					t.Errorf("ceiling %s: the CPU still shows %s", ceil, l)
+				}
+				if host.Has(l) && !strings.Contains(c.CPU.Lacks(l), "capped at "+ceil.String()) {
+					t.Errorf("ceiling %s: %s is missing because %q", ceil, l, c.CPU.Lacks(l))
+				}
+			}
+			if ceil < simd.AVX512 && host.Has(simd.AVX512) && !strings.Contains(c.String(), "capped at "+ceil.String()) {
+				t.Errorf("ceiling %s: the choice says %q", ceil, c)
+			}
+			if wq := m.layers[0].wq; wq.simd != got || got == simd.None && wq.kern != kernQ8 {
+				t.Errorf("ceiling %s: kernel %d at %s", ceil, wq.kern, wq.simd)
+			}
+			if byEnv {
+				if tc := simdtest.CPU(t); tc != c.CPU {
+					t.Errorf("ceiling %s: simdtest sees %s, the model %s", ceil, tc, c.CPU)
+				}
+				t.Setenv(simd.EnvCeiling, "")
+			}
+			t.Logf("ceiling %s (env %v): %s", ceil, byEnv, c)
 		}
 	}
-	for l := levelNone; l <= levelAVX512; l++ {
-		if got := capLevel(l); got > l || !cpuHas(got) {
-			t.Errorf("capLevel(%s) = %s", l, got)
-		}
-		if cpuHas(l) && capLevel(l) != l {
-			t.Errorf("capLevel(%s) = %s, and the CPU has %s", l, capLevel(l), l)
-		}
-		if opt, err := (LoadOptions{SIMD: l.String()}).simdLevel(); err != nil || opt != capLevel(l) {
-			t.Errorf("SIMD %q: %s, %v", l, opt, err)
+	t.Setenv(simd.EnvCeiling, SIMDNone)
+	if m := loadT(t, p, LoadOptions{CPUCeiling: SIMDAVX512}); m.SIMD() != host.Best(simd.Top).String() {
+		t.Errorf("LoadOptions.CPUCeiling avx512 under $%s=none: ran %s", simd.EnvCeiling, m.SIMD())
+	}
+	for _, bad := range []struct{ opt, env, by string }{{"sse9", "", "LoadOptions.CPUCeiling"}, {"", "auto", "$" + simd.EnvCeiling}} {
+		t.Setenv(simd.EnvCeiling, bad.env)
+		if _, err := Load(p, LoadOptions{CPUCeiling: bad.opt}); err == nil || !strings.Contains(err.Error(), bad.by) || !strings.Contains(err.Error(), "avx2 or none") {
+			t.Errorf("ceiling %q/%q: %v", bad.opt, bad.env, err)
 		}
 	}
-	t.Logf("this CPU: %s; AVX-512 VNNI %v, AVX-VNNI %v", cpuLevel(), cpuHas(levelAVX512), cpuHas(levelAVXVNNI))
-	if !cpuHas(levelAVXVNNI) {
-		t.Skip("this CPU has no AVX-VNNI: the avxvnni level falls back, checked above")
+}
+
+// TestQ4NXLevels: a q4nx model, whose loader packs while it reads, runs
+// each level asked for ($NPUCHAT_SIMD) with that level's kernels: packed
+// where the level has packed kernels, the rows otherwise.
+func TestQ4NXLevels(t *testing.T) {
+	w := randomWeights(t, 28, testmodel.MiniCPM5Small())
+	dir := filepath.Join(t.TempDir(), "flm")
+	if err := testmodel.WriteFLM(dir, w, testmodel.FLMOptions{}); err != nil {
+		t.Fatal(err)
 	}
-	if got, _ := (LoadOptions{SIMD: SIMDAVXVNNI}).simdLevel(); got != levelAVXVNNI {
-		t.Errorf("avxvnni on a CPU with AVX-VNNI: %s", got)
-	}
+	simdtest.Each(t, func(t *testing.T, lvl simd.Level) {
+		t.Setenv(simd.EnvLevel, lvl.String())
+		m := loadT(t, dir, LoadOptions{})
+		s := m.NewSession(0)
+		if _, err := s.Prefill(testTokens); err != nil {
+			t.Fatal(err)
+		}
+		packs := quant.HasPackedKernel(lvl, quant.Q4_1BF16)
+		if m.SIMD() != lvl.String() || m.layers[0].wq.simd != lvl || m.layers[0].wq.kern.packed() != packs {
+			t.Errorf("model SIMD %s, kernel %d at %s (packed kernels at %s: %v)", m.SIMD(), m.layers[0].wq.kern, m.layers[0].wq.simd, lvl, packs)
+		}
+	})
 }
 
 // TestPhysicalCores: the default thread count is at least 1 and at most

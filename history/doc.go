@@ -22,6 +22,16 @@
 // by the user, dropped by a closed tab or left by a killed server is
 // stored, and shown, as cut, with every word that was sent.
 //
+// Answer versions (versions.go): messages form a tree, each following
+// its parent, and a conversation records the message that ends the path
+// it shows. Answering again (Regenerate, then Answer) adds an answer
+// beside the earlier ones; editing a question (Edit) adds a question
+// beside it; neither drops anything, and Select shows another version
+// (with the replies last shown after it). Messages returns the shown
+// path with each message's versions; the JSON export has every version.
+// A reasoning model's <think> text is stored apart from the answer
+// (AppendThinking; the split is service/think's).
+//
 // Bad databases: Open on a file that is not a database, or whose
 // integrity check fails, or from a newer schema, moves it aside with a
 // timestamp (history.db.corrupt-20261202-154501, with its -wal and -shm)

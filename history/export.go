@@ -5,26 +5,33 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
 // Export is a conversation with its messages, as JSON export writes it.
 type Export struct {
 	Conversation
+	// Messages are the shown path, first to last.
 	Messages []Message `json:"messages"`
+	// OtherVersions are the messages of the other versions (earlier
+	// answers, questions before an edit and what followed them), oldest
+	// first; each names the message it follows (parent_id).
+	OtherVersions []Message `json:"other_versions,omitempty"`
 }
 
-// Load returns a conversation with its messages.
+// Load returns a conversation with its messages, every version.
 func (s *Store) Load(ctx context.Context, id int64) (*Export, error) {
 	c, err := s.Get(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	msgs, err := s.Messages(ctx, id)
+	t, err := s.tree(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	return &Export{Conversation: *c, Messages: msgs}, nil
+	path := t.path()
+	return &Export{Conversation: *c, Messages: path, OtherVersions: t.others(path)}, nil
 }
 
 // WriteJSON writes the export as indented JSON.
@@ -57,7 +64,14 @@ func (e *Export) WriteMarkdown(w io.Writer) error {
 				who += " (" + m.Stats.Model + ")"
 			}
 		}
-		fmt.Fprintf(&b, "## %s\n\n%s\n\n", who, strings.TrimRight(m.Content, "\n"))
+		fmt.Fprintf(&b, "## %s\n\n", who)
+		if n := len(m.Versions); n > 1 {
+			fmt.Fprintf(&b, "_(version %d of %d; the .json export has every version)_\n\n", slices.Index(m.Versions, m.ID)+1, n)
+		}
+		if m.Thinking != "" {
+			fmt.Fprintf(&b, "<details><summary>Thinking</summary>\n\n%s\n\n</details>\n\n", quote(m.Thinking))
+		}
+		fmt.Fprintf(&b, "%s\n\n", strings.TrimRight(m.Content, "\n"))
 		if m.Cut {
 			fmt.Fprintf(&b, "_(answer cut: %s)_\n\n", m.CutReason)
 		}

@@ -64,8 +64,29 @@ var migrations = []string{
 		INSERT INTO titles_fts(rowid, title) VALUES (new.id, new.title);
 	END;
 	INSERT INTO titles_fts(rowid, title) SELECT id, title FROM conversations;`,
+
+	// 4: answer versions and thinking. Messages form a tree: each has
+	// the message it follows (parent_id; NULL for a chat's first one),
+	// so a regenerated answer or an edited question is a sibling of the
+	// one it replaces, and the conversation records which message ends
+	// the shown path (current_id); shown_reply is the reply last shown
+	// after a message, so that going back to a version shows what was
+	// chosen after it. A chat written before is one line: each message
+	// follows the one before it, and the last one is current.
+	// thinking is a reasoning model's <think> text, kept apart from the
+	// answer.
+	`ALTER TABLE messages ADD COLUMN parent_id INTEGER REFERENCES messages(id) ON DELETE CASCADE;
+	ALTER TABLE messages ADD COLUMN shown_reply INTEGER;
+	ALTER TABLE messages ADD COLUMN thinking TEXT NOT NULL DEFAULT '';
+	ALTER TABLE conversations ADD COLUMN current_id INTEGER;
+	UPDATE messages SET parent_id = (SELECT MAX(p.id) FROM messages p WHERE p.conversation_id = messages.conversation_id AND p.id < messages.id);
+	UPDATE conversations SET current_id = (SELECT MAX(m.id) FROM messages m WHERE m.conversation_id = conversations.id);
+	CREATE INDEX messages_by_parent ON messages(parent_id);`,
+
+	// 5: a chat's thinking switch (NULL: the model's default).
+	`ALTER TABLE conversations ADD COLUMN thinking INTEGER;`,
 }
 
 // SchemaVersion is the schema this package writes (len(migrations);
 // a test keeps the two equal).
-const SchemaVersion = 3
+const SchemaVersion = 5

@@ -61,6 +61,9 @@ type Settings struct {
 	Temperature  *float64 `json:"temperature"`
 	TopP         *float64 `json:"top_p"`
 	MaxTokens    *int     `json:"max_tokens"`
+	// Thinking switches a reasoning model's thinking on or off, where
+	// its chat template allows (backend.CapThinking).
+	Thinking *bool `json:"thinking"`
 }
 
 // Conversation is one chat.
@@ -95,10 +98,19 @@ type Message struct {
 	Content        string `json:"content"`
 	// Cut is true for an answer that did not finish (stopped,
 	// interrupted, failed); CutReason says which.
-	Cut       bool      `json:"cut"`
-	CutReason string    `json:"cut_reason,omitempty"`
+	Cut       bool   `json:"cut"`
+	CutReason string `json:"cut_reason,omitempty"`
+	// Thinking is a reasoning model's thoughts before its answer (the
+	// text of its <think> block), kept apart from Content.
+	Thinking  string    `json:"thinking,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	Stats     *Stats    `json:"stats,omitempty"`
+	// ParentID is the message this one follows (0 for a chat's first).
+	ParentID int64 `json:"parent_id,omitempty"`
+	// Versions are the ids of this message and its siblings (the other
+	// answers to the same question, the other edits of a question), in
+	// the order they were written; empty when there is only this one.
+	Versions []int64 `json:"versions,omitempty"`
 }
 
 // Cut reasons.
@@ -331,7 +343,7 @@ func cleanTitle(t string) (string, error) {
 	return t, nil
 }
 
-const convColumns = `id, title, system_prompt, temperature, top_p, max_tokens, created_at, updated_at`
+const convColumns = `id, title, system_prompt, temperature, top_p, max_tokens, created_at, updated_at, thinking`
 
 type scanner interface{ Scan(...any) error }
 
@@ -340,8 +352,12 @@ func scanConversation(r scanner) (*Conversation, error) {
 	var temp, topP sql.NullFloat64
 	var maxTok sql.NullInt64
 	var created, updated int64
-	if err := r.Scan(&c.ID, &c.Title, &c.SystemPrompt, &temp, &topP, &maxTok, &created, &updated); err != nil {
+	var thinking sql.NullBool
+	if err := r.Scan(&c.ID, &c.Title, &c.SystemPrompt, &temp, &topP, &maxTok, &created, &updated, &thinking); err != nil {
 		return nil, err
+	}
+	if thinking.Valid {
+		c.Thinking = &thinking.Bool
 	}
 	if temp.Valid {
 		c.Temperature = &temp.Float64
@@ -367,8 +383,8 @@ func (s *Store) Create(ctx context.Context, title string, st Settings) (*Convers
 		return nil, err
 	}
 	now := s.stamp()
-	res, err := s.db.ExecContext(ctx, `INSERT INTO conversations (title, system_prompt, temperature, top_p, max_tokens, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`, title, st.SystemPrompt, st.Temperature, st.TopP, st.MaxTokens, now, now)
+	res, err := s.db.ExecContext(ctx, `INSERT INTO conversations (title, system_prompt, temperature, top_p, max_tokens, thinking, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, title, st.SystemPrompt, st.Temperature, st.TopP, st.MaxTokens, st.Thinking, now, now)
 	if err != nil {
 		return nil, wrap("history: new conversation", err)
 	}
@@ -432,8 +448,8 @@ func (s *Store) Update(ctx context.Context, id int64, p Patch) (*Conversation, e
 		}
 		c.Settings = *p.Settings
 	}
-	_, err = s.db.ExecContext(ctx, `UPDATE conversations SET title = ?, system_prompt = ?, temperature = ?, top_p = ?, max_tokens = ?, updated_at = ? WHERE id = ?`,
-		c.Title, c.SystemPrompt, c.Temperature, c.TopP, c.MaxTokens, s.stamp(), id)
+	_, err = s.db.ExecContext(ctx, `UPDATE conversations SET title = ?, system_prompt = ?, temperature = ?, top_p = ?, max_tokens = ?, thinking = ?, updated_at = ? WHERE id = ?`,
+		c.Title, c.SystemPrompt, c.Temperature, c.TopP, c.MaxTokens, c.Thinking, s.stamp(), id)
 	if err != nil {
 		return nil, wrap(fmt.Sprintf("history: update conversation %d", id), err)
 	}
@@ -523,7 +539,7 @@ func prefixed(p, cols string) string {
 }
 
 const msgColumns = `id, conversation_id, role, content, cut, cut_reason, created_at, model, engine, fallback, finish_reason,
-	prompt_tokens, completion_tokens, context_length, ttft_ms, tokens_per_second`
+	prompt_tokens, completion_tokens, context_length, ttft_ms, tokens_per_second, IFNULL(parent_id, 0), thinking`
 
 func scanMessage(r scanner) (*Message, error) {
 	var m Message
@@ -531,7 +547,7 @@ func scanMessage(r scanner) (*Message, error) {
 	var created int64
 	if err := r.Scan(&m.ID, &m.ConversationID, &m.Role, &m.Content, &m.Cut, &m.CutReason, &created,
 		&st.Model, &st.Engine, &st.Fallback, &st.FinishReason, &st.PromptTokens, &st.CompletionTokens, &st.ContextLength,
-		&st.TTFTMillis, &st.TokensPerSecond); err != nil {
+		&st.TTFTMillis, &st.TokensPerSecond, &m.ParentID, &m.Thinking); err != nil {
 		return nil, err
 	}
 	m.CreatedAt = fromMillis(created)
@@ -544,43 +560,13 @@ func scanMessage(r scanner) (*Message, error) {
 	return &m, nil
 }
 
-// Messages returns a conversation's messages in order.
-func (s *Store) Messages(ctx context.Context, conversation int64) ([]Message, error) {
-	if _, err := s.Get(ctx, conversation); err != nil {
-		return nil, err
-	}
-	rows, err := s.db.QueryContext(ctx, `SELECT `+msgColumns+` FROM messages WHERE conversation_id = ? ORDER BY id`, conversation)
-	if err != nil {
-		return nil, wrap("history: messages", err)
-	}
-	defer rows.Close()
-	out := []Message{}
-	for rows.Next() {
-		m, err := scanMessage(rows)
-		if err != nil {
-			return nil, wrap("history: messages", err)
-		}
-		out = append(out, *m)
-	}
-	return out, wrap("history: messages", rows.Err())
-}
-
-// Message returns one message.
-func (s *Store) Message(ctx context.Context, id int64) (*Message, error) {
-	m, err := scanMessage(s.db.QueryRowContext(ctx, `SELECT `+msgColumns+` FROM messages WHERE id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("message %d: %w", id, ErrNotFound)
-	}
-	return m, wrap(fmt.Sprintf("history: message %d", id), err)
-}
-
 // AddUser stores a user's message; a conversation without a title takes
 // the start of its first message as one.
 func (s *Store) AddUser(ctx context.Context, conversation int64, content string) (*Message, error) {
 	if err := CheckMessage(content); err != nil {
 		return nil, err
 	}
-	return s.insert(ctx, conversation, "user", content, false)
+	return s.insert(ctx, conversation, "user", content, false, afterCurrent)
 }
 
 // CheckMessage validates a user's message as AddUser does, so that a
@@ -600,7 +586,7 @@ func CheckMessage(content string) error {
 // ("interrupted") until FinishAnswer: if the server dies mid-answer, what
 // was streamed stays, marked as cut.
 func (s *Store) StartAnswer(ctx context.Context, conversation int64, model string) (*Message, error) {
-	m, err := s.insert(ctx, conversation, "assistant", "", true)
+	m, err := s.insert(ctx, conversation, "assistant", "", true, afterCurrent)
 	if err != nil {
 		return nil, err
 	}
@@ -610,7 +596,14 @@ func (s *Store) StartAnswer(ctx context.Context, conversation int64, model strin
 	return s.Message(ctx, m.ID)
 }
 
-func (s *Store) insert(ctx context.Context, conversation int64, role, content string, cut bool) (*Message, error) {
+// afterCurrent, as insert's parent, puts the message after the end of
+// the shown path.
+const afterCurrent = -1
+
+// insert adds a message after parent (afterCurrent: after the shown
+// path's last message; 0: as a first message) and makes it the end of
+// the shown path.
+func (s *Store) insert(ctx context.Context, conversation int64, role, content string, cut bool, parent int64) (*Message, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, wrap("history: add message", err)
@@ -618,28 +611,43 @@ func (s *Store) insert(ctx context.Context, conversation int64, role, content st
 	defer tx.Rollback()
 	now := s.stamp()
 	var title string
-	if err := tx.QueryRowContext(ctx, `SELECT title FROM conversations WHERE id = ?`, conversation).Scan(&title); errors.Is(err, sql.ErrNoRows) {
+	var current sql.NullInt64
+	if err := tx.QueryRowContext(ctx, `SELECT title, current_id FROM conversations WHERE id = ?`, conversation).Scan(&title, &current); errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("conversation %d: %w", conversation, ErrNotFound)
 	} else if err != nil {
 		return nil, wrap("history: add message", err)
+	}
+	var after sql.NullInt64
+	switch {
+	case parent == afterCurrent:
+		leaf, err := currentLeaf(ctx, tx, conversation, current)
+		if err != nil {
+			return nil, wrap("history: add message", err)
+		}
+		after = sql.NullInt64{Int64: leaf, Valid: leaf != 0}
+	case parent > 0:
+		after = sql.NullInt64{Int64: parent, Valid: true}
 	}
 	reason := ""
 	if cut {
 		reason = CutInterrupted
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO messages (conversation_id, role, content, cut, cut_reason, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		conversation, role, content, cut, reason, now)
+	res, err := tx.ExecContext(ctx, `INSERT INTO messages (conversation_id, role, content, cut, cut_reason, created_at, parent_id) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		conversation, role, content, cut, reason, now, after)
 	if err != nil {
 		return nil, wrap("history: add message", err)
 	}
 	id, _ := res.LastInsertId()
+	if err := showReply(ctx, tx, after.Int64, id); err != nil {
+		return nil, wrap("history: add message", err)
+	}
 	if title == "" && role == "user" {
 		title, _ = cleanTitle(content)
 		if r := []rune(title); len(r) > 60 {
 			title = strings.TrimSpace(string(r[:59])) + "…"
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE conversations SET updated_at = ?, title = ? WHERE id = ?`, now, title, conversation); err != nil {
+	if _, err := tx.ExecContext(ctx, `UPDATE conversations SET updated_at = ?, title = ?, current_id = ? WHERE id = ?`, now, title, id, conversation); err != nil {
 		return nil, wrap("history: add message", err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -675,18 +683,4 @@ func (s *Store) endAnswer(ctx context.Context, message int64, cut bool, reason s
 		cut, reason, st.Engine, st.Fallback, st.FinishReason, st.PromptTokens, st.CompletionTokens, st.ContextLength,
 		st.TTFTMillis, st.TokensPerSecond, st.Model, st.Model, message)
 	return wrap("history: finish answer", err)
-}
-
-// Truncate removes a message and every later one of its conversation
-// (to edit and resend it, or to answer again).
-func (s *Store) Truncate(ctx context.Context, conversation, from int64) error {
-	m, err := s.Message(ctx, from)
-	if err != nil {
-		return err
-	}
-	if m.ConversationID != conversation {
-		return fmt.Errorf("message %d in conversation %d: %w", from, conversation, ErrNotFound)
-	}
-	_, err = s.db.ExecContext(ctx, `DELETE FROM messages WHERE conversation_id = ? AND id >= ?`, conversation, from)
-	return wrap("history: remove messages", err)
 }

@@ -440,6 +440,12 @@ func TestExport(t *testing.T) {
 	b := must[*Message](t)(st.StartAnswer(ctx, c.ID, "minicpm5:2b"))
 	st.AppendText(ctx, b.ID, "Sure, here")
 	st.CutAnswer(ctx, b.ID, CutStopped, Stats{Engine: "cpu"})
+	// Answered again, with thoughts: the cut answer stays as version 1.
+	re := must[*Turn](t)(st.Regenerate(ctx, c.ID))
+	b2 := must[*Message](t)(st.Answer(ctx, re, "minicpm5:2b"))
+	st.AppendThinking(ctx, b2.ID, "They want more.")
+	st.AppendText(ctx, b2.ID, "Here is more.")
+	st.FinishAnswer(ctx, b2.ID, Stats{Engine: "cpu"})
 	e := must[*Export](t)(st.Load(ctx, c.ID))
 	for _, f := range []struct {
 		name  string

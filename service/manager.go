@@ -679,6 +679,9 @@ func (m *Manager) load(lctx context.Context, model, kind string, idle bool) (bac
 	}
 	m.be, m.beModel, m.info = be, model, &info
 	m.stats.LoadSeconds = m.opts.Now().Sub(start).Seconds()
+	if info.Kernels != "" {
+		m.log.Info("model loaded", "model", model, "backend", kind, "kernels", info.Kernels)
+	}
 	if idle && !m.closed {
 		m.setIdleLocked(m.keepAlive)
 	}

@@ -524,10 +524,16 @@ func TestClientLeavingDuringLoadIsNotAnError(t *testing.T) {
 }
 
 // slowLoad ignores its context while loading, as a load that cannot be
-// interrupted.
-type slowLoad struct{ *fake.Backend }
+// interrupted; done (when not nil) is closed once Load has returned.
+type slowLoad struct {
+	*fake.Backend
+	done chan struct{}
+}
 
 func (s slowLoad) Load(ctx context.Context, p func(backend.Progress)) error {
+	if s.done != nil {
+		defer close(s.done)
+	}
 	time.Sleep(400 * time.Millisecond)
 	return s.Backend.Load(context.Background(), p)
 }
@@ -536,12 +542,16 @@ func TestStopThatTimesOutStillEndsOff(t *testing.T) {
 	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: -1})
 	var made []*fake.Backend
 	var mu sync.Mutex
+	loadEnded := make(chan struct{})
 	r.m.opts.NewBackend = func(_ context.Context, model, kind string) (backend.Backend, error) {
 		b := fake.New(fake.Options{Name: model})
 		mu.Lock()
+		defer mu.Unlock()
 		made = append(made, b)
-		mu.Unlock()
-		return slowLoad{b}, nil
+		if len(made) > 1 {
+			return b, nil // a second load is a failure, reported below
+		}
+		return slowLoad{b, loadEnded}, nil
 	}
 	r.m.Start("minicpm5:2b")
 	waitFor(t, "loading", func() bool { return r.m.Status().State == StateLoading })
@@ -553,11 +563,20 @@ func TestStopThatTimesOutStillEndsOff(t *testing.T) {
 	if st := r.m.Status(); st.State != StateOff || st.Enabled {
 		t.Fatalf("right after a stop that could not wait: %+v", st)
 	}
-	time.Sleep(500 * time.Millisecond) // the load ends
+	select {
+	case <-loadEnded:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the abandoned load never ended")
+	}
+	// the load completed after the stop: the manager unloads what it loaded
+	mu.Lock()
+	b := made[0]
+	mu.Unlock()
+	waitFor(t, "the abandoned backend to be unloaded", func() bool { l, u, _ := b.Counts(); return l == 1 && u == 1 })
 	mu.Lock()
 	defer mu.Unlock()
 	if st := r.m.Status(); st.State != StateOff || len(made) != 1 || made[0].Loaded() {
-		t.Fatalf("after the abandoned load ended: %+v, backend loaded %v", st, len(made) == 1 && made[0].Loaded())
+		t.Fatalf("after the abandoned load ended: %+v, %d backends made, loaded %v", st, len(made), made[0].Loaded())
 	}
 }
 

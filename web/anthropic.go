@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
-	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
 )
 
@@ -236,33 +234,33 @@ func anthropicToMessages(m anthropicMessage, i int) ([]backend.Message, error) {
 // anthropicAnswer is a whole Messages answer, or the message of a
 // message_start event.
 type anthropicAnswer struct {
-	ID           string           `json:"id"`
-	Type         string           `json:"type"`
-	Role         string           `json:"role"`
-	Model        string           `json:"model"`
-	Content      []anthropicBlock `json:"content"`
-	StopReason   *string          `json:"stop_reason"`
-	StopSequence *string          `json:"stop_sequence"`
-	Usage        anthropicUsage   `json:"usage"`
+	ID           string             `json:"id"`
+	Type         string             `json:"type"`
+	Role         string             `json:"role"`
+	Model        string             `json:"model"`
+	Content      []anthropicContent `json:"content"`
+	StopReason   *string            `json:"stop_reason"`
+	StopSequence *string            `json:"stop_sequence"`
+	Usage        anthropicUsage     `json:"usage"`
 }
 
-type anthropicUsage struct {
-	InputTokens  int `json:"input_tokens"`
-	OutputTokens int `json:"output_tokens"`
+// anthropicContent is a content block of an answer. Each type has its
+// constructor (textBlock, toolUseBlock) and its own fields, pointers where
+// an empty value must still be sent ("text": "" opens a text block). A
+// thinking block is one more type with "thinking" and "signature".
+type anthropicContent struct {
+	Type string `json:"type"`
+	// text
+	Text *string `json:"text,omitempty"`
+	// tool_use
+	ID    string          `json:"id,omitempty"`
+	Name  string          `json:"name,omitempty"`
+	Input json.RawMessage `json:"input,omitempty"`
 }
 
-// anthropicStopReason maps a finish reason to Anthropic's.
-func anthropicStopReason(a *answer) string {
-	switch {
-	case len(a.ToolCalls) > 0:
-		return "tool_use"
-	case a.Result.FinishReason == backend.FinishLength:
-		return "max_tokens"
-	}
-	return "end_turn"
-}
+func textBlock(text string) anthropicContent { return anthropicContent{Type: "text", Text: &text} }
 
-func toolUseBlock(c backend.ToolCall) anthropicBlock {
+func toolUseBlock(c backend.ToolCall) anthropicContent {
 	id := c.ID
 	if strings.HasPrefix(id, "call_") {
 		id = "toolu_" + strings.TrimPrefix(id, "call_")
@@ -271,7 +269,82 @@ func toolUseBlock(c backend.ToolCall) anthropicBlock {
 	if len(input) == 0 {
 		input = json.RawMessage("{}")
 	}
-	return anthropicBlock{Type: "tool_use", ID: id, Name: c.Name, Input: input}
+	return anthropicContent{Type: "tool_use", ID: id, Name: c.Name, Input: input}
+}
+
+type anthropicUsage struct {
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+}
+
+// The streaming events, one struct each, in the order they come:
+// message_start, ping, then per block content_block_start, its deltas
+// and content_block_stop, then message_delta and message_stop (or an
+// error event when the answer is cut).
+
+// anthropicMessageStart is message_start.
+type anthropicMessageStart struct {
+	Type    string          `json:"type"`
+	Message anthropicAnswer `json:"message"`
+}
+
+// anthropicPing is ping, and message_stop (both carry only their type).
+type anthropicPing struct {
+	Type string `json:"type"`
+}
+
+// anthropicBlockStart is content_block_start.
+type anthropicBlockStart struct {
+	Type         string           `json:"type"`
+	Index        int              `json:"index"`
+	ContentBlock anthropicContent `json:"content_block"`
+}
+
+// anthropicBlockDelta is content_block_delta.
+type anthropicBlockDelta struct {
+	Type  string         `json:"type"`
+	Index int            `json:"index"`
+	Delta anthropicDelta `json:"delta"`
+}
+
+// anthropicDelta is a block's delta: text_delta (Text) or
+// input_json_delta (PartialJSON); a thinking_delta is one more type.
+type anthropicDelta struct {
+	Type        string  `json:"type"`
+	Text        *string `json:"text,omitempty"`
+	PartialJSON *string `json:"partial_json,omitempty"`
+}
+
+// anthropicBlockStop is content_block_stop.
+type anthropicBlockStop struct {
+	Type  string `json:"type"`
+	Index int    `json:"index"`
+}
+
+// anthropicMessageDelta is message_delta: why the answer stopped, and
+// the final usage.
+type anthropicMessageDelta struct {
+	Type  string `json:"type"`
+	Delta struct {
+		StopReason   string  `json:"stop_reason"`
+		StopSequence *string `json:"stop_sequence"`
+	} `json:"delta"`
+	Usage anthropicUsage `json:"usage"`
+}
+
+// anthropicStop is why an answer stopped, as Anthropic says it:
+// stop_reason, and the stop sequence that ended it (nil unless one did).
+func anthropicStop(a *answer) (string, *string) {
+	switch {
+	case len(a.ToolCalls) > 0:
+		return "tool_use", nil
+	case a.Result.FinishReason == backend.FinishLength:
+		return "max_tokens", nil
+	case a.Result.StopSequence != "":
+		seq := a.Result.StopSequence
+		return "stop_sequence", &seq
+	}
+	return "end_turn", nil
 }
 
 // anthropicErrorBody is Anthropic's error shape.
@@ -297,6 +370,8 @@ func anthropicError(ae *apiError) anthropicErrorBody {
 		e.Error.Type = "rate_limit_error"
 	case ae.status == http.StatusServiceUnavailable:
 		e.Error.Type = "overloaded_error"
+	case ae.status == http.StatusGatewayTimeout:
+		e.Error.Type = "timeout_error"
 	case ae.status >= 500:
 		e.Error.Type = "api_error"
 	default:
@@ -306,32 +381,18 @@ func anthropicError(ae *apiError) anthropicErrorBody {
 	return e
 }
 
-func (s *Server) anthropicFail(w http.ResponseWriter, r *http.Request, err error) {
-	ae := s.classify(err)
-	if ae.status == 499 {
-		ae.status = http.StatusBadRequest
-	}
-	writeJSON(w, ae.status, anthropicError(ae))
-}
-
 func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	ticket, body, ok := s.admit(w, r)
-	if !ok {
-		return
-	}
-	defer ticket.Release()
-	req, in, err := parseAnthropic(body)
-	if err != nil {
-		s.anthropicFail(w, r, err)
-		return
-	}
-	a := newAnswer("msg_", in.Model, start)
-	var out answerWriter = &anthropicWhole{s: s, w: w, r: r}
-	if in.Stream {
-		out = &anthropicStream{s: s, w: w, r: r, sse: s.newSSE(w)}
-	}
-	s.drive(w, r, a, &call{req: req, opts: service.GenerateOptions{Ticket: ticket}, out: out})
+	s.generate(w, r, api{idPrefix: "msg_", decode: func(w http.ResponseWriter, r *http.Request, body []byte) (*call, error) {
+		req, in, err := parseAnthropic(body)
+		if err != nil {
+			return nil, err
+		}
+		var out answerWriter = &anthropicWhole{s: s, w: w, r: r}
+		if in.Stream {
+			out = &anthropicStream{s: s, w: w, r: r, sse: s.newSSE(w)}
+		}
+		return &call{req: req, out: out, model: in.Model}, nil
+	}})
 }
 
 // anthropicWhole writes a whole Messages answer.
@@ -344,20 +405,20 @@ type anthropicWhole struct {
 func (o *anthropicWhole) piece(*answer, backend.Token) error { return nil }
 
 func (o *anthropicWhole) finish(a *answer) error {
-	content := []anthropicBlock{}
+	content := []anthropicContent{}
 	if text := a.Text.String(); text != "" || len(a.ToolCalls) == 0 {
-		content = append(content, anthropicBlock{Type: "text", Text: text})
+		content = append(content, textBlock(text))
 	}
 	for _, c := range a.ToolCalls {
 		content = append(content, toolUseBlock(c))
 	}
-	reason := anthropicStopReason(a)
+	reason, seq := anthropicStop(a)
 	writeJSON(o.w, http.StatusOK, anthropicAnswer{ID: a.ID, Type: "message", Role: "assistant", Model: a.Model,
-		Content: content, StopReason: &reason, Usage: anthropicUsage{a.Result.PromptTokens, a.Result.CompletionTokens}})
+		Content: content, StopReason: &reason, StopSequence: seq, Usage: anthropicUsage{a.Result.PromptTokens, a.Result.CompletionTokens}})
 	return nil
 }
 
-func (o *anthropicWhole) fail(_ *answer, ae *apiError) { writeJSON(o.w, ae.status, anthropicError(ae)) }
+func (o *anthropicWhole) fail(_ *answer, ae *apiError) { o.s.writeAPIError(o.w, o.r, ae) }
 
 // anthropicStream writes the Messages streaming events. Text goes in a
 // text block opened at the first piece; each tool call is a tool_use
@@ -377,12 +438,27 @@ func (o *anthropicStream) begin(a *answer) error {
 		return nil
 	}
 	o.began = true
-	msg := anthropicAnswer{ID: a.ID, Type: "message", Role: "assistant", Model: a.Model, Content: []anthropicBlock{},
+	msg := anthropicAnswer{ID: a.ID, Type: "message", Role: "assistant", Model: a.Model, Content: []anthropicContent{},
 		Usage: anthropicUsage{InputTokens: a.Result.PromptTokens}}
-	if err := o.sse.event("message_start", map[string]any{"type": "message_start", "message": msg}); err != nil {
+	if err := o.sse.event("message_start", anthropicMessageStart{"message_start", msg}); err != nil {
 		return err
 	}
-	return o.sse.event("ping", map[string]string{"type": "ping"})
+	return o.sse.event("ping", anthropicPing{"ping"})
+}
+
+// open starts block b at the next index.
+func (o *anthropicStream) open(b anthropicContent) error {
+	return o.sse.event("content_block_start", anthropicBlockStart{"content_block_start", o.index, b})
+}
+
+// close ends the open block.
+func (o *anthropicStream) close() error {
+	o.index++
+	return o.sse.event("content_block_stop", anthropicBlockStop{"content_block_stop", o.index - 1})
+}
+
+func (o *anthropicStream) delta(d anthropicDelta) error {
+	return o.sse.event("content_block_delta", anthropicBlockDelta{"content_block_delta", o.index, d})
 }
 
 func (o *anthropicStream) closeText() error {
@@ -390,8 +466,7 @@ func (o *anthropicStream) closeText() error {
 		return nil
 	}
 	o.inText = false
-	o.index++
-	return o.sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": o.index - 1})
+	return o.close()
 }
 
 func (o *anthropicStream) piece(a *answer, t backend.Token) error {
@@ -401,13 +476,12 @@ func (o *anthropicStream) piece(a *answer, t backend.Token) error {
 	if t.Text != "" {
 		if !o.inText {
 			o.inText = true
-			if err := o.sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": o.index,
-				"content_block": anthropicBlock{Type: "text", Text: ""}}); err != nil {
+			if err := o.open(textBlock("")); err != nil {
 				return err
 			}
 		}
-		if err := o.sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": o.index,
-			"delta": map[string]string{"type": "text_delta", "text": t.Text}}); err != nil {
+		text := t.Text
+		if err := o.delta(anthropicDelta{Type: "text_delta", Text: &text}); err != nil {
 			return err
 		}
 	}
@@ -416,19 +490,17 @@ func (o *anthropicStream) piece(a *answer, t backend.Token) error {
 			return err
 		}
 		b := toolUseBlock(c)
-		input := b.Input
+		input := compactJSON(b.Input)
 		b.Input = json.RawMessage("{}")
-		if err := o.sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": o.index, "content_block": b}); err != nil {
+		if err := o.open(b); err != nil {
 			return err
 		}
-		if err := o.sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": o.index,
-			"delta": map[string]string{"type": "input_json_delta", "partial_json": compactJSON(input)}}); err != nil {
+		if err := o.delta(anthropicDelta{Type: "input_json_delta", PartialJSON: &input}); err != nil {
 			return err
 		}
-		if err := o.sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": o.index}); err != nil {
+		if err := o.close(); err != nil {
 			return err
 		}
-		o.index++
 	}
 	return nil
 }
@@ -439,8 +511,7 @@ func (o *anthropicStream) finish(a *answer) error {
 	}
 	if o.index == 0 && !o.inText {
 		// An empty answer still has its (empty) text block.
-		if err := o.sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": 0,
-			"content_block": anthropicBlock{Type: "text", Text: ""}}); err != nil {
+		if err := o.open(textBlock("")); err != nil {
 			return err
 		}
 		o.inText = true
@@ -448,18 +519,17 @@ func (o *anthropicStream) finish(a *answer) error {
 	if err := o.closeText(); err != nil {
 		return err
 	}
-	reason := anthropicStopReason(a)
-	if err := o.sse.event("message_delta", map[string]any{"type": "message_delta",
-		"delta": map[string]any{"stop_reason": reason, "stop_sequence": nil},
-		"usage": map[string]int{"input_tokens": a.Result.PromptTokens, "output_tokens": a.Result.CompletionTokens}}); err != nil {
+	md := anthropicMessageDelta{Type: "message_delta", Usage: anthropicUsage{a.Result.PromptTokens, a.Result.CompletionTokens}}
+	md.Delta.StopReason, md.Delta.StopSequence = anthropicStop(a)
+	if err := o.sse.event("message_delta", md); err != nil {
 		return err
 	}
-	return o.sse.event("message_stop", map[string]string{"type": "message_stop"})
+	return o.sse.event("message_stop", anthropicPing{"message_stop"})
 }
 
 func (o *anthropicStream) fail(_ *answer, ae *apiError) {
 	if !o.sse.started {
-		writeJSON(o.w, ae.status, anthropicError(ae))
+		o.s.writeAPIError(o.w, o.r, ae)
 		return
 	}
 	o.sse.event("error", anthropicError(ae))

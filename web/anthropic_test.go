@@ -66,8 +66,8 @@ func TestAnthropicStream(t *testing.T) {
 	if strings.Join(events, " ") != want {
 		t.Errorf("events %v\nwant %s\n%s", events, want, out)
 	}
-	for _, s := range []string{`"delta":{"text":"Checking.","type":"text_delta"}`, `"content_block":{"type":"tool_use","id":"toolu_abc","name":"get_weather","input":{}}`,
-		`"delta":{"partial_json":"{\"city\":\"Paris\"}","type":"input_json_delta"}`, `"stop_reason":"tool_use"`} {
+	for _, s := range []string{`"delta":{"type":"text_delta","text":"Checking."}`, `"content_block":{"type":"tool_use","id":"toolu_abc","name":"get_weather","input":{}}`,
+		`"delta":{"type":"input_json_delta","partial_json":"{\"city\":\"Paris\"}"}`, `"stop_reason":"tool_use"`} {
 		if !strings.Contains(out, s) {
 			t.Errorf("stream lacks %s:\n%s", s, out)
 		}

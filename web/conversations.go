@@ -13,6 +13,7 @@ import (
 	"github.com/npuchat/npuchat/history"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
+	"github.com/npuchat/npuchat/service/think"
 )
 
 // The conversation API (/api/conversations) is the chat page's back end:
@@ -104,8 +105,12 @@ type conversationIn struct {
 	Temperature  *float64 `json:"temperature"`
 	TopP         *float64 `json:"top_p"`
 	MaxTokens    *int     `json:"max_tokens"`
+	// Thinking switches a reasoning model's thinking on or off (where
+	// the model's chat template allows: status info capability
+	// "thinking").
+	Thinking *bool `json:"thinking"`
 	// Clear names settings to reset to the server's default
-	// ("temperature", "top_p", "max_tokens") in a PATCH.
+	// ("temperature", "top_p", "max_tokens", "thinking") in a PATCH.
 	Clear []string `json:"clear"`
 }
 
@@ -122,6 +127,9 @@ func (in *conversationIn) apply(st *history.Settings) error {
 	if in.MaxTokens != nil {
 		st.MaxTokens = in.MaxTokens
 	}
+	if in.Thinking != nil {
+		st.Thinking = in.Thinking
+	}
 	for _, c := range in.Clear {
 		switch c {
 		case "temperature":
@@ -130,8 +138,10 @@ func (in *conversationIn) apply(st *history.Settings) error {
 			st.TopP = nil
 		case "max_tokens":
 			st.MaxTokens = nil
+		case "thinking":
+			st.Thinking = nil
 		default:
-			return badRequest("clear", "clear: %q is not a setting (temperature, top_p, max_tokens)", c)
+			return badRequest("clear", "clear: %q is not a setting (temperature, top_p, max_tokens, thinking)", c)
 		}
 	}
 	return nil
@@ -310,11 +320,12 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) {
 type sendIn struct {
 	// Content is the user's message (not with regenerate).
 	Content string `json:"content"`
-	// Edit, when set, replaces that user message (and drops everything
-	// after it) with Content.
+	// Edit, when set, sends Content as a new version of that user
+	// message (the old one and what followed it stay, as its other
+	// version).
 	Edit int64 `json:"edit"`
-	// Regenerate answers the last user message again, replacing the
-	// answer that follows it.
+	// Regenerate answers the last user message again; the new answer
+	// is a version beside the earlier ones.
 	Regenerate bool `json:"regenerate"`
 	// Model overrides the model to ask (default: the one the server runs).
 	Model string `json:"model"`
@@ -326,6 +337,7 @@ type sendIn struct {
 //
 //	event: user     data: the stored user message
 //	event: start    data: the stored (empty, cut) answer
+//	event: thinking data: {"text": "..."} (a reasoning model's <think> text)
 //	event: token    data: {"text": "..."}
 //	event: done     data: the finished answer, with its stats
 //	event: error    data: {"message": "...", "answer": the cut answer or null}
@@ -354,82 +366,23 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 		s.failHistory(w, r, err)
 		return
 	}
-	msgs, err := st.Messages(ctx, id)
-	if err != nil {
-		s.failHistory(w, r, err)
-		return
-	}
-	var user *history.Message
-	switch {
-	case in.Regenerate:
-		if in.Content != "" || in.Edit != 0 {
-			s.fail(w, r, badRequest("regenerate", "regenerate takes no content or edit"))
-			return
-		}
-		last := -1
-		for i := len(msgs) - 1; i >= 0; i-- {
-			if msgs[i].Role == "user" {
-				last = i
-				break
-			}
-		}
-		if last < 0 {
-			s.fail(w, r, badRequest("regenerate", "there is no message to answer again in conversation %d", id))
-			return
-		}
-		if last+1 < len(msgs) {
-			if err := st.Truncate(keep, id, msgs[last+1].ID); err != nil {
-				s.failHistory(w, r, err)
-				return
-			}
-		}
-		user, msgs = &msgs[last], msgs[:last+1]
-	case in.Edit != 0:
-		at := -1
-		for i := range msgs {
-			if msgs[i].ID == in.Edit && msgs[i].Role == "user" {
-				at = i
-			}
-		}
-		if at < 0 {
-			s.fail(w, r, &apiError{http.StatusNotFound, "not_found", fmt.Sprintf("conversation %d has no user message %d to edit", id, in.Edit), "edit"})
-			return
-		}
-		if strings.TrimSpace(in.Content) == "" {
-			s.fail(w, r, badRequest("content", "the edited message is empty"))
-			return
-		}
-		// Checked before the truncation: a message AddUser would refuse
-		// must not cost the ones it was to replace.
-		if err := history.CheckMessage(in.Content); err != nil {
-			s.failHistory(w, r, err)
-			return
-		}
-		if err := st.Truncate(keep, id, in.Edit); err != nil {
-			s.failHistory(w, r, err)
-			return
-		}
-		msgs = msgs[:at]
-		fallthrough
-	default:
-		user, err = st.AddUser(keep, id, in.Content)
-		if err != nil {
-			s.failHistory(w, r, err)
-			return
-		}
-		msgs = append(msgs, *user)
-	}
-	req, err := s.chatRequest(conv, msgs, in.Model)
+	turn, err := s.turn(keep, st, id, in)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	ans, err := st.StartAnswer(keep, id, req.Model)
+	req, err := s.chatRequest(conv, turn.Path, in.Model)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	ans, err := st.Answer(keep, turn, req.Model)
 	if err != nil {
 		s.failHistory(w, r, err)
 		return
 	}
-	out := &conversationWriter{out: s.newSSE(w), st: st, keep: keep, conv: id, ans: ans.ID, classify: s.classify}
+	user := turn.Question
+	out := &conversationWriter{out: s.newSSE(w), st: st, keep: keep, conv: id, ans: ans.ID, classify: s.classify, split: think.New(think.Options{})}
 	if out.out.event("user", user) != nil || out.out.event("start", ans) != nil {
 		st.CutAnswer(keep, ans.ID, history.CutStopped, history.Stats{Model: req.Model})
 		return
@@ -438,8 +391,12 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 	a := newAnswer("conv-", req.Model, time.Now())
 	s.drive(w, r, a, &call{req: req, opts: gopts, out: out, observe: &observer{
 		// Stored before it is sent: whatever the page showed is on disk.
-		piece: func(a *answer, t backend.Token) error { return st.AppendText(keep, ans.ID, t.Text) },
+		piece: out.store,
 		end: func(a *answer) {
+			// A tag's start held back at the end is text after all.
+			th, tx := out.split.Flush()
+			st.AppendThinking(keep, ans.ID, th)
+			st.AppendText(keep, ans.ID, tx)
 			out.stats = s.answerStats(a)
 			switch {
 			case a.Err == nil:
@@ -457,6 +414,74 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 			}
 		},
 	}})
+}
+
+// turn stores what the request asks for (a new message, an edit, or
+// nothing for a regenerate) and returns the question to answer; every
+// earlier version stays in the history.
+func (s *Server) turn(ctx context.Context, st *history.Store, id int64, in sendIn) (*history.Turn, error) {
+	var t *history.Turn
+	var err error
+	switch {
+	case in.Regenerate:
+		if in.Content != "" || in.Edit != 0 {
+			return nil, badRequest("regenerate", "regenerate takes no content or edit")
+		}
+		t, err = st.Regenerate(ctx, id)
+	case in.Edit != 0:
+		if strings.TrimSpace(in.Content) == "" {
+			return nil, badRequest("content", "the edited message is empty")
+		}
+		t, err = st.Edit(ctx, id, in.Edit, in.Content)
+		if errors.Is(err, history.ErrNotFound) {
+			return nil, &apiError{http.StatusNotFound, "not_found", fmt.Sprintf("conversation %d has no user message %d to edit", id, in.Edit), "edit"}
+		}
+	default:
+		t, err = st.Ask(ctx, id, in.Content)
+	}
+	if err != nil {
+		if errors.Is(err, history.ErrInvalid) && in.Regenerate {
+			return nil, badRequest("regenerate", "%s", strings.TrimPrefix(err.Error(), "invalid: "))
+		}
+		return nil, historyError(err)
+	}
+	return t, nil
+}
+
+// selectIn is the body of PUT /api/conversations/{id}/current.
+type selectIn struct {
+	// MessageID is the version to show: the chat then shows the path
+	// through it and the newest messages after it.
+	MessageID int64 `json:"message_id"`
+}
+
+// selectVersion is PUT /api/conversations/{id}/current: it shows another
+// version of a message (‹ 2/3 › under it) and answers with the
+// conversation as GET /api/conversations/{id} does.
+func (s *Server) selectVersion(w http.ResponseWriter, r *http.Request) {
+	st, id, ok := s.storeAndID(w, r)
+	if !ok {
+		return
+	}
+	var in selectIn
+	if err := s.decode(w, r, &in); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if in.MessageID <= 0 {
+		s.fail(w, r, badRequest("message_id", "message_id must name a message of the conversation"))
+		return
+	}
+	if err := st.Select(r.Context(), id, in.MessageID); err != nil {
+		s.failHistory(w, r, err)
+		return
+	}
+	e, err := st.Load(r.Context(), id)
+	if err != nil {
+		s.failHistory(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, e)
 }
 
 // answerStats are what the page shows under an answer.
@@ -490,10 +515,33 @@ type conversationWriter struct {
 	stats    history.Stats
 	endErr   error // storing the finished answer failed
 	dropped  bool  // the empty answer was removed
+	// split takes a reasoning model's <think> text apart from the
+	// answer; think and text are the current piece's two parts (store
+	// splits, piece sends).
+	split       *think.Splitter
+	think, text string
+}
+
+// store splits a piece into thinking and answer text and stores both,
+// before piece sends them.
+func (c *conversationWriter) store(a *answer, t backend.Token) error {
+	c.think, c.text = c.split.Write(t.Text)
+	if err := c.st.AppendThinking(c.keep, c.ans, c.think); err != nil {
+		return err
+	}
+	return c.st.AppendText(c.keep, c.ans, c.text)
 }
 
 func (c *conversationWriter) piece(a *answer, t backend.Token) error {
-	return c.out.event("token", map[string]string{"text": t.Text})
+	if c.think != "" {
+		if err := c.out.event("thinking", map[string]string{"text": c.think}); err != nil {
+			return err
+		}
+	}
+	if c.text == "" {
+		return nil
+	}
+	return c.out.event("token", map[string]string{"text": c.text})
 }
 
 func (c *conversationWriter) finish(a *answer) error {
@@ -522,7 +570,7 @@ func (c *conversationWriter) fail(a *answer, ae *apiError) {
 // chatRequest builds the generation request for a conversation: its
 // system prompt, its messages and its settings over the defaults.
 func (s *Server) chatRequest(conv *history.Conversation, msgs []history.Message, model string) (*backend.Request, error) {
-	req := &backend.Request{Model: trimModel(model)}
+	req := &backend.Request{Model: trimModel(model), Think: conv.Thinking}
 	if req.Model == "" {
 		req.Model = s.mgr.Status().Model
 	}

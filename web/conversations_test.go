@@ -236,11 +236,39 @@ func TestRegenerateAndEdit(t *testing.T) {
 	if len(after) != 4 || after[3].ID == before[3].ID || after[3].Content != "echo: two" || after[2].ID != before[2].ID {
 		t.Fatalf("regenerate: before %+v after %+v", before, after)
 	}
-	// Editing the first message drops everything after it.
+	// The earlier answer is kept as version 1 of 2.
+	if v := after[3].Versions; len(v) != 2 || v[0] != before[3].ID || v[1] != after[3].ID {
+		t.Fatalf("regenerate kept no version: %+v", after[3])
+	}
+	// Editing the first message shows the edit and its answer; the old
+	// line stays as version 1.
 	stream(t, context.Background(), msgsURL, fmt.Sprintf(`{"edit": %d, "content": "uno"}`, after[0].ID), nil)
 	edited := list()
-	if len(edited) != 2 || edited[0].Content != "uno" || edited[1].Content != "echo: uno" {
+	if len(edited) != 2 || edited[0].Content != "uno" || edited[1].Content != "echo: uno" || len(edited[0].Versions) != 2 {
 		t.Fatalf("edit: %+v", edited)
+	}
+	// PUT …/current shows the first version again, with its newest answer.
+	resp, body := do(t, "PUT", fmt.Sprintf("%s/api/conversations/%d/current", url, c.ID), fmt.Sprintf(`{"message_id": %d}`, after[0].ID))
+	if resp.StatusCode != 200 {
+		t.Fatalf("select: %d %s", resp.StatusCode, body)
+	}
+	shown := decodeJSON[history.Export](t, body)
+	if len(shown.Messages) != 4 || shown.Messages[0].Content != "one" || shown.Messages[3].ID != after[3].ID || len(shown.OtherVersions) != 3 {
+		t.Fatalf("after selecting version 1: %+v", shown)
+	}
+	if got := list(); len(got) != 4 || got[3].ID != after[3].ID {
+		t.Fatalf("the selection is not kept: %+v", got)
+	}
+	// Every version is exported.
+	_, body = do(t, "GET", fmt.Sprintf("%s/api/conversations/%d/export?format=json", url, c.ID), "")
+	if e := decodeJSON[history.Export](t, body); len(e.Messages)+len(e.OtherVersions) != 7 {
+		t.Fatalf("the export holds %d+%d messages, want 7", len(e.Messages), len(e.OtherVersions))
+	}
+	// Another chat's message is no version of this one.
+	_, body = do(t, "POST", url+"/api/conversations", `{}`)
+	other := decodeJSON[history.Conversation](t, body)
+	if resp, body := do(t, "PUT", fmt.Sprintf("%s/api/conversations/%d/current", url, other.ID), fmt.Sprintf(`{"message_id": %d}`, after[0].ID)); resp.StatusCode != 404 {
+		t.Fatalf("selecting another chat's message: %d %s", resp.StatusCode, body)
 	}
 }
 
@@ -455,6 +483,52 @@ func TestPageWithAPIKeyShowsNoHistoryWithoutTheKey(t *testing.T) {
 		resp, page := do(t, "GET", s.URL+path, "")
 		if resp.StatusCode != 200 || strings.Contains(page, "private plans") {
 			t.Errorf("%s without the key: %d, shows the history: %v", path, resp.StatusCode, strings.Contains(page, "private plans"))
+		}
+	}
+}
+
+// TestChatThinkingSwitchReachesTheModel: a chat's thinking setting goes
+// to the backend as Request.Think; cleared, it is the model's default.
+// A <think> block in the answer streams as thinking events and is
+// stored apart.
+func TestChatThinkingSwitchReachesTheModel(t *testing.T) {
+	url, _ := startChat(t, fake.Options{Reply: func(r *backend.Request) string {
+		think := "default"
+		if r.Think != nil {
+			think = fmt.Sprint(*r.Think)
+		}
+		return "<think>asked with " + think + "</think>\n\nanswer"
+	}})
+	_, body := do(t, "POST", url+"/api/conversations", `{"thinking": false}`)
+	c := decodeJSON[history.Conversation](t, body)
+	if c.Thinking == nil || *c.Thinking {
+		t.Fatalf("created with thinking off: %+v", c)
+	}
+	msgsURL := fmt.Sprintf("%s/api/conversations/%d/messages", url, c.ID)
+	for _, step := range []struct{ patch, think string }{
+		{"", "false"},
+		{`{"thinking": true}`, "true"},
+		{`{"clear": ["thinking"]}`, "default"},
+	} {
+		if step.patch != "" {
+			if resp, body := do(t, "PATCH", fmt.Sprintf("%s/api/conversations/%d", url, c.ID), step.patch); resp.StatusCode != 200 {
+				t.Fatalf("patch %s: %d %s", step.patch, resp.StatusCode, body)
+			}
+		}
+		var thought, said strings.Builder
+		evs := stream(t, context.Background(), msgsURL, `{"content": "hi"}`, nil)
+		for _, e := range evs {
+			switch e.Name {
+			case "thinking":
+				thought.WriteString(decodeJSON[map[string]string](t, string(e.Data))["text"])
+			case "token":
+				said.WriteString(decodeJSON[map[string]string](t, string(e.Data))["text"])
+			}
+		}
+		done := decodeJSON[history.Message](t, string(evs[len(evs)-1].Data))
+		want := "asked with " + step.think
+		if thought.String() != want || said.String() != "answer" || done.Thinking != want || done.Content != "answer" {
+			t.Errorf("%s: streamed thinking %q and text %q, stored %q and %q; want %q and \"answer\"", step.patch, thought.String(), said.String(), done.Thinking, done.Content, want)
 		}
 	}
 }

@@ -28,10 +28,13 @@
 //     the low-level streams in stream.go (sse, ndjson: headers with the
 //     first event, a flush and a write deadline per event).
 //
-// The handler takes a queue place and reads the body with s.admit (it
-// answers 429 itself when the queue is full, and the ticket goes in
-// service.GenerateOptions.Ticket), makes an answer (newAnswer: id, the
-// model name as sent, the arrival time) and calls s.drive(w, r, answer,
+// A generation handler is one call of s.generate with its API's id
+// prefix and decoder (generate.go): generate takes a queue place and
+// reads the body with s.admit (it answers 429 itself when the queue is
+// full, and the ticket goes in service.GenerateOptions.Ticket), decodes
+// the body into a call (an error is written by s.fail in the route's
+// shape), makes an answer (newAnswer: id, the model name as sent, the
+// arrival time) and calls s.drive(w, r, answer,
 // &call{req, opts, out, observe}). The driver runs the request through the service and
 // keeps the answer up to date: Text, Pieces, Backend and Fallback (known
 // before the first piece, from service.GenerateOptions.OnRun),
@@ -52,6 +55,17 @@
 //     extras (log probabilities) and non-text output (tool calls) travel
 //     in backend.Token and backend.Result and reach every writer through
 //     the same answer.
+//
+// # Errors
+//
+// Errors are values until they are written: classify (errors.go) maps
+// a sentinel or an *apiError to a status and a code, once; the shape is
+// the route's API's, decided by its path's prefix (errorShapeOf: Ollama's
+// {"error": "…"} for everything under /api/, Anthropic's for
+// /v1/messages, OpenAI's for the rest), so that a path no route serves
+// still answers in its API's shape. A deadline of the server's own is 504
+// and a cancellation by the server (the model stopped under the answer)
+// 503 in every format; a client that left is not answered at all.
 //
 // The golden files in testdata/formats pin each format byte for byte
 // (go test ./web -run TestAnswerFormats -update rewrites them).

@@ -63,8 +63,14 @@ func (s *Server) classify(err error) *apiError {
 		return &apiError{http.StatusBadRequest, "unsupported_parameter", ue.Error(), ue.Param}
 	case errors.Is(err, backend.ErrBadRequest):
 		return &apiError{http.StatusBadRequest, "invalid_request_error", err.Error(), ""}
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return &apiError{499, "request_cancelled", "request cancelled", ""}
+	case errors.Is(err, context.DeadlineExceeded):
+		// A deadline of the server's own (a stop or a check that took too
+		// long); a client that left is not answered at all (fail, drive).
+		return &apiError{http.StatusGatewayTimeout, "timeout", "the server timed out: " + err.Error(), ""}
+	case errors.Is(err, context.Canceled):
+		// Cancelled by the server while the client waits: the model was
+		// stopped or unloaded under the answer.
+		return &apiError{http.StatusServiceUnavailable, "cancelled", "the answer was stopped before it finished (the model was stopped or unloaded); ask again", ""}
 	case errors.Is(err, backend.ErrDeviceFailed):
 		return &apiError{http.StatusBadGateway, "backend_failed", err.Error(), ""}
 	default:
@@ -72,34 +78,76 @@ func (s *Server) classify(err error) *apiError {
 	}
 }
 
-// fail writes err as an OpenAI error object (or an Ollama one for
-// Ollama routes), with Retry-After when the queue is full.
+// fail writes err as the route's API writes errors (errorShapeOf), with
+// Retry-After when the queue is full. A client that has gone is not
+// answered.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	ae := s.classify(err)
-	if ae.status == 499 {
-		if r.Context().Err() != nil {
-			return // the client is gone
-		}
-		// A deadline of the server's own (a stop or a check that took too long).
-		ae = &apiError{http.StatusGatewayTimeout, "timeout", "timed out: " + err.Error(), ""}
+	if clientGone(r, err) {
+		return
 	}
+	ae := s.classify(err)
 	if ae.status >= 500 {
 		s.log.Warn("request failed", "path", r.URL.Path, "err", err)
 	}
 	s.writeAPIError(w, r, ae)
 }
 
-// writeAPIError writes a classified error as the response, with
-// Retry-After when the queue is full.
+// writeAPIError writes a classified error as the response, in the
+// route's API's shape, with Retry-After when the queue is full.
 func (s *Server) writeAPIError(w http.ResponseWriter, r *http.Request, ae *apiError) {
 	if ae.status == http.StatusTooManyRequests || ae.status == http.StatusServiceUnavailable && ae.code == "shutting_down" {
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(s.mgr.RetryAfter().Seconds()))))
 	}
-	param := ae.param
-	if param == "messages" && (r.URL.Path == "/v1/completions" || r.URL.Path == "/api/generate") {
-		param = "prompt" // these APIs take a prompt, not messages
+	if ae.param == "messages" && (r.URL.Path == "/v1/completions" || r.URL.Path == "/api/generate") {
+		c := *ae
+		c.param = "prompt" // these APIs take a prompt, not messages
+		ae = &c
 	}
-	writeErrorParam(w, r, ae.status, ae.code, ae.msg, param)
+	shape := errorShapeOf(r.URL.Path)
+	writeJSON(w, ae.status, shape.body(ae))
+}
+
+// errorShape is how one API writes an error: OpenAI's {"error": {message,
+// type, code, param}} (the /v1/ routes and the page's own), Ollama's
+// {"error": "message"} (every route under /api/, routed or not), or
+// Anthropic's {"type": "error", "error": {type, message}} (/v1/messages).
+type errorShape int
+
+const (
+	openAIErrors errorShape = iota
+	ollamaErrors
+	anthropicErrors
+)
+
+// errorShapeOf is the error shape of a route, decided by its path's
+// prefix, so that a path no route serves still answers in its API's shape.
+func errorShapeOf(path string) errorShape {
+	switch {
+	case strings.HasPrefix(path, "/api/"):
+		return ollamaErrors
+	case path == "/v1/messages" || strings.HasPrefix(path, "/v1/messages/"):
+		return anthropicErrors
+	}
+	return openAIErrors
+}
+
+// body is ae as the shape's error response.
+func (f errorShape) body(ae *apiError) any {
+	switch f {
+	case ollamaErrors:
+		// Ollama's clients read "error"; "code" is NPU Chat's, for the
+		// page (a locked history, a conflict).
+		return ollamaError{Error: ae.msg, Code: ae.code}
+	case anthropicErrors:
+		return anthropicError(ae)
+	}
+	return openAIError{Error: openAIErrorBody{Message: ae.msg, Type: errorType(ae.status), Code: ae.code, Param: paramOf(ae.param)}}
+}
+
+// clientGone reports whether err is the end of r's own context: the
+// client left (or closed the stream), and there is nobody to tell.
+func clientGone(r *http.Request, err error) bool {
+	return r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
 }
 
 // openAIError is OpenAI's error response.
@@ -119,6 +167,7 @@ type openAIErrorBody struct {
 // Ollama stream cut by an error.
 type ollamaError struct {
 	Error string `json:"error"`
+	Code  string `json:"code,omitempty"`
 }
 
 func writeError(w http.ResponseWriter, r *http.Request, status int, code, msg string) {
@@ -126,11 +175,7 @@ func writeError(w http.ResponseWriter, r *http.Request, status int, code, msg st
 }
 
 func writeErrorParam(w http.ResponseWriter, r *http.Request, status int, code, msg, param string) {
-	if isOllamaRoute(r.URL.Path) {
-		writeJSON(w, status, ollamaError{Error: msg})
-		return
-	}
-	writeJSON(w, status, openAIError{Error: openAIErrorBody{Message: msg, Type: errorType(status), Code: code, Param: paramOf(param)}})
+	writeJSON(w, status, errorShapeOf(r.URL.Path).body(&apiError{status: status, code: code, msg: msg, param: param}))
 }
 
 // errorType is OpenAI's error type for a status.
@@ -152,16 +197,6 @@ func paramOf(param string) *string {
 		return nil
 	}
 	return &param
-}
-
-// isOllamaRoute reports whether path belongs to the Ollama API, whose
-// errors are {"error":"message"}.
-func isOllamaRoute(path string) bool {
-	switch path {
-	case "/api/chat", "/api/generate", "/api/tags", "/api/ps", "/api/show", "/api/version":
-		return true
-	}
-	return false
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

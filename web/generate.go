@@ -22,6 +22,48 @@ type call struct {
 	// observe, when set, sees the answer as it is generated and when it
 	// ends (the conversation API stores the answer through it).
 	observe *observer
+	// model is the model name as the client sent it (echoed in answers).
+	model string
+	// instead, when set, runs in place of generation: a request that
+	// generates nothing (Ollama's load and unload) and writes its own
+	// answer. An error is written as the API's error.
+	instead func(ctx context.Context, ticket *service.Ticket) error
+}
+
+// api is one generation API's side of Server.generate: the prefix of
+// its answers' ids and its decoder. decode reads the body into a call
+// (the request, the answer's writer); an error is the client's (a
+// *apiError) or the service's, and is written in the API's error shape.
+type api struct {
+	idPrefix string
+	decode   func(w http.ResponseWriter, r *http.Request, body []byte) (*call, error)
+}
+
+// generate is the one entry of the generation APIs (OpenAI chat and
+// completions, Responses, Anthropic Messages, Ollama chat and generate):
+// it takes a place in the queue and reads the body (admit), decodes it
+// with the API's decoder, and drives the answer. Every error before the
+// first byte is written by s.fail, in the shape the route's API uses.
+func (s *Server) generate(w http.ResponseWriter, r *http.Request, f api) {
+	start := time.Now()
+	ticket, body, ok := s.admit(w, r)
+	if !ok {
+		return
+	}
+	defer ticket.Release()
+	c, err := f.decode(w, r, body)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	c.opts.Ticket = ticket
+	if c.instead != nil {
+		if err := c.instead(r.Context(), ticket); err != nil {
+			s.fail(w, r, err)
+		}
+		return
+	}
+	s.drive(w, r, newAnswer(f.idPrefix, c.model, start), c)
 }
 
 // answerWriter writes one answer in one API's format. The driver calls
@@ -175,13 +217,10 @@ func (s *Server) drive(w http.ResponseWriter, r *http.Request, a *answer, c *cal
 	// A whole answer is written at once: bound it like a stream's event.
 	rc.SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
 	if err != nil {
+		if clientGone(r, err) {
+			return
+		}
 		ae := s.classify(err)
-		if ae.status == 499 && r.Context().Err() != nil {
-			return // the client is gone: nobody to tell
-		}
-		if ae.status == 499 {
-			ae = &apiError{http.StatusGatewayTimeout, "timeout", "timed out: " + err.Error(), ""}
-		}
 		if ae.status >= 500 && ae.code != "shutting_down" {
 			s.log.Warn("generation failed", "path", r.URL.Path, "pieces", a.Pieces, "err", err)
 		}

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -248,45 +249,46 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 
 // ollamaRun serves /api/chat (chat) and /api/generate.
 func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, chat bool) {
-	start := time.Now()
-	ticket, body, ok := s.admit(w, r)
-	if !ok {
-		return
-	}
-	defer ticket.Release()
-	parse := parseOllamaGenerate
-	if chat {
-		parse = parseOllamaChat
-	}
-	req, p, err := parse(body)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	a := newAnswer("", req.Model, start)
-	f := ollamaFormat{chat: chat}
-	if req.Messages == nil && req.Prompt == "" {
-		// Load or unload only.
-		reason := "load"
-		if p.keepAlive != nil && *p.keepAlive == 0 {
-			err, reason = s.mgr.Unload(r.Context(), req.Model), "unload"
-		} else {
-			err = s.mgr.Load(r.Context(), req.Model, service.GenerateOptions{KeepAlive: p.keepAlive, Ticket: ticket})
+	s.generate(w, r, api{decode: func(w http.ResponseWriter, r *http.Request, body []byte) (*call, error) {
+		parse := parseOllamaGenerate
+		if chat {
+			parse = parseOllamaChat
 		}
+		req, p, err := parse(body)
 		if err != nil {
-			s.fail(w, r, err)
-			return
+			return nil, err
 		}
-		c := f.chunk(a, "")
-		c.Done, c.DoneReason = true, reason
-		writeJSON(w, http.StatusOK, c)
-		return
+		f := ollamaFormat{chat: chat}
+		if req.Messages == nil && req.Prompt == "" {
+			return &call{req: req, model: req.Model, instead: func(ctx context.Context, ticket *service.Ticket) error {
+				return s.ollamaLoad(w, ctx, f, req.Model, p.keepAlive, ticket)
+			}}, nil
+		}
+		var out answerWriter = &ollamaWhole{ollamaFormat: f, s: s, w: w, r: r}
+		if p.stream {
+			out = &ollamaStream{ollamaFormat: f, s: s, r: r, nd: s.newNDJSON(w)}
+		}
+		return &call{req: req, out: out, model: req.Model, opts: service.GenerateOptions{KeepAlive: p.keepAlive}}, nil
+	}})
+}
+
+// ollamaLoad is a chat or generate request without a prompt: it loads
+// the model (or, with keep_alive 0, unloads it) and says so.
+func (s *Server) ollamaLoad(w http.ResponseWriter, ctx context.Context, f ollamaFormat, model string, keepAlive *time.Duration, ticket *service.Ticket) error {
+	reason := "load"
+	var err error
+	if keepAlive != nil && *keepAlive == 0 {
+		err, reason = s.mgr.Unload(ctx, model), "unload"
+	} else {
+		err = s.mgr.Load(ctx, model, service.GenerateOptions{KeepAlive: keepAlive, Ticket: ticket})
 	}
-	var out answerWriter = &ollamaWhole{ollamaFormat: f, s: s, w: w, r: r}
-	if p.stream {
-		out = &ollamaStream{ollamaFormat: f, s: s, r: r, nd: s.newNDJSON(w)}
+	if err != nil {
+		return err
 	}
-	s.drive(w, r, a, &call{req: req, opts: service.GenerateOptions{KeepAlive: p.keepAlive, Ticket: ticket}, out: out})
+	c := f.chunk(newAnswer("", model, time.Now()), "")
+	c.Done, c.DoneReason = true, reason
+	writeJSON(w, http.StatusOK, c)
+	return nil
 }
 
 // ollamaModel is an entry of /api/tags and /api/ps.

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
-	"time"
 
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
@@ -264,47 +263,35 @@ func newID(prefix string) string {
 }
 
 func (s *Server) openAIChat(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	ticket, body, ok := s.admit(w, r)
-	if !ok {
-		return
-	}
-	defer ticket.Release()
-	req, in, err := parseOpenAIChat(body)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	a := newAnswer("chatcmpl-", in.Model, start)
-	var out answerWriter = &openAIChatWhole{s: s, w: w, r: r, logprobs: req.Logprobs}
-	if in.Stream {
-		out = &openAIChatStream{s: s, r: r, sse: s.newSSE(w), usage: in.includeUsage(), logprobs: req.Logprobs}
-	}
-	s.drive(w, r, a, &call{req: req, opts: service.GenerateOptions{Ticket: ticket}, out: out})
+	s.generate(w, r, api{idPrefix: "chatcmpl-", decode: func(w http.ResponseWriter, r *http.Request, body []byte) (*call, error) {
+		req, in, err := parseOpenAIChat(body)
+		if err != nil {
+			return nil, err
+		}
+		var out answerWriter = &openAIChatWhole{s: s, w: w, r: r, logprobs: req.Logprobs}
+		if in.Stream {
+			out = &openAIChatStream{s: s, r: r, sse: s.newSSE(w), usage: in.includeUsage(), logprobs: req.Logprobs}
+		}
+		return &call{req: req, out: out, model: in.Model}, nil
+	}})
 }
 
 func (s *Server) openAICompletions(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	ticket, body, ok := s.admit(w, r)
-	if !ok {
-		return
-	}
-	defer ticket.Release()
-	req, in, err := parseOpenAICompletion(body)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	a := newAnswer("cmpl-", in.Model, start)
-	echo := ""
-	if in.Echo {
-		echo = req.Prompt
-	}
-	var out answerWriter = &openAICompletionWhole{s: s, w: w, r: r, echo: echo, logprobs: req.Logprobs}
-	if in.Stream {
-		out = &openAICompletionStream{s: s, r: r, sse: s.newSSE(w), usage: in.includeUsage(), echo: echo, logprobs: req.Logprobs}
-	}
-	s.drive(w, r, a, &call{req: req, opts: service.GenerateOptions{Ticket: ticket}, out: out})
+	s.generate(w, r, api{idPrefix: "cmpl-", decode: func(w http.ResponseWriter, r *http.Request, body []byte) (*call, error) {
+		req, in, err := parseOpenAICompletion(body)
+		if err != nil {
+			return nil, err
+		}
+		echo := ""
+		if in.Echo {
+			echo = req.Prompt
+		}
+		var out answerWriter = &openAICompletionWhole{s: s, w: w, r: r, echo: echo, logprobs: req.Logprobs}
+		if in.Stream {
+			out = &openAICompletionStream{s: s, r: r, sse: s.newSSE(w), usage: in.includeUsage(), echo: echo, logprobs: req.Logprobs}
+		}
+		return &call{req: req, out: out, model: in.Model}, nil
+	}})
 }
 
 // openAIModel is an entry of GET /v1/models.

@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
-	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
 )
 
@@ -213,32 +211,43 @@ type responsesObject struct {
 	Output            []responsesOutput    `json:"output"`
 	Usage             *responsesUsage      `json:"usage"`
 	IncompleteDetails *responsesIncomplete `json:"incomplete_details"`
-	Error             *struct{}            `json:"error"`
+	Error             *responsesError      `json:"error"`
 	ParallelToolCalls bool                 `json:"parallel_tool_calls"`
 	ToolChoice        any                  `json:"tool_choice"`
 	Tools             []any                `json:"tools"`
 }
 
-// responsesOutput is an output item: a message or a function call.
+// responsesOutput is an output item: a message (Content, never omitted,
+// [] while it is empty: the SDK's stream helper iterates it) or a
+// function call (CallID, Name, Arguments). A reasoning item is another
+// Type with its own fields beside these.
 type responsesOutput struct {
-	Type      string                `json:"type"`
-	ID        string                `json:"id"`
-	Status    string                `json:"status"`
-	Role      string                `json:"role,omitempty"`
-	Content   []responsesOutputText `json:"content,omitempty"`
-	CallID    string                `json:"call_id,omitempty"`
-	Name      string                `json:"name,omitempty"`
-	Arguments *string               `json:"arguments,omitempty"`
+	Type      string                 `json:"type"`
+	ID        string                 `json:"id"`
+	Status    string                 `json:"status"`
+	Role      string                 `json:"role,omitempty"`
+	Content   *[]responsesOutputText `json:"content,omitempty"`
+	CallID    string                 `json:"call_id,omitempty"`
+	Name      string                 `json:"name,omitempty"`
+	Arguments *string                `json:"arguments,omitempty"`
 }
 
+// responsesOutputText is a message's output_text content part.
 type responsesOutputText struct {
 	Type        string `json:"type"`
 	Text        string `json:"text"`
 	Annotations []any  `json:"annotations"`
+	Logprobs    []any  `json:"logprobs"`
 }
 
 type responsesIncomplete struct {
 	Reason string `json:"reason"`
+}
+
+// responsesError is a failed response's error.
+type responsesError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
 }
 
 type responsesUsage struct {
@@ -247,25 +256,89 @@ type responsesUsage struct {
 	TotalTokens  int `json:"total_tokens"`
 }
 
+// The streaming events, each as its own struct so that a field cannot go
+// missing by omitempty (the SDK's types mark them all required). Every
+// event carries its type and its sequence number first.
+
+// responsesEventHead is what every event starts with.
+type responsesEventHead struct {
+	Type           string `json:"type"`
+	SequenceNumber int    `json:"sequence_number"`
+}
+
+// responsesResponseEvent is response.created, .in_progress, .completed,
+// .incomplete and .failed.
+type responsesResponseEvent struct {
+	responsesEventHead
+	Response responsesObject `json:"response"`
+}
+
+// responsesItemEvent is response.output_item.added and .done.
+type responsesItemEvent struct {
+	responsesEventHead
+	OutputIndex int             `json:"output_index"`
+	Item        responsesOutput `json:"item"`
+}
+
+// responsesPartEvent is response.content_part.added and .done.
+type responsesPartEvent struct {
+	responsesEventHead
+	ItemID       string              `json:"item_id"`
+	OutputIndex  int                 `json:"output_index"`
+	ContentIndex int                 `json:"content_index"`
+	Part         responsesOutputText `json:"part"`
+}
+
+// responsesTextDeltaEvent is response.output_text.delta.
+type responsesTextDeltaEvent struct {
+	responsesEventHead
+	ItemID       string `json:"item_id"`
+	OutputIndex  int    `json:"output_index"`
+	ContentIndex int    `json:"content_index"`
+	Delta        string `json:"delta"`
+	Logprobs     []any  `json:"logprobs"`
+}
+
+// responsesTextDoneEvent is response.output_text.done.
+type responsesTextDoneEvent struct {
+	responsesEventHead
+	ItemID       string `json:"item_id"`
+	OutputIndex  int    `json:"output_index"`
+	ContentIndex int    `json:"content_index"`
+	Text         string `json:"text"`
+	Logprobs     []any  `json:"logprobs"`
+}
+
+// responsesArgsDeltaEvent is response.function_call_arguments.delta.
+type responsesArgsDeltaEvent struct {
+	responsesEventHead
+	ItemID      string `json:"item_id"`
+	OutputIndex int    `json:"output_index"`
+	Delta       string `json:"delta"`
+}
+
+// responsesArgsDoneEvent is response.function_call_arguments.done.
+type responsesArgsDoneEvent struct {
+	responsesEventHead
+	ItemID      string `json:"item_id"`
+	OutputIndex int    `json:"output_index"`
+	Name        string `json:"name"`
+	Arguments   string `json:"arguments"`
+}
+
 func (s *Server) openAIResponses(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	ticket, body, ok := s.admit(w, r)
-	if !ok {
-		return
-	}
-	defer ticket.Release()
-	req, in, err := parseResponses(body)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	a := newAnswer("resp_", in.Model, start)
-	rw := responsesWriter{s: s, w: w, r: r, parallel: req.ParallelToolCalls, msgID: newID("msg_")}
-	var out answerWriter = &responsesWhole{rw}
-	if in.Stream {
-		out = &responsesStream{responsesWriter: rw, sse: s.newSSE(w)}
-	}
-	s.drive(w, r, a, &call{req: req, opts: service.GenerateOptions{Ticket: ticket}, out: out})
+	s.generate(w, r, api{idPrefix: "resp_", decode: func(w http.ResponseWriter, r *http.Request, body []byte) (*call, error) {
+		req, in, err := parseResponses(body)
+		if err != nil {
+			return nil, err
+		}
+		rw := responsesWriter{s: s, w: w, r: r, parallel: req.ParallelToolCalls, msgID: newID("msg_")}
+		var out answerWriter = &responsesWhole{rw}
+		if in.Stream {
+			out = &responsesStream{responsesWriter: rw, sse: s.newSSE(w)}
+		}
+		return &call{req: req, out: out, model: in.Model}, nil
+	}})
 }
 
 type responsesWriter struct {
@@ -293,9 +366,18 @@ func (o *responsesWriter) object(a *answer, status string, output []responsesOut
 	return obj
 }
 
-func (o *responsesWriter) messageItem(text, status string) responsesOutput {
-	return responsesOutput{Type: "message", ID: o.msgID, Status: status, Role: "assistant",
-		Content: []responsesOutputText{{Type: "output_text", Text: text, Annotations: []any{}}}}
+// outputText is an output_text part holding text.
+func outputText(text string) responsesOutputText {
+	return responsesOutputText{Type: "output_text", Text: text, Annotations: []any{}, Logprobs: []any{}}
+}
+
+// messageItem is the answer's message item; with no text it has no
+// parts yet (content [], as the stream's output_item.added sends it).
+func (o *responsesWriter) messageItem(status string, parts ...responsesOutputText) responsesOutput {
+	if parts == nil {
+		parts = []responsesOutputText{}
+	}
+	return responsesOutput{Type: "message", ID: o.msgID, Status: status, Role: "assistant", Content: &parts}
 }
 
 func callItem(c backend.ToolCall, args string) responsesOutput {
@@ -307,7 +389,7 @@ func callItem(c backend.ToolCall, args string) responsesOutput {
 func (o *responsesWriter) output(a *answer) []responsesOutput {
 	var out []responsesOutput
 	if text := a.Text.String(); text != "" || len(a.ToolCalls) == 0 {
-		out = append(out, o.messageItem(text, "completed"))
+		out = append(out, o.messageItem("completed", outputText(text)))
 	}
 	for _, c := range a.ToolCalls {
 		out = append(out, callItem(c, compactJSON(c.Arguments)))
@@ -338,22 +420,28 @@ type responsesStream struct {
 	items  []responsesOutput
 }
 
-func (o *responsesStream) send(name string, fields map[string]any) error {
-	fields["type"] = name
-	fields["sequence_number"] = o.seq
+// head is the next event's type and sequence number.
+func (o *responsesStream) head(name string) responsesEventHead {
+	h := responsesEventHead{Type: name, SequenceNumber: o.seq}
 	o.seq++
-	return o.sse.event(name, fields)
+	return h
 }
+
+// send writes one event; ev's head names it.
+func (o *responsesStream) send(h responsesEventHead, ev any) error { return o.sse.event(h.Type, ev) }
 
 func (o *responsesStream) begin(a *answer) error {
 	if o.began {
 		return nil
 	}
 	o.began = true
-	if err := o.send("response.created", map[string]any{"response": o.object(a, "in_progress", nil, false)}); err != nil {
-		return err
+	for _, name := range []string{"response.created", "response.in_progress"} {
+		h := o.head(name)
+		if err := o.send(h, responsesResponseEvent{h, o.object(a, "in_progress", nil, false)}); err != nil {
+			return err
+		}
 	}
-	return o.send("response.in_progress", map[string]any{"response": o.object(a, "in_progress", nil, false)})
+	return nil
 }
 
 func (o *responsesStream) openText() error {
@@ -361,13 +449,12 @@ func (o *responsesStream) openText() error {
 		return nil
 	}
 	o.inText = true
-	item := o.messageItem("", "in_progress")
-	item.Content = []responsesOutputText{}
-	if err := o.send("response.output_item.added", map[string]any{"output_index": o.index, "item": item}); err != nil {
+	h := o.head("response.output_item.added")
+	if err := o.send(h, responsesItemEvent{h, o.index, o.messageItem("in_progress")}); err != nil {
 		return err
 	}
-	return o.send("response.content_part.added", map[string]any{"item_id": o.msgID, "output_index": o.index, "content_index": 0,
-		"part": responsesOutputText{Type: "output_text", Text: "", Annotations: []any{}}})
+	h = o.head("response.content_part.added")
+	return o.send(h, responsesPartEvent{h, o.msgID, o.index, 0, outputText("")})
 }
 
 func (o *responsesStream) closeText() error {
@@ -376,16 +463,18 @@ func (o *responsesStream) closeText() error {
 	}
 	o.inText = false
 	text := o.text.String()
-	part := responsesOutputText{Type: "output_text", Text: text, Annotations: []any{}}
-	if err := o.send("response.output_text.done", map[string]any{"item_id": o.msgID, "output_index": o.index, "content_index": 0, "text": text}); err != nil {
+	h := o.head("response.output_text.done")
+	if err := o.send(h, responsesTextDoneEvent{h, o.msgID, o.index, 0, text, []any{}}); err != nil {
 		return err
 	}
-	if err := o.send("response.content_part.done", map[string]any{"item_id": o.msgID, "output_index": o.index, "content_index": 0, "part": part}); err != nil {
+	h = o.head("response.content_part.done")
+	if err := o.send(h, responsesPartEvent{h, o.msgID, o.index, 0, outputText(text)}); err != nil {
 		return err
 	}
-	item := o.messageItem(text, "completed")
+	item := o.messageItem("completed", outputText(text))
 	o.items = append(o.items, item)
-	if err := o.send("response.output_item.done", map[string]any{"output_index": o.index, "item": item}); err != nil {
+	h = o.head("response.output_item.done")
+	if err := o.send(h, responsesItemEvent{h, o.index, item}); err != nil {
 		return err
 	}
 	o.index++
@@ -401,7 +490,8 @@ func (o *responsesStream) piece(a *answer, t backend.Token) error {
 			return err
 		}
 		o.text.WriteString(t.Text)
-		if err := o.send("response.output_text.delta", map[string]any{"item_id": o.msgID, "output_index": o.index, "content_index": 0, "delta": t.Text}); err != nil {
+		h := o.head("response.output_text.delta")
+		if err := o.send(h, responsesTextDeltaEvent{h, o.msgID, o.index, 0, t.Text, []any{}}); err != nil {
 			return err
 		}
 	}
@@ -412,18 +502,22 @@ func (o *responsesStream) piece(a *answer, t backend.Token) error {
 		args := compactJSON(c.Arguments)
 		item := callItem(c, "")
 		item.Status = "in_progress"
-		if err := o.send("response.output_item.added", map[string]any{"output_index": o.index, "item": item}); err != nil {
+		h := o.head("response.output_item.added")
+		if err := o.send(h, responsesItemEvent{h, o.index, item}); err != nil {
 			return err
 		}
-		if err := o.send("response.function_call_arguments.delta", map[string]any{"item_id": item.ID, "output_index": o.index, "delta": args}); err != nil {
+		h = o.head("response.function_call_arguments.delta")
+		if err := o.send(h, responsesArgsDeltaEvent{h, item.ID, o.index, args}); err != nil {
 			return err
 		}
-		if err := o.send("response.function_call_arguments.done", map[string]any{"item_id": item.ID, "output_index": o.index, "arguments": args}); err != nil {
+		h = o.head("response.function_call_arguments.done")
+		if err := o.send(h, responsesArgsDoneEvent{h, item.ID, o.index, c.Name, args}); err != nil {
 			return err
 		}
 		done := callItem(c, args)
 		o.items = append(o.items, done)
-		if err := o.send("response.output_item.done", map[string]any{"output_index": o.index, "item": done}); err != nil {
+		h = o.head("response.output_item.done")
+		if err := o.send(h, responsesItemEvent{h, o.index, done}); err != nil {
 			return err
 		}
 		o.index++
@@ -443,19 +537,24 @@ func (o *responsesStream) finish(a *answer) error {
 	if err := o.closeText(); err != nil {
 		return err
 	}
-	name := "response.completed"
 	obj := o.object(a, "completed", o.items, true)
+	name := "response.completed"
 	if obj.Status == "incomplete" {
 		name = "response.incomplete"
 	}
-	return o.send(name, map[string]any{"response": obj})
+	h := o.head(name)
+	return o.send(h, responsesResponseEvent{h, obj})
 }
 
+// fail ends a started stream with response.failed: the response as it
+// stood, status "failed", and the error in it (as OpenAI sends it).
 func (o *responsesStream) fail(a *answer, ae *apiError) {
 	if !o.sse.started {
 		o.s.writeAPIError(o.w, o.r, ae)
 		return
 	}
 	obj := o.object(a, "failed", o.items, false)
-	o.send("response.failed", map[string]any{"response": obj, "error": map[string]string{"code": ae.code, "message": ae.msg}})
+	obj.Error = &responsesError{Code: ae.code, Message: ae.msg}
+	h := o.head("response.failed")
+	o.send(h, responsesResponseEvent{h, obj})
 }

@@ -149,6 +149,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/conversations/{id}/export", s.exportConversation)
 	mux.HandleFunc("GET /api/conversations/{id}/messages", s.listMessages)
 	mux.HandleFunc("POST /api/conversations/{id}/messages", s.sendMessage)
+	mux.HandleFunc("PUT /api/conversations/{id}/current", s.selectVersion)
 	mux.HandleFunc("GET /api/models/{name}/install", s.installStatus)
 	mux.HandleFunc("POST /api/models/{name}/install", s.installStart)
 	mux.HandleFunc("DELETE /api/models/{name}/install", s.installCancel)

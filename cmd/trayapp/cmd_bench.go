@@ -21,16 +21,23 @@ import (
 
 // benchResult is one `npuchat bench` measurement (the --json output).
 type benchResult struct {
-	Model        string  `json:"model"`
-	Format       string  `json:"format"`
-	Threads      int     `json:"threads"`
-	SIMD         string  `json:"simd"`        // kernels the model uses: "avx512", "avxvnni", "avx2" or "none"
+	Model   string `json:"model"`
+	Format  string `json:"format"`
+	Threads int    `json:"threads"`
+	SIMD    string `json:"simd"` // kernels the model uses: "avx512", "avxvnni", "avx2" or "none"
+	// SIMDChoice is how that level was chosen: the level alone when it
+	// is the one asked for, else what was asked, what the CPU lacks and
+	// what runs ("asked avxvnni, CPU lacks AVX-VNNI: running avx2").
+	SIMDChoice   string  `json:"simd_choice"`
 	Activations  string  `json:"activations"` // "q8" (llama.cpp's rounding) or "f32" (--exact)
 	LoadSeconds  float64 `json:"load_s"`
 	PromptTokens int     `json:"prompt_tokens"`
 	PrefillTokS  float64 `json:"prefill_tok_s"`
 	GenTokens    int     `json:"gen_tokens"`
 	DecodeTokS   float64 `json:"decode_tok_s"`
+	// DecodeBytes is the weight bytes one decoded token reads
+	// (engine.Model.DecodeBytes): scripts/bench's memory ceiling.
+	DecodeBytes int64 `json:"decode_bytes"`
 	// PeakRSSMB is the process's peak resident memory (VmHWM, Linux
 	// only; 0 where unknown).
 	PeakRSSMB float64 `json:"peak_rss_mb"`
@@ -46,7 +53,7 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 	threads := fs.Int("threads", 0, "threads for matrix products (0: one per physical core)")
 	cacheDir := fs.String("cache-dir", "", "folder where a model.q4nx is unpacked once (default: the app's, under NPU Chat's data folder; \"none\": unpack in memory)")
 	kvF16 := fs.Bool("kv-f16", false, "keep the KV cache as float16 (half the memory)")
-	simd := fs.String("simd", "", "fastest kernels to use: auto, avx512, avxvnni, avx2 or none (default $NPUCHAT_SIMD or auto)")
+	simd := fs.String("simd", "", "fastest kernels to use: auto, avx512, avxvnni, avx2 or none (default $NPUCHAT_SIMD or auto; a level the CPU lacks runs the best one below it, and the output says so)")
 	promptTokens := fs.Int("prompt-tokens", 64, "prompt length to prefill")
 	genTokens := fs.Int("gen-tokens", 32, "tokens to decode after the prompt")
 	exact := fs.Bool("exact", false, "multiply by float activations (engine.LoadOptions.FloatActivations) instead of 8-bit ones")
@@ -83,7 +90,7 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 		defer pprof.StopCPUProfile()
 	}
 	opts := engine.LoadOptions{Threads: *threads, FloatActivations: *exact, SkipQKNorm: *skipQKNorm, SIMD: *simd, KVF16: *kvF16,
-		CacheDir: engineCacheDir(env, *cacheDir), Progress: unpackProgress(env)}
+		CacheDir: engineCacheDir(env, *cacheDir), Progress: unpackProgress(env), Getenv: env.Getenv}
 	res, err := bench(ctx, *model, opts,
 		*promptTokens, *genTokens, profile)
 	if err != nil {
@@ -97,9 +104,9 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 		}
 		return 0
 	}
-	fmt.Fprintf(env.Stdout, "model    %s (%s)\nthreads  %d, SIMD %s, %s activations\nload     %.2f s\n"+
+	fmt.Fprintf(env.Stdout, "model    %s (%s)\nthreads  %d, SIMD %s, %s activations\nsimd     %s\nload     %.2f s\n"+
 		"prefill  %d tokens, %.2f tok/s\ndecode   %d tokens, %.2f tok/s\npeak RSS %.0f MB\n",
-		res.Model, res.Format, res.Threads, res.SIMD, res.Activations, res.LoadSeconds,
+		res.Model, res.Format, res.Threads, res.SIMD, res.Activations, res.SIMDChoice, res.LoadSeconds,
 		res.PromptTokens, res.PrefillTokS, res.GenTokens, res.DecodeTokS, res.PeakRSSMB)
 	return 0
 }
@@ -118,7 +125,7 @@ func bench(ctx context.Context, path string, opts engine.LoadOptions, promptToke
 	}
 	defer m.Close()
 	res.LoadSeconds = time.Since(start).Seconds()
-	res.Threads, res.SIMD = m.Threads(), m.SIMD()
+	res.Threads, res.SIMD, res.SIMDChoice, res.DecodeBytes = m.Threads(), m.SIMD(), m.SIMDChoice().String(), m.DecodeBytes()
 	cfg := m.Config()
 	res.Format = cfg.Format
 	if promptTokens+genTokens > 1<<16 {

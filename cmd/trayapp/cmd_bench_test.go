@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"path/filepath"
 	"runtime"
@@ -34,7 +36,7 @@ func TestBench(t *testing.T) {
 			t.Fatalf("output %q: %v", out, err)
 		}
 		if res.Format != "gguf" || res.Threads != 2 || res.Activations != want || res.PromptTokens != 40 || res.GenTokens != 5 ||
-			!(res.LoadSeconds > 0 && res.PrefillTokS > 0 && res.DecodeTokS > 0) {
+			!(res.LoadSeconds > 0 && res.PrefillTokS > 0 && res.DecodeTokS > 0 && res.DecodeBytes > 0) {
 			t.Errorf("result %+v", res)
 		}
 		if runtime.GOOS == "linux" && res.PeakRSSMB < 1 {
@@ -44,6 +46,44 @@ func TestBench(t *testing.T) {
 	code, out, _ := runCmd(t, "bench", "--model", model, "--prompt-tokens", "3", "--gen-tokens", "2")
 	if code != 0 || !strings.Contains(out, "decode   2 tokens") {
 		t.Errorf("text output (exit %d): %q", code, out)
+	}
+}
+
+// TestBenchSaysTheLevel: bench reports the level that ran and, when it
+// is not the one asked for, what replaced it and why, in the JSON and in
+// the text; $NPUCHAT_CPU_CEILING comes from the command's environment.
+func TestBenchSaysTheLevel(t *testing.T) {
+	w, err := testmodel.Random(4, testmodel.MiniCPM5Small())
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := filepath.Join(t.TempDir(), "m.gguf")
+	if err := testmodel.WriteGGUF(model, w, testmodel.Q4_0); err != nil {
+		t.Fatal(err)
+	}
+	bench := func(getenv map[string]string, args ...string) (string, string) {
+		t.Helper()
+		var out, errb bytes.Buffer
+		env := &Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(k string) string { return getenv[k] }}
+		args = append([]string{"bench", "--model", model, "--prompt-tokens", "3", "--gen-tokens", "2", "--threads", "1", "--cache-dir", "none"}, args...)
+		if code := run(context.Background(), env, args); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, errb.String())
+		}
+		return out.String(), errb.String()
+	}
+	out, _ := bench(map[string]string{"NPUCHAT_CPU_CEILING": "none"}, "--simd", "avx2", "--json")
+	var res benchResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("output %q: %v", out, err)
+	}
+	if res.SIMD != "none" || !strings.HasPrefix(res.SIMDChoice, "asked avx2, CPU ") || !strings.HasSuffix(res.SIMDChoice, ": running none") {
+		t.Errorf("avx2 under the ceiling none: simd %q, %q", res.SIMD, res.SIMDChoice)
+	}
+	if out, _ = bench(nil, "--simd", "none"); !strings.Contains(out, "SIMD none,") || !strings.Contains(out, "\nsimd     none\n") {
+		t.Errorf("text output for none: %q", out)
+	}
+	if out, _ = bench(map[string]string{"NPUCHAT_SIMD": "avx2", "NPUCHAT_CPU_CEILING": "none"}); !strings.Contains(out, "simd     asked avx2, CPU ") {
+		t.Errorf("text output for $NPUCHAT_SIMD avx2 under the ceiling none: %q", out)
 	}
 }
 

@@ -1,6 +1,10 @@
 package quant
 
-import "math"
+import (
+	"math"
+
+	"github.com/npuchat/npuchat/engine/simd"
+)
 
 // AttnBlock is the number of positions in a key block of the attention
 // cache layout: a block holds one KV head's keys of 16 consecutive
@@ -44,25 +48,20 @@ type AttnScratch struct {
 	mask [AttnBlock]int32  // the last block's valid lanes (-1), for AVX2
 }
 
-// AttnKernel is which kernels Attn.Run uses. All compute the same
+// attnKernel is which kernels Attn.Run uses. All compute the same
 // results bit for bit.
-type AttnKernel int
+type attnKernel int
 
 const (
-	AttnGo     AttnKernel = iota // plain Go (the twin of the others)
-	AttnAVX2                     // AVX2 + F16C, 4 rows × 2 halves of 8 lanes
-	AttnAVX512                   // AVX-512 F, 8 rows × 16 lanes
+	attnGo     attnKernel = iota // plain Go (the twin of the others)
+	attnAVX2                     // AVX2 + F16C, 4 rows × 2 halves of 8 lanes
+	attnAVX512                   // AVX-512 F, 8 rows × 16 lanes
 )
 
-// Usable returns k, or the best kernel below it that this CPU runs.
-func (k AttnKernel) Usable() AttnKernel {
-	if k >= AttnAVX512 && attnAsm {
-		return AttnAVX512
-	}
-	if k >= AttnAVX2 && simdQ8 {
-		return AttnAVX2
-	}
-	return AttnGo
+// attnKernels is the attention kernels of each level of the ladder (the
+// AVX-VNNI level has no attention kernels of its own: AVX2's).
+var attnKernels = [simd.NumLevels]attnKernel{
+	simd.None: attnGo, simd.AVX2: attnAVX2, simd.AVXVNNI: attnAVX2, simd.AVX512: attnAVX512,
 }
 
 // attnConsts is expf's constants, 8 copies each, for the AVX2 kernel.
@@ -78,8 +77,9 @@ var attnConsts = func() (c [12 * 8]float32) {
 
 // Run sets out (len(q) values) to softmax(Scale·q_r·k_t)·v_t over t <
 // N for each query row r of q (len(q)/HeadDim rows, HeadDim values each).
-// kern selects the SIMD kernels (when the CPU has them and HeadDim is a
-// multiple of 16; else plain Go); they compute exactly what the plain-Go
+// l selects the SIMD kernels (those of level l, which the CPU must have:
+// simd.Resolve; when HeadDim is not a multiple of 16, plain Go); they
+// compute exactly what the plain-Go
 // twin computes, bit for bit: separate multiplies and adds in the same order,
 // 16-lane partial sums reduced in the same tree, the same exp.
 //
@@ -88,12 +88,13 @@ var attnConsts = func() (c [12 * 8]float32) {
 // maximum, exp(score − max) with expf's polynomial and the 16 lane sums,
 // then Σ_t p_t·v_t 32 (or 16) dimensions at a time (each value load shared by the
 // 8 rows), finally divided by the row's sum.
-func (a *Attn) Run(out, q []float32, sc *AttnScratch, kern AttnKernel) {
+func (a *Attn) Run(out, q []float32, sc *AttnScratch, l simd.Level) {
 	hd := a.HeadDim
 	rows := len(q) / hd
-	kern = kern.Usable()
+	mustHave("Attn.Run", l)
+	kern := attnKernels[l]
 	if hd%16 != 0 {
-		kern = AttnGo
+		kern = attnGo
 	}
 	nb := (a.N + AttnBlock - 1) / AttnBlock
 	ss := nb * AttnBlock
@@ -119,9 +120,9 @@ func (a *Attn) Run(out, q []float32, sc *AttnScratch, kern AttnKernel) {
 			}
 		}
 		switch kern {
-		case AttnAVX512:
+		case attnAVX512:
 			a.scoresAsm(sc, nb, tail, ss)
-		case AttnAVX2:
+		case attnAVX2:
 			a.scoresAVX2(sc, r, nb, ss)
 		default:
 			a.scoresGo(sc, r, nb, ss)
@@ -129,11 +130,11 @@ func (a *Attn) Run(out, q []float32, sc *AttnScratch, kern AttnKernel) {
 		for h := range r {
 			srow := sc.s[h*ss : (h+1)*ss]
 			m := float32(math.Inf(-1))
-			if kern != AttnGo {
+			if kern != attnGo {
 				for _, v := range sc.mx[h*AttnBlock : (h+1)*AttnBlock] {
 					m = max(m, v)
 				}
-				if kern == AttnAVX512 {
+				if kern == attnAVX512 {
 					attnExp(&srow[0], nb, uint64(1)<<tail-1, m, &sc.sum[0])
 				} else {
 					attnExpAVX2(&srow[0], nb, &sc.mask[0], m, &sc.sum[0], &attnConsts[0])
@@ -159,9 +160,9 @@ func (a *Attn) Run(out, q []float32, sc *AttnScratch, kern AttnKernel) {
 		}
 		o := sc.o[:AttnRows*hd]
 		switch kern {
-		case AttnAVX512:
+		case attnAVX512:
 			a.pvAsm(sc, ss)
-		case AttnAVX2:
+		case attnAVX2:
 			a.pvAVX2(sc, r, ss)
 		default:
 			a.pvGo(sc, r, ss)

@@ -1,13 +1,6 @@
 package quant
 
-import (
-	"math"
-
-	"golang.org/x/sys/cpu"
-)
-
-// attnAsm selects the AVX-512 attention kernels of attn_amd64.s.
-var attnAsm = cpu.X86.HasAVX512F
+import "math"
 
 // The kernels of attn_amd64.s (see their twins in attn.go). Strides are
 // in bytes.

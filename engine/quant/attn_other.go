@@ -2,9 +2,6 @@
 
 package quant
 
-// attnAsm is false off amd64: attention is plain Go.
-const attnAsm = false
-
 func attnExp(s *float32, nb int, tail uint64, m float32, sum *float32) { panic("no SIMD") }
 
 func (a *Attn) scoresAsm(sc *AttnScratch, nb, tail, ss int) { panic("no SIMD") }

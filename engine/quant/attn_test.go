@@ -4,6 +4,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/npuchat/npuchat/engine/simd"
+	"github.com/npuchat/npuchat/engine/simd/simdtest"
 )
 
 // attnCase is random attention input in the cache layout: keys in blocks
@@ -88,43 +91,43 @@ func (c *attnCase) reference() []float64 {
 	return out
 }
 
-// TestAttnKernel: the AVX-512 kernels equal their plain-Go twin bit for
-// bit (rows of a partial group of 8, several groups, context lengths not
-// a multiple of 16, both cache types), and the twin is attention: it
-// agrees with a float64 reference within float32 rounding.
+// TestAttnKernel: every level's attention kernels (AVX-512; AVX2, which
+// the AVX-VNNI level uses too) equal their plain-Go twin bit for bit
+// (rows of a partial group of 8, several groups, context lengths not a
+// multiple of 16, both cache types), and the twin (level none) is
+// attention: it agrees with a float64 reference within float32 rounding.
 func TestAttnKernel(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	for _, tc := range []struct{ rows, hd, n int }{
-		{8, 128, 1}, {8, 128, 16}, {8, 128, 17}, {8, 128, 333}, {1, 16, 5}, {3, 32, 40},
-		{16, 16, 31}, {12, 64, 100}, {4, 64, 2}, {8, 16, 1000}, {2, 48, 7},
-	} {
-		for _, f16 := range []bool{false, true} {
-			c := newAttnCase(rng, tc.rows, tc.hd, tc.n, f16)
-			var sc1 AttnScratch
-			plain := make([]float32, len(c.q))
-			c.a.Run(plain, c.q, &sc1, AttnGo)
-			for _, k := range []AttnKernel{AttnAVX2, AttnAVX512} {
-				if k.Usable() != k {
-					t.Logf("kernel %d: the CPU lacks it", k)
+	simdtest.Each(t, func(t *testing.T, l simd.Level) {
+		rng := rand.New(rand.NewPCG(1, 2))
+		for _, tc := range []struct{ rows, hd, n int }{
+			{8, 128, 1}, {8, 128, 16}, {8, 128, 17}, {8, 128, 333}, {1, 16, 5}, {3, 32, 40},
+			{16, 16, 31}, {12, 64, 100}, {4, 64, 2}, {8, 16, 1000}, {2, 48, 7},
+		} {
+			for _, f16 := range []bool{false, true} {
+				c := newAttnCase(rng, tc.rows, tc.hd, tc.n, f16)
+				var sc1 AttnScratch
+				plain := make([]float32, len(c.q))
+				c.a.Run(plain, c.q, &sc1, simd.None)
+				if l == simd.None {
+					ref := c.reference()
+					for i := range plain {
+						if d := math.Abs(float64(plain[i]) - ref[i]); d > 1e-5*(1+math.Abs(ref[i])) || math.IsNaN(d) {
+							t.Fatalf("%+v f16 %v: out[%d] = %v, float64 reference %v", tc, f16, i, plain[i], ref[i])
+						}
+					}
 					continue
 				}
 				var sc2 AttnScratch
 				fast := make([]float32, len(c.q))
-				c.a.Run(fast, c.q, &sc2, k)
+				c.a.Run(fast, c.q, &sc2, l)
 				for i := range plain {
 					if math.Float32bits(fast[i]) != math.Float32bits(plain[i]) {
-						t.Fatalf("%+v f16 %v: out[%d] kernel %d %v, plain Go %v", tc, f16, i, k, fast[i], plain[i])
+						t.Fatalf("%+v f16 %v: out[%d] %s %v, plain Go %v", tc, f16, i, l, fast[i], plain[i])
 					}
 				}
 			}
-			ref := c.reference()
-			for i := range plain {
-				if d := math.Abs(float64(plain[i]) - ref[i]); d > 1e-5*(1+math.Abs(ref[i])) || math.IsNaN(d) {
-					t.Fatalf("%+v f16 %v: out[%d] = %v, float64 reference %v", tc, f16, i, plain[i], ref[i])
-				}
-			}
 		}
-	}
+	})
 }
 
 // TestAttnExp: the exp kernel equals expf bit for bit (including the
@@ -152,8 +155,8 @@ func TestAttnExp(t *testing.T) {
 		t.Errorf("expf(0) = %v", e)
 	}
 	t.Logf("expf within %.2f ulps", maxUlps)
-	if !attnAsm {
-		t.Skip("no AVX-512")
+	if cpu := simdtest.CPU(t); !cpu.Has(simd.AVX512) {
+		t.Skipf("CPU lacks avx512 (it %s): expf checked, its AVX-512 kernel not", cpu.Lacks(simd.AVX512))
 	}
 	for _, n := range []int{1, 15, 16, 17, 100, 1024} {
 		nb := (n + 15) / 16
@@ -200,11 +203,14 @@ func BenchmarkAttn(b *testing.B) {
 		if f16 {
 			name = "f16"
 		}
-		for _, k := range []AttnKernel{AttnAVX512, AttnAVX2, AttnGo} {
-			b.Run(name+"/"+[...]string{"go", "avx2", "avx512"}[k], func(b *testing.B) {
+		for _, l := range []simd.Level{simd.AVX512, simd.AVX2, simd.None} {
+			if !simd.Host().Has(l) {
+				continue
+			}
+			b.Run(name+"/"+l.String(), func(b *testing.B) {
 				var sc AttnScratch
 				for b.Loop() {
-					c.a.Run(out, c.q, &sc, k)
+					c.a.Run(out, c.q, &sc, l)
 				}
 			})
 		}

@@ -5,14 +5,16 @@ import (
 	"os"
 	"strconv"
 	"testing"
+
+	"github.com/npuchat/npuchat/engine/simd"
 )
 
 // BenchmarkPackedAVX2 compares the AVX2 packed kernels with the AVX2
 // row kernels (DotQ8, DotQ8x4) on 2048-column rows: ns per row and
 // vector (BENCH_ROWS as in BenchmarkPackedMulQ8).
 func BenchmarkPackedAVX2(b *testing.B) {
-	if !HasAVX2() {
-		b.Skipf("CPU lacks avx2")
+	if !simd.Host().Has(simd.AVX2) {
+		b.Skipf("CPU lacks avx2 (it %s)", simd.Host().Lacks(simd.AVX2))
 	}
 	r := rand.New(rand.NewPCG(1, 1))
 	const cols = 2048
@@ -33,7 +35,7 @@ func BenchmarkPackedAVX2(b *testing.B) {
 			b.Run(typ.String()+"/packed/x"+strconv.Itoa(n), func(b *testing.B) {
 				for b.Loop() {
 					for g := range p.Groups() {
-						p.MulQ8(PackedAVX2, g, x, 0, n, out)
+						p.MulQ8(simd.AVX2, g, x, 0, n, out)
 					}
 				}
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(rows*n), "ns/row/vec")

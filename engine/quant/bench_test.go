@@ -3,6 +3,8 @@ package quant
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/npuchat/npuchat/engine/simd"
 )
 
 // BenchmarkDot measures one 2048-value row per type (go test -bench Dot).
@@ -36,7 +38,7 @@ func BenchmarkDotQ8(b *testing.B) {
 	x := randomQ8(r, 2048)
 	for _, typ := range q8Types {
 		row := randomRow(r, typ, 2048)
-		b.Run(typ.String()+"/"+SIMD(), func(b *testing.B) {
+		b.Run(typ.String()+"/"+simd.Host().Best(simd.AVX2).String(), func(b *testing.B) {
 			for b.Loop() {
 				DotQ8(typ, row, x)
 			}
@@ -50,7 +52,7 @@ func BenchmarkDotQ8(b *testing.B) {
 			}
 		}
 		batch.Quantize(xs, 2048)
-		b.Run(typ.String()+"/x4/"+SIMD(), func(b *testing.B) {
+		b.Run(typ.String()+"/x4/"+simd.Host().Best(simd.AVX2).String(), func(b *testing.B) {
 			var out [4]float32
 			for b.Loop() {
 				DotQ8x4(typ, row, &batch, 0, &out)
@@ -63,7 +65,7 @@ func BenchmarkDotQ8(b *testing.B) {
 		})
 	}
 	a, c := make([]float32, 2048), make([]float32, 2048)
-	b.Run("F32xF32/"+SIMD(), func(b *testing.B) {
+	b.Run("F32xF32/"+simd.Host().Best(simd.AVX2).String(), func(b *testing.B) {
 		for b.Loop() {
 			DotF32(a, c)
 		}

@@ -3,6 +3,8 @@ package quant
 import (
 	"encoding/binary"
 	"fmt"
+
+	"github.com/npuchat/npuchat/engine/simd"
 )
 
 // GroupRows is how many weight rows a Packed matrix interleaves: one
@@ -156,55 +158,38 @@ func (p *Packed) TileLen(n int) int {
 	return n * GroupRows
 }
 
-// PackedKernel is which kernels Packed.MulQ8 runs. All of them give the
-// same bits.
-type PackedKernel int
-
-const (
-	// PackedGo is the plain-Go twin (any CPU).
-	PackedGo PackedKernel = iota
-	// PackedAVXVNNI is the 256-bit AVX-VNNI kernels (the caller checks
-	// HasAVXVNNI): CPUs with AVX-VNNI but no AVX-512.
-	PackedAVXVNNI
-	// PackedAVX512 is the AVX-512 VNNI kernels (the caller checks HasVNNI).
-	PackedAVX512
-	// PackedAVX2 is the AVX2 kernels (VPMADDUBSW, no VNNI; the caller
-	// checks HasAVX2): CPUs with neither AVX-512 nor AVX-VNNI.
-	PackedAVX2
-)
-
-func (k PackedKernel) String() string {
-	switch k {
-	case PackedAVXVNNI:
-		return "avxvnni"
-	case PackedAVX512:
-		return "avx512"
-	case PackedAVX2:
-		return "avx2"
-	}
-	return "go"
-}
-
 // packedFunc is the signature of the assembly kernels: w is a group's
 // packed blocks, qs/d/sum/s vector 0's arrays (qstride bytes and dstride
 // bytes to the next vector's), out ntok×16 accumulators (×2 for Q4_1).
 type packedFunc func(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32)
 
-// packedFuncs[kernel-1][packedIndex(type)] is the many-vector kernel and
-// the one-vector (decode) kernel, whose accumulators stay in registers.
-var packedFuncs = [2][4][2]packedFunc{
-	{
+// packedFuncs[level][packedIndex(type)] is level's many-vector kernel
+// and one-vector (decode) kernel, whose accumulators stay in registers.
+// A level without kernels here (none) does not pack: its products read
+// the rows as stored. Giving a level a packed kernel family is a row
+// here; the engine packs at load for every level that has one
+// (HasPackedKernel).
+var packedFuncs = [simd.NumLevels]*[4][2]packedFunc{
+	simd.AVX2: &avx2PackedFuncs,
+	simd.AVXVNNI: {
 		{gemmQ4_0AVXVNNI, gemmQ4_0AVXVNNIx1},
 		{gemmQ4_1AVXVNNI, gemmQ4_1AVXVNNIx1},
 		{gemmQ4_1BF16AVXVNNI, gemmQ4_1BF16AVXVNNIx1},
 		{gemmQ8_0AVXVNNI, gemmQ8_0AVXVNNIx1},
 	},
-	{
+	simd.AVX512: {
 		{gemmQ4_0VNNI, gemmQ4_0VNNIx1},
 		{gemmQ4_1VNNI, gemmQ4_1VNNIx1},
 		{gemmQ4_1BF16VNNI, gemmQ4_1BF16VNNIx1},
 		{gemmQ8_0VNNI, gemmQ8_0VNNIx1},
 	},
+}
+
+// HasPackedKernel reports whether level l multiplies packed matrices of
+// type t by 8-bit activations with kernels of its own (Packed.MulQ8):
+// whether the engine packs such matrices at load at that level.
+func HasPackedKernel(l simd.Level, t Type) bool {
+	return l >= 0 && int(l) < simd.NumLevels && packedFuncs[l] != nil && packedBlockBytes(t) > 0 && packedFuncs[l][packedIndex(t)][0] != nil
 }
 
 // packedIndex is t's row in packedFuncs.
@@ -226,21 +211,20 @@ func packedIndex(t Type) int {
 // Rows past Rows (padding) give 0. Each result is computed in exactly
 // DotQ8Ref's order (block by block, no fused multiply-add), so it equals
 // DotQ8Ref of the original row bit for bit, whichever kernel runs and
-// however many vectors are taken at once. k chooses the kernels (the
-// caller checks that the CPU has them: HasVNNI, HasAVXVNNI, HasAVX2).
-func (p *Packed) MulQ8(k PackedKernel, g int, b *Q8Batch, first, n int, out []float32) {
+// however many vectors are taken at once. l chooses the kernels: level
+// l's (the CPU must have it: simd.Resolve), or the plain-Go twin where l
+// has none (HasPackedKernel).
+func (p *Packed) MulQ8(l simd.Level, g int, b *Q8Batch, first, n int, out []float32) {
 	nb := p.Cols / 32
 	if len(b.Vecs) < first+n || len(b.Vecs[first].D) != nb || len(out) < p.TileLen(n) {
 		panic(fmt.Sprintf("quant.Packed.MulQ8: %d vectors of %d blocks from %d (want %d of %d), %d outputs", len(b.Vecs), len(b.Vecs[first].D), first, n, nb, len(out)))
 	}
-	switch k {
-	case PackedAVXVNNI, PackedAVX512:
-		p.mulQ8Asm(&packedFuncs[k-1][packedIndex(p.Type)], g, b, first, n, out)
-	case PackedAVX2:
-		p.mulQ8Asm(&avx2PackedFuncs[packedIndex(p.Type)], g, b, first, n, out)
-	default:
+	mustHave("Packed.MulQ8", l)
+	if !HasPackedKernel(l, p.Type) {
 		p.mulQ8Ref(g, b, first, n, out)
+		return
 	}
+	p.mulQ8Asm(&packedFuncs[l][packedIndex(p.Type)], g, b, first, n, out)
 }
 
 // mulQ8Ref is MulQ8's plain-Go twin, reading the packed layout.

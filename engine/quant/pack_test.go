@@ -8,6 +8,9 @@ import (
 	"os"
 	"strconv"
 	"testing"
+
+	"github.com/npuchat/npuchat/engine/simd"
+	"github.com/npuchat/npuchat/engine/simd/simdtest"
 )
 
 // randomBatch quantizes count vectors of n Gaussian values (some with
@@ -31,80 +34,68 @@ func randomBatch(r *rand.Rand, count, n int) *Q8Batch {
 	return &b
 }
 
-// packedKernels is every kernel Packed.MulQ8 has, with whether this CPU
-// runs it.
-var packedKernels = []struct {
-	k  PackedKernel
-	ok bool
-}{{PackedGo, true}, {PackedAVX2, HasAVX2()}, {PackedAVXVNNI, HasAVXVNNI()}, {PackedAVX512, HasVNNI()}}
-
 // TestPackedMatchesReference: a packed matrix times vectors gives, for
 // every row and vector, exactly DotQ8Ref of the original row (bit for
-// bit), with each kernel this CPU has (AVX-512 VNNI, AVX-VNNI) and with
-// the plain-Go twin, for row counts that leave a partial group, odd block
+// bit), at every level of the ladder (each level's own packed kernels
+// where it has them, else the plain-Go twin; a level the CPU lacks is
+// skipped), for row counts that leave a partial group, odd block
 // counts, 1 to 9 vectors at once from any first vector, and random bytes
 // (every nibble and Q8 value, -128 included); the kernels write nothing
 // past TileLen.
 func TestPackedMatchesReference(t *testing.T) {
-	t.Logf("AVX-512 VNNI: %v, AVX-VNNI: %v, AVX2: %v", HasVNNI(), HasAVXVNNI(), HasAVX2())
-	for _, pk := range packedKernels {
-		t.Run(pk.k.String(), func(t *testing.T) {
-			if !pk.ok {
-				t.Skipf("this CPU has no %s (CPUID)", pk.k)
-			}
-			r := rand.New(rand.NewPCG(7, 8))
-			for _, typ := range q8Types {
-				for _, shape := range []struct{ rows, nb int }{{1, 1}, {16, 1}, {17, 3}, {5, 2}, {33, 7}, {48, 64}, {20, 193}} {
-					rb, _ := typ.RowBytes(32 * shape.nb)
-					data := make([]byte, 0, shape.rows*rb)
-					for range shape.rows {
-						data = append(data, randomRow(r, typ, 32*shape.nb)...)
+	simdtest.Each(t, func(t *testing.T, l simd.Level) {
+		r := rand.New(rand.NewPCG(7, 8))
+		for _, typ := range q8Types {
+			for _, shape := range []struct{ rows, nb int }{{1, 1}, {16, 1}, {17, 3}, {5, 2}, {33, 7}, {48, 64}, {20, 193}} {
+				rb, _ := typ.RowBytes(32 * shape.nb)
+				data := make([]byte, 0, shape.rows*rb)
+				for range shape.rows {
+					data = append(data, randomRow(r, typ, 32*shape.nb)...)
+				}
+				p, err := Pack(typ, shape.rows, 32*shape.nb, data, nil, 0, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b := randomBatch(r, 12, 32*shape.nb)
+				for n := 1; n <= 9; n++ {
+					first := (n * 5) % (13 - n) // 0 ≤ first ≤ 12-n
+					const guard = 8
+					out := make([]float32, p.TileLen(n)+guard)
+					for i := range out {
+						out[i] = float32(math.NaN()) // the kernel must overwrite
 					}
-					p, err := Pack(typ, shape.rows, 32*shape.nb, data, nil, 0, 0)
-					if err != nil {
-						t.Fatal(err)
-					}
-					b := randomBatch(r, 12, 32*shape.nb)
-					for n := 1; n <= 9; n++ {
-						first := (n * 5) % (13 - n) // 0 ≤ first ≤ 12-n
-						const guard = 8
-						out := make([]float32, p.TileLen(n)+guard)
-						for i := range out {
-							out[i] = float32(math.NaN()) // the kernel must overwrite
-						}
-						ref := make([]float32, p.TileLen(n))
-						for g := range p.Groups() {
-							p.MulQ8(pk.k, g, b, first, n, out[:p.TileLen(n)])
-							p.mulQ8Ref(g, b, first, n, ref)
-							for _, v := range out[p.TileLen(n):] {
-								if !math.IsNaN(float64(v)) {
-									t.Fatalf("%s %d×%d blocks, %d vectors: written past TileLen", typ, shape.rows, shape.nb, n)
-								}
+					ref := make([]float32, p.TileLen(n))
+					for g := range p.Groups() {
+						p.MulQ8(l, g, b, first, n, out[:p.TileLen(n)])
+						p.mulQ8Ref(g, b, first, n, ref)
+						for _, v := range out[p.TileLen(n):] {
+							if !math.IsNaN(float64(v)) {
+								t.Fatalf("%s %d×%d blocks, %d vectors: written past TileLen", typ, shape.rows, shape.nb, n)
 							}
-							for tk := range n {
-								for rr := range GroupRows {
-									row := g*GroupRows + rr
-									got := out[tk*GroupRows+rr]
-									want := float32(0)
-									if row < shape.rows {
-										want = DotQ8Ref(typ, data[row*rb:(row+1)*rb], &b.Vecs[first+tk])
-									}
-									if math.Float32bits(got) != math.Float32bits(want) && !(got == 0 && want == 0) {
-										t.Fatalf("%s %d×%d blocks, vectors %d+%d: row %d vector %d = %v, DotQ8Ref %v",
-											typ, shape.rows, shape.nb, first, n, row, first+tk, got, want)
-									}
-									if twin := ref[tk*GroupRows+rr]; math.Float32bits(got) != math.Float32bits(twin) && !(got == 0 && twin == 0) {
-										t.Fatalf("%s %d×%d blocks, vectors %d+%d: row %d vector %d = %v, mulQ8Ref %v",
-											typ, shape.rows, shape.nb, first, n, row, first+tk, got, twin)
-									}
+						}
+						for tk := range n {
+							for rr := range GroupRows {
+								row := g*GroupRows + rr
+								got := out[tk*GroupRows+rr]
+								want := float32(0)
+								if row < shape.rows {
+									want = DotQ8Ref(typ, data[row*rb:(row+1)*rb], &b.Vecs[first+tk])
+								}
+								if math.Float32bits(got) != math.Float32bits(want) && !(got == 0 && want == 0) {
+									t.Fatalf("%s %d×%d blocks, vectors %d+%d: row %d vector %d = %v, DotQ8Ref %v",
+										typ, shape.rows, shape.nb, first, n, row, first+tk, got, want)
+								}
+								if twin := ref[tk*GroupRows+rr]; math.Float32bits(got) != math.Float32bits(twin) && !(got == 0 && twin == 0) {
+									t.Fatalf("%s %d×%d blocks, vectors %d+%d: row %d vector %d = %v, mulQ8Ref %v",
+										typ, shape.rows, shape.nb, first, n, row, first+tk, got, twin)
 								}
 							}
 						}
 					}
 				}
 			}
-		})
-	}
+		}
+	})
 }
 
 // TestPackLayout: the AVX-512 repacking (packGroupAVX512) writes the
@@ -113,6 +104,8 @@ func TestPackedMatchesReference(t *testing.T) {
 // every byte of the result (whatever the memory held before), and Pack
 // over a range of groups leaves the others alone.
 func TestPackLayout(t *testing.T) {
+	cpu := simdtest.CPU(t)
+	avx512 := cpu.Has(simd.AVX512)
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, typ := range q8Types {
 		for _, shape := range []struct{ rows, nb int }{{1, 1}, {15, 2}, {16, 1}, {17, 3}, {31, 5}, {48, 64}, {37, 193}} {
@@ -140,8 +133,19 @@ func TestPackLayout(t *testing.T) {
 			if !bytes.Equal(ref0, ref1) {
 				t.Fatalf("%s: packGroup leaves bytes unwritten", name)
 			}
-			if !HasVNNI() {
-				continue
+			// Pack of the second group only (the split packParallel uses)
+			if p0.Groups() > 1 {
+				part := filled(0x77)
+				if _, err := Pack(typ, shape.rows, 32*shape.nb, data, part, 1, 2); err != nil {
+					t.Fatal(err)
+				}
+				gb := p0.GroupBytes()
+				if !bytes.Equal(part[gb:2*gb], ref0[gb:2*gb]) || !bytes.Equal(part[:gb], filled(0x77)[:gb]) {
+					t.Fatalf("%s: Pack of group 1 wrote the wrong bytes", name)
+				}
+			}
+			if !avx512 {
+				continue // skipped below, once
 			}
 			fast := filled(0x5A)
 			pf, _ := NewPacked(typ, shape.rows, 32*shape.nb, fast)
@@ -153,18 +157,10 @@ func TestPackLayout(t *testing.T) {
 			if i := firstDiff(fast, ref0); i >= 0 {
 				t.Fatalf("%s: AVX-512 packing differs from packGroup at byte %d of %d (%#x, want %#x)", name, i, n, fast[i], ref0[i])
 			}
-			// Pack of the second group only (the split packParallel uses)
-			if pf.Groups() > 1 {
-				part := filled(0x77)
-				if _, err := Pack(typ, shape.rows, 32*shape.nb, data, part, 1, 2); err != nil {
-					t.Fatal(err)
-				}
-				gb := pf.GroupBytes()
-				if !bytes.Equal(part[gb:2*gb], ref0[gb:2*gb]) || !bytes.Equal(part[:gb], filled(0x77)[:gb]) {
-					t.Fatalf("%s: Pack of group 1 wrote the wrong bytes", name)
-				}
-			}
 		}
+	}
+	if !avx512 {
+		t.Skipf("CPU lacks avx512 (it %s): packGroup and Pack checked, packGroupAVX512 not", cpu.Lacks(simd.AVX512))
 	}
 }
 
@@ -210,14 +206,14 @@ func BenchmarkPackedMulQ8(b *testing.B) {
 		for _, n := range []int{1, 4, 16} {
 			x := randomBatch(r, n, cols)
 			out := make([]float32, p.TileLen(n))
-			for _, pk := range packedKernels {
-				if !pk.ok {
-					continue
+			for _, l := range simd.Levels() {
+				if !simd.Host().Has(l) || l != simd.None && !HasPackedKernel(l, typ) {
+					continue // none: the plain-Go twin
 				}
-				b.Run(fmt.Sprintf("%s/%s/x%d", typ, pk.k, n), func(b *testing.B) {
+				b.Run(fmt.Sprintf("%s/%s/x%d", typ, l, n), func(b *testing.B) {
 					for b.Loop() {
 						for g := range p.Groups() {
-							p.MulQ8(pk.k, g, x, 0, n, out)
+							p.MulQ8(l, g, x, 0, n, out)
 						}
 					}
 					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(rows*n), "ns/row/vec")

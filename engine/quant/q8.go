@@ -3,6 +3,8 @@ package quant
 import (
 	"math"
 	"unsafe"
+
+	"github.com/npuchat/npuchat/engine/simd"
 )
 
 // Q8Vector is an activation vector rounded to 8 bits per value in blocks
@@ -22,32 +24,23 @@ type Q8Vector struct {
 	Sum []int32
 }
 
-// Rounding is which loop rounds activations to 8 bits. All of them give
-// the same bits.
-type Rounding int
-
-const (
-	// RoundGo is plain Go (any CPU).
-	RoundGo Rounding = iota
-	// RoundAVX2 uses AVX2 and F16C where the CPU has them (the avx2 and
-	// avxvnni kernel levels), plain Go elsewhere.
-	RoundAVX2
-	// RoundAVX512 uses AVX-512 where the CPU has it, else as RoundAVX2.
-	RoundAVX512
-)
-
 // Quantize rounds x (a whole number of 32-value blocks) into v, reusing
 // v's storage, with the best SIMD the CPU has (bit for bit the same as
 // QuantizePlain).
-func (v *Q8Vector) Quantize(x []float32) { v.QuantizeWith(RoundAVX512, x) }
+func (v *Q8Vector) Quantize(x []float32) { v.QuantizeWith(simd.Host().Best(simd.Top), x) }
 
-// QuantizePlain is Quantize in plain Go only (for a model whose kernels
-// are capped at plain Go).
-func (v *Q8Vector) QuantizePlain(x []float32) { v.QuantizeWith(RoundGo, x) }
+// QuantizePlain is Quantize in plain Go only.
+func (v *Q8Vector) QuantizePlain(x []float32) { v.QuantizeWith(simd.None, x) }
 
-// QuantizeWith is Quantize with SIMD up to r (for a model whose kernels
-// are capped below AVX-512).
-func (v *Q8Vector) QuantizeWith(r Rounding, x []float32) {
+// roundings is the rounding loop of each level of the ladder (AVX-VNNI
+// has none of its own: AVX2's). All give the same bits.
+var roundings = [simd.NumLevels]func(x *float32, nb int, qs *int8, d, s *float32, sum *int32){
+	simd.AVX2: quantizeQ8AVX2, simd.AVXVNNI: quantizeQ8AVX2, simd.AVX512: quantizeQ8AVX512,
+}
+
+// QuantizeWith is Quantize with level l's rounding loop (the CPU must
+// have l: simd.Resolve; a model rounds with its own level's).
+func (v *Q8Vector) QuantizeWith(l simd.Level, x []float32) {
 	n := len(x)
 	nb := n / 32
 	if cap(v.Qs) < n || cap(v.Sum) < nb {
@@ -57,12 +50,11 @@ func (v *Q8Vector) QuantizeWith(r Rounding, x []float32) {
 		v.Sum = make([]int32, nb)
 	}
 	v.Qs, v.D, v.S, v.Sum = v.Qs[:n], v.D[:nb], v.S[:nb], v.Sum[:nb]
-	switch {
+	mustHave("Q8Vector.QuantizeWith", l)
+	switch f := roundings[l]; {
 	case nb == 0:
-	case r >= RoundAVX512 && vnni:
-		quantizeQ8AVX512(&x[0], nb, &v.Qs[0], &v.D[0], &v.S[0], &v.Sum[0])
-	case r >= RoundAVX2 && simdQ8:
-		quantizeQ8AVX2(&x[0], nb, &v.Qs[0], &v.D[0], &v.S[0], &v.Sum[0])
+	case f != nil:
+		f(&x[0], nb, &v.Qs[0], &v.D[0], &v.S[0], &v.Sum[0])
 	default:
 		v.quantizeRef(x)
 	}

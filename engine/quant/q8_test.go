@@ -4,6 +4,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/npuchat/npuchat/engine/simd"
+	"github.com/npuchat/npuchat/engine/simd/simdtest"
 )
 
 var q8Types = []Type{Q8_0, Q4_0, Q4_1, Q4_1BF16}
@@ -32,7 +35,7 @@ func shifted(b []byte, off int) []byte {
 // on random blocks (all byte values, including -128 quants), odd and
 // even block counts, and unaligned rows and activations.
 func TestDotQ8MatchesReference(t *testing.T) {
-	t.Logf("SIMD: %s", SIMD())
+	t.Logf("SIMD: %s", simd.Host().Best(simd.AVX2).String())
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, typ := range q8Types {
 		for _, nb := range []int{1, 2, 3, 4, 5, 7, 64, 65, 193} {
@@ -289,26 +292,21 @@ func TestDotF16(t *testing.T) {
 	}
 }
 
-// TestQuantizeMatchesReference: the AVX-512 and the AVX2 rounding of
-// activations give the plain-Go loop's bytes, scales, sums and block sums
-// exactly, on Gaussian values, outliers, all-zero and constant blocks,
-// ties (x·127/max = k+½) and tiny and huge magnitudes.
+// TestQuantizeMatchesReference: each level's rounding of activations
+// (AVX-512, AVX2, which the AVX-VNNI level uses too) gives the plain-Go
+// loop's bytes, scales, sums and block sums exactly, on Gaussian values,
+// outliers, all-zero and constant blocks, ties (x·127/max = k+½) and
+// tiny and huge magnitudes.
 func TestQuantizeMatchesReference(t *testing.T) {
-	for _, rk := range []struct {
-		name string
-		r    Rounding
-		ok   bool
-	}{{"avx2", RoundAVX2, simdQ8}, {"avx512", RoundAVX512, HasVNNI()}} {
-		t.Run(rk.name, func(t *testing.T) {
-			if !rk.ok {
-				t.Skipf("no %s on this CPU: QuantizeWith is the plain-Go loop itself", rk.name)
-			}
-			testQuantizeMatches(t, rk.r)
-		})
-	}
+	simdtest.Run(t, []simd.Level{simd.AVX2, simd.AVXVNNI, simd.AVX512}, func(t *testing.T, l simd.Level) {
+		if roundings[l] == nil {
+			t.Fatalf("level %s has no rounding loop of its own", l)
+		}
+		testQuantizeMatches(t, l)
+	})
 }
 
-func testQuantizeMatches(t *testing.T, rounding Rounding) {
+func testQuantizeMatches(t *testing.T, rounding simd.Level) {
 	r := rand.New(rand.NewPCG(13, 14))
 	for trial := range 200 {
 		nb := 1 + r.IntN(70)

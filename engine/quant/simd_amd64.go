@@ -1,20 +1,13 @@
 package quant
 
-import "golang.org/x/sys/cpu"
+import "github.com/npuchat/npuchat/engine/simd"
 
 // simdQ8 selects the AVX2+FMA kernels of simd_amd64.s (every x86-64 CPU
 // since Haswell and AMD Zen; F16C, which they use for float16 scales,
-// comes with all of them). It is fixed at start-up from CPUID.
-var simdQ8 = cpu.X86.HasAVX2 && cpu.X86.HasFMA
-
-// SIMD names the kernels DotQ8 and DotF32 use on this CPU: "avx2" or
-// "none" (plain Go).
-func SIMD() string {
-	if simdQ8 {
-		return "avx2"
-	}
-	return "none"
-}
+// comes with all of them): this CPU has the ladder's avx2 level. It is
+// fixed at start-up from CPUID (simd.Host); the functions that take no
+// level (DotQ8, DotF32, …) use it.
+var simdQ8 = simd.Host().Has(simd.AVX2)
 
 // The kernels of simd_amd64.s. nb is the number of 32-value blocks (> 0);
 // w points at the row's first block, qs, d, s at a Q8Vector's arrays (x4:
@@ -70,23 +63,14 @@ func gemmQ4_1BF16VNNI(w *byte, nb int, qs *int8, qstride int, d *float32, sum *i
 //go:noescape
 func gemmQ8_0VNNI(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32)
 
-// vnni selects the AVX-512 VNNI kernels (F, BW, VL and VNNI; Intel since
-// Ice Lake / Cascade Lake, AMD since Zen 4), fixed at start-up from CPUID.
-var vnni = cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512VNNI && simdQ8
-
-// HasVNNI reports whether this CPU runs the AVX-512 VNNI kernels of
-// Packed.MulQ8.
-func HasVNNI() bool { return vnni }
-
-// avxvnni selects the AVX-VNNI kernels of avxvnni_amd64.s (VEX-encoded
-// 256-bit VPDPBUSD: Intel Alder Lake and later client cores, AMD Zen 5),
-// with AVX2, FMA and F16C, fixed at start-up from CPUID (x/sys/cpu sets
-// HasAVXVNNI only when the OS saves the YMM state).
-var avxvnni = cpu.X86.HasAVXVNNI && cpu.X86.HasF16C && simdQ8
-
-// HasAVXVNNI reports whether this CPU runs the AVX-VNNI kernels of
-// Packed.MulQ8 (PackedAVXVNNI).
-func HasAVXVNNI() bool { return avxvnni }
+// vnni is whether this CPU has the AVX-512 VNNI kernels (F, BW, VL and
+// VNNI; Intel since Ice Lake / Cascade Lake, AMD since Zen 4): the
+// ladder's avx512 level. Only the packing (packGroupAVX512, the same
+// bytes as plain Go), which takes no level, uses it; every kernel that
+// does is given its level. (So under $NPUCHAT_CPU_CEILING an AVX-512
+// machine still packs with AVX-512: the bytes are packGroup's, tested in
+// TestPackAVX512.)
+var vnni = simd.Host().Has(simd.AVX512)
 
 // The AVX-VNNI kernels of avxvnni_amd64.s, with the arguments of the
 // AVX-512 ones.

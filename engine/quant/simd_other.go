@@ -2,14 +2,12 @@
 
 package quant
 
-// simdQ8 and vnni are false off amd64: every kernel is plain Go.
+// simdQ8 and vnni are false off amd64: every kernel is plain Go (and
+// simd.Host has only the none level).
 const (
 	simdQ8 = false
 	vnni   = false
 )
-
-// SIMD names the kernels DotQ8 and DotF32 use on this CPU: "none" here.
-func SIMD() string { return "none" }
 
 func dotQ8_0Q8x1(w *byte, qs *int8, d *float32, nb int) float32                 { panic("no SIMD") }
 func dotQ4_0Q8x1(w *byte, qs *int8, d *float32, nb int) float32                 { panic("no SIMD") }
@@ -34,14 +32,6 @@ func gemmQ4_1BF16VNNI(w *byte, nb int, qs *int8, qstride int, d *float32, sum *i
 func gemmQ8_0VNNI(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32) {
 	panic("no SIMD")
 }
-
-// HasVNNI reports whether this CPU runs the AVX-512 VNNI kernels: never
-// off amd64.
-func HasVNNI() bool { return false }
-
-// HasAVXVNNI reports whether this CPU runs the AVX-VNNI kernels: never
-// off amd64.
-func HasAVXVNNI() bool { return false }
 
 func gemmQ4_0AVXVNNI(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32) {
 	panic("no SIMD")

@@ -20,6 +20,7 @@ type Stream struct {
 	held    string // decoded text that may begin a stop string
 	started bool   // some text was produced (for the decoder's leading-space strip)
 	stopped bool
+	stop    string // the stop string seen
 }
 
 // NewStream starts decoding a generation. stops are the stop strings;
@@ -70,6 +71,10 @@ func (s *Stream) Flush() string {
 // Stopped reports whether a stop string has been seen.
 func (s *Stream) Stopped() bool { return s.stopped }
 
+// StopSequence is the stop string that ended the stream ("" before one
+// is seen); of several starting at the same place, the first given.
+func (s *Stream) StopSequence() string { return s.stop }
+
 // filter passes decoded text through the stop-string check.
 func (s *Stream) filter(dec string, final bool) (string, bool) {
 	if !s.started && dec != "" {
@@ -79,6 +84,12 @@ func (s *Stream) filter(dec string, final bool) (string, bool) {
 	s.held += dec
 	if i := s.firstStop(); i >= 0 {
 		out := s.held[:i]
+		for _, x := range s.stops {
+			if strings.HasPrefix(s.held[i:], x) {
+				s.stop = x
+				break
+			}
+		}
 		s.held = ""
 		s.stopped = true
 		return out, true

@@ -216,14 +216,18 @@ func scenarios() []scenario {
 
 const treesDir = "testdata/trees"
 
-// TestRegenTrees records every scenario into testdata/trees when run with
-// -regen-trees; otherwise it does nothing.
+// TestRegenTrees records every scenario afresh and, run with
+// -regen-trees, writes the recordings into testdata/trees; otherwise it
+// checks that testdata/trees holds exactly what they record (the same
+// files, byte for byte), so a tree nobody regenerated after a change to
+// the scenarios or to Record fails here.
 func TestRegenTrees(t *testing.T) {
-	if !*regenTrees {
-		return
+	root := t.TempDir()
+	if *regenTrees {
+		root = treesDir
 	}
 	for _, s := range scenarios() {
-		dir := filepath.Join(treesDir, s.name)
+		dir := filepath.Join(root, s.name)
 		if err := os.RemoveAll(dir); err != nil {
 			t.Fatal(err)
 		}
@@ -256,6 +260,53 @@ func TestRegenTrees(t *testing.T) {
 		}
 		if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
+		}
+	}
+	if !*regenTrees {
+		for _, s := range scenarios() {
+			sameTree(t, filepath.Join(root, s.name), filepath.Join(treesDir, s.name))
+		}
+	}
+}
+
+// sameTree fails the test where the files under got and want differ: a
+// file only in one of them, other bytes, or a link to elsewhere.
+func sameTree(t *testing.T, got, want string) {
+	t.Helper()
+	files := func(root string) map[string][]byte {
+		m := map[string][]byte{}
+		err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			var b []byte
+			if d.Type()&os.ModeSymlink != 0 {
+				var target string
+				target, err = os.Readlink(p) // the recorded /sys links
+				b = []byte("-> " + target)
+			} else {
+				b, err = os.ReadFile(p)
+			}
+			rel, _ := filepath.Rel(root, p)
+			m[filepath.ToSlash(rel)] = b
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	g, w := files(got), files(want)
+	for name, b := range g {
+		if wb, ok := w[name]; !ok {
+			t.Errorf("%s: %s is recorded but not in testdata (run go test -run TestRegenTrees -regen-trees)", want, name)
+		} else if !bytes.Equal(b, wb) {
+			t.Errorf("%s: %s differs from its recording (run go test -run TestRegenTrees -regen-trees)", want, name)
+		}
+	}
+	for name := range w {
+		if _, ok := g[name]; !ok {
+			t.Errorf("%s: %s is in testdata but no longer recorded", want, name)
 		}
 	}
 }

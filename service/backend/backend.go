@@ -103,6 +103,10 @@ type Request struct {
 	// that many alternatives (at most 20).
 	Logprobs    bool
 	TopLogprobs int
+	// Think switches a reasoning model's thinking on or off where the
+	// chat template takes enable_thinking (CapThinking); nil leaves the
+	// template's default. Other backends ignore it.
+	Think *bool
 }
 
 // Token is one piece of generated text.
@@ -129,8 +133,12 @@ type Result struct {
 	CompletionTokens int
 	// CachedTokens counts the prompt tokens reused from the previous
 	// request's cache (not computed again).
-	CachedTokens    int
-	FinishReason    string // FinishStop, FinishLength or FinishToolCalls
+	CachedTokens int
+	FinishReason string // FinishStop, FinishLength or FinishToolCalls
+	// StopSequence is the request's stop string that ended the answer
+	// ("" when an end token, the length or a tool call ended it, or the
+	// backend cannot tell), for Anthropic's stop_sequence.
+	StopSequence    string
 	PrefillDuration time.Duration
 	DecodeDuration  time.Duration
 	// Backend is the Kind of the backend that produced the answer (the
@@ -177,6 +185,10 @@ type ModelInfo struct {
 	// Capabilities are what the backend can do with this model
 	// (CapCompletion, CapTools, CapJSON, CapLogprobs).
 	Capabilities []string `json:"capabilities,omitempty"`
+	// Kernels says which SIMD level the in-process engine runs and, when
+	// it is not the one asked for, why ("asked avxvnni, CPU lacks
+	// AVX-VNNI: running avx2"); "" for other backends. For the log.
+	Kernels string `json:"-"`
 }
 
 // Errors a backend returns, wrapped with context, so that the service and

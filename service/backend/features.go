@@ -74,6 +74,9 @@ const (
 	CapTools      = "tools"
 	CapJSON       = "json"
 	CapLogprobs   = "logprobs"
+	// CapThinking: the chat template takes enable_thinking, so that
+	// Request.Think switches the model's thinking on or off.
+	CapThinking = "thinking"
 )
 
 // UnsupportedError is a feature the backend cannot honour: the server

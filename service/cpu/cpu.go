@@ -202,6 +202,7 @@ func (b *Backend) Info() backend.ModelInfo {
 		c := b.model.Config()
 		info.Family, info.Format = c.Arch, c.Format
 		info.Capabilities = b.capabilitiesLocked()
+		info.Kernels = b.model.SIMDChoice().String()
 	}
 	return info
 }
@@ -232,7 +233,7 @@ func (b *Backend) promptLocked(req *backend.Request) ([]int, error) {
 	// Message text is encoded as ordinary text: only the template's own
 	// markers are control tokens, so "<|im_end|>" typed in a message
 	// cannot close the turn (chat.EncodeMessages).
-	ids, err := b.tmpl.EncodeMessages(b.tok, b.tcfg, msgs, chat.RenderOptions{AddGenerationPrompt: true, Tools: tools, BOSToken: b.tcfg.BOSToken, EOSToken: b.tcfg.EOSToken})
+	ids, err := b.tmpl.EncodeMessages(b.tok, b.tcfg, msgs, chat.RenderOptions{AddGenerationPrompt: true, Tools: tools, BOSToken: b.tcfg.BOSToken, EOSToken: b.tcfg.EOSToken, EnableThinking: req.Think})
 	if err != nil {
 		return nil, fmt.Errorf("chat template: %v: %w", err, backend.ErrBadRequest)
 	}

@@ -348,6 +348,10 @@ func TestDescribeWithoutLoading(t *testing.T) {
 		if info.Family == "" || info.Family != loaded.Family || info.ContextLength == 0 || info.ContextLength != loaded.ContextLength {
 			t.Errorf("%s: described %+v, loaded %+v", format, info, loaded)
 		}
+		// the log's line on the kernels: the level that runs, last
+		if k := loaded.Kernels; k == "" || !strings.HasSuffix(k, b.model.SIMD()) {
+			t.Errorf("%s: kernels %q, the model runs %s", format, k, b.model.SIMD())
+		}
 	}
 	if _, err := Describe(filepath.Join(t.TempDir(), "nope.gguf")); err == nil {
 		t.Error("a missing file was described")

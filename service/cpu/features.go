@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/npuchat/npuchat/engine/chat"
@@ -31,6 +32,9 @@ func templateCapabilities(tmpl *chat.Template) []string {
 	if tmpl != nil {
 		if _, ok := tmpl.ToolFormat(); ok {
 			caps = append(caps, backend.CapTools)
+		}
+		if strings.Contains(tmpl.Source(), "enable_thinking") {
+			caps = append(caps, backend.CapThinking)
 		}
 	}
 	return append(caps, backend.CapJSON, backend.CapLogprobs)

@@ -207,10 +207,27 @@ func TestToolsRenderedThroughTemplate(t *testing.T) {
 	if text, _ := b.tok.Decode(ids); strings.Contains(text, "<tools>") {
 		t.Error("tool_choice none still shows the tools")
 	}
-	if caps := b.Info().Capabilities; strings.Join(caps, ",") != "completion,tools,json,logprobs" {
+	if caps := b.Info().Capabilities; strings.Join(caps, ",") != "completion,tools,thinking,json,logprobs" {
 		t.Errorf("capabilities %v", caps)
 	}
+	// The template takes enable_thinking: Think false closes an empty
+	// thinking block in the prompt, true and nil leave it to the model.
+	for _, c := range []struct {
+		think *bool
+		empty bool
+	}{{nil, false}, {ptr(true), false}, {ptr(false), true}} {
+		ids, err := b.Prompt(&backend.Request{Messages: []backend.Message{{Role: "user", Content: "hi"}}, Think: c.think})
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, _ := b.tok.Decode(ids)
+		if got := strings.Contains(text, "<think>\n\n</think>"); got != c.empty {
+			t.Errorf("Think %v: empty thinking block in the prompt %v, want %v:\n%s", c.think, got, c.empty, text)
+		}
+	}
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // A model whose template cannot show tools refuses them clearly.
 func TestToolsRefusedWithoutTemplateSupport(t *testing.T) {

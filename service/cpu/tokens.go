@@ -128,7 +128,7 @@ func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Re
 			break
 		}
 		if stopped {
-			res.FinishReason = backend.FinishStop
+			res.FinishReason, res.StopSequence = backend.FinishStop, stream.StopSequence()
 			break
 		}
 		if req.MaxTokens > 0 && res.CompletionTokens >= req.MaxTokens {

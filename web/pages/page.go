@@ -2,6 +2,7 @@ package pages
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -166,4 +167,19 @@ func cutText(m history.Message) string {
 	default:
 		return "Interrupted (the server stopped)"
 	}
+}
+
+// versionIndex is m's place among its versions (0 for the first).
+func versionIndex(m history.Message) int {
+	return max(0, slices.Index(m.Versions, m.ID))
+}
+
+// versionAt is the id of the version step places after m (before it
+// when negative), or 0 when there is none.
+func versionAt(m history.Message, step int) int64 {
+	i := versionIndex(m) + step
+	if i < 0 || i >= len(m.Versions) {
+		return 0
+	}
+	return m.Versions[i]
 }

@@ -43,7 +43,7 @@
       const msg = data && data.error ? (data.error.message || data.error) : String(data);
       const err = new Error(msg);
       err.status = r.status;
-      err.code = data && data.error && data.error.code;
+      err.code = data && (data.code || (data.error && data.error.code));
       throw err;
     }
     return data;
@@ -140,7 +140,9 @@
     body.className = "body md";
     body.dataset.raw = m.content;
     renderMarkdown(body, m.content);
-    a.append(who, body);
+    a.append(who);
+    if (m.thinking) a.append(thinkingEl(m.thinking, false));
+    a.append(body);
     if (m.cut) {
       const c = document.createElement("div");
       c.className = "cut";
@@ -165,11 +167,29 @@
       }
       if (m.stats && m.stats.context_length) lastContext = "Context used: " + (m.stats.prompt_tokens + m.stats.completion_tokens) + " of " + m.stats.context_length + " tokens";
     }
-    a.appendChild(actions(m.role));
+    a.appendChild(actions(m));
     return a;
   }
 
-  function actions(role) {
+  // thinkingEl is the folded "Thinking" section of an answer: a reasoning
+  // model's thoughts, open while they stream.
+  function thinkingEl(text, open) {
+    const d = document.createElement("details");
+    d.className = "thinking";
+    d.setAttribute("data-testid", "thinking");
+    d.open = !!open;
+    const s = document.createElement("summary");
+    s.textContent = open ? "Thinking…" : "Thinking";
+    const b = document.createElement("div");
+    b.className = "thinking-body md";
+    b.dataset.raw = text;
+    renderMarkdown(b, text);
+    d.append(s, b);
+    return d;
+  }
+
+  function actions(m) {
+    const role = m.role;
     const d = document.createElement("div");
     d.className = "actions";
     const mk = (cls, label, text) => {
@@ -180,6 +200,31 @@
       b.textContent = text;
       return b;
     };
+    // ‹ 2/3 ›: the message's other versions (other answers to its
+    // question, other edits of it).
+    const vs = m.versions || [];
+    if (vs.length > 1) {
+      const i = Math.max(0, vs.indexOf(m.id));
+      const g = document.createElement("span");
+      g.className = "versions";
+      g.setAttribute("data-testid", "versions");
+      g.setAttribute("role", "group");
+      g.setAttribute("aria-label", "Versions");
+      const prev = mk("version prev", "Previous version", "‹");
+      prev.setAttribute("data-testid", "version-prev");
+      prev.dataset.to = i > 0 ? vs[i - 1] : 0;
+      prev.disabled = i === 0;
+      const n = document.createElement("span");
+      n.className = "version-n";
+      n.setAttribute("data-testid", "version-n");
+      n.textContent = i + 1 + " / " + vs.length;
+      const next = mk("version next", "Next version", "›");
+      next.setAttribute("data-testid", "version-next");
+      next.dataset.to = i < vs.length - 1 ? vs[i + 1] : 0;
+      next.disabled = i === vs.length - 1;
+      g.append(prev, n, next);
+      d.appendChild(g);
+    }
     d.appendChild(mk("copy", "Copy message", "Copy"));
     d.appendChild(role === "user" ? mk("edit", "Edit and resend", "Edit") : mk("regenerate", "Answer again", "Regenerate"));
     return d;
@@ -187,9 +232,7 @@
 
   // upgrade renders the server-rendered messages' text as Markdown.
   function upgradeServerMessages() {
-    msgsEl.querySelectorAll("article.message").forEach((a) => {
-      const body = a.querySelector("[data-md]");
-      if (!body) return;
+    msgsEl.querySelectorAll("article.message [data-md]").forEach((body) => {
       const raw = body.textContent;
       body.removeAttribute("data-md");
       body.dataset.raw = raw;
@@ -665,10 +708,29 @@
     follow = true;
     let answerEl = null;
     let raw = "";
+    let thinkRaw = "";
+    let thinkClosed = false;
     let pending = false;
     const paint = () => {
       pending = false;
       if (!answerEl) return;
+      // The thinking streams in its own section, open until the answer
+      // starts.
+      if (thinkRaw) {
+        let d = answerEl.querySelector("details.thinking");
+        if (!d) {
+          d = thinkingEl("", true);
+          answerEl.insertBefore(d, answerEl.querySelector(".body"));
+        }
+        const tb = d.querySelector(".thinking-body");
+        tb.dataset.raw = thinkRaw;
+        renderMarkdown(tb, thinkRaw);
+        if (raw && !thinkClosed) {
+          thinkClosed = true;
+          d.open = false;
+          d.querySelector("summary").textContent = "Thinking";
+        }
+      }
       const b = answerEl.querySelector(".body");
       b.dataset.raw = raw;
       renderMarkdown(b, raw);
@@ -692,8 +754,9 @@
         answerEl.setAttribute("aria-busy", "true");
         msgsEl.insertBefore(answerEl, $("empty"));
         scrollDown();
-      } else if (name === "token") {
-        raw += data.text;
+      } else if (name === "thinking" || name === "token") {
+        if (name === "thinking") thinkRaw += data.text;
+        else raw += data.text;
         if (!pending) {
           pending = true;
           requestAnimationFrame(paint);
@@ -773,10 +836,7 @@
       return;
     }
     if (conversation !== id) return;
-    lastContext = "";
-    msgsEl.querySelectorAll("article.message").forEach((a) => a.remove());
-    for (const m of c.messages) msgsEl.insertBefore(messageEl(m), $("empty"));
-    updateEmpty();
+    showMessages(c.messages);
     const art = edit && msgsEl.querySelector('article.message[data-id="' + edit.edit + '"]');
     if (art) editMessage(art, edit.content);
   }
@@ -839,7 +899,11 @@
   msgsEl.addEventListener("click", (e) => {
     const art = e.target.closest("article.message");
     if (!art) return;
-    if (e.target.closest("button.copy")) {
+    const ver = e.target.closest("button.version");
+    if (ver) {
+      if (streaming || ver.disabled) return;
+      showVersion(art, Number(ver.dataset.to), ver.classList.contains("prev") ? "prev" : "next");
+    } else if (e.target.closest("button.copy")) {
       MD.copyText(art.querySelector(".body").dataset.raw || "", e.target.closest("button"));
     } else if (e.target.closest("button.regenerate")) {
       if (streaming) return;
@@ -860,6 +924,33 @@
       editMessage(art);
     }
   });
+
+  // showVersion shows version id of the message art (the path through it,
+  // as the server keeps it), and gives the focus back to the same button.
+  async function showVersion(art, id, which) {
+    const conv = conversation;
+    try {
+      const c = await api("PUT", "/api/conversations/" + conv + "/current", { message_id: id });
+      if (conversation !== conv) return;
+      showMessages(c.messages);
+      const b = msgsEl.querySelector('article.message[data-id="' + id + '"] button.version.' + which);
+      if (b && !b.disabled) b.focus();
+      else {
+        const any = msgsEl.querySelector('article.message[data-id="' + id + '"] button.version:not([disabled])');
+        if (any) any.focus();
+      }
+    } catch (err) {
+      showError("Could not show that version: " + (err instanceof TypeError ? unreachable : err.message));
+    }
+  }
+
+  // showMessages replaces the shown messages with msgs.
+  function showMessages(msgs) {
+    lastContext = "";
+    msgsEl.querySelectorAll("article.message").forEach((a) => a.remove());
+    for (const m of msgs) msgsEl.insertBefore(messageEl(m), $("empty"));
+    updateEmpty();
+  }
 
   // editMessage opens art's edit form, with text (the message's own
   // when undefined).
@@ -921,6 +1012,7 @@
     $("cs-temperature").value = c && c.temperature != null ? c.temperature : "";
     $("cs-top-p").value = c && c.top_p != null ? c.top_p : "";
     $("cs-max-tokens").value = c && c.max_tokens != null ? c.max_tokens : "";
+    $("cs-thinking").value = c && c.thinking != null ? (c.thinking ? "on" : "off") : "";
     $("cs-note").textContent = "";
   }
   $("open-chat-settings").addEventListener("click", () => {
@@ -936,6 +1028,9 @@
       if (v === "") body.clear.push(field);
       else body[field] = parse(v);
     }
+    const think = $("cs-thinking").value;
+    if (think === "") body.clear.push("thinking");
+    else body.thinking = think === "on";
     try {
       const id = await ensureConversation();
       await api("PATCH", "/api/conversations/" + id, body);
@@ -1009,6 +1104,8 @@
     if (offError && st.enabled) showError("");
     el.dataset.state = st.state;
     $("status-text").textContent = text;
+    // The thinking switch is offered where the model's template takes it.
+    $("cs-thinking-row").hidden = !(st.info && (st.info.capabilities || []).includes("thinking"));
     $("empty-note").textContent = st.backend === "remote"
       ? "Answers come from the remote server NPU Chat was started with; your chats stay on this computer."
       : "Answers are computed on this computer, and your chats stay here.";

@@ -172,6 +172,12 @@ func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(
 				}
 			}
 			res.FinishReason = backend.FinishStop
+			for _, s := range req.Stop {
+				if s != "" && strings.HasPrefix(full[cut:], s) {
+					res.StopSequence = s
+					break
+				}
+			}
 			break
 		}
 		// Hold back a suffix that could still become a stop string.

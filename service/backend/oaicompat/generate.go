@@ -281,7 +281,7 @@ func (g *generation) result() backend.Result {
 	}
 	r := backend.Result{FinishReason: mapFinish(g.finish)}
 	if g.stopped {
-		r.FinishReason = backend.FinishStop
+		r.FinishReason, r.StopSequence = backend.FinishStop, g.stop.seen
 	}
 	if u := g.usage; u != nil {
 		r.PromptTokens = u.PromptTokens

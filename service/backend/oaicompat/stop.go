@@ -9,6 +9,7 @@ import "strings"
 type stopFilter struct {
 	stops []string
 	held  string
+	seen  string // the stop string that was reached
 }
 
 func newStopFilter(stops []string) *stopFilter {
@@ -36,6 +37,12 @@ func (f *stopFilter) push(piece string) (out string, stopped bool) {
 		}
 	}
 	if first >= 0 {
+		for _, s := range f.stops {
+			if strings.HasPrefix(buf[first:], s) {
+				f.seen = s
+				break
+			}
+		}
 		f.held = ""
 		return buf[:first], true
 	}
