@@ -24,6 +24,7 @@ import (
 	"github.com/npuchat/npuchat/npu/flm"
 	"github.com/npuchat/npuchat/npu/xrt"
 	"github.com/npuchat/npuchat/service"
+	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/cpu"
 	"github.com/npuchat/npuchat/web"
 	"gopkg.in/natefinch/lumberjack.v2"
@@ -201,7 +202,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		Logger:       a.log,
 		Now:          opts.Now,
 	})
-	if cfg.Engine == "remote" {
+	if cfg.Engine == string(backend.Remote) {
 		a.addRemoteModels(ctx)
 	}
 	// The chat page's history, installs and settings.
@@ -249,9 +250,9 @@ func applyFlags(cfg *config.Config, f Flags, getenv func(string) string) (localM
 		cfg.KeepAlive = f.KeepAlive
 	}
 	if !ValidEngine(cfg.Engine) {
-		return "", fmt.Errorf("--engine %q is not one of auto, npu, cpu, remote", cfg.Engine)
+		return "", fmt.Errorf("--engine %q is not one of %s", cfg.Engine, backend.EngineNames())
 	}
-	if cfg.Engine == "remote" && cfg.RemoteURL == "" {
+	if cfg.Engine == string(backend.Remote) && cfg.RemoteURL == "" {
 		return "", noRemoteURL(cfg.SettingsPath, f.Engine != "", getenv("NPUCHAT_ENGINE") != "")
 	}
 	if f.Model != "" && LooksLikePath(f.Model) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/npuchat/npuchat/config"
 	"github.com/npuchat/npuchat/service"
+	"github.com/npuchat/npuchat/service/backend"
 )
 
 // Settings are the settings now: the app's store (config.Store) holds
@@ -44,29 +45,31 @@ func (a *App) UpdateSettings(ctx context.Context, change func(*config.Settings) 
 	return after, nil
 }
 
-// engineOf is the engine a settings value names (auto when none).
-func engineOf(s config.Settings) string {
-	if s.Engine == "" {
-		return "auto"
+// engineOf is the engine a settings value names (auto when none; the
+// store refuses a name that is not one).
+func engineOf(s config.Settings) backend.Kind {
+	k, err := backend.ParseEngine(s.Engine)
+	if err != nil {
+		return backend.Auto
 	}
-	return s.Engine
+	return k
 }
 
-// Engine is the engine setting in effect: auto, npu, cpu or remote.
-func (a *App) Engine() string { return engineOf(a.settings.Get()) }
+// Engine is the engine setting in effect: one of backend.Engines.
+func (a *App) Engine() backend.Kind { return engineOf(a.settings.Get()) }
 
 // SetEngine changes the engine (the tray's Engine menu, the settings
 // window) and saves it. A model that is on or loading is loaded again
 // on the new engine.
-func (a *App) SetEngine(ctx context.Context, kind string) error {
-	_, err := a.UpdateSettings(ctx, func(s *config.Settings) error { s.Engine = kind; return nil })
+func (a *App) SetEngine(ctx context.Context, kind backend.Kind) error {
+	_, err := a.UpdateSettings(ctx, func(s *config.Settings) error { s.Engine = string(kind); return nil })
 	return err
 }
 
 // switchEngine puts a new engine into effect (UpdateSettings saved it).
-func (a *App) switchEngine(ctx context.Context, kind string) error {
+func (a *App) switchEngine(ctx context.Context, kind backend.Kind) error {
 	a.log.Info("engine changed", "engine", kind)
-	if kind == "remote" {
+	if kind == backend.Remote {
 		// What the remote server serves, as at a start on it.
 		a.addRemoteModels(ctx)
 	}

@@ -44,6 +44,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/npuchat/npuchat/service/backend"
 )
 
 // Defaults.
@@ -157,15 +159,13 @@ func Load(getenv Env, goos string) (*Config, error) {
 		c.Model = DefaultModel
 	}
 	if c.Engine == "" {
-		c.Engine = "auto"
+		c.Engine = string(backend.Auto)
 	}
 	if c.QueueSize <= 0 {
 		c.QueueSize = DefaultQueueSize
 	}
-	switch c.Engine {
-	case "auto", "npu", "cpu", "remote":
-	default:
-		return nil, fmt.Errorf("config: engine %q is not one of auto, npu, cpu, remote", c.Engine)
+	if _, err := backend.ParseEngine(c.Engine); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
 	}
 	ka, err := ParseKeepAlive(c.KeepAlive)
 	if err != nil {

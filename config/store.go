@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/npuchat/npuchat/eventbus"
+	"github.com/npuchat/npuchat/service/backend"
 )
 
 // Store owns the settings while NPU Chat runs: the one place they are
@@ -138,14 +139,11 @@ func check(s Settings) error {
 	bad := func(field, format string, a ...any) error {
 		return &FieldError{Field: field, Message: fmt.Sprintf(format, a...)}
 	}
-	switch s.Engine {
-	case "", "auto", "npu", "cpu":
-	case "remote":
-		if s.RemoteURL == "" {
-			return bad("engine", "the remote engine needs a remote server's URL (remote_url in the settings file, NPUCHAT_REMOTE_URL or --remote-url)")
-		}
-	default:
-		return bad("engine", "engine must be one of auto, npu, cpu, remote, got %q", s.Engine)
+	switch kind, err := backend.ParseEngine(s.Engine); {
+	case err != nil:
+		return bad("engine", "engine must be one of %s, got %q", backend.EngineNames(), s.Engine)
+	case kind == backend.Remote && s.RemoteURL == "":
+		return bad("engine", "the remote engine needs a remote server's URL (remote_url in the settings file, NPUCHAT_REMOTE_URL or --remote-url)")
 	}
 	if _, err := ParseKeepAlive(s.KeepAlive); err != nil {
 		return bad("keep_alive", "keep-alive %q: write a duration such as 5m or 1h, or -1 to keep the model loaded", s.KeepAlive)

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/npuchat/npuchat/config"
+	"github.com/npuchat/npuchat/service/backend"
 )
 
 // PageSettings are the settings the page's settings view shows and
@@ -40,7 +41,7 @@ type Settings interface {
 func pageSettings(c config.Settings) PageSettings {
 	p := PageSettings{Engine: c.Engine, KeepAlive: strings.TrimSpace(c.KeepAlive), Chat: c.Chat}
 	if p.Engine == "" {
-		p.Engine = "auto"
+		p.Engine = string(backend.Auto)
 	}
 	if p.KeepAlive == "" {
 		p.KeepAlive = config.DefaultKeepAlive.String()

@@ -74,7 +74,7 @@ type Backend struct {
 func New(opts Options) *Backend { return &Backend{opts: opts} }
 
 // Kind implements backend.Backend.
-func (b *Backend) Kind() string { return "cpu" }
+func (b *Backend) Kind() backend.Kind { return backend.CPU }
 
 // Load implements backend.Backend: it maps the weights and reads the
 // tokenizer and chat template next to them (or inside a GGUF file).
@@ -244,7 +244,7 @@ func (b *Backend) promptLocked(req *backend.Request) ([]int, error) {
 func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(backend.Token) error) (res backend.Result, err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	res.Backend = "cpu"
+	res.Backend = backend.CPU
 	if b.model == nil {
 		return res, backend.ErrNotLoaded
 	}
