@@ -217,7 +217,8 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		Addr: cfg.Addr, APIKey: cfg.APIKey, Origins: cfg.Origins, Version: opts.Version, Logger: a.log,
 		CheckNPU: func(ctx context.Context) (any, error) { return a.CheckNPU(ctx) },
 		History:  a.history, Installs: a.installs, Settings: pageSettings{a},
-		LogFile: filepath.Join(cfg.LogDir, "npuchat.log"),
+		LogFile:  filepath.Join(cfg.LogDir, "npuchat.log"),
+		Sessions: web.NewSessions(filepath.Join(cfg.DataDir, "sessions.json"), opts.Now),
 	})
 	if err != nil {
 		a.mgr.Close(ctx)
@@ -367,18 +368,27 @@ func (a *App) ChatURL() string {
 	return a.server.URL
 }
 
-// OpenChat opens the chat page in the user's browser. When the web
-// server cannot listen (another program holds the port) or has stopped,
-// it says why instead of opening a page NPU Chat does not serve.
+// OpenChat opens the chat page in the user's browser through a fresh
+// one-time link (OpenLink), so the person at the desktop always gets in
+// with a session. When the web server cannot listen (another program
+// holds the port) or has stopped, it says why instead of opening a page
+// NPU Chat does not serve.
 func (a *App) OpenChat() error {
 	if s := a.Server(); s.Err != nil {
 		return fmt.Errorf("the chat page is not served: %w", s.Err)
 	}
-	url := a.ChatURL()
+	url := a.OpenLink(web.LinkTTL)
 	if a.opts.OpenURL != nil {
 		return a.opts.OpenURL(url)
 	}
 	return openURL(a.opts.GOOS, url)
+}
+
+// OpenLink returns a fresh one-time link to the chat page: opened in a
+// browser, it starts the session the page's history and settings need
+// (web.Sessions). ttl bounds how long it works (0: until used).
+func (a *App) OpenLink(ttl time.Duration) string {
+	return strings.TrimSuffix(a.ChatURL(), "/") + a.srv.OpenLink(ttl)
 }
 
 // OpenChatWhenServing opens the chat page once the web server listens:

@@ -79,14 +79,15 @@ func (a *App) newBackend(ctx context.Context, model string, kind backend.Kind) (
 	switch kind {
 	case backend.CPU:
 		if path, ok := a.local[model]; ok {
-			return cpu.New(cpu.Options{Path: path, Name: model, Threads: a.cfg.Threads, CacheDir: a.engineCache()}), nil
+			return cpu.New(cpu.Options{Path: path, Name: model, Threads: a.cfg.Threads, CacheDir: a.engineCache(), MemAvailable: a.memAvailable,
+				KVDir: a.kvCache(), Log: a.log}), nil
 		}
 		inst, err := models.Locate(a.cfg, model)
 		if err != nil {
 			return nil, notInstalled{err}
 		}
 		opts := cpu.Options{Path: inst.Dir, Name: model, Threads: a.cfg.Threads, ParameterSize: strings.ToUpper(inst.Model.Size),
-			CacheDir: a.engineCache()}
+			CacheDir: a.engineCache(), MemAvailable: a.memAvailable, KVDir: a.kvCache(), Log: a.log}
 		if inst.Format == "flm-q4nx" {
 			// Compute the original model, not the port's changes.
 			opts.SkipQKNorm = inst.Model.Port.InjectedQKNorm
@@ -284,6 +285,11 @@ func (a *App) addRemoteModels(ctx context.Context) {
 		}
 	}
 }
+
+// kvCache is the folder of the CPU engine's KV disk cache, beside the
+// history: the keys and values of recent prompts, read back when a chat
+// is reopened, also after a restart.
+func (a *App) kvCache() string { return filepath.Join(a.cfg.DataDir, "kv") }
 
 // engineCache is the folder of NPU Chat's data where the CPU engine
 // unpacks a model.q4nx once (never inside FastFlowLM's folders).

@@ -17,10 +17,12 @@ import (
 // armed its own five minutes at Start, and the model unloaded.
 func TestKeepAliveNeverSetOnThePageKeepsTheModelLoaded(t *testing.T) {
 	a := newApp(t, testEnv(t), Flags{Model: tinyModel(t), Name: "tiny", Engine: "cpu"})
+	cookie := pageSession(t, a)
 	call := func(method, path, body string) []byte {
 		t.Helper()
 		req := httptest.NewRequest(method, "http://127.0.0.1"+path, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
+		req.AddCookie(cookie)
 		rec := httptest.NewRecorder()
 		a.WebServer().Handler().ServeHTTP(rec, req)
 		if rec.Code/100 != 2 {

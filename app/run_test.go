@@ -20,6 +20,7 @@ import (
 	"github.com/npuchat/npuchat/config"
 	"github.com/npuchat/npuchat/engine/testmodel"
 	"github.com/npuchat/npuchat/service"
+	"github.com/npuchat/npuchat/web/webtest"
 )
 
 // testEnv is a private HOME, data folder and settings file.
@@ -431,8 +432,33 @@ func TestOpenChatUsesTheOpener(t *testing.T) {
 		t.Fatal(err)
 	}
 	url := running(t, a, RunOptions{Model: ModelOff})
-	if err := a.OpenChat(); err != nil || len(opened) != 1 || opened[0] != url {
-		t.Fatalf("opened %v (%v), want %s", opened, err, url)
+	if err := a.OpenChat(); err != nil || len(opened) != 1 || !strings.HasPrefix(opened[0], url+"open?t=") {
+		t.Fatalf("opened %v (%v), want a link on %s", opened, err, url)
+	}
+	// Every opening is a fresh one-time link that starts the page's
+	// session (the history and the settings need it), so the tray and a
+	// second launch always get the person in.
+	if err := a.OpenChat(); err != nil || len(opened) != 2 || opened[1] == opened[0] {
+		t.Fatalf("opened again %v (%v), want a fresh link", opened, err)
+	}
+	for _, link := range opened {
+		cookie, err := webtest.Login(strings.TrimSuffix(url, "/"), strings.TrimPrefix(link, strings.TrimSuffix(url, "/")))
+		if err != nil {
+			t.Fatalf("%s: %v", link, err)
+		}
+		req, _ := http.NewRequest("GET", url+"api/conversations", nil)
+		req.Header.Set("Cookie", cookie)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("the history with the link's session: %d", resp.StatusCode)
+		}
+	}
+	if _, err := webtest.Login(strings.TrimSuffix(url, "/"), strings.TrimPrefix(opened[0], strings.TrimSuffix(url, "/"))); err == nil {
+		t.Error("a link worked twice")
 	}
 }
 
@@ -462,8 +488,8 @@ func TestOpenChatWhenServingWaitsForTheServer(t *testing.T) {
 	case err := <-done:
 		mu.Lock()
 		defer mu.Unlock()
-		if err != nil || len(opened) != 1 || opened[0] != url {
-			t.Fatalf("opened %v (%v), want %s", opened, err, url)
+		if err != nil || len(opened) != 1 || !strings.HasPrefix(opened[0], url+"open?t=") {
+			t.Fatalf("opened %v (%v), want a link on %s", opened, err, url)
 		}
 	case <-time.After(60 * time.Second):
 		t.Fatal("the chat did not open once the server listened")

@@ -82,16 +82,31 @@ func TestSettingChangesKeepTheFilesOtherKeys(t *testing.T) {
 	}
 }
 
+// pageSession opens a one-time link of a's server, as the tray's "Open
+// the chat" does, and returns the session cookie it sets.
+func pageSession(t *testing.T, a *App) *http.Cookie {
+	t.Helper()
+	open := httptest.NewRecorder()
+	a.WebServer().Handler().ServeHTTP(open, httptest.NewRequest("GET", "http://127.0.0.1"+a.WebServer().OpenLink(0), nil))
+	cookies := open.Result().Cookies()
+	if len(cookies) != 1 {
+		t.Fatalf("the link set %v", cookies)
+	}
+	return cookies[0]
+}
+
 // TestTrayEngineChangeShowsOnThePage: an engine chosen from the tray is
 // the engine the chat page's settings show, and choosing the engine
 // shown before (auto) on the page switches back to it, instead of being
 // taken for "no change" while the tray's choice stays in effect.
 func TestTrayEngineChangeShowsOnThePage(t *testing.T) {
 	a := newApp(t, testEnv(t), Flags{})
+	cookie := pageSession(t, a)
 	page := func(method, body string) map[string]any {
 		t.Helper()
 		req := httptest.NewRequest(method, "http://127.0.0.1/api/settings", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
+		req.AddCookie(cookie)
 		rec := httptest.NewRecorder()
 		a.WebServer().Handler().ServeHTTP(rec, req)
 		var out map[string]any

@@ -291,10 +291,11 @@ func (s *Session) Discard() {
 	}
 }
 
-// Insert adds a sequence read back from a disk cache (Model.ReadKV), as
-// the least recently used one: the sequences computed in this run are
-// worth more. It is dropped at once when the budget has no room for it
-// without dropping others. It reports whether the sequence was kept.
+// Insert adds a sequence read back from a disk cache (Model.ReadKV) as
+// the most recently used one, for the prompt about to resume from it:
+// less recently used kept sequences are dropped to make room. It reports
+// whether the sequence was kept (not when it alone exceeds what the
+// sequences in use leave of the budget).
 func (c *KVCache) Insert(st *StoredKV) bool {
 	if st == nil || st.kv == nil || len(st.Tokens) == 0 {
 		return false
@@ -307,11 +308,19 @@ func (c *KVCache) Insert(st *StoredKV) bool {
 func (c *KVCache) insert(st *StoredKV, fresh bool) bool {
 	bytes := int64(st.kv.capPos) * c.m.kvBytesPerPos()
 	c.mu.Lock()
-	if fresh && c.used+bytes > c.budget {
-		c.mu.Unlock()
-		return false
-	}
+	var out []*StoredKV
 	if fresh {
+		free := c.budget - c.used
+		for _, e := range c.kept {
+			if !e.pinned {
+				free += e.bytes
+			}
+		}
+		if bytes > free {
+			c.mu.Unlock()
+			return false
+		}
+		out = c.evictLocked(bytes)
 		c.used += bytes
 	}
 	// drop kept sequences of the scope that this one extends
@@ -326,12 +335,8 @@ func (c *KVCache) insert(st *StoredKV, fresh bool) bool {
 	clear(c.kept[len(keep):])
 	c.kept = keep
 	c.tick++
-	e := &kvEntry{StoredKV: *st, bytes: bytes, used: c.tick}
-	if fresh {
-		e.used = 0 // least recently used: evicted before anything computed here
-	}
-	c.kept = append(c.kept, e)
-	out := c.evictLocked(0)
+	c.kept = append(c.kept, &kvEntry{StoredKV: *st, bytes: bytes, used: c.tick})
+	out = append(out, c.evictLocked(0)...)
 	c.mu.Unlock()
 	c.hand(out)
 	return true

@@ -20,7 +20,14 @@
 // the web layer sends it, and the message is "cut" from the moment it is
 // created until FinishAnswer records it as complete. So an answer stopped
 // by the user, dropped by a closed tab or left by a killed server is
-// stored, and shown, as cut, with every word that was sent.
+// stored, and shown, as cut, with every word that was sent. The pieces go
+// to the answer's own append-only journal (answers.go), one write of the
+// piece each; the answer's end puts the text into the database once and
+// indexes it for search once, so storing an answer writes a few times
+// its size (it wrote the square of it). Open puts a journal a killed
+// server left into its message. A full disk is ErrDiskFull: the piece
+// that did not fit is not kept, everything before it is. The WAL is cut
+// back to 4 MiB after checkpoints (journal_size_limit).
 //
 // Answer versions (versions.go): messages form a tree, each following
 // its parent, and a conversation records the message that ends the path

@@ -85,8 +85,13 @@ var migrations = []string{
 
 	// 5: a chat's thinking switch (NULL: the model's default).
 	`ALTER TABLE conversations ADD COLUMN thinking INTEGER;`,
+
+	// 6: how much of an answer's prompt came from the KV cache, and how
+	// many of the chat's oldest messages the model did not see.
+	`ALTER TABLE messages ADD COLUMN cached_tokens INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE messages ADD COLUMN omitted_messages INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // SchemaVersion is the schema this package writes (len(migrations);
 // a test keeps the two equal).
-const SchemaVersion = 5
+const SchemaVersion = 6

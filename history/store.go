@@ -9,7 +9,9 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -43,15 +45,19 @@ type Options struct {
 	BusyTimeout time.Duration
 	// Now is the clock (time.Now by default).
 	Now func() time.Time
+	// OpenJournal opens a streaming answer's journal (answers.go; an
+	// append-only file when nil). Tests make it fail as a full disk does.
+	OpenJournal func(path string) (JournalFile, error)
 }
 
 // Store is an open history database. Its methods are safe for
 // concurrent use.
 type Store struct {
-	db     *sql.DB
-	path   string
-	now    func() time.Time
-	notice string
+	db      *sql.DB
+	path    string
+	now     func() time.Time
+	notice  string
+	answers *journals
 }
 
 // Settings are a conversation's own generation settings; nil means the
@@ -88,6 +94,12 @@ type Stats struct {
 	ContextLength    int     `json:"context_length"`
 	TTFTMillis       int64   `json:"ttft_ms"`
 	TokensPerSecond  float64 `json:"tokens_per_second"`
+	// CachedTokens are the prompt tokens whose keys and values came from
+	// the KV cache; OmittedMessages the chat's oldest messages (after
+	// the system prompt) the model did not see, the chat being longer
+	// than the context. The history keeps those messages.
+	CachedTokens    int `json:"cached_tokens"`
+	OmittedMessages int `json:"omitted_messages"`
 }
 
 // Message is one turn of a conversation.
@@ -115,9 +127,10 @@ type Message struct {
 
 // Cut reasons.
 const (
-	CutInterrupted = "interrupted" // the server stopped mid-answer (set when an answer starts)
-	CutStopped     = "stopped"     // the user stopped it or closed the page
-	CutFailed      = "failed"      // the engine failed mid-answer
+	CutInterrupted = "interrupted"  // the server stopped mid-answer (set when an answer starts)
+	CutStopped     = "stopped"      // the user stopped it or closed the page
+	CutFailed      = "failed"       // the engine failed mid-answer
+	CutSwitchedOff = "switched-off" // the model was switched off mid-answer
 )
 
 // Open opens (creating it if needed) the database at path and brings its
@@ -136,7 +149,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	st, problem, err := open(ctx, path, opts)
 	if err == nil {
-		return st, nil
+		return st.ready(ctx, opts), nil
 	}
 	if problem == "" {
 		return nil, err
@@ -149,12 +162,22 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err2 != nil {
 		return nil, err2
 	}
+	st.ready(ctx, opts)
 	why := "could not be read (" + cause(err) + ")"
 	if problem == "newer" {
 		why = "was written by a newer version of NPU Chat"
 	}
 	st.notice = fmt.Sprintf("The chat history %s %s. It was moved to %s and a new, empty history was started; nothing was deleted.", path, why, aside)
 	return st, nil
+}
+
+// ready starts the store's answer journals, putting those a killed
+// server left into their messages (one that cannot be put now stays for
+// the next Open).
+func (s *Store) ready(ctx context.Context, opts Options) *Store {
+	s.answers = newJournals(s.path, opts.OpenJournal)
+	s.recoverJournals(ctx)
+	return s
 }
 
 // open tries once. problem is "corrupt" or "newer" when the file should
@@ -168,6 +191,9 @@ func open(ctx context.Context, path string, opts Options) (*Store, string, error
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
+	// After a checkpoint the write-ahead log is cut back to 4 MiB, so
+	// that it does not keep the largest size it ever had.
+	q.Add("_pragma", "journal_size_limit(4194304)")
 	db, err := sql.Open("sqlite", "file:"+filepath.ToSlash(path)+"?"+q.Encode())
 	if err != nil {
 		return nil, "", fmt.Errorf("history: open %s: %w", path, err)
@@ -281,6 +307,21 @@ func cause(err error) string {
 	}
 }
 
+// isDiskFullCode reports a full disk as SQLite or the system says it.
+func isDiskFullCode(err error) bool {
+	if isCode(err, sqlite3.SQLITE_FULL) {
+		return true
+	}
+	var en syscall.Errno
+	if errors.As(err, &en) {
+		if runtime.GOOS == "windows" {
+			return en == 112 || en == 39 // ERROR_DISK_FULL, ERROR_HANDLE_DISK_FULL
+		}
+		return en == syscall.ENOSPC
+	}
+	return false
+}
+
 func isCode(err error, code int) bool {
 	var se *sqlite.Error
 	return errors.As(err, &se) && se.Code()&0xff == code
@@ -304,8 +345,12 @@ func (s *Store) Path() string { return s.path }
 // Notice says what Open had to do (a database moved aside), or "".
 func (s *Store) Notice() string { return s.notice }
 
-// Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+// Close closes the database (and the journals of answers still
+// streaming, which the next Open puts into their messages).
+func (s *Store) Close() error {
+	s.answers.closeAll()
+	return s.db.Close()
+}
 
 func (s *Store) stamp() int64 { return s.now().UnixMilli() }
 
@@ -431,7 +476,9 @@ type Patch struct {
 	Settings *Settings
 }
 
-// Update applies a patch and returns the conversation as it is now.
+// Update applies a patch and returns the conversation as it is now. A
+// chat keeps its place in the list (UpdatedAt is when it last had a
+// message): renaming it or changing its settings says nothing new.
 func (s *Store) Update(ctx context.Context, id int64, p Patch) (*Conversation, error) {
 	c, err := s.Get(ctx, id)
 	if err != nil {
@@ -448,8 +495,8 @@ func (s *Store) Update(ctx context.Context, id int64, p Patch) (*Conversation, e
 		}
 		c.Settings = *p.Settings
 	}
-	_, err = s.db.ExecContext(ctx, `UPDATE conversations SET title = ?, system_prompt = ?, temperature = ?, top_p = ?, max_tokens = ?, thinking = ?, updated_at = ? WHERE id = ?`,
-		c.Title, c.SystemPrompt, c.Temperature, c.TopP, c.MaxTokens, c.Thinking, s.stamp(), id)
+	_, err = s.db.ExecContext(ctx, `UPDATE conversations SET title = ?, system_prompt = ?, temperature = ?, top_p = ?, max_tokens = ?, thinking = ? WHERE id = ?`,
+		c.Title, c.SystemPrompt, c.Temperature, c.TopP, c.MaxTokens, c.Thinking, id)
 	if err != nil {
 		return nil, wrap(fmt.Sprintf("history: update conversation %d", id), err)
 	}
@@ -465,6 +512,7 @@ func (s *Store) Delete(ctx context.Context, id int64) error {
 	if n, _ := res.RowsAffected(); n == 0 {
 		return fmt.Errorf("conversation %d: %w", id, ErrNotFound)
 	}
+	s.dropGone(ctx, id)
 	return nil
 }
 
@@ -539,7 +587,7 @@ func prefixed(p, cols string) string {
 }
 
 const msgColumns = `id, conversation_id, role, content, cut, cut_reason, created_at, model, engine, fallback, finish_reason,
-	prompt_tokens, completion_tokens, context_length, ttft_ms, tokens_per_second, IFNULL(parent_id, 0), thinking`
+	prompt_tokens, completion_tokens, context_length, ttft_ms, tokens_per_second, IFNULL(parent_id, 0), thinking, cached_tokens, omitted_messages`
 
 func scanMessage(r scanner) (*Message, error) {
 	var m Message
@@ -547,7 +595,7 @@ func scanMessage(r scanner) (*Message, error) {
 	var created int64
 	if err := r.Scan(&m.ID, &m.ConversationID, &m.Role, &m.Content, &m.Cut, &m.CutReason, &created,
 		&st.Model, &st.Engine, &st.Fallback, &st.FinishReason, &st.PromptTokens, &st.CompletionTokens, &st.ContextLength,
-		&st.TTFTMillis, &st.TokensPerSecond, &m.ParentID, &m.Thinking); err != nil {
+		&st.TTFTMillis, &st.TokensPerSecond, &m.ParentID, &m.Thinking, &st.CachedTokens, &st.OmittedMessages); err != nil {
 		return nil, err
 	}
 	m.CreatedAt = fromMillis(created)
@@ -558,6 +606,15 @@ func scanMessage(r scanner) (*Message, error) {
 		m.CutReason = ""
 	}
 	return &m, nil
+}
+
+// streamed adds to m what has streamed of it so far, when it is an
+// answer being streamed (its text is in its journal until it ends).
+func (s *Store) streamed(m *Message) {
+	if text, thinking, ok := s.answers.text(m.ID); ok {
+		m.Content += text
+		m.Thinking += thinking
+	}
 }
 
 // AddUser stores a user's message; a conversation without a title takes
@@ -592,6 +649,10 @@ func (s *Store) StartAnswer(ctx context.Context, conversation int64, model strin
 	}
 	if _, err := s.db.ExecContext(ctx, `UPDATE messages SET model = ? WHERE id = ?`, model, m.ID); err != nil {
 		return nil, wrap("history: start answer", err)
+	}
+	if err := s.answers.start(conversation, m.ID); err != nil {
+		s.db.ExecContext(ctx, `DELETE FROM messages WHERE id = ?`, m.ID)
+		return nil, err
 	}
 	return s.Message(ctx, m.ID)
 }
@@ -656,12 +717,18 @@ func (s *Store) insert(ctx context.Context, conversation int64, role, content st
 	return s.Message(ctx, id)
 }
 
-// AppendText adds a piece of a streaming answer. It is committed when
-// AppendText returns, before the piece is sent to anyone.
+// AppendText adds a piece of a streaming answer: it is in the answer's
+// journal (answers.go) when AppendText returns, before the piece is sent
+// to anyone, and costs a write of the piece. An error (ErrDiskFull) keeps
+// nothing of the piece and everything before it.
 func (s *Store) AppendText(ctx context.Context, message int64, text string) error {
 	if text == "" {
 		return nil
 	}
+	if ok, err := s.answers.appendText(message, streamText, text); ok {
+		return err
+	}
+	// Not an answer this store started: into the row.
 	_, err := s.db.ExecContext(ctx, `UPDATE messages SET content = content || ? WHERE id = ?`, text, message)
 	return wrap("history: store answer", err)
 }
@@ -676,11 +743,23 @@ func (s *Store) CutAnswer(ctx context.Context, message int64, reason string, st 
 	return s.endAnswer(ctx, message, true, reason, st)
 }
 
+// endAnswer records how an answer ended and puts its streamed text into
+// the database: one write, one indexing for search. When that fails (a
+// full disk) the journal stays, and the next Open puts it in.
 func (s *Store) endAnswer(ctx context.Context, message int64, cut bool, reason string, st Stats) error {
-	_, err := s.db.ExecContext(ctx, `UPDATE messages SET cut = ?, cut_reason = ?, engine = ?, fallback = ?, finish_reason = ?,
+	text, thinking, _ := s.answers.text(message)
+	_, err := s.db.ExecContext(ctx, `UPDATE messages SET content = content || ?, thinking = thinking || ?, cut = ?, cut_reason = ?, engine = ?, fallback = ?, finish_reason = ?,
 		prompt_tokens = ?, completion_tokens = ?, context_length = ?, ttft_ms = ?, tokens_per_second = ?,
+		cached_tokens = ?, omitted_messages = ?,
 		model = CASE WHEN ? = '' THEN model ELSE ? END WHERE id = ?`,
-		cut, reason, st.Engine, st.Fallback, st.FinishReason, st.PromptTokens, st.CompletionTokens, st.ContextLength,
-		st.TTFTMillis, st.TokensPerSecond, st.Model, st.Model, message)
-	return wrap("history: finish answer", err)
+		text, thinking, cut, reason, st.Engine, st.Fallback, st.FinishReason, st.PromptTokens, st.CompletionTokens, st.ContextLength,
+		st.TTFTMillis, st.TokensPerSecond, st.CachedTokens, st.OmittedMessages, st.Model, st.Model, message)
+	if err != nil {
+		if isDiskFullCode(err) {
+			return fmt.Errorf("history: finish answer: %w (%v); the answer is kept in %s until there is room", ErrDiskFull, err, s.answers.path(message))
+		}
+		return wrap("history: finish answer", err)
+	}
+	s.answers.done(message)
+	return nil
 }

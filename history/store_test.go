@@ -146,6 +146,8 @@ func TestSearch(t *testing.T) {
 	ans := must[*Message](t)(st.StartAnswer(ctx, npu.ID, "m"))
 	st.AppendText(ctx, ans.ID, "It has 32 AIE tiles; ")
 	st.AppendText(ctx, ans.ID, "spaghetti is not involved.")
+	// An answer is indexed once, when it ends.
+	st.FinishAnswer(ctx, ans.ID, Stats{Engine: "cpu"})
 
 	ids := func(cs []Conversation) []int64 {
 		var out []int64

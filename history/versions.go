@@ -103,6 +103,7 @@ func (s *Store) tree(ctx context.Context, conversation int64) (*tree, error) {
 		if err != nil {
 			return nil, wrap("history: messages", err)
 		}
+		s.streamed(m)
 		t.byID[m.ID] = m
 		t.order = append(t.order, m.ID)
 	}
@@ -190,6 +191,7 @@ func (s *Store) Message(ctx context.Context, id int64) (*Message, error) {
 	if err != nil {
 		return nil, wrap(fmt.Sprintf("history: message %d", id), err)
 	}
+	s.streamed(m)
 	rows, err := s.db.QueryContext(ctx, `SELECT id FROM messages WHERE conversation_id = ? AND parent_id IS ? ORDER BY id`,
 		m.ConversationID, sql.NullInt64{Int64: m.ParentID, Valid: m.ParentID != 0})
 	if err != nil {
@@ -282,6 +284,10 @@ func (s *Store) Answer(ctx context.Context, t *Turn, model string) (*Message, er
 	if _, err := s.db.ExecContext(ctx, `UPDATE messages SET model = ? WHERE id = ?`, model, m.ID); err != nil {
 		return nil, wrap("history: start answer", err)
 	}
+	if err := s.answers.start(m.ConversationID, m.ID); err != nil {
+		s.db.ExecContext(ctx, `DELETE FROM messages WHERE id = ?`, m.ID)
+		return nil, err
+	}
 	return s.Message(ctx, m.ID)
 }
 
@@ -321,7 +327,11 @@ func (s *Store) Truncate(ctx context.Context, conversation, from int64) error {
 	if _, err := tx.ExecContext(ctx, `UPDATE conversations SET current_id = ? WHERE id = ?`, current, conversation); err != nil {
 		return wrap("history: remove messages", err)
 	}
-	return wrap("history: remove messages", tx.Commit())
+	if err := tx.Commit(); err != nil {
+		return wrap("history: remove messages", err)
+	}
+	s.dropGone(ctx, conversation)
+	return nil
 }
 
 // Select shows the version id of a message: the shown path goes through

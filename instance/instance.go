@@ -18,7 +18,9 @@
 // which only this user can read (AF_UNIX sockets are missing on older
 // Windows 10 builds and under Wine). The protocol is lines: the caller
 // sends "npuchat SECRET" and the request ("open"); the instance answers
-// "ok" or "error: why".
+// "ok" or "error: why". The instance reads at most 128 bytes a line and
+// checks the secret before it reads the request, answers a few callers
+// at a time, and gives each 5 s to send its lines.
 package instance
 
 import (
@@ -27,6 +29,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -116,6 +119,7 @@ func (i *Instance) Serve(ctx context.Context, handle func(ctx context.Context, r
 	stop := context.AfterFunc(ctx, func() { i.Close() })
 	defer stop()
 	var wait time.Duration // after failed accepts, as net/http waits
+	busy := make(chan struct{}, maxCallers)
 	for {
 		c, err := i.ln.Accept()
 		if err != nil {
@@ -138,32 +142,70 @@ func (i *Instance) Serve(ctx context.Context, handle func(ctx context.Context, r
 			}
 		}
 		wait = 0
-		go i.answer(ctx, c, handle)
+		select {
+		case busy <- struct{}{}:
+			go func() {
+				defer func() { <-busy }()
+				i.answer(ctx, c, handle)
+			}()
+		default:
+			c.Close() // maxCallers are being answered
+		}
 	}
 }
 
+// maxLine bounds each line a caller sends: "npuchat SECRET" (the secret
+// is 32 hex digits) and the request ("open"). Nothing longer is read, so
+// a local process that can reach the channel (on Windows, any local
+// account can reach the loopback port) cannot make the instance hold
+// more than this per connection.
+const maxLine = 128
+
+// maxCallers bounds the connections answered at once; more are closed
+// at once (a second launch tries again, see Notify).
+const maxCallers = 8
+
+// lineTimeout bounds the time a caller has to send its lines.
+const lineTimeout = 5 * time.Second
+
 func (i *Instance) answer(ctx context.Context, c net.Conn, handle func(context.Context, string) error) {
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
-	r := bufio.NewReader(c)
-	hello, err := r.ReadString('\n')
+	c.SetDeadline(time.Now().Add(lineTimeout))
+	// At most two lines are read, each at most maxLine bytes.
+	r := bufio.NewReaderSize(&io.LimitedReader{R: c, N: 2 * maxLine}, 2*maxLine)
+	hello, err := readLine(r)
 	if err != nil {
+		c.Write([]byte("error: " + err.Error() + "\n"))
 		return
 	}
-	got, _ := strings.CutPrefix(strings.TrimSpace(hello), "npuchat ")
+	got, _ := strings.CutPrefix(hello, "npuchat ")
 	if subtle.ConstantTimeCompare([]byte(got), []byte(i.secret)) != 1 {
 		c.Write([]byte("error: wrong secret\n"))
 		return
 	}
-	line, err := r.ReadString('\n')
+	line, err := readLine(r)
 	if err != nil {
+		c.Write([]byte("error: " + err.Error() + "\n"))
 		return
 	}
+	c.SetDeadline(time.Now().Add(10 * time.Second)) // for handle's answer
 	reply := "ok\n"
-	if err := handle(ctx, strings.TrimSpace(line)); err != nil {
+	if err := handle(ctx, line); err != nil {
 		reply = "error: " + strings.ReplaceAll(err.Error(), "\n", " ") + "\n"
 	}
 	c.Write([]byte(reply))
+}
+
+// readLine reads one line of at most maxLine bytes, without its end.
+func readLine(r *bufio.Reader) (string, error) {
+	b, err := r.ReadSlice('\n')
+	switch {
+	case len(b) > maxLine || errors.Is(err, bufio.ErrBufferFull) || (errors.Is(err, io.EOF) && len(b) > 0):
+		return "", fmt.Errorf("a line longer than %d bytes", maxLine)
+	case err != nil:
+		return "", fmt.Errorf("no line: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
 }
 
 // Close stops listening and releases the lock.
@@ -190,23 +232,9 @@ func Notify(ctx context.Context, dir string, ch Channel, request string) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	for {
-		c, secret, err := ch.Dial(ctx, dir)
-		if err == nil {
-			defer c.Close()
-			if dl, ok := ctx.Deadline(); ok {
-				c.SetDeadline(dl)
-			}
-			if _, err := fmt.Fprintf(c, "npuchat %s\n%s\n", secret, request); err != nil {
-				return fmt.Errorf("tell the running NPU Chat to %s: %w", request, err)
-			}
-			reply, err := bufio.NewReader(c).ReadString('\n')
-			if err != nil {
-				return fmt.Errorf("tell the running NPU Chat to %s: no answer: %w", request, err)
-			}
-			if reply = strings.TrimSpace(reply); reply != "ok" {
-				return fmt.Errorf("the running NPU Chat could not %s: %s", request, strings.TrimPrefix(reply, "error: "))
-			}
-			return nil
+		again, err := notifyOnce(ctx, dir, ch, request)
+		if !again {
+			return err
 		}
 		select {
 		case <-ctx.Done():
@@ -214,6 +242,31 @@ func Notify(ctx context.Context, dir string, ch Channel, request string) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// notifyOnce sends request once; again says whether to try again (the
+// instance is not listening yet, or it closed the connection unanswered
+// because it was answering maxCallers others).
+func notifyOnce(ctx context.Context, dir string, ch Channel, request string) (again bool, err error) {
+	c, secret, err := ch.Dial(ctx, dir)
+	if err != nil {
+		return true, err
+	}
+	defer c.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		c.SetDeadline(dl)
+	}
+	if _, err := fmt.Fprintf(c, "npuchat %s\n%s\n", secret, request); err != nil {
+		return true, fmt.Errorf("tell the running NPU Chat to %s: %w", request, err)
+	}
+	reply, err := bufio.NewReaderSize(io.LimitReader(c, 4096), 4096).ReadString('\n')
+	if err != nil {
+		return ctx.Err() == nil, fmt.Errorf("tell the running NPU Chat to %s: no answer: %w", request, err)
+	}
+	if reply = strings.TrimSpace(reply); reply != "ok" {
+		return false, fmt.Errorf("the running NPU Chat could not %s: %s", request, strings.TrimPrefix(reply, "error: "))
+	}
+	return false, nil
 }
 
 // DefaultDir is the instance folder for this user on goos; getenv reads

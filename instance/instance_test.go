@@ -284,3 +284,75 @@ func TestServeOutlivesAFailedAccept(t *testing.T) {
 	default:
 	}
 }
+
+// TestLongFirstLineIsNotRead: a caller that sends a long first line
+// without a newline (1 GB took the tray to 2.3 GB) is refused after a
+// few hundred bytes, on every channel, and the instance still answers
+// the next second launch. Many such callers at once do not block it for
+// good either.
+func TestLongFirstLineIsNotRead(t *testing.T) {
+	for name, ch := range channels() {
+		t.Run(name, func(t *testing.T) {
+			dir := tempDir(t)
+			inst, err := Acquire(Options{Dir: dir, Channel: ch})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer inst.Close()
+			asked := make(chan string, 4)
+			go inst.Serve(context.Background(), func(ctx context.Context, req string) error { asked <- req; return nil })
+			c, _, err := ch.Dial(context.Background(), dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(20 * time.Second))
+			// 256 MiB with no newline: more than the kernel's socket
+			// buffers hold, so the writes can only all succeed if the
+			// instance reads them.
+			chunk := []byte(strings.Repeat("x", 1<<16))
+			written := 0
+			for written < 256<<20 {
+				n, err := c.Write(chunk)
+				written += n
+				if err != nil {
+					break
+				}
+			}
+			if written >= 256<<20 {
+				t.Fatalf("the instance read %d bytes of a first line without a newline", written)
+			}
+			select {
+			case req := <-asked:
+				t.Fatalf("a request was handled: %q", req)
+			default:
+			}
+			if err := Notify(context.Background(), dir, ch, OpenChat); err != nil {
+				t.Fatalf("notify after a long line: %v", err)
+			}
+		})
+	}
+}
+
+// TestLongRequestLineIsRefused: with the right secret, a request line
+// longer than a request is refused, not read whole.
+func TestLongRequestLineIsRefused(t *testing.T) {
+	dir := tempDir(t)
+	ch := LoopbackChannel{}
+	inst, err := Acquire(Options{Dir: dir, Channel: ch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Close()
+	go inst.Serve(context.Background(), func(ctx context.Context, req string) error { return nil })
+	c, secret, err := ch.Dial(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "npuchat %s\n%s\n", secret, strings.Repeat("open", 100))
+	reply, _ := bufio.NewReader(c).ReadString('\n')
+	if !strings.Contains(reply, "longer than") {
+		t.Fatalf("reply %q", reply)
+	}
+}

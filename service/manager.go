@@ -102,6 +102,9 @@ type Status struct {
 	Running      int                `json:"running"`              // generations running now
 	Waiting      int                `json:"waiting"`              // requests in the queue
 	Stats        Stats              `json:"stats"`
+	// Cache is what the serving backend's KV cache holds (when it keeps
+	// one: the CPU engine).
+	Cache *backend.CacheStats `json:"cache,omitempty"`
 	// Seq grows with every event the service sends: of two statuses
 	// read at different times (an event and a GET /api/status whose
 	// answers may arrive in either order), the one with the larger Seq
@@ -294,6 +297,10 @@ func (m *Manager) statusLocked() Status {
 	if !m.expires.IsZero() && m.state == StateOn {
 		e := m.expires
 		s.ExpiresAt = &e
+	}
+	if cr, ok := m.be.(backend.CacheReporter); ok && m.state == StateOn {
+		c := cr.CacheStats()
+		s.Cache = &c
 	}
 	return s
 }

@@ -454,17 +454,35 @@ func TestSubscribersDoNotBlockTheService(t *testing.T) {
 	}
 }
 
+// slowUnload calls entered when its Unload begins.
+type slowUnload struct {
+	*fake.Backend
+	entered func()
+}
+
+func (s slowUnload) Unload(ctx context.Context) error {
+	s.entered()
+	return s.Backend.Unload(ctx)
+}
+
 // TestStatusDoesNotWaitForASlowUnload: stopping FastFlowLM can take
 // seconds; the tray and the page must still get the status meanwhile.
 func TestStatusDoesNotWaitForASlowUnload(t *testing.T) {
-	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {UnloadDelay: time.Second}}, Options{KeepAlive: -1})
+	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: -1})
+	inUnload := make(chan struct{})
+	r.m.opts.NewBackend = func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
+		return slowUnload{fake.New(fake.Options{Name: model, UnloadDelay: time.Second}), sync.OnceFunc(func() { close(inUnload) })}, nil
+	}
 	if _, _, err := collect(t, r.m, chat("minicpm5:2b", "hi")); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
 	go r.m.Stop(context.Background())
-	waitFor(t, "stopping", func() bool { return !r.m.Status().Enabled })
-	time.Sleep(100 * time.Millisecond) // Stop is now inside the backend's Unload
+	select {
+	case <-inUnload: // Stop is now inside the backend's Unload
+	case <-time.After(5 * time.Second):
+		t.Fatal("Stop never unloaded the backend")
+	}
 	if st := r.m.Status(); st.State != StateOff {
 		t.Fatalf("state %s while unloading", st.State)
 	}

@@ -48,6 +48,9 @@ func historyError(err error) error {
 	case errors.Is(err, history.ErrLocked):
 		return &apiError{http.StatusServiceUnavailable, "history_locked",
 			"The chat history is locked by another program (" + cause(err) + "). Close the other program; chats are saved again as soon as it is free.", ""}
+	case errors.Is(err, history.ErrDiskFull):
+		return &apiError{http.StatusInsufficientStorage, "disk_full",
+			"The disk is full, so the chat history cannot keep more of this answer: it was stopped here, and everything shown so far is stored. Free some space, then ask again.", ""}
 	case errors.Is(err, history.ErrClosed):
 		return &apiError{http.StatusServiceUnavailable, "history_unavailable", "the chat history is closed; the server is stopping", ""}
 	}
@@ -409,6 +412,9 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 				st.CutAnswer(keep, ans.ID, history.CutStopped, out.stats)
 			case errors.Is(a.Err, errShuttingDown):
 				st.CutAnswer(keep, ans.ID, history.CutInterrupted, out.stats)
+			case !s.mgr.Status().Enabled:
+				// Stop switches the model off before it cancels the answer.
+				st.CutAnswer(keep, ans.ID, history.CutSwitchedOff, out.stats)
 			default:
 				st.CutAnswer(keep, ans.ID, history.CutFailed, out.stats)
 			}
@@ -488,7 +494,8 @@ func (s *Server) selectVersion(w http.ResponseWriter, r *http.Request) {
 func (s *Server) answerStats(a *answer) history.Stats {
 	st := history.Stats{Model: a.Model, Engine: string(a.Backend), Fallback: a.Fallback, FinishReason: a.Result.FinishReason,
 		PromptTokens: a.Result.PromptTokens, CompletionTokens: a.Result.CompletionTokens,
-		TTFTMillis: a.FirstToken.Milliseconds(), TokensPerSecond: a.TokensPerSecond()}
+		TTFTMillis: a.FirstToken.Milliseconds(), TokensPerSecond: a.TokensPerSecond(),
+		CachedTokens: a.Result.CachedTokens, OmittedMessages: a.Result.OmittedMessages}
 	if st.CompletionTokens == 0 {
 		st.CompletionTokens = a.Pieces
 	}
@@ -527,9 +534,12 @@ type conversationWriter struct {
 func (c *conversationWriter) store(a *answer, t backend.Token) error {
 	c.think, c.text = c.split.Write(t.Text)
 	if err := c.st.AppendThinking(c.keep, c.ans, c.think); err != nil {
-		return err
+		return historyError(err)
 	}
-	return c.st.AppendText(c.keep, c.ans, c.text)
+	if err := c.st.AppendText(c.keep, c.ans, c.text); err != nil {
+		return historyError(err)
+	}
+	return nil
 }
 
 func (c *conversationWriter) piece(a *answer, t backend.Token) error {

@@ -41,23 +41,25 @@ func (s *Server) staticFiles() http.Handler {
 }
 
 // page renders the chat page: GET / (a new chat) and GET /c/{id} (a
-// conversation). With an API key, the page is rendered empty and the
-// script fetches everything with the key, so no history shows to a
-// browser without it; the conversation's id (from the address the
-// browser already has) goes in data-conversation for the script.
+// conversation). Without the page's session (session.go) the page is
+// rendered with no history and data-locked set: the script says how to
+// get in, or fetches everything with the API key when there is one; the
+// conversation's id (from the address the browser already has) goes in
+// data-conversation for the script.
 func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	p := pages.Page{Version: s.opts.Version, Model: s.mgr.Status().Model}
 	if p.Model == "" {
 		p.Model = config.DefaultModel
 	}
 	status := http.StatusOK
-	if s.opts.APIKey != "" && r.PathValue("id") != "" {
+	mine := s.sessionOK(r)
+	if !mine && r.PathValue("id") != "" {
 		// The script loads it with the key (or says it is not there).
 		if id, err := pathID(r, "id"); err == nil {
 			p.Open = id
 		}
 	}
-	if s.opts.APIKey == "" {
+	if mine {
 		if st, err := s.store(r.Context()); err != nil {
 			p.HistoryProblem = historyError(err).Error()
 		} else {
@@ -74,7 +76,11 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 					if errors.Is(err, history.ErrNotFound) {
 						status = http.StatusNotFound
 					}
-					p.HistoryProblem = "That conversation is not in the history (" + cause(err) + "); here is a new chat."
+					if errors.Is(err, history.ErrNotFound) {
+						p.Missing, _ = pathID(r, "id")
+					} else {
+						p.HistoryProblem = "That conversation could not be opened (" + cause(err) + "); here is a new chat."
+					}
 					p.Current = nil
 				}
 			}

@@ -49,6 +49,7 @@ func stream(t *testing.T, ctx context.Context, url, body string, each func(sseEv
 	t.Helper()
 	req, _ := http.NewRequestWithContext(ctx, "POST", url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
+	withSession(req)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -327,12 +328,15 @@ func TestShutdownStoresTheAnswerAsInterrupted(t *testing.T) {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ctx, ln, nil) }()
 	url := "http://" + ln.Addr().String()
+	login(t, url, srv)
 	_, body := do(t, "POST", url+"/api/conversations", `{}`)
 	c := decodeJSON[history.Conversation](t, body)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		resp, err := http.Post(fmt.Sprintf("%s/api/conversations/%d/messages", url, c.ID), "application/json", strings.NewReader(`{"content": "go on"}`))
+		req, _ := http.NewRequest("POST", fmt.Sprintf("%s/api/conversations/%d/messages", url, c.ID), strings.NewReader(`{"content": "go on"}`))
+		withSession(req)
+		resp, err := http.DefaultClient.Do(req)
 		if err == nil {
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
@@ -467,6 +471,8 @@ func TestPageHeadersAndSafeTitles(t *testing.T) {
 	}
 }
 
+// TestPageWithAPIKeyShowsNoHistoryWithoutTheKey: neither the key nor
+// the page's session: no history.
 func TestPageWithAPIKeyShowsNoHistoryWithoutTheKey(t *testing.T) {
 	h := history.NewHandle(filepath.Join(t.TempDir(), "history.db"), history.Options{})
 	defer h.Close()
@@ -476,11 +482,11 @@ func TestPageWithAPIKeyShowsNoHistoryWithoutTheKey(t *testing.T) {
 		t.Fatalf("create with the key: %d %s", resp.StatusCode, body)
 	}
 	c := decodeJSON[history.Conversation](t, body)
-	if resp, _ := do(t, "GET", s.URL+"/api/conversations", ""); resp.StatusCode != 401 {
+	if resp, _ := do(t, "GET", s.URL+"/api/conversations", "", "Cookie", ""); resp.StatusCode != 401 {
 		t.Fatalf("list without the key: %d", resp.StatusCode)
 	}
 	for _, path := range []string{"/", fmt.Sprintf("/c/%d", c.ID)} {
-		resp, page := do(t, "GET", s.URL+path, "")
+		resp, page := do(t, "GET", s.URL+path, "", "Cookie", "")
 		if resp.StatusCode != 200 || strings.Contains(page, "private plans") {
 			t.Errorf("%s without the key: %d, shows the history: %v", path, resp.StatusCode, strings.Contains(page, "private plans"))
 		}

@@ -10,7 +10,9 @@
 //
 // Handlers are thin: decode and validate the request, call the service,
 // stream or render the answer. Security (Host and Origin checks, the
-// optional API key, body limits) is middleware in this package.
+// optional API key, the page's session on the history, settings and log
+// routes (session.go: a one-time link sets it), body limits) is
+// middleware in this package.
 //
 // # One generation path
 //

@@ -302,6 +302,9 @@ type ollamaModel struct {
 	ExpiresAt     string        `json:"expires_at,omitempty"`     // /api/ps
 	SizeVRAM      *int64        `json:"size_vram,omitempty"`      // /api/ps
 	ContextLength int           `json:"context_length,omitempty"` // /api/ps
+	// Cache is NPU Chat's own, in /api/ps: what the KV cache holds
+	// (prompts, tokens, bytes in memory and on disk).
+	Cache *backend.CacheStats `json:"cache,omitempty"`
 }
 
 // ollamaDetails is a model's "details".
@@ -359,6 +362,7 @@ func (s *Server) ollamaPs(w http.ResponseWriter, r *http.Request) {
 		if st.Info != nil {
 			m.ContextLength = st.Info.ContextLength
 		}
+		m.Cache = st.Cache
 		list = append(list, m)
 	}
 	writeJSON(w, http.StatusOK, ollamaModelList{Models: list})

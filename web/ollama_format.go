@@ -41,6 +41,10 @@ type ollamaStats struct {
 	PromptEvalDuration int64 `json:"prompt_eval_duration"`
 	EvalCount          int   `json:"eval_count"`
 	EvalDuration       int64 `json:"eval_duration"`
+	// OmittedMessages is NPU Chat's own: how many of the chat's oldest
+	// messages (after the system prompt) the model did not see because
+	// the chat is longer than the context (absent when none).
+	OmittedMessages int `json:"omitted_messages,omitempty"`
 }
 
 // ollamaFormat builds the chunks of /api/chat (chat) or /api/generate.
@@ -69,6 +73,7 @@ func (f ollamaFormat) done(a *answer, text string) ollamaChunk {
 		PromptEvalDuration: res.PrefillDuration.Nanoseconds(),
 		EvalCount:          res.CompletionTokens,
 		EvalDuration:       res.DecodeDuration.Nanoseconds(),
+		OmittedMessages:    res.OmittedMessages,
 	}
 	return c
 }

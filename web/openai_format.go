@@ -21,6 +21,11 @@ type openAIChatCompletion struct {
 	SystemFingerprint string             `json:"system_fingerprint"`
 	Choices           []openAIChatChoice `json:"choices"`
 	Usage             *openAIUsage       `json:"usage,omitempty"`
+	// OmittedMessages is NPU Chat's own: how many of the chat's oldest
+	// messages (after the system prompt) the model did not see because
+	// the chat is longer than the context (in the whole answer and the
+	// stream's finish chunk; absent when none).
+	OmittedMessages int `json:"omitted_messages,omitempty"`
 }
 
 // openAIChatChoice is the one choice of a chat answer: Message in a whole
@@ -67,11 +72,19 @@ type openAITextChoice struct {
 	FinishReason *string             `json:"finish_reason"`
 }
 
-// openAIUsage is OpenAI's token accounting.
+// openAIUsage is OpenAI's token accounting; prompt_tokens_details
+// cached_tokens counts the prompt tokens whose keys and values came from
+// the KV cache, as OpenAI reports its prompt caching.
 type openAIUsage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
+	PromptTokens        int                `json:"prompt_tokens"`
+	CompletionTokens    int                `json:"completion_tokens"`
+	TotalTokens         int                `json:"total_tokens"`
+	PromptTokensDetails openAIPromptDetail `json:"prompt_tokens_details"`
+}
+
+// openAIPromptDetail is usage.prompt_tokens_details.
+type openAIPromptDetail struct {
+	CachedTokens int `json:"cached_tokens"`
 }
 
 // openAIStreamError is the event that ends a stream cut by an error, as
@@ -81,7 +94,7 @@ type openAIStreamError struct {
 }
 
 func usageOf(res backend.Result) *openAIUsage {
-	return &openAIUsage{res.PromptTokens, res.CompletionTokens, res.PromptTokens + res.CompletionTokens}
+	return &openAIUsage{res.PromptTokens, res.CompletionTokens, res.PromptTokens + res.CompletionTokens, openAIPromptDetail{res.CachedTokens}}
 }
 
 func strPtr(s string) *string { return &s }
@@ -124,7 +137,8 @@ func (o *openAIChatWhole) finish(a *answer) error {
 			Logprobs:     chatLogprobs(o.logprobs, a.Logprobs),
 			FinishReason: strPtr(finishReason(a)),
 		}},
-		Usage: usageOf(a.Result),
+		Usage:           usageOf(a.Result),
+		OmittedMessages: a.Result.OmittedMessages,
 	})
 	return nil
 }
@@ -185,7 +199,9 @@ func (o *openAIChatStream) finish(a *answer) error {
 	if err := o.begin(a); err != nil {
 		return err
 	}
-	if err := o.sse.data(o.chunk(a, &openAIChatMessage{}, strPtr(finishReason(a)))); err != nil {
+	last := o.chunk(a, &openAIChatMessage{}, strPtr(finishReason(a)))
+	last.OmittedMessages = a.Result.OmittedMessages
+	if err := o.sse.data(last); err != nil {
 		return err
 	}
 	if o.usage {

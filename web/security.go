@@ -12,8 +12,9 @@ import (
 )
 
 // secure wraps h with, in order: panic recovery, request logging, the
-// Host check (DNS rebinding), the Origin check and CORS, the API key, and
-// the body size limit.
+// Host check (DNS rebinding), the Origin check and CORS, the page's
+// session (session.go) on the page's own routes and the API key on the
+// others, and the body size limit.
 func (s *Server) secure(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -56,7 +57,17 @@ func (s *Server) secure(h http.Handler) http.Handler {
 			writeError(sw, r, http.StatusForbidden, "forbidden_origin", "cross-site requests to the API are not allowed")
 			return
 		}
-		if s.opts.APIKey != "" && needsKey(r.URL.Path) && !s.keyOK(r) {
+		if sessionRoute(r.URL.Path) {
+			if !s.allowedPage(r) {
+				msg := errNoSession.Error()
+				if s.opts.APIKey != "" {
+					sw.Header().Set("WWW-Authenticate", `Bearer realm="npuchat"`)
+					msg += "; or send the API key (Authorization: Bearer <key>)"
+				}
+				writeError(sw, r, http.StatusUnauthorized, "session_required", msg)
+				return
+			}
+		} else if s.opts.APIKey != "" && needsKey(r.URL.Path) && !s.keyOK(r) {
 			sw.Header().Set("WWW-Authenticate", `Bearer realm="npuchat"`)
 			writeError(sw, r, http.StatusUnauthorized, "invalid_api_key", "missing or wrong API key: send Authorization: Bearer <key> (or x-api-key: <key>)")
 			return

@@ -44,6 +44,9 @@ type Options struct {
 	Settings Settings
 	// Installs runs model installs for /api/models/{name}/install; nil: 404.
 	Installs *install.Runner
+	// Sessions are the chat page's one-time links and sessions
+	// (session.go); nil: kept in memory only.
+	Sessions *Sessions
 	// LogFile is the log the page's log view tails (/api/logs).
 	LogFile string
 	Logger  *slog.Logger
@@ -62,9 +65,10 @@ type Options struct {
 
 // Server is NPU Chat's HTTP server.
 type Server struct {
-	mgr  *service.Manager
-	opts Options
-	log  *slog.Logger
+	mgr      *service.Manager
+	opts     Options
+	log      *slog.Logger
+	sessions *Sessions
 
 	// stopping is closed when shutdown begins: event streams end, and
 	// answers that fail from then on say the server is shutting down.
@@ -112,8 +116,11 @@ func NewServer(mgr *service.Manager, opts Options) (*Server, error) {
 	if !config.IsLoopback(opts.Addr) && opts.APIKey == "" {
 		return nil, fmt.Errorf("serve on %s: this address is reachable from other machines; set an API key (NPUCHAT_API_KEY) or bind to 127.0.0.1", opts.Addr)
 	}
+	if opts.Sessions == nil {
+		opts.Sessions = NewSessions("", nil)
+	}
 	end, endFn := context.WithCancelCause(context.Background())
-	return &Server{mgr: mgr, opts: opts, log: opts.Logger, stopping: make(chan struct{}), endAnswers: end, endAnswersFn: endFn}, nil
+	return &Server{mgr: mgr, opts: opts, log: opts.Logger, sessions: opts.Sessions, stopping: make(chan struct{}), endAnswers: end, endAnswersFn: endFn}, nil
 }
 
 // Handler returns the root handler: routes behind the security checks.
@@ -157,6 +164,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("PUT /api/settings", s.putSettings)
 	mux.HandleFunc("GET /api/logs", s.logTail)
 	// The chat page.
+	mux.HandleFunc("GET /open", s.openLink)
 	mux.HandleFunc("GET /{$}", s.page)
 	mux.HandleFunc("GET /c/{id}", s.page)
 	mux.Handle("GET /static/", s.staticFiles())

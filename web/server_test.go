@@ -24,7 +24,36 @@ import (
 // startServer starts the real server over a fake backend (webtest).
 func startServer(t testing.TB, fo fake.Options, so web.Options, mo service.Options) *webtest.Server {
 	t.Helper()
-	return webtest.Start(t, webtest.Config{Fake: fo, Web: so, Service: mo})
+	ts := webtest.Start(t, webtest.Config{Fake: fo, Web: so, Service: mo})
+	sessions.Store(strings.TrimPrefix(ts.URL, "http://"), ts.Cookie)
+	return ts
+}
+
+// sessions maps a test server's host:port to its page session cookie:
+// do and stream send it, as the page's browser does, unless the test
+// sets a Cookie header itself.
+var sessions sync.Map
+
+// login opens a one-time link of srv (at url) and keeps its session for
+// do and stream.
+func login(t testing.TB, url string, srv *web.Server) {
+	t.Helper()
+	c, err := webtest.Login(url, srv.OpenLink(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessions.Store(strings.TrimPrefix(url, "http://"), c)
+}
+
+// withSession adds the page session of req's server, if it has one and
+// req has no Cookie yet.
+func withSession(req *http.Request) {
+	if _, set := req.Header["Cookie"]; set {
+		return
+	}
+	if c, ok := sessions.Load(req.URL.Host); ok {
+		req.Header.Set("Cookie", c.(string))
+	}
 }
 
 func do(t testing.TB, method, url, body string, hdr ...string) (*http.Response, string) {
@@ -43,6 +72,7 @@ func do(t testing.TB, method, url, body string, hdr ...string) (*http.Response, 
 			req.Header.Set(hdr[i], hdr[i+1])
 		}
 	}
+	withSession(req)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -60,8 +60,11 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 	skipQKNorm := fs.Bool("skip-qk-norm", false, "ignore q/k norm weights a port injected")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of prefill and decode to this file (go tool pprof)")
+	reopen := fs.Int("reopen", 0, "instead: the first token of a chat of this many tokens reopened with --new-tokens more, computed, from the KV cache in memory, and from its KV file in a new cache (a restart)")
+	newTokens := fs.Int("new-tokens", 20, "with --reopen: the new message's tokens")
 	fs.Usage = func() {
 		fmt.Fprintln(env.Stderr, "Usage: npuchat bench --model PATH [--threads N] [--prompt-tokens N] [--gen-tokens N] [--json]")
+		fmt.Fprintln(env.Stderr, "       npuchat bench --model PATH --reopen N [--new-tokens N] [--threads N] [--json]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -91,6 +94,27 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 	}
 	opts := engine.LoadOptions{Threads: *threads, FloatActivations: *exact, SkipQKNorm: *skipQKNorm, SIMD: *simd, KVF16: *kvF16,
 		CacheDir: engineCacheDir(env, *cacheDir), Progress: unpackProgress(env), Getenv: env.Getenv}
+	if *reopen > 0 {
+		if *newTokens < 1 {
+			fmt.Fprintln(env.Stderr, "npuchat bench: --new-tokens must be at least 1")
+			return 2
+		}
+		r, err := benchReopen(ctx, *model, opts, *reopen, *newTokens)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "npuchat bench: %v\n", err)
+			return 1
+		}
+		if *asJSON {
+			json.NewEncoder(env.Stdout).Encode(r)
+			return 0
+		}
+		fmt.Fprintf(env.Stdout, "model    %s\nthreads  %d, SIMD %s, KV %s\nchat     %d tokens + %d new\n"+
+			"first token: computed %.2f s · from memory %.3f s · from disk %.3f s (file %.0f MB read in %.3f s)\n"+
+			"cached   %d of %d prompt tokens\n",
+			r.Model, r.Threads, r.SIMD, r.KVType, r.ChatTokens, r.NewTokens, r.ColdSeconds, r.MemSeconds, r.DiskSeconds,
+			float64(r.FileBytes)/(1<<20), r.DiskRead, r.CachedTokens, r.ChatTokens+r.NewTokens)
+		return 0
+	}
 	res, err := bench(ctx, *model, opts,
 		*promptTokens, *genTokens, profile)
 	if err != nil {

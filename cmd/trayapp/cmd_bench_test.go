@@ -102,3 +102,28 @@ func TestBenchBadArguments(t *testing.T) {
 		t.Errorf("missing model: exit %d, stderr %q", code, errs)
 	}
 }
+
+// TestBenchReopen: --reopen measures a chat reopened from nothing, from
+// memory and from its KV file, and the reopened ones compute only the
+// new message.
+func TestBenchReopen(t *testing.T) {
+	w, err := testmodel.Random(3, testmodel.MiniCPM5Small())
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := filepath.Join(t.TempDir(), "m.gguf")
+	if err := testmodel.WriteGGUF(model, w, testmodel.Q4_0); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCmd(t, "bench", "--model", model, "--reopen", "100", "--new-tokens", "7", "--threads", "2", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var res reopenResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("output %q: %v", out, err)
+	}
+	if res.ChatTokens != 100 || res.CachedTokens != 100 || res.FileBytes == 0 || !(res.ColdSeconds > 0 && res.MemSeconds > 0 && res.DiskSeconds >= res.DiskRead) {
+		t.Errorf("result %+v", res)
+	}
+}

@@ -60,6 +60,7 @@ func serve(ctx context.Context, env *Env, flags app.Flags, lazy bool) int {
 	}
 	ro := app.RunOptions{Model: app.ModelOn, Ready: func(url string) {
 		fmt.Fprintf(env.Stdout, "NPU Chat is serving on %s (model %s, engine %s)\n", strings.TrimSuffix(url, "/"), a.Model(), a.Engine())
+		fmt.Fprintf(env.Stdout, "Open the chat page with this link (it works once, in one browser): %s\n", a.OpenLink(0))
 	}}
 	if lazy {
 		ro.Model = app.ModelOnRequest

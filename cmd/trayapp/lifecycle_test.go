@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/npuchat/npuchat/engine/testmodel"
 	"github.com/npuchat/npuchat/gui/desktoptest"
+	"github.com/npuchat/npuchat/web/webtest"
 )
 
 // These tests run the real npuchat binary on a desktop (an Xvfb display
@@ -175,6 +177,30 @@ func (d *desktop) start(t *testing.T, exe string, args ...string) *proc {
 	return p
 }
 
+// login asks the running tray for the chat as a second launch does,
+// and opens the one-time link it gave xdg-open: the page's session, as a
+// "Cookie" header value.
+func (d *desktop) login(t *testing.T, exe, url string) string {
+	t.Helper()
+	second := exec.Command(exe)
+	second.Env = d.env
+	if out, err := second.CombinedOutput(); err != nil {
+		t.Fatalf("second launch: %v\n%s", err, out)
+	}
+	var cookie string
+	desktoptest.Eventually(t, waitLong, "the link the tray opened", func() error {
+		b, _ := os.ReadFile(d.opened) // xdg-open runs in the background
+		lines := strings.Fields(string(b))
+		if len(lines) == 0 {
+			return errors.New("nothing opened yet")
+		}
+		var err error
+		cookie, err = webtest.Login(url, strings.TrimPrefix(lines[len(lines)-1], url))
+		return err
+	})
+	return cookie
+}
+
 // url waits for the "serving on" line and returns the chat URL.
 func (p *proc) url(t *testing.T) string {
 	t.Helper()
@@ -270,8 +296,8 @@ func TestTrayLifecycle(t *testing.T) {
 	}
 	desktoptest.Eventually(t, waitLong, "the chat opened by the first instance", func() error {
 		b, _ := os.ReadFile(d.opened) // xdg-open runs in the background
-		if got := strings.TrimSpace(string(b)); got != url+"/" {
-			return fmt.Errorf("opened %q, want %s/", got, url)
+		if got := strings.TrimSpace(string(b)); !strings.HasPrefix(got, url+"/open?t=") {
+			return fmt.Errorf("opened %q, want a link on %s/", got, url)
 		}
 		return nil
 	})
@@ -323,8 +349,15 @@ func TestTrayStopsWithinFiveSecondsMidAnswer(t *testing.T) {
 	p := d.start(t, exe, args...)
 	url := p.url(t)
 	waitState(t, url, "on", "serve at start starting the model")
+	cookie := d.login(t, exe, url)
+	post := func(url, body string) (*http.Response, error) {
+		req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Cookie", cookie)
+		return http.DefaultClient.Do(req)
+	}
 	var conv struct{ ID int64 }
-	resp, err := http.Post(url+"/api/conversations", "application/json", strings.NewReader(`{"title":"long"}`))
+	resp, err := post(url+"/api/conversations", `{"title":"long"}`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,8 +366,7 @@ func TestTrayStopsWithinFiveSecondsMidAnswer(t *testing.T) {
 	if resp.StatusCode != 201 || conv.ID == 0 {
 		t.Fatalf("new conversation: %d %+v", resp.StatusCode, conv)
 	}
-	resp, err = http.Post(fmt.Sprintf("%s/api/conversations/%d/messages", url, conv.ID), "application/json",
-		strings.NewReader(`{"content":"go on"}`))
+	resp, err = post(fmt.Sprintf("%s/api/conversations/%d/messages", url, conv.ID), `{"content":"go on"}`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,7 +396,18 @@ func TestTrayStopsWithinFiveSecondsMidAnswer(t *testing.T) {
 			CutReason     string `json:"cut_reason"`
 		}
 	}
-	getJSON(t, fmt.Sprintf("%s/api/conversations/%d/messages", url, conv.ID), &msgs)
+	// The session outlives the restart (its hash is in the data folder).
+	req, _ := http.NewRequest("GET", fmt.Sprintf("%s/api/conversations/%d/messages", url, conv.ID), nil)
+	req.Header.Set("Cookie", cookie)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = json.NewDecoder(resp.Body).Decode(&msgs)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("messages after the restart: %d %v", resp.StatusCode, err)
+	}
 	n := len(msgs.Messages)
 	if n != 2 || msgs.Messages[1].Role != "assistant" || !msgs.Messages[1].Cut ||
 		!strings.HasPrefix(msgs.Messages[1].Content, shown.String()) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/npuchat/npuchat/engine/testmodel"
 	"github.com/npuchat/npuchat/gui/desktoptest"
+	"github.com/npuchat/npuchat/web/webtest"
 )
 
 // serveInProcess runs `npuchat serve args...` with a private data folder
@@ -27,6 +28,15 @@ func serveInProcess(t *testing.T, args ...string) string {
 // private data folder and no display, and returns its base URL.
 func serveInProcessArgs(t *testing.T, args []string) string {
 	t.Helper()
+	url, _ := serveInProcessLink(t, args)
+	return url
+}
+
+// serveInProcessLink is serveInProcessArgs that also returns the
+// one-time link to the page that `serve` prints on its second line ("" for
+// a command that prints none).
+func serveInProcessLink(t *testing.T, args []string) (url, link string) {
+	t.Helper()
 	home := t.TempDir()
 	envs := map[string]string{"HOME": home, "NPUCHAT_DATA": filepath.Join(home, "data"), "FLM_MODEL_PATH": filepath.Join(home, "flm")}
 	pr, pw := io.Pipe()
@@ -36,12 +46,22 @@ func serveInProcessArgs(t *testing.T, args []string) string {
 		done <- run(ctx, &Env{Stdin: strings.NewReader(""), Stdout: pw, Stderr: io.Discard, Getenv: func(k string) string { return envs[k] }, GOOS: "linux"}, args)
 		pw.Close()
 	}()
-	line, err := bufio.NewReader(pr).ReadString('\n')
+	br := bufio.NewReader(pr)
+	line, err := br.ReadString('\n')
 	if err != nil {
 		t.Fatalf("serve printed nothing: %v", err)
 	}
-	go io.Copy(io.Discard, pr)
-	url, _, _ := strings.Cut(strings.TrimPrefix(line, "NPU Chat is serving on "), " ")
+	url, _, _ = strings.Cut(strings.TrimPrefix(line, "NPU Chat is serving on "), " ")
+	if args[0] == "serve" {
+		second, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("serve printed no link: %v", err)
+		}
+		if i := strings.Index(second, "http://"); i >= 0 {
+			link = strings.TrimSpace(second[i:])
+		}
+	}
+	go io.Copy(io.Discard, br)
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -53,7 +73,7 @@ func serveInProcessArgs(t *testing.T, args []string) string {
 			t.Error("serve did not stop within 60 s")
 		}
 	})
-	return url
+	return url, link
 }
 
 func getJSON(t *testing.T, url string, v any) {
@@ -153,5 +173,40 @@ func TestServeALocalModel(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(ids, ","), "tiny") {
 		t.Fatalf("models %v", ids)
+	}
+}
+
+// TestServePrintsAOneTimeLink: `npuchat serve` prints a link to the page
+// that starts the session the history and the settings need; it works
+// once, and without it those routes say how to get in.
+func TestServePrintsAOneTimeLink(t *testing.T) {
+	url, link := serveInProcessLink(t, []string{"serve", "--addr", "127.0.0.1:0"})
+	if !strings.HasPrefix(link, url+"/open?t=") {
+		t.Fatalf("serve printed the link %q; want one on %s", link, url)
+	}
+	resp, err := http.Get(url + "/api/conversations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 401 || !strings.Contains(string(body), "npuchat serve") {
+		t.Fatalf("the history without the link: %d %s", resp.StatusCode, body)
+	}
+	cookie, err := webtest.Login(url, strings.TrimPrefix(link, url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("GET", url+"/api/conversations", nil)
+	req.Header.Set("Cookie", cookie)
+	if resp, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("the history with the link's session: %d", resp.StatusCode)
+	}
+	if _, err := webtest.Login(url, strings.TrimPrefix(link, url)); err == nil {
+		t.Fatal("the printed link worked twice")
 	}
 }

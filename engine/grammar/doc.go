@@ -24,21 +24,38 @@
 //     "properties" are not produced when "properties" is given (a schema
 //     with no "properties" gets free-form keys, valued by
 //     "additionalProperties" when that is a schema);
-//   - whitespace between tokens is at most [MaxWhitespace] bytes per run
-//     (so a model cannot loop on blank space), and none before ':';
+//   - whitespace between tokens is one space, or a newline and at most
+//     [MaxIndent] spaces or tabs, as llama.cpp bounds it (so a model
+//     cannot loop on blank space), and none before ':';
 //   - numbers have at most 15 integer digits, 15 fraction digits and a
 //     2-digit exponent; \u escapes never name a surrogate;
 //   - nesting is at most [MaxDepth] values deep.
 //
 // Supported keywords: type (one or a list), properties, required,
 // additionalProperties, enum, const, items, minItems, maxItems,
-// minLength, maxLength, $defs / definitions with local $ref (recursion
-// allowed), and anyOf whose alternatives start with different bytes (a
-// string or null, say). Annotations (title, description, default,
-// examples, $schema, $id, $comment, deprecated, readOnly, writeOnly) are
-// ignored. Any other keyword is refused with an error that names it and
-// where it is, so a server can answer 400 instead of silently producing
-// JSON the client did not ask for.
+// minLength, maxLength, minimum, maximum, exclusiveMinimum and
+// exclusiveMaximum (integers exactly; other numbers then come without an
+// exponent), pattern (bounds.go, pattern.go: a DFA over code points built
+// with regexp/syntax, unanchored unless ^...$), format (date, time,
+// date-time, uuid, ipv4, email as patterns; int32, int64, float, double
+// on numbers), $defs / definitions with local $ref (recursion allowed),
+// and anyOf / oneOf whose alternatives start with different bytes (a
+// string or null, say: then exactly one matches). Annotations (title,
+// description, default, examples, $schema, $id, $comment, deprecated,
+// readOnly, writeOnly) are ignored. Any other keyword, and any
+// combination the automaton cannot honour (alternatives that start
+// alike, a pattern beside a length), is refused with an error that names
+// it and where it is, so a server can answer 400 instead of silently
+// producing JSON the client did not ask for.
+//
+// Compiling is bounded: at most maxEnum enum values and maxLiteralBytes
+// of them, maxNodes nodes, maxSchemaDepth nested subschemas, and
+// maxDFAStates per pattern. A schema with no finite document (a required
+// property that recurses through $ref) is refused, and the parts of a
+// schema that cannot end are left out of every choice (prune), so that
+// generation never enters a value it cannot finish. Enum and const
+// values are matched through a byte trie (literals.go), one search per
+// byte whatever their number.
 //
 // # The mask
 //

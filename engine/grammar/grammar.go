@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 )
 
-// MaxWhitespace is the longest run of whitespace the automaton allows
-// between two tokens of JSON.
-const MaxWhitespace = 24
+// MaxIndent is the most spaces or tabs after a newline in a run of
+// whitespace between two tokens of JSON. A run is empty, one space, or a
+// newline and at most MaxIndent spaces or tabs, as llama.cpp's JSON
+// grammars write it (ws ::= | " " | "\n" [ \t]{0,20}): enough for
+// pretty-printed JSON, too little for a model to loop on blank space.
+const MaxIndent = 20
 
 // MaxDepth is the deepest nesting of values (and sequence parts) the
 // automaton allows.
@@ -50,7 +54,8 @@ type node struct {
 	minItems, maxItems int // maxItems < 0: no limit
 
 	// kString
-	minLen, maxLen int // maxLen < 0: no limit
+	minLen, maxLen int  // maxLen < 0: no limit
+	re             *dfa // the pattern (or format) the string follows, nil: none
 
 	// kLiterals and kSwitch; lits end a value (no whitespace inside)
 	lits [][]byte
@@ -62,6 +67,20 @@ type node struct {
 
 	// kUnion and kSeq
 	alts []int
+
+	// kLiterals and kSwitch: the root of the literals' trie (set by
+	// finish).
+	trie int32
+
+	// kInteger and kNumber: bounds (minimum, maximum, exclusive…), when
+	// bounded is set. Integers use lo and hi (inclusive); numbers flo
+	// and fhi with exLo and exHi saying whether they are exclusive, and
+	// are written without an exponent.
+	bounded      bool
+	lo, hi       int64
+	flo, fhi     float64
+	hasLo, hasHi bool
+	exLo, exHi   bool
 }
 
 // prop is a declared object property.
@@ -82,6 +101,10 @@ type Grammar struct {
 	// anyString is a string node without limits, for free-form keys.
 	anyString int
 	desc      string
+	// lit and litEdges hold the literal tries of all kLiterals and
+	// kSwitch nodes.
+	lit      []litNode
+	litEdges []litEdge
 }
 
 // String says what the grammar was made from, for logs.
@@ -120,8 +143,12 @@ func (b *builder) any() int {
 	return id
 }
 
-// finish computes first-byte sets and checks unions.
+// finish drops what cannot end (prune), computes first-byte sets and
+// checks unions.
 func (b *builder) finish(root int, desc string) (*Grammar, error) {
+	if err := b.prune(root); err != nil {
+		return nil, err
+	}
 	g := &Grammar{nodes: b.nodes, root: root, anyString: b.anyString, desc: desc}
 	g.first = make([][256]bool, len(g.nodes))
 	done := make([]uint8, len(g.nodes)) // 0 new, 1 in progress, 2 done
@@ -149,9 +176,8 @@ func (b *builder) finish(root int, desc string) (*Grammar, error) {
 				f[c] = true
 			}
 		case kLiterals, kSwitch:
-			for _, l := range nd.lits {
-				f[l[0]] = true
-			}
+			nd.trie = g.buildTrie(nd.lits)
+			g.litFirst(nd.trie, f)
 		case kSeq:
 			if err := visit(nd.alts[0]); err != nil {
 				return err
@@ -181,6 +207,76 @@ func (b *builder) finish(root int, desc string) (*Grammar, error) {
 		}
 	}
 	return g, nil
+}
+
+// prune finds the nodes that have a finite value (productive) and takes
+// the others out of every choice, so that a generation can never enter a
+// value it cannot finish (an optional property, an alternative or an
+// array item that recurses without end through $ref). A root with no
+// finite value is an error: such a schema would run to the token limit.
+func (b *builder) prune(root int) error {
+	ok := make([]bool, len(b.nodes))
+	for changed := true; changed; {
+		changed = false
+		for i := range b.nodes {
+			if ok[i] {
+				continue
+			}
+			nd := &b.nodes[i]
+			v := false
+			switch nd.kind {
+			case kObject:
+				v = true
+				for _, p := range nd.props {
+					if p.required && !ok[p.node] {
+						v = false
+					}
+				}
+			case kArray:
+				v = nd.minItems == 0 || ok[nd.items]
+			case kUnion:
+				v = slices.ContainsFunc(nd.alts, func(a int) bool { return ok[a] })
+			case kSeq:
+				v = !slices.ContainsFunc(nd.alts, func(a int) bool { return !ok[a] })
+			case kSwitch:
+				v = slices.ContainsFunc(nd.then, func(a int) bool { return ok[a] })
+			default: // strings, numbers, literals
+				v = true
+			}
+			if v {
+				ok[i], changed = true, true
+			}
+		}
+	}
+	if !ok[root] {
+		return fmt.Errorf("the schema has no finite document: a required property, minItems or $ref recurses without end (make the recursive part optional)")
+	}
+	for i := range b.nodes {
+		nd := &b.nodes[i]
+		switch nd.kind {
+		case kObject:
+			nd.props = slices.DeleteFunc(nd.props, func(p prop) bool { return !ok[p.node] })
+			if nd.freeKeys && !ok[nd.extra] {
+				nd.freeKeys = false // only {} is finite
+			}
+		case kArray:
+			if !ok[nd.items] {
+				nd.maxItems = 0
+			}
+		case kUnion:
+			nd.alts = slices.DeleteFunc(nd.alts, func(a int) bool { return !ok[a] })
+		case kSwitch:
+			var lits [][]byte
+			var then []int
+			for j, t := range nd.then {
+				if ok[t] {
+					lits, then = append(lits, nd.lits[j]), append(then, t)
+				}
+			}
+			nd.lits, nd.then = lits, then
+		}
+	}
+	return nil
 }
 
 // JSONObject returns the grammar of any JSON object (OpenAI's

@@ -1,6 +1,7 @@
 package grammar
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -33,7 +34,7 @@ func TestSchemaLanguage(t *testing.T) {
 		bad    []string
 	}{
 		{"string", `{"type":"string"}`,
-			[]string{`""`, `"abc"`, `"a\"b\\c\n\u00e9\u20AC"`, `  "x"`, `"héllo €😀"`},
+			[]string{`""`, `"abc"`, `"a\"b\\c\n\u00e9\u20AC"`, ` "x"`, `"héllo €😀"`},
 			[]string{`abc`, `"abc`, `"a` + "\n" + `"`, `"\x"`, `"\ud800"`, `"x" `, `"x""`, "\"\xff\"", "\"\xc3\"", "\"\xed\xa0\x80\""}},
 		{"string lengths", `{"type":"string","minLength":2,"maxLength":3}`,
 			[]string{`"ab"`, `"abc"`, `"é€"`, `"\n\t"`, `"😀😀😀"`},
@@ -51,6 +52,46 @@ func TestSchemaLanguage(t *testing.T) {
 			[]string{`"red"`, `"green"`, `1`, `12`, `null`, `{"a":[1,2]}`},
 			[]string{`"blue"`, `2`, `123`, `"re"`, `{"a":[1]}`}},
 		{"const", `{"const":"x"}`, []string{`"x"`}, []string{`"y"`, `x`}},
+		{"integer range", `{"type":"integer","minimum":-5,"maximum":120}`,
+			[]string{`-5`, `-0`, `0`, `7`, `99`, `120`, `100`},
+			[]string{`-6`, `-10`, `121`, `130`, `1000`, `-50`, `1.5`, `01`}},
+		{"integer exclusive", `{"type":"integer","exclusiveMinimum":0,"exclusiveMaximum":10}`,
+			[]string{`1`, `9`},
+			[]string{`0`, `-0`, `10`, `-1`, `11`}},
+		{"integer draft 4 exclusive", `{"type":"integer","minimum":0,"exclusiveMinimum":true,"maximum":3}`,
+			[]string{`1`, `3`}, []string{`0`, `4`}},
+		{"integer high minimum", `{"type":"integer","minimum":1000}`,
+			[]string{`1000`, `999999`, `123456789012345`}, []string{`999`, `0`, `-1000`, `1`}},
+		{"number range", `{"type":"number","minimum":0.5,"exclusiveMaximum":2}`,
+			[]string{`0.5`, `1`, `1.999`, `0.75`},
+			[]string{`0.4`, `0.49999`, `2`, `2.0`, `-1`, `1e0`, `0`}},
+		{"number negative range", `{"type":"number","minimum":-1.5,"maximum":-0.25}`,
+			[]string{`-1.5`, `-1`, `-0.25`, `-0.3`},
+			[]string{`-1.51`, `-2`, `-0.2`, `0`, `1`}},
+		{"enum within bounds", `{"enum":[1,5,"a"],"minimum":2}`, []string{`5`, `"a"`}, []string{`1`}},
+		{"pattern unanchored", `{"type":"string","pattern":"ab+c"}`,
+			[]string{`"abc"`, `"xxabbbcyy"`, `"\u0061bc"`, `"é abc é"`},
+			[]string{`"ac"`, `""`, `"abx"`}},
+		{"pattern anchored", `{"type":"string","pattern":"^[A-Z][a-z]{1,3}(-[0-9]+)?$"}`,
+			[]string{`"Ab"`, `"Abcd"`, `"Ab-12"`},
+			[]string{`"ab"`, `"Abcde"`, `"Ab-"`, `"xAb"`, `"Ab "`}},
+		{"pattern with escapes", `{"type":"string","pattern":"^\"[\\n\\t]é€$"}`,
+			[]string{`"\"\né€"`, `"\"\t\u00e9\u20ac"`},
+			[]string{`"\"\ré€"`, `"\"\né"`, `"\"\n\u00e8€"`}},
+		{"format date", `{"type":"string","format":"date"}`,
+			[]string{`"2024-02-29"`, `"1999-12-31"`},
+			[]string{`"2024-13-01"`, `"2024-1-01"`, `"2024-01-32"`, `"x2024-01-01"`}},
+		{"format date-time", `{"type":"string","format":"date-time"}`,
+			[]string{`"2024-02-29T23:59:59Z"`, `"2024-02-29T08:00:00.123+05:30"`},
+			[]string{`"2024-02-29 08:00:00Z"`, `"2024-02-29T24:00:00Z"`, `"2024-02-29T08:00:00"`}},
+		{"format time", `{"type":"string","format":"time"}`,
+			[]string{`"08:30:00Z"`, `"23:59:59.5-01:00"`}, []string{`"8:30:00Z"`, `"08:30Z"`}},
+		{"format uuid", `{"type":"string","format":"uuid"}`,
+			[]string{`"123e4567-e89b-12d3-a456-426614174000"`},
+			[]string{`"123e4567e89b12d3a456426614174000"`, `"123e4567-e89b-12d3-a456-42661417400g"`}},
+		{"integer format int32", `{"type":"integer","format":"int32"}`,
+			[]string{`2147483647`, `-2147483648`}, []string{`2147483648`}},
+		{"oneOf", `{"oneOf":[{"type":"string"},{"type":"integer","maximum":3}]}`, []string{`"x"`, `3`}, []string{`4`, `null`}},
 		{"enum filtered by type", `{"type":"string","enum":["a",1,"bb"],"maxLength":1}`, []string{`"a"`}, []string{`1`, `"bb"`}},
 		{"object in declared order", `{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"},"tag":{"type":"string"}},"required":["name","tag"]}`,
 			[]string{`{"name":"a","tag":"t"}`, `{"name":"a","age":3,"tag":"t"}`, `{ "name": "a" , "tag": "t" }`, "{\n  \"name\": \"a\",\n  \"tag\": \"t\"\n}"},
@@ -101,15 +142,29 @@ func TestSchemaLanguage(t *testing.T) {
 
 func TestSchemaRefused(t *testing.T) {
 	tests := []struct{ schema, want string }{
-		{`{"type":"string","pattern":"^a"}`, `"pattern" is not supported`},
-		{`{"type":"integer","minimum":1}`, `"minimum" is not supported`},
-		{`{"properties":{"a":{"type":"string","format":"date-time"}}}`, `#/properties/a: the keyword "format"`},
-		{`{"oneOf":[{"type":"string"}]}`, `"oneOf" is not supported`},
+		{`{"type":"string","pattern":"^a\\b"}`, `pattern: "^a\\b" uses an assertion`},
+		{`{"type":"string","pattern":"(a"}`, `pattern: "(a" is not a regular expression`},
+		{`{"type":"string","pattern":"^(a|b)*a(a|b){15}$"}`, `is too complex`},
+		{`{"type":"string","pattern":"^[^\\x00-\\x{10FFFF}]$"}`, `matches no string`},
+		{`{"type":"string","pattern":"^a+$","maxLength":3}`, `minLength or maxLength beside pattern`},
+		{`{"type":"string","format":"hostname"}`, `format: "hostname" is not a format`},
+		{`{"type":"integer","format":"int128"}`, `format: "int128"`},
+		{`{"type":"integer","minimum":5,"maximum":4}`, `nothing can match`},
+		{`{"type":"integer","exclusiveMinimum":4,"exclusiveMaximum":5}`, `nothing can match`},
+		{`{"type":"number","minimum":1,"exclusiveMaximum":1}`, `nothing can match`},
+		{`{"type":"integer","minimum":1e16}`, `past the largest`},
+		{`{"type":"number","multipleOf":2}`, `"multipleOf" is not supported`},
+		{`{"type":"integer","minimum":"1"}`, `minimum: must be a number`},
+		{`{"oneOf":[{"type":"object"},{"type":"object","properties":{"a":{}}}]}`, `can both start with '{'`},
+		{`{"properties":{"a":{"type":"string","format":"datetime"}}}`, `#/properties/a/format: "datetime"`},
 		{`{"allOf":[]}`, `"allOf"`},
 		{`{"anyOf":[{"type":"object"},{"type":"object","properties":{"a":{}}}]}`, `anyOf alternatives that can both start with '{'`},
 		{`{"$ref":"https://example.com/s.json"}`, `not a reference inside this schema`},
 		{`{"$ref":"#/$defs/missing"}`, `points at nothing`},
-		{`{"$ref":"#"}`, `refers to itself`},
+		{`{"$ref":"#"}`, `no finite document`},
+		{`{"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"}`, `$ref`},
+		{`{"type":"object","properties":{"next":{"$ref":"#"}},"required":["next"]}`, `no finite document`},
+		{`{"type":"array","items":{"$ref":"#"},"minItems":1}`, `no finite document`},
 		{`{"type":"strin"}`, `unknown type "strin"`},
 		{`{"type":"string","minLength":3,"maxLength":2}`, `nothing can match`},
 		{`{"type":"array","items":[{"type":"string"}]}`, `tuple items`},
@@ -125,6 +180,49 @@ func TestSchemaRefused(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err = %v, want one containing %q", tc.schema, err, tc.want)
 		}
+	}
+}
+
+// Hostile schemas are refused at once with an error that names the
+// keyword, instead of compiling for long or into a grammar that costs
+// seconds per token.
+func TestHostileSchemas(t *testing.T) {
+	var big strings.Builder
+	big.WriteString(`{"enum":[`)
+	for i := range 100000 {
+		if i > 0 {
+			big.WriteByte(',')
+		}
+		fmt.Fprintf(&big, `"value number %d"`, i)
+	}
+	big.WriteString(`]}`)
+	deep := strings.Repeat(`{"type":"array","items":`, 200) + `{}` + strings.Repeat(`}`, 200)
+	long := `{"enum":["` + strings.Repeat("x", 600000) + `","` + strings.Repeat("y", 600000) + `"]}`
+	for _, tc := range []struct{ name, schema, want string }{
+		{"100,000-value enum", big.String(), "enum: 100000 values"},
+		{"deep nesting", deep, "nests more than"},
+		{"huge values", long, "enum: the values are more than"},
+	} {
+		_, err := FromSchema([]byte(tc.schema))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want one containing %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// A recursive schema whose recursion is optional compiles, and the
+// generation can always end: the recursive branch is not required.
+func TestRecursionThatCanEnd(t *testing.T) {
+	g := mustSchema(t, `{"$defs":{"node":{"type":"object","properties":{"v":{"type":"integer"},"kids":{"type":"array","items":{"$ref":"#/$defs/node"}}},"required":["v"]}},"$ref":"#/$defs/node"}`)
+	for _, doc := range []string{`{"v":1}`, `{"v":1,"kids":[]}`, `{"v":1,"kids":[{"v":2,"kids":[{"v":3}]}]}`} {
+		if !accepts(g, doc) {
+			t.Errorf("refused %s", doc)
+		}
+	}
+	// A property that can never end is left out rather than entered.
+	g = mustSchema(t, `{"type":"object","properties":{"a":{"type":"integer"},"loop":{"$ref":"#/$defs/l"}},"$defs":{"l":{"type":"object","properties":{"x":{"$ref":"#/$defs/l"}},"required":["x"]}}}`)
+	if accepts(g, `{"a":1,"loop":{"x":{"x":{}}}}`) || !accepts(g, `{"a":1}`) {
+		t.Error("the endless property was not left out")
 	}
 }
 
@@ -169,19 +267,26 @@ func TestToolCallGrammar(t *testing.T) {
 			t.Errorf("accepted %q", doc)
 		}
 	}
-	if _, err := ToolCall([]Tool{{Name: "f", Parameters: []byte(`{"type":"object","properties":{"a":{"pattern":"x"}}}`)}}, ToolCallFormat{}); err == nil || !strings.Contains(err.Error(), `tool "f" parameters`) {
+	if _, err := ToolCall([]Tool{{Name: "f", Parameters: []byte(`{"type":"object","properties":{"a":{"multipleOf":2}}}`)}}, ToolCallFormat{}); err == nil || !strings.Contains(err.Error(), `tool "f" parameters`) {
 		t.Errorf("bad parameters: err = %v", err)
 	}
 }
 
-// Whitespace runs are bounded, so a model cannot pad forever.
+// Whitespace runs are bounded as llama.cpp bounds them (one space, or a
+// newline and at most MaxIndent spaces or tabs), so a model cannot pad
+// forever (a forced tool call spent 170-260 tokens on blank space).
 func TestWhitespaceBounded(t *testing.T) {
-	g := mustSchema(t, `{"type":"array"}`)
-	if !accepts(g, "["+strings.Repeat(" ", MaxWhitespace)+"]") {
-		t.Error("refused the longest run")
+	g := mustSchema(t, `{"type":"object","properties":{"a":{"type":"array"}}}`)
+	indent := strings.Repeat(" ", MaxIndent)
+	for _, doc := range []string{`{"a":[]}`, `{ "a": [ ] }`, "{\n" + indent + "\"a\": [\n\t\t]\n}", "{\n\t\"a\":[]}"} {
+		if !accepts(g, doc) {
+			t.Errorf("refused %q", doc)
+		}
 	}
-	if accepts(g, "["+strings.Repeat(" ", MaxWhitespace+1)+"]") {
-		t.Error("accepted a run past the bound")
+	for _, doc := range []string{`{  "a":[]}`, "{\n" + indent + " \"a\":[]}", "{\n\n\"a\":[]}", "{ \n\"a\":[]}", "{\t\"a\":[]}", `{"a":[]}  `} {
+		if accepts(g, doc) {
+			t.Errorf("accepted %q", doc)
+		}
 	}
 }
 

@@ -190,7 +190,7 @@ func (t *Matcher) walk() []uint64 {
 			continue
 		}
 		if top := &parent[len(parent)-1]; top.st == stStr && c >= 0x20 && c < 0x80 && c != '"' && c != '\\' {
-			if sn := &g.nodes[top.n]; sn.maxLen < 0 && sn.minLen == 0 {
+			if sn := &g.nodes[top.n]; sn.maxLen < 0 && sn.minLen == 0 && sn.re == nil {
 				ref[d] = ref[d-1]
 				for _, id := range v.tokIDs[nd.tokFirst : nd.tokFirst+nd.tokN] {
 					setBit(out, int(id))

@@ -7,6 +7,8 @@ type frame struct {
 	ws uint8 // whitespace bytes in the current run
 	// a, b, c: counters whose meaning depends on st (see step).
 	a, b, c int32
+	// v, w: a bounded number's integer part and fraction digits.
+	v, w int64
 }
 
 // Sub-states.
@@ -34,9 +36,10 @@ const (
 	stNumE                   // after e/E
 	stNumESign               // after the exponent's sign
 	stNumExp                 // in the exponent; b = digits
-	stLit                    // in a literal: c candidate, b bytes matched
+	stLit                    // in a literal: c the node of the literal trie
 	stSeq                    // a = part being written (a child)
-	stSwitch                 // in a switch literal: c candidate, b bytes matched
+	stSwitch                 // in a switch literal: c the node of the literal trie
+	stNumStart               // before a number's first byte (a = 1 once it is negative)
 )
 
 // state is a stack of frames. The zero-length state is the finished one.
@@ -52,6 +55,23 @@ func (g *Grammar) valueFrame(n int) frame {
 }
 
 func isWS(c byte) bool { return c == ' ' || c == '\n' || c == '\t' }
+
+// stepWS advances a run of whitespace (ws: 0 none yet, 1 one space, 2+n
+// a newline and n spaces or tabs) by c, or reports that c cannot extend
+// it (see MaxIndent).
+func stepWS(ws *uint8, c byte) bool {
+	switch {
+	case *ws == 0 && c == ' ':
+		*ws = 1
+	case *ws == 0 && c == '\n':
+		*ws = 2
+	case *ws >= 2 && *ws < 2+MaxIndent && (c == ' ' || c == '\t'):
+		*ws++
+	default:
+		return false
+	}
+	return true
+}
 
 // stepResult says what a byte did.
 type stepResult uint8
@@ -75,10 +95,9 @@ func (g *Grammar) step(s *state, c byte) stepResult {
 		switch top.st {
 		case stValue:
 			if isWS(c) {
-				if nd.noWS || top.ws >= MaxWhitespace {
+				if nd.noWS || !stepWS(&top.ws, c) {
 					return reject
 				}
-				top.ws++
 				*s = st
 				return changed
 			}
@@ -104,21 +123,15 @@ func (g *Grammar) step(s *state, c byte) stepResult {
 			case kArray:
 				top.st = stArrOpen
 			case kString:
-				top.st = stStr
+				top.st = stStr // v: the pattern's state, 0 at the start
 			case kNumber, kInteger:
-				switch {
-				case c == '-':
-					top.st = stNumSign
-				case c == '0':
-					top.st = stNumZero
-				default:
-					top.st, top.b = stNumInt, 1
-				}
+				top.st = stNumStart
+				continue // the number reads c
 			case kLiterals:
-				top.st = stLit
+				top.st, top.c = stLit, g.nodes[n].trie
 				continue // the literal reads c
 			case kSwitch:
-				top.st = stSwitch
+				top.st, top.c = stSwitch, g.nodes[n].trie
 				continue
 			case kSeq:
 				if len(st) >= MaxDepth {
@@ -132,10 +145,9 @@ func (g *Grammar) step(s *state, c byte) stepResult {
 			return changed
 		case stObjOpen, stObjComma, stObjAfter:
 			if isWS(c) {
-				if top.ws >= MaxWhitespace {
+				if !stepWS(&top.ws, c) {
 					return reject
 				}
-				top.ws++
 				*s = st
 				return changed
 			}
@@ -201,10 +213,9 @@ func (g *Grammar) step(s *state, c byte) stepResult {
 			return changed
 		case stArrOpen, stArrAfter:
 			if isWS(c) {
-				if top.ws >= MaxWhitespace {
+				if !stepWS(&top.ws, c) {
 					return reject
 				}
-				top.ws++
 				*s = st
 				return changed
 			}
@@ -239,7 +250,7 @@ func (g *Grammar) step(s *state, c byte) stepResult {
 		case stStr:
 			switch {
 			case c == '"':
-				if int(top.a) < nd.minLen {
+				if int(top.a) < nd.minLen || nd.re != nil && !nd.re.states[top.v].accept {
 					return reject
 				}
 				st = g.pop(st)
@@ -252,12 +263,20 @@ func (g *Grammar) step(s *state, c byte) stepResult {
 				return reject
 			}
 			if c == '\\' {
+				// An escape writes a character of the Basic Multilingual
+				// Plane: the pattern must take one here.
+				if nd.re != nil && !nd.re.overlaps(int32(top.v), 0, 0xFFFF) {
+					return reject
+				}
 				top.st = stStrEsc
 				*s = st
 				return changed
 			}
 			if c < 0x80 {
-				if nd.maxLen < 0 && nd.minLen == 0 {
+				if nd.re != nil && !g.patternRune(nd, top, rune(c)) {
+					return reject
+				}
+				if nd.maxLen < 0 && nd.minLen == 0 && nd.re == nil {
 					return unchanged
 				}
 				top.a++
@@ -284,6 +303,12 @@ func (g *Grammar) step(s *state, c byte) stepResult {
 			default:
 				return reject
 			}
+			if nd.re != nil {
+				if rlo, rhi := utf8Span(leadValue(c), left, lo, hi); !nd.re.overlaps(int32(top.v), rlo, rhi) {
+					return reject
+				}
+				top.w = leadValue(c)
+			}
 			if nd.maxLen >= 0 || nd.minLen > 0 {
 				top.a++
 			}
@@ -297,6 +322,16 @@ func (g *Grammar) step(s *state, c byte) stepResult {
 			}
 			top.b--
 			top.c = 0x80<<8 | 0xBF
+			if nd.re != nil {
+				top.w = top.w<<6 | int64(c&0x3F)
+				if top.b == 0 {
+					if !g.patternRune(nd, top, rune(top.w)) {
+						return reject
+					}
+				} else if lo, hi := utf8Span(top.w, top.b, 0x80, 0xBF); !nd.re.overlaps(int32(top.v), lo, hi) {
+					return reject
+				}
+			}
 			if top.b == 0 {
 				top.st, top.c = stStr, 0
 			}
@@ -305,12 +340,18 @@ func (g *Grammar) step(s *state, c byte) stepResult {
 		case stStrEsc:
 			switch c {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				if nd.re != nil && !g.patternRune(nd, top, escaped[c]) {
+					return reject
+				}
 				if nd.maxLen >= 0 || nd.minLen > 0 {
 					top.a++
 				}
 				top.st = stStr
 			case 'u':
-				top.st, top.b, top.c = stStrHex, 0, 0
+				if nd.re != nil && !nd.re.overlaps(int32(top.v), 0, 0xFFFF) {
+					return reject
+				}
+				top.st, top.b, top.c, top.w = stStrHex, 0, 0, 0
 			default:
 				return reject
 			}
@@ -331,6 +372,19 @@ func (g *Grammar) step(s *state, c byte) stepResult {
 				}
 			}
 			top.b++
+			if nd.re != nil {
+				top.w = top.w<<4 | int64(hexValue(c))
+				shift := 4 * uint(4-top.b)
+				lo := rune(top.w) << shift
+				hi := lo | (1<<shift - 1)
+				if top.b == 4 {
+					if !g.patternRune(nd, top, rune(top.w)) {
+						return reject
+					}
+				} else if !nd.re.overlaps(int32(top.v), lo, hi) {
+					return reject
+				}
+			}
 			if top.b == 4 {
 				if nd.maxLen >= 0 || nd.minLen > 0 {
 					top.a++
@@ -339,31 +393,31 @@ func (g *Grammar) step(s *state, c byte) stepResult {
 			}
 			*s = st
 			return changed
-		case stNumSign, stNumZero, stNumInt, stNumDot, stNumFrac, stNumE, stNumESign, stNumExp:
-			r, done := g.number(top, nd.kind == kInteger, c)
+		case stNumStart, stNumSign, stNumZero, stNumInt, stNumDot, stNumFrac, stNumE, stNumESign, stNumExp:
+			r, done := g.number(top, nd, c)
 			if r != reject {
 				*s = st
 				return r
 			}
-			if !done {
+			if !done || !numberOK(nd, top, true) {
 				return reject
 			}
 			st = g.pop(st) // the number ended before c; the parent reads c
 			continue
 		case stLit, stSwitch:
-			cand := matchLiteral(nd.lits, int(top.c), int(top.b), c)
-			if cand < 0 {
-				if top.st == stLit && int(top.b) == len(nd.lits[top.c]) {
+			next := g.litNext(top.c, c)
+			if next < 0 {
+				if top.st == stLit && g.lit[top.c].end >= 0 {
 					st = g.pop(st) // complete; c belongs to the parent
 					continue
 				}
 				return reject
 			}
-			top.c, top.b = int32(cand), top.b+1
-			if int(top.b) == len(nd.lits[cand]) && !extendable(nd.lits, cand) {
+			top.c = next
+			if ln := &g.lit[next]; ln.end >= 0 && ln.n == 0 {
 				if top.st == stSwitch {
 					// Replace the switch by the node that follows.
-					*top = g.valueFrame(nd.then[cand])
+					*top = g.valueFrame(nd.then[ln.end])
 					*s = st
 					return changed
 				}
@@ -452,41 +506,35 @@ func matchProp(nd *node, last, cand, b int, c byte) int {
 	return -1
 }
 
-// matchLiteral is like matchProp for a set of literals.
-func matchLiteral(lits [][]byte, cand, b int, c byte) int {
-	prefix := lits[cand][:b]
-	for i := cand; i < len(lits); i++ {
-		l := lits[i]
-		if len(l) > b && l[b] == c && string(l[:b]) == string(prefix) {
-			return i
-		}
-	}
-	return -1
-}
-
-// extendable reports whether another literal starts with lits[cand].
-func extendable(lits [][]byte, cand int) bool {
-	p := lits[cand]
-	for i, l := range lits {
-		if i != cand && len(l) > len(p) && string(l[:len(p)]) == string(p) {
-			return true
-		}
-	}
-	return false
-}
-
 // number advances a number frame by c. When c does not continue the
 // number, it returns reject, and done reports whether the number was
 // complete before c (so that c belongs to the parent).
-func (g *Grammar) number(f *frame, integer bool, c byte) (r stepResult, done bool) {
+// A bounded number (nd.bounded) keeps its integer part in f.v and its
+// fraction digits in f.w, and every byte must keep it able to end within
+// the bounds (numberOK).
+func (g *Grammar) number(f *frame, nd *node, c byte) (r stepResult, done bool) {
+	old := *f
+	r, done = g.numberStep(f, nd, c)
+	if r == changed && nd.bounded && !numberOK(nd, f, false) {
+		*f = old
+		return reject, false
+	}
+	return r, done
+}
+
+func (g *Grammar) numberStep(f *frame, nd *node, c byte) (r stepResult, done bool) {
+	integer, bounded := nd.kind == kInteger, nd.bounded
 	digit := c >= '0' && c <= '9'
+	d := int64(c - '0')
 	switch f.st {
-	case stNumSign:
+	case stNumStart, stNumSign:
 		switch {
+		case c == '-' && f.st == stNumStart:
+			f.st, f.a = stNumSign, 1
 		case c == '0':
-			f.st = stNumZero
+			f.st, f.v = stNumZero, 0
 		case digit:
-			f.st, f.b = stNumInt, 1
+			f.st, f.b, f.v = stNumInt, 1, d
 		default:
 			return reject, false
 		}
@@ -495,9 +543,12 @@ func (g *Grammar) number(f *frame, integer bool, c byte) (r stepResult, done boo
 		switch {
 		case digit && f.st == stNumInt && f.b < maxIntDigits:
 			f.b++
+			if bounded {
+				f.v = f.v*10 + d
+			}
 		case c == '.' && !integer:
 			f.st, f.b = stNumDot, 0
-		case (c == 'e' || c == 'E') && !integer:
+		case (c == 'e' || c == 'E') && !integer && !bounded:
 			f.st, f.b = stNumE, 0
 		default:
 			return reject, !digit
@@ -508,12 +559,18 @@ func (g *Grammar) number(f *frame, integer bool, c byte) (r stepResult, done boo
 			return reject, false
 		}
 		f.st, f.b = stNumFrac, 1
+		if bounded {
+			f.w = d
+		}
 		return changed, false
 	case stNumFrac:
 		switch {
 		case digit && f.b < maxFracDigits:
 			f.b++
-		case c == 'e' || c == 'E':
+			if bounded {
+				f.w = f.w*10 + d
+			}
+		case (c == 'e' || c == 'E') && !bounded:
 			f.st, f.b = stNumE, 0
 		default:
 			return reject, !digit
@@ -553,8 +610,11 @@ func (g *Grammar) canEnd(s state) bool {
 		top := st[len(st)-1]
 		switch top.st {
 		case stNumZero, stNumInt, stNumFrac, stNumExp:
+			if !numberOK(&g.nodes[top.n], &top, true) {
+				return false
+			}
 		case stLit:
-			if int(top.b) != len(g.nodes[top.n].lits[top.c]) {
+			if g.lit[top.c].end < 0 {
 				return false
 			}
 		default:
@@ -563,6 +623,30 @@ func (g *Grammar) canEnd(s state) bool {
 		st = g.pop(st)
 	}
 	return true
+}
+
+// escaped is the character each one-letter JSON escape stands for.
+var escaped = [256]rune{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
+// patternRune moves a pattern string's state by the code point r, or
+// reports that the pattern cannot take it there.
+func (g *Grammar) patternRune(nd *node, f *frame, r rune) bool {
+	next := nd.re.next(int32(f.v), r)
+	if next < 0 {
+		return false
+	}
+	f.v = int64(next)
+	return true
+}
+
+func hexValue(c byte) byte {
+	switch {
+	case c >= 'a':
+		return c - 'a' + 10
+	case c >= 'A':
+		return c - 'A' + 10
+	}
+	return c - '0'
 }
 
 func isHex(c byte) bool {

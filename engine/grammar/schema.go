@@ -158,6 +158,9 @@ type compiler struct {
 	b    *builder
 	root *value
 	refs map[string]int // resolved $ref targets (by JSON pointer) to nodes
+	// depth is the nesting of compile calls; litBytes the literal text
+	// so far (see the limits above).
+	depth, litBytes int
 }
 
 // ignored are the annotation keywords: they do not change what validates.
@@ -171,13 +174,36 @@ var ignored = map[string]bool{
 var supported = map[string]bool{
 	"type": true, "properties": true, "required": true, "additionalProperties": true,
 	"enum": true, "const": true, "items": true, "minItems": true, "maxItems": true,
-	"minLength": true, "maxLength": true, "$ref": true, "anyOf": true,
+	"minLength": true, "maxLength": true, "$ref": true, "anyOf": true, "oneOf": true,
+	"minimum": true, "maximum": true, "exclusiveMinimum": true, "exclusiveMaximum": true,
+	"pattern": true, "format": true,
 }
+
+// Limits that keep compiling a hostile schema bounded in time and memory.
+const (
+	// maxEnum is the most values an enum may list.
+	maxEnum = 10000
+	// maxLiteralBytes bounds the JSON text of all enum and const values.
+	maxLiteralBytes = 1 << 20
+	// maxNodes bounds the compiled grammar's nodes.
+	maxNodes = 100000
+	// maxSchemaDepth bounds the nesting of subschemas (and $ref chains)
+	// compiled.
+	maxSchemaDepth = 64
+)
 
 var typeNames = []string{"object", "array", "string", "number", "integer", "boolean", "null"}
 
 // compile returns the node of the schema s found at path.
 func (c *compiler) compile(s *value, path string) (int, error) {
+	c.depth++
+	defer func() { c.depth-- }()
+	if c.depth > maxSchemaDepth {
+		return 0, fmt.Errorf("%s: the schema nests more than %d subschemas deep (or a $ref chain is that long): too deep to compile", path, maxSchemaDepth)
+	}
+	if len(c.b.nodes) > maxNodes {
+		return 0, fmt.Errorf("%s: the schema is too large to compile (more than %d parts)", path, maxNodes)
+	}
 	switch s.kind {
 	case 'b':
 		if s.b {
@@ -190,7 +216,7 @@ func (c *compiler) compile(s *value, path string) (int, error) {
 	}
 	for _, k := range s.keys {
 		if !supported[k] && !ignored[k] {
-			return 0, fmt.Errorf("%s: the keyword %q is not supported (supported: type, properties, required, additionalProperties, enum, const, items, minItems, maxItems, minLength, maxLength, $defs, $ref, anyOf of different types)", path, k)
+			return 0, fmt.Errorf("%s: the keyword %q is not supported (supported: type, properties, required, additionalProperties, enum, const, items, minItems, maxItems, minLength, maxLength, minimum, maximum, exclusiveMinimum, exclusiveMaximum, pattern, format, $defs, $ref, anyOf and oneOf of different types)", path, k)
 		}
 	}
 	if ref := s.get("$ref"); ref != nil {
@@ -201,18 +227,24 @@ func (c *compiler) compile(s *value, path string) (int, error) {
 		}
 		return c.ref(ref, path)
 	}
-	if any := s.get("anyOf"); any != nil {
+	// oneOf is anyOf here: the alternatives must start with different
+	// bytes (finish checks), so a document matches exactly one of them.
+	for _, kw := range []string{"anyOf", "oneOf"} {
+		any := s.get(kw)
+		if any == nil {
+			continue
+		}
 		for _, k := range s.keys {
-			if supported[k] && k != "anyOf" {
-				return 0, fmt.Errorf("%s: the keyword %q beside anyOf is not supported", path, k)
+			if supported[k] && k != kw {
+				return 0, fmt.Errorf("%s: the keyword %q beside %s is not supported", path, k, kw)
 			}
 		}
 		if any.kind != 'a' || len(any.vals) == 0 {
-			return 0, fmt.Errorf("%s/anyOf: must be a non-empty list of schemas", path)
+			return 0, fmt.Errorf("%s/%s: must be a non-empty list of schemas", path, kw)
 		}
 		u := node{kind: kUnion}
 		for i, alt := range any.vals {
-			n, err := c.compile(alt, fmt.Sprintf("%s/anyOf/%d", path, i))
+			n, err := c.compile(alt, fmt.Sprintf("%s/%s/%d", path, kw, i))
 			if err != nil {
 				return 0, err
 			}
@@ -232,6 +264,9 @@ func (c *compiler) compile(s *value, path string) (int, error) {
 	if e := s.get("enum"); e != nil {
 		if e.kind != 'a' || len(e.vals) == 0 {
 			return 0, fmt.Errorf("%s/enum: must be a non-empty list", path)
+		}
+		if len(e.vals) > maxEnum {
+			return 0, fmt.Errorf("%s/enum: %d values are more than the %d NPU Chat compiles; narrow the choice, or ask for a string and check it yourself", path, len(e.vals), maxEnum)
 		}
 		enum = e.vals
 	}
@@ -265,14 +300,16 @@ func schemaTypes(s *value, path string) ([]string, error) {
 	switch {
 	case t == nil:
 		switch {
+		case s.get("enum") != nil || s.get("const") != nil:
+			return nil, nil // the values say
 		case s.get("properties") != nil || s.get("required") != nil || s.get("additionalProperties") != nil:
 			types = []string{"object"}
 		case s.get("items") != nil || s.get("minItems") != nil || s.get("maxItems") != nil:
 			types = []string{"array"}
-		case s.get("minLength") != nil || s.get("maxLength") != nil:
+		case s.get("minLength") != nil || s.get("maxLength") != nil || s.get("pattern") != nil || s.get("format") != nil:
 			types = []string{"string"}
-		case s.get("enum") != nil || s.get("const") != nil:
-			return nil, nil // the values say
+		case s.get("minimum") != nil || s.get("maximum") != nil || s.get("exclusiveMinimum") != nil || s.get("exclusiveMaximum") != nil:
+			types = []string{"number"}
 		default:
 			types = []string{"object", "array", "string", "number", "boolean", "null"}
 		}
@@ -314,16 +351,95 @@ func (c *compiler) typed(s *value, t, path string) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		return c.b.add(node{kind: kString, minLen: lo, maxLen: hi}), nil
-	case "number":
-		return c.b.add(node{kind: kNumber}), nil
-	case "integer":
-		return c.b.add(node{kind: kInteger}), nil
+		re, err := stringPattern(s, path)
+		if err != nil {
+			return 0, err
+		}
+		if re != nil && (lo > 0 || hi >= 0) {
+			return 0, fmt.Errorf("%s: minLength or maxLength beside pattern or format is not supported; put the length in the pattern ({m,n})", path)
+		}
+		return c.b.add(node{kind: kString, minLen: lo, maxLen: hi, re: re}), nil
+	case "number", "integer":
+		n := node{kind: kNumber}
+		if t == "integer" {
+			n.kind = kInteger
+		}
+		if err := readBounds(s, &n, path); err != nil {
+			return 0, err
+		}
+		if err := numberFormat(s, &n, path); err != nil {
+			return 0, err
+		}
+		return c.b.add(n), nil
 	case "boolean":
 		return c.b.add(node{kind: kLiterals, lits: [][]byte{[]byte("true"), []byte("false")}}), nil
 	default: // "null"
 		return c.b.add(node{kind: kLiterals, lits: [][]byte{[]byte("null")}}), nil
 	}
+}
+
+// numberFormat honours OpenAPI's number formats: int32 bounds an
+// integer to 32 bits; int64, float and double hold every number NPU Chat
+// writes. Any other format on a number is refused.
+func numberFormat(s *value, nd *node, path string) error {
+	f := s.get("format")
+	if f == nil {
+		return nil
+	}
+	switch {
+	case f.kind == 's' && f.str == "int32" && nd.kind == kInteger:
+		if !nd.bounded {
+			nd.bounded, nd.lo, nd.hi = true, -maxMagnitude, maxMagnitude
+		}
+		nd.lo, nd.hi = max(nd.lo, math.MinInt32), min(nd.hi, math.MaxInt32)
+		if nd.lo > nd.hi {
+			return fmt.Errorf("%s: no 32-bit integer is within minimum/maximum: nothing can match", path)
+		}
+		return nil
+	case f.kind == 's' && (f.str == "int64" || f.str == "float" || f.str == "double"):
+		return nil
+	}
+	return fmt.Errorf("%s/format: %s is not a format NPU Chat can honour on a number (int32, int64, float, double)", path, f.encodeString())
+}
+
+// encodeString is v as compact JSON, for errors.
+func (v *value) encodeString() string {
+	var b bytes.Buffer
+	v.encode(&b)
+	return b.String()
+}
+
+// stringPattern compiles a string schema's pattern or format (nil when it
+// has neither).
+func stringPattern(s *value, path string) (*dfa, error) {
+	p, f := s.get("pattern"), s.get("format")
+	switch {
+	case p != nil && f != nil:
+		return nil, fmt.Errorf("%s: pattern and format together are not supported; use one", path)
+	case f != nil:
+		if f.kind != 's' {
+			return nil, fmt.Errorf("%s/format: must be a string", path)
+		}
+		pat, ok := formats[f.str]
+		if !ok {
+			return nil, fmt.Errorf("%s/format: %q is not a format NPU Chat can honour (%s); use a pattern", path, f.str, formatNames())
+		}
+		re, err := compilePattern(pat)
+		if err != nil {
+			return nil, fmt.Errorf("%s/format: %q %v", path, f.str, err) // a bug: the formats are tested
+		}
+		return re, nil
+	case p != nil:
+		if p.kind != 's' {
+			return nil, fmt.Errorf("%s/pattern: must be a string", path)
+		}
+		re, err := compilePattern(p.str)
+		if err != nil {
+			return nil, fmt.Errorf("%s/pattern: %q %v", path, p.str, err)
+		}
+		return re, nil
+	}
+	return nil, nil
 }
 
 // countRange reads a min/max pair of non-negative integers (max -1 when
@@ -468,9 +584,19 @@ func (c *compiler) literals(s *value, vals []*value, types []string, path string
 		return 0, err
 	}
 	n := node{kind: kLiterals}
+	bounds := node{kind: kNumber}
+	if err := readBounds(s, &bounds, path); err != nil {
+		return 0, err
+	}
+	if s.get("pattern") != nil || s.get("format") != nil {
+		return 0, fmt.Errorf("%s: pattern or format beside enum/const is not supported; list only the values that match", path)
+	}
 	seen := map[string]bool{}
 	for _, v := range vals {
 		if types != nil && !valueHasType(v, types) {
+			continue
+		}
+		if v.kind == 'n' && !bounds.inBounds(v.str) {
 			continue
 		}
 		if v.kind == 's' {
@@ -484,6 +610,10 @@ func (c *compiler) literals(s *value, vals []*value, types []string, path string
 		if !seen[buf.String()] {
 			seen[buf.String()] = true
 			n.lits = append(n.lits, buf.Bytes())
+			c.litBytes += buf.Len()
+			if c.litBytes > maxLiteralBytes {
+				return 0, fmt.Errorf("%s/enum: the values are more than %d bytes of JSON in all: too large to compile", path, maxLiteralBytes)
+			}
 		}
 	}
 	if len(n.lits) == 0 {

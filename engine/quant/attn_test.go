@@ -156,7 +156,7 @@ func TestAttnExp(t *testing.T) {
 	}
 	t.Logf("expf within %.2f ulps", maxUlps)
 	if cpu := simdtest.CPU(t); !cpu.Has(simd.AVX512) {
-		t.Skipf("CPU lacks avx512 (it %s): expf checked, its AVX-512 kernel not", cpu.Lacks(simd.AVX512))
+		t.Skipf("CPU lacks avx512: it %s (expf checked, its AVX-512 kernel not)", cpu.Lacks(simd.AVX512))
 	}
 	for _, n := range []int{1, 15, 16, 17, 100, 1024} {
 		nb := (n + 15) / 16

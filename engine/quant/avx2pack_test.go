@@ -14,7 +14,7 @@ import (
 // vector (BENCH_ROWS as in BenchmarkPackedMulQ8).
 func BenchmarkPackedAVX2(b *testing.B) {
 	if !simd.Host().Has(simd.AVX2) {
-		b.Skipf("CPU lacks avx2 (it %s)", simd.Host().Lacks(simd.AVX2))
+		b.Skipf("CPU lacks avx2: it %s", simd.Host().Lacks(simd.AVX2))
 	}
 	r := rand.New(rand.NewPCG(1, 1))
 	const cols = 2048

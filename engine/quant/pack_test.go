@@ -160,7 +160,7 @@ func TestPackLayout(t *testing.T) {
 		}
 	}
 	if !avx512 {
-		t.Skipf("CPU lacks avx512 (it %s): packGroup and Pack checked, packGroupAVX512 not", cpu.Lacks(simd.AVX512))
+		t.Skipf("CPU lacks avx512: it %s (packGroup and Pack checked, packGroupAVX512 not)", cpu.Lacks(simd.AVX512))
 	}
 }
 

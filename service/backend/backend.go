@@ -131,10 +131,14 @@ const (
 type Result struct {
 	PromptTokens     int
 	CompletionTokens int
-	// CachedTokens counts the prompt tokens reused from the previous
-	// request's cache (not computed again).
+	// CachedTokens counts the prompt tokens whose keys and values came
+	// from the KV cache (not computed again).
 	CachedTokens int
-	FinishReason string // FinishStop, FinishLength or FinishToolCalls
+	// OmittedMessages is how many of the chat's oldest messages (after
+	// its system prompt) were left out so that it fits the context
+	// (FitMessages); the stored history keeps them.
+	OmittedMessages int
+	FinishReason    string // FinishStop, FinishLength or FinishToolCalls
 	// StopSequence is the request's stop string that ended the answer
 	// ("" when an end token, the length or a tool call ended it, or the
 	// backend cannot tell), for Anthropic's stop_sequence.
@@ -163,6 +167,24 @@ func (r Result) DecodeTokensPerSecond() float64 {
 		return 0
 	}
 	return float64(r.CompletionTokens) / r.DecodeDuration.Seconds()
+}
+
+// CacheReporter is a backend that keeps prompts' keys and values (the
+// CPU engine's KV cache). CacheStats must not wait for a running
+// Generate.
+type CacheReporter interface {
+	CacheStats() CacheStats
+}
+
+// CacheStats describe what a backend's KV cache holds, for the status
+// and /api/ps.
+type CacheStats struct {
+	Sequences int   `json:"sequences"`  // prompts kept in memory
+	Tokens    int   `json:"tokens"`     // their tokens
+	Bytes     int64 `json:"bytes"`      // memory of every prompt's keys and values, kept or in use
+	Budget    int64 `json:"budget"`     // the memory budget
+	DiskFiles int   `json:"disk_files"` // prompts kept on disk (this model's KV files)
+	DiskBytes int64 `json:"disk_bytes"` // their size
 }
 
 // Progress reports how far Load has come.

@@ -9,9 +9,11 @@ package cpu
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/npuchat/npuchat/engine"
 	"github.com/npuchat/npuchat/engine/chat"
@@ -35,8 +37,28 @@ type Options struct {
 	SkipQKNorm bool
 	// RopeLayout overrides the engine's choice ("" keeps it).
 	RopeLayout engine.RopeLayout
-	// MaxContext caps the context (0: the model's, at most DefaultMaxContext).
+	// MaxContext is the context length, at most the model's own (0: the
+	// default, which follows memory: DefaultContext).
 	MaxContext int
+	// KVBudget bounds the memory of the keys and values kept for all
+	// prompts, in bytes (0: a quarter of the memory free once the model
+	// is loaded, see DefaultKVBudget).
+	KVBudget int64
+	// KVF16 keeps keys and values as float16 (half the memory; answers
+	// no longer exactly llama.cpp's with its default F32 cache in the
+	// oracle tests, so it is off by default).
+	KVF16 bool
+	// MemAvailable reports the memory free now (nil: unknown).
+	MemAvailable func() (int64, error)
+	// KVDir is the folder of the KV disk cache (beside the history; ""
+	// for none): sequences the KV cache drops, and those it holds when
+	// the backend unloads, are written there and read back by a later
+	// prompt that shares them, also after a restart.
+	KVDir string
+	// KVDiskLimit bounds the KV files' total size (0: DefaultKVDiskLimit).
+	KVDiskLimit int64
+	// Log receives the disk cache's warnings (nil: slog.Default()).
+	Log *slog.Logger
 	// ParameterSize, Quantization describe the model for the UI ("" to derive).
 	ParameterSize, Quantization string
 	// Quantize and NoFoldKV are the engine's load options of those names
@@ -52,14 +74,17 @@ type Options struct {
 type Backend struct {
 	opts Options
 
-	mu     sync.Mutex // guards the fields below against Unload during Generate
-	model  *engine.Model
-	tok    *tokenizer.Tokenizer
-	tcfg   tokenizer.Config
-	tmpl   *chat.Template
+	mu    sync.Mutex // guards the fields below against Unload during Generate
+	model *engine.Model
+	tok   *tokenizer.Tokenizer
+	tcfg  tokenizer.Config
+	tmpl  *chat.Template
+	// kv keeps the keys and values of many prompts within a memory
+	// budget; sess is the one sequence computed at a time, resumed from
+	// kv for each request and kept in it after.
+	kv     *engine.KVCache
+	disk   *diskCache // nil without Options.KVDir
 	sess   *engine.Session
-	cached []int  // the tokens whose keys and values are in sess
-	scope  string // the CacheScope of the request that filled cached
 	maxCtx int
 	// maxTokenBytes is the longest token's text: a prompt of more than
 	// maxCtx*maxTokenBytes bytes cannot fit, and is refused before it is
@@ -68,6 +93,29 @@ type Backend struct {
 	// grammars caches compiled schemas and their token masks over this
 	// model's vocabulary (made at the first constrained request).
 	grammars *grammar.Cache
+	// cache is kv and disk for CacheStats, which must not wait for b.mu
+	// (held through a whole Generate).
+	cache atomic.Pointer[cacheRefs]
+}
+
+// cacheRefs are the loaded model's KV cache and disk cache.
+type cacheRefs struct {
+	kv   *engine.KVCache
+	disk *diskCache
+}
+
+// CacheStats implements backend.CacheReporter.
+func (b *Backend) CacheStats() backend.CacheStats {
+	r := b.cache.Load()
+	if r == nil {
+		return backend.CacheStats{}
+	}
+	st := r.kv.Stats()
+	out := backend.CacheStats{Sequences: st.Sequences, Tokens: st.Tokens, Bytes: st.Bytes, Budget: st.Budget}
+	if r.disk != nil {
+		out.DiskFiles, out.DiskBytes = r.disk.stats()
+	}
+	return out
 }
 
 // New returns an unloaded backend.
@@ -86,7 +134,7 @@ func (b *Backend) Load(ctx context.Context, progress func(backend.Progress)) err
 	}
 	report("reading weights", 0.1)
 	m, err := engine.Load(b.opts.Path, engine.LoadOptions{Threads: b.opts.Threads, SkipQKNorm: b.opts.SkipQKNorm, RopeLayout: b.opts.RopeLayout,
-		Quantize: b.opts.Quantize, NoFoldKV: b.opts.NoFoldKV, CacheDir: b.opts.CacheDir,
+		Quantize: b.opts.Quantize, NoFoldKV: b.opts.NoFoldKV, CacheDir: b.opts.CacheDir, KVF16: b.opts.KVF16,
 		Progress: func(done, total int64) {
 			report("unpacking model.q4nx (once)", 0.1+0.8*float64(done)/float64(max(total, 1)))
 		}})
@@ -103,13 +151,32 @@ func (b *Backend) Load(ctx context.Context, progress func(backend.Progress)) err
 		m.Close()
 		return err
 	}
-	maxCtx := b.opts.MaxContext
-	if maxCtx <= 0 {
-		maxCtx = m.Config().ContextLength
-		if maxCtx <= 0 || maxCtx > DefaultMaxContext {
-			maxCtx = min(max(maxCtx, 4096), DefaultMaxContext)
+	budget := b.opts.KVBudget
+	if budget <= 0 {
+		budget = DefaultKVBudget(b.memAvailable)
+	}
+	var disk *diskCache
+	var evicted func(*engine.StoredKV)
+	if b.opts.KVDir != "" {
+		log := b.opts.Log
+		if log == nil {
+			log = slog.Default()
+		}
+		// The model works without it: a folder that cannot be made only
+		// costs the disk cache.
+		if disk, err = openDiskCache(b.opts.KVDir, b.opts.KVDiskLimit, m, modelIdentity(b.opts.Path, b.opts, m), log); err != nil {
+			log.Warn("KV disk cache off", "err", err)
+			disk = nil
+		} else {
+			evicted = disk.saveLater
 		}
 	}
+	kv := m.NewKVCache(engine.KVCacheOptions{Budget: budget, Evicted: evicted})
+	maxCtx := b.opts.MaxContext
+	if maxCtx <= 0 {
+		maxCtx = DefaultContext(m.Config().ContextLength, m.KVBytes, budget)
+	}
+	sess := kv.NewSession(maxCtx) // at most the model's and the budget's
 	longest := 1
 	for id := 0; id < tok.Size(); id++ {
 		if p, err := tok.TokenBytes(id); err == nil {
@@ -118,7 +185,8 @@ func (b *Backend) Load(ctx context.Context, progress func(backend.Progress)) err
 	}
 	b.mu.Lock()
 	b.model, b.tok, b.tcfg, b.tmpl = m, tok, tcfg, tmpl
-	b.sess, b.cached, b.maxCtx, b.maxTokenBytes = m.NewSession(maxCtx), nil, maxCtx, longest
+	b.kv, b.disk, b.sess, b.maxCtx, b.maxTokenBytes = kv, disk, sess, sess.MaxContext(), longest
+	b.cache.Store(&cacheRefs{kv, disk})
 	b.mu.Unlock()
 	report("ready", 1)
 	return nil
@@ -188,8 +256,20 @@ func (b *Backend) Unload(ctx context.Context) error {
 	if b.model == nil {
 		return nil
 	}
+	if b.disk != nil {
+		// the most recent prompts first, within the disk's limit
+		var size int64
+		for _, st := range b.kv.Kept() {
+			if size += b.model.KVBytes(len(st.Tokens)); size > b.disk.limit {
+				break
+			}
+			b.disk.save(st)
+		}
+		b.disk.wait()
+	}
 	err := b.model.Close()
-	b.model, b.sess, b.cached, b.tok, b.tmpl, b.grammars = nil, nil, nil, nil, nil, nil
+	b.cache.Store(nil)
+	b.model, b.kv, b.disk, b.sess, b.tok, b.tmpl, b.grammars = nil, nil, nil, nil, nil, nil, nil
 	return err
 }
 
@@ -218,26 +298,56 @@ func (b *Backend) Prompt(req *backend.Request) ([]int, error) {
 }
 
 func (b *Backend) promptLocked(req *backend.Request) ([]int, error) {
+	ids, _, err := b.fitLocked(req)
+	return ids, err
+}
+
+// fitLocked renders req into the model's prompt: a raw prompt as it is,
+// a chat without its oldest turns when it does not fit the context with
+// room for the answer (backend.FitMessages). It returns the token ids
+// and how many messages were left out.
+func (b *Backend) fitLocked(req *backend.Request) ([]int, int, error) {
 	if req.Messages == nil {
 		ids := b.tok.Encode(req.Prompt)
 		if b.tcfg.AddBOS && b.tcfg.BOS >= 0 && (len(ids) == 0 || ids[0] != b.tcfg.BOS) {
 			ids = append([]int{b.tcfg.BOS}, ids...)
 		}
-		return ids, nil
+		return ids, 0, nil
 	}
-	msgs := chatMessages(req.Messages)
 	tools, err := b.renderTools(req)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	// Message text is encoded as ordinary text: only the template's own
-	// markers are control tokens, so "<|im_end|>" typed in a message
-	// cannot close the turn (chat.EncodeMessages).
-	ids, err := b.tmpl.EncodeMessages(b.tok, b.tcfg, msgs, chat.RenderOptions{AddGenerationPrompt: true, Tools: tools, BOSToken: b.tcfg.BOSToken, EOSToken: b.tcfg.EOSToken, EnableThinking: req.Think})
+	var ids []int
+	count := func(ms []backend.Message) (int, error) {
+		// Message text is encoded as ordinary text: only the template's
+		// own markers are control tokens, so "<|im_end|>" typed in a
+		// message cannot close the turn (chat.EncodeMessages).
+		var err error
+		o := renderOpts(b, req)
+		o.Tools = tools
+		ids, err = b.tmpl.EncodeMessages(b.tok, b.tcfg, chatMessages(ms), o)
+		if err != nil {
+			return 0, fmt.Errorf("chat template: %v: %w", err, backend.ErrBadRequest)
+		}
+		return len(ids), nil
+	}
+	size := func(m backend.Message) int { return len(b.tok.Encode(m.Content)) + len(m.ToolCalls)*16 + 4 }
+	fit, err := backend.FitMessages(req.Messages, b.maxCtx, backend.AnswerRoom(req, b.maxCtx), count, size)
 	if err != nil {
-		return nil, fmt.Errorf("chat template: %v: %w", err, backend.ErrBadRequest)
+		return nil, 0, err
 	}
-	return ids, nil
+	if len(ids) != fit.Tokens { // FitMessages counts the messages it returns last; render them again if not
+		if _, err := count(fit.Messages); err != nil {
+			return nil, 0, err
+		}
+	}
+	return ids, fit.Omitted, nil
+}
+
+// renderOpts are the chat template's options for req's prompt.
+func renderOpts(b *Backend, req *backend.Request) chat.RenderOptions {
+	return chat.RenderOptions{AddGenerationPrompt: true, BOSToken: b.tcfg.BOSToken, EOSToken: b.tcfg.EOSToken, EnableThinking: req.Think}
 }
 
 // Generate implements backend.Backend.
@@ -251,26 +361,32 @@ func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(
 	if n := promptBytes(req); n > b.maxCtx*b.maxTokenBytes {
 		return res, fmt.Errorf("the prompt is %d bytes, more than the context of %d tokens can hold: %w", n, b.maxCtx, backend.ErrPromptTooLong)
 	}
-	ids, err := b.promptLocked(req)
+	ids, omitted, err := b.fitLocked(req)
 	if err != nil {
 		return res, err
 	}
-	return b.generateLocked(ctx, ids, req, Observer{}, emit)
+	res, err = b.generateLocked(ctx, ids, req, Observer{}, emit)
+	res.OmittedMessages = omitted
+	return res, err
 }
 
-// promptBytes is the size of a request's text.
+// promptBytes is the size of the text of a request that must stay in
+// its prompt: a raw prompt, or a chat's system messages and last turn
+// (older turns can be left out).
 func promptBytes(req *backend.Request) int {
 	n := len(req.Prompt)
-	for _, m := range req.Messages {
-		n += len(m.Content) + len(m.Name)
+	sys := 0
+	for sys < len(req.Messages) && req.Messages[sys].Role == "system" {
+		sys++
 	}
-	return n
-}
-
-func commonPrefix(a, b []int) int {
-	n := 0
-	for n < len(a) && n < len(b) && a[n] == b[n] {
-		n++
+	last := len(req.Messages) - 1
+	for last > sys && req.Messages[last].Role != "user" {
+		last--
+	}
+	for i, m := range req.Messages {
+		if i < sys || i >= last {
+			n += len(m.Content) + len(m.Name)
+		}
 	}
 	return n
 }

@@ -59,26 +59,27 @@ func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Re
 		return res, fmt.Errorf("%d prompt tokens, the context holds %d: %w", len(ids), b.maxCtx, backend.ErrPromptTooLong)
 	}
 
-	// Reuse the cached prefix, only within a cache scope (so that one
-	// client cannot time another's prompt); at least the last prompt
-	// token is computed again to get its logits.
-	if req.CacheScope != b.scope {
-		b.cached, b.scope = nil, req.CacheScope
+	// Resume from the longest prefix the KV cache holds for this cache
+	// scope (so that one client cannot time another's prompt); at least
+	// the last prompt token is computed again to get its logits. Whatever
+	// happens, the positions computed are kept in the cache after.
+	if b.disk != nil {
+		// a KV file that holds more of the prompt than memory does (an old
+		// chat reopened, after a restart too) goes into the cache first
+		if st := b.disk.lookup(req.CacheScope, ids, b.kv.Match(req.CacheScope, ids)); st != nil {
+			b.kv.Insert(st)
+		}
 	}
-	keep := commonPrefix(b.cached, ids)
-	if keep == len(ids) {
-		keep--
+	keep, err := b.sess.Resume(req.CacheScope, ids)
+	if err != nil {
+		return res, err
 	}
-	if err := b.sess.Rewind(keep); err != nil {
-		b.sess, b.cached, keep = b.model.NewSession(b.maxCtx), nil, 0
-	}
-	b.cached = append(b.cached[:keep], ids[keep:]...)
+	defer b.sess.Keep()
 	res.CachedTokens = keep
 	start := time.Now()
 	logits, err := b.sess.PrefillContext(ctx, ids[keep:])
 	res.PrefillDuration = time.Since(start)
 	if err != nil {
-		b.cached = b.cached[:b.sess.Pos()]
 		return res, err
 	}
 
@@ -137,14 +138,12 @@ func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Re
 		}
 		logits, err = b.sess.Forward(next)
 		if err != nil {
-			b.cached = b.cached[:min(len(b.cached), b.sess.Pos())]
 			if errors.Is(err, engine.ErrContextFull) {
 				res.FinishReason = backend.FinishLength
 				break
 			}
 			return res, err
 		}
-		b.cached = append(b.cached, next)
 	}
 	text := ""
 	if !stream.Stopped() {

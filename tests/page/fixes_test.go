@@ -27,6 +27,8 @@ func apiCall(t *testing.T, method, url, key, body string) (int, string) {
 	req.Header.Set("Content-Type", "application/json")
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
+	} else if c := sessionFor(url); c != "" {
+		req.Header.Set("Cookie", c)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -74,7 +76,7 @@ func TestAPIKeyReloadDirectLinkAndExport(t *testing.T) {
 	}
 	// A link to a conversation that is not there says so, at a new chat.
 	b.run(chromedp.Navigate(srv.URL + "/c/999"))
-	b.waitJS(`document.getElementById('error-banner').textContent.includes('not in the history') && location.pathname === '/'`, 15*time.Second)
+	b.waitJS(`(() => { const m = document.querySelector('[data-testid=missing]'); return m && m.textContent === 'There is no chat number 999' && !document.getElementById('empty').hidden && location.pathname === '/' })()`, 15*time.Second)
 
 	// Export: the file arrives, from a Blob, with the key in a header.
 	b.run(chromedp.Navigate(srv.URL + path))

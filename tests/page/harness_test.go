@@ -19,6 +19,8 @@ import (
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+
+	"github.com/npuchat/npuchat/web/webtest"
 )
 
 // npuchat is the binary under test, built once by TestMain.
@@ -44,12 +46,15 @@ func TestMain(m *testing.M) {
 
 // server is one `npuchat serve` process.
 type server struct {
-	t    *testing.T
-	URL  string
-	cmd  *exec.Cmd
-	done chan struct{}
-	log  *strings.Builder
-	mu   sync.Mutex
+	t   *testing.T
+	URL string
+	// Link is the one-time link serve printed (used by serve already,
+	// unless NPUCHAT_API_KEY is set); Cookie is its session.
+	Link, Cookie string
+	cmd          *exec.Cmd
+	done         chan struct{}
+	log          *strings.Builder
+	mu           sync.Mutex
 }
 
 // serve starts `npuchat serve --addr 127.0.0.1:0 args...` with env (and
@@ -72,25 +77,62 @@ func serve(t *testing.T, env map[string]string, args ...string) *server {
 		t.Fatal(err)
 	}
 	go func() { cmd.Wait(); close(s.done) }()
-	lines := make(chan string, 1)
+	lines := make(chan [2]string, 1)
 	go func() {
 		r := bufio.NewReader(out)
 		line, _ := r.ReadString('\n')
-		lines <- line
+		link, _ := r.ReadString('\n')
+		lines <- [2]string{line, link}
 		io.Copy(io.Discard, r)
 	}()
 	select {
-	case line := <-lines:
+	case got := <-lines:
+		line := got[0]
 		url, _, _ := strings.Cut(strings.TrimPrefix(line, "NPU Chat is serving on "), " ")
 		if !strings.HasPrefix(url, "http://127.0.0.1:") {
 			t.Fatalf("serve printed %q; log:\n%s", line, s.logText())
 		}
 		s.URL = url
+		if i := strings.Index(got[1], url+"/open?t="); i >= 0 {
+			s.Link = strings.TrimSpace(got[1][i:])
+		} else {
+			t.Fatalf("serve printed no link to the page: %q", got[1])
+		}
 	case <-time.After(60 * time.Second):
 		t.Fatalf("serve did not start; log:\n%s", s.logText())
 	}
 	t.Cleanup(s.stop)
+	if env["NPUCHAT_API_KEY"] == "" {
+		// The person at the desktop: the page's session, for apiCall and
+		// every browser that opens this server (with an API key the
+		// tests use the key instead).
+		cookie, err := webtest.Login(s.URL, strings.TrimPrefix(s.Link, s.URL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Cookie = cookie
+		sessions.Store(s.URL, cookie)
+		t.Cleanup(func() { sessions.Delete(s.URL) })
+	}
 	return s
+}
+
+// sessions maps a running server's URL to its page session ("Cookie"
+// header value): apiCall sends it, and browser.open gives it to the
+// browser, as the link the tray opens would.
+var sessions sync.Map
+
+// sessionFor returns the session of the server url is on ("" if none).
+func sessionFor(url string) string {
+	var c string
+	sessions.Range(func(k, v any) bool {
+		if strings.HasPrefix(url, k.(string)+"/") || url == k.(string) {
+			c = v.(string)
+			return false
+		}
+		return true
+	})
+	return c
 }
 
 func (s *server) logText() string {
@@ -207,7 +249,12 @@ func (b *browser) run(actions ...chromedp.Action) {
 // open navigates to url and waits for the page's script to be running.
 func (b *browser) open(url string) {
 	b.t.Helper()
-	b.allow(url[:strings.Index(url[len("http://"):], "/")+len("http://")+1])
+	base := url[:strings.Index(url[len("http://"):], "/")+len("http://")]
+	b.allow(base + "/")
+	if c := sessionFor(url); c != "" {
+		name, value, _ := strings.Cut(c, "=")
+		b.run(network.SetCookie(name, value).WithURL(base + "/").WithHTTPOnly(true).WithSameSite(network.CookieSameSiteStrict))
+	}
 	b.run(chromedp.Navigate(url), chromedp.WaitReady("#app", chromedp.ByQuery))
 	b.waitJS(`document.getElementById("status-text").textContent !== "Checking the model…"`, 30*time.Second)
 }
@@ -265,7 +312,8 @@ type upstream struct {
 	reply     []string
 	delay     time.Duration
 	requests  int
-	cancelled int // requests whose client left before the answer ended
+	cancelled int    // requests whose client left before the answer ended
+	finish    string // the finish reason sent ("stop" when empty)
 }
 
 func newUpstream(t *testing.T) *upstream {
@@ -301,8 +349,11 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	u.mu.Lock()
 	u.requests++
-	reply, delay := u.reply, u.delay
+	reply, delay, finish := u.reply, u.delay, u.finish
 	u.mu.Unlock()
+	if finish == "" {
+		finish = "stop"
+	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	send := func(v any) bool {
 		b, _ := json.Marshal(v)
@@ -330,7 +381,7 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	send(chunk(map[string]string{}, "stop"))
+	send(chunk(map[string]string{}, finish))
 	send(map[string]any{"id": "up-1", "object": "chat.completion.chunk", "choices": []any{},
 		"usage": map[string]int{"prompt_tokens": 12, "completion_tokens": len(reply), "total_tokens": 12 + len(reply)}})
 	io.WriteString(w, "data: [DONE]\n\n")

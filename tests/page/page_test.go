@@ -122,7 +122,7 @@ func TestMarkdownIsSafeAndHighlighted(t *testing.T) {
 	}
 	b.open(srv.URL + path)
 	b.waitJS(`document.querySelectorAll('[data-testid=message]').length === 2`, 10*time.Second)
-	if n := eval[float64](b, `document.querySelectorAll('[data-testid=conversations] li').length`); n != 1 {
+	if n := eval[float64](b, `document.querySelectorAll('[data-testid=conversations] li.conversation').length`); n != 1 {
 		t.Errorf("%v conversations listed after reload", n)
 	}
 	if p := eval[float64](b, `window.pwned === undefined ? 0 : window.pwned`); p != 0 {

@@ -27,6 +27,9 @@ type Page struct {
 	// server left for the script to load: with an API key the server
 	// renders no history, and the script fetches it with the key.
 	Open int64
+	// Missing is the conversation in the address that is not in the
+	// history (/c/99999): the page says so instead of a blank chat.
+	Missing int64
 }
 
 func convHref(id int64) string { return "/c/" + strconv.FormatInt(id, 10) }
@@ -83,6 +86,33 @@ func statsLine(m history.Message) string {
 	s += EngineName(st.Engine)
 	if st.ContextLength > 0 {
 		s += fmt.Sprintf(" · context %d / %d", st.PromptTokens+st.CompletionTokens, st.ContextLength)
+	}
+	if st.CachedTokens > 0 {
+		s += fmt.Sprintf(" · prompt from cache: %s of %s tokens", thousands(st.CachedTokens), thousands(st.PromptTokens))
+	}
+	return s
+}
+
+// omittedLine says how many of the chat's oldest messages the model did
+// not see ("" when it saw them all), as app.js's omittedText.
+func omittedLine(m history.Message) string {
+	if m.Stats == nil || m.Stats.OmittedMessages <= 0 {
+		return ""
+	}
+	if m.Stats.OmittedMessages == 1 {
+		return "The model did not see the oldest message"
+	}
+	return fmt.Sprintf("The model did not see the %s oldest messages", thousands(m.Stats.OmittedMessages))
+}
+
+// thousands writes n with commas between groups of three digits.
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	if n < 0 {
+		return "-" + thousands(-n)
+	}
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
 	}
 	return s
 }
@@ -164,6 +194,8 @@ func cutText(m history.Message) string {
 		return "Stopped before the end"
 	case history.CutFailed:
 		return "Cut short by an error"
+	case history.CutSwitchedOff:
+		return "Cut short: the model was switched off"
 	default:
 		return "Interrupted (the server stopped)"
 	}
@@ -182,4 +214,13 @@ func versionAt(m history.Message, step int) int64 {
 		return 0
 	}
 	return m.Versions[i]
+}
+
+// lengthLine marks an answer that ended at its length limit (max
+// tokens or the context), "" for one that ended by itself.
+func lengthLine(m history.Message) string {
+	if m.Role != "assistant" || m.Stats == nil || m.Stats.FinishReason != "length" {
+		return ""
+	}
+	return fmt.Sprintf("Stopped at the length limit (%d tokens): raise Max tokens in Chat settings for a longer answer", m.Stats.CompletionTokens)
 }

@@ -33,7 +33,7 @@ func Sidebar(p Page) templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<nav class=\"sidebar\" id=\"sidebar\" aria-label=\"Conversations\"><div class=\"sidebar-head\"><a class=\"brand\" href=\"/\">NPU Chat</a> <button type=\"button\" class=\"btn primary\" data-testid=\"new-chat\" id=\"new-chat\">New chat</button></div><label class=\"visually-hidden\" for=\"search\">Search conversations</label> <input type=\"search\" id=\"search\" data-testid=\"search\" placeholder=\"Search chats\" autocomplete=\"off\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<nav class=\"sidebar\" id=\"sidebar\" aria-label=\"Conversations\"><div class=\"sidebar-head\"><a class=\"brand\" href=\"/\">NPU Chat</a> <button type=\"button\" class=\"btn primary\" data-testid=\"new-chat\" id=\"new-chat\">New chat</button></div><label class=\"visually-hidden\" for=\"search\">Search conversations</label> <input type=\"search\" id=\"search\" data-testid=\"search\" placeholder=\"Search chats (Ctrl+K)\" aria-keyshortcuts=\"Control+K Meta+K\" autocomplete=\"off\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -33,6 +33,16 @@
   }
   async function api(method, path, body, tries) {
     const r = await fetch(path, { method, headers: headers(), body: body === undefined ? undefined : JSON.stringify(body) });
+    // The history and the settings need the session the tray's link
+    // starts (or the API key, when the server has one: it says so with
+    // WWW-Authenticate); without either the page says how to get in.
+    if (r.status === 401 && !r.headers.get("WWW-Authenticate")) {
+      showLocked();
+      const err = new Error(lockedText());
+      err.status = 401;
+      err.code = "session_required";
+      throw err;
+    }
     if (r.status === 401 && (tries || 0) < 3 && (await askKey(!!key()))) {
       return api(method, path, body, (tries || 0) + 1);
     }
@@ -80,13 +90,66 @@
     return keyAsked;
   }
 
-  // showError shows msg in the error banner ("" hides it). offError
-  // marks the model-off message, which goes once the model is on.
-  let offError = false;
-  function showError(msg, modelOff) {
-    $("error-text").textContent = msg;
+  // lockedText says why the history is not shown and how to get in: the
+  // page was opened without the link the tray or `npuchat serve` gives.
+  const linkUsed = new URLSearchParams(location.search).get("link") === "used";
+  function lockedText() {
+    return (linkUsed ? "That link to NPU Chat was already used or has expired (each link works once). " : "") +
+      "Your chats and settings are shown only to the person at this computer: open the chat from NPU Chat's tray icon (Open the chat), or start NPU Chat again, and it opens a fresh link. " +
+      "With npuchat serve, open the link it printed when it started.";
+  }
+  let locked = false;
+  function showLocked() {
+    if (locked) return;
+    locked = true;
+    app.dataset.locked = "true";
+    showHistoryProblem(lockedText());
+  }
+
+  // showError shows msg, a sentence, in the error banner ("" hides it).
+  // opts: kind, the state the message is about ("off": the model is
+  // switched off, "missing": not installed, "unreachable": the server
+  // does not answer), so that it goes when that state ends; detail, the
+  // server's own words, folded under "Details"; action, {label, run}, a
+  // button beside the message. No command line goes in: detail has
+  // "run npuchat …" advice cut out (the page has a button for it).
+  let errorKind = "";
+  function showError(msg, opts) {
+    const o = typeof opts === "object" && opts ? opts : { kind: opts ? "off" : "" };
+    const t = $("error-text");
+    t.replaceChildren();
+    if (msg) {
+      t.append(msg);
+      if (o.action) {
+        const b = document.createElement("button");
+        b.type = "button";
+        b.className = "btn banner-action";
+        b.setAttribute("data-testid", "banner-action");
+        b.textContent = o.action.label;
+        b.addEventListener("click", () => {
+          showError("");
+          o.action.run();
+        });
+        t.append(" ", b);
+      }
+      const detail = cleanDetail(o.detail || "");
+      if (detail && detail !== msg) {
+        const d = document.createElement("details");
+        d.className = "banner-detail";
+        const sm = document.createElement("summary");
+        sm.textContent = "Details";
+        const p = document.createElement("p");
+        p.textContent = detail;
+        d.append(sm, p);
+        t.append(d);
+      }
+    }
     $("error-banner").hidden = !msg;
-    offError = !!msg && !!modelOff;
+    errorKind = msg ? o.kind || "" : "";
+  }
+  // cleanDetail drops advice to run a command from a server's message.
+  function cleanDetail(s) {
+    return String(s).replace(/[;,]?\s*(run|try) [`']?npuchat [^.;)]*/gi, "").trim();
   }
   $("error-close").addEventListener("click", () => {
     showError("");
@@ -115,11 +178,25 @@
     if (st.ttft_ms > 0) parts.push("first token " + st.ttft_ms + " ms");
     parts.push(engineName(st.engine));
     if (st.context_length > 0) parts.push("context " + (st.prompt_tokens + st.completion_tokens) + " / " + st.context_length);
+    if (st.cached_tokens > 0) parts.push("prompt from cache: " + st.cached_tokens.toLocaleString("en-US") + " of " + st.prompt_tokens.toLocaleString("en-US") + " tokens");
     return parts.join(" · ");
   }
 
+  // omittedText says how many of the chat's oldest messages the model
+  // did not see (page.go's omittedLine).
+  function omittedText(st) {
+    const n = (st && st.omitted_messages) || 0;
+    if (n <= 0) return "";
+    return "The model did not see the " + (n === 1 ? "oldest message" : n.toLocaleString("en-US") + " oldest messages");
+  }
+
   function cutText(reason) {
-    return { stopped: "Stopped before the end", failed: "Cut short by an error" }[reason] || "Interrupted (the server stopped)";
+    return { stopped: "Stopped before the end", failed: "Cut short by an error", "switched-off": "Cut short: the model was switched off" }[reason] || "Interrupted (the server stopped)";
+  }
+  // lengthText marks an answer that ended at its length limit.
+  function lengthText(m) {
+    if (m.role !== "assistant" || m.cut || !m.stats || m.stats.finish_reason !== "length") return "";
+    return "Stopped at the length limit (" + m.stats.completion_tokens + " tokens): raise Max tokens in Chat settings for a longer answer";
   }
 
   // messageEl builds (or updates) the element of a stored message.
@@ -149,6 +226,12 @@
       c.setAttribute("data-testid", "cut");
       c.textContent = cutText(m.cut_reason);
       a.appendChild(c);
+    } else if (lengthText(m)) {
+      const c = document.createElement("div");
+      c.className = "cut length";
+      c.setAttribute("data-testid", "length");
+      c.textContent = lengthText(m);
+      a.appendChild(c);
     }
     if (m.role === "assistant") {
       const s = document.createElement("div");
@@ -164,6 +247,13 @@
         f.textContent = "Answered on the " + engineName(m.stats.engine) + " instead of the NPU: " + firstSentence(m.stats.fallback);
         f.title = m.stats.fallback;
         a.appendChild(f);
+      }
+      if (omittedText(m.stats)) {
+        const o = document.createElement("div");
+        o.className = "omitted";
+        o.setAttribute("data-testid", "omitted");
+        o.textContent = omittedText(m.stats);
+        a.appendChild(o);
       }
       if (m.stats && m.stats.context_length) lastContext = "Context used: " + (m.stats.prompt_tokens + m.stats.completion_tokens) + " of " + m.stats.context_length + " tokens";
     }
@@ -323,6 +413,7 @@
     if (push) history.pushState({ id }, "", id ? "/c/" + id : "/");
     markCurrent();
     msgsEl.querySelectorAll("article.message").forEach((a) => a.remove());
+    showMissing(0);
     if (!id) {
       setTitle("");
       fillChatSettings(null);
@@ -344,9 +435,21 @@
       if (!window.matchMedia("(max-width: 720px)").matches) input.focus();
       return true;
     } catch (e) {
-      showError(e.status === 404 ? "That conversation is not in the history (" + e.message + "); here is a new chat." : "Could not open the conversation: " + e.message);
-      return e.status !== 404;
+      if (e.status !== 404) showError("Could not open the conversation: " + e.message);
+      return e.status === 404 ? false : true;
     }
+  }
+
+  // showMissing says, in the empty chat, that chat id does not exist
+  // (a link to a deleted chat); 0 puts the usual greeting back.
+  function showMissing(id) {
+    const t = $("empty-title");
+    if (!t) return;
+    t.textContent = id ? "There is no chat number " + id : "What can I help you with?";
+    if (id) t.setAttribute("data-testid", "missing");
+    else t.removeAttribute("data-testid");
+    $("empty-missing").textContent = id ? "It may have been deleted. What you write below starts a new chat." : "";
+    $("empty-missing").hidden = !id;
   }
 
   function updateExport() {
@@ -396,6 +499,7 @@
     const msg = (data && data.error && (data.error.message || data.error)) || "";
     switch (r.status) {
       case 401:
+        if (!r.headers.get("WWW-Authenticate")) return lockedText();
         return "This NPU Chat server needs an API key, and the one this page has is missing or wrong. Reload the page to enter it.";
       case 413:
         return "The " + what + " is too large for the server (it takes at most 8 MiB). Shorten it and try again.";
@@ -411,7 +515,38 @@
   }
 
   // ---- Conversation list ----
-  function convItem(c) {
+  // mark puts text into el with every occurrence of the words searched
+  // for in <mark> (text nodes only: the text never becomes markup).
+  function mark(el, text, words) {
+    el.replaceChildren();
+    const ws = words.filter((w) => w).map((w) => w.toLowerCase());
+    if (!ws.length) {
+      el.textContent = text;
+      return;
+    }
+    const low = text.toLowerCase();
+    let at = 0;
+    while (at < text.length) {
+      let best = -1;
+      let len = 0;
+      for (const w of ws) {
+        const k = low.indexOf(w, at);
+        if (k >= 0 && (best < 0 || k < best || (k === best && w.length > len))) {
+          best = k;
+          len = w.length;
+        }
+      }
+      if (best < 0) break;
+      if (best > at) el.append(text.slice(at, best));
+      const m = document.createElement("mark");
+      m.textContent = text.slice(best, best + len);
+      el.append(m);
+      at = best + len;
+    }
+    if (at < text.length) el.append(text.slice(at));
+  }
+
+  function convItem(c, words) {
     const li = document.createElement("li");
     li.className = "conversation";
     li.dataset.id = c.id;
@@ -419,23 +554,28 @@
     const a = document.createElement("a");
     a.className = "conv-link";
     a.href = "/c/" + c.id;
-    a.textContent = c.title || "New chat";
+    a.tabIndex = -1;
+    mark(a, c.title || "New chat", words || []);
     li.appendChild(a);
     // A match in the title is shown by the title itself.
     if (c.snippet && c.snippet.trim() !== (c.title || "").trim()) {
       const s = document.createElement("span");
       s.className = "snippet";
-      s.textContent = c.snippet;
+      mark(s, c.snippet, words || []);
       li.appendChild(s);
     }
     const acts = document.createElement("span");
     acts.className = "conv-actions";
-    for (const [cls, label, glyph] of [["rename", "Rename ", "✎"], ["delete", "Delete ", "✕"]]) {
+    for (const [cls, label, glyph, key] of [["rename", "Rename ", "✎", "F2"], ["delete", "Delete ", "✕", "Delete"]]) {
       const b = document.createElement("button");
       b.type = "button";
       b.className = "icon " + cls;
+      // Reached with the arrow keys from the chat (or its key), not Tab:
+      // the list is one Tab stop.
+      b.tabIndex = -1;
       b.setAttribute("aria-label", label + (c.title || "New chat"));
-      b.title = label.trim();
+      b.setAttribute("aria-keyshortcuts", key);
+      b.title = label.trim() + " (" + key + ")";
       b.textContent = glyph;
       acts.appendChild(b);
     }
@@ -443,24 +583,135 @@
     return li;
   }
 
+  // dateGroup names the group of a chat last active at t: Today,
+  // Yesterday, Last 7 days, Last 30 days, or its month.
+  function dateGroup(t, now) {
+    const day = (d) => new Date(d.getFullYear(), d.getMonth(), d.getDate()).getTime();
+    const days = Math.round((day(now) - day(t)) / 86400000);
+    if (days <= 0) return "Today";
+    if (days === 1) return "Yesterday";
+    if (days < 7) return "Last 7 days";
+    if (days < 30) return "Last 30 days";
+    return t.toLocaleDateString(undefined, { year: "numeric", month: "long" });
+  }
+
   async function loadList() {
     const q = $("search").value.trim();
     try {
       const r = await api("GET", "/api/conversations" + (q ? "?q=" + encodeURIComponent(q) : ""));
-      $("conversations").replaceChildren(...r.conversations.map(convItem));
+      const words = q ? q.split(/[^\p{L}\p{N}_']+/u).filter((w) => w) : [];
+      const items = [];
+      let group = "";
+      const now = new Date();
+      for (const c of r.conversations) {
+        // Search results are one list, by relevance of their time too;
+        // the whole list is grouped by date.
+        if (!q) {
+          const g = dateGroup(new Date(c.updated_at), now);
+          if (g !== group) {
+            group = g;
+            const li = document.createElement("li");
+            li.className = "conv-group";
+            li.setAttribute("data-testid", "conv-group");
+            const h = document.createElement("h2");
+            h.textContent = g;
+            li.appendChild(h);
+            items.push(li);
+          }
+        }
+        items.push(convItem(c, words));
+      }
+      const focusedId = document.activeElement && document.activeElement.closest && document.activeElement.closest("#conversations li.conversation");
+      $("conversations").replaceChildren(...items);
       if (!r.conversations.length && q) {
         const li = document.createElement("li");
         li.className = "none";
         li.textContent = "No chat contains “" + q + "”.";
         $("conversations").appendChild(li);
       }
+      rovingStop(focusedId ? Number(focusedId.dataset.id) : null);
     } catch (e) {
       if (e.code === "history_locked" || e.code === "history_unavailable") showHistoryProblem(e.message);
     }
   }
 
+  // rovingStop makes one chat of the list its Tab stop: the open one,
+  // else the first (or id's, when given).
+  function rovingStop(id) {
+    const links = [...document.querySelectorAll("#conversations a.conv-link")];
+    if (!links.length) return;
+    let stop = links.find((l) => Number(l.closest("li").dataset.id) === (id || conversation));
+    if (!stop) stop = links[0];
+    for (const l of links) l.tabIndex = l === stop ? 0 : -1;
+    if (id && document.activeElement === document.body) stop.focus();
+  }
+
+  // The chat list from the keyboard: Up and Down (Home, End) move from
+  // chat to chat, Right and Left between a chat and its buttons, F2
+  // renames, Delete deletes.
+  $("conversations").addEventListener("keydown", (e) => {
+    const li = e.target.closest("li.conversation");
+    if (!li) return;
+    const links = [...document.querySelectorAll("#conversations a.conv-link")];
+    const here = li.querySelector("a.conv-link");
+    const i = links.indexOf(here);
+    const go = (l) => {
+      if (!l) return;
+      e.preventDefault();
+      for (const x of links) x.tabIndex = x === l ? 0 : -1;
+      l.focus();
+    };
+    const inRow = [here, ...li.querySelectorAll(".conv-actions button")];
+    const k = inRow.indexOf(e.target);
+    switch (e.key) {
+      case "ArrowDown":
+        go(links[i + 1]);
+        break;
+      case "ArrowUp":
+        go(links[i - 1]);
+        break;
+      case "Home":
+        go(links[0]);
+        break;
+      case "End":
+        go(links[links.length - 1]);
+        break;
+      case "ArrowRight":
+        if (k >= 0 && k < inRow.length - 1) {
+          e.preventDefault();
+          inRow[k + 1].focus();
+        }
+        break;
+      case "ArrowLeft":
+        if (k > 0) {
+          e.preventDefault();
+          inRow[k - 1].focus();
+        }
+        break;
+      case "F2":
+        e.preventDefault();
+        li.querySelector("button.rename").click();
+        break;
+      case "Delete":
+        e.preventDefault();
+        li.querySelector("button.delete").click();
+        break;
+    }
+  });
+
+  // Ctrl+K (Cmd+K on a Mac) searches the chats, from anywhere.
+  document.addEventListener("keydown", (e) => {
+    if ((e.ctrlKey || e.metaKey) && !e.altKey && !e.shiftKey && e.key.toLowerCase() === "k" && !document.querySelector("dialog[open]")) {
+      e.preventDefault();
+      if (window.matchMedia("(max-width: 720px)").matches && !document.body.classList.contains("sidebar-open")) $("menu").click();
+      $("search").focus();
+      $("search").select();
+    }
+  });
+
   function markCurrent() {
     document.querySelectorAll("#conversations li.conversation").forEach((li) => li.setAttribute("aria-current", String(Number(li.dataset.id) === conversation)));
+    rovingStop(null);
   }
 
   $("conversations").addEventListener("click", async (e) => {
@@ -677,6 +928,22 @@
 
   // unreachable is what the page says when the server cannot be reached.
   const unreachable = "NPU Chat cannot be reached: is it still running? Start it again, then send.";
+  // missingText and installAction: the banner when the model is not
+  // installed (the message stays in the chat; Install opens the view).
+  const missingText = () => modelName + " is not installed yet, so nothing can answer. Your message is kept: install the model, then press Answer under it.";
+  const installAction = () => ({ label: "Install " + modelName, run: () => showView("install") });
+
+  // problemText makes a server's error a sentence a person understands:
+  // the last, most specific part of it, or what a known cause means.
+  function problemText(msg) {
+    const m = String(msg || "");
+    if (/connection refused|no such host|i\/o timeout|dial tcp|connection reset|EOF$/i.test(m)) {
+      return status && status.backend === "remote"
+        ? "The remote server NPU Chat answers through does not respond. Check that it is running."
+        : "The engine stopped answering.";
+    }
+    return firstSentence(m || "the answer failed");
+  }
 
   // send posts to the conversation and renders the streamed answer.
   // composed is the composer's text when the message comes from it: the
@@ -773,10 +1040,12 @@
         else if (answerEl) answerEl.remove();
         const unanswered = !data.answer;
         answerEl = null;
-        if (status && !status.enabled) {
-          showError("The model is switched off. Switch it on with the switch at the top right, then press Answer under your message.", true);
+        if (status && notInstalled(status)) {
+          showError(missingText(), { kind: "missing", detail: data.message, action: installAction() });
+        } else if (status && !status.enabled) {
+          showError("The model is switched off. Switch it on with the switch at the top right, then press Answer under your message.", { kind: "off" });
         } else {
-          showError(sentence(data.message) + (unanswered ? " Press Answer under your message to try again." : ""));
+          showError(problemText(data.message) + (unanswered ? " Press Answer under your message to try again." : ""), { detail: data.message });
         }
       }
     };
@@ -1076,6 +1345,7 @@
     // with every event the server sends).
     if (status && typeof st.seq === "number" && typeof status.seq === "number" && st.seq < status.seq) return;
     status = st;
+    if (!reachable) setReachable(true);
     const el = $("model-status");
     const name = st.model || modelName;
     if (st.model) modelName = st.model;
@@ -1091,7 +1361,7 @@
         break;
       }
       case "error":
-        text = notInstalled(st) ? name + " is not installed yet." : firstSentence(st.error || "the model failed to load");
+        text = notInstalled(st) ? name + " is not installed yet." : problemText(st.error || "the model failed to load");
         detail = st.error || "";
         break;
       default:
@@ -1101,7 +1371,8 @@
         detail = st.reason || "";
     }
     if (notInstalled(st) && installState() === "running") text = "Installing " + name + "…";
-    if (offError && st.enabled) showError("");
+    // A banner about a state goes when the state is over (the model is on).
+    if ((errorKind === "off" && st.enabled) || (errorKind === "missing" && st.state === "on")) showError("");
     el.dataset.state = st.state;
     $("status-text").textContent = text;
     // The thinking switch is offered where the model's template takes it.
@@ -1123,19 +1394,58 @@
     t.title = missing ? "Install the model first" : "";
     t.disabled = toggling || missing;
     t.dataset.on = on ? "true" : "false";
-    if (notInstalled(st) && currentView === "chat") showView("install");
+    // The install view greets a page opened without the model (once: a
+    // chat opened later stays, with a banner when something is sent).
+    if (notInstalled(st) && currentView === "chat" && !greeted && !conversation) showView("install");
+    greeted = true;
     if (!notInstalled(st) && currentView === "install" && installState() !== "running") showView("chat");
+  }
+
+  // reachable: whether the server answered the last status request.
+  // While it does not, the dot, the switch and a banner say so (one
+  // state), and the page asks again every 2 s; the first answer clears
+  // the banner.
+  let reachable = true;
+  let reachTimer = 0;
+  function setReachable(ok, why) {
+    const was = reachable;
+    reachable = ok;
+    clearTimeout(reachTimer);
+    if (!ok) {
+      const el = $("model-status");
+      el.dataset.state = "unreachable";
+      el.title = why || "";
+      $("status-text").textContent = "NPU Chat cannot be reached.";
+      $("status-engine").textContent = "";
+      const t = $("model-toggle");
+      t.disabled = true;
+      t.setAttribute("aria-checked", "false");
+      t.dataset.on = "false";
+      t.setAttribute("aria-label", "NPU Chat cannot be reached; the model cannot be switched");
+      if (!streaming) {
+        showError("NPU Chat cannot be reached: it may have stopped. Start it again; this page reconnects by itself.", { kind: "unreachable", detail: why });
+      }
+      reachTimer = setTimeout(refreshStatus, 2000);
+    } else if (!was) {
+      if (errorKind === "unreachable") showError("");
+      // Events missed meanwhile: the list may have changed too.
+      loadList();
+    }
   }
 
   async function refreshStatus() {
     try {
-      showStatus(await api("GET", "/api/status"));
+      const st = await api("GET", "/api/status");
+      setReachable(true);
+      showStatus(st);
     } catch (e) {
-      $("status-text").textContent = "The server cannot be reached: " + e.message;
+      if (e instanceof TypeError) setReachable(false, e.message);
+      else $("status-text").textContent = problemText(e.message);
     }
   }
 
   let toggling = false;
+  let greeted = false;
   $("model-toggle").addEventListener("click", async () => {
     const t = $("model-toggle");
     toggling = true;
@@ -1147,11 +1457,12 @@
       // rather than show the answer's older snapshot.
       await refreshStatus();
     } catch (e) {
-      showError(e.message);
+      if (e instanceof TypeError) setReachable(false, e.message);
+      else showError(problemText(e.message), { detail: e.message });
       refreshStatus();
     } finally {
       toggling = false;
-      t.disabled = !!status && notInstalled(status);
+      t.disabled = !reachable || (!!status && notInstalled(status));
     }
   });
 
@@ -1208,7 +1519,7 @@
       closeSidebar();
       showView(b.dataset.view);
     }));
-  document.querySelectorAll(".close-view").forEach((b) => b.addEventListener("click", () => showView(notInstalled(status || {}) ? "install" : "chat")));
+  document.querySelectorAll(".close-view").forEach((b) => b.addEventListener("click", () => showView("chat")));
 
   // ---- Install ----
   let install = { state: "idle" };
@@ -1318,23 +1629,77 @@
   }
 
   // ---- NPU check ----
+  // The check's statuses in words.
+  const checkWords = { pass: "Passed", ok: "Passed", warn: "Warning", fail: "Failed", error: "Failed", skipped: "Not checked" };
+
+  // runCheck shows the NPU check: the verdict, and that the CPU still
+  // answers while the NPU is not ready; the checks that ran, each with
+  // what was found, what is needed and the fix; the checks skipped for
+  // one same reason as one entry that lists them.
   async function runCheck() {
     $("check-summary").textContent = "Checking the NPU…";
     $("check-list").replaceChildren();
     try {
       const rep = await api("GET", "/api/check");
-      $("check-summary").textContent = rep.summary || (rep.ready ? "The NPU is ready." : "The NPU is not ready.");
+      const verdict = rep.summary || (rep.ready ? "The NPU is ready." : "The NPU is not ready.");
+      $("check-summary").textContent = rep.ready ? verdict : sentence(verdict) + " NPU Chat still works meanwhile: it answers on the CPU, with its own engine.";
       $("check-summary").dataset.ready = String(!!rep.ready);
+      const skipped = new Map();
+      const items = [];
       for (const c of rep.checks || []) {
+        const st = c.status || (c.ok ? "pass" : "fail");
+        if (st === "skipped") {
+          const why = c.found || "";
+          if (!skipped.has(why)) {
+            skipped.set(why, []);
+            items.push({ skipped: why });
+          }
+          skipped.get(why).push(c);
+        } else {
+          items.push({ check: c, st });
+        }
+      }
+      for (const it of items) {
         const li = document.createElement("li");
-        li.className = "check " + (c.status || (c.ok ? "ok" : "fail"));
         const head = document.createElement("div");
         head.className = "check-head";
         const badge = document.createElement("span");
         badge.className = "badge";
-        badge.textContent = c.status || (c.ok ? "ok" : "fail");
         const name = document.createElement("strong");
-        name.textContent = (c.id ? c.id + " " : "") + (c.title || "");
+        if (it.skipped !== undefined) {
+          const list = skipped.get(it.skipped);
+          li.className = "check skipped";
+          li.setAttribute("data-testid", "check-skipped");
+          badge.textContent = checkWords.skipped;
+          name.textContent = list.length === 1 ? list[0].title : list.length + " checks";
+          head.append(badge, " ", name);
+          li.appendChild(head);
+          if (it.skipped) {
+            const p = document.createElement("p");
+            p.textContent = sentence(it.skipped);
+            li.appendChild(p);
+          }
+          if (list.length > 1) {
+            const d = document.createElement("details");
+            const sm = document.createElement("summary");
+            sm.textContent = "Which checks";
+            const ul = document.createElement("ul");
+            for (const c of list) {
+              const x = document.createElement("li");
+              x.textContent = c.title || c.id;
+              ul.appendChild(x);
+            }
+            d.append(sm, ul);
+            li.appendChild(d);
+          }
+          $("check-list").appendChild(li);
+          continue;
+        }
+        const c = it.check;
+        li.className = "check " + it.st;
+        li.setAttribute("data-testid", "check");
+        badge.textContent = checkWords[it.st] || it.st;
+        name.textContent = c.title || c.id;
         head.append(badge, " ", name);
         li.appendChild(head);
         for (const [label, text] of [["Found", c.found], ["Needs", c.need]]) {
@@ -1346,7 +1711,7 @@
           p.append(b, text);
           li.appendChild(p);
         }
-        const fix = c.status === "pass" ? "" : c.fix || "";
+        const fix = it.st === "pass" ? "" : c.fix || "";
         if (fix) {
           const p = document.createElement("p");
           p.className = "fix";
@@ -1358,7 +1723,7 @@
         $("check-list").appendChild(li);
       }
     } catch (e) {
-      $("check-summary").textContent = "The check could not run: " + e.message;
+      $("check-summary").textContent = "The check could not run: " + (e instanceof TypeError ? "NPU Chat cannot be reached." : problemText(e.message));
     }
   }
   $("check-run").addEventListener("click", runCheck);
@@ -1445,6 +1810,7 @@
   connectEvents();
   loadList();
   api("GET", "/api/history").then((h) => showHistoryProblem(h.problem || ""), () => {});
+  if (new URLSearchParams(location.search).has("link")) history.replaceState(null, "", location.pathname);
   api("GET", "/api/models/" + encodeURIComponent(modelName) + "/install").then((st) => {
     showInstall(st);
     if (st.state === "running") pollInstall();
@@ -1452,10 +1818,11 @@
   if (conversation && app.dataset.rendered !== "true") {
     // With an API key the server renders no history: open the
     // conversation in the address (a reload, a link) with the key.
+    const wanted = conversation;
     openConversation(conversation, false).then((found) => {
       if (!found) {
         history.replaceState(null, "", "/");
-        openConversation(null, false);
+        openConversation(null, false).then(() => showMissing(wanted));
       }
     });
   } else if (conversation) {

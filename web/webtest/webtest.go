@@ -5,7 +5,9 @@ package webtest
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"net/http"
 	"sync"
 	"testing"
 
@@ -19,6 +21,12 @@ import (
 type Server struct {
 	URL     string // e.g. http://127.0.0.1:40123
 	Manager *service.Manager
+	// Web is the server, for OpenLink.
+	Web *web.Server
+	// Cookie is a "Cookie" header value with a session for the page's
+	// own routes (history, settings, log), as the tray's link gives a
+	// browser.
+	Cookie string
 
 	mu    sync.Mutex
 	fakes []*fake.Backend
@@ -93,12 +101,36 @@ func Start(t testing.TB, cfg Config) *Server {
 		close(done)
 	}()
 	s.URL = "http://" + ln.Addr().String()
+	s.Web = srv
 	t.Cleanup(func() {
 		cancel()
 		<-done
 		s.Manager.Close(context.Background())
 	})
+	c, err := Login(s.URL, srv.OpenLink(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Cookie = c
 	return s
+}
+
+// Login opens a one-time link (a path from web.Server.OpenLink) on the
+// server at base as a browser would and returns the session it sets, as
+// a "Cookie" header value.
+func Login(base, link string) (string, error) {
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Get(base + link)
+	if err != nil {
+		return "", fmt.Errorf("open the link: %w", err)
+	}
+	resp.Body.Close()
+	for _, c := range resp.Cookies() {
+		if c.Name == "npuchat_session" {
+			return c.Name + "=" + c.Value, nil
+		}
+	}
+	return "", fmt.Errorf("the link %s set no session (status %d)", link, resp.StatusCode)
 }
 
 // Fakes returns the fake backends the server has made, in order.

@@ -27,15 +27,15 @@ func CPU(t testing.TB) simd.CPU {
 }
 
 // Run runs f as a subtest for each of levels (named "none", "avx2", …),
-// skipping each level CPU(t) lacks with "CPU lacks avx512 (lacks
-// AVX-512F, …)".
+// skipping each level CPU(t) lacks with "CPU lacks avx512: it lacks
+// AVX-512F, …" (or "it is capped at avx2 (CPU ceiling)").
 func Run(t *testing.T, levels []simd.Level, f func(t *testing.T, l simd.Level)) {
 	t.Helper()
 	cpu := CPU(t)
 	for _, l := range levels {
 		t.Run(l.String(), func(t *testing.T) {
 			if !cpu.Has(l) {
-				t.Skipf("CPU lacks %s (it %s)", l, cpu.Lacks(l))
+				t.Skipf("CPU lacks %s: it %s", l, cpu.Lacks(l))
 			}
 			f(t, l)
 		})

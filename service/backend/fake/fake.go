@@ -137,6 +137,18 @@ func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(
 	if err := backend.CheckSupported(req, b.caps(), "the "+string(b.opts.Kind)+" backend"); err != nil {
 		return res, err
 	}
+	if req.Messages != nil {
+		// the oldest turns are left out of a chat that does not fit, as
+		// the CPU engine does
+		limit := b.opts.ContextLength
+		fit, err := backend.FitMessages(req.Messages, limit, backend.AnswerRoom(req, limit),
+			func(ms []backend.Message) (int, error) { return PromptTokens(&backend.Request{Messages: ms}), nil },
+			func(m backend.Message) int { return 4 + len(strings.Fields(m.Content)) })
+		if err != nil {
+			return res, fmt.Errorf("fake: %w", err)
+		}
+		res.PromptTokens, res.OmittedMessages = fit.Tokens, fit.Omitted
+	}
 	if res.PromptTokens > b.opts.ContextLength {
 		return res, fmt.Errorf("fake: %d prompt tokens, context %d: %w", res.PromptTokens, b.opts.ContextLength, backend.ErrPromptTooLong)
 	}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/npuchat/npuchat/engine"
+)
+
+// reopenResult is `npuchat bench --reopen N`: the time to the first token
+// of a chat of N tokens reopened with a new message, computed from
+// nothing, from the KV cache in memory, and from its KV file (a restart:
+// a new cache, the file read back); memory and disk are medians of 3.
+type reopenResult struct {
+	Model        string  `json:"model"`
+	Threads      int     `json:"threads"`
+	SIMD         string  `json:"simd"`
+	KVType       string  `json:"kv_type"`
+	ChatTokens   int     `json:"chat_tokens"`
+	NewTokens    int     `json:"new_tokens"`
+	ColdSeconds  float64 `json:"cold_first_token_s"`   // the whole prompt prefilled
+	MemSeconds   float64 `json:"memory_first_token_s"` // resumed from the KV cache in memory
+	DiskSeconds  float64 `json:"disk_first_token_s"`   // a new cache: the KV file read, then resumed
+	DiskRead     float64 `json:"disk_read_s"`          // of which reading and checking the file
+	FileBytes    int64   `json:"file_bytes"`
+	CachedTokens int     `json:"cached_tokens"` // prompt tokens not computed on a reopen
+}
+
+// benchReopen measures reopening a chat of chatTokens tokens with a
+// new message of newTokens tokens (its first token after the prompt).
+func benchReopen(ctx context.Context, path string, opts engine.LoadOptions, chatTokens, newTokens int) (*reopenResult, error) {
+	m, err := engine.Load(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer m.Close()
+	cfg := m.Config()
+	res := &reopenResult{Model: path, Threads: m.Threads(), SIMD: m.SIMD(), KVType: m.KVType(), ChatTokens: chatTokens, NewTokens: newTokens}
+	chat := make([]int, chatTokens+newTokens)
+	for i := range chat {
+		chat[i] = (i*7919 + 13) % cfg.VocabSize
+	}
+	prompt := chat[:chatTokens]
+	budget := m.KVBytes(chatTokens+newTokens+512) * 2
+	newCache := func() (*engine.KVCache, *engine.Session) {
+		c := m.NewKVCache(engine.KVCacheOptions{Budget: budget})
+		return c, c.NewSession(chatTokens + newTokens + 64)
+	}
+	// first token of prompt from s
+	first := func(s *engine.Session, prompt []int) (time.Duration, int, error) {
+		start := time.Now()
+		n, err := s.Resume("", prompt)
+		if err != nil {
+			return 0, 0, err
+		}
+		logits, err := s.PrefillContext(ctx, prompt[n:])
+		if err != nil {
+			return 0, 0, err
+		}
+		argmaxOf(logits)
+		return time.Since(start), n, nil
+	}
+
+	// the chat's first visit: everything computed
+	c, s := newCache()
+	d, _, err := first(s, prompt)
+	if err != nil {
+		return nil, err
+	}
+	res.ColdSeconds = d.Seconds()
+	s.Keep()
+	kept := c.Kept()[0]
+	dir, err := os.MkdirTemp("", "npuchat-bench-kv-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	file := filepath.Join(dir, "chat.kv")
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.WriteKV(f, kept, "bench", ""); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := f.Close(); err != nil {
+		return nil, err
+	}
+	if fi, err := os.Stat(file); err == nil {
+		res.FileBytes = fi.Size()
+	}
+
+	var mem, disk, read []float64
+	for range 3 {
+		// reopened in this run: from memory (a copy each time, the kept
+		// chat stays for the next round)
+		c, s := newCache()
+		if !c.Insert(kept) {
+			return nil, fmt.Errorf("the KV cache has no room for the chat")
+		}
+		d, n, err := first(s, chat)
+		if err != nil {
+			return nil, err
+		}
+		mem = append(mem, d.Seconds())
+		res.CachedTokens = n
+		s.Discard()
+
+		// after a restart: a new cache, the file read back
+		c, s = newCache()
+		start := time.Now()
+		f, err := os.Open(file)
+		if err != nil {
+			return nil, err
+		}
+		st, _, err := m.ReadKV(f, "bench")
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		read = append(read, time.Since(start).Seconds())
+		c.Insert(st)
+		d, n, err = first(s, chat)
+		if err != nil {
+			return nil, err
+		}
+		if n != chatTokens {
+			return nil, fmt.Errorf("from the file %d tokens were reused, want %d", n, chatTokens)
+		}
+		disk = append(disk, time.Since(start).Seconds())
+		s.Discard()
+	}
+	res.MemSeconds, res.DiskSeconds, res.DiskRead = median(mem), median(disk), median(read)
+	return res, nil
+}
+
+func median(x []float64) float64 {
+	s := append([]float64(nil), x...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}

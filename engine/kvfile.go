@@ -1,0 +1,228 @@
+package engine
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"math"
+	"unsafe"
+)
+
+// The KV file format (Model.WriteKV, Model.ReadKV): one kept sequence's
+// tokens, keys and values, exactly as they are in memory, so that a
+// sequence read back computes what it computed:
+//
+//	magic     "NPUCHATKV1\n" (11 bytes)
+//	header    uint32 little-endian length, then JSON (KVFileHeader)
+//	tokens    header.Tokens × uint32
+//	layers    for each layer: keys (whole 16-position blocks), then values,
+//	          float32 or float16 (header.Type) little-endian
+//	checksum  SHA-256 of everything before it (32 bytes)
+//
+// A reader trusts nothing before the checksum matched: the header's
+// sizes are checked against the model first (a file of another model,
+// another KV type or a damaged header is refused before anything is
+// allocated), and the checksum at the end refuses a damaged or truncated
+// body.
+const kvMagic = "NPUCHATKV1\n"
+
+// KVFileHeader is a KV file's header.
+type KVFileHeader struct {
+	// Identity names the model computation the keys and values belong to:
+	// the caller's (the model file's path, size and time) and the
+	// engine's (Model.KVIdentity). A file of another identity is refused.
+	Identity string `json:"identity"`
+	Scope    string `json:"scope"`
+	// Tag is the caller's label (the chat a sequence belongs to, so that
+	// its files go with it).
+	Tag    string `json:"tag,omitempty"`
+	Tokens int    `json:"tokens"`
+	Layers int    `json:"layers"`
+	KVDim  int    `json:"kv_dim"`
+	Type   string `json:"type"` // "f32" or "f16"
+}
+
+// maxKVHeader bounds a KV file's header (its identity and scope).
+const maxKVHeader = 1 << 16
+
+// KVIdentity names how this model computes keys and values: its shape,
+// the KV type and the options that change what a layer computes. A KV
+// file's identity is the caller's identity of the model file plus this.
+func (m *Model) KVIdentity() string {
+	c := &m.cfg
+	return fmt.Sprintf("%s layers=%d heads=%d/%d dim=%d hidden=%d rope=%s/%g kv=%s arith=%+v",
+		c.Arch, c.Layers, c.Heads, c.KVHeads, c.HeadDim, c.Hidden, c.RopeLayout, c.RopeTheta, m.KVType(), m.arith)
+}
+
+// WriteKV writes a kept sequence (from KVCache.Kept or the Evicted hook)
+// as a KV file, under identity, with a caller's tag.
+func (m *Model) WriteKV(w io.Writer, st *StoredKV, identity, tag string) error {
+	if st == nil || st.kv == nil || len(st.Tokens) == 0 {
+		return errors.New("write KV: nothing to write")
+	}
+	c := &m.cfg
+	h := KVFileHeader{Identity: identity, Scope: st.Scope, Tag: tag, Tokens: len(st.Tokens), Layers: c.Layers,
+		KVDim: c.KVHeads * c.HeadDim, Type: m.KVType()}
+	hj, err := json.Marshal(h)
+	if err != nil {
+		return err
+	}
+	sum := sha256.New()
+	bw := bufio.NewWriterSize(io.MultiWriter(w, sum), 1<<20)
+	bw.WriteString(kvMagic)
+	binary.Write(bw, binary.LittleEndian, uint32(len(hj)))
+	bw.Write(hj)
+	tok := make([]byte, 4*len(st.Tokens))
+	for i, t := range st.Tokens {
+		binary.LittleEndian.PutUint32(tok[4*i:], uint32(t))
+	}
+	bw.Write(tok)
+	n := len(st.Tokens)
+	nk, nv := roundBlock(n)*h.KVDim, n*h.KVDim
+	for l := range c.Layers {
+		if m.kvF16 {
+			bw.Write(u16Bytes(st.kv.keys16[l][:nk]))
+			bw.Write(u16Bytes(st.kv.values16[l][:nv]))
+		} else {
+			bw.Write(f32Bytes(st.kv.keys[l][:nk]))
+			bw.Write(f32Bytes(st.kv.values[l][:nv]))
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("write KV: %w", err)
+	}
+	if _, err := w.Write(sum.Sum(nil)); err != nil {
+		return fmt.Errorf("write KV: %w", err)
+	}
+	return nil
+}
+
+// ReadKVHeader reads a KV file's header and tokens (for an index of the
+// files), checking them against the model and identity; the body is not
+// read, so the checksum is not checked yet (ReadKV does).
+func (m *Model) ReadKVHeader(r io.Reader, identity string) (*KVFileHeader, []int, error) {
+	h, tokens, _, err := m.readKVHead(r, identity, nil)
+	return h, tokens, err
+}
+
+func (m *Model) readKVHead(r io.Reader, identity string, sum hash.Hash) (*KVFileHeader, []int, io.Reader, error) {
+	if sum != nil {
+		r = io.TeeReader(r, sum)
+	}
+	head := make([]byte, len(kvMagic)+4)
+	if _, err := io.ReadFull(r, head); err != nil {
+		return nil, nil, nil, fmt.Errorf("not a KV file: %w", err)
+	}
+	if string(head[:len(kvMagic)]) != kvMagic {
+		return nil, nil, nil, errors.New("not a KV file (no NPUCHATKV1 magic)")
+	}
+	hl := binary.LittleEndian.Uint32(head[len(kvMagic):])
+	if hl == 0 || hl > maxKVHeader {
+		return nil, nil, nil, fmt.Errorf("KV file: header of %d bytes", hl)
+	}
+	hj := make([]byte, hl)
+	if _, err := io.ReadFull(r, hj); err != nil {
+		return nil, nil, nil, fmt.Errorf("KV file: header: %w", err)
+	}
+	var h KVFileHeader
+	dec := json.NewDecoder(bytes.NewReader(hj))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&h); err != nil {
+		return nil, nil, nil, fmt.Errorf("KV file: header: %w", err)
+	}
+	c := &m.cfg
+	switch {
+	case h.Identity != identity:
+		return nil, nil, nil, fmt.Errorf("KV file of another model (%q, this is %q)", h.Identity, identity)
+	case h.Layers != c.Layers || h.KVDim != c.KVHeads*c.HeadDim || h.Type != m.KVType():
+		return nil, nil, nil, fmt.Errorf("KV file of another shape (%d layers × %d, %s; the model has %d × %d, %s)",
+			h.Layers, h.KVDim, h.Type, c.Layers, c.KVHeads*c.HeadDim, m.KVType())
+	case h.Tokens <= 0 || h.Tokens > 1<<24:
+		return nil, nil, nil, fmt.Errorf("KV file of %d tokens", h.Tokens)
+	}
+	tb := make([]byte, 4*h.Tokens)
+	if _, err := io.ReadFull(r, tb); err != nil {
+		return nil, nil, nil, fmt.Errorf("KV file: tokens: %w", err)
+	}
+	tokens := make([]int, h.Tokens)
+	for i := range tokens {
+		t := binary.LittleEndian.Uint32(tb[4*i:])
+		if int64(t) >= int64(c.VocabSize) {
+			return nil, nil, nil, fmt.Errorf("KV file: token %d is outside the vocabulary", t)
+		}
+		tokens[i] = int(t)
+	}
+	return &h, tokens, r, nil
+}
+
+// ReadKV reads a KV file written by WriteKV for this model and identity:
+// a sequence to KVCache.Insert. A file of another model, shape or KV
+// type, or one damaged or cut short anywhere, is an error.
+func (m *Model) ReadKV(r io.Reader, identity string) (*StoredKV, *KVFileHeader, error) {
+	sum := sha256.New()
+	h, tokens, body, err := m.readKVHead(r, identity, sum)
+	if err != nil {
+		return nil, nil, err
+	}
+	n := h.Tokens
+	kv := m.newKVSlabs(n, nil, 0)
+	nk, nv := roundBlock(n)*h.KVDim, n*h.KVDim
+	for l := range h.Layers {
+		var err error
+		if m.kvF16 {
+			kv.keys16[l], kv.values16[l] = kv.keys16[l][:nk], kv.values16[l][:nv]
+			if _, err = io.ReadFull(body, u16Bytes(kv.keys16[l])); err == nil {
+				_, err = io.ReadFull(body, u16Bytes(kv.values16[l]))
+			}
+		} else {
+			kv.keys[l], kv.values[l] = kv.keys[l][:nk], kv.values[l][:nv]
+			if _, err = io.ReadFull(body, f32Bytes(kv.keys[l])); err == nil {
+				_, err = io.ReadFull(body, f32Bytes(kv.values[l]))
+			}
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("KV file: layer %d: %w", l, err)
+		}
+	}
+	want := sum.Sum(nil)
+	got := make([]byte, len(want))
+	if _, err := io.ReadFull(r, got); err != nil {
+		return nil, nil, fmt.Errorf("KV file: checksum: %w", err)
+	}
+	if !bytes.Equal(got, want) {
+		return nil, nil, errors.New("KV file: the checksum does not match (a damaged file)")
+	}
+	if m.kvF16 {
+		return &StoredKV{Scope: h.Scope, Tokens: tokens, kv: kv}, h, nil
+	}
+	for l := range kv.keys {
+		for _, x := range kv.values[l] {
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				return nil, nil, fmt.Errorf("KV file: layer %d holds a value that is not finite", l)
+			}
+		}
+	}
+	return &StoredKV{Scope: h.Scope, Tokens: tokens, kv: kv}, h, nil
+}
+
+// f32Bytes and u16Bytes view slices as their bytes (the file is little
+// endian, as every CPU the engine runs on).
+func f32Bytes(x []float32) []byte {
+	if len(x) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), 4*len(x))
+}
+
+func u16Bytes(x []uint16) []byte {
+	if len(x) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), 2*len(x))
+}

@@ -1,0 +1,131 @@
+package cpu
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/npuchat/npuchat/service/backend"
+)
+
+// diskChat is a chat long enough for a KV file.
+func diskChat() *backend.Request {
+	return &backend.Request{Messages: []backend.Message{
+		{Role: "system", Content: strings.Repeat("you are a model that knows about cats and dogs and trees ", 5)},
+		{Role: "user", Content: "tell me about the cat"}}, MaxTokens: 5}
+}
+
+// kvFiles lists a folder's KV files.
+func kvFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(dir, "*.kv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+// TestKVDiskCacheSurvivesRestart: the KV a backend held when it unloaded
+// is read back by a new backend (a restart) for the same chat, which then
+// computes only its last token and answers exactly as without a cache.
+func TestKVDiskCacheSurvivesRestart(t *testing.T) {
+	path := models(t)["gguf"]
+	dir := t.TempDir()
+	first := load(t, Options{Path: path, KVDir: dir})
+	want, _, res, err := run(t, first, diskChat())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.CachedTokens != 0 {
+		t.Fatalf("the first run took %d tokens from a cache", res.CachedTokens)
+	}
+	if err := first.Unload(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(kvFiles(t, dir)); n != 1 {
+		t.Fatalf("%d KV files after unloading, want 1", n)
+	}
+
+	again := load(t, Options{Path: path, KVDir: dir})
+	got, _, res2, err := run(t, again, diskChat())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want || res2.CachedTokens != res.PromptTokens-1 {
+		t.Errorf("after a restart: %q with %d of %d prompt tokens from the disk cache; want %q and all but the last",
+			got, res2.CachedTokens, res2.PromptTokens, want)
+	}
+}
+
+// TestKVDiskCacheIgnoresBadFiles: a truncated file, a file with one byte
+// changed, and a file of another model are never used: the chat is
+// computed again, exactly; the damaged files are deleted, the other
+// model's is left alone.
+func TestKVDiskCacheIgnoresBadFiles(t *testing.T) {
+	ms := models(t)
+	path := ms["gguf"]
+	dir := t.TempDir()
+	first := load(t, Options{Path: path, KVDir: dir})
+	want, _, _, err := run(t, first, diskChat())
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Unload(t.Context())
+	good := kvFiles(t, dir)
+	if len(good) != 1 {
+		t.Fatalf("%d KV files, want 1", len(good))
+	}
+	orig, err := os.ReadFile(good[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// another model's file: the same weights as a Hugging Face folder
+	// (another file, so another identity)
+	otherDir := t.TempDir()
+	other := load(t, Options{Path: ms["hf"], KVDir: otherDir})
+	if _, _, _, err := run(t, other, diskChat()); err != nil {
+		t.Fatal(err)
+	}
+	other.Unload(t.Context())
+	foreign, err := os.ReadFile(kvFiles(t, otherDir)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	flipped := append([]byte(nil), orig...)
+	flipped[len(flipped)/2] ^= 0x40
+	for _, c := range []struct {
+		name    string
+		data    []byte
+		deleted bool
+	}{
+		{"truncated", orig[:len(orig)*2/3], true},
+		{"one byte changed", flipped, true},
+		{"another model's", foreign, false},
+		{"not a KV file", []byte("hello"), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, f := range kvFiles(t, dir) {
+				os.Remove(f)
+			}
+			if err := os.WriteFile(good[0], c.data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			b := load(t, Options{Path: path, KVDir: dir})
+			got, _, res, err := run(t, b, diskChat())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != want || res.CachedTokens != 0 {
+				t.Errorf("with a %s file: %q, %d tokens from a cache; want %q computed", c.name, got, res.CachedTokens, want)
+			}
+			_, err = os.Stat(good[0])
+			if gone := os.IsNotExist(err); gone != c.deleted {
+				t.Errorf("the %s file deleted: %v, want %v", c.name, gone, c.deleted)
+			}
+			b.Unload(t.Context())
+		})
+	}
+}
