@@ -175,10 +175,12 @@ func TestSwitchingToTheRemoteEngineListsItsModels(t *testing.T) {
 // what the tray reads and is told, and is in effect in the service.
 func TestPageAndTraySeeOneSettingChangeAtOnce(t *testing.T) {
 	a := newApp(t, testEnv(t), Flags{})
+	cookie := pageSession(t, a)
 	page := func(method, body string) map[string]any {
 		t.Helper()
 		req := httptest.NewRequest(method, "http://127.0.0.1/api/settings", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
+		req.AddCookie(cookie)
 		rec := httptest.NewRecorder()
 		a.WebServer().Handler().ServeHTTP(rec, req)
 		var out map[string]any
