@@ -237,6 +237,11 @@ func (c *Config) readSettings() error {
 	if err != nil {
 		return fmt.Errorf("config: read settings: %w", err)
 	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		// An empty file (a save cut short, a "touch") is no settings,
+		// not a reason not to start.
+		return nil
+	}
 	if err := json.Unmarshal(b, &c.Settings); err != nil {
 		return fmt.Errorf("config: settings file %s is not valid JSON (%v); fix or delete it", c.SettingsPath, err)
 	}

@@ -243,3 +243,18 @@ func TestBlankAPIKeyIsRefused(t *testing.T) {
 		t.Errorf("padded key: %v %q", err, c.APIKey)
 	}
 }
+
+// TestEmptySettingsFileIsNoSettings: a 0-byte (or blank) settings file,
+// as a save cut short or a "touch" leaves, stopped start-up; it is read
+// as no settings.
+func TestEmptySettingsFileIsNoSettings(t *testing.T) {
+	for _, content := range []string{"", "  \n", "\ufeff"} {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "settings.json")
+		os.WriteFile(path, []byte(content), 0o600)
+		cfg, err := Load(MapEnv(map[string]string{"HOME": dir, "NPUCHAT_CONFIG": path}), "linux")
+		if err != nil || cfg.Engine != "auto" {
+			t.Errorf("settings file %q: %v %+v", content, err, cfg)
+		}
+	}
+}

@@ -35,6 +35,12 @@ type anthropicRequest struct {
 		Name                   string `json:"name"`
 		DisableParallelToolUse bool   `json:"disable_parallel_tool_use"`
 	} `json:"tool_choice"`
+	// Thinking is extended thinking: {"type": "enabled", "budget_tokens":
+	// N} or {"type": "disabled"}; here it switches a reasoning model's
+	// thinking on or off (the budget is not enforced).
+	Thinking *struct {
+		Type string `json:"type"`
+	} `json:"thinking"`
 }
 
 type anthropicMessage struct {
@@ -99,6 +105,17 @@ func parseAnthropic(body []byte) (*backend.Request, *anthropicRequest, error) {
 	var err error
 	if in.MaxTokens == nil {
 		return nil, nil, badRequest("max_tokens", "max_tokens is required")
+	}
+	if in.Thinking != nil {
+		switch in.Thinking.Type {
+		case "enabled":
+			req.Think = new(bool)
+			*req.Think = true
+		case "disabled":
+			req.Think = new(bool)
+		default:
+			return nil, nil, badRequest("thinking.type", "thinking.type must be \"enabled\" or \"disabled\", got %q", in.Thinking.Type)
+		}
 	}
 	if req.MaxTokens, err = checkMaxTokens("max_tokens", in.MaxTokens); err != nil {
 		return nil, nil, err
@@ -245,11 +262,16 @@ type anthropicAnswer struct {
 }
 
 // anthropicContent is a content block of an answer. Each type has its
-// constructor (textBlock, toolUseBlock) and its own fields, pointers where
-// an empty value must still be sent ("text": "" opens a text block). A
-// thinking block is one more type with "thinking" and "signature".
+// constructor (textBlock, toolUseBlock, thinkingBlock) and its own
+// fields, pointers where an empty value must still be sent ("text": ""
+// opens a text block).
 type anthropicContent struct {
 	Type string `json:"type"`
+	// thinking: a reasoning model's thoughts before its answer. The
+	// signature is empty: this server signs nothing, and it does not send
+	// thinking blocks a client returns back to the model.
+	Thinking  *string `json:"thinking,omitempty"`
+	Signature *string `json:"signature,omitempty"`
 	// text
 	Text *string `json:"text,omitempty"`
 	// tool_use
@@ -259,6 +281,14 @@ type anthropicContent struct {
 }
 
 func textBlock(text string) anthropicContent { return anthropicContent{Type: "text", Text: &text} }
+
+func thinkingBlock(thinking string, signed bool) anthropicContent {
+	b := anthropicContent{Type: "thinking", Thinking: &thinking}
+	if signed {
+		b.Signature = new(string)
+	}
+	return b
+}
 
 func toolUseBlock(c backend.ToolCall) anthropicContent {
 	id := c.ID
@@ -307,12 +337,15 @@ type anthropicBlockDelta struct {
 	Delta anthropicDelta `json:"delta"`
 }
 
-// anthropicDelta is a block's delta: text_delta (Text) or
-// input_json_delta (PartialJSON); a thinking_delta is one more type.
+// anthropicDelta is a block's delta: text_delta (Text), input_json_delta
+// (PartialJSON), thinking_delta (Thinking) or signature_delta
+// (Signature, the last delta of a thinking block).
 type anthropicDelta struct {
 	Type        string  `json:"type"`
 	Text        *string `json:"text,omitempty"`
 	PartialJSON *string `json:"partial_json,omitempty"`
+	Thinking    *string `json:"thinking,omitempty"`
+	Signature   *string `json:"signature,omitempty"`
 }
 
 // anthropicBlockStop is content_block_stop.
@@ -391,7 +424,7 @@ func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
 		if in.Stream {
 			out = &anthropicStream{s: s, w: w, r: r, sse: s.newSSE(w)}
 		}
-		return &call{req: req, out: out, model: in.Model}, nil
+		return &call{req: req, out: out, model: in.Model, split: true}, nil
 	}})
 }
 
@@ -406,6 +439,9 @@ func (o *anthropicWhole) piece(*answer, backend.Token) error { return nil }
 
 func (o *anthropicWhole) finish(a *answer) error {
 	content := []anthropicContent{}
+	if th := a.Thinking.String(); th != "" {
+		content = append(content, thinkingBlock(th, true))
+	}
 	if text := a.Text.String(); text != "" || len(a.ToolCalls) == 0 {
 		content = append(content, textBlock(text))
 	}
@@ -424,13 +460,14 @@ func (o *anthropicWhole) fail(_ *answer, ae *apiError) { o.s.writeAPIError(o.w, 
 // text block opened at the first piece; each tool call is a tool_use
 // block of its own whose input arrives as one input_json_delta.
 type anthropicStream struct {
-	s      *Server
-	w      http.ResponseWriter
-	r      *http.Request
-	sse    *sse
-	began  bool
-	index  int  // the next block's index
-	inText bool // a text block is open
+	s          *Server
+	w          http.ResponseWriter
+	r          *http.Request
+	sse        *sse
+	began      bool
+	index      int  // the next block's index
+	inText     bool // a text block is open
+	inThinking bool // a thinking block is open
 }
 
 func (o *anthropicStream) begin(a *answer) error {
@@ -469,9 +506,38 @@ func (o *anthropicStream) closeText() error {
 	return o.close()
 }
 
+// closeThinking ends an open thinking block with its (empty) signature.
+func (o *anthropicStream) closeThinking() error {
+	if !o.inThinking {
+		return nil
+	}
+	o.inThinking = false
+	if err := o.delta(anthropicDelta{Type: "signature_delta", Signature: new(string)}); err != nil {
+		return err
+	}
+	return o.close()
+}
+
 func (o *anthropicStream) piece(a *answer, t backend.Token) error {
 	if err := o.begin(a); err != nil {
 		return err
+	}
+	if t.Thinking != "" {
+		if !o.inThinking {
+			o.inThinking = true
+			if err := o.open(thinkingBlock("", false)); err != nil {
+				return err
+			}
+		}
+		th := t.Thinking
+		if err := o.delta(anthropicDelta{Type: "thinking_delta", Thinking: &th}); err != nil {
+			return err
+		}
+	}
+	if t.Text != "" || len(t.ToolCalls) > 0 {
+		if err := o.closeThinking(); err != nil {
+			return err
+		}
 	}
 	if t.Text != "" {
 		if !o.inText {
@@ -509,7 +575,10 @@ func (o *anthropicStream) finish(a *answer) error {
 	if err := o.begin(a); err != nil {
 		return err
 	}
-	if o.index == 0 && !o.inText {
+	if err := o.closeThinking(); err != nil {
+		return err
+	}
+	if !o.inText && len(a.ToolCalls) == 0 && a.Text.Len() == 0 {
 		// An empty answer still has its (empty) text block.
 		if err := o.open(textBlock("")); err != nil {
 			return err

@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"time"
@@ -45,6 +46,34 @@ func (s *Server) startBody(w http.ResponseWriter, r *http.Request) {
 	if err := http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.opts.BodyTimeout)); err != nil {
 		s.log.Warn("body deadline", "err", err)
 	}
+}
+
+// Bounds of the bodies of the routes without a queue: what each needs,
+// not the 8 MiB a prompt may take (50 concurrent 8 MB titles took the
+// server to 3.7 GB).
+const (
+	// maxSmallBody: a model name (/api/model/start, /api/show), a
+	// message to select.
+	maxSmallBody = 4 << 10
+	// maxChatBody: a conversation's title and settings, with its system
+	// prompt (history.MaxSystem).
+	maxChatBody = 128 << 10
+	// maxSettingsBody: the page's settings.
+	maxSettingsBody = 64 << 10
+)
+
+// readSmall reads a body of at most limit bytes: a larger one is 413
+// before anything is read (by Content-Length) or as soon as limit bytes
+// have come.
+func (s *Server) readSmall(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	if r.ContentLength > limit {
+		w.Header().Set("Connection", "close")
+		return nil, &apiError{http.StatusRequestEntityTooLarge, "request_too_large", fmt.Sprintf("request body is larger than %d bytes, the most this request takes", limit), ""}
+	}
+	if r.Body != nil && r.Body != http.NoBody {
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
+	}
+	return s.readBody(w, r)
 }
 
 // readBody reads the whole (size- and time-limited) body.

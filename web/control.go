@@ -24,7 +24,7 @@ func (s *Server) modelStart(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		Model string `json:"model"`
 	}
-	body, err := s.readBody(w, r)
+	body, err := s.readSmall(w, r, maxSmallBody)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -13,7 +13,6 @@ import (
 	"github.com/npuchat/npuchat/history"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
-	"github.com/npuchat/npuchat/service/think"
 )
 
 // The conversation API (/api/conversations) is the chat page's back end:
@@ -150,8 +149,9 @@ func (in *conversationIn) apply(st *history.Settings) error {
 	return nil
 }
 
-func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) error {
-	body, err := s.readBody(w, r)
+// decode reads a body of at most limit bytes (readSmall) into v.
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
+	body, err := s.readSmall(w, r, limit)
 	if err != nil {
 		return err
 	}
@@ -184,7 +184,7 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var in conversationIn
-	if body, err := s.readBody(w, r); err != nil {
+	if body, err := s.readSmall(w, r, maxChatBody); err != nil {
 		s.fail(w, r, err)
 		return
 	} else if len(strings.TrimSpace(string(body))) > 0 {
@@ -243,7 +243,7 @@ func (s *Server) updateConversation(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var in conversationIn
-	if err := s.decode(w, r, &in); err != nil {
+	if err := s.decode(w, r, maxChatBody, &in); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -385,21 +385,17 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	user := turn.Question
-	out := &conversationWriter{out: s.newSSE(w), st: st, keep: keep, conv: id, ans: ans.ID, classify: s.classify, split: think.New(think.Options{})}
+	out := &conversationWriter{out: s.newSSE(w), st: st, keep: keep, conv: id, ans: ans.ID, classify: s.classify}
 	if out.out.event("user", user) != nil || out.out.event("start", ans) != nil {
 		st.CutAnswer(keep, ans.ID, history.CutStopped, history.Stats{Model: req.Model})
 		return
 	}
 	gopts := service.GenerateOptions{Ticket: ticket}
 	a := newAnswer("conv-", req.Model, time.Now())
-	s.drive(w, r, a, &call{req: req, opts: gopts, out: out, observe: &observer{
+	s.drive(w, r, a, &call{req: req, opts: gopts, out: out, split: true, observe: &observer{
 		// Stored before it is sent: whatever the page showed is on disk.
 		piece: out.store,
 		end: func(a *answer) {
-			// A tag's start held back at the end is text after all.
-			th, tx := out.split.Flush()
-			st.AppendThinking(keep, ans.ID, th)
-			st.AppendText(keep, ans.ID, tx)
 			out.stats = s.answerStats(a)
 			switch {
 			case a.Err == nil:
@@ -470,7 +466,7 @@ func (s *Server) selectVersion(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var in selectIn
-	if err := s.decode(w, r, &in); err != nil {
+	if err := s.decode(w, r, maxSmallBody, &in); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -522,36 +518,30 @@ type conversationWriter struct {
 	stats    history.Stats
 	endErr   error // storing the finished answer failed
 	dropped  bool  // the empty answer was removed
-	// split takes a reasoning model's <think> text apart from the
-	// answer; think and text are the current piece's two parts (store
-	// splits, piece sends).
-	split       *think.Splitter
-	think, text string
 }
 
-// store splits a piece into thinking and answer text and stores both,
-// before piece sends them.
+// store stores a piece's thinking (a reasoning model's <think> text,
+// which the driver splits out) and its text, before piece sends them.
 func (c *conversationWriter) store(a *answer, t backend.Token) error {
-	c.think, c.text = c.split.Write(t.Text)
-	if err := c.st.AppendThinking(c.keep, c.ans, c.think); err != nil {
+	if err := c.st.AppendThinking(c.keep, c.ans, t.Thinking); err != nil {
 		return historyError(err)
 	}
-	if err := c.st.AppendText(c.keep, c.ans, c.text); err != nil {
+	if err := c.st.AppendText(c.keep, c.ans, t.Text); err != nil {
 		return historyError(err)
 	}
 	return nil
 }
 
 func (c *conversationWriter) piece(a *answer, t backend.Token) error {
-	if c.think != "" {
-		if err := c.out.event("thinking", map[string]string{"text": c.think}); err != nil {
+	if t.Thinking != "" {
+		if err := c.out.event("thinking", map[string]string{"text": t.Thinking}); err != nil {
 			return err
 		}
 	}
-	if c.text == "" {
+	if t.Text == "" {
 		return nil
 	}
-	return c.out.event("token", map[string]string{"text": c.text})
+	return c.out.event("token", map[string]string{"text": t.Text})
 }
 
 func (c *conversationWriter) finish(a *answer) error {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/npuchat/npuchat/config"
 	"github.com/npuchat/npuchat/service"
@@ -52,7 +53,8 @@ func (s *Server) classify(err error) *apiError {
 	case errors.Is(err, service.ErrQueueFull):
 		return &apiError{http.StatusTooManyRequests, "rate_limit_exceeded", err.Error(), ""}
 	case errors.Is(err, service.ErrUnknownModel):
-		return &apiError{http.StatusNotFound, "model_not_found", err.Error(), "model"}
+		// The name is the client's: a long one is not echoed whole.
+		return &apiError{http.StatusNotFound, "model_not_found", clip(err.Error(), 300), "model"}
 	case errors.Is(err, service.ErrModelOff), errors.Is(err, service.ErrNotInstalled):
 		return &apiError{http.StatusServiceUnavailable, "model_not_available", err.Error(), ""}
 	case errors.Is(err, backend.ErrPromptTooLong):
@@ -62,7 +64,9 @@ func (s *Server) classify(err error) *apiError {
 		errors.As(err, &ue)
 		return &apiError{http.StatusBadRequest, "unsupported_parameter", ue.Error(), ue.Param}
 	case errors.Is(err, backend.ErrBadRequest):
-		return &apiError{http.StatusBadRequest, "invalid_request_error", err.Error(), ""}
+		// The sentinel's "bad request" is the status; the message is the
+		// rest ("the prompt is empty", not "the prompt is empty: bad request").
+		return &apiError{http.StatusBadRequest, "invalid_request_error", strings.TrimSuffix(err.Error(), ": "+backend.ErrBadRequest.Error()), ""}
 	case errors.Is(err, context.DeadlineExceeded):
 		// A deadline of the server's own (a stop or a check that took too
 		// long); a client that left is not answered at all (fail, drive).
@@ -209,3 +213,16 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // trimModel is the model name as sent, trimmed.
 func trimModel(s string) string { return strings.TrimSpace(s) }
+
+// clip shortens text a client sent (a model name, a Host) for an error
+// message: at most n bytes, cut at a character, saying how long it was.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
+}

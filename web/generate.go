@@ -10,6 +10,7 @@ import (
 
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
+	"github.com/npuchat/npuchat/service/think"
 )
 
 // call is one generation request decoded from some API's body: what to
@@ -24,6 +25,11 @@ type call struct {
 	observe *observer
 	// model is the model name as the client sent it (echoed in answers).
 	model string
+	// split takes a reasoning model's <think> block apart from the
+	// answer's text (chat requests): pieces reach the observer and the
+	// writer with it in Token.Thinking, and it is gathered in
+	// answer.Thinking.
+	split bool
 	// instead, when set, runs in place of generation: a request that
 	// generates nothing (Ollama's load and unload) and writes its own
 	// answer. An error is written as the API's error.
@@ -112,8 +118,10 @@ type answer struct {
 	// Fallback says why the preferred backend is not the one answering
 	// ("" when it is).
 	Fallback string
-	// Text is the answer so far.
-	Text strings.Builder
+	// Text is the answer so far, and Thinking its reasoning (when the
+	// call splits it out).
+	Text     strings.Builder
+	Thinking strings.Builder
 	// ToolCalls are the calls made so far, Logprobs the tokens'
 	// log-probabilities (when asked for).
 	ToolCalls []backend.ToolCall
@@ -182,7 +190,7 @@ func (s *Server) drive(w http.ResponseWriter, r *http.Request, a *answer, c *cal
 			onRun(kind, fallback)
 		}
 	}
-	res, err := s.mgr.Generate(ctx, c.req, opts, func(t backend.Token) error {
+	deliver := func(t backend.Token) error {
 		arrived := time.Since(a.Start)
 		// The observer (the history) takes the piece first; a piece it
 		// could not keep is not part of the answer: it is neither
@@ -197,10 +205,33 @@ func (s *Server) drive(w http.ResponseWriter, r *http.Request, a *answer, c *cal
 		}
 		a.Pieces++
 		a.Text.WriteString(t.Text)
+		a.Thinking.WriteString(t.Thinking)
 		a.ToolCalls = append(a.ToolCalls, t.ToolCalls...)
 		a.Logprobs = append(a.Logprobs, t.Logprobs...)
 		return c.out.piece(a, t)
+	}
+	var split *think.Splitter
+	if c.split {
+		split = think.New(think.Options{})
+	}
+	res, err := s.mgr.Generate(ctx, c.req, opts, func(t backend.Token) error {
+		if split != nil {
+			th, tx := split.Write(t.Text)
+			t.Text, t.Thinking = tx, t.Thinking+th
+			if t.Text == "" && t.Thinking == "" && len(t.ToolCalls) == 0 && len(t.Logprobs) == 0 {
+				return nil // the start of a tag, held back
+			}
+		}
+		return deliver(t)
 	})
+	if split != nil {
+		// A tag's start held back at the end was text after all.
+		if th, tx := split.Flush(); th != "" || tx != "" {
+			if derr := deliver(backend.Token{Text: tx, Thinking: th, ID: -1}); err == nil {
+				err = derr
+			}
+		}
+	}
 	if err != nil && r.Context().Err() == nil && s.shuttingDown() {
 		err = fmt.Errorf("%w (%v)", errShuttingDown, err)
 	}

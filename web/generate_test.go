@@ -136,3 +136,13 @@ func TestDriverObserverErrorEndsTheAnswer(t *testing.T) {
 		t.Fatalf("writer calls %s", got)
 	}
 }
+
+// TestSmallErrorMessages: a bad request's message is the reason, not the
+// reason followed by ": bad request".
+func TestSmallErrorMessages(t *testing.T) {
+	s := newDriverServer(t, fake.Options{})
+	ae := s.classify(fmt.Errorf("the prompt is empty: %w", backend.ErrBadRequest))
+	if ae.msg != "the prompt is empty" || ae.status != 400 {
+		t.Errorf("classify: %d %q", ae.status, ae.msg)
+	}
+}

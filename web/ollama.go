@@ -41,9 +41,29 @@ type ollamaGenerateRequest struct {
 	KeepAlive json.RawMessage `json:"keep_alive"`
 	Images    []string        `json:"images"`
 	Format    json.RawMessage `json:"format"`
+	Think     json.RawMessage `json:"think"`
 	// Logprobs and TopLogprobs are Ollama 0.12's.
 	Logprobs    json.RawMessage `json:"logprobs"`
 	TopLogprobs json.RawMessage `json:"top_logprobs"`
+}
+
+// parseOllamaThink reads Ollama's think: true or false switches a
+// reasoning model's thinking on or off (where its template allows), a
+// level ("low", "medium", "high") switches it on, null or nothing
+// leaves the model's default.
+func parseOllamaThink(raw json.RawMessage) (*bool, error) {
+	s := strings.TrimSpace(string(raw))
+	switch s {
+	case "", "null":
+		return nil, nil
+	case "true", "false":
+		v := s == "true"
+		return &v, nil
+	case `"low"`, `"medium"`, `"high"`:
+		v := true
+		return &v, nil
+	}
+	return nil, badRequest("think", "think must be true, false, \"low\", \"medium\" or \"high\", got %s", s)
 }
 
 // ollamaParams is what an Ollama request adds to the backend request.
@@ -99,7 +119,12 @@ func parseOllamaOptions(opts map[string]any, req *backend.Request) error {
 		return err
 	}
 	if topK != nil {
-		k := int(max(min(*topK, math.MaxInt32), math.MinInt32))
+		// Checked as sent: a value clamped first would be reported as
+		// the clamped number, not the one the client sent.
+		if *topK < 0 || *topK > 1<<20 {
+			return badRequest("options.top_k", "options.top_k must be 0 (off) or a positive number of tokens up to %d, got %d", 1<<20, *topK)
+		}
+		k := int(*topK)
 		sp.TopK = &k
 	}
 	names := map[string]string{"temperature": "options.temperature", "top_p": "options.top_p", "min_p": "options.min_p",
@@ -184,6 +209,9 @@ func parseOllamaChat(body []byte) (*backend.Request, ollamaParams, error) {
 		return nil, p, err
 	}
 	var err error
+	if req.Think, err = parseOllamaThink(in.Think); err != nil {
+		return nil, p, err
+	}
 	if p.keepAlive, err = parseKeepAlive(in.KeepAlive); err != nil {
 		return nil, p, err
 	}
@@ -216,6 +244,9 @@ func parseOllamaGenerate(body []byte) (*backend.Request, ollamaParams, error) {
 		return nil, p, err
 	}
 	var err error
+	if req.Think, err = parseOllamaThink(in.Think); err != nil {
+		return nil, p, err
+	}
 	if p.keepAlive, err = parseKeepAlive(in.KeepAlive); err != nil {
 		return nil, p, err
 	}
@@ -268,7 +299,9 @@ func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, chat bool) {
 		if p.stream {
 			out = &ollamaStream{ollamaFormat: f, s: s, r: r, nd: s.newNDJSON(w)}
 		}
-		return &call{req: req, out: out, model: req.Model, opts: service.GenerateOptions{KeepAlive: p.keepAlive}}, nil
+		// A chat's thinking is split from its answer; a raw prompt's
+		// text is the client's own.
+		return &call{req: req, out: out, model: req.Model, opts: service.GenerateOptions{KeepAlive: p.keepAlive}, split: req.Messages != nil}, nil
 	}})
 }
 
@@ -385,7 +418,7 @@ func (s *Server) describe(name string) service.ModelDesc {
 }
 
 func (s *Server) ollamaShow(w http.ResponseWriter, r *http.Request) {
-	body, err := s.readBody(w, r)
+	body, err := s.readSmall(w, r, maxSmallBody)
 	if err != nil {
 		s.fail(w, r, err)
 		return

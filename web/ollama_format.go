@@ -15,12 +15,15 @@ import (
 // ollamaChunk is a line of an Ollama stream, or a whole answer. Exactly
 // one of Message (/api/chat) and Response (/api/generate) is set.
 type ollamaChunk struct {
-	Model      string         `json:"model"`
-	CreatedAt  string         `json:"created_at"`
-	Message    *ollamaMessage `json:"message,omitempty"`
-	Response   *string        `json:"response,omitempty"`
-	Done       bool           `json:"done"`
-	DoneReason string         `json:"done_reason,omitempty"`
+	Model     string         `json:"model"`
+	CreatedAt string         `json:"created_at"`
+	Message   *ollamaMessage `json:"message,omitempty"`
+	Response  *string        `json:"response,omitempty"`
+	// Thinking is /api/generate's reasoning text (Ollama's "thinking";
+	// /api/chat has it in the message).
+	Thinking   string `json:"thinking,omitempty"`
+	Done       bool   `json:"done"`
+	DoneReason string `json:"done_reason,omitempty"`
 	// Logprobs are the tokens' log-probabilities (when asked for).
 	Logprobs []ollamaLogprob `json:"logprobs,omitempty"`
 	*ollamaStats
@@ -28,8 +31,10 @@ type ollamaChunk struct {
 
 // ollamaMessage is the assistant's message in /api/chat.
 type ollamaMessage struct {
-	Role      string           `json:"role"`
-	Content   string           `json:"content"`
+	Role    string `json:"role"`
+	Content string `json:"content"`
+	// Thinking is a reasoning model's thoughts, apart from Content.
+	Thinking  string           `json:"thinking,omitempty"`
 	ToolCalls []ollamaToolCall `json:"tool_calls,omitempty"`
 }
 
@@ -58,6 +63,16 @@ func (f ollamaFormat) chunk(a *answer, text string) ollamaChunk {
 		c.Response = &text
 	}
 	return c
+}
+
+// think puts thinking text into a chunk: the message's in /api/chat,
+// the top level's in /api/generate.
+func (f ollamaFormat) think(c *ollamaChunk, thinking string) {
+	if c.Message != nil {
+		c.Message.Thinking = thinking
+	} else {
+		c.Thinking = thinking
+	}
 }
 
 // done is the final object, holding text (all of it in a whole answer,
@@ -90,6 +105,7 @@ func (o *ollamaWhole) piece(*answer, backend.Token) error { return nil }
 
 func (o *ollamaWhole) finish(a *answer) error {
 	c := o.done(a, a.Text.String())
+	o.think(&c, a.Thinking.String())
 	if c.Message != nil && len(a.ToolCalls) > 0 {
 		c.Message.ToolCalls = toOllamaToolCalls(a.ToolCalls, 0)
 	}
@@ -111,6 +127,7 @@ type ollamaStream struct {
 
 func (o *ollamaStream) piece(a *answer, t backend.Token) error {
 	c := o.chunk(a, t.Text)
+	o.think(&c, t.Thinking)
 	if c.Message != nil && len(t.ToolCalls) > 0 {
 		c.Message.ToolCalls = toOllamaToolCalls(t.ToolCalls, o.calls)
 		o.calls += len(t.ToolCalls)

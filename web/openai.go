@@ -272,7 +272,7 @@ func (s *Server) openAIChat(w http.ResponseWriter, r *http.Request) {
 		if in.Stream {
 			out = &openAIChatStream{s: s, r: r, sse: s.newSSE(w), usage: in.includeUsage(), logprobs: req.Logprobs}
 		}
-		return &call{req: req, out: out, model: in.Model}, nil
+		return &call{req: req, out: out, model: in.Model, split: true}, nil
 	}})
 }
 

@@ -42,9 +42,13 @@ type openAIChatChoice struct {
 // adds. Content is a pointer so that a delta without text ({} in the last
 // chunk) differs from an empty one.
 type openAIChatMessage struct {
-	Role      string           `json:"role,omitempty"`
-	Content   *string          `json:"content,omitempty"`
-	ToolCalls []openAIToolCall `json:"tool_calls,omitempty"`
+	Role    string  `json:"role,omitempty"`
+	Content *string `json:"content,omitempty"`
+	// ReasoningContent is a reasoning model's thinking, apart from
+	// Content, as DeepSeek's API and vLLM return it (in the message and
+	// in stream deltas).
+	ReasoningContent *string          `json:"reasoning_content,omitempty"`
+	ToolCalls        []openAIToolCall `json:"tool_calls,omitempty"`
 }
 
 // openAILogprobs is a chat choice's log probabilities (null unless the
@@ -123,6 +127,9 @@ func (o *openAIChatWhole) piece(*answer, backend.Token) error { return nil }
 func (o *openAIChatWhole) finish(a *answer) error {
 	text := a.Text.String()
 	msg := &openAIChatMessage{Role: "assistant", Content: &text}
+	if th := a.Thinking.String(); th != "" {
+		msg.ReasoningContent = &th
+	}
 	if len(a.ToolCalls) > 0 {
 		msg.ToolCalls = toOpenAIToolCalls(a.ToolCalls, 0, false)
 		if text == "" {
@@ -180,7 +187,12 @@ func (o *openAIChatStream) piece(a *answer, t backend.Token) error {
 	if err := o.begin(a); err != nil {
 		return err
 	}
-	if t.Text != "" || len(t.Logprobs) > 0 || len(t.ToolCalls) == 0 {
+	if t.Thinking != "" {
+		if err := o.sse.data(o.chunk(a, &openAIChatMessage{ReasoningContent: strPtr(t.Thinking)}, nil)); err != nil {
+			return err
+		}
+	}
+	if t.Text != "" || len(t.Logprobs) > 0 || (len(t.ToolCalls) == 0 && t.Thinking == "") {
 		c := o.chunk(a, &openAIChatMessage{Content: strPtr(t.Text)}, nil)
 		c.Choices[0].Logprobs = chatLogprobs(o.logprobs, t.Logprobs)
 		if err := o.sse.data(c); err != nil {

@@ -32,12 +32,16 @@ func (s *Server) secure(h http.Handler) http.Handler {
 			s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", sw.status, "dur", time.Since(start))
 		}()
 		if !s.hostAllowed(r.Host) {
-			writeError(sw, r, http.StatusForbidden, "forbidden_host", "Host "+r.Host+" is not allowed (NPU Chat answers only to localhost names)")
+			msg := "Host " + clip(r.Host, 200) + " is not allowed (NPU Chat answers only to localhost names)"
+			if r.Host == "" {
+				msg = "a request without a Host header is not allowed (NPU Chat answers only to localhost names)"
+			}
+			writeError(sw, r, http.StatusForbidden, "forbidden_host", msg)
 			return
 		}
 		if origin := r.Header.Get("Origin"); origin != "" {
 			if !s.originAllowed(origin, r.Host) {
-				writeError(sw, r, http.StatusForbidden, "forbidden_origin", "Origin "+origin+" is not allowed; add it to NPUCHAT_ORIGINS to let that page use the API")
+				writeError(sw, r, http.StatusForbidden, "forbidden_origin", "Origin "+clip(origin, 200)+" is not allowed; add it to NPUCHAT_ORIGINS to let that page use the API")
 				return
 			}
 			hdr := sw.Header()

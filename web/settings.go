@@ -73,7 +73,7 @@ func (s *Server) putSettings(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	in := pageSettings(s.opts.Settings.Get())
-	if err := s.decode(w, r, &in); err != nil {
+	if err := s.decode(w, r, maxSettingsBody, &in); err != nil {
 		s.fail(w, r, err)
 		return
 	}

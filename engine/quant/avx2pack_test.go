@@ -59,3 +59,33 @@ func BenchmarkPackedAVX2(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPackGroups measures repacking a 1024×2048 matrix group by
+// group: the plain-Go packer against the AVX2 one (ns per row).
+func BenchmarkPackGroups(b *testing.B) {
+	if !simd.Host().Has(simd.AVX2) {
+		b.Skipf("CPU lacks avx2 (it %s)", simd.Host().Lacks(simd.AVX2))
+	}
+	r := rand.New(rand.NewPCG(2, 2))
+	const rows, cols = 1024, 2048
+	for _, typ := range q8Types {
+		rb, _ := typ.RowBytes(cols)
+		data := make([]byte, rows*rb)
+		for i := range data {
+			data[i] = byte(r.UintN(256))
+		}
+		p, _ := NewPacked(typ, rows, cols, make([]byte, PackedBytes(typ, rows, cols)))
+		for _, k := range []string{"go", "avx2"} {
+			b.Run(typ.String()+"/"+k, func(b *testing.B) {
+				for b.Loop() {
+					for g := range p.Groups() {
+						if k == "go" || !packGroupAVX2(p, g, data, rb) {
+							p.packGroup(g, data, rb)
+						}
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/rows, "ns/row")
+			})
+		}
+	}
+}

@@ -93,7 +93,7 @@ func Pack(t Type, rows, cols int, data, dst []byte, g0, g1 int) (*Packed, error)
 		g0, g1 = 0, p.Groups()
 	}
 	for g := g0; g < g1; g++ {
-		if !packGroupAVX512(p, g, data, rb) {
+		if !packGroupAVX512(p, g, data, rb) && !packGroupAVX2(p, g, data, rb) {
 			p.packGroup(g, data, rb)
 		}
 	}

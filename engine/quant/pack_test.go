@@ -98,14 +98,15 @@ func TestPackedMatchesReference(t *testing.T) {
 	})
 }
 
-// TestPackLayout: the AVX-512 repacking (packGroupAVX512) writes the
-// same bytes as the plain-Go packGroup for every packed type, full and
-// partial groups (padding rows zero) and odd block counts; both write
+// TestPackLayout: the AVX-512 repacking (packGroupAVX512) and the AVX2
+// one (packGroupAVX2, full groups only) write the same bytes as the
+// plain-Go packGroup for every packed type, full and partial groups
+// (padding rows zero) and odd block counts; all write
 // every byte of the result (whatever the memory held before), and Pack
 // over a range of groups leaves the others alone.
 func TestPackLayout(t *testing.T) {
 	cpu := simdtest.CPU(t)
-	avx512 := cpu.Has(simd.AVX512)
+	avx512, avx2 := cpu.Has(simd.AVX512), cpu.Has(simd.AVX2)
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, typ := range q8Types {
 		for _, shape := range []struct{ rows, nb int }{{1, 1}, {15, 2}, {16, 1}, {17, 3}, {31, 5}, {48, 64}, {37, 193}} {
@@ -144,6 +145,22 @@ func TestPackLayout(t *testing.T) {
 					t.Fatalf("%s: Pack of group 1 wrote the wrong bytes", name)
 				}
 			}
+			if avx2 {
+				// the AVX2 packer takes the full groups; packGroup the rest
+				fast := filled(0x5A)
+				pf, _ := NewPacked(typ, shape.rows, 32*shape.nb, fast)
+				for g := range pf.Groups() {
+					full := (g+1)*GroupRows <= shape.rows
+					if ran := packGroupAVX2(pf, g, data, rb); ran != full {
+						t.Fatalf("%s: packGroupAVX2 of group %d ran %v, want %v", name, g, ran, full)
+					} else if !ran {
+						pf.packGroup(g, data, rb)
+					}
+				}
+				if i := firstDiff(fast, ref0); i >= 0 {
+					t.Fatalf("%s: AVX2 packing differs from packGroup at byte %d of %d (%#x, want %#x)", name, i, n, fast[i], ref0[i])
+				}
+			}
 			if !avx512 {
 				continue // skipped below, once
 			}
@@ -160,7 +177,7 @@ func TestPackLayout(t *testing.T) {
 		}
 	}
 	if !avx512 {
-		t.Skipf("CPU lacks avx512: it %s (packGroup and Pack checked, packGroupAVX512 not)", cpu.Lacks(simd.AVX512))
+		t.Skipf("CPU lacks avx512: it %s (packGroup, Pack and packGroupAVX2 (if avx2: %v) checked, packGroupAVX512 not)", cpu.Lacks(simd.AVX512), avx2)
 	}
 }
 

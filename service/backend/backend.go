@@ -112,7 +112,11 @@ type Request struct {
 // Token is one piece of generated text.
 type Token struct {
 	Text string
-	ID   int // the token id, or -1 when the backend does not know it
+	// Thinking is reasoning text, apart from the answer's Text: a
+	// reasoning model's <think> block (the web layer splits it out with
+	// service/think) or an upstream's reasoning_content.
+	Thinking string
+	ID       int // the token id, or -1 when the backend does not know it
 	// Logprobs are the log-probabilities of the tokens that make up Text
 	// (when the request asked for them).
 	Logprobs []Logprob

@@ -67,6 +67,13 @@ func TestSendingWithoutTheModelKeepsTheMessage(t *testing.T) {
 	b := newBrowser(t)
 	b.open(srv.URL + "/")
 	b.waitJS(`!document.getElementById('view-install').hidden`, 20*time.Second)
+	// The install view, light and dark, has no serious accessibility fault.
+	src := axeJS(t)
+	for _, scheme := range []string{"dark", "light"} {
+		b.scheme(scheme)
+		b.axe(src, scheme+" install")
+		b.shot("axe-install-" + scheme)
+	}
 	b.run(chromedp.Click("#new-chat", chromedp.ByQuery))
 	b.waitJS(`!document.getElementById('view-chat').hidden`, 5*time.Second)
 	b.run(chromedp.SendKeys("#composer-input", "are you there?"+kb.Enter, chromedp.ByQuery))
@@ -89,6 +96,7 @@ func TestSendingWithoutTheModelKeepsTheMessage(t *testing.T) {
 		t.Errorf("the banner points at an Answer button that is not on screen: %v", got)
 	}
 	b.shot("send-without-model")
+	b.axe(src, "banner without the model")
 	b.run(chromedp.Click("[data-testid=banner-action]", chromedp.ByQuery))
 	b.waitJS(`!document.getElementById('view-install').hidden && document.getElementById('error-banner').hidden`, 5*time.Second)
 

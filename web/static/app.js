@@ -316,7 +316,7 @@
       d.appendChild(g);
     }
     d.appendChild(mk("copy", "Copy message", "Copy"));
-    d.appendChild(role === "user" ? mk("edit", "Edit and resend", "Edit") : mk("regenerate", "Answer again", "Regenerate"));
+    d.appendChild(role === "user" ? mk("edit", "Edit and resend", "Edit") : mk("regenerate", "Regenerate: answer again", "Regenerate"));
     return d;
   }
 
