@@ -197,10 +197,15 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		NewBackend:   a.newBackend,
 		Beside:       a.beside,
 		Capabilities: a.capabilities,
-		QueueSize:    cfg.QueueSize,
-		KeepAlive:    cfg.KeepAliveDur,
-		Logger:       a.log,
-		Now:          opts.Now,
+		ForgetCache: func(tag string) {
+			if err := cpu.ForgetKVFiles(a.kvCache(), tag); err != nil {
+				a.log.Warn("KV disk cache: forget a chat", "tag", tag, "err", err)
+			}
+		},
+		QueueSize: cfg.QueueSize,
+		KeepAlive: cfg.KeepAliveDur,
+		Logger:    a.log,
+		Now:       opts.Now,
 	})
 	if cfg.Engine == string(backend.Remote) {
 		a.addRemoteModels(ctx)

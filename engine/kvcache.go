@@ -55,6 +55,7 @@ type kvEntry struct {
 // disk cache writes and reads it (Model.WriteKV, Model.ReadKV).
 type StoredKV struct {
 	Scope  string // the CacheScope it was computed for
+	Tag    string // the caller's label (the chat it belongs to), for Forget
 	Tokens []int  // the tokens at positions 0..len-1
 	kv     *kvSlabs
 }
@@ -279,7 +280,7 @@ func (s *Session) Keep() {
 		c.release(int64(spare) * c.m.kvBytesPerPos())
 		kv = c.m.newKVSlabs(len(tokens), kv, len(tokens))
 	}
-	c.insert(&StoredKV{Scope: s.scope, Tokens: tokens, kv: kv}, false)
+	c.insert(&StoredKV{Scope: s.scope, Tag: s.tag, Tokens: tokens, kv: kv}, false)
 }
 
 // Discard empties the session without keeping what it holds.
@@ -375,6 +376,27 @@ func (c *KVCache) Match(scope string, prompt []int) int {
 	}
 	return best
 }
+
+// Forget drops the kept sequences of a tag (a deleted chat's).
+func (c *KVCache) Forget(tag string) {
+	c.mu.Lock()
+	keep := c.kept[:0]
+	for _, e := range c.kept {
+		if e.Tag == tag && !e.pinned {
+			c.used -= e.bytes
+			continue
+		}
+		keep = append(keep, e)
+	}
+	clear(c.kept[len(keep):])
+	c.kept = keep
+	c.mu.Unlock()
+}
+
+// SetTag labels what the session keeps from now on (Keep) with the
+// caller's tag: the chat the prompt belongs to, so that KVCache.Forget
+// drops it with the chat.
+func (s *Session) SetTag(tag string) { s.tag = tag }
 
 // Clear drops every kept sequence (without the Evicted hook).
 func (c *KVCache) Clear() {

@@ -61,13 +61,13 @@ func (m *Model) KVIdentity() string {
 }
 
 // WriteKV writes a kept sequence (from KVCache.Kept or the Evicted hook)
-// as a KV file, under identity, with a caller's tag.
-func (m *Model) WriteKV(w io.Writer, st *StoredKV, identity, tag string) error {
+// as a KV file, under identity, with its tag.
+func (m *Model) WriteKV(w io.Writer, st *StoredKV, identity string) error {
 	if st == nil || st.kv == nil || len(st.Tokens) == 0 {
 		return errors.New("write KV: nothing to write")
 	}
 	c := &m.cfg
-	h := KVFileHeader{Identity: identity, Scope: st.Scope, Tag: tag, Tokens: len(st.Tokens), Layers: c.Layers,
+	h := KVFileHeader{Identity: identity, Scope: st.Scope, Tag: st.Tag, Tokens: len(st.Tokens), Layers: c.Layers,
 		KVDim: c.KVHeads * c.HeadDim, Type: m.KVType()}
 	hj, err := json.Marshal(h)
 	if err != nil {
@@ -199,7 +199,7 @@ func (m *Model) ReadKV(r io.Reader, identity string) (*StoredKV, *KVFileHeader, 
 		return nil, nil, errors.New("KV file: the checksum does not match (a damaged file)")
 	}
 	if m.kvF16 {
-		return &StoredKV{Scope: h.Scope, Tokens: tokens, kv: kv}, h, nil
+		return &StoredKV{Scope: h.Scope, Tag: h.Tag, Tokens: tokens, kv: kv}, h, nil
 	}
 	for l := range kv.keys {
 		for _, x := range kv.values[l] {
@@ -208,7 +208,7 @@ func (m *Model) ReadKV(r io.Reader, identity string) (*StoredKV, *KVFileHeader, 
 			}
 		}
 	}
-	return &StoredKV{Scope: h.Scope, Tokens: tokens, kv: kv}, h, nil
+	return &StoredKV{Scope: h.Scope, Tag: h.Tag, Tokens: tokens, kv: kv}, h, nil
 }
 
 // f32Bytes and u16Bytes view slices as their bytes (the file is little

@@ -30,6 +30,7 @@ type Session struct {
 	// resumed in.
 	cache *KVCache
 	scope string
+	tag   string // the label kept sequences get (SetTag)
 
 	// scratch, reused every step: one row per token of a batch
 	x, xb, xb2, ao, q, k, v, hb, hb2 [][]float32

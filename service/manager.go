@@ -39,6 +39,10 @@ var (
 // Options configure a Manager. NewBackend and Engines connect it to the
 // real backends (or fakes in tests); everything else has a default.
 type Options struct {
+	// ForgetCache, when set, deletes what is kept on disk for a
+	// backend.Request.CacheTag (a deleted chat's KV files) while no
+	// backend that keeps them is loaded (ForgetCache).
+	ForgetCache func(tag string)
 	// Resolve maps a name a client sent ("minicpm5:2b", "MiniCPM5",
 	// "my.gguf") to the canonical name it is served under, or an error
 	// wrapping ErrUnknownModel.
@@ -273,6 +277,28 @@ func (m *Manager) RetryAfter() time.Duration { return m.opts.RetryAfter }
 func (m *Manager) Resolve(name string) (string, error) { return m.opts.Resolve(name) }
 
 // Status returns a snapshot of the state.
+// ForgetCache drops what is kept for a CacheTag (a deleted chat's keys
+// and values): in the loaded backends that keep them, and on disk. It
+// does not wait for a running answer.
+func (m *Manager) ForgetCache(tag string) {
+	m.mu.Lock()
+	var bes []backend.Backend
+	for _, be := range []backend.Backend{m.be, m.side} {
+		if be != nil {
+			bes = append(bes, be)
+		}
+	}
+	m.mu.Unlock()
+	for _, be := range bes {
+		if f, ok := be.(backend.CacheForgetter); ok {
+			f.ForgetCache(tag)
+		}
+	}
+	if m.opts.ForgetCache != nil {
+		m.opts.ForgetCache(tag)
+	}
+}
+
 func (m *Manager) Status() Status {
 	m.mu.Lock()
 	defer m.mu.Unlock()

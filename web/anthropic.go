@@ -305,6 +305,15 @@ func toolUseBlock(c backend.ToolCall) anthropicContent {
 type anthropicUsage struct {
 	InputTokens  int `json:"input_tokens"`
 	OutputTokens int `json:"output_tokens"`
+	// CacheReadInputTokens are the prompt tokens whose keys and values
+	// came from the KV cache (not in InputTokens, as Anthropic counts
+	// its prompt caching).
+	CacheReadInputTokens int `json:"cache_read_input_tokens"`
+}
+
+// anthropicUsageOf is a finished answer's usage.
+func anthropicUsageOf(res backend.Result) anthropicUsage {
+	return anthropicUsage{InputTokens: res.PromptTokens - res.CachedTokens, OutputTokens: res.CompletionTokens, CacheReadInputTokens: res.CachedTokens}
 }
 
 // The streaming events, one struct each, in the order they come:
@@ -450,7 +459,7 @@ func (o *anthropicWhole) finish(a *answer) error {
 	}
 	reason, seq := anthropicStop(a)
 	writeJSON(o.w, http.StatusOK, anthropicAnswer{ID: a.ID, Type: "message", Role: "assistant", Model: a.Model,
-		Content: content, StopReason: &reason, StopSequence: seq, Usage: anthropicUsage{a.Result.PromptTokens, a.Result.CompletionTokens}})
+		Content: content, StopReason: &reason, StopSequence: seq, Usage: anthropicUsageOf(a.Result)})
 	return nil
 }
 
@@ -588,7 +597,7 @@ func (o *anthropicStream) finish(a *answer) error {
 	if err := o.closeText(); err != nil {
 		return err
 	}
-	md := anthropicMessageDelta{Type: "message_delta", Usage: anthropicUsage{a.Result.PromptTokens, a.Result.CompletionTokens}}
+	md := anthropicMessageDelta{Type: "message_delta", Usage: anthropicUsageOf(a.Result)}
 	md.Delta.StopReason, md.Delta.StopSequence = anthropicStop(a)
 	if err := o.sse.event("message_delta", md); err != nil {
 		return err

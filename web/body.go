@@ -111,9 +111,21 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) (*service.Ticket,
 		s.fail(w, r, err)
 		return nil, nil, false
 	}
+	// The place is held only while the body arrives promptly: nine
+	// connections that sent headers and no body locked everyone out of
+	// generation for the 30 s of the body timeout, and again on
+	// reconnecting. A body not here within AdmitTimeout gives its place
+	// up (408).
+	if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
+		http.NewResponseController(w).SetReadDeadline(time.Now().Add(min(s.opts.AdmitTimeout, s.opts.BodyTimeout)))
+	}
 	body, err := s.readBody(w, r)
 	if err != nil {
 		ticket.Release()
+		var be *bodyError
+		if errors.As(err, &be) && be.timeout {
+			err = &apiError{http.StatusRequestTimeout, "request_timeout", fmt.Sprintf("the request body did not arrive within %s of the request taking a place in the queue; send the body with the request", min(s.opts.AdmitTimeout, s.opts.BodyTimeout)), ""}
+		}
 		s.fail(w, r, err)
 		return nil, nil, false
 	}

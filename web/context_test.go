@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -80,5 +81,23 @@ func TestLongChatOverTheAPI(t *testing.T) {
 	resp, body := do(t, "POST", s.URL+"/v1/chat/completions", `{"model":"minicpm5:2b","messages":[{"role":"user","content":"`+strings.Repeat("w ", 80)+`"}]}`)
 	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "context_length_exceeded") || !strings.Contains(body, "(60 tokens)") {
 		t.Errorf("a message larger than the context: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestDeletedChatForgetsItsCache: deleting a conversation drops what is
+// kept for its answers' prompts (the tag its requests carry).
+func TestDeletedChatForgetsItsCache(t *testing.T) {
+	var forgot []string
+	h := history.NewHandle(filepath.Join(t.TempDir(), "history.db"), history.Options{})
+	t.Cleanup(func() { h.Close() })
+	s := startServer(t, fake.Options{}, web.Options{History: h}, service.Options{ForgetCache: func(tag string) { forgot = append(forgot, tag) }})
+	api := s.URL + "/api/conversations"
+	_, body := do(t, "POST", api, `{}`)
+	conv := decodeJSON[history.Conversation](t, body)
+	if resp, _ := do(t, "DELETE", fmt.Sprintf("%s/%d", api, conv.ID), ""); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("delete: %d", resp.StatusCode)
+	}
+	if want := fmt.Sprintf("chat-%d", conv.ID); len(forgot) != 1 || forgot[0] != want {
+		t.Errorf("forgot %v, want [%s]", forgot, want)
 	}
 }

@@ -270,10 +270,17 @@ func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	// An answer running in the chat stops first: it must not go on into
+	// a chat that is gone, holding the generation slot.
+	if !s.chats.interrupt(r.Context(), id, errChatDeleted) {
+		s.fail(w, r, chatBusy(id))
+		return
+	}
 	if err := st.Delete(r.Context(), id); err != nil {
 		s.failHistory(w, r, err)
 		return
 	}
+	s.mgr.ForgetCache(chatCacheTag(id)) // its keys and values go with it
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -361,6 +368,21 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	// One answer at a time per chat (chatwriter.go): an edit or a
+	// regenerate stops the running one and waits for it to end; a new
+	// message while it runs is 409.
+	if in.Edit != 0 || in.Regenerate {
+		if !s.chats.interrupt(r.Context(), id, errChatChanged) {
+			s.fail(w, r, chatBusy(id))
+			return
+		}
+	}
+	writer := s.chats.begin(id)
+	if writer == nil {
+		s.fail(w, r, chatBusy(id))
+		return
+	}
+	defer s.chats.end(id, writer)
 	ctx := r.Context()
 	// Stored writes go on when the client leaves: what it was sent stays.
 	keep := context.WithoutCancel(ctx)
@@ -392,7 +414,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	gopts := service.GenerateOptions{Ticket: ticket}
 	a := newAnswer("conv-", req.Model, time.Now())
-	s.drive(w, r, a, &call{req: req, opts: gopts, out: out, split: true, observe: &observer{
+	s.drive(w, r, a, &call{req: req, opts: gopts, out: out, split: true, stop: writer.ctx, observe: &observer{
 		// Stored before it is sent: whatever the page showed is on disk.
 		piece: out.store,
 		end: func(a *answer) {
@@ -404,7 +426,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 				// Nothing was said: keep the question, drop the empty answer.
 				st.Truncate(keep, id, ans.ID)
 				out.dropped = true
-			case ctx.Err() != nil:
+			case ctx.Err() != nil, errors.Is(a.Err, errChatChanged), errors.Is(a.Err, errChatDeleted):
 				st.CutAnswer(keep, ans.ID, history.CutStopped, out.stats)
 			case errors.Is(a.Err, errShuttingDown):
 				st.CutAnswer(keep, ans.ID, history.CutInterrupted, out.stats)
@@ -470,6 +492,12 @@ func (s *Server) selectVersion(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	writer := s.chats.begin(id)
+	if writer == nil {
+		s.fail(w, r, chatBusy(id))
+		return
+	}
+	defer s.chats.end(id, writer)
 	if in.MessageID <= 0 {
 		s.fail(w, r, badRequest("message_id", "message_id must name a message of the conversation"))
 		return
@@ -567,10 +595,14 @@ func (c *conversationWriter) fail(a *answer, ae *apiError) {
 	c.out.event("error", map[string]any{"message": msg, "answer": cut})
 }
 
+// chatCacheTag labels a chat's kept keys and values, so that they are
+// deleted with it.
+func chatCacheTag(id int64) string { return fmt.Sprintf("chat-%d", id) }
+
 // chatRequest builds the generation request for a conversation: its
 // system prompt, its messages and its settings over the defaults.
 func (s *Server) chatRequest(conv *history.Conversation, msgs []history.Message, model string) (*backend.Request, error) {
-	req := &backend.Request{Model: trimModel(model), Think: conv.Thinking}
+	req := &backend.Request{Model: trimModel(model), Think: conv.Thinking, CacheTag: chatCacheTag(conv.ID)}
 	if req.Model == "" {
 		req.Model = s.mgr.Status().Model
 	}

@@ -76,8 +76,12 @@
 //
 // A generation request takes a place in the service's queue before its
 // body is read (admit, body.go): a full queue answers 429 without holding
-// the body. Bodies are capped in size (413 from Content-Length, before
-// "100 Continue") and in time (Options.BodyTimeout, 408). Every write of
+// the body, and a body that does not arrive within Options.AdmitTimeout
+// (5 s) gives the place up with 408, so that connections sending headers
+// and no body cannot keep everyone out. Bodies are capped in size (413
+// from Content-Length, before "100 Continue"; the routes without a queue
+// at what they need, readSmall) and in time (Options.BodyTimeout, 408).
+// A chat has one writer at a time (chatwriter.go). Every write of
 // an answer has a deadline (Options.WriteTimeout): a client that stops
 // reading is dropped and its generation ended. Requests do not inherit
 // Serve's context; Server.Shutdown lets running answers finish within the

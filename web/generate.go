@@ -30,6 +30,10 @@ type call struct {
 	// writer with it in Token.Thinking, and it is gathered in
 	// answer.Thinking.
 	split bool
+	// stop, when set, ends the answer early when it is done, with its
+	// cause as the answer's error (a chat deleted or changed mid-answer,
+	// chatwriter.go).
+	stop context.Context
 	// instead, when set, runs in place of generation: a request that
 	// generates nothing (Ollama's load and unload) and writes its own
 	// answer. An error is written as the API's error.
@@ -176,6 +180,10 @@ func (s *Server) drive(w http.ResponseWriter, r *http.Request, a *answer, c *cal
 	defer cancel(nil)
 	stop := context.AfterFunc(s.endAnswers, func() { cancel(context.Cause(s.endAnswers)) })
 	defer stop()
+	if c.stop != nil {
+		stopChat := context.AfterFunc(c.stop, func() { cancel(context.Cause(c.stop)) })
+		defer stopChat()
+	}
 
 	if s.opts.APIKey != "" && c.req.CacheScope == "" {
 		// Several people share the server: a prompt cache per client
@@ -234,6 +242,9 @@ func (s *Server) drive(w http.ResponseWriter, r *http.Request, a *answer, c *cal
 	}
 	if err != nil && r.Context().Err() == nil && s.shuttingDown() {
 		err = fmt.Errorf("%w (%v)", errShuttingDown, err)
+	}
+	if err != nil && r.Context().Err() == nil && c.stop != nil && c.stop.Err() != nil {
+		err = context.Cause(c.stop)
 	}
 	a.Result, a.Total, a.Err = res, time.Since(a.Start), err
 	if res.Backend != "" {

@@ -509,3 +509,31 @@ func tail(s string, n int) string {
 	}
 	return s
 }
+
+// TestHeadersWithoutABodyGiveTheirPlaceUp (issue 20, item 3): more
+// connections than the queue has places send headers and no body; the
+// engine is idle. They give their places up after AdmitTimeout, not the
+// whole body timeout, so a real chat is answered well within it (it got
+// 429 for 30 s, and reconnecting kept it so).
+func TestHeadersWithoutABodyGiveTheirPlaceUp(t *testing.T) {
+	ts := startServer(t, fake.Options{}, web.Options{BodyTimeout: time.Minute, AdmitTimeout: 300 * time.Millisecond}, service.Options{QueueSize: 3})
+	head := "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+	for range 5 {
+		rawRequest(t, ts.URL, head)
+	}
+	time.Sleep(50 * time.Millisecond) // the stalled ones hold their places now
+	ok := false
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		resp, body := do(t, "POST", ts.URL+"/v1/chat/completions", `{"model": "minicpm5:2b", "messages": [{"role": "user", "content": "hi"}]}`)
+		if resp.StatusCode == 200 {
+			ok = true
+			break
+		}
+		if resp.StatusCode != 429 {
+			t.Fatalf("chat: %d %s", resp.StatusCode, body)
+		}
+	}
+	if !ok {
+		t.Fatal("bodiless requests kept every chat out for 20 s with the engine idle")
+	}
+}

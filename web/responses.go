@@ -251,9 +251,16 @@ type responsesError struct {
 }
 
 type responsesUsage struct {
-	InputTokens  int `json:"input_tokens"`
-	OutputTokens int `json:"output_tokens"`
-	TotalTokens  int `json:"total_tokens"`
+	InputTokens        int                   `json:"input_tokens"`
+	InputTokensDetails responsesInputDetails `json:"input_tokens_details"`
+	OutputTokens       int                   `json:"output_tokens"`
+	TotalTokens        int                   `json:"total_tokens"`
+}
+
+// responsesInputDetails is usage.input_tokens_details: cached_tokens are
+// the prompt tokens whose keys and values came from the KV cache.
+type responsesInputDetails struct {
+	CachedTokens int `json:"cached_tokens"`
 }
 
 // The streaming events, each as its own struct so that a field cannot go
@@ -357,7 +364,8 @@ func (o *responsesWriter) object(a *answer, status string, output []responsesOut
 		obj.Output = []responsesOutput{}
 	}
 	if final {
-		obj.Usage = &responsesUsage{a.Result.PromptTokens, a.Result.CompletionTokens, a.Result.PromptTokens + a.Result.CompletionTokens}
+		obj.Usage = &responsesUsage{InputTokens: a.Result.PromptTokens, InputTokensDetails: responsesInputDetails{a.Result.CachedTokens},
+			OutputTokens: a.Result.CompletionTokens, TotalTokens: a.Result.PromptTokens + a.Result.CompletionTokens}
 		if a.Result.FinishReason == backend.FinishLength {
 			obj.Status = "incomplete"
 			obj.IncompleteDetails = &responsesIncomplete{"max_output_tokens"}

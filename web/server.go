@@ -57,6 +57,10 @@ type Options struct {
 	// BodyTimeout bounds the time a request body may take to arrive
 	// (default 30 s); headers have 10 s.
 	BodyTimeout time.Duration
+	// AdmitTimeout bounds how long a generation request holds a place in
+	// the queue while its body arrives (default 5 s; at most
+	// BodyTimeout).
+	AdmitTimeout time.Duration
 	// ShutdownGrace is how long running answers may go on when the
 	// server shuts down (Serve's ctx ends) before they are ended with an
 	// explicit error (default 1.5 s, inside the app's 2 s grace).
@@ -69,6 +73,8 @@ type Server struct {
 	opts     Options
 	log      *slog.Logger
 	sessions *Sessions
+	// chats are the conversations answering now (chatwriter.go).
+	chats chatWriters
 
 	// stopping is closed when shutdown begins: event streams end, and
 	// answers that fail from then on say the server is shutting down.
@@ -105,6 +111,9 @@ func NewServer(mgr *service.Manager, opts Options) (*Server, error) {
 	}
 	if opts.BodyTimeout <= 0 {
 		opts.BodyTimeout = 30 * time.Second
+	}
+	if opts.AdmitTimeout <= 0 {
+		opts.AdmitTimeout = 5 * time.Second
 	}
 	if opts.ShutdownGrace <= 0 {
 		opts.ShutdownGrace = 1500 * time.Millisecond

@@ -84,7 +84,7 @@ func benchReopen(ctx context.Context, path string, opts engine.LoadOptions, chat
 	if err != nil {
 		return nil, err
 	}
-	if err := m.WriteKV(f, kept, "bench", ""); err != nil {
+	if err := m.WriteKV(f, kept, "bench"); err != nil {
 		f.Close()
 		return nil, err
 	}

@@ -89,6 +89,10 @@ type Request struct {
 	// cannot time whether another just sent a given prefix. "" is one
 	// scope shared by all (a single local user).
 	CacheScope string
+	// CacheTag labels the keys and values kept for this prompt with what
+	// it belongs to ("chat-12"), so that they are deleted with it
+	// (CacheForgetter); "" for none.
+	CacheTag string
 
 	// Tools the model may call, and whether it must (features.go). A
 	// backend that cannot honour them returns ErrBadRequest.
@@ -178,6 +182,13 @@ func (r Result) DecodeTokensPerSecond() float64 {
 // Generate.
 type CacheReporter interface {
 	CacheStats() CacheStats
+}
+
+// CacheForgetter is a backend that can drop what it keeps for a
+// CacheTag (a deleted chat's keys and values, in memory and on disk).
+// ForgetCache must not wait for a running Generate.
+type CacheForgetter interface {
+	ForgetCache(tag string)
 }
 
 // CacheStats describe what a backend's KV cache holds, for the status

@@ -104,6 +104,20 @@ type cacheRefs struct {
 	disk *diskCache
 }
 
+// ForgetCache implements backend.CacheForgetter: the keys and values
+// kept for a tag (a deleted chat) leave memory and disk.
+func (b *Backend) ForgetCache(tag string) {
+	if tag == "" {
+		return
+	}
+	if r := b.cache.Load(); r != nil {
+		r.kv.Forget(tag)
+		if r.disk != nil {
+			r.disk.forgetTag(tag)
+		}
+	}
+}
+
 // CacheStats implements backend.CacheReporter.
 func (b *Backend) CacheStats() backend.CacheStats {
 	r := b.cache.Load()

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -54,6 +55,7 @@ type diskCache struct {
 type diskEntry struct {
 	path   string
 	scope  string
+	tag    string
 	tokens []int
 }
 
@@ -78,13 +80,15 @@ func openDiskCache(dir string, limit int64, m *engine.Model, identity string, lo
 		if err != nil {
 			continue // another model's, or not one: not ours to use
 		}
-		d.index = append(d.index, diskEntry{path: p, scope: h.Scope, tokens: tokens})
+		d.index = append(d.index, diskEntry{path: p, scope: h.Scope, tag: h.Tag, tokens: tokens})
 	}
 	return d, nil
 }
 
-// name is a sequence's file name.
-func (d *diskCache) name(scope string, tokens []int) string {
+// name is a sequence's file name: its tag (when it is a plain name, as
+// "chat-12"), so that ForgetKVFiles finds a chat's files without the
+// model, and a hash of the identity, the scope and the tokens.
+func (d *diskCache) name(scope, tag string, tokens []int) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\x00%s\x00", d.identity, scope)
 	b := make([]byte, 4)
@@ -92,7 +96,61 @@ func (d *diskCache) name(scope string, tokens []int) string {
 		binary.LittleEndian.PutUint32(b, uint32(t))
 		h.Write(b)
 	}
-	return filepath.Join(d.dir, hex.EncodeToString(h.Sum(nil)[:16])+".kv")
+	name := hex.EncodeToString(h.Sum(nil)[:16]) + ".kv"
+	if plainTag(tag) {
+		name = tag + "-" + name
+	}
+	return filepath.Join(d.dir, name)
+}
+
+// plainTag reports whether a tag can start a file name: letters, digits,
+// '-' and '_', at most 64.
+func plainTag(tag string) bool {
+	if tag == "" || len(tag) > 64 {
+		return false
+	}
+	for _, r := range tag {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// ForgetKVFiles deletes the KV files of a tag (a deleted chat's) in a
+// disk cache folder, of any model, without loading one.
+func ForgetKVFiles(dir, tag string) error {
+	if !plainTag(tag) {
+		return fmt.Errorf("KV files of %q: not a plain tag", tag)
+	}
+	names, err := filepath.Glob(filepath.Join(dir, tag+"-*.kv"))
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, p := range names {
+		if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// forgetTag deletes this model's files of a tag.
+func (d *diskCache) forgetTag(tag string) {
+	d.wait() // a write of the chat's may be under way
+	d.mu.Lock()
+	keep := d.index[:0]
+	for _, e := range d.index {
+		if e.tag == tag {
+			os.Remove(e.path)
+			continue
+		}
+		keep = append(keep, e)
+	}
+	d.index = keep
+	d.mu.Unlock()
+	ForgetKVFiles(d.dir, tag)
 }
 
 // saveLater writes st in the background (the KV cache's Evicted hook:
@@ -115,7 +173,7 @@ func (d *diskCache) save(st *engine.StoredKV) {
 	if len(st.Tokens) < minDiskTokens {
 		return
 	}
-	path := d.name(st.Scope, st.Tokens)
+	path := d.name(st.Scope, st.Tag, st.Tokens)
 	if err := d.write(path, st); err != nil {
 		d.log.Warn("KV disk cache: write", "path", path, "err", err)
 		return
@@ -132,7 +190,7 @@ func (d *diskCache) save(st *engine.StoredKV) {
 		}
 		keep = append(keep, e)
 	}
-	d.index = append(keep, diskEntry{path: path, scope: st.Scope, tokens: st.Tokens})
+	d.index = append(keep, diskEntry{path: path, scope: st.Scope, tag: st.Tag, tokens: st.Tokens})
 	d.mu.Unlock()
 	d.trim()
 }
@@ -142,7 +200,7 @@ func (d *diskCache) write(path string, st *engine.StoredKV) error {
 	if err != nil {
 		return err
 	}
-	err = d.m.WriteKV(f, st, d.identity, "")
+	err = d.m.WriteKV(f, st, d.identity)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

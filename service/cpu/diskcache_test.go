@@ -129,3 +129,45 @@ func TestKVDiskCacheIgnoresBadFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestKVDiskCacheForgetsADeletedChat: a chat's keys and values, in
+// memory and in its KV files, go with the chat; another chat's stay; and
+// the files go without a loaded model too (ForgetKVFiles).
+func TestKVDiskCacheForgetsADeletedChat(t *testing.T) {
+	path := models(t)["gguf"]
+	dir := t.TempDir()
+	b := load(t, Options{Path: path, KVDir: dir})
+	chat1, chat2 := diskChat(), diskChat()
+	chat1.CacheTag, chat2.CacheTag = "chat-1", "chat-2"
+	chat2.Messages[1].Content = "and now tell me everything about the dog and the tree"
+	for _, r := range []*backend.Request{chat1, chat2} {
+		if _, _, _, err := run(t, b, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.Unload(t.Context())
+	if n := len(kvFiles(t, dir)); n != 2 {
+		t.Fatalf("%d KV files, want one per chat", n)
+	}
+	b = load(t, Options{Path: path, KVDir: dir})
+	if _, _, _, err := run(t, b, chat1); err != nil { // chat 1 in memory again
+		t.Fatal(err)
+	}
+	b.ForgetCache("chat-1")
+	if files := kvFiles(t, dir); len(files) != 1 || !strings.Contains(filepath.Base(files[0]), "chat-2-") {
+		t.Errorf("after forgetting chat 1: files %v, want chat 2's", files)
+	}
+	// only the system prompt it shares with chat 2 is still there
+	if _, _, res, _ := run(t, b, chat1); res.CachedTokens >= res.PromptTokens-5 {
+		t.Errorf("chat 1 after it was forgotten: %d of %d prompt tokens from a cache", res.CachedTokens, res.PromptTokens)
+	}
+	b.Unload(t.Context())
+	if err := ForgetKVFiles(dir, "chat-2"); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range kvFiles(t, dir) {
+		if strings.Contains(filepath.Base(f), "chat-2-") {
+			t.Errorf("chat 2's file %s is still there", f)
+		}
+	}
+}

@@ -70,6 +70,7 @@ func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Re
 			b.kv.Insert(st)
 		}
 	}
+	b.sess.SetTag(req.CacheTag)
 	keep, err := b.sess.Resume(req.CacheScope, ids)
 	if err != nil {
 		return res, err
