@@ -107,7 +107,7 @@ type ollamaEmbedResponse struct {
 // embed runs inputs through the service in a queue place taken before
 // the body was read.
 func (s *Server) embed(r *http.Request, ticket *service.Ticket, model string, inputs []string, keepAlive *time.Duration) ([][]float32, int, error) {
-	return s.mgr.Embed(r.Context(), model, inputs, service.GenerateOptions{Ticket: ticket, KeepAlive: s.defaultKeepAlive(keepAlive)})
+	return s.mgr.Embed(r.Context(), model, inputs, service.GenerateOptions{Ticket: ticket, KeepAlive: keepAlive})
 }
 
 func (s *Server) openAIEmbeddings(w http.ResponseWriter, r *http.Request) {
