@@ -22,9 +22,9 @@ import (
 // implementation need not be safe for concurrent Generate calls, but Close
 // may be called while Generate runs (it must then make Generate return).
 type Backend interface {
-	// Kind names the backend for people and logs: "cpu", "npu", "remote"
-	// or "fake".
-	Kind() string
+	// Kind names the backend for people and logs (CPU, NPU, Remote or
+	// Fake).
+	Kind() Kind
 	// Load makes the model ready to generate. It reports progress through
 	// progress (which may be nil) and returns when the model is ready or
 	// loading failed. A cancelled ctx abandons loading.
@@ -155,7 +155,7 @@ type Result struct {
 	DecodeDuration  time.Duration
 	// Backend is the Kind of the backend that produced the answer (the
 	// service sets it when it falls back from one backend to another).
-	Backend string
+	Backend Kind
 	// Fallback says why the preferred backend did not produce the
 	// answer ("" when it did); set by the service.
 	Fallback string

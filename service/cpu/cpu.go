@@ -136,7 +136,7 @@ func (b *Backend) CacheStats() backend.CacheStats {
 func New(opts Options) *Backend { return &Backend{opts: opts} }
 
 // Kind implements backend.Backend.
-func (b *Backend) Kind() string { return "cpu" }
+func (b *Backend) Kind() backend.Kind { return backend.CPU }
 
 // Load implements backend.Backend: it maps the weights and reads the
 // tokenizer and chat template next to them (or inside a GGUF file).
@@ -371,7 +371,7 @@ func renderOpts(b *Backend, req *backend.Request) chat.RenderOptions {
 func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(backend.Token) error) (res backend.Result, err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	res.Backend = "cpu"
+	res.Backend = backend.CPU
 	if b.model == nil {
 		return res, backend.ErrNotLoaded
 	}
