@@ -80,14 +80,15 @@ func (a *App) newBackend(ctx context.Context, model string, kind backend.Kind) (
 	case backend.CPU:
 		if path, ok := a.local[model]; ok {
 			return cpu.New(cpu.Options{Path: path, Name: model, Threads: a.cfg.Threads, CacheDir: a.engineCache(), MemAvailable: a.memAvailable,
-				KVDir: a.kvCache(), Log: a.log}), nil
+				KVDir: a.kvCache(), Log: a.log, MaxContext: a.settings.Get().ContextLength}), nil
 		}
 		inst, err := models.Locate(a.cfg, model)
 		if err != nil {
 			return nil, notInstalled{err}
 		}
 		opts := cpu.Options{Path: inst.Dir, Name: model, Threads: a.cfg.Threads, ParameterSize: strings.ToUpper(inst.Model.Size),
-			CacheDir: a.engineCache(), MemAvailable: a.memAvailable, KVDir: a.kvCache(), Log: a.log}
+			CacheDir: a.engineCache(), MemAvailable: a.memAvailable, KVDir: a.kvCache(), Log: a.log,
+			MaxContext: a.settings.Get().ContextLength}
 		if inst.Format == "flm-q4nx" {
 			// Compute the original model, not the port's changes.
 			opts.SkipQKNorm = inst.Model.Port.InjectedQKNorm

@@ -60,16 +60,20 @@ const (
 // Settings are what a person can change; they are saved in the settings
 // file as JSON. A zero field means "the default".
 type Settings struct {
-	Addr      string   `json:"addr,omitempty"`
-	Model     string   `json:"model,omitempty"`      // model served by default
-	Engine    string   `json:"engine,omitempty"`     // auto, npu, cpu, remote
-	RemoteURL string   `json:"remote_url,omitempty"` // for the remote engine
-	RemoteKey string   `json:"remote_key,omitempty"` // Bearer key for the remote engine
-	KeepAlive string   `json:"keep_alive,omitempty"` // Go duration; "-1" or "-1s" keeps it loaded
-	QueueSize int      `json:"queue_size,omitempty"` // waiting requests per backend
-	Threads   int      `json:"threads,omitempty"`    // CPU engine threads; 0 = all cores
-	APIKey    string   `json:"api_key,omitempty"`    // require this Bearer key
-	Origins   []string `json:"origins,omitempty"`    // extra allowed browser origins
+	Addr      string `json:"addr,omitempty"`
+	Model     string `json:"model,omitempty"`      // model served by default
+	Engine    string `json:"engine,omitempty"`     // auto, npu, cpu, remote
+	RemoteURL string `json:"remote_url,omitempty"` // for the remote engine
+	RemoteKey string `json:"remote_key,omitempty"` // Bearer key for the remote engine
+	KeepAlive string `json:"keep_alive,omitempty"` // Go duration; "-1" or "-1s" keeps it loaded
+	QueueSize int    `json:"queue_size,omitempty"` // waiting requests per backend
+	Threads   int    `json:"threads,omitempty"`    // CPU engine threads; 0 = all cores
+	// ContextLength is the CPU engine's context in tokens; 0 = automatic
+	// (follows free memory). More than the model's own maximum is
+	// clamped to it when the model loads. It applies at the next load.
+	ContextLength int      `json:"context_length,omitempty"`
+	APIKey        string   `json:"api_key,omitempty"` // require this Bearer key
+	Origins       []string `json:"origins,omitempty"` // extra allowed browser origins
 	// ServeAtStart switches the model on when the tray starts (default
 	// off: the API listens and the model waits for a click).
 	ServeAtStart bool   `json:"serve_at_start,omitempty"`

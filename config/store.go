@@ -131,6 +131,13 @@ func normalize(before Settings, next *Settings) {
 	}
 }
 
+// MinContextLength and MaxContextLength bound the context_length
+// setting (the model's own maximum clamps it further at load).
+const (
+	MinContextLength = 512
+	MaxContextLength = 1 << 18
+)
+
 // MaxTokensLimit is the largest max_tokens a chat default may have.
 const MaxTokensLimit = 1 << 20
 
@@ -147,6 +154,9 @@ func check(s Settings) error {
 	}
 	if _, err := ParseKeepAlive(s.KeepAlive); err != nil {
 		return bad("keep_alive", "keep-alive %q: write a duration such as 5m or 1h, or -1 to keep the model loaded", s.KeepAlive)
+	}
+	if n := s.ContextLength; n != 0 && (n < MinContextLength || n > MaxContextLength) {
+		return bad("context_length", "context_length must be 0 (automatic) or between %d and %d tokens, got %d", MinContextLength, MaxContextLength, n)
 	}
 	c := s.Chat
 	if t := c.Temperature; t != nil && (*t < 0 || *t > 2) {

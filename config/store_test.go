@@ -79,6 +79,9 @@ func TestStoreRefusesABadValueAtItsField(t *testing.T) {
 		{func(s *Settings) { s.Engine = "gpu" }, "engine"},
 		{func(s *Settings) { s.Engine = "remote" }, "engine"},
 		{func(s *Settings) { s.Chat.Temperature = &big }, "temperature"},
+		{func(s *Settings) { s.ContextLength = 100 }, "context_length"},
+		{func(s *Settings) { s.ContextLength = -1 }, "context_length"},
+		{func(s *Settings) { s.ContextLength = MaxContextLength + 1 }, "context_length"},
 	} {
 		s, path := newStore(t, "{}", Settings{Engine: "auto"})
 		updates, stop := s.Subscribe()

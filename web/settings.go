@@ -22,6 +22,9 @@ type PageSettings struct {
 	Engine string `json:"engine"`
 	// KeepAlive is how long an idle model stays loaded ("5m", "-1" never).
 	KeepAlive string `json:"keep_alive"`
+	// ContextLength is the CPU engine's context in tokens, 0 automatic;
+	// it applies when the model is next switched on.
+	ContextLength int `json:"context_length"`
 	// Chat holds the default generation settings of conversations.
 	Chat config.ChatDefaults `json:"chat"`
 }
@@ -39,7 +42,7 @@ type Settings interface {
 // pageSettings is the page's view of the settings: the defaults named
 // (auto, 5m0s) rather than empty.
 func pageSettings(c config.Settings) PageSettings {
-	p := PageSettings{Engine: c.Engine, KeepAlive: strings.TrimSpace(c.KeepAlive), Chat: c.Chat}
+	p := PageSettings{Engine: c.Engine, KeepAlive: strings.TrimSpace(c.KeepAlive), ContextLength: c.ContextLength, Chat: c.Chat}
 	if p.Engine == "" {
 		p.Engine = string(backend.Auto)
 	}
@@ -82,7 +85,7 @@ func (s *Server) putSettings(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out, err := s.opts.Settings.Update(r.Context(), func(c *config.Settings) error {
-		c.Engine, c.KeepAlive, c.Chat = in.Engine, in.KeepAlive, in.Chat
+		c.Engine, c.KeepAlive, c.ContextLength, c.Chat = in.Engine, in.KeepAlive, in.ContextLength, in.Chat
 		return nil
 	})
 	if err != nil {
