@@ -20,6 +20,7 @@ import (
 
 	"github.com/npuchat/npuchat/autostart"
 	"github.com/npuchat/npuchat/config"
+	"github.com/npuchat/npuchat/eventbus"
 	"github.com/npuchat/npuchat/models/catalog"
 	"github.com/npuchat/npuchat/npu/flm"
 	"github.com/npuchat/npuchat/npu/xrt"
@@ -114,9 +115,10 @@ type App struct {
 	applyMu  sync.Mutex
 
 	mu sync.Mutex // guards the fields below
-	// server is the web server's state, and serverSubs its watchers.
-	server     ServerStatus
-	serverSubs map[chan ServerStatus]struct{}
+	// server is the web server's state; its changes go out on bus
+	// (WatchServer).
+	server ServerStatus
+	bus    *eventbus.Bus
 	// stop ends Run's serving; running is closed when the web server
 	// has returned.
 	stop    context.CancelFunc
@@ -155,8 +157,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{opts: opts, cfg: cfg, reg: &service.Registry{}, local: map[string]string{},
-		serverSubs: map[chan ServerStatus]struct{}{}}
+	a := &App{opts: opts, cfg: cfg, reg: &service.Registry{}, local: map[string]string{}, bus: eventbus.New()}
 	a.server = ServerStatus{Addr: cfg.Addr, URL: chatURL(cfg.Addr)}
 	a.settings = config.NewStore(cfg)
 	a.log = opts.Logger

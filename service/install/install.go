@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/npuchat/npuchat/eventbus"
 	"github.com/npuchat/npuchat/models"
 	"github.com/npuchat/npuchat/models/hub"
 	"github.com/npuchat/npuchat/service"
@@ -94,8 +95,8 @@ type Runner struct {
 	st     Status
 	cancel context.CancelFunc
 	done   chan struct{}
-	subs   map[chan Status]struct{}
-	last   time.Time // last progress sent (throttled)
+	bus    *eventbus.Bus // the statuses, for Subscribe
+	last   time.Time     // last progress sent (throttled)
 	// have is what each file of the install's plan has on disk so far.
 	have map[string]int64
 }
@@ -105,7 +106,7 @@ func New(opts Options) *Runner {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Runner{opts: opts, st: Status{State: StateIdle}, subs: map[chan Status]struct{}{}}
+	return &Runner{opts: opts, st: Status{State: StateIdle}, bus: eventbus.New()}
 }
 
 // Status returns the current or last install's status.
@@ -119,15 +120,12 @@ func (r *Runner) Status() Status {
 // readers miss intermediate progress, never the final state) and a
 // function that ends the subscription.
 func (r *Runner) Subscribe() (<-chan Status, func()) {
-	ch := make(chan Status, 16)
-	r.mu.Lock()
-	r.subs[ch] = struct{}{}
-	r.mu.Unlock()
-	return ch, func() {
-		r.mu.Lock()
-		delete(r.subs, ch)
-		r.mu.Unlock()
-	}
+	sub := eventbus.Subscribe(r.bus, eventbus.Options[Status]{
+		Buffer:  16,
+		Replace: func(old, next Status) bool { return old.State == StateRunning && old.Model == next.Model },
+		Keep:    func(st Status) bool { return st.State != StateRunning },
+	})
+	return sub.Events(), sub.Close
 }
 
 // publishLocked sends the status to subscribers; progress is throttled
@@ -145,22 +143,7 @@ func (r *Runner) publishLocked(force bool) {
 		// fails once the service is closed: nothing to tell then.
 		r.opts.Publish(ev)
 	}
-	for ch := range r.subs {
-		select {
-		case ch <- r.st:
-		default:
-			if force { // make room for a final state
-				select {
-				case <-ch:
-				default:
-				}
-				select {
-				case ch <- r.st:
-				default:
-				}
-			}
-		}
-	}
+	eventbus.Publish(r.bus, r.st)
 }
 
 // Start begins installing a catalog model in the background. It fails
