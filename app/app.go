@@ -218,6 +218,16 @@ func New(ctx context.Context, opts Options) (*App, error) {
 			return models.NewInstaller(cfg, models.Options{FLMRoot: cfg.FLMRoot, Getenv: opts.Getenv, GOOS: opts.GOOS})
 		},
 		Publish: a.mgr.Publish,
+		// An install the page asked to finish switches the model on
+		// here, in the server, whatever the browser does meanwhile.
+		OnDone: func(st install.Status) {
+			if !st.Serve {
+				return
+			}
+			if err := a.mgr.Start(st.Model); err != nil {
+				a.log.Warn("start the installed model", "model", st.Model, "err", err)
+			}
+		},
 	})
 	a.srv, err = web.NewServer(a.mgr, web.Options{
 		Addr: cfg.Addr, APIKey: cfg.APIKey, Origins: cfg.Origins, Version: opts.Version, Logger: a.log,

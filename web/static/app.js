@@ -1695,7 +1695,9 @@
     $("install-title").textContent = st.state === "running" ? "Installing " + (st.model || modelName) + "…" : "The model is not installed yet";
     $("install-progress-text").textContent = text;
     if (st.state === "done" && was !== "done" && currentView === "install") {
-      api("POST", "/api/model/start", { model: modelName }).then(refreshStatus, (e) => showError(e.message)).finally(() => showView("chat"));
+      // The server switches the model on when the install it was asked
+      // to finish ends (the install's serve); the page only shows it.
+      refreshStatus().finally(() => showView("chat"));
     }
     // The status line says Installing while it runs (after the start
     // above: showStatus may leave the install view).
