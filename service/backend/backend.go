@@ -107,6 +107,9 @@ type Request struct {
 	// that many alternatives (at most 20).
 	Logprobs    bool
 	TopLogprobs int
+	// Embed marks a request for embeddings (Embedder), not text: the
+	// service routes it to a backend with CapEmbedding.
+	Embed bool
 	// Think switches a reasoning model's thinking on or off where the
 	// chat template takes enable_thinking (CapThinking); nil leaves the
 	// template's default. Other backends ignore it.
@@ -194,12 +197,15 @@ type CacheForgetter interface {
 // CacheStats describe what a backend's KV cache holds, for the status
 // and /api/ps.
 type CacheStats struct {
-	Sequences int   `json:"sequences"`  // prompts kept in memory
-	Tokens    int   `json:"tokens"`     // their tokens
-	Bytes     int64 `json:"bytes"`      // memory of every prompt's keys and values, kept or in use
-	Budget    int64 `json:"budget"`     // the memory budget
-	DiskFiles int   `json:"disk_files"` // prompts kept on disk (this model's KV files)
-	DiskBytes int64 `json:"disk_bytes"` // their size
+	Sequences int   `json:"sequences"` // prompts kept in memory
+	Tokens    int   `json:"tokens"`    // their tokens
+	Bytes     int64 `json:"bytes"`     // memory of every prompt's keys and values, kept or in use
+	Budget    int64 `json:"budget"`    // the memory budget
+	// BytesPerToken is the memory one token of context takes (keys and
+	// values of every layer): a context of n tokens needs n times it.
+	BytesPerToken int64 `json:"bytes_per_token"`
+	DiskFiles     int   `json:"disk_files"` // prompts kept on disk (this model's KV files)
+	DiskBytes     int64 `json:"disk_bytes"` // their size
 }
 
 // Progress reports how far Load has come.

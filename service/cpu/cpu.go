@@ -125,7 +125,7 @@ func (b *Backend) CacheStats() backend.CacheStats {
 		return backend.CacheStats{}
 	}
 	st := r.kv.Stats()
-	out := backend.CacheStats{Sequences: st.Sequences, Tokens: st.Tokens, Bytes: st.Bytes, Budget: st.Budget}
+	out := backend.CacheStats{Sequences: st.Sequences, Tokens: st.Tokens, Bytes: st.Bytes, Budget: st.Budget, BytesPerToken: r.kv.BytesPerToken()}
 	if r.disk != nil {
 		out.DiskFiles, out.DiskBytes = r.disk.stats()
 	}
@@ -271,13 +271,16 @@ func (b *Backend) Unload(ctx context.Context) error {
 		return nil
 	}
 	if b.disk != nil {
-		// the most recent prompts first, within the disk's limit
+		// the most recent prompts first, those not on disk yet, at most
+		// quitWrite bytes (quitting must not take long)
 		var size int64
 		for _, st := range b.kv.Kept() {
-			if size += b.model.KVBytes(len(st.Tokens)); size > b.disk.limit {
+			if size += b.model.KVBytes(len(st.Tokens)); size > min(b.disk.limit, quitWrite) {
 				break
 			}
-			b.disk.save(st)
+			if !b.disk.has(st) {
+				b.disk.save(st)
+			}
 		}
 		b.disk.wait()
 	}
