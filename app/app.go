@@ -24,6 +24,7 @@ import (
 	"github.com/npuchat/npuchat/npu/flm"
 	"github.com/npuchat/npuchat/npu/xrt"
 	"github.com/npuchat/npuchat/service"
+	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/cpu"
 	"github.com/npuchat/npuchat/web"
 	"gopkg.in/natefinch/lumberjack.v2"
@@ -106,10 +107,13 @@ type App struct {
 	lastNPU atomic.Pointer[flm.Backend]
 	// login is the launch-at-login entry.
 	login autostart.Entry
+	// settings owns the settings (config.Store): the page and the tray
+	// read and change them through the App (UpdateSettings), which puts
+	// each change into effect; applyMu orders those.
+	settings *config.Store
+	applyMu  sync.Mutex
 
 	mu sync.Mutex // guards the fields below
-	// engine is the engine setting now (the menu changes it).
-	engine string
 	// server is the web server's state, and serverSubs its watchers.
 	server     ServerStatus
 	serverSubs map[chan ServerStatus]struct{}
@@ -121,8 +125,6 @@ type App struct {
 	// for the page and the tray.
 	history  *history.Handle
 	installs *install.Runner
-	// settings saves the settings file for the page and the tray alike.
-	settings *web.SettingsStore
 	// closers run at Shutdown (OnShutdown).
 	closers []func(context.Context) error
 
@@ -153,9 +155,10 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{opts: opts, cfg: cfg, reg: &service.Registry{}, local: map[string]string{}, engine: cfg.Engine,
+	a := &App{opts: opts, cfg: cfg, reg: &service.Registry{}, local: map[string]string{},
 		serverSubs: map[chan ServerStatus]struct{}{}}
 	a.server = ServerStatus{Addr: cfg.Addr, URL: chatURL(cfg.Addr)}
+	a.settings = config.NewStore(cfg)
 	a.log = opts.Logger
 	if a.log == nil {
 		if a.log, a.closeLog, err = newLogger(opts.Stderr, cfg.LogDir, cfg.LogLevel); err != nil {
@@ -204,7 +207,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		Logger:    a.log,
 		Now:       opts.Now,
 	})
-	if cfg.Engine == "remote" {
+	if cfg.Engine == string(backend.Remote) {
 		a.addRemoteModels(ctx)
 	}
 	// The chat page's history, installs and settings.
@@ -215,26 +218,10 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		},
 		Publish: a.mgr.Publish,
 	})
-	// The page's keep-alive takes effect in the web server itself, for
-	// page chats and the API alike (a request's own keep_alive wins);
-	// the engine is switched here.
-	pageSettings := web.NewSettingsStore(cfg)
-	a.settings = pageSettings
-	pageSettings.Apply = func(ctx context.Context, before, after web.PageSettings) error {
-		if before.KeepAlive != after.KeepAlive {
-			if d, err := config.ParseKeepAlive(after.KeepAlive); err == nil {
-				a.mgr.SetKeepAlive(d)
-			}
-		}
-		if before.Engine != after.Engine {
-			return a.switchEngine(ctx, after.Engine)
-		}
-		return nil
-	}
 	a.srv, err = web.NewServer(a.mgr, web.Options{
 		Addr: cfg.Addr, APIKey: cfg.APIKey, Origins: cfg.Origins, Version: opts.Version, Logger: a.log,
 		CheckNPU: func(ctx context.Context) (any, error) { return a.CheckNPU(ctx) },
-		History:  a.history, Installs: a.installs, Settings: pageSettings,
+		History:  a.history, Installs: a.installs, Settings: pageSettings{a},
 		LogFile:  filepath.Join(cfg.LogDir, "npuchat.log"),
 		Sessions: web.NewSessions(filepath.Join(cfg.DataDir, "sessions.json"), opts.Now),
 	})
@@ -269,9 +256,9 @@ func applyFlags(cfg *config.Config, f Flags, getenv func(string) string) (localM
 		cfg.KeepAlive = f.KeepAlive
 	}
 	if !ValidEngine(cfg.Engine) {
-		return "", fmt.Errorf("--engine %q is not one of auto, npu, cpu, remote", cfg.Engine)
+		return "", fmt.Errorf("--engine %q is not one of %s", cfg.Engine, backend.EngineNames())
 	}
-	if cfg.Engine == "remote" && cfg.RemoteURL == "" {
+	if cfg.Engine == string(backend.Remote) && cfg.RemoteURL == "" {
 		return "", noRemoteURL(cfg.SettingsPath, f.Engine != "", getenv("NPUCHAT_ENGINE") != "")
 	}
 	if f.Model != "" && LooksLikePath(f.Model) {
@@ -466,6 +453,7 @@ func chatURL(addr string) string {
 
 // closeFiles closes the log files.
 func (a *App) closeFiles() {
+	a.settings.Close()
 	if a.installs != nil {
 		a.installs.Close()
 	}

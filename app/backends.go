@@ -20,36 +20,25 @@ import (
 	"github.com/npuchat/npuchat/service/cpu"
 )
 
-// EngineChoices are the engine settings a person can choose, in menu
-// order.
-func EngineChoices() []string { return []string{"auto", "npu", "cpu", "remote"} }
-
-// ValidEngine reports whether kind is an engine setting (auto, npu, cpu,
-// remote).
+// ValidEngine reports whether kind is an engine setting (one of
+// backend.Engines).
 func ValidEngine(kind string) bool {
-	switch kind {
-	case "auto", "npu", "cpu", "remote":
-		return true
-	}
-	return false
+	_, err := backend.ParseEngine(kind)
+	return err == nil && kind != ""
 }
 
 // engines lists the backends to try for a model, best first, from the
 // engine setting.
-func (a *App) engines(model string) []string {
+func (a *App) engines(model string) []backend.Kind {
 	eng := a.Engine()
-	if _, ok := a.local[model]; ok && eng != "remote" {
-		return []string{"cpu"} // a file on disk: only the in-process engine reads it
+	if _, ok := a.local[model]; ok && eng != backend.Remote {
+		return []backend.Kind{backend.CPU} // a file on disk: only the in-process engine reads it
 	}
 	switch eng {
-	case "npu":
-		return []string{"npu"}
-	case "cpu":
-		return []string{"cpu"}
-	case "remote":
-		return []string{"remote"}
+	case backend.NPU, backend.CPU, backend.Remote:
+		return []backend.Kind{eng}
 	default:
-		return []string{"npu", "cpu"}
+		return []backend.Kind{backend.NPU, backend.CPU}
 	}
 }
 
@@ -61,11 +50,11 @@ func (a *App) capabilities(model string) []string {
 	var caps []string
 	for _, kind := range a.engines(model) {
 		switch kind {
-		case "npu":
+		case backend.NPU:
 			caps = append(caps, flm.Capabilities()...)
-		case "remote":
+		case backend.Remote:
 			caps = append(caps, oaicompat.RemoteCapabilities()...)
-		case "cpu":
+		case backend.CPU:
 			path, ok := a.local[model]
 			if !ok {
 				inst, err := models.Locate(a.cfg, model)
@@ -86,9 +75,9 @@ func (a *App) capabilities(model string) []string {
 }
 
 // newBackend makes the backend of a kind for a model.
-func (a *App) newBackend(ctx context.Context, model, kind string) (backend.Backend, error) {
+func (a *App) newBackend(ctx context.Context, model string, kind backend.Kind) (backend.Backend, error) {
 	switch kind {
-	case "cpu":
+	case backend.CPU:
 		if path, ok := a.local[model]; ok {
 			return cpu.New(cpu.Options{Path: path, Name: model, Threads: a.cfg.Threads, CacheDir: a.engineCache(), MemAvailable: a.memAvailable,
 				KVDir: a.kvCache(), Log: a.log}), nil
@@ -106,10 +95,10 @@ func (a *App) newBackend(ctx context.Context, model, kind string) (backend.Backe
 			opts.Quantization = "Q4_1"
 		}
 		return cpu.New(opts), nil
-	case "npu":
+	case backend.NPU:
 		return a.newNPUBackend(ctx, model)
-	case "remote":
-		return oaicompat.New(oaicompat.Options{BaseURL: a.cfg.RemoteURL, APIKey: a.cfg.RemoteKey, Model: model, Kind: "remote"})
+	case backend.Remote:
+		return oaicompat.New(oaicompat.Options{BaseURL: a.cfg.RemoteURL, APIKey: a.cfg.RemoteKey, Model: model, Kind: backend.Remote})
 	default:
 		return nil, fmt.Errorf("%s: no %s engine", model, kind)
 	}

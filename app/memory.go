@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/npuchat/npuchat/service/backend"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -24,8 +25,8 @@ const besideHeadroom = 1 << 30
 // now holds its weights and a headroom. Where free memory cannot be read
 // (neither Linux nor Windows), it is allowed, and the engine's own load
 // errors say the rest.
-func (a *App) beside(model, kind string) error {
-	if kind != "cpu" {
+func (a *App) beside(model string, kind backend.Kind) error {
+	if kind != backend.CPU {
 		return nil
 	}
 	need := int64(besideHeadroom)

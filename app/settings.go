@@ -2,54 +2,79 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 
 	"github.com/npuchat/npuchat/config"
 	"github.com/npuchat/npuchat/service"
+	"github.com/npuchat/npuchat/service/backend"
 )
 
-// Engine is the engine setting in effect: auto, npu, cpu or remote.
-func (a *App) Engine() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.engine
+// Settings are the settings now: the app's store (config.Store) holds
+// them, the settings file with this run's environment and flags over it.
+func (a *App) Settings() config.Settings { return a.settings.Get() }
+
+// SubscribeSettings returns the settings after each change, from the
+// page or the tray alike, starting with the settings now, and a function
+// that ends the subscription.
+func (a *App) SubscribeSettings() (<-chan config.Settings, func()) { return a.settings.Subscribe() }
+
+// UpdateSettings changes settings, for the page and the tray alike:
+// change edits a copy, the store checks and saves it (a bad value is a
+// *config.FieldError naming its field, and nothing changes), and the
+// live values go into effect before it returns: the keep-alive into the
+// service (for Start, the idle timer and every request that names
+// none), the engine by loading the model again on it when it is on or
+// loading.
+func (a *App) UpdateSettings(ctx context.Context, change func(*config.Settings) error) (config.Settings, error) {
+	a.applyMu.Lock() // one change goes into effect at a time, in order
+	defer a.applyMu.Unlock()
+	before := a.settings.Get()
+	after, err := a.settings.Update(ctx, change)
+	if err != nil {
+		return after, err
+	}
+	if before.KeepAliveDuration() != after.KeepAliveDuration() {
+		a.mgr.SetKeepAlive(after.KeepAliveDuration())
+	}
+	if engineOf(before) != engineOf(after) {
+		if err := a.switchEngine(ctx, engineOf(after)); err != nil {
+			return after, fmt.Errorf("settings saved, but the engine did not switch: %w", err)
+		}
+	}
+	return after, nil
 }
+
+// engineOf is the engine a settings value names (auto when none; the
+// store refuses a name that is not one).
+func engineOf(s config.Settings) backend.Kind {
+	k, err := backend.ParseEngine(s.Engine)
+	if err != nil {
+		return backend.Auto
+	}
+	return k
+}
+
+// Engine is the engine setting in effect: one of backend.Engines.
+func (a *App) Engine() backend.Kind { return engineOf(a.settings.Get()) }
 
 // SetEngine changes the engine (the tray's Engine menu, the settings
 // window) and saves it. A model that is on or loading is loaded again
 // on the new engine.
-func (a *App) SetEngine(ctx context.Context, kind string) error {
-	if !ValidEngine(kind) {
-		return fmt.Errorf("engine %q is not one of auto, npu, cpu, remote", kind)
-	}
-	if kind == "remote" && a.cfg.RemoteURL == "" {
-		return errors.New("the remote engine needs a server's URL: set remote_url in the settings or NPUCHAT_REMOTE_URL")
-	}
-	if err := a.saveSetting(config.Change{Key: "engine", Value: kind}); err != nil {
-		return err
-	}
-	return a.switchEngine(ctx, kind)
+func (a *App) SetEngine(ctx context.Context, kind backend.Kind) error {
+	_, err := a.UpdateSettings(ctx, func(s *config.Settings) error { s.Engine = string(kind); return nil })
+	return err
 }
 
-// switchEngine puts an engine into effect without saving it (the page's
-// settings store has saved it already, with the file's other keys).
-func (a *App) switchEngine(ctx context.Context, kind string) error {
-	if !ValidEngine(kind) {
-		return fmt.Errorf("engine %q is not one of auto, npu, cpu, remote", kind)
-	}
-	a.mu.Lock()
-	changed := a.engine != kind
-	a.engine = kind
-	a.mu.Unlock()
+// switchEngine puts a new engine into effect (UpdateSettings saved it).
+func (a *App) switchEngine(ctx context.Context, kind backend.Kind) error {
 	a.log.Info("engine changed", "engine", kind)
-	if changed && kind == "remote" {
+	if kind == backend.Remote {
 		// What the remote server serves, as at a start on it.
 		a.addRemoteModels(ctx)
 	}
 	st := a.mgr.Status()
-	if !changed || !st.Enabled || (st.State != service.StateOn && st.State != service.StateLoading) {
+	if !st.Enabled || (st.State != service.StateOn && st.State != service.StateLoading) {
 		return nil
 	}
 	if err := a.mgr.Stop(ctx); err != nil {
@@ -60,21 +85,22 @@ func (a *App) switchEngine(ctx context.Context, kind string) error {
 
 // ServeAtStart reports the "serve at start" setting: whether the tray
 // switches the model on when it starts (off by default).
-func (a *App) ServeAtStart() bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.cfg.ServeAtStart
-}
+func (a *App) ServeAtStart() bool { return a.settings.Get().ServeAtStart }
 
 // SetServeAtStart changes and saves the "serve at start" setting.
 func (a *App) SetServeAtStart(on bool) error {
-	if err := a.saveSetting(config.Change{Key: "serve_at_start", Value: on}); err != nil {
-		return err
-	}
-	a.mu.Lock()
-	a.cfg.ServeAtStart = on
-	a.mu.Unlock()
-	return nil
+	_, err := a.UpdateSettings(context.Background(), func(s *config.Settings) error { s.ServeAtStart = on; return nil })
+	return err
+}
+
+// pageSettings is the app's settings as the web server's settings view
+// uses them (web.Settings): every change goes through UpdateSettings.
+type pageSettings struct{ a *App }
+
+func (p pageSettings) Get() config.Settings { return p.a.Settings() }
+
+func (p pageSettings) Update(ctx context.Context, change func(*config.Settings) error) (config.Settings, error) {
+	return p.a.UpdateSettings(ctx, change)
 }
 
 // LaunchAtLogin reports whether NPU Chat starts when the user logs in,
@@ -96,14 +122,4 @@ func (a *App) SetLaunchAtLogin(on bool) error {
 		}
 	}
 	return a.login.Enable(exe)
-}
-
-// saveSetting changes settings in the settings file and nothing else
-// (config.UpdateSettings): the file's other keys, known to this version
-// or not, keep their values, and this run's flags and environment
-// variables are never written into it. It goes through the page's
-// settings store, so that the page shows the change and a change made
-// on the page at the same moment is not lost.
-func (a *App) saveSetting(changes ...config.Change) error {
-	return a.settings.Save(changes...)
 }

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/npuchat/npuchat/config"
 )
@@ -164,5 +165,64 @@ func TestSwitchingToTheRemoteEngineListsItsModels(t *testing.T) {
 	}
 	if !listed() {
 		t.Fatalf("after switching to the remote engine, models %v", a.mgr.Models())
+	}
+}
+
+// TestPageAndTraySeeOneSettingChangeAtOnce: the settings have one owner
+// (the app's store). A change the tray makes is what the page's GET
+// /api/settings answers and what every settings subscriber (the tray's
+// settings window) gets; a change the page makes (PUT /api/settings) is
+// what the tray reads and is told, and is in effect in the service.
+func TestPageAndTraySeeOneSettingChangeAtOnce(t *testing.T) {
+	a := newApp(t, testEnv(t), Flags{})
+	cookie := pageSession(t, a)
+	page := func(method, body string) map[string]any {
+		t.Helper()
+		req := httptest.NewRequest(method, "http://127.0.0.1/api/settings", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.AddCookie(cookie)
+		rec := httptest.NewRecorder()
+		a.WebServer().Handler().ServeHTTP(rec, req)
+		var out map[string]any
+		if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || rec.Code != 200 {
+			t.Fatalf("%s /api/settings: %d %s", method, rec.Code, rec.Body)
+		}
+		return out
+	}
+	watch, stop := a.SubscribeSettings()
+	defer stop()
+	next := func(what string, ok func(config.Settings) bool) {
+		t.Helper()
+		for {
+			select {
+			case s := <-watch:
+				if ok(s) {
+					return
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("the settings subscriber was not told %s", what)
+			}
+		}
+	}
+	next("the settings now", func(s config.Settings) bool { return true })
+
+	if err := a.SetEngine(context.Background(), "cpu"); err != nil { // the tray's Engine menu
+		t.Fatal(err)
+	}
+	if got := page("GET", "")["engine"]; got != "cpu" {
+		t.Errorf("the page shows engine %v after the tray chose cpu", got)
+	}
+	next("the tray's engine", func(s config.Settings) bool { return s.Engine == "cpu" })
+
+	page("PUT", `{"keep_alive": "1h"}`) // the page's settings view
+	if got := a.Settings().KeepAlive; got != "1h" {
+		t.Errorf("the tray reads keep-alive %q after the page set 1h", got)
+	}
+	next("the page's keep-alive", func(s config.Settings) bool { return s.KeepAlive == "1h" })
+	if got := a.mgr.KeepAlive(); got != time.Hour {
+		t.Errorf("the service's keep-alive is %v after the page set 1h", got)
+	}
+	if got := a.Engine(); got != "cpu" {
+		t.Errorf("the page's change of keep-alive changed the engine to %q", got)
 	}
 }

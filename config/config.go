@@ -3,6 +3,12 @@
 // override them. No other package calls os.Getenv for a setting; they get
 // a *Config (or the values from it) passed in.
 //
+// While NPU Chat runs, the settings have one owner: the Store the app
+// makes (NewStore), which the page and the tray read, change and watch
+// through the app. The settings file is edited with package jsonedit
+// (UpdateSettings), which keeps every key and byte a change does not
+// touch.
+//
 // Environment variables (documented in the README):
 //
 //	NPUCHAT_ADDR       address to serve on (default 127.0.0.1:8001)
@@ -38,6 +44,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/npuchat/npuchat/service/backend"
 )
 
 // Defaults.
@@ -151,15 +159,13 @@ func Load(getenv Env, goos string) (*Config, error) {
 		c.Model = DefaultModel
 	}
 	if c.Engine == "" {
-		c.Engine = "auto"
+		c.Engine = string(backend.Auto)
 	}
 	if c.QueueSize <= 0 {
 		c.QueueSize = DefaultQueueSize
 	}
-	switch c.Engine {
-	case "auto", "npu", "cpu", "remote":
-	default:
-		return nil, fmt.Errorf("config: engine %q is not one of auto, npu, cpu, remote", c.Engine)
+	if _, err := backend.ParseEngine(c.Engine); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
 	}
 	ka, err := ParseKeepAlive(c.KeepAlive)
 	if err != nil {

@@ -102,6 +102,11 @@ func (c *KVCache) NewSession(maxContext int) *Session {
 	return s
 }
 
+// BytesPerToken is the memory one position takes (a key and a value of
+// every KV head in every layer): what a context of n tokens costs is
+// about n times it.
+func (c *KVCache) BytesPerToken() int64 { return c.m.kvBytesPerPos() }
+
 // MaxPositions is the most positions one sequence can hold within the
 // budget (whole attention blocks).
 func (c *KVCache) MaxPositions() int {
@@ -275,8 +280,9 @@ func (s *Session) Keep() {
 		c.release(int64(kv.capPos) * c.m.kvBytesPerPos())
 		return
 	}
-	// Give back the room left for an answer that did not come.
-	if spare := kv.capPos - roundBlock(len(tokens)); spare >= 64 {
+	// Give back the room left for an answer that did not come, when it
+	// is worth a copy of the slabs (an eighth of them).
+	if spare := kv.capPos - roundBlock(len(tokens)); spare >= max(64, kv.capPos/8) {
 		c.release(int64(spare) * c.m.kvBytesPerPos())
 		kv = c.m.newKVSlabs(len(tokens), kv, len(tokens))
 	}

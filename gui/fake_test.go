@@ -49,16 +49,16 @@ func newFakeApp(cleanup func(func())) *fakeApp {
 		Resolve:   reg.Resolve,
 		Models:    reg.Models,
 		KeepAlive: time.Hour,
-		Engines: func(string) []string {
+		Engines: func(string) []backend.Kind {
 			switch f.Engine() {
 			case "npu":
-				return []string{"npu"}
+				return []backend.Kind{backend.NPU}
 			case "cpu":
-				return []string{"cpu"}
+				return []backend.Kind{backend.CPU}
 			}
-			return []string{"npu", "cpu"}
+			return []backend.Kind{backend.NPU, backend.CPU}
 		},
-		NewBackend: func(ctx context.Context, model, kind string) (backend.Backend, error) {
+		NewBackend: func(ctx context.Context, model string, kind backend.Kind) (backend.Backend, error) {
 			f.mu.Lock()
 			npuErr := f.npuErr
 			f.mu.Unlock()

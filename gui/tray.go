@@ -16,6 +16,7 @@ import (
 	"fyne.io/fyne/v2"
 
 	"github.com/npuchat/npuchat/service"
+	"github.com/npuchat/npuchat/service/backend"
 )
 
 // trayHost is the system tray as the controller uses it: fyne's desktop
@@ -50,9 +51,9 @@ type engineChoice struct{ kind, label string }
 // engineChoices are the engines offered, remote only when it is the
 // setting (it needs a URL, set on the command line).
 func engineChoices(current string) []engineChoice {
-	cs := []engineChoice{{"auto", "Auto (NPU, else CPU)"}, {"npu", "NPU"}, {"cpu", "CPU"}}
-	if current == "remote" {
-		cs = append(cs, engineChoice{"remote", "Remote server"})
+	cs := []engineChoice{{string(backend.Auto), "Auto (NPU, else CPU)"}, {string(backend.NPU), "NPU"}, {string(backend.CPU), "CPU"}}
+	if current == string(backend.Remote) {
+		cs = append(cs, engineChoice{string(backend.Remote), "Remote server"})
 	}
 	return cs
 }

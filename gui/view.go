@@ -8,6 +8,7 @@ import (
 
 	"github.com/npuchat/npuchat/models/hub"
 	"github.com/npuchat/npuchat/service"
+	"github.com/npuchat/npuchat/service/backend"
 )
 
 // Icon names a tray icon (one per state; see tools/icons).
@@ -174,25 +175,25 @@ func timeLeft(d time.Duration) string {
 }
 
 // engineLabel is a backend kind as the status line writes it.
-func engineLabel(kind string) string {
+func engineLabel(kind backend.Kind) string {
 	switch kind {
-	case "npu", "cpu":
-		return strings.ToUpper(kind)
+	case backend.NPU, backend.CPU:
+		return strings.ToUpper(string(kind))
 	case "":
 		return "?"
 	}
-	return kind
+	return string(kind)
 }
 
 // engineName is a backend kind in a sentence ("the NPU").
-func engineName(kind string) string {
+func engineName(kind backend.Kind) string {
 	switch kind {
-	case "npu", "cpu":
-		return strings.ToUpper(kind)
-	case "remote":
+	case backend.NPU, backend.CPU:
+		return strings.ToUpper(string(kind))
+	case backend.Remote:
 		return "remote server"
 	}
-	return kind
+	return string(kind)
 }
 
 // cut shortens s to at most n characters, ending with an ellipsis, and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/npuchat/npuchat/jsonedit"
 	"io"
 	"io/fs"
 	"os"
@@ -353,10 +354,10 @@ func (in *Installer) Install(ctx context.Context, name string, opt InstallOption
 		tf := flm.TokenizerFacts{EOSToken: m.Tokenizer.EOSToken, EOSTokenIDs: m.Tokenizer.EOSTokenIDs, BOSTokenID: m.Tokenizer.BOSTokenID, PadTokenID: m.Tokenizer.PadTokenID}
 		fixes := []struct {
 			name string
-			fix  func(*flm.Object) error
+			fix  func(*jsonedit.Object) error
 		}{
-			{"tokenizer_config.json", func(o *flm.Object) error { return flm.FixTokenizerConfig(o, tf) }},
-			{"config.json", func(o *flm.Object) error { return flm.FixFLMVersion(o, m.FLMMinVersion(), layout.Version) }},
+			{"tokenizer_config.json", func(o *jsonedit.Object) error { return flm.FixTokenizerConfig(o, tf) }},
+			{"config.json", func(o *jsonedit.Object) error { return flm.FixFLMVersion(o, m.FLMMinVersion(), layout.Version) }},
 		}
 		for _, fx := range fixes {
 			if !edited[fx.name] {
@@ -459,7 +460,7 @@ func checkList(path string) error {
 	if err != nil {
 		return fmt.Errorf("read FastFlowLM's model list: %w", err)
 	}
-	if _, err := flm.ParseObject(b); err != nil {
+	if _, err := jsonedit.ParseObject(b); err != nil {
 		return fmt.Errorf("FastFlowLM's model list %s is not valid JSON (%v); fix it or reinstall FastFlowLM; nothing was changed", path, err)
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/npuchat/npuchat/jsonedit"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -844,7 +845,7 @@ func TestUninstallRestoresEarlierListEntry(t *testing.T) {
 	list := filepath.Join(e.root, "model_list.json")
 	own := filepath.Join(e.cfg.DataDir, "flm", "model_list.json")
 	earlier := `{"name": "MiniCPM5-2B-NPU2", "url": "https://huggingface.co/julianmb/MiniCPM5-2B-NPU2", "x_mine": 1}`
-	o, err := flm.ParseObject(e.origSys)
+	o, err := jsonedit.ParseObject(e.origSys)
 	must(t, err)
 	must(t, flm.SetEntries(o, []flm.Entry{{Family: "minicpm5", Tag: "2b", Value: json.RawMessage(earlier)}}))
 	must(t, os.WriteFile(list, o.Format("    "), 0o644))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/npuchat/npuchat/jsonedit"
 	"os"
 	"path/filepath"
 	"slices"
@@ -72,7 +73,7 @@ func (in *Installer) uninstall(ctx context.Context, m *catalog.Model, man *Manif
 	// Registration first: a list entry pointing at missing files would
 	// make FastFlowLM try to download them.
 	for _, list := range man.Lists {
-		changed, err := flm.EditJSONFile(list, func(o *flm.Object) error {
+		changed, err := flm.EditJSONFile(list, func(o *jsonedit.Object) error {
 			_, err := flm.RestoreEntry(o, m.FLM.Family, m.FLM.Tag, m.FLMName(), man.ListsBefore[list])
 			return err
 		})
@@ -302,7 +303,7 @@ func (in *Installer) Status(ctx context.Context) ([]Status, error) {
 				if err != nil {
 					continue
 				}
-				if o, err := flm.ParseObject(b); err == nil && flm.HasEntry(o, m.FLM.Family, m.FLM.Tag, m.FLMName()) {
+				if o, err := jsonedit.ParseObject(b); err == nil && flm.HasEntry(o, m.FLM.Family, m.FLM.Tag, m.FLMName()) {
 					is.Registered = append(is.Registered, l)
 				}
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/npuchat/npuchat/jsonedit"
 	"maps"
 	"os"
 	"path/filepath"
@@ -270,7 +271,7 @@ func (in *Installer) register(ctx context.Context, m *catalog.Model, layout *flm
 			if err != nil {
 				continue
 			}
-			if o, err := flm.ParseObject(b); err == nil {
+			if o, err := jsonedit.ParseObject(b); err == nil {
 				if v, ok := flm.GetEntry(o, m.FLM.Family, m.FLM.Tag); ok {
 					man.setListBefore(list, v)
 				}
@@ -294,7 +295,7 @@ func (in *Installer) register(ctx context.Context, m *catalog.Model, layout *flm
 		delete(man.ListsBefore, layout.SystemList)
 		return nil
 	}
-	changed, err = flm.EditJSONFile(layout.SystemList, func(o *flm.Object) error { return flm.SetEntries(o, []flm.Entry{e}) })
+	changed, err = flm.EditJSONFile(layout.SystemList, func(o *jsonedit.Object) error { return flm.SetEntries(o, []flm.Entry{e}) })
 	if err != nil {
 		if isPermission(err) {
 			delete(man.ListsBefore, layout.SystemList)
@@ -323,12 +324,12 @@ func (in *Installer) writeOwnList(layout *flm.Layout, extra []flm.Entry) (bool, 
 		if err != nil {
 			return false, fmt.Errorf("read FastFlowLM's model list: %w", err)
 		}
-		if _, err := flm.ParseObject(b); err != nil {
+		if _, err := jsonedit.ParseObject(b); err != nil {
 			return false, fmt.Errorf("FastFlowLM's model list %s is not valid JSON (%v); fix it or reinstall FastFlowLM; nothing was changed", layout.SystemList, err)
 		}
 		base = b
 	} else if b, err := os.ReadFile(layout.OwnList); err == nil {
-		if _, err := flm.ParseObject(b); err == nil {
+		if _, err := jsonedit.ParseObject(b); err == nil {
 			base = b
 		}
 	}

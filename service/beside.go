@@ -15,7 +15,7 @@ import (
 // itself). The caller holds the slot.
 func (m *Manager) route(ctx context.Context, model string, be backend.Backend, r *backend.Request) (backend.Backend, string, error) {
 	var ue *backend.UnsupportedError
-	if err := backend.CheckSupported(r, be.Info().Capabilities, "the "+be.Kind()+" backend"); !errors.As(err, &ue) {
+	if err := backend.CheckSupported(r, be.Info().Capabilities, "the "+string(be.Kind())+" backend"); !errors.As(err, &ue) {
 		return nil, "", nil
 	}
 	m.mu.Lock()
@@ -56,7 +56,7 @@ func (m *Manager) route(ctx context.Context, model string, be backend.Backend, r
 // loadBeside makes and loads a backend of kind for model beside the
 // serving one; the state stays on. Stop abandons it as it does a load
 // (beginLoadLocked). The caller holds the slot.
-func (m *Manager) loadBeside(ctx context.Context, model, kind, why string) (backend.Backend, error) {
+func (m *Manager) loadBeside(ctx context.Context, model string, kind backend.Kind, why string) (backend.Backend, error) {
 	m.mu.Lock()
 	if m.be == nil { // switched off while the old one unloaded
 		m.mu.Unlock()
@@ -92,7 +92,7 @@ func (m *Manager) loadBeside(ctx context.Context, model, kind, why string) (back
 // runBeside runs r on the backend beside the serving one. A device
 // failure there unloads it and marks its engine failed for the model
 // (the serving backend is not affected).
-func (m *Manager) runBeside(ctx context.Context, side backend.Backend, why string, r *backend.Request, onRun func(kind, fallback string), emit func(backend.Token) error) (backend.Result, error) {
+func (m *Manager) runBeside(ctx context.Context, side backend.Backend, why string, r *backend.Request, onRun func(kind backend.Kind, fallback string), emit func(backend.Token) error) (backend.Result, error) {
 	kind, _, res, err := m.run(ctx, side, r, why, onRun, emit)
 	if res.Backend == "" {
 		res.Backend = kind
@@ -126,7 +126,7 @@ func (m *Manager) takeSideLocked() backend.Backend {
 
 // nextEngineLocked is the first engine after kind for model that has not
 // failed ("" when none). m.mu is held.
-func (m *Manager) nextEngineLocked(model, kind string) string {
+func (m *Manager) nextEngineLocked(model string, kind backend.Kind) backend.Kind {
 	kinds := m.opts.Engines(model)
 	for i, k := range kinds {
 		if k != kind {

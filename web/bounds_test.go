@@ -25,7 +25,7 @@ import (
 func TestRoutesWithoutAQueueReadOnlyWhatTheyNeed(t *testing.T) {
 	h := history.NewHandle(filepath.Join(t.TempDir(), "history.db"), history.Options{})
 	t.Cleanup(func() { h.Close() })
-	settings := web.NewSettingsStore(&config.Config{SettingsPath: filepath.Join(t.TempDir(), "settings.json")})
+	settings := newTestSettings(&config.Config{SettingsPath: filepath.Join(t.TempDir(), "settings.json")})
 	ts := startServer(t, fake.Options{}, web.Options{History: h, Settings: settings}, service.Options{})
 	_, body := do(t, "POST", ts.URL+"/api/conversations", `{}`)
 	c := decodeJSON[history.Conversation](t, body)

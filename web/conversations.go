@@ -516,7 +516,7 @@ func (s *Server) selectVersion(w http.ResponseWriter, r *http.Request) {
 
 // answerStats are what the page shows under an answer.
 func (s *Server) answerStats(a *answer) history.Stats {
-	st := history.Stats{Model: a.Model, Engine: a.Backend, Fallback: a.Fallback, FinishReason: a.Result.FinishReason,
+	st := history.Stats{Model: a.Model, Engine: string(a.Backend), Fallback: a.Fallback, FinishReason: a.Result.FinishReason,
 		PromptTokens: a.Result.PromptTokens, CompletionTokens: a.Result.CompletionTokens,
 		TTFTMillis: a.FirstToken.Milliseconds(), TokensPerSecond: a.TokensPerSecond(),
 		CachedTokens: a.Result.CachedTokens, OmittedMessages: a.Result.OmittedMessages}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/npuchat/npuchat/config"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
 )
@@ -35,9 +36,12 @@ func (s *Server) classify(err error) *apiError {
 	var ae *apiError
 	var mbe *http.MaxBytesError
 	var be *bodyError
+	var fe *config.FieldError
 	switch {
 	case errors.As(err, &ae):
 		return ae
+	case errors.As(err, &fe):
+		return &apiError{http.StatusBadRequest, "invalid_request_error", fe.Message, fe.Field}
 	case errors.Is(err, errShuttingDown):
 		return &apiError{http.StatusServiceUnavailable, "shutting_down", errShuttingDown.Error(), ""}
 	case errors.As(err, &mbe):

@@ -67,7 +67,7 @@ func FuzzHandlers(f *testing.F) {
 	reg.Add(service.Entry{Desc: service.ModelDesc{Name: "minicpm5:2b", Installed: true}})
 	mgr := service.New(service.Options{
 		Resolve: reg.Resolve, Models: reg.Models, KeepAlive: -1, QueueSize: 100,
-		NewBackend: func(_ context.Context, model, kind string) (backend.Backend, error) {
+		NewBackend: func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
 			return fake.New(fake.Options{Name: model}), nil
 		},
 	})

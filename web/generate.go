@@ -118,7 +118,7 @@ type answer struct {
 	Start time.Time
 	// Backend is the kind of the backend running the request ("cpu",
 	// "npu", "remote", "fake"), known before the first piece.
-	Backend string
+	Backend backend.Kind
 	// Fallback says why the preferred backend is not the one answering
 	// ("" when it is).
 	Fallback string
@@ -156,7 +156,7 @@ func (a *answer) fingerprint() string {
 	if a.Backend == "" {
 		return "npuchat"
 	}
-	return "npuchat-" + a.Backend
+	return "npuchat-" + string(a.Backend)
 }
 
 // newAnswer starts an answer for a request that arrived at start.
@@ -191,9 +191,8 @@ func (s *Server) drive(w http.ResponseWriter, r *http.Request, a *answer, c *cal
 		c.req.CacheScope = clientHost(r)
 	}
 	opts := c.opts
-	opts.KeepAlive = s.defaultKeepAlive(opts.KeepAlive)
 	onRun := opts.OnRun
-	opts.OnRun = func(kind, fallback string) {
+	opts.OnRun = func(kind backend.Kind, fallback string) {
 		a.Backend, a.Fallback = kind, fallback
 		if onRun != nil {
 			onRun(kind, fallback)

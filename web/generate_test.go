@@ -22,11 +22,17 @@ func newDriverServer(t *testing.T, fo fake.Options, engines ...string) *Server {
 		engines = []string{"cpu"}
 	}
 	mgr := service.New(service.Options{
-		Engines: func(string) []string { return engines },
-		NewBackend: func(_ context.Context, model, kind string) (backend.Backend, error) {
+		Engines: func(string) []backend.Kind {
+			ks := make([]backend.Kind, len(engines))
+			for i, e := range engines {
+				ks[i] = backend.Kind(e)
+			}
+			return ks
+		},
+		NewBackend: func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
 			o := fo
 			o.Name, o.Kind = model, kind
-			if kind != engines[len(engines)-1] {
+			if string(kind) != engines[len(engines)-1] {
 				// Every engine but the last fails, to exercise fallback.
 				o.LoadErr = fmt.Errorf("no %s here", kind)
 			}

@@ -47,7 +47,7 @@ func longTokenModel(t *testing.T) string {
 func TestNonReadingClientOfTheEngineIsDropped(t *testing.T) {
 	path := longTokenModel(t)
 	ts := webtest.Start(t, webtest.Config{
-		NewBackend: func(_ context.Context, model, kind string) (backend.Backend, error) {
+		NewBackend: func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
 			return cpu.New(cpu.Options{Path: path, Name: model, Threads: 1}), nil
 		},
 		Web:     web.Options{WriteTimeout: 300 * time.Millisecond},

@@ -313,7 +313,7 @@ func (s *Server) ollamaLoad(w http.ResponseWriter, ctx context.Context, f ollama
 	if keepAlive != nil && *keepAlive == 0 {
 		err, reason = s.mgr.Unload(ctx, model), "unload"
 	} else {
-		err = s.mgr.Load(ctx, model, service.GenerateOptions{KeepAlive: s.defaultKeepAlive(keepAlive), Ticket: ticket})
+		err = s.mgr.Load(ctx, model, service.GenerateOptions{KeepAlive: keepAlive, Ticket: ticket})
 	}
 	if err != nil {
 		return err

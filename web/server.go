@@ -41,7 +41,7 @@ type Options struct {
 	// History is the chat history for /api/conversations; nil: 404.
 	History *history.Handle
 	// Settings are the settings the page changes (/api/settings); nil: 404.
-	Settings *SettingsStore
+	Settings Settings
 	// Installs runs model installs for /api/models/{name}/install; nil: 404.
 	Installs *install.Runner
 	// Sessions are the chat page's one-time links and sessions

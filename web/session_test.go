@@ -29,7 +29,7 @@ var noRedirect = &http.Client{CheckRedirect: func(*http.Request, []*http.Request
 func TestPageRoutesNeedTheSession(t *testing.T) {
 	h := history.NewHandle(filepath.Join(t.TempDir(), "history.db"), history.Options{})
 	t.Cleanup(func() { h.Close() })
-	settings := web.NewSettingsStore(&config.Config{SettingsPath: filepath.Join(t.TempDir(), "settings.json")})
+	settings := newTestSettings(&config.Config{SettingsPath: filepath.Join(t.TempDir(), "settings.json")})
 	ts := startServer(t, fake.Options{}, web.Options{History: h, Settings: settings, LogFile: filepath.Join(t.TempDir(), "npuchat.log")}, service.Options{})
 	resp, body := do(t, "POST", ts.URL+"/api/conversations", `{"title": "private plans"}`)
 	if resp.StatusCode != 201 {

@@ -24,12 +24,7 @@ func TestSettingsAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := web.NewSettingsStore(cfg)
-	var applied []string
-	store.Apply = func(_ context.Context, before, after web.PageSettings) error {
-		applied = append(applied, before.Engine+"->"+after.Engine)
-		return nil
-	}
+	store := newTestSettings(cfg)
 	s := startServer(t, fake.Options{}, web.Options{Settings: store, LogFile: filepath.Join(dir, "npuchat.log")}, service.Options{})
 	_, body := do(t, "GET", s.URL+"/api/settings", "")
 	if got := decodeJSON[web.PageSettings](t, body); got.Engine != "auto" || got.KeepAlive != "5m0s" {
@@ -46,12 +41,12 @@ func TestSettingsAPI(t *testing.T) {
 	if file["engine"] != "cpu" || file["keep_alive"] != "1h" || file["threads"] != 3.0 || chat["temperature"] != 0.2 || chat["max_tokens"] != 64.0 {
 		t.Fatalf("settings file after the change: %s", b)
 	}
-	if len(applied) != 1 || applied[0] != "auto->cpu" {
-		t.Fatalf("applied: %v", applied)
+	if store.updates != 1 {
+		t.Fatalf("%d updates for one PUT", store.updates)
 	}
 	for _, bad := range []struct{ body, want string }{
-		{`{"engine": "gpu"}`, "engine must be auto, npu or cpu"},
-		{`{"engine": "remote"}`, "needs a remote URL"},
+		{`{"engine": "gpu"}`, "engine must be one of auto, npu, cpu, remote"},
+		{`{"engine": "remote"}`, "needs a remote server's URL"},
 		{`{"keep_alive": "soon"}`, "write a duration such as 5m"},
 		{`{"chat": {"top_p": 3}}`, "top_p must be between 0 and 1"},
 	} {
@@ -92,7 +87,7 @@ func TestSettingsSaveWritesOnlyWhatThePageChanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := startServer(t, fake.Options{}, web.Options{Settings: web.NewSettingsStore(cfg)}, service.Options{})
+	s := startServer(t, fake.Options{}, web.Options{Settings: newTestSettings(cfg)}, service.Options{})
 	_, body := do(t, "GET", s.URL+"/api/settings", "")
 	shown := decodeJSON[web.PageSettings](t, body)
 	if shown.Engine != "cpu" || shown.KeepAlive != "10m" {
@@ -148,7 +143,7 @@ func TestSettingsSaveReadsAFileWithByteOrderMark(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := startServer(t, fake.Options{}, web.Options{Settings: web.NewSettingsStore(cfg)}, service.Options{})
+	s := startServer(t, fake.Options{}, web.Options{Settings: newTestSettings(cfg)}, service.Options{})
 	if resp, body := do(t, "PUT", s.URL+"/api/settings", `{"engine": "cpu"}`); resp.StatusCode != 200 {
 		t.Fatalf("put: %d %s", resp.StatusCode, body)
 	}
@@ -167,7 +162,9 @@ func TestPageKeepAliveAppliesToTheAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := startServer(t, fake.Options{}, web.Options{Settings: web.NewSettingsStore(cfg)}, service.Options{})
+	store := newTestSettings(cfg)
+	s := startServer(t, fake.Options{}, web.Options{Settings: store}, service.Options{})
+	store.mgr = s.Manager
 	if resp, body := do(t, "PUT", s.URL+"/api/settings", `{"keep_alive": "200ms"}`); resp.StatusCode != 200 {
 		t.Fatalf("put: %d %s", resp.StatusCode, body)
 	}
@@ -196,4 +193,27 @@ func TestPageKeepAliveAppliesToTheAPI(t *testing.T) {
 	if st := s.Manager.Status(); st.State != service.StateOn {
 		t.Fatalf("keep_alive -1 in the request: the model is %s", st.State)
 	}
+}
+
+// testSettings is the page's settings over a config.Store, putting the
+// keep-alive into the service as the app does (app.UpdateSettings).
+type testSettings struct {
+	*config.Store
+	mgr     *service.Manager
+	updates int
+}
+
+func newTestSettings(cfg *config.Config) *testSettings {
+	return &testSettings{Store: config.NewStore(cfg)}
+}
+
+func (s *testSettings) Update(ctx context.Context, change func(*config.Settings) error) (config.Settings, error) {
+	out, err := s.Store.Update(ctx, change)
+	if err == nil {
+		s.updates++
+		if s.mgr != nil {
+			s.mgr.SetKeepAlive(out.KeepAliveDuration())
+		}
+	}
+	return out, err
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/npuchat/npuchat/app"
 	"github.com/npuchat/npuchat/gui"
 	"github.com/npuchat/npuchat/models/hub"
+	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/install"
 )
 
@@ -18,6 +19,18 @@ type trayApp struct {
 }
 
 func (t trayApp) Server() gui.ServerStatus { return guiServer(t.App.Server()) }
+
+// Engine is the engine setting, as the menu's items name it.
+func (t trayApp) Engine() string { return string(t.App.Engine()) }
+
+// SetEngine changes the engine setting the menu names.
+func (t trayApp) SetEngine(ctx context.Context, kind string) error {
+	k, err := backend.ParseEngine(kind)
+	if err != nil {
+		return err
+	}
+	return t.App.SetEngine(ctx, k)
+}
 
 // WatchServer passes the app's server states on in gui's type; the
 // latest wins when the tray is slow.

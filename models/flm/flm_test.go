@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"github.com/npuchat/npuchat/config"
+	"github.com/npuchat/npuchat/jsonedit"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -65,7 +66,7 @@ func TestModelListMergeGolden(t *testing.T) {
 			// Through the file API: edit in place, backup kept.
 			path := filepath.Join(t.TempDir(), "model_list.json")
 			os.WriteFile(path, in, 0o644)
-			changed, err := EditJSONFile(path, func(o *Object) error { return SetEntries(o, []Entry{entry(m)}) })
+			changed, err := EditJSONFile(path, func(o *jsonedit.Object) error { return SetEntries(o, []Entry{entry(m)}) })
 			if err != nil || !changed {
 				t.Fatalf("changed=%v err=%v", changed, err)
 			}
@@ -76,7 +77,7 @@ func TestModelListMergeGolden(t *testing.T) {
 			}
 			// Idempotent: a second edit writes nothing.
 			st, _ := os.Stat(path)
-			changed, err = EditJSONFile(path, func(o *Object) error { return SetEntries(o, []Entry{entry(m)}) })
+			changed, err = EditJSONFile(path, func(o *jsonedit.Object) error { return SetEntries(o, []Entry{entry(m)}) })
 			if err != nil || changed {
 				t.Errorf("second edit: changed=%v err=%v", changed, err)
 			}
@@ -89,14 +90,14 @@ func TestModelListMergeGolden(t *testing.T) {
 				t.Errorf("MergeList differs from the file edit (err %v)", err)
 			}
 			// The entry is there; everything that was there still is.
-			o, err := ParseObject(got)
+			o, err := jsonedit.ParseObject(got)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !HasEntry(o, "minicpm5", "2b", "MiniCPM5-2B-NPU2") {
 				t.Error("entry missing")
 			}
-			orig, _ := ParseObject(in)
+			orig, _ := jsonedit.ParseObject(in)
 			origModels, _, _ := orig.Object("models")
 			newModels, _, _ := o.Object("models")
 			for _, fam := range origModels.Keys() {
@@ -171,7 +172,7 @@ func TestMalformedListRefused(t *testing.T) {
 	in, _ := os.ReadFile("testdata/malformed.input.json")
 	path := filepath.Join(t.TempDir(), "model_list.json")
 	os.WriteFile(path, in, 0o644)
-	_, err := EditJSONFile(path, func(o *Object) error { return SetEntries(o, []Entry{entry(m)}) })
+	_, err := EditJSONFile(path, func(o *jsonedit.Object) error { return SetEntries(o, []Entry{entry(m)}) })
 	if err == nil || !strings.Contains(err.Error(), "line 5") || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "not changed") {
 		t.Fatalf("err = %v, want one naming the file and line 5", err)
 	}
@@ -194,7 +195,7 @@ func TestFixTokenizerConfigGolden(t *testing.T) {
 	in, _ := os.ReadFile("testdata/tokenizer_config.input.json")
 	path := filepath.Join(t.TempDir(), "tokenizer_config.json")
 	os.WriteFile(path, in, 0o644)
-	fix := func(o *Object) error { return FixTokenizerConfig(o, facts) }
+	fix := func(o *jsonedit.Object) error { return FixTokenizerConfig(o, facts) }
 	if changed, err := EditJSONFile(path, fix); err != nil || !changed {
 		t.Fatalf("changed=%v err=%v", changed, err)
 	}
@@ -203,7 +204,7 @@ func TestFixTokenizerConfigGolden(t *testing.T) {
 	if changed, err := EditJSONFile(path, fix); err != nil || changed {
 		t.Errorf("second fix: changed=%v err=%v", changed, err)
 	}
-	o, _ := ParseObject(got)
+	o, _ := jsonedit.ParseObject(got)
 	for k, want := range map[string]string{"eos_token": `"<|im_end|>"`, "eos_token_id": `[1,130073]`, "bos_token_id": `0`, "pad_token_id": `1`, "x_unknown_number": `1.50e+3`} {
 		v, _ := o.Get(k)
 		var c bytes.Buffer
@@ -230,7 +231,7 @@ func TestFixFLMVersion(t *testing.T) {
 		{`"1.0.6"`, "", `"1.0.6"`, false},
 		{`"0.9.22"`, "0.9.20", ``, true},
 	} {
-		o := NewObject()
+		o := jsonedit.NewObject()
 		o.Set("model_type", []byte(`"qwen3"`))
 		if tc.cur != "" {
 			o.Set("flm_version", []byte(tc.cur))
@@ -489,27 +490,6 @@ func TestWindowsPaths(t *testing.T) {
 	}
 }
 
-// FuzzParseObject: no panic, and formatting is stable.
-func FuzzParseObject(f *testing.F) {
-	for _, s := range []string{`{}`, `{"a":1,"b":[1,2,{"c":"<x>"}]}`, `{"a":1e9}`, `{`, `{"a":}`, `[]`, `{"a":1} x`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		o, err := ParseObject(b)
-		if err != nil {
-			return
-		}
-		out := o.Format("  ")
-		o2, err := ParseObject(out)
-		if err != nil {
-			t.Fatalf("re-parse of %q: %v", out, err)
-		}
-		if !bytes.Equal(o2.Format("  "), out) {
-			t.Fatalf("format not stable for %q", b)
-		}
-	})
-}
-
 // path.bak keeps the file as it was before the first edit: later edits
 // (a second install, an uninstall) do not replace it with NPU Chat's own
 // version.
@@ -520,7 +500,7 @@ func TestBakKeepsFirstOriginal(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, val := range []string{`1`, `2`, `3`} {
-		changed, err := EditJSONFile(path, func(o *Object) error { o.Set("x", json.RawMessage(val)); return nil })
+		changed, err := EditJSONFile(path, func(o *jsonedit.Object) error { o.Set("x", json.RawMessage(val)); return nil })
 		if err != nil || !changed {
 			t.Fatalf("edit %d: changed=%v err=%v", i, changed, err)
 		}
@@ -528,77 +508,6 @@ func TestBakKeepsFirstOriginal(t *testing.T) {
 			t.Errorf("after edit %d, .bak = %q, want the original %q", i+1, bak, orig)
 		}
 	}
-}
-
-// Format gives an edited file back with only what changed changed:
-// untouched members keep their exact text (odd spacing included).
-func TestFormatKeepsUntouchedText(t *testing.T) {
-	for _, tc := range []struct {
-		name, in string
-		edit     func(o *Object)
-		want     string
-	}{
-		{"no edit", "{ \"a\":1 ,  \"b\" :[1,2]   }\n", func(o *Object) {}, "{ \"a\":1 ,  \"b\" :[1,2]   }\n"},
-		{"change one", "{\n    \"a\":1,   \n    \"b\": [1, 2]\n}\n", func(o *Object) { o.Set("b", json.RawMessage(`3`)) }, "{\n    \"a\":1,   \n    \"b\": 3\n}\n"},
-		{"add one", "{\n    \"a\":1\n}", func(o *Object) { o.Set("b", json.RawMessage(`{"c":[1]}`)) }, "{\n    \"a\":1,\n    \"b\":{\n        \"c\": [\n            1\n        ]\n    }\n}"},
-		{"remove the first", "{\n  \"a\": 1,\n  \"b\": 2\n}\n", func(o *Object) { o.Delete("a") }, "{\n  \"b\": 2\n}\n"},
-		{"remove the last", "{\n  \"a\": 1,\n  \"b\": 2\n}\n", func(o *Object) { o.Delete("b") }, "{\n  \"a\": 1\n}\n"},
-		{"remove the only one", "{\n  \"a\": 1\n}\n", func(o *Object) { o.Delete("a") }, "{\n}\n"},
-		{"add to an empty one", "{}\n", func(o *Object) { o.Set("a", json.RawMessage(`1`)) }, "{\n  \"a\": 1\n}\n"},
-		{"nested edit", "{\"m\": {\"x\":  {\"k\":1},\n  \"y\" : 2}}", func(o *Object) {
-			m, _, _ := o.Object("m")
-			x, _, _ := m.Object("x")
-			x.Set("k", json.RawMessage(`5`))
-			m.SetObject("x", x)
-			o.SetObject("m", m)
-		}, "{\"m\": {\"x\":  {\"k\":5},\n  \"y\" : 2}}"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			o, err := ParseObject([]byte(tc.in))
-			if err != nil {
-				t.Fatal(err)
-			}
-			tc.edit(o)
-			got := o.Format("  ")
-			if string(got) != tc.want {
-				t.Errorf("got\n%s\nwant\n%s", got, tc.want)
-			}
-			if _, err := ParseObject(got); err != nil {
-				t.Errorf("the result is not valid JSON: %v", err)
-			}
-		})
-	}
-}
-
-// FuzzFormatAfterEdits: whatever the file's layout, an edited object is
-// written as valid JSON holding exactly the edited members.
-func FuzzFormatAfterEdits(f *testing.F) {
-	for _, s := range []string{"{}", "{\"a\":1}", "{\n  \"a\": {\"b\": [1, 2]},\n  \"c\" : \"x\"  \n}\n", " { \"m\" : { } } "} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		o, err := ParseObject(b)
-		if err != nil {
-			return
-		}
-		keys := o.Keys()
-		if len(keys) > 0 {
-			o.Delete(keys[0])
-			if sub, ok, err := o.Object(keys[len(keys)-1]); ok && err == nil {
-				sub.Set("new", json.RawMessage(`{"x":[1,{"y":2}]}`))
-				o.SetObject(keys[len(keys)-1], sub)
-			}
-		}
-		o.Set("zz", json.RawMessage(`[true, null]`))
-		got := o.Format("  ")
-		back, err := ParseObject(got)
-		if err != nil {
-			t.Fatalf("edited %q gives invalid JSON %q: %v", b, got, err)
-		}
-		if !reflect.DeepEqual(back.Keys(), o.Keys()) {
-			t.Fatalf("keys %v, want %v", back.Keys(), o.Keys())
-		}
-	})
 }
 
 // FuzzModelListEdits: registering a model in any model list that parses
@@ -612,7 +521,7 @@ func FuzzModelListEdits(f *testing.F) {
 	}
 	e := Entry{Family: "minicpm5", Tag: "2b", Value: json.RawMessage(`{"name": "MiniCPM5-2B-NPU2", "size": 2, "files": ["a", "b"]}`)}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		list, err := ParseObject(b)
+		list, err := jsonedit.ParseObject(b)
 		if err != nil {
 			return
 		}
@@ -642,7 +551,7 @@ func FuzzModelListEdits(f *testing.F) {
 				t.Fatalf("key %q changed: %v -> %v", k, v, after[k])
 			}
 		}
-		back, err := ParseObject(out)
+		back, err := jsonedit.ParseObject(out)
 		if err != nil {
 			t.Fatal(err)
 		}

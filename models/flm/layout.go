@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/npuchat/npuchat/config"
+	"github.com/npuchat/npuchat/jsonedit"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -262,7 +263,7 @@ func Discover(ctx context.Context, p Probe) *Layout {
 	modelPath := "models"
 	if l.SystemList != "" {
 		if b, err := os.ReadFile(l.SystemList); err == nil {
-			if o, err := ParseObject(b); err == nil {
+			if o, err := jsonedit.ParseObject(b); err == nil {
 				if modelPath, err = ModelPath(o); err != nil {
 					l.ModelsDirErr = fmt.Errorf("FastFlowLM's model list %s: %w; NPU Chat refuses it and uses no FastFlowLM models folder until it is fixed (the default is \"models\")", l.SystemList, err)
 					l.Notes = append(l.Notes, l.ModelsDirErr.Error())

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/npuchat/npuchat/jsonedit"
 	"strings"
 )
 
@@ -22,7 +23,7 @@ const EmptyList = `{"model_path": "models", "models": {}}`
 // written over the existing entry at models[family][tag] (keeping its
 // position and any key NPU Chat does not set); every other family, tag
 // and top-level key is kept as it was.
-func SetEntries(list *Object, entries []Entry) error {
+func SetEntries(list *jsonedit.Object, entries []Entry) error {
 	models, _, err := list.Object("models")
 	if err != nil {
 		return err
@@ -36,7 +37,7 @@ func SetEntries(list *Object, entries []Entry) error {
 		if err != nil {
 			return fmt.Errorf("models: %s: %w", e.Family, err)
 		}
-		want, err := ParseObject(e.Value)
+		want, err := jsonedit.ParseObject(e.Value)
 		if err != nil {
 			return fmt.Errorf("entry %s:%s: %w", e.Family, e.Tag, err)
 		}
@@ -57,7 +58,7 @@ func SetEntries(list *Object, entries []Entry) error {
 // RemoveEntry deletes models[family][tag] when its "name" is name (so an
 // entry someone else put there is left alone), and the family when it
 // becomes empty. It reports whether it removed anything.
-func RemoveEntry(list *Object, family, tag, name string) (bool, error) {
+func RemoveEntry(list *jsonedit.Object, family, tag, name string) (bool, error) {
 	models, ok, err := list.Object("models")
 	if err != nil || !ok {
 		return false, err
@@ -87,7 +88,7 @@ func RemoveEntry(list *Object, family, tag, name string) (bool, error) {
 }
 
 // GetEntry returns the raw value of models[family][tag], if any.
-func GetEntry(list *Object, family, tag string) (json.RawMessage, bool) {
+func GetEntry(list *jsonedit.Object, family, tag string) (json.RawMessage, bool) {
 	models, _, err := list.Object("models")
 	if err != nil {
 		return nil, false
@@ -104,7 +105,7 @@ func GetEntry(list *Object, family, tag string) (json.RawMessage, bool) {
 // there before the model was registered), or removed (with its family
 // when that becomes empty) when before is nil. An entry someone else put
 // there is left alone. It reports whether it changed anything.
-func RestoreEntry(list *Object, family, tag, name string, before json.RawMessage) (bool, error) {
+func RestoreEntry(list *jsonedit.Object, family, tag, name string, before json.RawMessage) (bool, error) {
 	if before == nil {
 		return RemoveEntry(list, family, tag, name)
 	}
@@ -119,7 +120,7 @@ func RestoreEntry(list *Object, family, tag, name string, before json.RawMessage
 	if err != nil {
 		return false, err
 	}
-	if _, err := ParseObject(before); err != nil {
+	if _, err := jsonedit.ParseObject(before); err != nil {
 		return false, fmt.Errorf("earlier entry %s:%s: %w", family, tag, err)
 	}
 	fam.Set(tag, before)
@@ -129,7 +130,7 @@ func RestoreEntry(list *Object, family, tag, name string, before json.RawMessage
 }
 
 // HasEntry reports whether models[family][tag] exists with this name.
-func HasEntry(list *Object, family, tag, name string) bool {
+func HasEntry(list *jsonedit.Object, family, tag, name string) bool {
 	models, _, err := list.Object("models")
 	if err != nil {
 		return false
@@ -153,7 +154,7 @@ func HasEntry(list *Object, family, tag, name string) bool {
 // value that is not a string, or that could lead out of that home
 // (CheckModelPath), is an error: nothing is read, written or deleted
 // through it.
-func ModelPath(list *Object) (string, error) {
+func ModelPath(list *jsonedit.Object) (string, error) {
 	raw, ok := list.Get("model_path")
 	if !ok {
 		return "models", nil
@@ -197,16 +198,16 @@ func MergeList(base []byte, entries []Entry) ([]byte, error) {
 	if base == nil {
 		base = []byte(EmptyList)
 	}
-	list, err := ParseObject(base)
+	list, err := jsonedit.ParseObject(base)
 	if err != nil {
 		return nil, err
 	}
 	if err := SetEntries(list, entries); err != nil {
 		return nil, err
 	}
-	out := list.Format(DetectIndent(base))
+	out := list.Format(jsonedit.DetectIndent(base))
 	// Never hand back a broken list, whatever went wrong above.
-	if _, err := ParseObject(out); err != nil {
+	if _, err := jsonedit.ParseObject(out); err != nil {
 		return nil, fmt.Errorf("the merged model list is not valid JSON (%v); nothing was written (please report this with FastFlowLM's model_list.json)", err)
 	}
 	return out, nil

@@ -3,6 +3,7 @@ package flm
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/npuchat/npuchat/jsonedit"
 	"strconv"
 	"strings"
 )
@@ -20,7 +21,7 @@ type TokenizerFacts struct {
 // string (an HF-style {"content": ...} object is replaced by its
 // content), eos_token_id the list of stop ids, bos_token_id and
 // pad_token_id integers. Every other key is kept.
-func FixTokenizerConfig(o *Object, t TokenizerFacts) error {
+func FixTokenizerConfig(o *jsonedit.Object, t TokenizerFacts) error {
 	eos := t.EOSToken
 	if raw, ok := o.Get("eos_token"); ok {
 		var s string
@@ -61,7 +62,7 @@ func FixTokenizerConfig(o *Object, t TokenizerFacts) error {
 	return nil
 }
 
-func sameInts(o *Object, k string, want []int) bool {
+func sameInts(o *jsonedit.Object, k string, want []int) bool {
 	raw, ok := o.Get(k)
 	if !ok {
 		return false
@@ -83,7 +84,7 @@ func sameInts(o *Object, k string, want []int) bool {
 // above running, the FastFlowLM version in use (when known), because a
 // model newer than the running FLM makes it exit. An acceptable value is
 // left as it is.
-func FixFLMVersion(o *Object, minVersion, running string) error {
+func FixFLMVersion(o *jsonedit.Object, minVersion, running string) error {
 	if running != "" && CompareVersions(running, minVersion) < 0 {
 		return fmt.Errorf("FastFlowLM %s is older than %s, the oldest that runs this model; update FastFlowLM", running, minVersion)
 	}

@@ -189,8 +189,8 @@ func New(opts Options) (*Backend, error) {
 	return b, nil
 }
 
-// Kind is "npu".
-func (b *Backend) Kind() string { return "npu" }
+// Kind is backend.NPU.
+func (b *Backend) Kind() backend.Kind { return backend.NPU }
 
 // Info describes the model.
 func (b *Backend) Info() backend.ModelInfo {
@@ -385,7 +385,7 @@ func (b *Backend) launchOnce(ctx context.Context, progress func(backend.Progress
 	}
 	client, err := oaicompat.New(oaicompat.Options{
 		BaseURL: "http://127.0.0.1:" + strconv.Itoa(port), Model: b.opts.Model,
-		HTTPClient: b.http, Kind: "npu", Info: b.Info(), IdleTimeout: max(b.opts.IdleTimeout, 0),
+		HTTPClient: b.http, Kind: backend.NPU, Info: b.Info(), IdleTimeout: max(b.opts.IdleTimeout, 0),
 	})
 	if err == nil {
 		err = client.Load(ctx, nil)

@@ -22,9 +22,9 @@ import (
 // implementation need not be safe for concurrent Generate calls, but Close
 // may be called while Generate runs (it must then make Generate return).
 type Backend interface {
-	// Kind names the backend for people and logs: "cpu", "npu", "remote"
-	// or "fake".
-	Kind() string
+	// Kind names the backend for people and logs (CPU, NPU, Remote or
+	// Fake).
+	Kind() Kind
 	// Load makes the model ready to generate. It reports progress through
 	// progress (which may be nil) and returns when the model is ready or
 	// loading failed. A cancelled ctx abandons loading.
@@ -155,7 +155,7 @@ type Result struct {
 	DecodeDuration  time.Duration
 	// Backend is the Kind of the backend that produced the answer (the
 	// service sets it when it falls back from one backend to another).
-	Backend string
+	Backend Kind
 	// Fallback says why the preferred backend did not produce the
 	// answer ("" when it did); set by the service.
 	Fallback string
@@ -194,12 +194,15 @@ type CacheForgetter interface {
 // CacheStats describe what a backend's KV cache holds, for the status
 // and /api/ps.
 type CacheStats struct {
-	Sequences int   `json:"sequences"`  // prompts kept in memory
-	Tokens    int   `json:"tokens"`     // their tokens
-	Bytes     int64 `json:"bytes"`      // memory of every prompt's keys and values, kept or in use
-	Budget    int64 `json:"budget"`     // the memory budget
-	DiskFiles int   `json:"disk_files"` // prompts kept on disk (this model's KV files)
-	DiskBytes int64 `json:"disk_bytes"` // their size
+	Sequences int   `json:"sequences"` // prompts kept in memory
+	Tokens    int   `json:"tokens"`    // their tokens
+	Bytes     int64 `json:"bytes"`     // memory of every prompt's keys and values, kept or in use
+	Budget    int64 `json:"budget"`    // the memory budget
+	// BytesPerToken is the memory one token of context takes (keys and
+	// values of every layer): a context of n tokens needs n times it.
+	BytesPerToken int64 `json:"bytes_per_token"`
+	DiskFiles     int   `json:"disk_files"` // prompts kept on disk (this model's KV files)
+	DiskBytes     int64 `json:"disk_bytes"` // their size
 }
 
 // Progress reports how far Load has come.

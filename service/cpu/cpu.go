@@ -125,7 +125,7 @@ func (b *Backend) CacheStats() backend.CacheStats {
 		return backend.CacheStats{}
 	}
 	st := r.kv.Stats()
-	out := backend.CacheStats{Sequences: st.Sequences, Tokens: st.Tokens, Bytes: st.Bytes, Budget: st.Budget}
+	out := backend.CacheStats{Sequences: st.Sequences, Tokens: st.Tokens, Bytes: st.Bytes, Budget: st.Budget, BytesPerToken: r.kv.BytesPerToken()}
 	if r.disk != nil {
 		out.DiskFiles, out.DiskBytes = r.disk.stats()
 	}
@@ -136,7 +136,7 @@ func (b *Backend) CacheStats() backend.CacheStats {
 func New(opts Options) *Backend { return &Backend{opts: opts} }
 
 // Kind implements backend.Backend.
-func (b *Backend) Kind() string { return "cpu" }
+func (b *Backend) Kind() backend.Kind { return backend.CPU }
 
 // Load implements backend.Backend: it maps the weights and reads the
 // tokenizer and chat template next to them (or inside a GGUF file).
@@ -271,13 +271,16 @@ func (b *Backend) Unload(ctx context.Context) error {
 		return nil
 	}
 	if b.disk != nil {
-		// the most recent prompts first, within the disk's limit
+		// the most recent prompts first, those not on disk yet, at most
+		// quitWrite bytes (quitting must not take long)
 		var size int64
 		for _, st := range b.kv.Kept() {
-			if size += b.model.KVBytes(len(st.Tokens)); size > b.disk.limit {
+			if size += b.model.KVBytes(len(st.Tokens)); size > min(b.disk.limit, quitWrite) {
 				break
 			}
-			b.disk.save(st)
+			if !b.disk.has(st) {
+				b.disk.save(st)
+			}
 		}
 		b.disk.wait()
 	}
@@ -368,7 +371,7 @@ func renderOpts(b *Backend, req *backend.Request) chat.RenderOptions {
 func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(backend.Token) error) (res backend.Result, err error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	res.Backend = "cpu"
+	res.Backend = backend.CPU
 	if b.model == nil {
 		return res, backend.ErrNotLoaded
 	}

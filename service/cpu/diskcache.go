@@ -153,6 +153,17 @@ func (d *diskCache) forgetTag(tag string) {
 	ForgetKVFiles(d.dir, tag)
 }
 
+// quitWrite bounds what Unload writes: a few recent chats, not a whole
+// budget of gigabytes when the program quits.
+const quitWrite = 1 << 30
+
+// has reports whether st's file is there already (read back, or written
+// when it was dropped before).
+func (d *diskCache) has(st *engine.StoredKV) bool {
+	_, err := os.Stat(d.name(st.Scope, st.Tag, st.Tokens))
+	return err == nil
+}
+
 // saveLater writes st in the background (the KV cache's Evicted hook:
 // the sequence left the cache, its slabs stay valid).
 func (d *diskCache) saveLater(st *engine.StoredKV) {

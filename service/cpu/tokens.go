@@ -35,12 +35,12 @@ func (b *Backend) GenerateTokens(ctx context.Context, prompt []int, req *backend
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.model == nil {
-		return backend.Result{Backend: "cpu"}, backend.ErrNotLoaded
+		return backend.Result{Backend: backend.CPU}, backend.ErrNotLoaded
 	}
 	if vocab := b.model.Config().VocabSize; vocab > 0 {
 		for _, id := range prompt {
 			if id < 0 || id >= vocab {
-				return backend.Result{Backend: "cpu"}, fmt.Errorf("token id %d is outside the vocabulary (0..%d): %w", id, vocab-1, backend.ErrBadRequest)
+				return backend.Result{Backend: backend.CPU}, fmt.Errorf("token id %d is outside the vocabulary (0..%d): %w", id, vocab-1, backend.ErrBadRequest)
 			}
 		}
 	}
@@ -50,7 +50,7 @@ func (b *Backend) GenerateTokens(ctx context.Context, prompt []int, req *backend
 // generateLocked prefills ids (reusing the cached prefix) and samples
 // the answer. b.mu must be held and the model loaded.
 func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Request, obs Observer, emit func(backend.Token) error) (res backend.Result, err error) {
-	res.Backend = "cpu"
+	res.Backend = backend.CPU
 	res.PromptTokens = len(ids)
 	if len(ids) == 0 {
 		return res, fmt.Errorf("the prompt is empty: %w", backend.ErrBadRequest)

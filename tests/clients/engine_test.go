@@ -30,7 +30,7 @@ func startEngineServer(t *testing.T) *webtest.Server {
 		t.Fatal(err)
 	}
 	return webtest.Start(t, webtest.Config{
-		NewBackend: func(_ context.Context, model, kind string) (backend.Backend, error) {
+		NewBackend: func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
 			return cpu.New(cpu.Options{Path: dir, Name: model, Threads: 2, SkipQKNorm: true}), nil
 		},
 		Service: service.Options{KeepAlive: -1},

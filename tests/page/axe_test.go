@@ -100,11 +100,13 @@ func TestAccessibilityOfEveryView(t *testing.T) {
 		// 360 px, with the list open.
 		b.run(chromedp.EmulateViewport(360, 740))
 		b.axe(src, scheme+" chat at 360 px")
-		b.run(chromedp.Click("#menu", chromedp.ByQuery))
+		b.waitJS(`!document.body.classList.contains('sidebar-open')`, 5*time.Second)
+		b.run(chromedp.Evaluate(`document.getElementById('menu').click()`, nil))
 		b.waitJS(`document.body.classList.contains('sidebar-open')`, 5*time.Second)
 		time.Sleep(300 * time.Millisecond) // the slide-in
 		b.axe(src, scheme+" list at 360 px")
 		b.shot("axe-list-360-" + scheme)
 		b.run(chromedp.KeyEvent(kb.Escape))
+		b.waitJS(`!document.body.classList.contains('sidebar-open')`, 5*time.Second)
 	}
 }

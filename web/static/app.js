@@ -23,6 +23,7 @@
   let streaming = null; // {abort: AbortController}
   let follow = true;
   let lastContext = "";
+  let lastUsed = 0; // tokens the last answer's context held (attachments count on it)
 
   // ---- API helpers ----
   const key = () => localStorage.getItem("npuchat-key") || "";
@@ -255,7 +256,10 @@
         o.textContent = omittedText(m.stats);
         a.appendChild(o);
       }
-      if (m.stats && m.stats.context_length) lastContext = "Context used: " + (m.stats.prompt_tokens + m.stats.completion_tokens) + " of " + m.stats.context_length + " tokens";
+      if (m.stats && m.stats.context_length) {
+        lastUsed = m.stats.prompt_tokens + m.stats.completion_tokens;
+        lastContext = "Context used: " + lastUsed + " of " + m.stats.context_length + " tokens";
+      }
     }
     a.appendChild(actions(m));
     return a;
@@ -410,6 +414,7 @@
     stopStreaming();
     conversation = id;
     lastContext = "";
+    lastUsed = 0;
     if (push) history.pushState({ id }, "", id ? "/c/" + id : "/");
     markCurrent();
     msgsEl.querySelectorAll("article.message").forEach((a) => a.remove());
@@ -1068,6 +1073,10 @@
         input.value = "";
         autosize();
       }
+      if (composed !== undefined && attached.length) {
+        attached = [];
+        renderAttachments();
+      }
       await readSSE(r.body, onEvent);
     } catch (e) {
       if (e.name !== "AbortError") showError(e instanceof TypeError ? (answerEl ? "The connection to NPU Chat broke. What was shown is kept." : unreachable + kept) : e.message);
@@ -1134,11 +1143,103 @@
     }
   }
 
+  // ---- Attachments: text files put into the message ----
+  // Each file's text goes into the message under its name, in a code
+  // fence longer than any in it; the whole is counted against the
+  // model's context before it is sent (about 3 bytes a token, on the
+  // safe side), so that a chat does not overflow unseen.
+  let attached = []; // {name, text, size}
+  const maxFile = 512 * 1024;
+  const estimate = (s) => Math.ceil(new TextEncoder().encode(s).length / 3);
+  function fence(text) {
+    const runs = text.match(/`{3,}/g) || [];
+    const n = Math.max(3, ...runs.map((r) => r.length + 1));
+    return "`".repeat(n);
+  }
+  function withFiles(text) {
+    let s = text.trim();
+    for (const f of attached) {
+      const fc = fence(f.text);
+      s += (s ? "\n\n" : "") + "File: " + f.name + "\n" + fc + "\n" + f.text.replace(/\n$/, "") + "\n" + fc;
+    }
+    return s;
+  }
+  function renderAttachments() {
+    const box = $("attachments");
+    box.replaceChildren();
+    attached.forEach((f, i) => {
+      const c = document.createElement("span");
+      c.className = "chip";
+      c.setAttribute("data-testid", "chip");
+      const n = document.createElement("span");
+      n.className = "chip-name";
+      n.textContent = f.name;
+      const z = document.createElement("span");
+      z.className = "chip-size";
+      z.textContent = "about " + estimate(f.text) + " tokens";
+      const x = document.createElement("button");
+      x.type = "button";
+      x.className = "icon";
+      x.setAttribute("aria-label", "Remove " + f.name);
+      x.textContent = "✕";
+      x.addEventListener("click", () => {
+        attached.splice(i, 1);
+        renderAttachments();
+        input.focus();
+      });
+      c.append(n, " ", z, x);
+      box.appendChild(c);
+    });
+    box.hidden = !attached.length;
+  }
+  async function addFiles(files) {
+    for (const f of files) {
+      if (f.size > maxFile) {
+        showError("“" + f.name + "” is larger than 512 KB: attach a smaller text file, or the part of it that matters.");
+        continue;
+      }
+      const bytes = new Uint8Array(await f.arrayBuffer());
+      if (bytes.includes(0)) {
+        showError("“" + f.name + "” is not a text file: only text and code files can be attached.");
+        continue;
+      }
+      attached.push({ name: f.name, text: new TextDecoder().decode(bytes), size: f.size });
+    }
+    renderAttachments();
+    input.focus();
+  }
+  $("attach-input").addEventListener("change", (e) => {
+    addFiles([...e.target.files]);
+    e.target.value = "";
+  });
+  $("composer").addEventListener("dragover", (e) => {
+    if (e.dataTransfer && [...e.dataTransfer.types].includes("Files")) {
+      e.preventDefault();
+      $("composer").classList.add("dropping");
+    }
+  });
+  $("composer").addEventListener("dragleave", () => $("composer").classList.remove("dropping"));
+  $("composer").addEventListener("drop", (e) => {
+    $("composer").classList.remove("dropping");
+    if (!e.dataTransfer || !e.dataTransfer.files.length) return;
+    e.preventDefault();
+    addFiles([...e.dataTransfer.files]);
+  });
+
   $("composer").addEventListener("submit", (e) => {
     e.preventDefault();
     const text = input.value;
-    if (!text.trim() || streaming) return;
-    send({ content: text }, text);
+    if ((!text.trim() && !attached.length) || streaming) return;
+    const content = attached.length ? withFiles(text) : text;
+    const limit = status && status.info && status.info.context_length;
+    if (attached.length && limit) {
+      const need = lastUsed + estimate(content);
+      if (need > limit) {
+        showError("The message and its files come to about " + estimate(content) + " tokens; with the chat so far that is more than the " + limit + " the model can read. Remove a file or shorten it.", { kind: "attach" });
+        return;
+      }
+    }
+    send({ content }, text);
   });
   input.addEventListener("keydown", (e) => {
     if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
@@ -1216,6 +1317,7 @@
   // showMessages replaces the shown messages with msgs.
   function showMessages(msgs) {
     lastContext = "";
+    lastUsed = 0;
     msgsEl.querySelectorAll("article.message").forEach((a) => a.remove());
     for (const m of msgs) msgsEl.insertBefore(messageEl(m), $("empty"));
     updateEmpty();

@@ -31,7 +31,7 @@ type Options struct {
 	// first token).
 	FailAfter int
 	FailErr   error
-	Kind      string // Kind() result (default "fake")
+	Kind      backend.Kind // Kind() result (default backend.Fake)
 	// Capabilities are what the fake says it can do (default: completion
 	// only); requests for anything else are refused as a real backend
 	// refuses them (backend.CheckSupported).
@@ -66,13 +66,13 @@ func New(opts Options) *Backend {
 		opts.ContextLength = 4096
 	}
 	if opts.Kind == "" {
-		opts.Kind = "fake"
+		opts.Kind = backend.Fake
 	}
 	return &Backend{opts: opts}
 }
 
 // Kind implements backend.Backend.
-func (b *Backend) Kind() string { return b.opts.Kind }
+func (b *Backend) Kind() backend.Kind { return b.opts.Kind }
 
 // Load implements backend.Backend.
 func (b *Backend) Load(ctx context.Context, progress func(backend.Progress)) error {
@@ -134,7 +134,7 @@ func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(
 	}()
 
 	res := backend.Result{PromptTokens: PromptTokens(req), Backend: b.opts.Kind}
-	if err := backend.CheckSupported(req, b.caps(), "the "+b.opts.Kind+" backend"); err != nil {
+	if err := backend.CheckSupported(req, b.caps(), "the "+string(b.opts.Kind)+" backend"); err != nil {
 		return res, err
 	}
 	if req.Messages != nil {

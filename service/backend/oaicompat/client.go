@@ -53,8 +53,8 @@ type Options struct {
 	// timeout (answers stream for minutes), since cancellation comes from
 	// the context.
 	HTTPClient *http.Client
-	// Kind is what Kind returns; empty means "remote".
-	Kind string
+	// Kind is what Kind returns; empty means backend.Remote.
+	Kind backend.Kind
 	// Info describes the model for Info; Name defaults to Model and Format
 	// to "remote".
 	Info backend.ModelInfo
@@ -71,7 +71,7 @@ type Client struct {
 	base   string // ends in "/v1", no trailing slash
 	apiKey string
 	http   *http.Client
-	kind   string
+	kind   backend.Kind
 	info   backend.ModelInfo
 
 	mu       sync.Mutex
@@ -101,7 +101,7 @@ func New(opts Options) (*Client, error) {
 		c.http = &http.Client{}
 	}
 	if c.kind == "" {
-		c.kind = "remote"
+		c.kind = backend.Remote
 	}
 	if c.info.Format == "" {
 		c.info.Format = "remote"
@@ -138,7 +138,7 @@ func normalizeBase(raw string) (string, error) {
 func (c *Client) BaseURL() string { return c.base }
 
 // Kind names the backend ("remote" unless Options.Kind said otherwise).
-func (c *Client) Kind() string { return c.kind }
+func (c *Client) Kind() backend.Kind { return c.kind }
 
 // Model is the upstream model name in use (known after Load when
 // Options.Model was empty).
@@ -158,7 +158,7 @@ func (c *Client) Info() backend.ModelInfo {
 	}
 	if info.Capabilities == nil {
 		info.Capabilities = []string{backend.CapCompletion}
-		if c.kind == "remote" {
+		if c.kind == backend.Remote {
 			info.Capabilities = remoteCapabilities
 		}
 	}
@@ -265,7 +265,7 @@ func (c *Client) Generate(ctx context.Context, req *backend.Request, emit func(b
 	}
 	// What the backend says it cannot do is refused before it is sent
 	// (features.go).
-	if err := backend.CheckSupported(req, c.Info().Capabilities, "the "+c.kind+" backend"); err != nil {
+	if err := backend.CheckSupported(req, c.Info().Capabilities, "the "+string(c.kind)+" backend"); err != nil {
 		return backend.Result{}, err
 	}
 	c.mu.Lock()

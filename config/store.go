@@ -1,0 +1,235 @@
+package config
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/npuchat/npuchat/eventbus"
+	"github.com/npuchat/npuchat/service/backend"
+)
+
+// Store owns the settings while NPU Chat runs: the one place they are
+// read (Get), changed and saved (Update) and watched (Subscribe). The
+// app makes one (NewStore) and is its only owner; the chat page and the
+// tray change settings through the app, which pushes the live values
+// (keep-alive, engine) into the service after each change. Safe for
+// concurrent use.
+//
+// The values are the effective ones: the settings file with this run's
+// environment variables and flags over it. Update writes into the file
+// the settings a change touched and nothing else (UpdateSettings, with
+// package jsonedit): a value that came from a flag or the environment
+// and was left alone stays out of the file, and every key of the file
+// Settings does not know stays as it was.
+//
+// A new setting is a field of Settings (with its json key) and, when it
+// has bad values, a case in check: Update, the file and the subscribers
+// follow.
+type Store struct {
+	path string
+	bus  *eventbus.Bus
+
+	mu  sync.Mutex // guards cur, and orders saves
+	cur Settings
+}
+
+// NewStore returns a store holding cfg's settings (the effective ones)
+// and saving to cfg.SettingsPath. It keeps its own copy.
+func NewStore(cfg *Config) *Store {
+	return &Store{path: cfg.SettingsPath, bus: eventbus.New(), cur: clone(cfg.Settings)}
+}
+
+// Path is the settings file.
+func (s *Store) Path() string { return s.path }
+
+// Get returns the settings now (a copy).
+func (s *Store) Get() Settings {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return clone(s.cur)
+}
+
+// FieldError is a setting with a value that cannot work: Field is its
+// JSON key ("keep_alive", "chat.temperature"), Message says why and what
+// would do, for a person.
+type FieldError struct {
+	Field   string
+	Message string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
+
+// Update changes the settings: change edits a copy of them, the result
+// is checked (a bad value is a *FieldError and nothing is saved), the
+// settings that differ are written into the file, and subscribers get
+// the new settings. It returns the settings after the change.
+func (s *Store) Update(ctx context.Context, change func(*Settings) error) (Settings, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next := clone(s.cur)
+	if err := change(&next); err != nil {
+		return s.cur, err
+	}
+	normalize(s.cur, &next)
+	if err := check(next); err != nil {
+		return clone(s.cur), err
+	}
+	changes := diff("", reflect.ValueOf(s.cur), reflect.ValueOf(next))
+	if len(changes) == 0 {
+		return clone(s.cur), nil
+	}
+	if err := UpdateSettings(s.path, changes...); err != nil {
+		return clone(s.cur), err
+	}
+	s.cur = next
+	eventbus.Publish(s.bus, clone(next))
+	return clone(next), nil
+}
+
+// Subscribe returns the settings after each change, starting with the
+// settings now, and a function that ends the subscription. A slow
+// reader misses intermediate settings, never the last.
+func (s *Store) Subscribe() (<-chan Settings, func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sub := eventbus.Subscribe(s.bus, eventbus.Options[Settings]{
+		Buffer:  4,
+		Replace: func(old, next Settings) bool { return true },
+	}, clone(s.cur))
+	return sub.Events(), sub.Close
+}
+
+// Close ends every subscription.
+func (s *Store) Close() { s.bus.Close() }
+
+// KeepAliveDuration is the keep-alive setting as a duration (the
+// default when it is empty or cannot be read: check refuses that).
+func (s Settings) KeepAliveDuration() time.Duration {
+	d, err := ParseKeepAlive(s.KeepAlive)
+	if err != nil {
+		return DefaultKeepAlive
+	}
+	return d
+}
+
+// normalize makes a changed value that means the same as before the
+// same text ("5m" for "5m0s"), so that it is no change.
+func normalize(before Settings, next *Settings) {
+	next.KeepAlive = strings.TrimSpace(next.KeepAlive)
+	next.Engine = strings.TrimSpace(next.Engine)
+	if next.KeepAlive != before.KeepAlive {
+		a, errA := ParseKeepAlive(before.KeepAlive)
+		b, errB := ParseKeepAlive(next.KeepAlive)
+		if errA == nil && errB == nil && a == b && next.KeepAlive != "" {
+			next.KeepAlive = before.KeepAlive
+		}
+	}
+}
+
+// MaxTokensLimit is the largest max_tokens a chat default may have.
+const MaxTokensLimit = 1 << 20
+
+// check refuses settings that cannot work, naming the field.
+func check(s Settings) error {
+	bad := func(field, format string, a ...any) error {
+		return &FieldError{Field: field, Message: fmt.Sprintf(format, a...)}
+	}
+	switch kind, err := backend.ParseEngine(s.Engine); {
+	case err != nil:
+		return bad("engine", "engine must be one of %s, got %q", backend.EngineNames(), s.Engine)
+	case kind == backend.Remote && s.RemoteURL == "":
+		return bad("engine", "the remote engine needs a remote server's URL (remote_url in the settings file, NPUCHAT_REMOTE_URL or --remote-url)")
+	}
+	if _, err := ParseKeepAlive(s.KeepAlive); err != nil {
+		return bad("keep_alive", "keep-alive %q: write a duration such as 5m or 1h, or -1 to keep the model loaded", s.KeepAlive)
+	}
+	c := s.Chat
+	if t := c.Temperature; t != nil && (*t < 0 || *t > 2) {
+		return bad("temperature", "temperature must be between 0 and 2, got %g", *t)
+	}
+	if t := c.TopP; t != nil && (*t < 0 || *t > 1) {
+		return bad("top_p", "top_p must be between 0 and 1, got %g", *t)
+	}
+	if m := c.MaxTokens; m != nil && (*m < 1 || *m > MaxTokensLimit) {
+		return bad("max_tokens", "max_tokens must be between 1 and %d, got %d", MaxTokensLimit, *m)
+	}
+	if s.QueueSize < 0 {
+		return bad("queue_size", "queue_size must be 0 (the default) or more, got %d", s.QueueSize)
+	}
+	if s.Threads < 0 {
+		return bad("threads", "threads must be 0 (all cores) or more, got %d", s.Threads)
+	}
+	return nil
+}
+
+// diff lists the changes that make the settings file say after where
+// it said before, one per changed field, by its json key (nested
+// structs by "parent.child"). A value that means "the default" (an
+// empty string, a zero number, a nil pointer or list) removes the key;
+// false is written as false.
+func diff(prefix string, before, after reflect.Value) []Change {
+	var out []Change
+	t := after.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		if f.Anonymous {
+			out = append(out, diff(prefix, before.Field(i), after.Field(i))...)
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		b, a := before.Field(i), after.Field(i)
+		if f.Type.Kind() == reflect.Struct {
+			out = append(out, diff(prefix+name+".", b, a)...)
+			continue
+		}
+		if reflect.DeepEqual(b.Interface(), a.Interface()) {
+			continue
+		}
+		var v any
+		switch {
+		case a.Kind() == reflect.Pointer && !a.IsNil():
+			v = a.Elem().Interface()
+		case a.Kind() == reflect.Bool || !a.IsZero():
+			v = a.Interface()
+		}
+		out = append(out, Change{Key: prefix + name, Value: v})
+	}
+	return out
+}
+
+// clone copies settings deeply (the pointers and lists are not shared).
+func clone(s Settings) Settings {
+	if s.Origins != nil {
+		s.Origins = append([]string{}, s.Origins...)
+	}
+	s.Chat = ChatDefaults{Temperature: clonePtr(s.Chat.Temperature), TopP: clonePtr(s.Chat.TopP), MaxTokens: clonePtr(s.Chat.MaxTokens)}
+	return s
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+// IsFieldError reports whether err is a bad setting (a *FieldError).
+func IsFieldError(err error) bool {
+	var fe *FieldError
+	return errors.As(err, &fe)
+}
