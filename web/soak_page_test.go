@@ -65,13 +65,15 @@ func TestSoakPageRoutes(t *testing.T) {
 	dir := t.TempDir()
 	h := history.NewHandle(filepath.Join(dir, "history.db"), history.Options{})
 	t.Cleanup(func() { h.Close() })
-	settings := web.NewSettingsStore(&config.Config{SettingsPath: filepath.Join(dir, "settings.json")})
+	settings := newTestSettings(&config.Config{SettingsPath: filepath.Join(dir, "settings.json")})
 	reply := func(*backend.Request) string { return strings.Repeat("lorem ipsum dolor ", 500) }
 	ts := startServer(t, fake.Options{TokenDelay: 100 * time.Microsecond, NoRecord: true, Reply: reply},
 		web.Options{History: h, Settings: settings}, service.Options{QueueSize: 8})
 
-	// Half of -soak: the suite runs TestSoak for the other half.
-	runFor := *soakFor / 2
+	// Half of -soak (the suite runs TestSoak for the other half), at
+	// least 20 s: the chats' creation and the settings' saves must not
+	// outweigh the answers in the bytes written.
+	runFor := max(*soakFor/2, 20*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), runFor)
 	defer cancel()
 	var wg sync.WaitGroup
