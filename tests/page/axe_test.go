@@ -66,9 +66,17 @@ func TestAccessibilityOfEveryView(t *testing.T) {
 	b := newBrowser(t)
 	b.open(srv.URL + "/")
 	b.waitJS(`document.getElementById('model-status').dataset.state === 'on'`, 30*time.Second)
-	up.script(time.Millisecond, "<think>Let me think.</think>", "Here is **bold**, `code` and a table:\n\n", "| a | b |\n|---|--:|\n| 1 | 2 |\n\n", "```go\nfunc main() {}\n```\n", "[a link](https://example.org/)")
+	up.script(time.Millisecond, "<think>Let me think.</think>", "Here is **bold**, `code` and a table:\n\n", "| a | b |\n|---|--:|\n| 1 | 2 |\n\n", "```go\nfunc main() {}\n```\n", "[a link](https://example.org/), see https://example.org/docs. ~~old~~\n\n", "- [x] done\n- [ ] to do\n")
 	b.run(chromedp.SendKeys("#composer-input", "show me"+kb.Enter, chromedp.ByQuery))
 	b.answered(2)
+	// GFM: the table's alignment, a bare address linked, strikethrough,
+	// a task list.
+	md := eval[map[string]any](b, `(() => { const a = document.querySelector('[data-role=assistant] .body');
+		return {align: [...a.querySelectorAll('td')].map((c) => c.className).join(','), links: [...a.querySelectorAll('a')].map((x) => x.href).join(' '),
+			del: a.querySelectorAll('del').length, boxes: [...a.querySelectorAll('li.task-item input[type=checkbox]')].map((x) => x.checked + '/' + x.disabled).join(',')} })()`)
+	if md["align"] != ",align-right" || md["links"] != "https://example.org/ https://example.org/docs" || md["del"] != 1.0 || md["boxes"] != "true/true,false/true" {
+		t.Errorf("GFM rendering: %v", md)
+	}
 	up.script(time.Millisecond, "Another ", "answer.")
 	b.run(chromedp.Click("[data-role=assistant] button.regenerate", chromedp.ByQuery))
 	b.waitJS(`!!document.querySelector('[data-testid=version-n]') && !document.querySelector('.message.streaming')`, 20*time.Second)

@@ -11,8 +11,11 @@
 //
 // Supported: paragraphs, headings (#), emphasis (* _ ** __), inline code,
 // fenced code blocks (``` or ~~~, with a language), indented lists
-// (- * + and 1.), block quotes, horizontal rules, tables (| a | b |),
-// links [text](url) and <https://autolinks>. Code blocks get a copy button
+// (- * + and 1.) with GFM task items ([ ] and [x]), block quotes,
+// horizontal rules, GFM tables (| a | b |, aligned by :--, :-: and --:),
+// ~~strikethrough~~, links [text](url), <https://autolinks> and GFM's bare
+// https://… and www.… addresses. It is not a full CommonMark parser (no
+// spec-example test runs on it yet). Code blocks get a copy button
 // and a light syntax highlighter (strings, comments, numbers, keywords).
 "use strict";
 
@@ -90,6 +93,23 @@
           addLink(parent, m[1], m[1]);
           i += m[0].length;
           continue;
+        }
+      }
+      // GFM's extended autolinks: a bare http(s):// or www. address at
+      // the start, after white space or one of * _ ~ ( is a link (the
+      // trailing punctuation of a sentence is not part of it).
+      if ((c === "h" || c === "w") && /^[\s*_~(]?$/.test(text[i - 1] || "")) {
+        const m = /^(?:https?:\/\/|www\.)[^\s<>]+/i.exec(text.slice(i));
+        if (m) {
+          let url = m[0].replace(/[?!.,:*_~'"]+$/, "");
+          // A closing parenthesis without its opening one ends the link.
+          while (url.endsWith(")") && (url.match(/\(/g) || []).length < (url.match(/\)/g) || []).length) url = url.slice(0, -1);
+          if (url.length > 4 && !/^www\.$/i.test(url)) {
+            flush();
+            addLink(parent, url, /^www\./i.test(url) ? "http://" + url : url);
+            i += url.length;
+            continue;
+          }
         }
       }
       if ((c === "*" || c === "_") && text[i + 1] !== " ") {
@@ -329,8 +349,10 @@
         const table = el("table");
         const head = el("thead");
         const tr = el("tr");
-        cells(line).forEach((c) => {
-          const th = el("th");
+        // GFM alignment from the delimiter row (:--, :-:, --:), as classes.
+        const align = cells(lines[i + 1]).map((d) => (/^:-+:$/.test(d) ? "align-center" : /-:$/.test(d) ? "align-right" : /^:-/.test(d) ? "align-left" : ""));
+        cells(line).forEach((c, k) => {
+          const th = el("th", align[k] || "");
           inline(th, c);
           tr.appendChild(th);
         });
@@ -340,8 +362,8 @@
         i += 2;
         while (i < lines.length && lines[i].includes("|") && lines[i].trim()) {
           const r = el("tr");
-          cells(lines[i]).forEach((c) => {
-            const td = el("td");
+          cells(lines[i]).forEach((c, k) => {
+            const td = el("td", align[k] || "");
             inline(td, c);
             r.appendChild(td);
           });
@@ -391,6 +413,19 @@
         i++;
       }
       const li = el("li");
+      // GFM task list items: "[ ] " and "[x] " are a (read-only) box.
+      const task = /^\[([ xX])\]\s+/.exec(item[0]);
+      if (task) {
+        item[0] = item[0].slice(task[0].length);
+        const box = el("input", "task");
+        box.type = "checkbox";
+        box.disabled = true;
+        box.checked = task[1] !== " ";
+        box.setAttribute("aria-label", box.checked ? "done" : "not done");
+        li.className = "task-item";
+        li.appendChild(box);
+        li.appendChild(document.createTextNode(" "));
+      }
       if (item.length === 1) inline(li, item[0]);
       else blocks(li, item);
       listEl.appendChild(li);
