@@ -336,7 +336,7 @@ func TestParseMemAvailable(t *testing.T) {
 
 // TestShowCapabilitiesBeforeTheModelLoads: /api/show lists what the
 // model will do (from its files: its chat template shows no tools; JSON
-// and logprobs through the CPU engine beside FastFlowLM) before it is
+// logprobs and embeddings through the CPU engine beside FastFlowLM) before it is
 // loaded, the same as once FastFlowLM serves it.
 func TestShowCapabilitiesBeforeTheModelLoads(t *testing.T) {
 	r := newNPURig(t)
@@ -354,7 +354,7 @@ func TestShowCapabilitiesBeforeTheModelLoads(t *testing.T) {
 		}
 		return out.Capabilities
 	}
-	want := []string{backend.CapCompletion, backend.CapJSON, backend.CapLogprobs}
+	want := []string{backend.CapCompletion, backend.CapJSON, backend.CapLogprobs, backend.CapEmbedding}
 	if got := show(); !slices.Equal(got, want) {
 		t.Fatalf("before loading: %v, want %v", got, want)
 	}
@@ -363,6 +363,15 @@ func TestShowCapabilitiesBeforeTheModelLoads(t *testing.T) {
 	}
 	if got := show(); !slices.Equal(got, want) {
 		t.Fatalf("on the NPU: %v, want %v", got, want)
+	}
+	// Embeddings, which FastFlowLM does not compute, come from the CPU
+	// engine beside it, as the capabilities say.
+	req := httptest.NewRequest("POST", "http://127.0.0.1:8001/api/embed", strings.NewReader(`{"model": "minicpm5:2b", "input": "hello"}`))
+	w := httptest.NewRecorder()
+	a.WebServer().Handler().ServeHTTP(w, req)
+	var emb struct{ Embeddings [][]float32 }
+	if err := json.Unmarshal(w.Body.Bytes(), &emb); err != nil || w.Code != 200 || len(emb.Embeddings) != 1 || len(emb.Embeddings[0]) == 0 {
+		t.Fatalf("/api/embed on the NPU: %d %s", w.Code, w.Body)
 	}
 }
 

@@ -13,13 +13,37 @@ import (
 // logits of every position.
 func refForward(w *testmodel.Weights, tokens []int) [][]float64 {
 	s := w.Shape
+	logitDiv := 1.0
+	if s.Arch == testmodel.ArchMiniCPM {
+		logitDiv = float64(s.Hidden) / float64(s.DimModelBase)
+	}
+	out := w.Output
+	if out == nil {
+		out = w.Embed
+	}
+	var all [][]float64
+	for _, xn := range refHidden(w, tokens) {
+		logits := make([]float64, s.Vocab)
+		for i := range logits {
+			for j, x := range xn {
+				logits[i] += float64(out[i*s.Hidden+j]) * x / logitDiv
+			}
+		}
+		all = append(all, logits)
+	}
+	return all
+}
+
+// refHidden is the last hidden state of every position, after the final
+// norm (what the output projection reads).
+func refHidden(w *testmodel.Weights, tokens []int) [][]float64 {
+	s := w.Shape
 	h, hd := s.Hidden, s.HeadDim
 	eps := float64(s.NormEps)
-	embScale, resScale, logitDiv := 1.0, 1.0, 1.0
+	embScale, resScale := 1.0, 1.0
 	if s.Arch == testmodel.ArchMiniCPM {
 		embScale = float64(s.ScaleEmb)
 		resScale = float64(s.ScaleDepth) / math.Sqrt(float64(s.Layers))
-		logitDiv = float64(h) / float64(s.DimModelBase)
 	}
 	matmul := func(m []float32, rows, cols int, x []float64) []float64 {
 		out := make([]float64, rows)
@@ -118,15 +142,7 @@ func refForward(w *testmodel.Weights, tokens []int) [][]float64 {
 				x[j] += d[j] * resScale
 			}
 		}
-		xn := norm(x, w.OutputNorm)
-		for j := range xn {
-			xn[j] /= logitDiv
-		}
-		out := w.Output
-		if out == nil {
-			out = w.Embed
-		}
-		all = append(all, matmul(out, s.Vocab, h, xn))
+		all = append(all, norm(x, w.OutputNorm))
 	}
 	return all
 }

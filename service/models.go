@@ -53,7 +53,7 @@ func (m *Manager) Capabilities(model string) []string {
 	}
 	m.mu.Unlock()
 	out := []string{backend.CapCompletion}
-	for _, c := range []string{backend.CapTools, backend.CapJSON, backend.CapLogprobs} {
+	for _, c := range []string{backend.CapTools, backend.CapJSON, backend.CapLogprobs, backend.CapEmbedding} {
 		if slices.Contains(have, c) {
 			out = append(out, c)
 		}

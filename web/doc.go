@@ -72,6 +72,16 @@
 // The golden files in testdata/formats pin each format byte for byte
 // (go test ./web -run TestAnswerFormats -update rewrites them).
 //
+// # Embeddings
+//
+// POST /v1/embeddings (OpenAI: float or base64 vectors), POST /api/embed
+// and POST /api/embeddings (Ollama) take a queue place like a generation
+// and ask service.Manager.Embed: the in-process engine's last hidden
+// state, mean-pooled and L2-normalised (engine.Model.Embed), and the
+// model's capabilities say "embedding". FastFlowLM computes none, so the
+// CPU engine beside it answers them; with no engine that can, the
+// answer is a 400 in the route's shape that says so (embed.go).
+//
 // # Slow and hostile clients, shutdown
 //
 // A generation request takes a place in the service's queue before its

@@ -57,6 +57,8 @@ func (s *Server) classify(err error) *apiError {
 		return &apiError{http.StatusNotFound, "model_not_found", clip(err.Error(), 300), "model"}
 	case errors.Is(err, service.ErrModelOff), errors.Is(err, service.ErrNotInstalled):
 		return &apiError{http.StatusServiceUnavailable, "model_not_available", err.Error(), ""}
+	case errors.Is(err, service.ErrNoEmbeddings):
+		return &apiError{http.StatusBadRequest, "unsupported_parameter", err.Error(), "model"}
 	case errors.Is(err, backend.ErrPromptTooLong):
 		return &apiError{http.StatusBadRequest, "context_length_exceeded", err.Error(), "messages"}
 	case errors.As(err, new(*backend.UnsupportedError)):

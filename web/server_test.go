@@ -125,7 +125,7 @@ func TestBadRequestsGetClearErrors(t *testing.T) {
 		{"body too large", "/v1/chat/completions", `{"model":"minicpm5:2b","messages":[{"role":"user","content":"` + strings.Repeat("x", 5000) + `"}]}`, 413, "request_too_large", "larger than 4096"},
 		{"completion prompt list", "/v1/completions", `{"model":"minicpm5:2b","prompt":["a","b"]}`, 400, "invalid_request_error", "one string"},
 		{"completion no prompt", "/v1/completions", `{"model":"minicpm5:2b"}`, 400, "invalid_request_error", "prompt is required"},
-		{"unknown route", "/v1/embeddings", `{}`, 404, "not_found", "no route"},
+		{"unknown route", "/v1/audio/speech", `{}`, 404, "not_found", "no route"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -107,6 +107,9 @@ type Request struct {
 	// that many alternatives (at most 20).
 	Logprobs    bool
 	TopLogprobs int
+	// Embed marks a request for embeddings (Embedder), not text: the
+	// service routes it to a backend with CapEmbedding.
+	Embed bool
 	// Think switches a reasoning model's thinking on or off where the
 	// chat template takes enable_thinking (CapThinking); nil leaves the
 	// template's default. Other backends ignore it.

@@ -1,6 +1,9 @@
 package backend
 
-import "encoding/json"
+import (
+	"context"
+	"encoding/json"
+)
 
 // Tool is a function the model may call (OpenAI and Ollama "tools").
 type Tool struct {
@@ -77,7 +80,18 @@ const (
 	// CapThinking: the chat template takes enable_thinking, so that
 	// Request.Think switches the model's thinking on or off.
 	CapThinking = "thinking"
+	// CapEmbedding: the backend implements Embedder (/v1/embeddings,
+	// /api/embed).
+	CapEmbedding = "embedding"
 )
+
+// Embedder is a backend that computes embeddings: for each input its
+// last hidden state, mean-pooled and L2-normalised (as llama.cpp and
+// Ollama give for a decoder model). tokens is how many tokens the inputs
+// took in all. An input longer than the context is ErrPromptTooLong.
+type Embedder interface {
+	Embed(ctx context.Context, inputs []string) (vectors [][]float32, tokens int, err error)
+}
 
 // UnsupportedError is a feature the backend cannot honour: the server
 // answers 400 naming the parameter (errors.Is(err, ErrBadRequest) holds).
@@ -120,6 +134,8 @@ func CheckSupported(req *Request, caps []string, who string) error {
 		return &UnsupportedError{Param: "response_format", What: "structured output (response_format, or Ollama's format)", Backend: who}
 	case (req.Logprobs || req.TopLogprobs > 0) && !has(CapLogprobs):
 		return &UnsupportedError{Param: "logprobs", What: "log-probabilities (logprobs)", Backend: who}
+	case req.Embed && !has(CapEmbedding):
+		return &UnsupportedError{Param: "model", What: "embeddings", Backend: who}
 	}
 	return nil
 }

@@ -37,7 +37,7 @@ func templateCapabilities(tmpl *chat.Template) []string {
 			caps = append(caps, backend.CapThinking)
 		}
 	}
-	return append(caps, backend.CapJSON, backend.CapLogprobs)
+	return append(caps, backend.CapJSON, backend.CapLogprobs, backend.CapEmbedding)
 }
 
 // renderTools is what the chat template gets for req: the tool

@@ -207,7 +207,7 @@ func TestToolsRenderedThroughTemplate(t *testing.T) {
 	if text, _ := b.tok.Decode(ids); strings.Contains(text, "<tools>") {
 		t.Error("tool_choice none still shows the tools")
 	}
-	if caps := b.Info().Capabilities; strings.Join(caps, ",") != "completion,tools,thinking,json,logprobs" {
+	if caps := b.Info().Capabilities; strings.Join(caps, ",") != "completion,tools,thinking,json,logprobs,embedding" {
 		t.Errorf("capabilities %v", caps)
 	}
 	// The template takes enable_thinking: Think false closes an empty

@@ -317,7 +317,7 @@ func TestClientsStructuredOutputOnTheEngine(t *testing.T) {
 			s = append(s, string(c))
 		}
 		return
-	}(), ","); caps != "completion,tools,json,logprobs" {
+	}(), ","); caps != "completion,tools,json,logprobs,embedding" {
 		t.Errorf("capabilities %s", caps)
 	}
 }

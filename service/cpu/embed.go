@@ -1,0 +1,44 @@
+package cpu
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/npuchat/npuchat/service/backend"
+)
+
+// Embed implements backend.Embedder: each input is tokenized as plain
+// text (with the model's BOS when it adds one, as llama.cpp does) and run
+// through engine.Model.Embed, in a session of its own: the generation
+// session and its prompt cache stay as they were.
+func (b *Backend) Embed(ctx context.Context, inputs []string) ([][]float32, int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.model == nil {
+		return nil, 0, backend.ErrNotLoaded
+	}
+	out := make([][]float32, 0, len(inputs))
+	tokens := 0
+	for i, in := range inputs {
+		if len(in) > b.maxCtx*b.maxTokenBytes {
+			return nil, 0, fmt.Errorf("input %d is %d bytes, more than the context of %d tokens can hold: %w", i, len(in), b.maxCtx, backend.ErrPromptTooLong)
+		}
+		ids, err := b.promptLocked(&backend.Request{Prompt: in})
+		if err != nil {
+			return nil, 0, err
+		}
+		if len(ids) == 0 {
+			return nil, 0, fmt.Errorf("input %d is empty: %w", i, backend.ErrBadRequest)
+		}
+		if len(ids) > b.maxCtx {
+			return nil, 0, fmt.Errorf("input %d is %d tokens, more than the context of %d: %w", i, len(ids), b.maxCtx, backend.ErrPromptTooLong)
+		}
+		v, err := b.model.Embed(ctx, ids)
+		if err != nil {
+			return nil, 0, fmt.Errorf("embed input %d: %w", i, err)
+		}
+		out = append(out, v)
+		tokens += len(ids)
+	}
+	return out, tokens, nil
+}
