@@ -905,7 +905,10 @@
   // the page stays where the reader went.
   async function ensureConversation(signal) {
     if (conversation) return conversation;
-    const c = await api("POST", "/api/conversations", {});
+    // A chat started with files is named after what was typed (or the
+    // files), not after the files' text the message holds.
+    const title = attached.length ? (input.value.trim().split("\n")[0] || attached.map((f) => f.name).join(", ")) : "";
+    const c = await api("POST", "/api/conversations", title ? { title } : {});
     if (signal && signal.aborted) {
       api("DELETE", "/api/conversations/" + c.id).then(loadList, () => {});
       throw new DOMException("another chat was opened", "AbortError");
