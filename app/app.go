@@ -20,6 +20,7 @@ import (
 
 	"github.com/npuchat/npuchat/autostart"
 	"github.com/npuchat/npuchat/config"
+	"github.com/npuchat/npuchat/eventbus"
 	"github.com/npuchat/npuchat/models/catalog"
 	"github.com/npuchat/npuchat/npu/flm"
 	"github.com/npuchat/npuchat/npu/xrt"
@@ -114,9 +115,10 @@ type App struct {
 	applyMu  sync.Mutex
 
 	mu sync.Mutex // guards the fields below
-	// server is the web server's state, and serverSubs its watchers.
-	server     ServerStatus
-	serverSubs map[chan ServerStatus]struct{}
+	// server is the web server's state; its changes go out on bus
+	// (WatchServer).
+	server ServerStatus
+	bus    *eventbus.Bus
 	// stop ends Run's serving; running is closed when the web server
 	// has returned.
 	stop    context.CancelFunc
@@ -155,8 +157,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{opts: opts, cfg: cfg, reg: &service.Registry{}, local: map[string]string{},
-		serverSubs: map[chan ServerStatus]struct{}{}}
+	a := &App{opts: opts, cfg: cfg, reg: &service.Registry{}, local: map[string]string{}, bus: eventbus.New()}
 	a.server = ServerStatus{Addr: cfg.Addr, URL: chatURL(cfg.Addr)}
 	a.settings = config.NewStore(cfg)
 	a.log = opts.Logger
@@ -217,6 +218,16 @@ func New(ctx context.Context, opts Options) (*App, error) {
 			return models.NewInstaller(cfg, models.Options{FLMRoot: cfg.FLMRoot, Getenv: opts.Getenv, GOOS: opts.GOOS})
 		},
 		Publish: a.mgr.Publish,
+		// An install the page asked to finish switches the model on
+		// here, in the server, whatever the browser does meanwhile.
+		OnDone: func(st install.Status) {
+			if !st.Serve {
+				return
+			}
+			if err := a.mgr.Start(st.Model); err != nil {
+				a.log.Warn("start the installed model", "model", st.Model, "err", err)
+			}
+		},
 	})
 	a.srv, err = web.NewServer(a.mgr, web.Options{
 		Addr: cfg.Addr, APIKey: cfg.APIKey, Origins: cfg.Origins, Version: opts.Version, Logger: a.log,

@@ -17,6 +17,14 @@
 //	...                                      // the tray: a.Status, a.Subscribe, a.StartModel, a.OpenChat, ...
 //	a.Shutdown(ctx)                          // stop serving, stop FastFlowLM, flush, close the logs
 //
+// Who owns what: the App owns the settings (a config.Store: the page
+// and the tray read and change them through Settings and
+// UpdateSettings, which pushes the keep-alive and the engine into the
+// service), the web server's state (WatchServer) and the install runner
+// (whose OnDone switches on a model the page asked to install). The
+// service's Manager owns the model's state and its events; each owner
+// publishes on its own eventbus.Bus.
+//
 // Run returns when its ctx ends or Shutdown is called; Shutdown is
 // bounded (ShutdownTimeout) so that Quit and SIGTERM end the process
 // within 5 seconds.

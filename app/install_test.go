@@ -3,12 +3,15 @@ package app
 import (
 	"context"
 	"log/slog"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/npuchat/npuchat/models/hub/hubtest"
+	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/install"
 	"github.com/npuchat/npuchat/service/install/installtest"
 )
@@ -105,5 +108,43 @@ func TestInstallModelCancelled(t *testing.T) {
 	}
 	if err := a.InstallModel(context.Background(), func(install.Status) {}); err != nil || !a.ModelInstalled() {
 		t.Fatalf("install again: %v, installed %v", err, a.ModelInstalled())
+	}
+}
+
+// TestPageInstallStartsTheModelInTheServer: an install the page asks
+// for (POST /api/models/{name}/install) switches the model on when it
+// ends, in the server, with no POST /api/model/start from the browser
+// (a tab closed meanwhile no longer leaves it off); the tray's install,
+// which asks for no start, leaves the model as it was.
+func TestPageInstallStartsTheModelInTheServer(t *testing.T) {
+	for _, page := range []bool{true, false} {
+		t.Run(map[bool]string{true: "page", false: "tray"}[page], func(t *testing.T) {
+			a := installRig(t)
+			if page {
+				cookie := pageSession(t, a)
+				req := httptest.NewRequest("POST", "http://127.0.0.1/api/models/minicpm5:2b/install", nil)
+				req.AddCookie(cookie)
+				rec := httptest.NewRecorder()
+				a.WebServer().Handler().ServeHTTP(rec, req)
+				if rec.Code != 202 {
+					t.Fatalf("POST install: %d %s", rec.Code, rec.Body)
+				}
+			} else if err := a.InstallModel(context.Background(), func(install.Status) {}); err != nil {
+				t.Fatal(err)
+			}
+			waitUntil(t, "the install's end", func() bool { return a.Installs().Status().State == install.StateDone })
+			if page {
+				// The stub files do not load: started is loading, then error.
+				waitUntil(t, "the model switched on", func() bool {
+					st := a.Status()
+					return st.Enabled && st.Model == "minicpm5:2b" && st.State != service.StateOff
+				})
+				return
+			}
+			time.Sleep(100 * time.Millisecond) // OnDone runs right after the end
+			if st := a.Status(); st.State != service.StateOff {
+				t.Fatalf("the tray's install switched the model on: %+v", st)
+			}
+		})
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/npuchat/npuchat/eventbus"
 )
 
 // Shutdown's time budget: Quit and SIGTERM must end the process within
@@ -71,31 +73,18 @@ func (a *App) Server() ServerStatus {
 // each time it changes (the latest state wins when the reader is slow),
 // and a function that ends the watch.
 func (a *App) WatchServer() (<-chan ServerStatus, func()) {
-	ch := make(chan ServerStatus, 1)
-	a.mu.Lock()
-	a.serverSubs[ch] = struct{}{}
-	a.mu.Unlock()
-	return ch, func() {
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		if _, ok := a.serverSubs[ch]; ok {
-			delete(a.serverSubs, ch)
-			close(ch)
-		}
-	}
+	sub := eventbus.Subscribe(a.bus, eventbus.Options[ServerStatus]{
+		Buffer:  1,
+		Replace: func(old, next ServerStatus) bool { return true },
+	})
+	return sub.Events(), sub.Close
 }
 
 func (a *App) setServer(s ServerStatus) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.server = s
-	for ch := range a.serverSubs {
-		select { // keep only the latest
-		case <-ch:
-		default:
-		}
-		ch <- s
-	}
+	eventbus.Publish(a.bus, s) // under a.mu: in the order of the changes
 }
 
 // OnShutdown adds f to what Shutdown runs after the server and the model

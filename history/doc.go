@@ -39,11 +39,16 @@
 // A reasoning model's <think> text is stored apart from the answer
 // (AppendThinking; the split is service/think's).
 //
-// Bad databases: Open on a file that is not a database, or whose
-// integrity check fails, or from a newer schema, moves it aside with a
-// timestamp (history.db.corrupt-20261202-154501, with its -wal and -shm)
-// and starts a new one; the Notice says where the old one went. Nothing
-// is ever deleted. A database locked by another program is left alone:
+// Bad databases: a database whose integrity check fails is first kept
+// as a copy (history.db.damaged-20261202-154501), then repaired in place
+// when only its indexes are damaged (the search index is rebuilt from the
+// messages), or else every conversation and message that can still be
+// read is salvaged into a new database that takes its place
+// (salvage.go); the Notice says which, and how many chats were saved.
+// A file that is not a database, one from which nothing can be read, or
+// one from a newer schema is moved aside with a timestamp
+// (history.db.corrupt-20261202-154501, with its -wal and -shm) and a new
+// one started; the Notice says where it went. Nothing is ever deleted. A database locked by another program is left alone:
 // Open returns an error wrapping ErrLocked, and Handle tries again on the
 // next use, so the API keeps serving meanwhile.
 //

@@ -154,7 +154,18 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if problem == "" {
 		return nil, err
 	}
-	aside, merr := moveAside(path, opts.Now(), problem)
+	now := opts.Now()
+	if problem == "corrupt" && checkHeader(path) == nil {
+		// A database with damage in it: rebuild or salvage what can be
+		// read (salvage.go) before moving anything aside.
+		if notice, rerr := repair(ctx, path, opts, now); rerr == nil {
+			if st, _, err2 := open(ctx, path, opts); err2 == nil {
+				st.notice = notice
+				return st.ready(ctx, opts), nil
+			}
+		}
+	}
+	aside, merr := moveAside(path, now, problem)
 	if merr != nil {
 		return nil, fmt.Errorf("history: %s (%v), and it could not be moved aside: %w", path, err, merr)
 	}

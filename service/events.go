@@ -3,9 +3,9 @@ package service
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
+	"github.com/npuchat/npuchat/eventbus"
 	"github.com/npuchat/npuchat/service/backend"
 )
 
@@ -101,27 +101,27 @@ func (m *Manager) Publish(ev Event) error {
 }
 
 // subscriberBuffer is how many events a subscriber's channel holds, and
-// how many more wait for room (subscriber.pending) before the oldest
-// that may go are dropped.
+// how many more may wait for room before the oldest that may go are
+// dropped (package eventbus).
 const subscriberBuffer = 64
 
-// subscriber is one Subscribe. Events go into ch while it has room; when
-// it is full they wait in pending, in order, and a flush goroutine moves
-// them into ch as the subscriber reads. Waiting progress is coalesced
-// (the newest of a stream replaces the older), and when too many wait
-// the oldest that may be lost is dropped; an outcome (an install's
-// done, failed or cancelled, a fallback, a load error) is never dropped
-// for another event. So the service never blocks on a subscriber, every
-// subscriber sees every outcome, and the last event it receives carries
-// the current status.
-//
-// m.mu guards the fields.
-type subscriber struct {
-	ch       chan Event
-	pending  []Event       // waiting for room in ch, oldest first
-	flushing bool          // a flush goroutine runs (it alone sends on ch then)
-	ended    bool          // the subscription ended; ch is closed, or flush closes it
-	done     chan struct{} // closed when ended, to wake flush
+// eventOptions are the rules for a subscriber that does not keep up:
+// waiting progress is coalesced (the newest of a stream replaces the
+// older), and when too many wait the oldest that may be lost is
+// dropped; an outcome (an install's done, failed or cancelled, a
+// fallback, a load error) is never dropped. So the service never blocks
+// on a subscriber, every subscriber sees every outcome, and the last
+// event it receives carries the current status.
+func eventOptions() eventbus.Options[Event] {
+	return eventbus.Options[Event]{
+		Buffer: subscriberBuffer,
+		Replace: func(old, next Event) bool {
+			a, ok := progressStream(old)
+			b, ok2 := progressStream(next)
+			return ok && ok2 && a == b
+		},
+		Keep: isOutcome,
+	}
 }
 
 // Subscribe returns a channel of events, starting with the current
@@ -132,109 +132,19 @@ type subscriber struct {
 // blocks the service, and the last event it receives always carries the
 // current status. Close ends every subscription.
 func (m *Manager) Subscribe() (<-chan Event, func()) {
-	sub := &subscriber{ch: make(chan Event, subscriberBuffer), done: make(chan struct{})}
 	m.mu.Lock()
-	sub.ch <- Event{Type: EventStatus, Status: m.statusLocked(), Time: m.opts.Now()}
-	if m.closed {
-		sub.ended = true
-		close(sub.ch)
-	} else {
-		m.subs[sub] = struct{}{}
-	}
-	m.mu.Unlock()
-	var once sync.Once
-	return sub.ch, func() {
-		once.Do(func() {
-			m.mu.Lock()
-			if _, ok := m.subs[sub]; ok {
-				m.endLocked(sub)
-			}
-			m.mu.Unlock()
-		})
-	}
+	defer m.mu.Unlock()
+	sub := eventbus.Subscribe(m.bus, eventOptions(), Event{Type: EventStatus, Status: m.statusLocked(), Time: m.opts.Now()})
+	return sub.Events(), sub.Close
 }
 
-// endLocked ends a subscription: its channel is closed now, or by its
-// flush goroutine if one runs. m.mu is held.
-func (m *Manager) endLocked(sub *subscriber) {
-	delete(m.subs, sub)
-	sub.ended = true
-	close(sub.done)
-	if !sub.flushing {
-		close(sub.ch)
-	}
-}
-
-// sendLocked stamps ev with the status and the time and sends it to every
-// subscriber. m.mu must be held.
+// sendLocked stamps ev with the status and the time and publishes it on
+// the manager's bus. m.mu must be held, so that events go out in the
+// order of the changes they report.
 func (m *Manager) sendLocked(ev Event) {
 	m.seq++
 	ev.Status, ev.Time = m.statusLocked(), m.opts.Now()
-	for sub := range m.subs {
-		if !sub.flushing {
-			select {
-			case sub.ch <- ev:
-				continue
-			default: // full: ev waits, and a flush moves it when there is room
-			}
-			sub.flushing = true
-			go m.flush(sub)
-		}
-		sub.queue(ev)
-	}
-}
-
-// flush moves a subscriber's waiting events into its channel, in order,
-// as it reads them, and ends when none wait or the subscription ends.
-func (m *Manager) flush(sub *subscriber) {
-	for {
-		m.mu.Lock()
-		if sub.ended {
-			sub.flushing = false
-			m.mu.Unlock()
-			close(sub.ch)
-			return
-		}
-		if len(sub.pending) == 0 {
-			sub.flushing = false
-			m.mu.Unlock()
-			return
-		}
-		ev := sub.pending[0]
-		sub.pending = sub.pending[1:]
-		m.mu.Unlock()
-		select {
-		case sub.ch <- ev:
-		case <-sub.done:
-		}
-	}
-}
-
-// queue adds ev to the events waiting for room: a progress event
-// replaces the older one of its stream (the model's load, or one
-// model's install), and beyond subscriberBuffer waiting events the
-// oldest that may be lost goes (an outcome only when nothing else is
-// left to drop).
-func (sub *subscriber) queue(ev Event) {
-	if key, ok := progressStream(ev); ok {
-		for i, old := range sub.pending {
-			if k, ok := progressStream(old); ok && k == key {
-				sub.pending = append(sub.pending[:i], sub.pending[i+1:]...)
-				break
-			}
-		}
-	}
-	sub.pending = append(sub.pending, ev)
-	for len(sub.pending) > subscriberBuffer {
-		drop := 0
-		for i, old := range sub.pending {
-			if !isOutcome(old) {
-				drop = i
-				break
-			}
-		}
-		sub.pending = append(sub.pending[:drop], sub.pending[drop+1:]...)
-	}
+	eventbus.Publish(m.bus, ev)
 }
 
 // progressStream names the stream a progress event belongs to, whose

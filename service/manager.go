@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/npuchat/npuchat/eventbus"
 	"github.com/npuchat/npuchat/service/backend"
 )
 
@@ -228,7 +229,7 @@ type Manager struct {
 	keepAlive time.Duration // the default (Options.KeepAlive, then SetKeepAlive)
 	lastIdle  time.Duration // the keep-alive the timer was armed with, for the unload's reason
 	stats     Stats
-	subs      map[*subscriber]struct{}
+	bus       *eventbus.Bus // the events (events.go)
 	closed    bool
 }
 
@@ -264,7 +265,7 @@ func New(opts Options) *Manager {
 		since:     opts.Now(),
 		keepAlive: opts.KeepAlive,
 		lastIdle:  opts.KeepAlive,
-		subs:      map[*subscriber]struct{}{},
+		bus:       eventbus.New(),
 		model:     opts.DefaultModel,
 	}
 	return m
@@ -490,9 +491,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	if m.idle != nil {
 		m.idle.Stop()
 	}
-	for sub := range m.subs {
-		m.endLocked(sub)
-	}
+	m.bus.Close()
 	m.mu.Unlock()
 	return err
 }

@@ -1072,21 +1072,9 @@ func drain(m *Manager, events <-chan Event) []Event {
 				return out
 			}
 			out = append(out, ev)
-			continue
-		default:
-		}
-		m.mu.Lock()
-		busy := false
-		for s := range m.subs {
-			if (<-chan Event)(s.ch) == events && (s.flushing || len(s.pending) > 0) {
-				busy = true
-			}
-		}
-		m.mu.Unlock()
-		if !busy && len(events) == 0 {
+		case <-time.After(300 * time.Millisecond): // quiet: nothing waits any more
 			return out
 		}
-		time.Sleep(time.Millisecond)
 	}
 }
 

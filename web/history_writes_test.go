@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -73,5 +74,48 @@ func TestFullDiskStopsTheAnswerAndKeepsWhatWasShown(t *testing.T) {
 	msgs := decodeJSON[struct{ Messages []history.Message }](t, body).Messages
 	if len(msgs) != 2 || msgs[1].Content != shown.String() || !msgs[1].Cut {
 		t.Fatalf("stored %+v; shown %q", msgs, shown.String())
+	}
+}
+
+// TestDamagedHistoryKeepsTheChatsAndSaysSo: damage in history.db's
+// search index emptied the page's history, and /api/history reported no
+// problem. Now the chats are there and /api/history says what happened.
+func TestDamagedHistoryKeepsTheChatsAndSaysSo(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "history.db")
+	h := history.NewHandle(path, history.Options{})
+	ts := startServer(t, fake.Options{}, web.Options{History: h}, service.Options{})
+	for i := range 3 {
+		_, body := do(t, "POST", ts.URL+"/api/conversations", fmt.Sprintf(`{"title": "pelican chat %d"}`, i))
+		c := decodeJSON[history.Conversation](t, body)
+		stream(t, context.Background(), fmt.Sprintf("%s/api/conversations/%d/messages", ts.URL, c.ID), `{"content": "tell me about pelicans"}`, nil)
+	}
+	h.Close()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var root int64
+	db.QueryRow(`SELECT rootpage FROM sqlite_master WHERE name = 'messages_fts_data'`).Scan(&root)
+	db.Close()
+	b, _ := os.ReadFile(path)
+	for i := (root - 1) * 4096; i < root*4096 && i < int64(len(b)); i++ {
+		b[i] ^= 0x5a
+	}
+	os.WriteFile(path, b, 0o600)
+
+	h2 := history.NewHandle(path, history.Options{})
+	t.Cleanup(func() { h2.Close() })
+	ts2 := startServer(t, fake.Options{}, web.Options{History: h2}, service.Options{})
+	_, body := do(t, "GET", ts2.URL+"/api/conversations", "")
+	if n := len(decodeJSON[struct{ Conversations []history.Conversation }](t, body).Conversations); n != 3 {
+		t.Fatalf("%d chats after the damage, want 3: %s", n, body)
+	}
+	_, body = do(t, "GET", ts2.URL+"/api/history", "")
+	if !strings.Contains(body, "damaged") || !strings.Contains(body, "3 chats") {
+		t.Errorf("/api/history: %s", body)
+	}
+	_, page := do(t, "GET", ts2.URL+"/", "")
+	if !strings.Contains(page, "was damaged") {
+		t.Error("the page does not say the history was damaged")
 	}
 }

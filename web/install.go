@@ -64,7 +64,9 @@ func (s *Server) installStart(w http.ResponseWriter, r *http.Request) {
 	if run == nil {
 		return
 	}
-	if err := run.Start(r.PathValue("name")); err != nil {
+	// The page's Install means "install it and switch it on": the
+	// server starts the model when the install ends (install.Status.Serve).
+	if err := run.Start(r.PathValue("name"), install.StartOptions{Serve: true}); err != nil {
 		if errors.Is(err, install.ErrBusy) {
 			writeError(w, r, http.StatusConflict, "install_busy", err.Error())
 			return

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/npuchat/npuchat/eventbus"
 	"github.com/npuchat/npuchat/models"
 	"github.com/npuchat/npuchat/models/hub"
 	"github.com/npuchat/npuchat/service"
@@ -58,14 +59,17 @@ type Status struct {
 	// files, the bytes of all of them so far and in all (a resumed file
 	// counts what it had), and the time left for all of them at the
 	// current rate.
-	FilesTotal        int       `json:"files_total"`
-	OverallBytes      int64     `json:"overall_bytes"`
-	OverallTotal      int64     `json:"overall_total"`
-	OverallETASeconds float64   `json:"overall_eta_s"`
-	Error             string    `json:"error,omitempty"`
-	Notes             []string  `json:"notes,omitempty"`
-	Started           time.Time `json:"started,omitzero"`
-	Finished          time.Time `json:"finished,omitzero"`
+	FilesTotal        int      `json:"files_total"`
+	OverallBytes      int64    `json:"overall_bytes"`
+	OverallTotal      int64    `json:"overall_total"`
+	OverallETASeconds float64  `json:"overall_eta_s"`
+	Error             string   `json:"error,omitempty"`
+	Notes             []string `json:"notes,omitempty"`
+	// Serve says the model is switched on when the install finishes
+	// (the page's Install: the server starts it, not the browser).
+	Serve    bool      `json:"serve,omitempty"`
+	Started  time.Time `json:"started,omitzero"`
+	Finished time.Time `json:"finished,omitzero"`
 }
 
 // Options configure a Runner.
@@ -75,9 +79,9 @@ type Options struct {
 	NewInstaller func() (*models.Installer, error)
 	// Install are the install choices (source, no-system).
 	Install models.InstallOptions
-	// OnDone, when set, is called after an install finishes well (to
-	// refresh the model list or load the model).
-	OnDone func(model string)
+	// OnDone, when set, is called after an install finishes well, with
+	// its last status (the app switches the model on when st.Serve).
+	OnDone func(st Status)
 	// Publish, when set, receives every status change as the service's
 	// EventInstall event (the manager's Publish, so that /api/events and
 	// the tray see installs with the model's other events).
@@ -94,8 +98,8 @@ type Runner struct {
 	st     Status
 	cancel context.CancelFunc
 	done   chan struct{}
-	subs   map[chan Status]struct{}
-	last   time.Time // last progress sent (throttled)
+	bus    *eventbus.Bus // the statuses, for Subscribe
+	last   time.Time     // last progress sent (throttled)
 	// have is what each file of the install's plan has on disk so far.
 	have map[string]int64
 }
@@ -105,7 +109,7 @@ func New(opts Options) *Runner {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Runner{opts: opts, st: Status{State: StateIdle}, subs: map[chan Status]struct{}{}}
+	return &Runner{opts: opts, st: Status{State: StateIdle}, bus: eventbus.New()}
 }
 
 // Status returns the current or last install's status.
@@ -119,15 +123,12 @@ func (r *Runner) Status() Status {
 // readers miss intermediate progress, never the final state) and a
 // function that ends the subscription.
 func (r *Runner) Subscribe() (<-chan Status, func()) {
-	ch := make(chan Status, 16)
-	r.mu.Lock()
-	r.subs[ch] = struct{}{}
-	r.mu.Unlock()
-	return ch, func() {
-		r.mu.Lock()
-		delete(r.subs, ch)
-		r.mu.Unlock()
-	}
+	sub := eventbus.Subscribe(r.bus, eventbus.Options[Status]{
+		Buffer:  16,
+		Replace: func(old, next Status) bool { return old.State == StateRunning && old.Model == next.Model },
+		Keep:    func(st Status) bool { return st.State != StateRunning },
+	})
+	return sub.Events(), sub.Close
 }
 
 // publishLocked sends the status to subscribers; progress is throttled
@@ -145,27 +146,19 @@ func (r *Runner) publishLocked(force bool) {
 		// fails once the service is closed: nothing to tell then.
 		r.opts.Publish(ev)
 	}
-	for ch := range r.subs {
-		select {
-		case ch <- r.st:
-		default:
-			if force { // make room for a final state
-				select {
-				case <-ch:
-				default:
-				}
-				select {
-				case ch <- r.st:
-				default:
-				}
-			}
-		}
-	}
+	eventbus.Publish(r.bus, r.st)
+}
+
+// StartOptions are the choices of one install.
+type StartOptions struct {
+	// Serve switches the model on when the install finishes well
+	// (Options.OnDone does it).
+	Serve bool
 }
 
 // Start begins installing a catalog model in the background. It fails
 // with ErrBusy while another install runs.
-func (r *Runner) Start(model string) error {
+func (r *Runner) Start(model string, so ...StartOptions) error {
 	model = strings.TrimSpace(model)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -182,6 +175,9 @@ func (r *Runner) Start(model string) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel, r.done = cancel, make(chan struct{})
 	r.st = Status{Model: model, State: StateRunning, Phase: "start", Message: "starting", Started: r.opts.Now()}
+	for _, o := range so {
+		r.st.Serve = r.st.Serve || o.Serve
+	}
 	r.have = nil
 	r.publishLocked(true)
 	in.Progress = r.progress
@@ -208,9 +204,10 @@ func (r *Runner) run(ctx context.Context, in *models.Installer, model string, do
 	}
 	r.cancel = nil
 	r.publishLocked(true)
+	st := r.st
 	r.mu.Unlock()
 	if err == nil && r.opts.OnDone != nil {
-		r.opts.OnDone(model)
+		r.opts.OnDone(st)
 	}
 }
 

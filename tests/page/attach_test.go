@@ -60,6 +60,10 @@ func TestAttachmentCountedAndSent(t *testing.T) {
 	if n := eval[float64](b, `document.querySelectorAll('[data-testid=chip]').length`); n != 0 {
 		t.Errorf("%v chips left after sending", n)
 	}
+	b.waitJS(`document.getElementById('chat-title').textContent !== 'New chat'`, 5*time.Second)
+	if got := eval[string](b, `document.getElementById('chat-title').textContent`); got != "what do the notes say?" {
+		t.Errorf("the chat is named %q, not after what was typed", got)
+	}
 	b.shot("attach-sent")
 
 	// Too long for the context: refused before sending, kept attached.

@@ -905,7 +905,10 @@
   // the page stays where the reader went.
   async function ensureConversation(signal) {
     if (conversation) return conversation;
-    const c = await api("POST", "/api/conversations", {});
+    // A chat started with files is named after what was typed (or the
+    // files), not after the files' text the message holds.
+    const title = attached.length ? (input.value.trim().split("\n")[0] || attached.map((f) => f.name).join(", ")) : "";
+    const c = await api("POST", "/api/conversations", title ? { title } : {});
     if (signal && signal.aborted) {
       api("DELETE", "/api/conversations/" + c.id).then(loadList, () => {});
       throw new DOMException("another chat was opened", "AbortError");
@@ -1695,7 +1698,9 @@
     $("install-title").textContent = st.state === "running" ? "Installing " + (st.model || modelName) + "…" : "The model is not installed yet";
     $("install-progress-text").textContent = text;
     if (st.state === "done" && was !== "done" && currentView === "install") {
-      api("POST", "/api/model/start", { model: modelName }).then(refreshStatus, (e) => showError(e.message)).finally(() => showView("chat"));
+      // The server switches the model on when the install it was asked
+      // to finish ends (the install's serve); the page only shows it.
+      refreshStatus().finally(() => showView("chat"));
     }
     // The status line says Installing while it runs (after the start
     // above: showStatus may leave the install view).

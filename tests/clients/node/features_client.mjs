@@ -63,3 +63,28 @@ test("a bad schema is a 400 naming the keyword", async () => {
     (err) => err.status === 400 && /nope/.test(err.message),
   );
 });
+
+test("Responses stream through the SDK's stream helper (finalResponse)", async () => {
+  // output_item.added carried the message without "content": [] and
+  // finalResponse() threw "output.content is not iterable".
+  const stream = client.responses.stream({
+    model: "minicpm5:2b", input: "weather?",
+    tools: [{ type: "function", name: "get_weather", parameters: tools[0].function.parameters }],
+  });
+  const deltas = [];
+  stream.on("response.output_text.delta", (e) => deltas.push(e.delta));
+  const r = await stream.finalResponse();
+  assert.equal(r.status, "completed");
+  assert.equal(r.output_text, "Checking.");
+  assert.deepEqual(deltas, ["Checking."]);
+  const call = r.output.find((o) => o.type === "function_call");
+  assert.equal(call.name, "get_weather");
+  assert.deepEqual(JSON.parse(call.arguments), { city: "Paris" });
+});
+
+test("embeddings on a backend without them: a 400 the SDK reports", async () => {
+  await assert.rejects(
+    client.embeddings.create({ model: "minicpm5:2b", input: "hello" }),
+    (err) => err.status === 400 && /no embeddings/.test(err.message),
+  );
+});
