@@ -44,7 +44,7 @@ type Scheduler struct {
 	reqs    []*schedReq // steps[i] belongs to reqs[i]
 	prompts []*schedReq
 	replies []reply
-	rot     int         // the prompt that goes first, round robin
+	rot     int // the prompt that goes first, round robin
 	last    time.Duration
 	timer   *time.Timer
 }
