@@ -47,6 +47,27 @@ type Scheduler struct {
 	rot     int // the prompt that goes first, round robin
 	last    time.Duration
 	timer   *time.Timer
+
+	stats struct {
+		sync.Mutex
+		SchedulerStats
+	}
+}
+
+// SchedulerStats count what a Scheduler computed.
+type SchedulerStats struct {
+	Steps   int64 // batched steps
+	Decodes int64 // decode tokens, over all steps
+	Prompt  int64 // prompt tokens, over all steps
+	// MostSequences is the most sequences one step computed.
+	MostSequences int
+}
+
+// Stats returns the counts so far.
+func (sc *Scheduler) Stats() SchedulerStats {
+	sc.stats.Lock()
+	defer sc.stats.Unlock()
+	return sc.stats.SchedulerStats
 }
 
 // SchedulerOptions configure Model.NewScheduler.
@@ -319,6 +340,18 @@ func (sc *Scheduler) step() {
 	start := time.Now()
 	sc.b.Run(sc.steps)
 	sc.last = time.Since(start)
+	sc.stats.Lock()
+	st := &sc.stats.SchedulerStats
+	st.Steps++
+	st.MostSequences = max(st.MostSequences, len(sc.steps))
+	for i := range sc.steps {
+		if sc.reqs[i].decode {
+			st.Decodes++
+		} else {
+			st.Prompt += int64(len(sc.steps[i].Tokens))
+		}
+	}
+	sc.stats.Unlock()
 
 	// the requests that are done leave pending before they are answered:
 	// once answered, a sequence may ask again at once, reusing its request

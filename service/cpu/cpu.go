@@ -448,3 +448,15 @@ func promptBytes(req *backend.Request) int {
 	}
 	return n
 }
+
+// SchedulerStats reports what the loaded model's scheduler computed
+// (steps, tokens, the most sequences in one step), for the bench and
+// tests; zero when not loaded.
+func (b *Backend) SchedulerStats() engine.SchedulerStats {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.sched == nil {
+		return engine.SchedulerStats{}
+	}
+	return b.sched.Stats()
+}
