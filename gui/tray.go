@@ -1,7 +1,6 @@
 package gui
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
+	"github.com/npuchat/npuchat/service/install"
 )
 
 // trayHost is the system tray as the controller uses it: fyne's desktop
@@ -161,7 +161,7 @@ func (c *controller) onEvent(ev service.Event) {
 	}
 	c.snap.Service = ev.Status
 	if ev.Type == service.EventInstall && ev.Install != nil {
-		ended := installEnded(ev.Install.Phase)
+		ended := ev.Install.State.Ended()
 		switch {
 		case c.ownInstall:
 			c.ownEndSeen = c.ownEndSeen || ended
@@ -174,45 +174,35 @@ func (c *controller) onEvent(ev service.Event) {
 	c.redraw()
 }
 
-// installEnded reports whether an install event's phase is its last.
-func installEnded(phase string) bool {
-	return phase == "done" || phase == "failed" || phase == "cancelled"
-}
-
 // otherInstall follows an install the tray did not start (the chat
 // page's) from its service events: the same progress line, icon and
 // notices as the tray's own.
 func (c *controller) otherInstall(ev service.Event) {
 	p := ev.Install
 	following := c.snap.Install != nil && c.snap.Install.Running
-	switch p.Phase {
-	case "done":
+	switch p.State {
+	case install.StateDone:
 		if following {
 			c.installDone(p.Model, nil)
 		}
-	case "failed":
+	case install.StateFailed:
 		if following {
-			c.installDone(p.Model, errors.New(cmp.Or(p.Error, ev.Message, "the install failed")))
+			c.installDone(p.Model, p.Failure)
 		}
-	case "cancelled":
+	case install.StateCancelled:
 		if following {
 			c.installDone(p.Model, context.Canceled)
 		}
 	default:
-		// The step in the installer's words ("6 files in …"), as the
-		// tray's own install says it; the bare phase ("install") only
-		// when there are none.
-		msg := p.Phase
-		if ev.Message != "" && p.Phase != "downloading" {
-			msg = ev.Message
-		}
-		prog := InstallProgress{Model: p.Model, Message: msg, FilesDone: p.Files, FilesTotal: p.FilesTotal,
-			Bytes: p.Done, Total: p.Total, Left: time.Duration(p.ETASeconds * float64(time.Second))}
-		if p.File != "" {
-			prog.Message = p.Phase + " " + p.File
-		}
-		if p.Total > 0 {
-			prog.Frac = float64(p.Done) / float64(p.Total)
+		// The install in its words (install.Status.Words), as the page
+		// and the command line say it.
+		w := p.Words()
+		prog := InstallProgress{Model: p.Model, Message: w.Line, FilesDone: p.Files, FilesTotal: p.FilesTotal,
+			Bytes: p.OverallBytes, Total: p.OverallTotal, Left: time.Duration(p.OverallETASeconds * float64(time.Second))}
+		if p.OverallTotal > 0 {
+			prog.Frac = float64(p.OverallBytes) / float64(p.OverallTotal)
+		} else if p.Total > 0 {
+			prog.Frac = float64(p.Bytes) / float64(p.Total)
 		}
 		c.snap.Install = &InstallState{Running: true, Progress: prog}
 	}
