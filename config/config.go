@@ -29,6 +29,7 @@
 // by this user only) win over the environment's, which are the fallback
 // (Config.HubFor): the environment is what every Hugging Face tool
 // shares, the settings what the person chose in NPU Chat.
+//
 //	FLM_MODEL_PATH     FastFlowLM's models folder
 //	FLM_CONFIG_PATH    FastFlowLM's model_list.json
 //	FLM_XCLBIN_PATH    FastFlowLM's xclbin folder
@@ -115,9 +116,9 @@ type ChatDefaults struct {
 // those names (what was set): cfg.Settings.HFEndpoint is the setting.
 type Config struct {
 	Settings
-	SettingsPath string        // where Settings are saved
-	DataDir      string        // history database, NPU Chat's own models
-	LogDir       string        // rotating log files
+	SettingsPath string // where Settings are saved
+	DataDir      string // history database, NPU Chat's own models
+	LogDir       string // rotating log files
 	// ModelsDir is where installs put NPU Chat's own models at start
 	// (the models_dir setting, or DefaultModelsDir); while NPU Chat runs
 	// the store's setting decides (ModelsDirFor).
