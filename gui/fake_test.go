@@ -298,7 +298,7 @@ func newHarness(t *testing.T, fy fyne.App, f *fakeApp) *harness {
 	h := &harness{t: t, app: f, host: &fakeHost{}, ui: newUIThread(t)}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	h.c = newController(ctx, fy, f, h.host, testLogger(t))
+	h.c = newController(ctx, newLoop(fy), f, h.host, testLogger(t))
 	h.c.do = h.ui.do
 	h.c.notify = func(n Notice) {
 		h.mu.Lock()

@@ -107,7 +107,7 @@ func TestSettingsWindowReadsAndWritesTheSettings(t *testing.T) {
 	if on, _ := f.LaunchAtLogin(); on || !f.ServeAtStart() {
 		t.Fatalf("login %v at start %v", on, f.ServeAtStart())
 	}
-	if m := h.menu(); !slices.Contains(m, labelLogin) || !slices.Contains(m, "  [x] CPU") {
+	if m := h.menu(); !slices.Contains(m, labelLogin) || !slices.Contains(m, "● CPU") {
 		t.Fatalf("the menu does not follow the window: %q", m)
 	}
 
