@@ -215,7 +215,8 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	a.history = history.NewHandle(filepath.Join(cfg.DataDir, "history.db"), history.Options{})
 	a.installs = install.New(install.Options{
 		NewInstaller: func() (*models.Installer, error) {
-			return models.NewInstaller(cfg, models.Options{FLMRoot: cfg.FLMRoot, Getenv: opts.Getenv, GOOS: opts.GOOS})
+			// The hub and models folder of the settings now (installConfig).
+			return models.NewInstaller(a.installConfig(), models.Options{FLMRoot: cfg.FLMRoot, Getenv: opts.Getenv, GOOS: opts.GOOS})
 		},
 		Publish: a.mgr.Publish,
 		// An install the page asked to finish switches the model on

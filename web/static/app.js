@@ -55,10 +55,14 @@
       const err = new Error(msg);
       err.status = r.status;
       err.code = data && (data.code || (data.error && data.error.code));
+      err.param = data && (data.param || (data.error && data.error.param)); // the field of a bad setting
       throw err;
     }
     return data;
   }
+  // Other page scripts (settings.js) call the API through api.
+  window.NPUChat = Object.assign(window.NPUChat || {}, { api });
+
   // askKey asks for the API key in an in-page dialog (one at a time:
   // the requests refused together wait for the same answer), keeps it in
   // this browser and reconnects the event stream with it. It resolves to
@@ -1835,38 +1839,10 @@
   }
   $("check-run").addEventListener("click", runCheck);
 
-  // ---- Settings ----
-  async function loadSettings() {
-    try {
-      const s = await api("GET", "/api/settings");
-      // The remote engine is a choice only on a server started with one.
-      $("engine-remote").hidden = s.engine !== "remote";
-      document.querySelectorAll('input[name="engine"]').forEach((r) => (r.checked = r.value === s.engine));
-      $("set-keep-alive").value = s.keep_alive;
-      $("set-temperature").value = s.chat.temperature != null ? s.chat.temperature : "";
-      $("set-top-p").value = s.chat.top_p != null ? s.chat.top_p : "";
-      $("set-max-tokens").value = s.chat.max_tokens != null ? s.chat.max_tokens : "";
-      $("settings-note").textContent = "";
-    } catch (e) {
-      $("settings-note").textContent = e.message;
-    }
+  // ---- Settings: settings.js fills and saves the view ----
+  function loadSettings() {
+    if (window.NPUSettings) window.NPUSettings.load();
   }
-  $("settings-form").addEventListener("submit", async (e) => {
-    e.preventDefault();
-    const num = (id, parse) => ($(id).value.trim() === "" ? null : parse($(id).value));
-    const checked = document.querySelector('input[name="engine"]:checked');
-    const body = {
-      engine: checked ? checked.value : "auto",
-      keep_alive: $("set-keep-alive").value,
-      chat: { temperature: num("set-temperature", parseFloat), top_p: num("set-top-p", parseFloat), max_tokens: num("set-max-tokens", (v) => parseInt(v, 10)) },
-    };
-    try {
-      await api("PUT", "/api/settings", body);
-      $("settings-note").textContent = "Saved. Keep-alive and the chat defaults apply now; a new engine applies the next time NPU Chat starts.";
-    } catch (err) {
-      $("settings-note").textContent = err.message;
-    }
-  });
 
   // ---- Log ----
   async function loadLogs() {
