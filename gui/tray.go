@@ -46,14 +46,17 @@ const (
 )
 
 // engineChoice is an engine the menu and the settings window offer.
-type engineChoice struct{ kind, label string }
+type engineChoice struct {
+	kind  backend.Kind
+	label string
+}
 
 // engineChoices are the engines offered, remote only when it is the
 // setting (it needs a URL, set on the command line).
-func engineChoices(current string) []engineChoice {
-	cs := []engineChoice{{string(backend.Auto), "Auto (NPU, else CPU)"}, {string(backend.NPU), "NPU"}, {string(backend.CPU), "CPU"}}
-	if current == string(backend.Remote) {
-		cs = append(cs, engineChoice{string(backend.Remote), "Remote server"})
+func engineChoices(current backend.Kind) []engineChoice {
+	cs := []engineChoice{{backend.Auto, "Auto (NPU, else CPU)"}, {backend.NPU, "NPU"}, {backend.CPU, "CPU"}}
+	if current == backend.Remote {
+		cs = append(cs, engineChoice{backend.Remote, "Remote server"})
 	}
 	return cs
 }
@@ -105,7 +108,7 @@ type controller struct {
 // menuState is what a menu build depends on.
 type menuState struct {
 	View   View
-	Engine string
+	Engine backend.Kind
 	Login  bool
 }
 
@@ -348,7 +351,7 @@ func radioLabel(label string, chosen bool) string {
 
 // engineSection is the engine setting as a radio group under its
 // heading: choosing one saves it (the app reloads a model that is on).
-func (c *controller) engineSection(current string) []*fyne.MenuItem {
+func (c *controller) engineSection(current backend.Kind) []*fyne.MenuItem {
 	items := []*fyne.MenuItem{infoItem(labelEngine)}
 	for _, e := range engineChoices(current) {
 		kind := e.kind
@@ -439,7 +442,7 @@ func folderURL(abs string) *url.URL {
 
 // setEngine saves the engine setting; the app reloads a model that is
 // on with the new engine.
-func (c *controller) setEngine(kind string) {
+func (c *controller) setEngine(kind backend.Kind) {
 	go func() {
 		ctx, cancel := context.WithTimeout(c.ctx, time.Minute)
 		defer cancel()

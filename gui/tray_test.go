@@ -149,7 +149,7 @@ func TestEngineMenuFollowsTheSetting(t *testing.T) {
 	f.mu.Lock()
 	got := slices.Clone(f.setEngine)
 	f.mu.Unlock()
-	if !slices.Equal(got, []string{"cpu"}) {
+	if !slices.Equal(got, []backend.Kind{backend.CPU}) {
 		t.Fatalf("SetEngine calls %q", got)
 	}
 }

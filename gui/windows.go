@@ -13,6 +13,7 @@ import (
 
 	"github.com/npuchat/npuchat/npu/check"
 	"github.com/npuchat/npuchat/service"
+	"github.com/npuchat/npuchat/service/backend"
 )
 
 // Windows are made once and hidden, not closed, so that closing one
@@ -317,11 +318,11 @@ type settingsWindow struct {
 	atLogin   *widget.Check
 	state     *widget.Label
 	loading   bool // set while reload writes the widgets, so their callbacks do nothing
-	engineFor map[string]string
+	engineFor map[string]backend.Kind
 }
 
 func newSettingsWindow(c *controller) *settingsWindow {
-	s := &settingsWindow{c: c, engineFor: map[string]string{}}
+	s := &settingsWindow{c: c, engineFor: map[string]backend.Kind{}}
 	s.win = newWindow(c, "NPU Chat settings", fyne.NewSize(540, 620))
 
 	var labels []string

@@ -13,6 +13,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/npuchat/npuchat/service"
+	"github.com/npuchat/npuchat/service/backend"
 )
 
 // texts are the words of a window's labels, buttons and checks, in
@@ -152,7 +153,7 @@ func TestSettingsWindowShowsTheEngineInEffect(t *testing.T) {
 	f.mu.Lock()
 	calls := slices.Clone(f.setEngine)
 	f.mu.Unlock()
-	if !slices.Equal(calls, []string{"cpu"}) {
+	if !slices.Equal(calls, []backend.Kind{backend.CPU}) {
 		t.Fatalf("showing the engine called SetEngine: %q", calls)
 	}
 }
