@@ -52,7 +52,7 @@ func TestClickStartsThenOpensTheChat(t *testing.T) {
 		t.Fatalf("icon %q tooltip %q", h.iconName(), h.tooltip())
 	}
 	menu := h.menu()
-	want := []string{"Off (off)", "---", labelStart, labelChat, labelEngine, "  [x] Auto (NPU, else CPU)", "  NPU", "  CPU", "---",
+	want := []string{"Off (off)", "---", labelStart, labelChat, "---", labelEngine + " (off)", "● Auto (NPU, else CPU)", "○ NPU", "○ CPU", "---",
 		labelInstall, labelCheck, labelSettings, labelLogin, labelLogs, "---", labelAbout, labelQuit}
 	if !slices.Equal(menu, want) {
 		t.Fatalf("menu\n got %q\nwant %q", menu, want)
@@ -128,20 +128,29 @@ func TestLoadErrorShowsAndRetries(t *testing.T) {
 	h.eventually("on after the retry", func() bool { return h.c.view.Status == "On: NPU" })
 }
 
-// TestEngineMenuFollowsTheSetting: the checked engine is the setting's,
-// and choosing another saves it.
+// TestEngineMenuFollowsTheSetting: the engines are a radio group, the
+// chosen one the setting's, and choosing another saves it; a choice
+// made elsewhere (the settings window, the page) shows.
 func TestEngineMenuFollowsTheSetting(t *testing.T) {
 	f := newFakeApp(t.Cleanup)
 	h := newHarness(t, test.NewTempApp(t), f)
-	h.click("CPU")
-	h.eventually("CPU checked", func() bool { return slices.Contains(labels(h.host.menu, ""), "  [x] CPU") })
-	if m := h.menu(); slices.Contains(m, "  [x] Auto (NPU, else CPU)") {
-		t.Fatalf("two engines checked: %q", m)
+	h.click("○ CPU")
+	h.eventually("CPU chosen", func() bool { return slices.Contains(labels(h.host.menu, ""), "● CPU") })
+	if m := h.menu(); !slices.Contains(m, "○ Auto (NPU, else CPU)") || !slices.Contains(m, "○ NPU") {
+		t.Fatalf("after choosing the CPU: %q", m)
 	}
+	f.mu.Lock()
+	f.engine = "npu" // saved by the settings window or the page
+	f.mu.Unlock()
+	h.tap() // any change redraws the menu
+	h.eventually("NPU chosen", func() bool {
+		m := labels(h.host.menu, "")
+		return slices.Contains(m, "● NPU") && slices.Contains(m, "○ CPU")
+	})
 	f.mu.Lock()
 	got := slices.Clone(f.setEngine)
 	f.mu.Unlock()
-	if !slices.Equal(got, []string{"cpu"}) {
+	if !slices.Equal(got, []backend.Kind{backend.CPU}) {
 		t.Fatalf("SetEngine calls %q", got)
 	}
 }
