@@ -19,7 +19,7 @@ import (
 // installView is what the install view shows, read from the page.
 type installView struct {
 	Title, Line, File, Problem, Kept, Detail, Button string
-	ErrorShown, DetailShown, DetailOpen, ButtonShown  bool
+	ErrorShown, DetailShown, DetailOpen, ButtonShown bool
 }
 
 const readInstallView = `(() => { const $ = (id) => document.getElementById(id);
