@@ -40,7 +40,7 @@ func (a *App) InstallModel(ctx context.Context, progress func(install.Status)) e
 			case install.StateDone:
 				return nil
 			case install.StateFailed:
-				return errors.New(st.Error)
+				return st.Failure
 			case install.StateCancelled:
 				return context.Canceled
 			}

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/npuchat/npuchat/app"
 	"github.com/npuchat/npuchat/npu/check"
 	"github.com/npuchat/npuchat/service"
+	"github.com/npuchat/npuchat/service/backend"
 )
 
 // App is what the tray and its windows drive: the assembled application
-// (package app), or a fake in tests. Every method may be called from any
+// (*app.App, in the app's own types), or a fake in tests. Every method may be called from any
 // goroutine and must not block for long, except those taking a context.
 type App interface {
 	// Status is the service's state now.
@@ -26,9 +28,9 @@ type App interface {
 	StopModel(ctx context.Context) error
 
 	// Engine is the engine setting: auto, npu, cpu or remote.
-	Engine() string
+	Engine() backend.Kind
 	// SetEngine changes and saves the engine setting.
-	SetEngine(ctx context.Context, kind string) error
+	SetEngine(ctx context.Context, kind backend.Kind) error
 	// ServeAtStart is the "serve at start" setting.
 	ServeAtStart() bool
 	// SetServeAtStart changes and saves it.
@@ -77,15 +79,10 @@ type InstallProgress struct {
 	Left                  time.Duration
 }
 
-// ServerStatus is the web server's state: listening, or why not.
-type ServerStatus struct {
-	Listening bool
-	// URL is the chat page's address.
-	URL string
-	// Err says why the server does not listen (a port taken by another
-	// program); nil when it listens or is starting.
-	Err error
-}
+// ServerStatus is the web server's state, listening or why not, as the
+// app (its one owner) publishes it: the tray shows it as it is, with no
+// copy of its own.
+type ServerStatus = app.ServerStatus
 
 // Notice is a desktop notification.
 type Notice struct {

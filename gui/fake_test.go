@@ -24,7 +24,7 @@ type fakeApp struct {
 	mgr *service.Manager
 
 	mu        sync.Mutex
-	engine    string
+	engine    backend.Kind
 	atStart   bool
 	login     bool
 	loginErr  error
@@ -34,7 +34,7 @@ type fakeApp struct {
 	install   func(ctx context.Context, progress func(InstallProgress)) error
 	server    ServerStatus
 	serverCh  chan ServerStatus
-	setEngine []string
+	setEngine []backend.Kind
 	engineErr error // SetEngine's error (a settings file it cannot write)
 	checks    int
 	chats     int // OpenChat calls
@@ -94,13 +94,13 @@ func (f *fakeApp) OpenChat() error {
 func (f *fakeApp) LogDir() string  { return "/tmp/npuchat-logs" }
 func (f *fakeApp) Version() string { return "1.2.3" }
 
-func (f *fakeApp) Engine() string {
+func (f *fakeApp) Engine() backend.Kind {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.engine
 }
 
-func (f *fakeApp) SetEngine(ctx context.Context, kind string) error {
+func (f *fakeApp) SetEngine(ctx context.Context, kind backend.Kind) error {
 	f.mu.Lock()
 	f.setEngine = append(f.setEngine, kind)
 	if kind == "remote" {
@@ -298,7 +298,7 @@ func newHarness(t *testing.T, fy fyne.App, f *fakeApp) *harness {
 	h := &harness{t: t, app: f, host: &fakeHost{}, ui: newUIThread(t)}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	h.c = newController(ctx, fy, f, h.host, testLogger(t))
+	h.c = newController(ctx, newLoop(fy), f, h.host, testLogger(t))
 	h.c.do = h.ui.do
 	h.c.notify = func(n Notice) {
 		h.mu.Lock()

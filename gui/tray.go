@@ -1,7 +1,6 @@
 package gui
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
+	"github.com/npuchat/npuchat/service/install"
 )
 
 // trayHost is the system tray as the controller uses it: fyne's desktop
@@ -46,14 +46,17 @@ const (
 )
 
 // engineChoice is an engine the menu and the settings window offer.
-type engineChoice struct{ kind, label string }
+type engineChoice struct {
+	kind  backend.Kind
+	label string
+}
 
 // engineChoices are the engines offered, remote only when it is the
 // setting (it needs a URL, set on the command line).
-func engineChoices(current string) []engineChoice {
-	cs := []engineChoice{{string(backend.Auto), "Auto (NPU, else CPU)"}, {string(backend.NPU), "NPU"}, {string(backend.CPU), "CPU"}}
-	if current == string(backend.Remote) {
-		cs = append(cs, engineChoice{string(backend.Remote), "Remote server"})
+func engineChoices(current backend.Kind) []engineChoice {
+	cs := []engineChoice{{backend.Auto, "Auto (NPU, else CPU)"}, {backend.NPU, "NPU"}, {backend.CPU, "CPU"}}
+	if current == backend.Remote {
+		cs = append(cs, engineChoice{backend.Remote, "Remote server"})
 	}
 	return cs
 }
@@ -66,12 +69,13 @@ func engineChoices(current string) []engineChoice {
 type controller struct {
 	ctx  context.Context
 	fy   fyne.App
+	loop *loop
 	app  App
 	host trayHost
 	log  *slog.Logger
-	// do runs f on fyne's goroutine (fyne.Do); notify shows a desktop
-	// notification; openURL opens a folder. All are fyne's unless a test
-	// swaps them.
+	// do runs f on fyne's goroutine (loop.do: fyne.Do while the loop
+	// runs, nothing after); notify shows a desktop notification;
+	// openURL opens a folder. All are fyne's unless a test swaps them.
 	do      func(f func())
 	notify  func(Notice)
 	openURL func(*url.URL) error
@@ -104,12 +108,13 @@ type controller struct {
 // menuState is what a menu build depends on.
 type menuState struct {
 	View   View
-	Engine string
+	Engine backend.Kind
 	Login  bool
 }
 
-func newController(ctx context.Context, fy fyne.App, a App, host trayHost, log *slog.Logger) *controller {
-	c := &controller{ctx: ctx, fy: fy, app: a, host: host, log: log, do: fyne.Do}
+func newController(ctx context.Context, l *loop, a App, host trayHost, log *slog.Logger) *controller {
+	fy := l.fy
+	c := &controller{ctx: ctx, fy: fy, loop: l, app: a, host: host, log: log, do: l.do}
 	c.notify = func(n Notice) { fy.SendNotification(fyne.NewNotification(n.Title, n.Body)) }
 	c.openURL = fy.OpenURL
 	c.snap = Snapshot{Service: a.Status(), Server: a.Server()}
@@ -161,7 +166,7 @@ func (c *controller) onEvent(ev service.Event) {
 	}
 	c.snap.Service = ev.Status
 	if ev.Type == service.EventInstall && ev.Install != nil {
-		ended := installEnded(ev.Install.Phase)
+		ended := ev.Install.State.Ended()
 		switch {
 		case c.ownInstall:
 			c.ownEndSeen = c.ownEndSeen || ended
@@ -174,45 +179,35 @@ func (c *controller) onEvent(ev service.Event) {
 	c.redraw()
 }
 
-// installEnded reports whether an install event's phase is its last.
-func installEnded(phase string) bool {
-	return phase == "done" || phase == "failed" || phase == "cancelled"
-}
-
 // otherInstall follows an install the tray did not start (the chat
 // page's) from its service events: the same progress line, icon and
 // notices as the tray's own.
 func (c *controller) otherInstall(ev service.Event) {
 	p := ev.Install
 	following := c.snap.Install != nil && c.snap.Install.Running
-	switch p.Phase {
-	case "done":
+	switch p.State {
+	case install.StateDone:
 		if following {
 			c.installDone(p.Model, nil)
 		}
-	case "failed":
+	case install.StateFailed:
 		if following {
-			c.installDone(p.Model, errors.New(cmp.Or(p.Error, ev.Message, "the install failed")))
+			c.installDone(p.Model, p.Failure)
 		}
-	case "cancelled":
+	case install.StateCancelled:
 		if following {
 			c.installDone(p.Model, context.Canceled)
 		}
 	default:
-		// The step in the installer's words ("6 files in …"), as the
-		// tray's own install says it; the bare phase ("install") only
-		// when there are none.
-		msg := p.Phase
-		if ev.Message != "" && p.Phase != "downloading" {
-			msg = ev.Message
-		}
-		prog := InstallProgress{Model: p.Model, Message: msg, FilesDone: p.Files, FilesTotal: p.FilesTotal,
-			Bytes: p.Done, Total: p.Total, Left: time.Duration(p.ETASeconds * float64(time.Second))}
-		if p.File != "" {
-			prog.Message = p.Phase + " " + p.File
-		}
-		if p.Total > 0 {
-			prog.Frac = float64(p.Done) / float64(p.Total)
+		// The install in its words (install.Status.Words), as the page
+		// and the command line say it.
+		w := p.Words()
+		prog := InstallProgress{Model: p.Model, Message: w.Line, FilesDone: p.Files, FilesTotal: p.FilesTotal,
+			Bytes: p.OverallBytes, Total: p.OverallTotal, Left: time.Duration(p.OverallETASeconds * float64(time.Second))}
+		if p.OverallTotal > 0 {
+			prog.Frac = float64(p.OverallBytes) / float64(p.OverallTotal)
+		} else if p.Total > 0 {
+			prog.Frac = float64(p.Bytes) / float64(p.Total)
 		}
 		c.snap.Install = &InstallState{Running: true, Progress: prog}
 	}
@@ -263,61 +258,119 @@ func (c *controller) refreshMenu() {
 	// first given and draws that one again when the tray connects, so a
 	// new value would be overwritten by the first one.
 	if c.menu == nil {
-		c.menu = fyne.NewMenu("NPU Chat")
+		c.menu = fyne.NewMenu(AppName)
 	}
 	c.menu.Items = c.menuItems(ms)
 	c.host.SetSystemTrayMenu(c.menu)
 }
 
-// menuItems are the tray menu's items for a state.
+// menuItems are the tray menu's items for a state: its sections, one
+// under the other, separated. A new section is a function returning its
+// items and one line here.
 func (c *controller) menuItems(ms menuState) []*fyne.MenuItem {
-	v := ms.View
-	info := func(label string) *fyne.MenuItem {
-		it := fyne.NewMenuItem(label, nil)
-		it.Disabled = true
-		return it
+	return sections(
+		c.statusSection(ms.View),
+		c.serveSection(ms.View),
+		c.engineSection(ms.Engine),
+		c.toolsSection(ms),
+		c.appSection(),
+	)
+}
+
+// sections joins menu sections with a separator between two, skipping
+// empty ones.
+func sections(parts ...[]*fyne.MenuItem) []*fyne.MenuItem {
+	var items []*fyne.MenuItem
+	for _, p := range parts {
+		if len(p) == 0 {
+			continue
+		}
+		if len(items) > 0 {
+			items = append(items, fyne.NewMenuItemSeparator())
+		}
+		items = append(items, p...)
 	}
-	items := []*fyne.MenuItem{info(v.Status)}
+	return items
+}
+
+// infoItem is a line of the menu that says something and does nothing
+// (shown disabled).
+func infoItem(label string) *fyne.MenuItem {
+	it := fyne.NewMenuItem(label, nil)
+	it.Disabled = true
+	return it
+}
+
+// statusSection is the state in words: the status line, and the detail
+// under it when there is more to say.
+func (c *controller) statusSection(v View) []*fyne.MenuItem {
+	items := []*fyne.MenuItem{infoItem(v.Status)}
 	if v.Detail != "" {
-		items = append(items, info(v.Detail))
+		items = append(items, infoItem(v.Detail))
 	}
-	items = append(items, fyne.NewMenuItemSeparator())
+	return items
+}
+
+// serveSection switches the model on or off and opens the chat.
+func (c *controller) serveSection(v View) []*fyne.MenuItem {
+	serve := fyne.NewMenuItem(labelStart, c.startServing)
 	if v.Serving {
-		items = append(items, fyne.NewMenuItem(labelStop, c.stopServing))
-	} else {
-		items = append(items, fyne.NewMenuItem(labelStart, c.startServing))
+		serve = fyne.NewMenuItem(labelStop, c.stopServing)
 	}
-	items = append(items, fyne.NewMenuItem(labelChat, c.openChat))
+	return []*fyne.MenuItem{serve, fyne.NewMenuItem(labelChat, c.openChat)}
+}
 
-	var engines []*fyne.MenuItem
-	for _, e := range engineChoices(ms.Engine) {
+// The marks of a radio choice in the menu, chosen and not.
+const (
+	radioOn  = "●"
+	radioOff = "○"
+)
+
+// radioLabel is a menu item's label as one choice of several: "● CPU"
+// chosen, "○ CPU" not. A menu item has no radio kind in fyne (only
+// Checked), fyne makes a checkbox of a checked item only, and
+// fyne.io/systray offers only checkmark toggles over dbusmenu, so with
+// check marks the choice showed as one ticked item among plain ones, not
+// as a choice. The marks draw it as a radio group on every desktop.
+func radioLabel(label string, chosen bool) string {
+	if chosen {
+		return radioOn + " " + label
+	}
+	return radioOff + " " + label
+}
+
+// engineSection is the engine setting as a radio group under its
+// heading: choosing one saves it (the app reloads a model that is on).
+func (c *controller) engineSection(current backend.Kind) []*fyne.MenuItem {
+	items := []*fyne.MenuItem{infoItem(labelEngine)}
+	for _, e := range engineChoices(current) {
 		kind := e.kind
-		it := fyne.NewMenuItem(e.label, func() { c.setEngine(kind) })
-		it.Checked = ms.Engine == kind
-		engines = append(engines, it)
+		items = append(items, fyne.NewMenuItem(radioLabel(e.label, current == kind), func() { c.setEngine(kind) }))
 	}
-	engine := fyne.NewMenuItem(labelEngine, nil)
-	engine.ChildMenu = fyne.NewMenu(labelEngine, engines...)
-	items = append(items, engine, fyne.NewMenuItemSeparator())
+	return items
+}
 
+// toolsSection installs, checks and sets NPU Chat up.
+func (c *controller) toolsSection(ms menuState) []*fyne.MenuItem {
 	install := fyne.NewMenuItem(labelInstall, c.startInstall)
-	install.Disabled = v.Installing
+	install.Disabled = ms.View.Installing
 	login := fyne.NewMenuItem(labelLogin, func() { c.setLaunchAtLogin(!ms.Login) })
 	login.Checked = ms.Login
-	// IsQuit: fyne adds a Quit of its own to a tray menu without one.
-	quit := fyne.NewMenuItem(labelQuit, c.quit)
-	quit.IsQuit = true
-	items = append(items,
+	return []*fyne.MenuItem{
 		install,
 		fyne.NewMenuItem(labelCheck, c.showSetup),
 		fyne.NewMenuItem(labelSettings, c.showSettings),
 		login,
 		fyne.NewMenuItem(labelLogs, c.openLogs),
-		fyne.NewMenuItemSeparator(),
-		fyne.NewMenuItem(labelAbout, c.showAbout),
-		quit,
-	)
-	return items
+	}
+}
+
+// appSection is About and Quit, last.
+func (c *controller) appSection() []*fyne.MenuItem {
+	// IsQuit: fyne adds a Quit of its own to a tray menu without one.
+	quit := fyne.NewMenuItem(labelQuit, c.quit)
+	quit.IsQuit = true
+	return []*fyne.MenuItem{fyne.NewMenuItem(labelAbout, c.showAbout), quit}
 }
 
 // tapped is the left click: start serving when the model is off (or
@@ -379,7 +432,7 @@ func folderURL(abs string) *url.URL {
 
 // setEngine saves the engine setting; the app reloads a model that is
 // on with the new engine.
-func (c *controller) setEngine(kind string) {
+func (c *controller) setEngine(kind backend.Kind) {
 	go func() {
 		ctx, cancel := context.WithTimeout(c.ctx, time.Minute)
 		defer cancel()
@@ -514,5 +567,5 @@ func (c *controller) quit() {
 	if c.installCancel != nil {
 		c.installCancel()
 	}
-	quitApp(c.fy)
+	c.loop.quit()
 }

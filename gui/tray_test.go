@@ -13,6 +13,7 @@ import (
 
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
+	"github.com/npuchat/npuchat/service/install"
 )
 
 type testWriter struct{ t *testing.T }
@@ -51,7 +52,7 @@ func TestClickStartsThenOpensTheChat(t *testing.T) {
 		t.Fatalf("icon %q tooltip %q", h.iconName(), h.tooltip())
 	}
 	menu := h.menu()
-	want := []string{"Off (off)", "---", labelStart, labelChat, labelEngine, "  [x] Auto (NPU, else CPU)", "  NPU", "  CPU", "---",
+	want := []string{"Off (off)", "---", labelStart, labelChat, "---", labelEngine + " (off)", "● Auto (NPU, else CPU)", "○ NPU", "○ CPU", "---",
 		labelInstall, labelCheck, labelSettings, labelLogin, labelLogs, "---", labelAbout, labelQuit}
 	if !slices.Equal(menu, want) {
 		t.Fatalf("menu\n got %q\nwant %q", menu, want)
@@ -127,20 +128,29 @@ func TestLoadErrorShowsAndRetries(t *testing.T) {
 	h.eventually("on after the retry", func() bool { return h.c.view.Status == "On: NPU" })
 }
 
-// TestEngineMenuFollowsTheSetting: the checked engine is the setting's,
-// and choosing another saves it.
+// TestEngineMenuFollowsTheSetting: the engines are a radio group, the
+// chosen one the setting's, and choosing another saves it; a choice
+// made elsewhere (the settings window, the page) shows.
 func TestEngineMenuFollowsTheSetting(t *testing.T) {
 	f := newFakeApp(t.Cleanup)
 	h := newHarness(t, test.NewTempApp(t), f)
-	h.click("CPU")
-	h.eventually("CPU checked", func() bool { return slices.Contains(labels(h.host.menu, ""), "  [x] CPU") })
-	if m := h.menu(); slices.Contains(m, "  [x] Auto (NPU, else CPU)") {
-		t.Fatalf("two engines checked: %q", m)
+	h.click("○ CPU")
+	h.eventually("CPU chosen", func() bool { return slices.Contains(labels(h.host.menu, ""), "● CPU") })
+	if m := h.menu(); !slices.Contains(m, "○ Auto (NPU, else CPU)") || !slices.Contains(m, "○ NPU") {
+		t.Fatalf("after choosing the CPU: %q", m)
 	}
+	f.mu.Lock()
+	f.engine = "npu" // saved by the settings window or the page
+	f.mu.Unlock()
+	h.tap() // any change redraws the menu
+	h.eventually("NPU chosen", func() bool {
+		m := labels(h.host.menu, "")
+		return slices.Contains(m, "● NPU") && slices.Contains(m, "○ CPU")
+	})
 	f.mu.Lock()
 	got := slices.Clone(f.setEngine)
 	f.mu.Unlock()
-	if !slices.Equal(got, []string{"cpu"}) {
+	if !slices.Equal(got, []backend.Kind{backend.CPU}) {
 		t.Fatalf("SetEngine calls %q", got)
 	}
 }
@@ -228,32 +238,36 @@ func TestInstallShowsProgressAndOutcome(t *testing.T) {
 func TestPageInstallShowsInTheTray(t *testing.T) {
 	f := newFakeApp(t.Cleanup)
 	h := newHarness(t, test.NewTempApp(t), f)
-	publish := func(p service.InstallProgress, msg string) {
+	publish := func(p install.Status, msg string) {
 		t.Helper()
+		p.Message = msg
 		if err := f.mgr.Publish(service.Event{Type: service.EventInstall, Message: msg, Install: &p}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	publish(service.InstallProgress{Model: "minicpm5:2b", Phase: "downloading", Done: 42, Total: 100}, "")
+	running := install.StateRunning
+	publish(install.Status{Model: "minicpm5:2b", State: running, Phase: "download", File: "model.q4nx", Bytes: 42, Total: 100, FilesTotal: 1, OverallBytes: 42, OverallTotal: 100}, "")
 	h.eventually("the page's install shown", func() bool {
-		return slices.Contains(labels(h.host.menu, ""), "Installing minicpm5:2b 42%: downloading (off)")
+		return slices.Contains(labels(h.host.menu, ""), "Installing minicpm5:2b 42%: file 1 of 1, 42 B of 100 B (off)")
 	})
 	if m := h.menu(); !slices.Contains(m, labelInstall+" (off)") || h.iconName() != "icons/tray-loading.png" {
 		t.Fatalf("while the page installs: menu %q, icon %q", m, h.iconName())
 	}
-	// Past the downloads, the installer's step in its words, not the
-	// bare phase ("…100%: install").
-	publish(service.InstallProgress{Model: "minicpm5:2b", Phase: "install", Done: 100, Total: 100, Files: 6, FilesTotal: 6}, "6 files in /m")
+	// Past the downloads, the step in the install's words
+	// (install.Status.Words), not the bare phase ("…100%: install").
+	publish(install.Status{Model: "minicpm5:2b", State: running, Phase: "install", OverallBytes: 100, OverallTotal: 100, Files: 6, FilesTotal: 6}, "6 files in /m")
 	h.eventually("the step after the downloads", func() bool {
-		return slices.Contains(labels(h.host.menu, ""), "Installing minicpm5:2b 100%: 6 files in /m (off)")
+		return slices.ContainsFunc(labels(h.host.menu, ""), func(l string) bool {
+			return strings.HasPrefix(l, "Installing minicpm5:2b 100%: All 6 files downloaded")
+		})
 	})
-	publish(service.InstallProgress{Model: "minicpm5:2b", Phase: "failed", Error: "download model.q4nx: disk full"}, "failed; install again to retry")
-	h.eventually("failure notified", func() bool { return hasNotice(h.notices(), "The install of minicpm5:2b failed", "disk full") })
+	publish(install.Status{Model: "minicpm5:2b", State: install.StateFailed, Failure: &install.Failure{Sentence: "The disk is full.", Detail: "download model.q4nx: disk full"}}, "The disk is full.")
+	h.eventually("failure notified", func() bool { return hasNotice(h.notices(), "The install of minicpm5:2b failed", "The disk is full.") })
 	if m := h.menu(); !slices.Contains(m, labelInstall) {
 		t.Fatalf("install item off after the page's install failed: %q", m)
 	}
-	publish(service.InstallProgress{Model: "minicpm5:2b", Phase: "downloading", Done: 1, Total: 100}, "")
-	publish(service.InstallProgress{Model: "minicpm5:2b", Phase: "done"}, "installed")
+	publish(install.Status{Model: "minicpm5:2b", State: running, Phase: "download", Bytes: 1, Total: 100}, "")
+	publish(install.Status{Model: "minicpm5:2b", State: install.StateDone}, "installed")
 	h.eventually("success notified", func() bool { return hasNotice(h.notices(), "minicpm5:2b is installed", "Start serving") })
 	if h.iconName() != "icons/tray-off.png" {
 		t.Fatalf("icon after the install %q", h.iconName())
@@ -262,9 +276,9 @@ func TestPageInstallShowsInTheTray(t *testing.T) {
 	// The tray's own install also comes as service events (the shared
 	// runner publishes them): it is said once, not twice.
 	f.install = func(ctx context.Context, progress func(InstallProgress)) error {
-		publish(service.InstallProgress{Model: "minicpm5:2b", Phase: "downloading", Done: 5, Total: 10}, "")
+		publish(install.Status{Model: "minicpm5:2b", State: running, Phase: "download", Bytes: 5, Total: 10}, "")
 		progress(InstallProgress{Message: "downloading model.q4nx", Frac: 0.5})
-		publish(service.InstallProgress{Model: "minicpm5:2b", Phase: "done"}, "installed")
+		publish(install.Status{Model: "minicpm5:2b", State: install.StateDone}, "installed")
 		return nil
 	}
 	h.click(labelInstall)

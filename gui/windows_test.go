@@ -13,6 +13,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/npuchat/npuchat/service"
+	"github.com/npuchat/npuchat/service/backend"
 )
 
 // texts are the words of a window's labels, buttons and checks, in
@@ -107,7 +108,7 @@ func TestSettingsWindowReadsAndWritesTheSettings(t *testing.T) {
 	if on, _ := f.LaunchAtLogin(); on || !f.ServeAtStart() {
 		t.Fatalf("login %v at start %v", on, f.ServeAtStart())
 	}
-	if m := h.menu(); !slices.Contains(m, labelLogin) || !slices.Contains(m, "  [x] CPU") {
+	if m := h.menu(); !slices.Contains(m, labelLogin) || !slices.Contains(m, "● CPU") {
 		t.Fatalf("the menu does not follow the window: %q", m)
 	}
 
@@ -152,7 +153,7 @@ func TestSettingsWindowShowsTheEngineInEffect(t *testing.T) {
 	f.mu.Lock()
 	calls := slices.Clone(f.setEngine)
 	f.mu.Unlock()
-	if !slices.Equal(calls, []string{"cpu"}) {
+	if !slices.Equal(calls, []backend.Kind{backend.CPU}) {
 		t.Fatalf("showing the engine called SetEngine: %q", calls)
 	}
 }

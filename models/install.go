@@ -755,6 +755,11 @@ func removeEmptyDirs(dir, stop string) {
 	}
 }
 
+// IsFileInUse reports whether err is the system refusing to move a file
+// another program has open (Windows; never on Unix, which moves open
+// files), so that callers can say to stop serving the model first.
+func IsFileInUse(err error) bool { return fileInUse(err) }
+
 // isPermission reports whether err means "not allowed to write here".
 func isPermission(err error) bool {
 	return errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS)

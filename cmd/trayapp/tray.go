@@ -8,50 +8,14 @@ import (
 	"github.com/npuchat/npuchat/app"
 	"github.com/npuchat/npuchat/gui"
 	"github.com/npuchat/npuchat/models/hub"
-	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/install"
 )
 
-// trayApp is the app as the tray drives it (gui.App): *app.App's
-// methods, its server state in gui's type, and the model install.
+// trayApp is the app as the tray drives it (gui.App): *app.App, whose
+// types the tray takes as they are, with the model install's progress
+// in the tray's words.
 type trayApp struct {
 	*app.App
-}
-
-func (t trayApp) Server() gui.ServerStatus { return guiServer(t.App.Server()) }
-
-// Engine is the engine setting, as the menu's items name it.
-func (t trayApp) Engine() string { return string(t.App.Engine()) }
-
-// SetEngine changes the engine setting the menu names.
-func (t trayApp) SetEngine(ctx context.Context, kind string) error {
-	k, err := backend.ParseEngine(kind)
-	if err != nil {
-		return err
-	}
-	return t.App.SetEngine(ctx, k)
-}
-
-// WatchServer passes the app's server states on in gui's type; the
-// latest wins when the tray is slow.
-func (t trayApp) WatchServer() (<-chan gui.ServerStatus, func()) {
-	in, stop := t.App.WatchServer()
-	out := make(chan gui.ServerStatus, 1)
-	go func() {
-		defer close(out)
-		for s := range in {
-			select {
-			case <-out:
-			default:
-			}
-			out <- guiServer(s)
-		}
-	}()
-	return out, stop
-}
-
-func guiServer(s app.ServerStatus) gui.ServerStatus {
-	return gui.ServerStatus{Listening: s.Listening, URL: s.URL, Err: s.Err}
 }
 
 // InstallModel is the app's install (app.App.InstallModel), its
