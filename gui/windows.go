@@ -2,6 +2,7 @@ package gui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/npuchat/npuchat/npu/check"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
+	"github.com/npuchat/npuchat/service/install"
 )
 
 // Windows are made once and hidden, not closed, so that closing one
@@ -59,8 +61,12 @@ type setupWindow struct {
 	checked      bool
 
 	installLine *widget.Label
-	installBar  *widget.ProgressBar
-	installBtn  *widget.Button
+	// installDetail is a failed install's whole error, folded under
+	// Details: the line says the sentence (install.Failure).
+	installDetail     *widget.Label
+	installDetailFold *widget.Accordion
+	installBar        *widget.ProgressBar
+	installBtn        *widget.Button
 
 	serveLine *widget.Label
 	serveBtn  *widget.Button
@@ -104,6 +110,10 @@ func newSetupWindow(c *controller) *setupWindow {
 	s.checkAgain = widget.NewButtonWithIcon("Check again", theme.ViewRefreshIcon(), s.runCheck)
 
 	s.installLine = wrapped("")
+	s.installDetail = wrapped("")
+	s.installDetail.TextStyle = fyne.TextStyle{Monospace: true}
+	s.installDetailFold = widget.NewAccordion(widget.NewAccordionItem("Details", s.installDetail))
+	s.installDetailFold.Hide()
 	s.installBar = widget.NewProgressBar()
 	s.installBtn = widget.NewButtonWithIcon("Install or update the model", theme.DownloadIcon(), c.startInstall)
 	s.installBtn.Importance = widget.HighImportance
@@ -128,7 +138,7 @@ func newSetupWindow(c *controller) *setupWindow {
 	s.trayCard = widget.NewCard("No tray icon on this desktop", "", container.NewVBox(s.trayText,
 		container.NewHBox(widget.NewButtonWithIcon("Quit NPU Chat", theme.LogoutIcon(), c.quit))))
 	s.npuCard = widget.NewCard("1. The NPU", "", container.NewVBox(s.checkSummary, s.checkList, container.NewHBox(s.checkAgain)))
-	s.modelCard = widget.NewCard("2. The model", "", container.NewVBox(s.installLine, s.installBar, container.NewHBox(s.installBtn)))
+	s.modelCard = widget.NewCard("2. The model", "", container.NewVBox(s.installLine, s.installDetailFold, s.installBar, container.NewHBox(s.installBtn)))
 	s.chatCard = widget.NewCard("3. Chat", "", container.NewVBox(s.serveLine, container.NewHBox(s.serveBtn, s.chatBtn, s.settingsBtn)))
 
 	s.content = container.NewVBox()
@@ -256,6 +266,7 @@ func (s *setupWindow) showReport(rep *check.Report, err error) {
 // update shows the install and the service's state.
 func (s *setupWindow) update(snap Snapshot, v View) {
 	in := snap.Install
+	detail := ""
 	switch {
 	case in == nil:
 		s.installLine.SetText(fmt.Sprintf("%s: install it, or update it when a new version is out. Installs resume where they stopped.", s.c.app.Model()))
@@ -266,12 +277,27 @@ func (s *setupWindow) update(snap Snapshot, v View) {
 		s.installBar.SetValue(in.Progress.Frac)
 		s.installBtn.Disable()
 	case in.Err != nil:
-		s.installLine.SetText("The install failed: " + in.Err.Error())
+		// The sentence first; the whole error (addresses, the chain of
+		// causes) folded under Details.
+		text := in.Err.Error()
+		if f := (*install.Failure)(nil); errors.As(in.Err, &f) {
+			text, detail = f.Sentence, f.Detail
+		}
+		s.installLine.SetText("The install failed. " + text)
 		s.installBtn.Enable()
 	default:
 		s.installLine.SetText(in.Progress.Model + " is installed.")
 		s.installBar.SetValue(1)
 		s.installBtn.Enable()
+	}
+	if detail != s.installDetail.Text {
+		s.installDetail.SetText(detail)
+		s.installDetailFold.CloseAll()
+	}
+	if detail == "" {
+		s.installDetailFold.Hide()
+	} else {
+		s.installDetailFold.Show()
 	}
 	s.serveLine.SetText(stateText(snap))
 	if v.Serving {
