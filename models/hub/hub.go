@@ -128,7 +128,7 @@ type UnreachableError struct {
 }
 
 func (e *UnreachableError) Error() string {
-	return fmt.Sprintf("%v; cannot reach %s: check the network, or set HF_ENDPOINT to a Hugging Face mirror", e.Err, e.Endpoint)
+	return fmt.Sprintf("%v; cannot reach %s", e.Err, e.Endpoint)
 }
 
 func (e *UnreachableError) Unwrap() error { return e.Err }

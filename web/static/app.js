@@ -249,7 +249,7 @@
         const f = document.createElement("div");
         f.className = "fallback";
         f.setAttribute("data-testid", "fallback");
-        f.textContent = "Answered on the " + engineName(m.stats.engine) + " instead of the NPU: " + firstSentence(m.stats.fallback);
+        f.textContent = "Answered on the " + engineName(m.stats.engine) + " instead of the NPU: " + firstSentence(cleanDetail(m.stats.fallback));
         f.title = m.stats.fallback;
         a.appendChild(f);
       }
@@ -1491,7 +1491,7 @@
       : "Answers are computed on this computer, and your chats stay here.";
     el.title = detail;
     let eng = st.backend ? "on " + engineName(st.backend) : "";
-    if (st.fallback) eng += (eng ? " · " : "") + "fell back: " + firstSentence(st.fallback);
+    if (st.fallback) eng += (eng ? " · " : "") + "fell back: " + firstSentence(cleanDetail(st.fallback));
     $("status-engine").textContent = eng;
     const on = st.enabled && st.state !== "error";
     const t = $("model-toggle");
