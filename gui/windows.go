@@ -2,8 +2,8 @@ package gui
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -62,7 +62,7 @@ type setupWindow struct {
 
 	installLine *widget.Label
 	// installDetail is a failed install's whole error, folded under
-	// Details: the line says the sentence (install.Failure).
+	// Details: the line has its sentence (install.Failure).
 	installDetail     *widget.Label
 	installDetailFold *widget.Accordion
 	installBar        *widget.ProgressBar
@@ -115,7 +115,7 @@ func newSetupWindow(c *controller) *setupWindow {
 	s.installDetailFold = widget.NewAccordion(widget.NewAccordionItem("Details", s.installDetail))
 	s.installDetailFold.Hide()
 	s.installBar = widget.NewProgressBar()
-	s.installBtn = widget.NewButtonWithIcon("Install or update the model", theme.DownloadIcon(), c.startInstall)
+	s.installBtn = widget.NewButtonWithIcon(labelInstallButton, theme.DownloadIcon(), c.startInstall)
 	s.installBtn.Importance = widget.HighImportance
 
 	s.serveLine = wrapped("")
@@ -265,30 +265,29 @@ func (s *setupWindow) showReport(rep *check.Report, err error) {
 
 // update shows the install and the service's state.
 func (s *setupWindow) update(snap Snapshot, v View) {
-	in := snap.Install
-	detail := ""
-	switch {
-	case in == nil:
+	s.installBtn.SetText(labelInstallButton)
+	st := snap.Install
+	if st == nil || st.State == install.StateIdle {
 		s.installLine.SetText(fmt.Sprintf("%s: install it, or update it when a new version is out. Installs resume where they stopped.", s.c.app.Model()))
 		s.installBar.SetValue(0)
 		s.installBtn.Enable()
-	case in.Running:
-		s.installLine.SetText(installLine(in.Progress))
-		s.installBar.SetValue(in.Progress.Frac)
-		s.installBtn.Disable()
-	case in.Err != nil:
-		// The sentence first; the whole error (addresses, the chain of
-		// causes) folded under Details.
-		text := in.Err.Error()
-		if f := (*install.Failure)(nil); errors.As(in.Err, &f) {
-			text, detail = f.Sentence, f.Detail
+	} else {
+		s.installLine.SetText(installText(*st))
+		s.installBar.SetValue(installFrac(*st))
+		if st.State == install.StateRunning {
+			s.installBtn.Disable()
+		} else {
+			s.installBtn.Enable()
 		}
-		s.installLine.SetText("The install failed. " + text)
-		s.installBtn.Enable()
-	default:
-		s.installLine.SetText(in.Progress.Model + " is installed.")
-		s.installBar.SetValue(1)
-		s.installBtn.Enable()
+		if a := st.Words().Action; a == "Retry" || a == "Resume" {
+			s.installBtn.SetText(a)
+		}
+	}
+	// A failure's whole error (addresses, the chain of causes) is
+	// folded under Details, below its sentence.
+	detail := ""
+	if st != nil && st.State == install.StateFailed {
+		detail = st.Words().Detail
 	}
 	if detail != s.installDetail.Text {
 		s.installDetail.SetText(detail)
@@ -310,6 +309,25 @@ func (s *setupWindow) update(snap Snapshot, v View) {
 	} else {
 		s.chatBtn.Enable()
 	}
+}
+
+// labelInstallButton is the setup window's install button, until an
+// install that stopped offers Retry or Resume.
+const labelInstallButton = "Install or update the model"
+
+// installText is an install in the setup window's words, all of its
+// Words: the title, then where it stands and the file downloading, or
+// the problem, what is kept, and the whole error.
+func installText(st install.Status) string {
+	w := st.Words()
+	lines := []string{w.Title}
+	for _, l := range []string{w.Problem, w.Line, w.File} {
+		if l != "" {
+			lines = append(lines, l)
+		}
+	}
+	// The detail is not here: it is folded under Details.
+	return strings.Join(lines, "\n")
 }
 
 // stateText is the model's state for a window: the status line's
