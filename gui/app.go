@@ -3,7 +3,6 @@ package gui
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/npuchat/npuchat/app"
 	"github.com/npuchat/npuchat/npu/check"
@@ -43,9 +42,11 @@ type App interface {
 
 	// CheckNPU runs the NPU check (`npuchat check`).
 	CheckNPU(ctx context.Context) (*check.Report, error)
-	// InstallModel installs or updates the configured model, reporting
-	// progress (from any goroutine) until it returns.
-	InstallModel(ctx context.Context, progress func(InstallProgress)) error
+	// StartInstall starts installing or updating the configured model
+	// and returns at once; the install's progress and end come as the
+	// service's install events (Subscribe), as an install the chat page
+	// started does, and the app cancels it when it shuts down.
+	StartInstall() error
 
 	// Server is the web server's state now; WatchServer sends each change.
 	Server() ServerStatus
@@ -61,22 +62,6 @@ type App interface {
 	LogDir() string
 	// Version is NPU Chat's version.
 	Version() string
-}
-
-// InstallProgress is one report of a model install.
-type InstallProgress struct {
-	// Model is the model being installed.
-	Model string
-	// Message is a few words on the current step ("downloading model.q4nx").
-	Message string
-	// Frac is the fraction done, 0..1, or 0 when unknown.
-	Frac float64
-	// The whole download, once the installer has said what it fetches
-	// (zero before): files done of how many, bytes of all of them so
-	// far and in all, and the time left for all of them (0: unknown).
-	FilesDone, FilesTotal int
-	Bytes, Total          int64
-	Left                  time.Duration
 }
 
 // ServerStatus is the web server's state, listening or why not, as the

@@ -6,7 +6,11 @@
 // service through one subscription: every event updates one [Snapshot],
 // and the icon, the tooltip, the menu and the open windows are all drawn
 // from it ([ViewOf] computes the words and the icon, without fyne), so
-// the tray, the chat page and /api/status always agree. No goroutine
+// the tray, the chat page and /api/status always agree. Installs too:
+// the tray's Install starts the app's install and, like one the page
+// started, follows it from the service's install events alone, as the
+// install runner's status (install.Status) in its own words
+// (install.Status.Words, the ones `npuchat install` and the page show). No goroutine
 // touches a widget except through fyne.Do (loop.do, which drops what
 // comes once fyne's loop has ended: fyne would run it on the caller's
 // goroutine); what blocks (starting and stopping the model, the NPU

@@ -21,6 +21,7 @@ import (
 
 	"github.com/npuchat/npuchat/gui/desktoptest"
 	"github.com/npuchat/npuchat/service"
+	"github.com/npuchat/npuchat/service/install"
 )
 
 // fyneThreadError starts the line fyne 2.7.1 logs (internal/async)
@@ -129,11 +130,10 @@ func screenshotChild(dir string) int {
 	f.report = notReady()
 	f.npuErr = errors.New("FastFlowLM: ERT_CMD_STATE_TIMEOUT on the first token")
 	f.login = true
-	f.install = func(ctx context.Context, progress func(InstallProgress)) error {
-		progress(InstallProgress{Model: "minicpm5:2b", Message: "downloading model.q4nx", Frac: 0.42,
-			FilesDone: 2, FilesTotal: 9, Bytes: 1_100_000_000, Total: 2_600_000_000, Left: 230 * time.Second})
-		<-ctx.Done()
-		return ctx.Err()
+	f.install = func(publish func(install.Status)) error {
+		publish(install.Status{State: install.StateRunning, Phase: "download", File: "model.q4nx", Bytes: 310_000_000, Total: 900_000_000,
+			Rate: 12_300_000, Files: 2, FilesTotal: 9, OverallBytes: 1_100_000_000, OverallTotal: 2_600_000_000, OverallETASeconds: 230})
+		return nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -180,7 +180,7 @@ func shoot(c *controller, fy fyne.App, dir string) error {
 	var ready bool
 	if err := waitFor(60*time.Second, func() bool {
 		fyne.DoAndWait(func() {
-			ready = c.setup.checked && c.view.Ready && c.snap.Install != nil && c.snap.Install.Progress.Frac > 0.4
+			ready = c.setup.checked && c.view.Ready && c.snap.Install != nil && installFrac(*c.snap.Install) > 0.4
 		})
 		return ready
 	}); err != nil {

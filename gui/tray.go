@@ -2,14 +2,12 @@ package gui
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -80,9 +78,13 @@ type controller struct {
 	notify  func(Notice)
 	openURL func(*url.URL) error
 
-	snap      Snapshot
-	view      View
-	drawn     menuState // what the menu shows now, to skip needless rebuilds
+	snap  Snapshot
+	view  View
+	drawn menuState // what the menu shows now, to skip needless rebuilds
+	// menuAt is when the menu was built last; menuDue is set while a
+	// rebuild waits for menuEvery to pass.
+	menuAt    time.Time
+	menuDue   bool
 	iconShown Icon
 	// tooltipShown is the tooltip set last.
 	tooltipShown string
@@ -91,15 +93,6 @@ type controller struct {
 	setup    *setupWindow
 	settings *settingsWindow
 	about    fyne.Window
-	// installCancel stops the running install (Quit).
-	installCancel context.CancelFunc
-	// The tray follows its own install through App.InstallModel, and
-	// another (the chat page's) through the service's install events.
-	// ownInstall: the tray's install runs; ownEndSeen: the service's
-	// event that ends it came; awaitEnd: it ended but that event has not
-	// come yet (the events until then are the tray's install's, not
-	// another one's).
-	ownInstall, ownEndSeen, awaitEnd bool
 	// noTray says why the desktop shows no tray icon (nil: it shows
 	// one); the setup window then says so and offers Quit.
 	noTray error
@@ -166,51 +159,42 @@ func (c *controller) onEvent(ev service.Event) {
 	}
 	c.snap.Service = ev.Status
 	if ev.Type == service.EventInstall && ev.Install != nil {
-		ended := ev.Install.State.Ended()
-		switch {
-		case c.ownInstall:
-			c.ownEndSeen = c.ownEndSeen || ended
-		case c.awaitEnd:
-			c.awaitEnd = !ended
-		default:
-			c.otherInstall(ev)
-		}
+		c.onInstall(*ev.Install)
 	}
 	c.redraw()
 }
 
-// otherInstall follows an install the tray did not start (the chat
-// page's) from its service events: the same progress line, icon and
-// notices as the tray's own.
-func (c *controller) otherInstall(ev service.Event) {
-	p := ev.Install
-	following := c.snap.Install != nil && c.snap.Install.Running
-	switch p.State {
-	case install.StateDone:
-		if following {
-			c.installDone(p.Model, nil)
-		}
-	case install.StateFailed:
-		if following {
-			c.installDone(p.Model, p.Failure)
-		}
-	case install.StateCancelled:
-		if following {
-			c.installDone(p.Model, context.Canceled)
-		}
-	default:
-		// The install in its words (install.Status.Words), as the page
-		// and the command line say it.
-		w := p.Words()
-		prog := InstallProgress{Model: p.Model, Message: w.Line, FilesDone: p.Files, FilesTotal: p.FilesTotal,
-			Bytes: p.OverallBytes, Total: p.OverallTotal, Left: time.Duration(p.OverallETASeconds * float64(time.Second))}
-		if p.OverallTotal > 0 {
-			prog.Frac = float64(p.OverallBytes) / float64(p.OverallTotal)
-		} else if p.Total > 0 {
-			prog.Frac = float64(p.Bytes) / float64(p.Total)
-		}
-		c.snap.Install = &InstallState{Running: true, Progress: prog}
+// onInstall follows an install from the service's install events, the
+// tray's own as the page's (the runner publishes both): its status is
+// the snapshot's, and an install the tray saw run is notified when it
+// ends, once.
+func (c *controller) onInstall(st install.Status) {
+	prev := c.snap.Install
+	c.snap.Install = &st
+	if !st.State.Ended() || prev == nil || prev.State != install.StateRunning || !strings.EqualFold(prev.Model, st.Model) {
+		return
 	}
+	if n, ok := installNotice(st); ok {
+		c.notify(n)
+	}
+}
+
+// installNotice is the notification of an install's end, in its words:
+// installed, or failed and why (a cancel, which the user did, is not
+// notified).
+func installNotice(st install.Status) (Notice, bool) {
+	w := st.Words()
+	switch st.State {
+	case install.StateDone:
+		body := "Start serving from the tray icon to chat with it."
+		if st.Serve {
+			body = "The model is starting."
+		}
+		return Notice{w.Title, body}, true
+	case install.StateFailed:
+		return Notice{w.Title, cut(w.Problem+" "+w.Line, 240)}, true
+	}
+	return Notice{}, false
 }
 
 func (c *controller) onServer(s ServerStatus) {
@@ -250,10 +234,25 @@ func (c *controller) refreshMenu() {
 		c.log.Warn("read the launch-at-login entry", "err", err)
 	}
 	ms := menuState{View: c.view, Engine: c.app.Engine(), Login: login}
+	ms.View.Tooltip = "" // not in the menu
 	if c.menu != nil && reflect.DeepEqual(ms, c.drawn) {
 		return
 	}
-	c.drawn = ms
+	if wait := menuEvery - time.Since(c.menuAt); c.menu != nil && wordsOnly(ms, c.drawn) && wait > 0 {
+		// A progress line moved on (an install's bytes, a load's
+		// percent): drawn at most once in menuEvery.
+		if !c.menuDue {
+			c.menuDue = true
+			time.AfterFunc(wait, func() {
+				c.do(func() {
+					c.menuDue = false
+					c.refreshMenu()
+				})
+			})
+		}
+		return
+	}
+	c.drawn, c.menuAt = ms, time.Now()
 	// One menu value, its items replaced: fyne keeps the menu it was
 	// first given and draws that one again when the tray connects, so a
 	// new value would be overwritten by the first one.
@@ -262,6 +261,20 @@ func (c *controller) refreshMenu() {
 	}
 	c.menu.Items = c.menuItems(ms)
 	c.host.SetSystemTrayMenu(c.menu)
+}
+
+// menuEvery is the shortest time between two menu rebuilds that change
+// only the status lines' words: fyne rebuilds the whole tray menu, item
+// by item over D-Bus on Linux, and an install reports ten times a
+// second.
+const menuEvery = time.Second
+
+// wordsOnly reports whether two menu states differ only in the words of
+// the status lines (not in what the menu offers).
+func wordsOnly(a, b menuState) bool {
+	a.View.Status, a.View.Detail = "", ""
+	b.View.Status, b.View.Detail = "", ""
+	return reflect.DeepEqual(a, b)
 }
 
 // menuItems are the tray menu's items for a state: its sections, one
@@ -450,67 +463,18 @@ func (c *controller) setLaunchAtLogin(on bool) {
 	c.redraw()
 }
 
-// startInstall installs or updates the model in the background, with
-// its progress in the status line and the setup window; it does nothing
-// while an install runs.
+// startInstall starts installing or updating the model; the service's
+// install events show its progress and end (onInstall), in the status
+// line and the setup window. It does nothing while an install runs.
 func (c *controller) startInstall() {
-	if in := c.snap.Install; in != nil && in.Running {
+	if st := c.snap.Install; st != nil && st.State == install.StateRunning {
 		return
 	}
-	ctx, cancel := context.WithCancel(c.ctx)
-	c.installCancel = cancel
-	c.ownInstall, c.ownEndSeen, c.awaitEnd = true, false, false
-	model := c.app.Model()
-	c.snap.Install = &InstallState{Running: true, Progress: InstallProgress{Model: model, Message: "starting"}}
-	c.redraw()
 	go func() {
-		defer cancel()
-		// Reports may arrive per downloaded chunk, from several
-		// goroutines: pass on only what the user can see change.
-		var mu sync.Mutex
-		var last InstallProgress
-		err := c.app.InstallModel(ctx, func(p InstallProgress) {
-			if p.Model == "" {
-				p.Model = model
-			}
-			mu.Lock()
-			same := p.Message == last.Message && int(p.Frac*100) == int(last.Frac*100)
-			last = p
-			mu.Unlock()
-			if same {
-				return
-			}
-			c.do(func() {
-				if in := c.snap.Install; in != nil && in.Running {
-					in.Progress = p
-					c.redraw()
-				}
-			})
-		})
-		c.do(func() {
-			c.ownInstall, c.awaitEnd = false, !c.ownEndSeen
-			c.installDone(model, err)
-		})
+		if err := c.app.StartInstall(); err != nil {
+			c.fail("Could not install "+c.app.Model(), err)
+		}
 	}()
-}
-
-// installDone records how the install ended and says so.
-func (c *controller) installDone(model string, err error) {
-	in := &InstallState{Err: err}
-	if c.snap.Install != nil {
-		in.Progress = c.snap.Install.Progress
-	}
-	c.snap.Install = in
-	switch {
-	case errors.Is(err, context.Canceled):
-		in.Err = errors.New("stopped; install again to resume")
-	case err != nil:
-		c.notify(Notice{"The install of " + model + " failed", cut(err.Error(), 240)})
-	default:
-		in.Progress.Frac, in.Progress.Message = 1, "installed"
-		c.notify(Notice{model + " is installed", "Start serving from the tray icon to chat with it."})
-	}
-	c.redraw()
 }
 
 // fail tells the user that an action failed (from any goroutine).
@@ -563,9 +527,7 @@ func (c *controller) showAbout() {
 }
 
 // quit ends the tray: Run returns and its caller shuts the app down.
+// A running install stops with the app (its downloads are kept).
 func (c *controller) quit() {
-	if c.installCancel != nil {
-		c.installCancel()
-	}
 	c.loop.quit()
 }

@@ -3,6 +3,7 @@ package gui
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -14,6 +15,7 @@ import (
 	"github.com/npuchat/npuchat/npu/check"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
+	"github.com/npuchat/npuchat/service/install"
 )
 
 // Windows are made once and hidden, not closed, so that closing one
@@ -105,7 +107,7 @@ func newSetupWindow(c *controller) *setupWindow {
 
 	s.installLine = wrapped("")
 	s.installBar = widget.NewProgressBar()
-	s.installBtn = widget.NewButtonWithIcon("Install or update the model", theme.DownloadIcon(), c.startInstall)
+	s.installBtn = widget.NewButtonWithIcon(labelInstallButton, theme.DownloadIcon(), c.startInstall)
 	s.installBtn.Importance = widget.HighImportance
 
 	s.serveLine = wrapped("")
@@ -255,23 +257,23 @@ func (s *setupWindow) showReport(rep *check.Report, err error) {
 
 // update shows the install and the service's state.
 func (s *setupWindow) update(snap Snapshot, v View) {
-	in := snap.Install
-	switch {
-	case in == nil:
+	s.installBtn.SetText(labelInstallButton)
+	st := snap.Install
+	if st == nil || st.State == install.StateIdle {
 		s.installLine.SetText(fmt.Sprintf("%s: install it, or update it when a new version is out. Installs resume where they stopped.", s.c.app.Model()))
 		s.installBar.SetValue(0)
 		s.installBtn.Enable()
-	case in.Running:
-		s.installLine.SetText(installLine(in.Progress))
-		s.installBar.SetValue(in.Progress.Frac)
-		s.installBtn.Disable()
-	case in.Err != nil:
-		s.installLine.SetText("The install failed: " + in.Err.Error())
-		s.installBtn.Enable()
-	default:
-		s.installLine.SetText(in.Progress.Model + " is installed.")
-		s.installBar.SetValue(1)
-		s.installBtn.Enable()
+	} else {
+		s.installLine.SetText(installText(*st))
+		s.installBar.SetValue(installFrac(*st))
+		if st.State == install.StateRunning {
+			s.installBtn.Disable()
+		} else {
+			s.installBtn.Enable()
+		}
+		if a := st.Words().Action; a == "Retry" || a == "Resume" {
+			s.installBtn.SetText(a)
+		}
 	}
 	s.serveLine.SetText(stateText(snap))
 	if v.Serving {
@@ -284,6 +286,27 @@ func (s *setupWindow) update(snap Snapshot, v View) {
 	} else {
 		s.chatBtn.Enable()
 	}
+}
+
+// labelInstallButton is the setup window's install button, until an
+// install that stopped offers Retry or Resume.
+const labelInstallButton = "Install or update the model"
+
+// installText is an install in the setup window's words, all of its
+// Words: the title, then where it stands and the file downloading, or
+// the problem, what is kept, and the whole error.
+func installText(st install.Status) string {
+	w := st.Words()
+	lines := []string{w.Title}
+	for _, l := range []string{w.Problem, w.Line, w.File} {
+		if l != "" {
+			lines = append(lines, l)
+		}
+	}
+	if w.Detail != "" && w.Detail != w.Problem {
+		lines = append(lines, "Detail: "+w.Detail)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // stateText is the model's state for a window: the status line's
