@@ -11,6 +11,7 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
+	"os"
 	"unsafe"
 )
 
@@ -58,6 +59,25 @@ type KVFileHeader struct {
 	Layers int    `json:"layers"`
 	KVDim  int    `json:"kv_dim"`
 	Type   string `json:"type"` // "f32" or "f16"
+}
+
+// kvMagic1 is the magic of version 1 of the format.
+const kvMagic1 = "NPUCHATKV1\n"
+
+// IsOldKVFile reports whether the file at path is a KV file of an
+// earlier version of the format (which this one refuses, so that a disk
+// cache can delete it).
+func IsOldKVFile(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, len(kvMagic))
+	if _, err := io.ReadFull(f, head); err != nil {
+		return false
+	}
+	return string(head) == kvMagic1
 }
 
 // maxKVHeader bounds a KV file's header (its identity and scope).
