@@ -13,6 +13,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/npuchat/npuchat/config"
+	"github.com/npuchat/npuchat/service/backend"
 )
 
 // SettingsStore is the app's one settings store (config.Store, through
@@ -47,7 +48,7 @@ type settingsWindow struct {
 	atLogin   *widget.Check
 	state     *widget.Label
 	loading   bool // set while reload writes the widgets, so their callbacks do nothing
-	engineFor map[string]string
+	engineFor map[string]backend.Kind
 
 	// The fields a Save writes, with what each showed last (a field
 	// whose text is still that follows the store; one being edited
@@ -64,7 +65,7 @@ type settingsWindow struct {
 }
 
 func newSettingsWindow(c *controller) *settingsWindow {
-	s := &settingsWindow{c: c, engineFor: map[string]string{}, shown: map[*widget.Entry]string{}, errs: map[string]*widget.Label{}}
+	s := &settingsWindow{c: c, engineFor: map[string]backend.Kind{}, shown: map[*widget.Entry]string{}, errs: map[string]*widget.Label{}}
 	s.win = newWindow(c, "NPU Chat settings", fyne.NewSize(600, 760))
 
 	var labels []string
@@ -129,7 +130,7 @@ func newSettingsWindow(c *controller) *settingsWindow {
 	s.save = widget.NewButtonWithIcon("Save", theme.DocumentSaveIcon(), s.saveFields)
 	s.save.Importance = widget.HighImportance
 
-	chat := widget.NewButtonWithIcon("Open the chat", theme.MailComposeIcon(), c.openChat)
+	chat := widget.NewButtonWithIcon("Open the chat", chatIcon(), c.openChat)
 	logs := widget.NewButtonWithIcon("Open the logs folder", theme.FolderOpenIcon(), c.openLogs)
 	form := widget.NewForm(
 		widget.NewFormItem("Engine", s.engine),
