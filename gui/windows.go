@@ -60,8 +60,12 @@ type setupWindow struct {
 	checked      bool
 
 	installLine *widget.Label
-	installBar  *widget.ProgressBar
-	installBtn  *widget.Button
+	// installDetail is a failed install's whole error, folded under
+	// Details: the line has its sentence (install.Failure).
+	installDetail     *widget.Label
+	installDetailFold *widget.Accordion
+	installBar        *widget.ProgressBar
+	installBtn        *widget.Button
 
 	serveLine *widget.Label
 	serveBtn  *widget.Button
@@ -105,6 +109,10 @@ func newSetupWindow(c *controller) *setupWindow {
 	s.checkAgain = widget.NewButtonWithIcon("Check again", theme.ViewRefreshIcon(), s.runCheck)
 
 	s.installLine = wrapped("")
+	s.installDetail = wrapped("")
+	s.installDetail.TextStyle = fyne.TextStyle{Monospace: true}
+	s.installDetailFold = widget.NewAccordion(widget.NewAccordionItem("Details", s.installDetail))
+	s.installDetailFold.Hide()
 	s.installBar = widget.NewProgressBar()
 	s.installBtn = widget.NewButtonWithIcon(labelInstallButton, theme.DownloadIcon(), c.startInstall)
 	s.installBtn.Importance = widget.HighImportance
@@ -129,7 +137,7 @@ func newSetupWindow(c *controller) *setupWindow {
 	s.trayCard = widget.NewCard("No tray icon on this desktop", "", container.NewVBox(s.trayText,
 		container.NewHBox(widget.NewButtonWithIcon("Quit NPU Chat", theme.LogoutIcon(), c.quit))))
 	s.npuCard = widget.NewCard("1. The NPU", "", container.NewVBox(s.checkSummary, s.checkList, container.NewHBox(s.checkAgain)))
-	s.modelCard = widget.NewCard("2. The model", "", container.NewVBox(s.installLine, s.installBar, container.NewHBox(s.installBtn)))
+	s.modelCard = widget.NewCard("2. The model", "", container.NewVBox(s.installLine, s.installDetailFold, s.installBar, container.NewHBox(s.installBtn)))
 	s.chatCard = widget.NewCard("3. Chat", "", container.NewVBox(s.serveLine, container.NewHBox(s.serveBtn, s.chatBtn, s.settingsBtn)))
 
 	s.content = container.NewVBox()
@@ -274,6 +282,21 @@ func (s *setupWindow) update(snap Snapshot, v View) {
 			s.installBtn.SetText(a)
 		}
 	}
+	// A failure's whole error (addresses, the chain of causes) is
+	// folded under Details, below its sentence.
+	detail := ""
+	if st != nil && st.State == install.StateFailed {
+		detail = st.Words().Detail
+	}
+	if detail != s.installDetail.Text {
+		s.installDetail.SetText(detail)
+		s.installDetailFold.CloseAll()
+	}
+	if detail == "" {
+		s.installDetailFold.Hide()
+	} else {
+		s.installDetailFold.Show()
+	}
 	s.serveLine.SetText(stateText(snap))
 	if v.Serving {
 		s.serveBtn.Disable()
@@ -302,9 +325,7 @@ func installText(st install.Status) string {
 			lines = append(lines, l)
 		}
 	}
-	if w.Detail != "" && w.Detail != w.Problem {
-		lines = append(lines, "Detail: "+w.Detail)
-	}
+	// The detail is not here: it is folded under Details.
 	return strings.Join(lines, "\n")
 }
 
