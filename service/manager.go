@@ -196,24 +196,24 @@ type Manager struct {
 
 	// mu guards everything below. It is never held while a backend
 	// loads, generates or unloads.
-	mu        sync.Mutex
-	seq       uint64 // events sent so far (Status.Seq)
-	enabled   bool   // false when the user switched the model off
-	state     State
-	model     string       // loaded or loading or last wanted
-	kind      backend.Kind // kind of the backend loading or loaded
-	be        backend.Backend
-	beModel   string // the model be has loaded
-	info      *backend.ModelInfo
-	reason    string
-	errMsg    string
-	fallback  string
-	failed    map[backend.Kind]string // kind -> why it failed, for model
-	progress  *backend.Progress
-	since     time.Time
-	waiting   int
-	running   int
-	gens      map[*context.CancelFunc]struct{} // cancel the running generations
+	mu       sync.Mutex
+	seq      uint64 // events sent so far (Status.Seq)
+	enabled  bool   // false when the user switched the model off
+	state    State
+	model    string       // loaded or loading or last wanted
+	kind     backend.Kind // kind of the backend loading or loaded
+	be       backend.Backend
+	beModel  string // the model be has loaded
+	info     *backend.ModelInfo
+	reason   string
+	errMsg   string
+	fallback string
+	failed   map[backend.Kind]string // kind -> why it failed, for model
+	progress *backend.Progress
+	since    time.Time
+	waiting  int
+	running  int
+	gens     map[*context.CancelFunc]struct{} // cancel the running generations
 	// group is the generations running at once on the serving backend,
 	// holding the slot together (queue.go); nil when none runs so.
 	group *runGroup

@@ -26,7 +26,7 @@ func parallelManager(t *testing.T, n int, delay time.Duration) (*Manager, *[]par
 	t.Helper()
 	var mu sync.Mutex
 	var made []parallelFake
-	m := New(Options{QueueSize: 2, NewBackend: func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
+	m := New(Options{QueueSize: 2, KeepAlive: -1, NewBackend: func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
 		b := parallelFake{fake.New(fake.Options{Name: model, Kind: kind, TokenDelay: delay, Reply: func(*backend.Request) string { return "one two three four five six" }}), n}
 		mu.Lock()
 		made = append(made, b)
@@ -67,6 +67,10 @@ func TestParallelGenerations(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Errorf("generation: %v", err)
 		}
+	}
+	for i, b := range *made {
+		l, u, mo := b.Counts()
+		t.Logf("backend %d: loads %d unloads %d most %d", i, l, u, mo)
 	}
 	if _, _, most := (*made)[0].Counts(); most != 3 {
 		t.Errorf("at most %d generations ran at once, want 3", most)
