@@ -168,6 +168,9 @@ var ignored = map[string]bool{
 	"$schema": true, "$id": true, "$comment": true, "title": true, "description": true,
 	"default": true, "examples": true, "deprecated": true, "readOnly": true, "writeOnly": true,
 	"$defs": true, "definitions": true,
+	// OpenAPI's discriminator names the property that tells oneOf's
+	// alternatives apart; it changes nothing that validates.
+	"discriminator": true,
 }
 
 // supported are the keywords compile reads.
@@ -216,7 +219,7 @@ func (c *compiler) compile(s *value, path string) (int, error) {
 	}
 	for _, k := range s.keys {
 		if !supported[k] && !ignored[k] {
-			return 0, fmt.Errorf("%s: the keyword %q is not supported (supported: type, properties, required, additionalProperties, enum, const, items, minItems, maxItems, minLength, maxLength, minimum, maximum, exclusiveMinimum, exclusiveMaximum, pattern, format, $defs, $ref, anyOf and oneOf of different types)", path, k)
+			return 0, fmt.Errorf("%s: the keyword %q is not supported (supported: type, properties, required, additionalProperties, enum, const, items, minItems, maxItems, minLength, maxLength, minimum, maximum, exclusiveMinimum, exclusiveMaximum, pattern, format, $defs, $ref, anyOf, oneOf)", path, k)
 		}
 	}
 	if ref := s.get("$ref"); ref != nil {
@@ -227,8 +230,8 @@ func (c *compiler) compile(s *value, path string) (int, error) {
 		}
 		return c.ref(ref, path)
 	}
-	// oneOf is anyOf here: the alternatives must start with different
-	// bytes (finish checks), so a document matches exactly one of them.
+	// anyOf is any alternative that fits; oneOf the same once finish has
+	// made sure no document fits two of them.
 	for _, kw := range []string{"anyOf", "oneOf"} {
 		any := s.get(kw)
 		if any == nil {
@@ -242,7 +245,7 @@ func (c *compiler) compile(s *value, path string) (int, error) {
 		if any.kind != 'a' || len(any.vals) == 0 {
 			return 0, fmt.Errorf("%s/%s: must be a non-empty list of schemas", path, kw)
 		}
-		u := node{kind: kUnion}
+		u := node{kind: kUnion, oneOf: kw == "oneOf"}
 		for i, alt := range any.vals {
 			n, err := c.compile(alt, fmt.Sprintf("%s/%s/%d", path, kw, i))
 			if err != nil {
@@ -476,17 +479,36 @@ func countRange(s *value, minKey, maxKey, path string) (lo, hi int, err error) {
 
 func (c *compiler) object(s *value, path string) (int, error) {
 	n := node{kind: kObject, extra: -1}
+	// additionalProperties: false none, a schema what their values
+	// follow, true any value. Beside "properties" they come after the
+	// declared ones, as llama.cpp writes them; absent, only the declared
+	// ones are written there (as llama.cpp does), and without
+	// "properties" the keys are free.
 	var extra *value
-	allowExtra := true
+	allowExtra, given := true, false
 	if ap := s.get("additionalProperties"); ap != nil {
 		switch {
 		case ap.kind == 'b':
-			allowExtra = ap.b
+			allowExtra, given = ap.b, ap.b
 		case ap.kind == 'o':
-			extra = ap
+			extra, given = ap, true
 		default:
 			return 0, fmt.Errorf("%s/additionalProperties: must be a boolean or a schema", path)
 		}
+	}
+	extraNode := -1
+	extraValue := func() (int, error) {
+		if extraNode >= 0 {
+			return extraNode, nil
+		}
+		extraNode = c.b.any()
+		if extra != nil {
+			var err error
+			if extraNode, err = c.compile(extra, path+"/additionalProperties"); err != nil {
+				return 0, err
+			}
+		}
+		return extraNode, nil
 	}
 	required := map[string]bool{}
 	var reqOrder []string
@@ -529,24 +551,25 @@ func (c *compiler) object(s *value, path string) (int, error) {
 		if !allowExtra {
 			return 0, fmt.Errorf("%s: %q is required but not in properties, and additionalProperties is false: nothing can match", path, name)
 		}
-		pn := c.b.any()
-		if extra != nil {
-			var err error
-			if pn, err = c.compile(extra, path+"/additionalProperties"); err != nil {
-				return 0, err
-			}
+		pn, err := extraValue()
+		if err != nil {
+			return 0, err
 		}
 		n.props = append(n.props, prop{key: jsonString(name)[1:], node: pn, required: true})
 	}
-	if len(n.props) == 0 && allowExtra {
-		n.freeKeys = true
-		n.extra = c.b.any()
-		if extra != nil {
-			var err error
-			if n.extra, err = c.compile(extra, path+"/additionalProperties"); err != nil {
-				return 0, err
-			}
+	switch {
+	case len(n.props) == 0 && allowExtra:
+		var err error
+		if n.extra, err = extraValue(); err != nil {
+			return 0, err
 		}
+		n.freeKeys = true
+	case len(n.props) > 0 && given:
+		var err error
+		if n.extra, err = extraValue(); err != nil {
+			return 0, err
+		}
+		n.extraKey = c.b.add(node{kind: kString, maxLen: -1, raw: true})
 	}
 	c.b.nodes[id] = n
 	return id, nil
