@@ -47,7 +47,10 @@
 // exponent), pattern (bounds.go, pattern.go: a DFA over code points built
 // with regexp/syntax, unanchored unless ^...$), format (date, time,
 // date-time, uuid, ipv4, email as patterns; int32, int64, float, double
-// on numbers), $defs / definitions with local $ref (recursion allowed),
+// on numbers), propertyNames as a string schema (lengths, pattern,
+// format) that free and additional keys follow (written without escapes;
+// declared names that do not follow it are left out), $defs /
+// definitions with local $ref (recursion allowed),
 // anyOf (any alternatives), and oneOf whose alternatives cannot match
 // the same document: they differ in type (the bytes they start with), in
 // their literal values, or in a required property whose values are

@@ -48,9 +48,9 @@ type node struct {
 	props    []prop
 	extra    int  // free keys' value node, or -1: none
 	freeKeys bool // the object takes free-form keys (no declared properties)
-	// extraKey, with props and extra: the string node of the keys of
-	// additional properties, written after the declared ones (escape
-	// free, and never a declared name).
+	// extraKey: the string node of free keys, or with props and extra
+	// of the keys of additional properties, written after the declared
+	// ones (escape free, and never a declared name).
 	extraKey int
 
 	// kArray
@@ -148,7 +148,7 @@ func (b *builder) any() int {
 	}
 	id := b.add(node{kind: kUnion})
 	b.anyValue = id
-	obj := b.add(node{kind: kObject, freeKeys: true, extra: id})
+	obj := b.add(node{kind: kObject, freeKeys: true, extra: id, extraKey: b.anyString})
 	arr := b.add(node{kind: kArray, items: id, maxItems: -1})
 	lits := b.add(node{kind: kLiterals, lits: [][]byte{[]byte("true"), []byte("false"), []byte("null")}})
 	num := b.add(node{kind: kNumber})
@@ -393,7 +393,7 @@ func (b *builder) prune(root int) error {
 // response_format json_object, Ollama's format "json").
 func JSONObject() *Grammar {
 	b := newBuilder()
-	root := b.add(node{kind: kObject, freeKeys: true, extra: b.any()})
+	root := b.add(node{kind: kObject, freeKeys: true, extra: b.any(), extraKey: b.anyString})
 	g, err := b.finish(root, "any JSON object")
 	if err != nil {
 		panic(err) // fixed nodes: checked by the tests
@@ -445,7 +445,7 @@ func ToolCall(tools []Tool, format ToolCallFormat) (*Grammar, error) {
 		seen[t.Name] = true
 		var args int
 		if len(bytes.TrimSpace(t.Parameters)) == 0 || string(bytes.TrimSpace(t.Parameters)) == "null" {
-			args = b.add(node{kind: kObject, freeKeys: true, extra: b.any()})
+			args = b.add(node{kind: kObject, freeKeys: true, extra: b.any(), extraKey: b.anyString})
 		} else {
 			doc, err := parseOrdered(t.Parameters)
 			if err != nil {

@@ -148,6 +148,10 @@ func TestSchemaLanguage(t *testing.T) {
 			[]string{`{}`, `{"a":1}`}, []string{`{"b":1}`, `{"a":1,"b":1}`}},
 		{"additional after a key with a multi-byte start", `{"properties":{"é":{"type":"integer"}},"additionalProperties":{"type":"null"}}`,
 			[]string{`{"é":1}`, `{"è":null}`, `{"é":1,"ê":null}`, `{"éa":null}`}, []string{`{"é":null}`, `{"è":1}`}},
+		{"propertyNames on free keys", `{"type":"object","propertyNames":{"pattern":"^[a-z]{1,3}$"},"additionalProperties":{"type":"integer"}}`,
+			[]string{`{}`, `{"a":1}`, `{"abc":1,"x":2}`}, []string{`{"abcd":1}`, `{"A":1}`, `{"":1}`, `{"\u0061":1}`, `{"a":"x"}`}},
+		{"propertyNames beside properties", `{"properties":{"id":{"type":"integer"},"toolong":{"type":"integer"}},"propertyNames":{"maxLength":3},"additionalProperties":{"type":"boolean"}}`,
+			[]string{`{"id":1}`, `{"id":1,"ab":true}`, `{"i":true}`, `{"idx":false}`}, []string{`{"toolong":1}`, `{"id":1,"abcd":true}`, `{"id":true}`}},
 		{"required not declared", `{"type":"object","required":["q"],"additionalProperties":{"type":"boolean"}}`,
 			[]string{`{"q":true}`}, []string{`{}`, `{"q":1}`}},
 	}
@@ -206,6 +210,8 @@ func TestSchemaRefused(t *testing.T) {
 		{`false`, `accepts nothing`},
 		{`{"type":"string"} x`, `invalid JSON`},
 		{`{"minLength":-1}`, `must be a non-negative integer`},
+		{`{"type":"object","propertyNames":{"enum":["a"]}}`, `propertyNames: only a string schema`},
+		{`{"type":"object","properties":{"long":{}},"required":["long"],"propertyNames":{"maxLength":2}}`, `"long" is required but does not follow propertyNames`},
 	}
 	for _, tc := range tests {
 		_, err := FromSchema([]byte(tc.schema))

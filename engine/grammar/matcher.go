@@ -285,7 +285,7 @@ func (g *Grammar) stepStack(s *stack, c byte, forks *state) stepResult {
 						return reject
 					}
 					top.st, top.ws = stObjKeyEnd, 0
-					st = append(st, frame{n: int32(g.anyString), st: stStr})
+					st = append(st, frame{n: int32(nd.extraKey), st: stStr})
 					*s = st
 					return changed
 				}

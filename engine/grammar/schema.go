@@ -179,7 +179,7 @@ var supported = map[string]bool{
 	"enum": true, "const": true, "items": true, "minItems": true, "maxItems": true,
 	"minLength": true, "maxLength": true, "$ref": true, "anyOf": true, "oneOf": true,
 	"minimum": true, "maximum": true, "exclusiveMinimum": true, "exclusiveMaximum": true,
-	"pattern": true, "format": true,
+	"pattern": true, "format": true, "propertyNames": true,
 }
 
 // Limits that keep compiling a hostile schema bounded in time and memory.
@@ -219,7 +219,7 @@ func (c *compiler) compile(s *value, path string) (int, error) {
 	}
 	for _, k := range s.keys {
 		if !supported[k] && !ignored[k] {
-			return 0, fmt.Errorf("%s: the keyword %q is not supported (supported: type, properties, required, additionalProperties, enum, const, items, minItems, maxItems, minLength, maxLength, minimum, maximum, exclusiveMinimum, exclusiveMaximum, pattern, format, $defs, $ref, anyOf, oneOf)", path, k)
+			return 0, fmt.Errorf("%s: the keyword %q is not supported (supported: type, properties, required, additionalProperties, enum, const, items, minItems, maxItems, minLength, maxLength, minimum, maximum, exclusiveMinimum, exclusiveMaximum, pattern, format, propertyNames, $defs, $ref, anyOf, oneOf)", path, k)
 		}
 	}
 	if ref := s.get("$ref"); ref != nil {
@@ -305,7 +305,7 @@ func schemaTypes(s *value, path string) ([]string, error) {
 		switch {
 		case s.get("enum") != nil || s.get("const") != nil:
 			return nil, nil // the values say
-		case s.get("properties") != nil || s.get("required") != nil || s.get("additionalProperties") != nil:
+		case s.get("properties") != nil || s.get("required") != nil || s.get("additionalProperties") != nil || s.get("propertyNames") != nil:
 			types = []string{"object"}
 		case s.get("items") != nil || s.get("minItems") != nil || s.get("maxItems") != nil:
 			types = []string{"array"}
@@ -531,9 +531,22 @@ func (c *compiler) object(s *value, path string) (int, error) {
 		return 0, fmt.Errorf("%s/properties: must be an object of schemas", path)
 	}
 	id := c.b.add(n) // reserved now, so that recursion through $ref finds it
+	keys, err := c.propertyNames(s, path)
+	if err != nil {
+		return 0, err
+	}
+	named := func(name string) bool { return keys < 0 || c.b.nodes[keys].takes(name) }
+	for _, name := range reqOrder {
+		if !named(name) {
+			return 0, fmt.Errorf("%s: %q is required but does not follow propertyNames: nothing can match", path, name)
+		}
+	}
 	declared := map[string]bool{}
 	if props != nil {
 		for i, name := range props.keys {
+			if !named(name) {
+				continue // can never be written
+			}
 			pn, err := c.compile(props.vals[i], path+"/properties/"+escapePointer(name))
 			if err != nil {
 				return 0, err
@@ -563,16 +576,65 @@ func (c *compiler) object(s *value, path string) (int, error) {
 		if n.extra, err = extraValue(); err != nil {
 			return 0, err
 		}
-		n.freeKeys = true
+		n.freeKeys, n.extraKey = true, c.b.anyString
+		if keys >= 0 {
+			n.extraKey = keys
+		}
 	case len(n.props) > 0 && given:
 		var err error
 		if n.extra, err = extraValue(); err != nil {
 			return 0, err
 		}
-		n.extraKey = c.b.add(node{kind: kString, maxLen: -1, raw: true})
+		n.extraKey = keys
+		if keys < 0 {
+			n.extraKey = c.b.add(node{kind: kString, maxLen: -1, raw: true})
+		}
 	}
 	c.b.nodes[id] = n
 	return id, nil
+}
+
+// propertyNames compiles an object schema's propertyNames into the
+// string node its free or additional keys follow (-1 when it has none).
+// Only a string schema (lengths, pattern, format) is honoured; its keys
+// are written without escapes.
+func (c *compiler) propertyNames(s *value, path string) (int, error) {
+	pn := s.get("propertyNames")
+	if pn == nil {
+		return -1, nil
+	}
+	if pn.kind == 'b' && pn.b {
+		return -1, nil
+	}
+	kn, err := c.compile(pn, path+"/propertyNames")
+	if err != nil {
+		return 0, err
+	}
+	if c.b.nodes[kn].kind != kString {
+		return 0, fmt.Errorf("%s/propertyNames: only a string schema (minLength, maxLength, pattern, format) is supported", path)
+	}
+	key := c.b.nodes[kn]
+	key.raw = true
+	return c.b.add(key), nil
+}
+
+// takes reports whether the string node n accepts the text s (its
+// length in code points and its pattern).
+func (n *node) takes(s string) bool {
+	l := utf8.RuneCountInString(s)
+	if l < n.minLen || n.maxLen >= 0 && l > n.maxLen {
+		return false
+	}
+	if n.re == nil {
+		return true
+	}
+	st := int32(0)
+	for _, r := range s {
+		if st = n.re.next(st, r); st < 0 {
+			return false
+		}
+	}
+	return n.re.states[st].accept
 }
 
 func (c *compiler) array(s *value, path string) (int, error) {
