@@ -77,6 +77,7 @@ func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Re
 	}
 	defer b.sess.Keep()
 	res.CachedTokens = keep
+	emit = backend.StampPrompt(emit, len(ids), keep)
 	start := time.Now()
 	logits, err := b.sess.PrefillContext(ctx, ids[keep:])
 	res.PrefillDuration = time.Since(start)
