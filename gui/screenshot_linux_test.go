@@ -22,6 +22,7 @@ import (
 	"github.com/npuchat/npuchat/gui/desktoptest"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/install"
+	"github.com/npuchat/npuchat/service/install/installtest"
 )
 
 // fyneThreadError starts the line fyne 2.7.1 logs (internal/async)
@@ -78,7 +79,7 @@ func TestWindowScreenshots(t *testing.T) {
 	if n := strings.Count(string(b), fyneThreadError); n > 0 {
 		t.Errorf("fyne logged %d call-thread errors (a fyne call off fyne's goroutine); see the child's output above", n)
 	}
-	for _, name := range []string{"setup.png", "settings.png", "about.png", "menu.png", "setup-notray.png"} {
+	for _, name := range []string{"setup.png", "setup-install-failed.png", "setup-install-failed-details.png", "settings.png", "about.png", "menu.png", "setup-notray.png"} {
 		path := filepath.Join(out, name)
 		fh, err := os.Open(path)
 		if err != nil {
@@ -189,6 +190,24 @@ func shoot(c *controller, fy fyne.App, dir string) error {
 	if _, err := capture(filepath.Join(dir, "setup.png")); err != nil {
 		return err
 	}
+	// A failed install: its sentence, the whole error folded under
+	// Details (opened for the second shot).
+	var was *install.Status
+	fyne.DoAndWait(func() {
+		was = c.snap.Install
+		failed := installtest.Statuses()["failed unreachable"]
+		c.snap.Install = &failed
+		c.redraw()
+		c.setup.scroll.ScrollToBottom()
+	})
+	if _, err := capture(filepath.Join(dir, "setup-install-failed.png")); err != nil {
+		return err
+	}
+	fyne.DoAndWait(func() { c.setup.installDetailFold.Open(0); c.setup.relayout(); c.setup.scroll.ScrollToBottom() })
+	if _, err := capture(filepath.Join(dir, "setup-install-failed-details.png")); err != nil {
+		return err
+	}
+	fyne.DoAndWait(func() { c.snap.Install = was; c.redraw(); c.setup.scroll.ScrollToTop() })
 	fyne.DoAndWait(func() { c.setup.win.Hide(); c.showSettings() })
 	if _, err := capture(filepath.Join(dir, "settings.png")); err != nil {
 		return err
