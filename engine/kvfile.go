@@ -164,31 +164,71 @@ func (m *Model) readKVHead(r io.Reader, identity string, sum hash.Hash) (*KVFile
 // ReadKV reads a KV file written by WriteKV for this model and identity:
 // a sequence to KVCache.Insert. A file of another model, shape or KV
 // type, or one damaged or cut short anywhere, is an error.
-func (m *Model) ReadKV(r io.Reader, identity string) (*StoredKV, *KVFileHeader, error) {
+//
+// The sequence has room for capacity positions (at least its own): the
+// prompt about to resume from it and its answer, so that the session
+// taking it over computes on at once instead of copying it to grow.
+// The keys and values are read straight into their slabs, layer by
+// layer, while another goroutine checksums (and checks for values that
+// are not finite) what was read before, so reading a file costs about
+// the time of the reads, not reads plus hashing.
+func (m *Model) ReadKV(r io.Reader, identity string, capacity int) (*StoredKV, *KVFileHeader, error) {
 	sum := sha256.New()
-	h, tokens, body, err := m.readKVHead(r, identity, sum)
+	h, tokens, _, err := m.readKVHead(r, identity, sum)
 	if err != nil {
 		return nil, nil, err
 	}
 	n := h.Tokens
-	kv := m.newKVSlabs(n, nil, 0)
+	kv := m.newKVSlabs(max(capacity, n), nil, 0)
 	nk, nv := roundBlock(n)*h.KVDim, n*h.KVDim
-	for l := range h.Layers {
+
+	// the body's pieces go to the checker in file order
+	type piece struct {
+		b    []byte
+		f32  []float32
+		f16  []uint16
+		name string
+	}
+	pieces := make(chan piece, 8)
+	bad := make(chan error, 1)
+	go func() {
 		var err error
+		for p := range pieces {
+			sum.Write(p.b)
+			if err == nil && (p.f32 != nil && !finiteF32(p.f32) || p.f16 != nil && !finiteF16(p.f16)) {
+				err = fmt.Errorf("KV file: %s holds a value that is not finite", p.name)
+			}
+		}
+		bad <- err
+	}()
+	read := func(b []byte, f32 []float32, f16 []uint16, name string) error {
+		if _, err := io.ReadFull(r, b); err != nil {
+			return fmt.Errorf("KV file: %s: %w", name, err)
+		}
+		pieces <- piece{b, f32, f16, name}
+		return nil
+	}
+	for l := range h.Layers {
+		kname, vname := fmt.Sprintf("layer %d keys", l), fmt.Sprintf("layer %d values", l)
 		if m.kvF16 {
 			kv.keys16[l], kv.values16[l] = kv.keys16[l][:nk], kv.values16[l][:nv]
-			if _, err = io.ReadFull(body, u16Bytes(kv.keys16[l])); err == nil {
-				_, err = io.ReadFull(body, u16Bytes(kv.values16[l]))
+			if err = read(u16Bytes(kv.keys16[l]), nil, kv.keys16[l], kname); err == nil {
+				err = read(u16Bytes(kv.values16[l]), nil, kv.values16[l], vname)
 			}
 		} else {
 			kv.keys[l], kv.values[l] = kv.keys[l][:nk], kv.values[l][:nv]
-			if _, err = io.ReadFull(body, f32Bytes(kv.keys[l])); err == nil {
-				_, err = io.ReadFull(body, f32Bytes(kv.values[l]))
+			if err = read(f32Bytes(kv.keys[l]), kv.keys[l], nil, kname); err == nil {
+				err = read(f32Bytes(kv.values[l]), kv.values[l], nil, vname)
 			}
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("KV file: layer %d: %w", l, err)
+			break
 		}
+	}
+	close(pieces)
+	checkErr := <-bad
+	if err != nil {
+		return nil, nil, err
 	}
 	want := sum.Sum(nil)
 	got := make([]byte, len(want))
@@ -198,17 +238,30 @@ func (m *Model) ReadKV(r io.Reader, identity string) (*StoredKV, *KVFileHeader, 
 	if !bytes.Equal(got, want) {
 		return nil, nil, errors.New("KV file: the checksum does not match (a damaged file)")
 	}
-	if m.kvF16 {
-		return &StoredKV{Scope: h.Scope, Tag: h.Tag, Tokens: tokens, kv: kv}, h, nil
-	}
-	for l := range kv.keys {
-		for _, x := range kv.values[l] {
-			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-				return nil, nil, fmt.Errorf("KV file: layer %d holds a value that is not finite", l)
-			}
-		}
+	if checkErr != nil {
+		return nil, nil, checkErr
 	}
 	return &StoredKV{Scope: h.Scope, Tag: h.Tag, Tokens: tokens, kv: kv}, h, nil
+}
+
+// finiteF32 and finiteF16 report whether no value is an infinity or a
+// NaN (all exponent bits set).
+func finiteF32(x []float32) bool {
+	for _, v := range x {
+		if math.Float32bits(v)&0x7f800000 == 0x7f800000 {
+			return false
+		}
+	}
+	return true
+}
+
+func finiteF16(x []uint16) bool {
+	for _, v := range x {
+		if v&0x7c00 == 0x7c00 {
+			return false
+		}
+	}
+	return true
 }
 
 // f32Bytes and u16Bytes view slices as their bytes (the file is little

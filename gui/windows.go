@@ -3,6 +3,7 @@ package gui
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/npuchat/npuchat/npu/check"
 	"github.com/npuchat/npuchat/service"
+	"github.com/npuchat/npuchat/service/backend"
+	"github.com/npuchat/npuchat/service/install"
 )
 
 // Windows are made once and hidden, not closed, so that closing one
@@ -58,8 +61,12 @@ type setupWindow struct {
 	checked      bool
 
 	installLine *widget.Label
-	installBar  *widget.ProgressBar
-	installBtn  *widget.Button
+	// installDetail is a failed install's whole error, folded under
+	// Details: the line has its sentence (install.Failure).
+	installDetail     *widget.Label
+	installDetailFold *widget.Accordion
+	installBar        *widget.ProgressBar
+	installBtn        *widget.Button
 
 	serveLine *widget.Label
 	serveBtn  *widget.Button
@@ -70,12 +77,32 @@ type setupWindow struct {
 	trayCard *widget.Card
 	trayText *widget.Label
 
+	// The window's parts, arranged by arrange: the heading (title and
+	// intro), and a card for each step.
+	title, intro                 *widget.Label
+	header                       *fyne.Container
+	npuCard, modelCard, chatCard *widget.Card
+	// settingsBtn is in the chat card without a tray (the menu that
+	// has Settings… is not there).
+	settingsBtn *widget.Button
+	content     *fyne.Container
+
 	scroll *container.Scroll
 }
 
+// The setup window's size: it fits a 1366×768 screen (the smallest
+// laptops') under a desktop's top bar and the window's title bar, which
+// take up to about 80 px; what is longer scrolls.
+var setupSize = fyne.NewSize(660, 640)
+
+// chatIcon is the icon of "Open the chat" (a speech bubble, drawn in
+// icons/chat.svg; fyne's theme has none, and its mail icon said
+// "write an e-mail"). Themed: it takes the text colour, as fyne's own.
+func chatIcon() fyne.Resource { return theme.NewThemedResource(resource("icons/chat.svg")) }
+
 func newSetupWindow(c *controller) *setupWindow {
 	s := &setupWindow{c: c}
-	s.win = newWindow(c, "Set up NPU Chat", fyne.NewSize(660, 900))
+	s.win = newWindow(c, "Set up NPU Chat", setupSize)
 
 	s.checkSummary = heading("Not checked yet")
 	s.checkSummary.Wrapping = fyne.TextWrapWord
@@ -83,38 +110,64 @@ func newSetupWindow(c *controller) *setupWindow {
 	s.checkAgain = widget.NewButtonWithIcon("Check again", theme.ViewRefreshIcon(), s.runCheck)
 
 	s.installLine = wrapped("")
+	s.installDetail = wrapped("")
+	s.installDetail.TextStyle = fyne.TextStyle{Monospace: true}
+	s.installDetailFold = widget.NewAccordion(widget.NewAccordionItem("Details", s.installDetail))
+	s.installDetailFold.Hide()
 	s.installBar = widget.NewProgressBar()
-	s.installBtn = widget.NewButtonWithIcon("Install or update the model", theme.DownloadIcon(), c.startInstall)
+	s.installBtn = widget.NewButtonWithIcon(labelInstallButton, theme.DownloadIcon(), c.startInstall)
 	s.installBtn.Importance = widget.HighImportance
 
 	s.serveLine = wrapped("")
 	s.serveBtn = widget.NewButtonWithIcon("Start serving", theme.MediaPlayIcon(), c.startServing)
-	s.chatBtn = widget.NewButtonWithIcon("Open the chat", theme.MailComposeIcon(), c.openChat)
+	s.chatBtn = widget.NewButtonWithIcon("Open the chat", chatIcon(), c.openChat)
 	s.chatBtn.Importance = widget.HighImportance
+	s.settingsBtn = widget.NewButtonWithIcon("Settings", theme.SettingsIcon(), c.showSettings)
+	s.settingsBtn.Hide()
 
 	logo := canvas.NewImageFromResource(AppIcon())
 	logo.FillMode = canvas.ImageFillContain
 	logo.SetMinSize(fyne.NewSize(56, 56))
-	title := widget.NewLabelWithStyle("Set up NPU Chat", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-	title.SizeName = theme.SizeNameSubHeadingText
-	intro := wrapped("Three steps: check that the NPU is ready, install the model, and chat. " +
+	s.title = widget.NewLabelWithStyle("Set up NPU Chat", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	s.title.SizeName = theme.SizeNameSubHeadingText
+	s.intro = wrapped("Three steps: check that the NPU is ready, install the model, and chat. " +
 		"Without a ready NPU, NPU Chat runs the model on the CPU.")
+	s.header = container.NewBorder(nil, nil, logo, nil, container.NewVBox(s.title, s.intro))
 
 	s.trayText = wrapped("")
 	s.trayCard = widget.NewCard("No tray icon on this desktop", "", container.NewVBox(s.trayText,
-		container.NewHBox(widget.NewButtonWithIcon("Quit NPU Chat", theme.CancelIcon(), c.quit))))
-	s.trayCard.Hide()
+		container.NewHBox(widget.NewButtonWithIcon("Quit NPU Chat", theme.LogoutIcon(), c.quit))))
+	s.npuCard = widget.NewCard("1. The NPU", "", container.NewVBox(s.checkSummary, s.checkList, container.NewHBox(s.checkAgain)))
+	s.modelCard = widget.NewCard("2. The model", "", container.NewVBox(s.installLine, s.installDetailFold, s.installBar, container.NewHBox(s.installBtn)))
+	s.chatCard = widget.NewCard("3. Chat", "", container.NewVBox(s.serveLine, container.NewHBox(s.serveBtn, s.chatBtn, s.settingsBtn)))
 
-	content := container.NewVBox(
-		container.NewBorder(nil, nil, logo, nil, container.NewVBox(title, intro)),
-		s.trayCard,
-		widget.NewCard("1. The NPU", "", container.NewVBox(s.checkSummary, s.checkList, container.NewHBox(s.checkAgain))),
-		widget.NewCard("2. The model", "", container.NewVBox(s.installLine, s.installBar, container.NewHBox(s.installBtn))),
-		widget.NewCard("3. Chat", "", container.NewVBox(s.serveLine, container.NewHBox(s.serveBtn, s.chatBtn))),
-	)
-	s.scroll = container.NewVScroll(container.NewPadded(content))
+	s.content = container.NewVBox()
+	s.arrange(false)
+	s.scroll = container.NewVScroll(container.NewPadded(s.content))
 	s.win.SetContent(s.scroll)
 	return s
+}
+
+// arrange orders the window for the first run (the three steps in
+// order) or for a desktop without a tray icon, where this window is
+// the way to NPU Chat: the chat first (its state, Start serving, Open
+// the chat, Settings), then why there is no tray icon (with Quit), then
+// the NPU and the model.
+func (s *setupWindow) arrange(noTray bool) {
+	if !noTray {
+		s.trayCard.Hide()
+		s.content.Objects = []fyne.CanvasObject{s.header, s.npuCard, s.modelCard, s.chatCard}
+		return
+	}
+	s.win.SetTitle(AppName)
+	s.title.SetText(AppName)
+	s.intro.Hide()
+	s.chatCard.SetTitle("Chat")
+	s.npuCard.SetTitle("The NPU")
+	s.modelCard.SetTitle("The model")
+	s.settingsBtn.Show()
+	s.trayCard.Show()
+	s.content.Objects = []fyne.CanvasObject{s.header, s.chatCard, s.trayCard, s.npuCard, s.modelCard}
 }
 
 // relayout lays the window out again after its lists changed length
@@ -128,8 +181,9 @@ func (s *setupWindow) relayout() {
 func (s *setupWindow) show() {
 	if s.c.noTray != nil && !s.trayCard.Visible() {
 		s.trayText.SetText(noTrayText(s.c.app.ChatURL(), s.c.noTray))
-		s.trayCard.Show()
+		s.arrange(true)
 		s.relayout()
+		s.scroll.ScrollToTop()
 	}
 	s.win.Show()
 	s.win.RequestFocus()
@@ -211,23 +265,38 @@ func (s *setupWindow) showReport(rep *check.Report, err error) {
 
 // update shows the install and the service's state.
 func (s *setupWindow) update(snap Snapshot, v View) {
-	in := snap.Install
-	switch {
-	case in == nil:
+	s.installBtn.SetText(labelInstallButton)
+	st := snap.Install
+	if st == nil || st.State == install.StateIdle {
 		s.installLine.SetText(fmt.Sprintf("%s: install it, or update it when a new version is out. Installs resume where they stopped.", s.c.app.Model()))
 		s.installBar.SetValue(0)
 		s.installBtn.Enable()
-	case in.Running:
-		s.installLine.SetText(installLine(in.Progress))
-		s.installBar.SetValue(in.Progress.Frac)
-		s.installBtn.Disable()
-	case in.Err != nil:
-		s.installLine.SetText("The install failed: " + in.Err.Error())
-		s.installBtn.Enable()
-	default:
-		s.installLine.SetText(in.Progress.Model + " is installed.")
-		s.installBar.SetValue(1)
-		s.installBtn.Enable()
+	} else {
+		s.installLine.SetText(installText(*st))
+		s.installBar.SetValue(installFrac(*st))
+		if st.State == install.StateRunning {
+			s.installBtn.Disable()
+		} else {
+			s.installBtn.Enable()
+		}
+		if a := st.Words().Action; a == "Retry" || a == "Resume" {
+			s.installBtn.SetText(a)
+		}
+	}
+	// A failure's whole error (addresses, the chain of causes) is
+	// folded under Details, below its sentence.
+	detail := ""
+	if st != nil && st.State == install.StateFailed {
+		detail = st.Words().Detail
+	}
+	if detail != s.installDetail.Text {
+		s.installDetail.SetText(detail)
+		s.installDetailFold.CloseAll()
+	}
+	if detail == "" {
+		s.installDetailFold.Hide()
+	} else {
+		s.installDetailFold.Show()
 	}
 	s.serveLine.SetText(stateText(snap))
 	if v.Serving {
@@ -240,6 +309,25 @@ func (s *setupWindow) update(snap Snapshot, v View) {
 	} else {
 		s.chatBtn.Enable()
 	}
+}
+
+// labelInstallButton is the setup window's install button, until an
+// install that stopped offers Retry or Resume.
+const labelInstallButton = "Install or update the model"
+
+// installText is an install in the setup window's words, all of its
+// Words: the title, then where it stands and the file downloading, or
+// the problem, what is kept, and the whole error.
+func installText(st install.Status) string {
+	w := st.Words()
+	lines := []string{w.Title}
+	for _, l := range []string{w.Problem, w.Line, w.File} {
+		if l != "" {
+			lines = append(lines, l)
+		}
+	}
+	// The detail is not here: it is folded under Details.
+	return strings.Join(lines, "\n")
 }
 
 // stateText is the model's state for a window: the status line's
@@ -274,11 +362,11 @@ type settingsWindow struct {
 	atLogin   *widget.Check
 	state     *widget.Label
 	loading   bool // set while reload writes the widgets, so their callbacks do nothing
-	engineFor map[string]string
+	engineFor map[string]backend.Kind
 }
 
 func newSettingsWindow(c *controller) *settingsWindow {
-	s := &settingsWindow{c: c, engineFor: map[string]string{}}
+	s := &settingsWindow{c: c, engineFor: map[string]backend.Kind{}}
 	s.win = newWindow(c, "NPU Chat settings", fyne.NewSize(540, 620))
 
 	var labels []string
@@ -310,7 +398,7 @@ func newSettingsWindow(c *controller) *settingsWindow {
 	})
 	s.state = wrapped("")
 
-	chat := widget.NewButtonWithIcon("Open the chat", theme.MailComposeIcon(), c.openChat)
+	chat := widget.NewButtonWithIcon("Open the chat", chatIcon(), c.openChat)
 	logs := widget.NewButtonWithIcon("Open the logs folder", theme.FolderOpenIcon(), c.openLogs)
 	form := widget.NewForm(
 		widget.NewFormItem("Engine", s.engine),

@@ -191,6 +191,9 @@ func (b *Backend) Load(ctx context.Context, progress func(backend.Progress)) err
 		maxCtx = DefaultContext(m.Config().ContextLength, m.KVBytes, budget)
 	}
 	sess := kv.NewSession(maxCtx) // at most the model's and the budget's
+	if disk != nil {
+		disk.maxCtx = sess.MaxContext()
+	}
 	if b.opts.MaxContext > 0 && sess.MaxContext() < b.opts.MaxContext && b.opts.Log != nil {
 		b.opts.Log.Warn("context length clamped", "asked", b.opts.MaxContext, "context", sess.MaxContext(), "model_max", m.Config().ContextLength)
 	}
