@@ -1809,6 +1809,6 @@
   }
   // The library view (library.js) shares the API helper, the in-page
   // dialog and the views.
-  window.NPUChat = Object.assign(window.NPUChat || {}, { api, ask, showView, human });
+  window.NPUChat = Object.assign(window.NPUChat || {}, { api, ask, showView });
   input.focus();
 })();

@@ -12,7 +12,16 @@
   const $ = (id) => document.getElementById(id);
   const view = $("view-library");
   if (!view || !window.NPUChat) return;
-  const { api, ask, showView, human } = window.NPUChat;
+  const { api, ask } = window.NPUChat;
+  function human(n) {
+    const u = ["B", "KB", "MB", "GB", "TB"];
+    let i = 0;
+    while (n >= 1000 && i < u.length - 1) {
+      n /= 1000;
+      i++;
+    }
+    return (i ? n.toFixed(1) : n) + " " + u[i];
+  }
   const note = $("library-note");
   const list = $("library-list");
   const addError = $("library-add-error");
@@ -39,6 +48,8 @@
       models = r.models || [];
       render();
       if (!models.length) note.textContent = "No model is installed yet: install one, or add a model file you already have below.";
+      const on = models.find((m) => m.loaded && m.state === "on");
+      if (on && /^(Switching|Added)/.test(note.textContent)) note.textContent = on.name + " is loaded and answers now.";
     } catch (e) {
       note.textContent = e.message;
     }
@@ -181,5 +192,4 @@
     clearInterval(timer);
     if (e.detail === "library") timer = setInterval(() => !view.hidden && load(), 2000);
   });
-  void showView;
 })();
