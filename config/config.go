@@ -256,7 +256,10 @@ func LogDirOf(getenv Env, goos string) string {
 
 // ParseKeepAlive parses a keep-alive as Ollama does: a Go duration
 // ("5m", "1h"), a number of seconds ("300"), or a negative value for
-// "never unload". Empty means the default; "0" means unload at once.
+// "never unload"; and as KeepAliveWords writes it ("5 minutes",
+// "1 hour 30 minutes", "never", "at once"), so that a field showing the
+// words reads them back. Empty means the default; "0" means unload at
+// once.
 func ParseKeepAlive(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -268,6 +271,9 @@ func ParseKeepAlive(s string) (time.Duration, error) {
 	var secs float64
 	if _, err := fmt.Sscanf(s, "%g", &secs); err == nil && fmt.Sprint(secs) == strings.TrimLeft(s, "+") {
 		return time.Duration(secs * float64(time.Second)), nil
+	}
+	if d, ok := parseWords(s); ok {
+		return d, nil
 	}
 	return 0, fmt.Errorf("%q is not a duration like 5m or a number of seconds", s)
 }

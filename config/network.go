@@ -225,3 +225,31 @@ func KeepAliveWords(d time.Duration) string {
 	unit(s%60, "second")
 	return strings.Join(parts, " ")
 }
+
+// parseWords reads a duration as KeepAliveWords writes it: numbers
+// each followed by a unit (day, hour, minute, second; singular or
+// plural, "min" and "sec" too), or "never…" and "at once".
+func parseWords(s string) (time.Duration, bool) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	switch {
+	case strings.HasPrefix(s, "never"):
+		return -1, true
+	case s == "at once":
+		return 0, true
+	}
+	units := map[string]time.Duration{"day": 24 * time.Hour, "hour": time.Hour, "hr": time.Hour, "minute": time.Minute, "min": time.Minute, "second": time.Second, "sec": time.Second}
+	f := strings.Fields(strings.ReplaceAll(s, ",", " "))
+	if len(f) == 0 || len(f)%2 != 0 {
+		return 0, false
+	}
+	var d time.Duration
+	for i := 0; i < len(f); i += 2 {
+		n, err := strconv.ParseFloat(f[i], 64)
+		u, ok := units[strings.TrimSuffix(f[i+1], "s")]
+		if err != nil || !ok || n < 0 {
+			return 0, false
+		}
+		d += time.Duration(n * float64(u))
+	}
+	return d, true
+}

@@ -173,5 +173,19 @@ func TestKeepAliveWords(t *testing.T) {
 		if got := KeepAliveWords(d); got != want {
 			t.Errorf("KeepAliveWords(%v) = %q, want %q", d, got, want)
 		}
+		if back, err := ParseKeepAlive(want); err != nil || back != d && !(d < 0 && back < 0) {
+			t.Errorf("ParseKeepAlive(%q) = %v, %v; want %v", want, back, err, d)
+		}
+	}
+}
+
+func TestParseKeepAliveWordsRefused(t *testing.T) {
+	for _, s := range []string{"5 parsecs", "minutes 5", "5", "five minutes", "-5 minutes", "1 hour 30"} {
+		if s == "5" {
+			continue // seconds, as Ollama reads it
+		}
+		if d, err := ParseKeepAlive(s); err == nil {
+			t.Errorf("ParseKeepAlive(%q) = %v, want an error", s, d)
+		}
 	}
 }

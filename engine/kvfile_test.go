@@ -116,7 +116,7 @@ func TestKVFileRefusesDamage(t *testing.T) {
 					t.Errorf("a byte changed in the %s (offset %d of %d): read without an error", name, at, len(file))
 				}
 			}
-			for _, n := range []int{0, 5, len(kvMagic) + 2, body - 1, body + 100, len(file) / 2, len(file) - 33, len(file) - 1} {
+			for _, n := range []int{0, 5, len(kvMagic) + 2, body - 1, body + 100, len(file) / 2, len(file) - 5, len(file) - 4, len(file) - 1} {
 				if _, _, err := m.ReadKV(bytes.NewReader(file[:n]), "model-id", 0); err == nil {
 					t.Errorf("cut to %d of %d bytes: read without an error", n, len(file))
 				}

@@ -39,6 +39,8 @@ type App interface {
 	LaunchAtLogin() (bool, error)
 	// SetLaunchAtLogin writes or removes that entry.
 	SetLaunchAtLogin(on bool) error
+	// The settings' store, shared with the chat page (SettingsStore).
+	SettingsStore
 
 	// CheckNPU runs the NPU check (`npuchat check`).
 	CheckNPU(ctx context.Context) (*check.Report, error)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"fyne.io/fyne/v2"
 
 	"github.com/npuchat/npuchat/app"
+	"github.com/npuchat/npuchat/config"
 	"github.com/npuchat/npuchat/npu/check"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
@@ -47,11 +50,30 @@ type fakeApp struct {
 	engineErr error // SetEngine's error (a settings file it cannot write)
 	checks    int
 	chats     int // OpenChat calls
+
+	// store is a real settings store over a temporary settings file
+	// (SettingsStore): the window and "the page" (a test calling
+	// UpdateSettings) share it, as in the app.
+	store *config.Store
+}
+
+func (f *fakeApp) Settings() config.Settings { return f.store.Get() }
+func (f *fakeApp) SubscribeSettings() (<-chan config.Settings, func()) {
+	return f.store.Subscribe()
+}
+func (f *fakeApp) UpdateSettings(ctx context.Context, change func(*config.Settings) error) (config.Settings, error) {
+	return f.store.Update(ctx, change)
 }
 
 func newFakeApp(cleanup func(func())) *fakeApp {
 	f := &fakeApp{engine: "auto", serverCh: make(chan ServerStatus, 4),
 		server: ServerStatus{Listening: true, URL: "http://127.0.0.1:8001/"}}
+	dir, err := os.MkdirTemp("", "npuchat-gui-settings-")
+	if err != nil {
+		panic(err)
+	}
+	f.store = config.NewStore(&config.Config{SettingsPath: filepath.Join(dir, "settings.json"), Settings: config.Settings{Addr: config.DefaultAddr}})
+	cleanup(func() { f.store.Close(); os.RemoveAll(dir) })
 	reg := &service.Registry{}
 	reg.Add(service.Entry{Desc: service.ModelDesc{Name: "minicpm5:2b", Installed: true}})
 	f.mgr = service.New(service.Options{

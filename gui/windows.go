@@ -14,7 +14,6 @@ import (
 
 	"github.com/npuchat/npuchat/npu/check"
 	"github.com/npuchat/npuchat/service"
-	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/install"
 )
 
@@ -349,116 +348,6 @@ func stateText(snap Snapshot) string {
 		text += "\n" + v.Detail
 	}
 	return text
-}
-
-// settingsWindow holds the settings: engine, serve at start, launch at
-// login, and where the chat page and the logs are.
-type settingsWindow struct {
-	c   *controller
-	win fyne.Window
-
-	engine    *widget.RadioGroup
-	atStart   *widget.Check
-	atLogin   *widget.Check
-	state     *widget.Label
-	loading   bool // set while reload writes the widgets, so their callbacks do nothing
-	engineFor map[string]backend.Kind
-}
-
-func newSettingsWindow(c *controller) *settingsWindow {
-	s := &settingsWindow{c: c, engineFor: map[string]backend.Kind{}}
-	s.win = newWindow(c, "NPU Chat settings", fyne.NewSize(540, 620))
-
-	var labels []string
-	for _, e := range engineChoices(c.app.Engine()) {
-		labels = append(labels, e.label)
-		s.engineFor[e.label] = e.kind
-	}
-	s.engine = widget.NewRadioGroup(labels, func(label string) {
-		if s.loading || label == "" {
-			return
-		}
-		c.setEngine(s.engineFor[label])
-	})
-	s.atStart = widget.NewCheck("Serve the model when NPU Chat starts", func(on bool) {
-		if s.loading {
-			return
-		}
-		if err := c.app.SetServeAtStart(on); err != nil {
-			c.fail("Could not save the setting", err)
-		}
-		s.reload(c.snap)
-	})
-	s.atLogin = widget.NewCheck("Start NPU Chat when I log in", func(on bool) {
-		if s.loading {
-			return
-		}
-		c.setLaunchAtLogin(on)
-		s.reload(c.snap)
-	})
-	s.state = wrapped("")
-
-	chat := widget.NewButtonWithIcon("Open the chat", chatIcon(), c.openChat)
-	logs := widget.NewButtonWithIcon("Open the logs folder", theme.FolderOpenIcon(), c.openLogs)
-	form := widget.NewForm(
-		widget.NewFormItem("Engine", s.engine),
-		widget.NewFormItem("Model", widget.NewLabel(c.app.Model())),
-		widget.NewFormItem("Chat page", widget.NewLabel(c.app.ChatURL())),
-		widget.NewFormItem("Logs", wrapped(c.app.LogDir())),
-		widget.NewFormItem("Version", widget.NewLabel(c.app.Version())),
-	)
-	engineHelp := wrapped("Auto runs the model on the NPU when it is ready and falls back to the CPU. " +
-		"A change reloads a model that is on.")
-	content := container.NewVBox(
-		heading("Settings"),
-		form,
-		engineHelp,
-		widget.NewSeparator(),
-		s.atStart,
-		s.atLogin,
-		widget.NewSeparator(),
-		s.state,
-		container.NewHBox(chat, logs),
-	)
-	s.win.SetContent(container.NewVScroll(container.NewPadded(content)))
-	return s
-}
-
-// reload reads every setting again (launch at login from the real
-// entry) and shows it.
-func (s *settingsWindow) reload(snap Snapshot) {
-	s.loading = true
-	defer func() { s.loading = false }()
-	s.showEngine()
-	s.atStart.SetChecked(s.c.app.ServeAtStart())
-	on, err := s.c.app.LaunchAtLogin()
-	s.atLogin.SetChecked(on)
-	if err != nil {
-		s.atLogin.SetText("Start NPU Chat when I log in (cannot read the entry: " + err.Error() + ")")
-	}
-	s.update(snap)
-}
-
-// update shows the service's state, and the engine in effect: a choice
-// that could not be saved goes back, and a change made on the chat
-// page shows.
-func (s *settingsWindow) update(snap Snapshot) {
-	was := s.loading
-	s.loading = true
-	s.showEngine()
-	s.loading = was
-	s.state.SetText("Now: " + stateText(snap))
-}
-
-// showEngine selects the engine in effect (the caller sets loading, so
-// that the selection is not taken for a choice).
-func (s *settingsWindow) showEngine() {
-	current := s.c.app.Engine()
-	for label, kind := range s.engineFor {
-		if kind == current && s.engine.Selected != label {
-			s.engine.SetSelected(label)
-		}
-	}
 }
 
 // newAboutWindow says what NPU Chat is and which version runs.

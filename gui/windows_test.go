@@ -1,6 +1,7 @@
 package gui
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/npuchat/npuchat/config"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/install"
@@ -190,4 +192,67 @@ func TestStateTextIsWhole(t *testing.T) {
 			t.Errorf("stateText = %q, want %q", got, tt.want)
 		}
 	}
+}
+
+// TestSettingsWindowFollowsTheStore: the settings window shows the
+// store's values (keep-alive in words) and follows a change made on the
+// chat page at once, except in a field being edited; its Save goes
+// through the store, a refused value's error shows under its field and
+// saves nothing, and the token is shown masked after saving.
+func TestSettingsWindowFollowsTheStore(t *testing.T) {
+	f := newFakeApp(t.Cleanup)
+	h := newHarness(t, test.NewTempApp(t), f)
+	h.click(labelSettings)
+	var s *settingsWindow
+	h.ui.wait(func() { s = h.c.settings })
+	h.eventually("the store's values shown", func() bool {
+		return s.keepAlive.Text == "5 minutes" && s.context.Text == "0" && s.port.Text == "8001" && !s.reachable.Checked
+	})
+
+	// The page changes keep-alive and the context; the person is typing
+	// in the models folder meanwhile.
+	h.ui.wait(func() { s.modelsDir.SetText("/home/me/mod") })
+	if _, err := f.UpdateSettings(context.Background(), func(c *config.Settings) error {
+		c.KeepAlive, c.ContextLength, c.ModelsDir = "1h30m", 8192, "/srv/models"
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("the page's change shown", func() bool {
+		return s.keepAlive.Text == "1 hour 30 minutes" && s.context.Text == "8192"
+	})
+	h.ui.wait(func() {
+		if s.modelsDir.Text != "/home/me/mod" {
+			t.Errorf("the page's change overwrote a field being edited: %q", s.modelsDir.Text)
+		}
+	})
+
+	// A bad address: its error under its field, nothing saved.
+	h.ui.wait(func() { s.modelsDir.SetText("/srv/models"); s.hfEndpoint.SetText("hf-mirror"); test.Tap(s.save) })
+	h.eventually("the error at its field", func() bool {
+		return s.errs["hf_endpoint"].Visible() && strings.Contains(s.errs["hf_endpoint"].Text, "starting with https://")
+	})
+	if got := f.Settings().HFEndpoint; got != "" {
+		t.Fatalf("a refused address was saved: %q", got)
+	}
+
+	// Fixed, with a token and a keep-alive in words: saved in the store.
+	h.ui.wait(func() {
+		s.hfEndpoint.SetText("https://hf-mirror.com")
+		s.hfToken.SetText("hf_trayToken0123456789")
+		s.keepAlive.SetText("never")
+		test.Tap(s.save)
+	})
+	h.eventually("saved", func() bool {
+		return s.note.Text == "Saved."
+	})
+	got := f.Settings()
+	if got.HFEndpoint != "https://hf-mirror.com" || got.HFToken.Reveal() != "hf_trayToken0123456789" || got.KeepAliveDuration() >= 0 {
+		t.Fatalf("the store after Save: endpoint %q token %q keep-alive %v", got.HFEndpoint, got.HFToken.Masked(), got.KeepAliveDuration())
+	}
+	h.ui.wait(func() {
+		if s.hfToken.Text != "" || s.hfToken.PlaceHolder != "hf_…6789 (saved)" || s.errs["hf_endpoint"].Visible() {
+			t.Errorf("token field %q, placeholder %q", s.hfToken.Text, s.hfToken.PlaceHolder)
+		}
+	})
 }

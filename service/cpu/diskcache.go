@@ -85,6 +85,9 @@ func openDiskCache(dir string, limit int64, m *engine.Model, identity string, lo
 		h, tokens, err := m.ReadKVHeader(f, identity)
 		f.Close()
 		if err != nil {
+			if engine.IsOldKVFile(p) {
+				os.Remove(p) // an earlier version's: no version reads it again
+			}
 			continue // another model's, or not one: not ours to use
 		}
 		d.index = append(d.index, diskEntry{path: p, scope: h.Scope, tag: h.Tag, tokens: tokens})
