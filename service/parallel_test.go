@@ -138,3 +138,41 @@ func TestOneAtATimeWithoutParallel(t *testing.T) {
 		t.Errorf("%d generations at once on a one-place backend", most)
 	}
 }
+
+// TestParallelGroupDrainsForUnload: an unload (keep_alive 0, the page's
+// Unload) does not wait behind an endless stream of joiners either: once
+// it waits for the slot, no new generation joins the group, and the
+// unload happens when the group is done.
+func TestParallelGroupDrainsForUnload(t *testing.T) {
+	m, made := parallelManager(t, 4, 100*time.Millisecond)
+	if _, err := gen(m, t.Context(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 8)
+	go func() { _, err := gen(m, t.Context(), "a"); errs <- err }()
+	waitFor(t, "one running", func() bool { return m.Status().Running == 1 })
+	unloaded := make(chan error, 1)
+	go func() { unloaded <- m.Unload(t.Context(), "") }()
+	waitFor(t, "the unload waiting for the slot", func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.slotWanted == 1
+	})
+	// a request for "a" now waits too, rather than joining
+	go func() { _, err := gen(m, t.Context(), "a"); errs <- err }()
+	waitFor(t, "one waiting", func() bool { return m.Status().Waiting == 1 })
+	if st := m.Status(); st.Running != 1 {
+		t.Errorf("%d running while an unload waits, want 1 (no new joins)", st.Running)
+	}
+	if err := <-unloaded; err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if _, unloads, _ := (*made)[0].Counts(); unloads != 1 {
+		t.Errorf("the backend was unloaded %d times, want 1", unloads)
+	}
+}

@@ -197,7 +197,18 @@ func (m *Manager) groupChangedLocked() {
 }
 
 // takeSlot waits for the slot outside the request queue (Stop, Unload).
+// Meanwhile it counts in slotWanted, as a load does, so that a group of
+// generations drains for it instead of taking new joiners forever.
 func (m *Manager) takeSlot(ctx context.Context) error {
+	m.mu.Lock()
+	m.slotWanted++
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		m.slotWanted--
+		m.groupChangedLocked() // joins may resume
+		m.mu.Unlock()
+	}()
 	select {
 	case m.slot <- struct{}{}:
 		return nil
