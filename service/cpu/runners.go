@@ -3,6 +3,7 @@ package cpu
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/npuchat/npuchat/engine"
 )
@@ -24,6 +25,9 @@ type runners struct {
 	running int
 	stalled int           // running requests waiting in waitRoom
 	changed chan struct{} // closed (and replaced) when a request ends
+	// ended counts the requests ended so far (changed under mu, read
+	// without it: ends is called before every step of an answer).
+	ended atomic.Uint64
 }
 
 // newRunners makes places for places requests, whose sessions are
@@ -56,6 +60,7 @@ func (r *runners) enter(ctx context.Context) (*engine.Session, error) {
 func (r *runners) leave(s *engine.Session) {
 	r.mu.Lock()
 	r.running--
+	r.ended.Add(1)
 	r.free = append(r.free, s)
 	close(r.changed)
 	r.changed = make(chan struct{})
@@ -63,12 +68,23 @@ func (r *runners) leave(s *engine.Session) {
 	<-r.sem
 }
 
+// ends is how many requests have ended so far: taken before an attempt
+// that may find the KV memory short, for waitRoom.
+func (r *runners) ends() uint64 { return r.ended.Load() }
+
 // waitRoom waits for another request to end, for KV memory it holds.
-// It reports false at once when there is none to wait for: no other
-// request runs, or all the others wait too (the caller then has the
-// memory there is, and ends its answer or refuses its prompt).
-func (r *runners) waitRoom(ctx context.Context) (bool, error) {
+// seen is ends() before the attempt that found the memory short: when a
+// request ended since, it reports true at once (try again: its memory
+// may be free now). It reports false at once when there is none to wait
+// for: no other request runs, or all the others wait too (the caller
+// then has the memory there is, and ends its answer or refuses its
+// prompt).
+func (r *runners) waitRoom(ctx context.Context, seen uint64) (bool, error) {
 	r.mu.Lock()
+	if r.ended.Load() != seen {
+		r.mu.Unlock()
+		return true, nil
+	}
 	if r.running-r.stalled <= 1 {
 		r.mu.Unlock()
 		return false, nil

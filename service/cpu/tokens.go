@@ -90,13 +90,14 @@ func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Re
 	start := time.Now()
 	var logits []float32
 	for {
+		seen := b.run.ends()
 		logits, err = q.Prefill(ctx, ids[keep:])
 		// the prompt's keys and values need memory the requests
 		// running beside it hold: wait for one to end
 		if err == nil || !errors.Is(err, engine.ErrKVBudget) {
 			break
 		}
-		if ok, werr := b.run.waitRoom(ctx); werr != nil {
+		if ok, werr := b.run.waitRoom(ctx, seen); werr != nil {
 			err = werr
 			break
 		} else if !ok {
@@ -161,14 +162,16 @@ func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Re
 			res.FinishReason = backend.FinishLength
 			break
 		}
+		seen := b.run.ends()
 		logits, err = q.Forward(ctx, next)
 		for err != nil && errors.Is(err, engine.ErrKVBudget) {
 			// the answer needs memory the requests beside it hold
-			if ok, werr := b.run.waitRoom(ctx); werr != nil {
+			if ok, werr := b.run.waitRoom(ctx, seen); werr != nil {
 				return res, werr
 			} else if !ok {
 				break
 			}
+			seen = b.run.ends()
 			logits, err = q.Forward(ctx, next)
 		}
 		if err != nil {
