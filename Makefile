@@ -2,7 +2,11 @@
 # first run scripts/setup (--run: only what running needs), which installs what is missing.
 GO      ?= go
 BIN     := bin/npuchat
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# The version is FyneApp.toml's, the one place it is written (the .deb and
+# the MSI take it from there too, installer/appmeta); the About box, the
+# settings window, `npuchat version` and /api/version show it.
+APP_VERSION := $(shell sed -n 's/^ *Version *= *"\(.*\)"/\1/p' FyneApp.toml)
+VERSION ?= $(APP_VERSION)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
 .PHONY: setup setup-run build run test test-go vet templ-check fuzz bench clean deb msi release test-installers
@@ -64,8 +68,7 @@ bench: setup
 	./scripts/bench $(BENCH_ARGS) $(BENCH_MODELS)
 
 # Installers (installer/, a module of its own): the .deb and the MSI from
-# FyneApp.toml's version, into dist/. See installer/linux and installer/windows.
-APP_VERSION = $(shell sed -n 's/^ *Version *= *"\(.*\)"/\1/p' FyneApp.toml)
+# FyneApp.toml's version (APP_VERSION), into dist/. See installer/linux and installer/windows.
 
 deb:
 	cd installer && $(GO) run ./cmd/mkpkg deb --root .. --out ../dist

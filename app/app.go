@@ -215,9 +215,15 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	a.history = history.NewHandle(filepath.Join(cfg.DataDir, "history.db"), history.Options{})
 	a.installs = install.New(install.Options{
 		NewInstaller: func() (*models.Installer, error) {
-			return models.NewInstaller(cfg, models.Options{FLMRoot: cfg.FLMRoot, Getenv: opts.Getenv, GOOS: opts.GOOS})
+			// The hub and models folder of the settings now (installConfig).
+			return models.NewInstaller(a.installConfig(), models.Options{FLMRoot: cfg.FLMRoot, Getenv: opts.Getenv, GOOS: opts.GOOS})
 		},
-		Publish: a.mgr.Publish,
+		// Each status goes out as the service's install event (it fails
+		// only once the service is closed: nothing to tell then).
+		Publish: func(st install.Status) {
+			a.mgr.Publish(service.Event{Type: service.EventInstall, Message: st.Message, Install: &st})
+		},
+		Logger: a.log,
 		// An install the page asked to finish switches the model on
 		// here, in the server, whatever the browser does meanwhile.
 		OnDone: func(st install.Status) {

@@ -6,7 +6,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -44,11 +43,44 @@ func installRig(t *testing.T) *App {
 	return a
 }
 
-// TestInstallModel: the install runs on the page's runner (one install
-// at a time for both), reports each status of it, and ends with the
-// model installed; an install of the model already running (the
-// page's) is followed rather than refused.
-func TestInstallModel(t *testing.T) {
+// installEvents collects the install statuses the service's events
+// carry (what the tray and the page follow) until one ends an install.
+func installEvents(t *testing.T, a *App) (wait func() []install.Status) {
+	t.Helper()
+	events, stop := a.Subscribe()
+	done := make(chan []install.Status, 1)
+	go func() {
+		defer stop()
+		var seen []install.Status
+		for ev := range events {
+			if ev.Type == service.EventInstall && ev.Install != nil {
+				seen = append(seen, *ev.Install)
+				if ev.Install.State.Ended() {
+					done <- seen
+					return
+				}
+			}
+		}
+		done <- seen
+	}()
+	return func() []install.Status {
+		t.Helper()
+		select {
+		case seen := <-done:
+			return seen
+		case <-time.After(60 * time.Second):
+			t.Fatal("no install event ended an install within 60 s")
+		}
+		return nil
+	}
+}
+
+// TestStartInstall: the install runs on the page's runner (one install
+// at a time for both) and returns at once; the service's install events
+// carry each status of it, ending with the model installed; an install
+// of the model already running (the page's) is followed rather than
+// refused, with one end.
+func TestStartInstall(t *testing.T) {
 	for _, pageFirst := range []bool{false, true} {
 		name := "alone"
 		if pageFirst {
@@ -59,29 +91,16 @@ func TestInstallModel(t *testing.T) {
 			if a.ModelInstalled() {
 				t.Fatal("installed before the install")
 			}
+			wait := installEvents(t, a)
 			if pageFirst {
 				if err := a.Installs().Start(a.Model()); err != nil {
 					t.Fatal(err)
 				}
 			}
-			var mu sync.Mutex
-			var seen []install.Status
-			err := a.InstallModel(context.Background(), func(st install.Status) {
-				mu.Lock()
-				seen = append(seen, st)
-				mu.Unlock()
-			})
-			if err != nil {
+			if err := a.StartInstall(); err != nil {
 				t.Fatal(err)
 			}
-			if !a.ModelInstalled() {
-				t.Fatal("not installed after the install")
-			}
-			if st := a.Installs().Status(); st.State != install.StateDone || st.Model != "minicpm5:2b" {
-				t.Fatalf("runner %+v", st)
-			}
-			mu.Lock()
-			defer mu.Unlock()
+			seen := wait()
 			if len(seen) == 0 || seen[len(seen)-1].State != install.StateDone {
 				t.Fatalf("statuses %+v; want the last one done", seen)
 			}
@@ -90,24 +109,13 @@ func TestInstallModel(t *testing.T) {
 					t.Errorf("a status of another model: %+v", st)
 				}
 			}
+			if !a.ModelInstalled() {
+				t.Fatal("not installed after the install")
+			}
+			if st := a.Installs().Status(); st.State != install.StateDone || st.Model != "minicpm5:2b" {
+				t.Fatalf("runner %+v", st)
+			}
 		})
-	}
-}
-
-// TestInstallModelCancelled: ctx ending (the tray's window closed, Quit)
-// cancels the install; the next one resumes and finishes.
-func TestInstallModelCancelled(t *testing.T) {
-	a := installRig(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	err := a.InstallModel(ctx, func(install.Status) { cancel() })
-	if err == nil {
-		t.Fatal("a cancelled install returned nil")
-	}
-	if st := a.Installs().Status(); st.State == install.StateRunning {
-		t.Fatalf("still running: %+v", st)
-	}
-	if err := a.InstallModel(context.Background(), func(install.Status) {}); err != nil || !a.ModelInstalled() {
-		t.Fatalf("install again: %v, installed %v", err, a.ModelInstalled())
 	}
 }
 
@@ -129,7 +137,7 @@ func TestPageInstallStartsTheModelInTheServer(t *testing.T) {
 				if rec.Code != 202 {
 					t.Fatalf("POST install: %d %s", rec.Code, rec.Body)
 				}
-			} else if err := a.InstallModel(context.Background(), func(install.Status) {}); err != nil {
+			} else if err := a.StartInstall(); err != nil {
 				t.Fatal(err)
 			}
 			waitUntil(t, "the install's end", func() bool { return a.Installs().Status().State == install.StateDone })

@@ -6,8 +6,12 @@ import (
 	"os"
 
 	"github.com/npuchat/npuchat/config"
+	"github.com/npuchat/npuchat/models"
+	"github.com/npuchat/npuchat/models/catalog"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
+	"github.com/npuchat/npuchat/service/cpu"
+	"github.com/npuchat/npuchat/web"
 )
 
 // Settings are the settings now: the app's store (config.Store) holds
@@ -122,4 +126,104 @@ func (a *App) SetLaunchAtLogin(on bool) error {
 		}
 	}
 	return a.login.Enable(exe)
+}
+
+// SettingsDetails is what the page's settings view shows beside the
+// settings (web.SettingsDetails): where the hub's endpoint and token
+// come from when Settings sets none, the default models folder, the
+// address listened on now, and what the KV cache of a context costs.
+func (p pageSettings) SettingsDetails(ctx context.Context) web.Details {
+	a := p.a
+	d := web.Details{Hub: a.cfg.HubFor(config.Settings{}), ModelsDirDefault: a.cfg.DefaultModelsDir, KV: a.kvInfo()}
+	if s := a.Server(); s.Listening {
+		d.Listening = s.Addr
+	}
+	return d
+}
+
+// Hub is the hub downloads use now: the endpoint and token set in
+// Settings, else the environment's (config.Config.HubFor).
+func (a *App) Hub() config.Hub { return a.cfg.HubFor(a.settings.Get()) }
+
+// installConfig is the configuration one install runs with: this run's,
+// with the hub (endpoint and token) and the models folder of the
+// settings now, so that a change in Settings applies to the next
+// install without a restart. It is a copy: a.cfg is never written.
+func (a *App) installConfig() *config.Config {
+	s := a.settings.Get()
+	c := *a.cfg
+	hub := a.cfg.HubFor(s)
+	c.HFEndpoint, c.HFToken = hub.Endpoint, hub.Token.Reveal()
+	c.ModelsDir = a.cfg.ModelsDirFor(s)
+	c.Settings = s
+	return &c
+}
+
+// kvInfo is what a context costs in KV memory with the model loaded now
+// (exact, from the engine) or else the default model, read from its
+// files; nil when neither is known (a model not installed, the NPU's).
+func (a *App) kvInfo() *web.KVInfo {
+	st := a.mgr.Status()
+	model := a.Model()
+	if st.Model != "" && st.State == service.StateOn {
+		model = st.Model
+	}
+	info := &web.KVInfo{Model: model, Block: cpu.KVBlock, ElementBytes: cpu.KVElementBytes(false)}
+	var size int64
+	path, ok := a.local[model]
+	var port *catalog.Model
+	if !ok {
+		if inst, err := models.Locate(a.cfg, model); err == nil {
+			path, port = inst.Dir, inst.Model
+		}
+	}
+	shape, err := cpu.ReadKVShape(path)
+	if path != "" && err == nil {
+		if port != nil && port.Port.KVReplication > 1 && shape.KVHeads == port.Port.KVHeadsReplicated {
+			shape.KVHeads = port.Port.KVHeadsOriginal // the engine folds the port's copies back
+		}
+		info.Layers, info.KVHeads, info.HeadDim, info.ModelMax = shape.Layers, shape.KVHeads, shape.HeadDim, shape.ContextMax
+		info.BytesPerToken = shape.BytesPerToken(info.ElementBytes)
+		size = dirSize(path)
+	} else if path != "" {
+		a.log.Debug("KV shape", "model", model, "err", err)
+	}
+	loaded := st.State == service.StateOn && st.Model == model && st.Cache != nil && st.Cache.BytesPerToken > 0
+	if loaded {
+		info.BytesPerToken, info.Loaded, size = st.Cache.BytesPerToken, true, 0
+		if st.Info != nil {
+			info.Context = st.Info.ContextLength
+		}
+	}
+	if info.BytesPerToken <= 0 {
+		return nil
+	}
+	if free, err := a.memAvailable(); err == nil && free-size > 0 {
+		per := info.BytesPerToken
+		budget := cpu.DefaultKVBudget(func() (int64, error) { return free - size, nil })
+		info.Automatic = cpu.DefaultContext(info.ModelMax, func(n int) int64 {
+			return int64((n+cpu.KVBlock-1)/cpu.KVBlock*cpu.KVBlock) * per
+		}, budget)
+	}
+	return info
+}
+
+// dirSize is the size of a model file, or of the files in a folder
+// (what loading it takes from free memory, about).
+func dirSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	if !fi.IsDir() {
+		return fi.Size()
+	}
+	var n int64
+	entries, _ := os.ReadDir(path)
+	for _, e := range entries {
+		if i, err := e.Info(); err == nil && i.Mode().IsRegular() {
+			n += i.Size()
+		}
+	}
+	return n
 }

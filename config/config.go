@@ -20,8 +20,16 @@
 //	NPUCHAT_REMOTE_URL base URL of a remote OpenAI-compatible server
 //	NPUCHAT_KEEP_ALIVE idle time before the model is unloaded (e.g. 5m, -1 = never)
 //	NPUCHAT_LOG_LEVEL  debug, info, warn or error
-//	HF_ENDPOINT        Hugging Face endpoint or mirror
-//	HF_TOKEN, HUGGING_FACE_HUB_TOKEN, HF_TOKEN_PATH, HF_HOME   Hugging Face token
+//	HF_ENDPOINT        Hugging Face endpoint or mirror, when Settings sets none
+//	HF_TOKEN, HUGGING_FACE_HUB_TOKEN, HF_TOKEN_PATH, HF_HOME   Hugging Face
+//	                   token, when Settings sets none
+//
+// The Hugging Face endpoint and token set in Settings (hf_endpoint in
+// the settings file, the token in the file hf_token beside it, readable
+// by this user only) win over the environment's, which are the fallback
+// (Config.HubFor): the environment is what every Hugging Face tool
+// shares, the settings what the person chose in NPU Chat.
+//
 //	FLM_MODEL_PATH     FastFlowLM's models folder
 //	FLM_CONFIG_PATH    FastFlowLM's model_list.json
 //	FLM_XCLBIN_PATH    FastFlowLM's xclbin folder
@@ -78,6 +86,17 @@ type Settings struct {
 	// off: the API listens and the model waits for a click).
 	ServeAtStart bool   `json:"serve_at_start,omitempty"`
 	FLMRoot      string `json:"flm_root,omitempty"` // overrides FastFlowLM discovery
+	// HFEndpoint is Hugging Face's address or a mirror's, for downloads
+	// ("" = HF_ENDPOINT, else https://huggingface.co: Config.HubFor).
+	HFEndpoint string `json:"hf_endpoint,omitempty"`
+	// HFToken is the Hugging Face token set in Settings ("" = the
+	// environment's, Config.HubFor). It is not in the settings file but
+	// in the token file beside it (TokenPath), readable by this user
+	// only, and never printed or logged whole (Secret).
+	HFToken Secret `json:"-"`
+	// ModelsDir is where new installs of NPU Chat's own models go ("" =
+	// the data folder's "models"); installed models stay where they are.
+	ModelsDir string `json:"models_dir,omitempty"`
 	// Chat holds the chat page's default generation settings (each
 	// conversation may override them).
 	Chat ChatDefaults `json:"chat,omitzero"`
@@ -92,17 +111,33 @@ type ChatDefaults struct {
 }
 
 // Config is the resolved configuration: settings merged with the
-// environment, and the folders NPU Chat uses.
+// environment, and the folders NPU Chat uses. Its own HFEndpoint,
+// HFToken and ModelsDir (what is in effect) hide the settings' fields of
+// those names (what was set): cfg.Settings.HFEndpoint is the setting.
 type Config struct {
 	Settings
-	SettingsPath string        // where Settings are saved
-	DataDir      string        // history database, NPU Chat's own models
-	LogDir       string        // rotating log files
-	ModelsDir    string        // NPU Chat's own models (for the in-process engine)
-	KeepAliveDur time.Duration // parsed KeepAlive; negative = never unload
-	HFEndpoint   string
-	HFToken      string
-	LogLevel     string
+	SettingsPath string // where Settings are saved
+	DataDir      string // history database, NPU Chat's own models
+	LogDir       string // rotating log files
+	// ModelsDir is where installs put NPU Chat's own models at start
+	// (the models_dir setting, or DefaultModelsDir); while NPU Chat runs
+	// the store's setting decides (ModelsDirFor).
+	ModelsDir string
+	// DefaultModelsDir is the data folder's "models".
+	DefaultModelsDir string
+	KeepAliveDur     time.Duration // parsed KeepAlive; negative = never unload
+	// HFEndpoint and HFToken are the hub at start (HubFor of the
+	// settings file's values); while NPU Chat runs, HubFor of the
+	// store's settings decides.
+	HFEndpoint string
+	HFToken    string
+	// HFEndpointEnv, HFTokenEnv and HFTokenEnvFrom are the environment's
+	// fallbacks (HF_ENDPOINT; the token and where it was found), used
+	// when Settings sets none.
+	HFEndpointEnv  string
+	HFTokenEnv     string
+	HFTokenEnvFrom string
+	LogLevel       string
 	// FLM holds the FastFlowLM environment overrides, empty when unset.
 	FLMModelPath, FLMConfigPath, FLMXclbinPath, FLMServePort string
 }
@@ -128,7 +163,14 @@ func Load(getenv Env, goos string) (*Config, error) {
 	}
 	c.DataDir = dataDirOf(getenv, goos, home)
 	c.LogDir = LogDirOf(getenv, goos)
-	c.ModelsDir = JoinOS(goos, c.DataDir, "models")
+	c.DefaultModelsDir = JoinOS(goos, c.DataDir, "models")
+	c.Settings.ModelsDir = strings.TrimSpace(c.Settings.ModelsDir)
+	c.ModelsDir = c.ModelsDirFor(c.Settings)
+	tok, err := readToken(TokenPath(c.SettingsPath))
+	if err != nil {
+		return nil, err
+	}
+	c.Settings.HFToken = tok
 
 	override := func(dst *string, key string) {
 		if v := strings.TrimSpace(getenv(key)); v != "" {
@@ -177,11 +219,11 @@ func Load(getenv Env, goos string) (*Config, error) {
 	}
 	c.KeepAliveDur = ka
 
-	c.HFEndpoint = strings.TrimRight(getenv("HF_ENDPOINT"), "/")
-	if c.HFEndpoint == "" {
-		c.HFEndpoint = DefaultHFEndpoint
-	}
-	c.HFToken = hfToken(getenv, goos, home)
+	c.Settings.HFEndpoint = strings.TrimRight(strings.TrimSpace(c.Settings.HFEndpoint), "/")
+	c.HFEndpointEnv = strings.TrimRight(strings.TrimSpace(getenv("HF_ENDPOINT")), "/")
+	c.HFTokenEnv, c.HFTokenEnvFrom = hfToken(getenv, goos, home)
+	hub := c.HubFor(c.Settings)
+	c.HFEndpoint, c.HFToken = hub.Endpoint, hub.Token.Reveal()
 	c.FLMModelPath = getenv("FLM_MODEL_PATH")
 	c.FLMConfigPath = getenv("FLM_CONFIG_PATH")
 	c.FLMXclbinPath = getenv("FLM_XCLBIN_PATH")
@@ -214,7 +256,10 @@ func LogDirOf(getenv Env, goos string) string {
 
 // ParseKeepAlive parses a keep-alive as Ollama does: a Go duration
 // ("5m", "1h"), a number of seconds ("300"), or a negative value for
-// "never unload". Empty means the default; "0" means unload at once.
+// "never unload"; and as KeepAliveWords writes it ("5 minutes",
+// "1 hour 30 minutes", "never", "at once"), so that a field showing the
+// words reads them back. Empty means the default; "0" means unload at
+// once.
 func ParseKeepAlive(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -226,6 +271,9 @@ func ParseKeepAlive(s string) (time.Duration, error) {
 	var secs float64
 	if _, err := fmt.Sscanf(s, "%g", &secs); err == nil && fmt.Sprint(secs) == strings.TrimLeft(s, "+") {
 		return time.Duration(secs * float64(time.Second)), nil
+	}
+	if d, ok := parseWords(s); ok {
+		return d, nil
 	}
 	return 0, fmt.Errorf("%q is not a duration like 5m or a number of seconds", s)
 }
@@ -464,12 +512,13 @@ func dataDir(getenv Env, goos, home string) string {
 	}
 }
 
-// hfToken finds the Hugging Face token as huggingface_hub does: HF_TOKEN,
-// HUGGING_FACE_HUB_TOKEN, then the file $HF_TOKEN_PATH or $HF_HOME/token.
-func hfToken(getenv Env, goos, home string) string {
+// hfToken finds the Hugging Face token of the environment as
+// huggingface_hub does: HF_TOKEN, HUGGING_FACE_HUB_TOKEN, then the file
+// $HF_TOKEN_PATH or $HF_HOME/token; and says where it found it.
+func hfToken(getenv Env, goos, home string) (token, from string) {
 	for _, k := range []string{"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"} {
 		if v := strings.TrimSpace(getenv(k)); v != "" {
-			return v
+			return v, k
 		}
 	}
 	path := getenv("HF_TOKEN_PATH")
@@ -485,10 +534,10 @@ func hfToken(getenv Env, goos, home string) string {
 		path = JoinOS(goos, hfHome, "token")
 	}
 	b, err := os.ReadFile(path)
-	if err != nil {
-		return ""
+	if err != nil || strings.TrimSpace(string(b)) == "" {
+		return "", ""
 	}
-	return strings.TrimSpace(string(b))
+	return strings.TrimSpace(string(b)), path
 }
 
 // JoinOS joins path elements with the separator of goos, so that Windows

@@ -143,7 +143,7 @@ func TestParseKeepAlive(t *testing.T) {
 	}{
 		{"", DefaultKeepAlive, true}, {"5m", 5 * time.Minute, true}, {"300", 300 * time.Second, true},
 		{"0", 0, true}, {"-1", -time.Second, true}, {"1.5", 1500 * time.Millisecond, true},
-		{"soon", 0, false}, {"5 minutes", 0, false}, {"1e3x", 0, false},
+		{"soon", 0, false}, {"5 minutes", 5 * time.Minute, true}, {"5 parsecs", 0, false}, {"1e3x", 0, false},
 	}
 	for _, c := range cases {
 		got, err := ParseKeepAlive(c.in)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -80,10 +81,19 @@ func (s *Store) Update(ctx context.Context, change func(*Settings) error) (Setti
 		return clone(s.cur), err
 	}
 	changes := diff("", reflect.ValueOf(s.cur), reflect.ValueOf(next))
-	if len(changes) == 0 {
+	tokenChanged := next.HFToken != s.cur.HFToken
+	if len(changes) == 0 && !tokenChanged {
 		return clone(s.cur), nil
 	}
+	if tokenChanged {
+		if err := writeToken(TokenPath(s.path), next.HFToken); err != nil {
+			return clone(s.cur), err
+		}
+	}
 	if err := UpdateSettings(s.path, changes...); err != nil {
+		if tokenChanged { // the change is all or nothing
+			writeToken(TokenPath(s.path), s.cur.HFToken)
+		}
 		return clone(s.cur), err
 	}
 	s.cur = next
@@ -122,6 +132,12 @@ func (s Settings) KeepAliveDuration() time.Duration {
 func normalize(before Settings, next *Settings) {
 	next.KeepAlive = strings.TrimSpace(next.KeepAlive)
 	next.Engine = strings.TrimSpace(next.Engine)
+	next.HFEndpoint = strings.TrimRight(strings.TrimSpace(next.HFEndpoint), "/")
+	next.HFToken = Secret(strings.TrimSpace(next.HFToken.Reveal()))
+	next.APIKey = strings.TrimSpace(next.APIKey)
+	if next.ModelsDir = strings.TrimSpace(next.ModelsDir); next.ModelsDir != "" && filepath.IsAbs(next.ModelsDir) {
+		next.ModelsDir = filepath.Clean(next.ModelsDir)
+	}
 	if next.KeepAlive != before.KeepAlive {
 		a, errA := ParseKeepAlive(before.KeepAlive)
 		b, errB := ParseKeepAlive(next.KeepAlive)
@@ -167,6 +183,18 @@ func check(s Settings) error {
 	}
 	if m := c.MaxTokens; m != nil && (*m < 1 || *m > MaxTokensLimit) {
 		return bad("max_tokens", "max_tokens must be between 1 and %d, got %d", MaxTokensLimit, *m)
+	}
+	if msg := checkEndpoint(s.HFEndpoint); msg != "" {
+		return bad("hf_endpoint", "%s", msg)
+	}
+	if msg := checkToken(s.HFToken); msg != "" {
+		return bad("hf_token", "%s", msg)
+	}
+	if msg := checkModelsDir(s.ModelsDir); msg != "" {
+		return bad("models_dir", "%s", msg)
+	}
+	if field, msg := checkAddr(s.Addr, s.APIKey); field != "" && s.Addr != "" {
+		return bad(field, "%s", msg)
 	}
 	if s.QueueSize < 0 {
 		return bad("queue_size", "queue_size must be 0 (the default) or more, got %d", s.QueueSize)

@@ -14,74 +14,82 @@ import (
 const parallelAttention = 1 << 16
 
 // attention sets out[t] (HeadDim values per query head) to the softmax
-// of q[t]·k/√HeadDim over positions 0..pos+t applied to layer l's cached
-// values, for each token t of the batch; query head h reads KV head
-// h/(Heads/KVHeads). The work is one unit per (token, KV head): the
-// group's query heads together (quant.Attn), so every key and value load
-// serves all of them. Units are shared out to the session's threads, one
-// pool run per layer for the whole batch; a unit's arithmetic is the same
-// however the batch is split, so prefill equals token-by-token decoding.
+// of q[t]·k/√HeadDim over positions 0..pos of row t's session (st.rows)
+// applied to layer l's cached values of that session, for each token t
+// of the step; query head h reads KV head h/(Heads/KVHeads). The work is
+// one unit per (token, KV head): the group's query heads together
+// (quant.Attn), so every key and value load serves all of them. Units
+// are shared out to the threads, one pool run per layer for the whole
+// step; a unit's arithmetic is the same however the step is split and
+// whatever else is in it, so prefill equals token-by-token decoding and
+// a sequence decoded beside others equals it decoded alone.
 // The kernels are the model's SIMD level's (quant.Attn.Run: AVX-512, 8
 // query heads × 16 positions per register tile; AVX2, 4 heads × 2 halves
 // of 8, also at the AVX-VNNI level; or their plain-Go twin); all give
 // the same results bit for bit.
-func (s *Session) attention(out, q [][]float32, l, pos int) {
-	c := &s.m.cfg
-	a := &s.heads
-	*a = attnTask{s: s, out: out, q: q, l: l, pos: pos, kern: s.m.simd.Level}
-	n := len(q)
-	threads := s.pool.threads
-	if work := (n*pos + n*(n+1)/2) * c.Heads * c.HeadDim; work < parallelAttention {
+func (st *stepper) attention(m *Model, out, q [][]float32, l int) {
+	c := &m.cfg
+	a := &st.heads
+	*a = attnTask{m: m, st: st, out: out, q: q, l: l, kern: m.simd.Level}
+	threads := st.pool.threads
+	work := 0
+	for _, r := range st.rows {
+		work += r.pos + 1
+	}
+	if work*c.Heads*c.HeadDim < parallelAttention {
 		threads = 1
 	}
-	for len(s.att) < threads {
-		s.att = append(s.att, quant.AttnScratch{})
+	for len(st.att) < threads {
+		st.att = append(st.att, quant.AttnScratch{})
 	}
 	if threads == 1 {
 		a.part(0, 1)
 	} else {
-		s.pool.run(a)
+		st.pool.run(a)
 	}
 	*a = attnTask{}
 }
 
-// attnTask is a batch's attention, its units taken from a shared counter
+// attnTask is a step's attention, its units taken from a shared counter
 // (a unit's cost grows with its token's position, and a core slowed by
 // other programs takes fewer).
 type attnTask struct {
-	s      *Session
+	m      *Model
+	st     *stepper
 	out, q [][]float32
-	l, pos int
+	l      int
 	kern   simd.Level
 	next   atomic.Int64
 }
 
 func (a *attnTask) part(k, _ int) {
-	s := a.s
-	c := &s.m.cfg
+	m := a.m
+	c := &m.cfg
 	hd := c.HeadDim
 	kvDim := c.KVHeads * hd
 	group := c.Heads / c.KVHeads
 	gd := group * hd // a group's query values
-	sc := &s.att[k]
+	sc := &a.st.att[k]
 	units := len(a.q) * c.KVHeads
 	for {
 		u := int(a.next.Add(1)) - 1
 		if u >= units {
 			return
 		}
-		// the longest units (last tokens) first
+		// the last tokens first (in a prefill, the longest units)
 		t := len(a.q) - 1 - u/c.KVHeads
 		g := u % c.KVHeads
+		r := a.st.rows[t]
 		at := quant.Attn{
-			HeadDim: hd, N: a.pos + t + 1, Scale: float32(1 / math.Sqrt(float64(hd))),
+			HeadDim: hd, N: r.pos + 1, Scale: float32(1 / math.Sqrt(float64(hd))),
 			KStride: quant.AttnBlock * kvDim, VStride: kvDim,
 		}
 		kOff, vOff := g*hd*quant.AttnBlock, g*hd
-		if s.m.kvF16 {
-			at.K16, at.V16 = s.kv.keys16[a.l][kOff:], s.kv.values16[a.l][vOff:]
+		kv := r.s.kv
+		if m.kvF16 {
+			at.K16, at.V16 = kv.keys16[a.l][kOff:], kv.values16[a.l][vOff:]
 		} else {
-			at.K, at.V = s.kv.keys[a.l][kOff:], s.kv.values[a.l][vOff:]
+			at.K, at.V = kv.keys[a.l][kOff:], kv.values[a.l][vOff:]
 		}
 		at.Run(a.out[t][g*gd:(g+1)*gd], a.q[t][g*gd:(g+1)*gd], sc, a.kern)
 	}

@@ -36,10 +36,10 @@ func (m *Model) Embed(ctx context.Context, tokens []int) ([]float32, error) {
 		}
 		n := min(len(rest), maxBatch)
 		// Without logits, forward leaves each position's last hidden
-		// state (the residual stream after the last layer) in s.x.
+		// state (the residual stream after the last layer) in s.own.x.
 		s.forward(rest[:n], s.pos, false)
 		for t := range n {
-			rmsnorm(norm, s.x[t], m.outNorm, c.NormEps)
+			rmsnorm(norm, s.own.x[t], m.outNorm, c.NormEps)
 			for j, v := range norm {
 				sum[j] += float64(v)
 			}

@@ -3,25 +3,48 @@ package engine
 import "math"
 
 // forward is the transformer, in the order of the equations, for the
-// tokens at positions pos, pos+1, …: each step below is done for every
-// token (a batch), and each matrix product multiplies the whole batch
-// (s.matmul). Without logits it stops before the output projection
+// tokens at positions pos, pos+1, … of the session, computed on its own
+// stepper. Without logits it stops before the output projection
 // (prefill); otherwise the logits are the last token's.
 func (s *Session) forward(tokens []int, pos int, logits bool) {
-	m := s.m
+	st := s.stepper()
+	st.one[0] = segment{s: s, tokens: tokens, pos: pos, logits: logits}
+	st.forward(s.m, st.one[:])
+	st.one[0] = segment{}
+}
+
+// forward computes one step: the tokens of every segment (one session's
+// tokens each, at their positions) together. Each step below is done
+// for every token, each matrix product multiplies all of them at once
+// (one pass over the weights for the step), and each token's attention
+// reads its own session's keys and values. A token's results do not
+// depend on the others in the step: the products compute each vector
+// alone (the kernels read a weight block once for several vectors), and
+// attention is per token.
+func (st *stepper) forward(m *Model, segs []segment) {
 	c := &m.cfg
 	hd := c.HeadDim
-	n := len(tokens)
-	b := s.buffers(n)
-	x, xb2, q, k, v, hb, hb2, cos, sin := b.x, b.xb2, b.q, b.k, b.v, b.hb, b.hb2, b.cos, b.sin
-	norm, attOut := b.xb, b.ao
+	st.rows = st.rows[:0]
+	for _, sg := range segs {
+		for i := range sg.tokens {
+			st.rows = append(st.rows, rowRef{s: sg.s, pos: sg.pos + i})
+		}
+	}
+	n := len(st.rows)
+	st.buffers(c, n)
+	x, xb2, q, k, v, hb, hb2, cos, sin := st.x[:n], st.xb2[:n], st.q[:n], st.k[:n], st.v[:n], st.hb[:n], st.hb2[:n], st.cos[:n], st.sin[:n]
+	norm, attOut := st.xb[:n], st.ao[:n]
 
-	for t, tok := range tokens {
-		// each position's RoPE angles, shared by every layer and head
-		m.ropeAngles(cos[t], sin[t], pos+t)
-		// token embedding (× scale_emb for MiniCPM muP)
-		m.embed.rowFloats(tok, x[t])
-		scale(x[t], float32(c.EmbedScale))
+	t := 0
+	for _, sg := range segs {
+		for i, tok := range sg.tokens {
+			// each position's RoPE angles, shared by every layer and head
+			m.ropeAngles(cos[t], sin[t], sg.pos+i)
+			// token embedding (× scale_emb for MiniCPM muP)
+			m.embed.rowFloats(tok, x[t])
+			scale(x[t], float32(c.EmbedScale))
+			t++
+		}
 	}
 
 	for l := range m.layers {
@@ -31,7 +54,7 @@ func (s *Session) forward(tokens []int, pos int, logits bool) {
 		for t := range n {
 			rmsnorm(norm[t], x[t], w.attnNorm, c.NormEps)
 		}
-		s.matmul(norm, product{q, &w.wq}, product{k, &w.wk}, product{v, &w.wv})
+		st.mul.mul(st.pool, norm, product{q, &w.wq}, product{k, &w.wk}, product{v, &w.wv})
 		for t := range n {
 			if w.bq != nil {
 				add(q[t], w.bq)
@@ -49,13 +72,15 @@ func (s *Session) forward(tokens []int, pos int, logits bool) {
 			m.rope(q[t], c.Heads, cos[t], sin[t])
 			m.rope(k[t], c.KVHeads, cos[t], sin[t])
 
-			// remember this position's key and value
-			s.remember(l, pos+t, k[t], v[t])
+			// remember this position's key and value in its session
+			r := st.rows[t]
+			r.s.remember(l, r.pos, k[t], v[t])
 		}
 
-		// grouped-query attention of each token over positions 0..its own
-		s.attention(attOut, q, l, pos)
-		s.matmul(attOut, product{xb2, &w.wo})
+		// grouped-query attention of each token over its session's
+		// positions 0..its own
+		st.attention(m, attOut, q, l)
+		st.mul.mul(st.pool, attOut, product{xb2, &w.wo})
 		for t := range n {
 			scale(xb2[t], float32(c.ResidualScale))
 			add(x[t], xb2[t])
@@ -65,32 +90,35 @@ func (s *Session) forward(tokens []int, pos int, logits bool) {
 		for t := range n {
 			rmsnorm(norm[t], x[t], w.ffnNorm, c.NormEps)
 		}
-		s.matmul(norm, product{hb, &w.gate}, product{hb2, &w.up})
-		s.mul.swiglu(s.pool, hb, hb2)
-		s.matmul(hb, product{xb2, &w.down})
+		st.mul.mul(st.pool, norm, product{hb, &w.gate}, product{hb2, &w.up})
+		st.mul.swiglu(st.pool, hb, hb2)
+		st.mul.mul(st.pool, hb, product{xb2, &w.down})
 		for t := range n {
 			scale(xb2[t], float32(c.ResidualScale))
 			add(x[t], xb2[t])
 		}
 	}
 
-	if !logits {
-		return
+	// final norm, muP logit scale, output projection of each segment's
+	// last token that asks for logits, all in one product
+	st.last, st.outs = st.last[:0], st.outs[:0]
+	t = 0
+	for _, sg := range segs {
+		t += len(sg.tokens)
+		if !sg.logits {
+			continue
+		}
+		last := x[t-1]
+		rmsnorm(last, last, m.outNorm, c.NormEps)
+		scale(last, float32(1/c.LogitScale))
+		st.last = append(st.last, last)
+		st.outs = append(st.outs, sg.s.logits)
 	}
-
-	// final norm, muP logit scale, output projection of the last token
-	last := x[n-1:]
-	rmsnorm(last[0], last[0], m.outNorm, c.NormEps)
-	scale(last[0], float32(1/c.LogitScale))
-	s.logitsRow[0] = s.logits
-	s.matmul(last, product{s.logitsRow[:], &m.output})
-}
-
-// matmul sets p.outs[t] = p.w·xs[t] for each token t of the batch and
-// each product p (q, k and v together), splitting the rows across the
-// session's threads.
-func (s *Session) matmul(xs [][]float32, prods ...product) {
-	s.mul.mul(s.pool, xs, prods...)
+	if len(st.last) > 0 {
+		st.mul.mul(st.pool, st.last, product{st.outs, &m.output})
+	}
+	clear(st.rows) // no session stays reachable from the stepper
+	clear(st.outs)
 }
 
 // rmsnorm sets out = x / √(mean(x²) + eps) · w. out may alias x.

@@ -13,7 +13,23 @@ import (
 // kvModel loads a small random model for the KV cache tests.
 func kvModel(t *testing.T, opts LoadOptions) *Model {
 	t.Helper()
-	w := randomWeights(t, 3, testmodel.Qwen3Small())
+	return kvModelOf(t, testmodel.Qwen3Small(), opts)
+}
+
+// tinyShape is the smallest model the writers make with two layers and
+// grouped KV heads: for tests of the cache's bookkeeping, whose checks do
+// not depend on the model's size (a position's bytes, whole blocks and
+// the budget scale with it), so that many requests stay fast with the
+// plain-Go kernels (NPUCHAT_CPU_CEILING=none).
+func tinyShape() testmodel.Shape {
+	s := testmodel.Qwen3Small()
+	s.Hidden, s.FFN, s.Heads, s.KVHeads, s.HeadDim, s.Vocab = 32, 32, 2, 1, 16, 320
+	return s
+}
+
+func kvModelOf(t *testing.T, shape testmodel.Shape, opts LoadOptions) *Model {
+	t.Helper()
+	w := randomWeights(t, 3, shape)
 	p := filepath.Join(t.TempDir(), "m.gguf")
 	if err := testmodel.WriteGGUF(p, w, testmodel.Q8_0); err != nil {
 		t.Fatal(err)
@@ -210,7 +226,7 @@ func slabBytes(kv *kvSlabs) int64 {
 // their real capacities, not the cache's bookkeeping) stays within the
 // budget at every step, and the bookkeeping equals it.
 func TestKVCacheBudgetHolds(t *testing.T) {
-	m := kvModel(t, LoadOptions{KVF16: true})
+	m := kvModelOf(t, tinyShape(), LoadOptions{KVF16: true})
 	budget := m.KVBytes(700)
 	c := m.NewKVCache(KVCacheOptions{Budget: budget})
 	sessions := []*Session{c.NewSession(0), c.NewSession(0)}

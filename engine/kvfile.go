@@ -3,14 +3,15 @@ package engine
 import (
 	"bufio"
 	"bytes"
-	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash"
+	"hash/crc32"
 	"io"
 	"math"
+	"os"
 	"unsafe"
 )
 
@@ -18,19 +19,31 @@ import (
 // tokens, keys and values, exactly as they are in memory, so that a
 // sequence read back computes what it computed:
 //
-//	magic     "NPUCHATKV1\n" (11 bytes)
+//	magic     "NPUCHATKV2\n" (11 bytes)
 //	header    uint32 little-endian length, then JSON (KVFileHeader)
 //	tokens    header.Tokens × uint32
 //	layers    for each layer: keys (whole 16-position blocks), then values,
 //	          float32 or float16 (header.Type) little-endian
-//	checksum  SHA-256 of everything before it (32 bytes)
+//	checksum  CRC-32C (Castagnoli) of everything before it, uint32
+//	          little-endian
 //
 // A reader trusts nothing before the checksum matched: the header's
 // sizes are checked against the model first (a file of another model,
 // another KV type or a damaged header is refused before anything is
 // allocated), and the checksum at the end refuses a damaged or truncated
 // body.
-const kvMagic = "NPUCHATKV1\n"
+//
+// The checksum is there against damage (a disk or a copy gone wrong, a
+// file cut short by a crash), not against someone who writes the folder
+// on purpose: the folder is the user's own, beside the history. CRC-32C
+// catches every error burst of up to 32 bits and all but one in 2³² of
+// the others, at memory speed (the SSE 4.2 instruction), where SHA-256,
+// used until version 1, took longer than reading a file from the page
+// cache. Version 1 files are refused as not KV files.
+const kvMagic = "NPUCHATKV2\n"
+
+// kvSum starts a KV file's checksum.
+func kvSum() hash.Hash32 { return crc32.New(crc32.MakeTable(crc32.Castagnoli)) }
 
 // KVFileHeader is a KV file's header.
 type KVFileHeader struct {
@@ -46,6 +59,25 @@ type KVFileHeader struct {
 	Layers int    `json:"layers"`
 	KVDim  int    `json:"kv_dim"`
 	Type   string `json:"type"` // "f32" or "f16"
+}
+
+// kvMagic1 is the magic of version 1 of the format.
+const kvMagic1 = "NPUCHATKV1\n"
+
+// IsOldKVFile reports whether the file at path is a KV file of an
+// earlier version of the format (which this one refuses, so that a disk
+// cache can delete it).
+func IsOldKVFile(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, len(kvMagic))
+	if _, err := io.ReadFull(f, head); err != nil {
+		return false
+	}
+	return string(head) == kvMagic1
 }
 
 // maxKVHeader bounds a KV file's header (its identity and scope).
@@ -73,7 +105,7 @@ func (m *Model) WriteKV(w io.Writer, st *StoredKV, identity string) error {
 	if err != nil {
 		return err
 	}
-	sum := sha256.New()
+	sum := kvSum()
 	bw := bufio.NewWriterSize(io.MultiWriter(w, sum), 1<<20)
 	bw.WriteString(kvMagic)
 	binary.Write(bw, binary.LittleEndian, uint32(len(hj)))
@@ -97,7 +129,7 @@ func (m *Model) WriteKV(w io.Writer, st *StoredKV, identity string) error {
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("write KV: %w", err)
 	}
-	if _, err := w.Write(sum.Sum(nil)); err != nil {
+	if _, err := w.Write(binary.LittleEndian.AppendUint32(nil, sum.Sum32())); err != nil {
 		return fmt.Errorf("write KV: %w", err)
 	}
 	return nil
@@ -120,7 +152,7 @@ func (m *Model) readKVHead(r io.Reader, identity string, sum hash.Hash) (*KVFile
 		return nil, nil, nil, fmt.Errorf("not a KV file: %w", err)
 	}
 	if string(head[:len(kvMagic)]) != kvMagic {
-		return nil, nil, nil, errors.New("not a KV file (no NPUCHATKV1 magic)")
+		return nil, nil, nil, errors.New("not a KV file of this version (no NPUCHATKV2 magic)")
 	}
 	hl := binary.LittleEndian.Uint32(head[len(kvMagic):])
 	if hl == 0 || hl > maxKVHeader {
@@ -164,33 +196,73 @@ func (m *Model) readKVHead(r io.Reader, identity string, sum hash.Hash) (*KVFile
 // ReadKV reads a KV file written by WriteKV for this model and identity:
 // a sequence to KVCache.Insert. A file of another model, shape or KV
 // type, or one damaged or cut short anywhere, is an error.
-func (m *Model) ReadKV(r io.Reader, identity string) (*StoredKV, *KVFileHeader, error) {
-	sum := sha256.New()
-	h, tokens, body, err := m.readKVHead(r, identity, sum)
+//
+// The sequence has room for capacity positions (at least its own): the
+// prompt about to resume from it and its answer, so that the session
+// taking it over computes on at once instead of copying it to grow.
+// The keys and values are read straight into their slabs, layer by
+// layer, while another goroutine checksums (and checks for values that
+// are not finite) what was read before, so reading a file costs about
+// the time of the reads, not reads plus hashing.
+func (m *Model) ReadKV(r io.Reader, identity string, capacity int) (*StoredKV, *KVFileHeader, error) {
+	sum := kvSum()
+	h, tokens, _, err := m.readKVHead(r, identity, sum)
 	if err != nil {
 		return nil, nil, err
 	}
 	n := h.Tokens
-	kv := m.newKVSlabs(n, nil, 0)
+	kv := m.newKVSlabs(max(capacity, n), nil, 0)
 	nk, nv := roundBlock(n)*h.KVDim, n*h.KVDim
-	for l := range h.Layers {
+
+	// the body's pieces go to the checker in file order
+	type piece struct {
+		b    []byte
+		f32  []float32
+		f16  []uint16
+		name string
+	}
+	pieces := make(chan piece, 8)
+	bad := make(chan error, 1)
+	go func() {
 		var err error
+		for p := range pieces {
+			sum.Write(p.b)
+			if err == nil && (p.f32 != nil && !finiteF32(p.f32) || p.f16 != nil && !finiteF16(p.f16)) {
+				err = fmt.Errorf("KV file: %s holds a value that is not finite", p.name)
+			}
+		}
+		bad <- err
+	}()
+	read := func(b []byte, f32 []float32, f16 []uint16, name string) error {
+		if _, err := io.ReadFull(r, b); err != nil {
+			return fmt.Errorf("KV file: %s: %w", name, err)
+		}
+		pieces <- piece{b, f32, f16, name}
+		return nil
+	}
+	for l := range h.Layers {
+		kname, vname := fmt.Sprintf("layer %d keys", l), fmt.Sprintf("layer %d values", l)
 		if m.kvF16 {
 			kv.keys16[l], kv.values16[l] = kv.keys16[l][:nk], kv.values16[l][:nv]
-			if _, err = io.ReadFull(body, u16Bytes(kv.keys16[l])); err == nil {
-				_, err = io.ReadFull(body, u16Bytes(kv.values16[l]))
+			if err = read(u16Bytes(kv.keys16[l]), nil, kv.keys16[l], kname); err == nil {
+				err = read(u16Bytes(kv.values16[l]), nil, kv.values16[l], vname)
 			}
 		} else {
 			kv.keys[l], kv.values[l] = kv.keys[l][:nk], kv.values[l][:nv]
-			if _, err = io.ReadFull(body, f32Bytes(kv.keys[l])); err == nil {
-				_, err = io.ReadFull(body, f32Bytes(kv.values[l]))
+			if err = read(f32Bytes(kv.keys[l]), kv.keys[l], nil, kname); err == nil {
+				err = read(f32Bytes(kv.values[l]), kv.values[l], nil, vname)
 			}
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("KV file: layer %d: %w", l, err)
+			break
 		}
 	}
-	want := sum.Sum(nil)
+	close(pieces)
+	checkErr := <-bad
+	if err != nil {
+		return nil, nil, err
+	}
+	want := binary.LittleEndian.AppendUint32(nil, sum.Sum32())
 	got := make([]byte, len(want))
 	if _, err := io.ReadFull(r, got); err != nil {
 		return nil, nil, fmt.Errorf("KV file: checksum: %w", err)
@@ -198,17 +270,30 @@ func (m *Model) ReadKV(r io.Reader, identity string) (*StoredKV, *KVFileHeader, 
 	if !bytes.Equal(got, want) {
 		return nil, nil, errors.New("KV file: the checksum does not match (a damaged file)")
 	}
-	if m.kvF16 {
-		return &StoredKV{Scope: h.Scope, Tag: h.Tag, Tokens: tokens, kv: kv}, h, nil
-	}
-	for l := range kv.keys {
-		for _, x := range kv.values[l] {
-			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-				return nil, nil, fmt.Errorf("KV file: layer %d holds a value that is not finite", l)
-			}
-		}
+	if checkErr != nil {
+		return nil, nil, checkErr
 	}
 	return &StoredKV{Scope: h.Scope, Tag: h.Tag, Tokens: tokens, kv: kv}, h, nil
+}
+
+// finiteF32 and finiteF16 report whether no value is an infinity or a
+// NaN (all exponent bits set).
+func finiteF32(x []float32) bool {
+	for _, v := range x {
+		if math.Float32bits(v)&0x7f800000 == 0x7f800000 {
+			return false
+		}
+	}
+	return true
+}
+
+func finiteF16(x []uint16) bool {
+	for _, v := range x {
+		if v&0x7c00 == 0x7c00 {
+			return false
+		}
+	}
+	return true
 }
 
 // f32Bytes and u16Bytes view slices as their bytes (the file is little

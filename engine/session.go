@@ -32,16 +32,14 @@ type Session struct {
 	scope string
 	tag   string // the label kept sequences get (SetTag)
 
-	// scratch, reused every step: one row per token of a batch
-	x, xb, xb2, ao, q, k, v, hb, hb2 [][]float32
-	cos, sin                         [][]float32 // RoPE angles of each token's position
-	logits                           []float32
-	logitsRow                        [1][]float32        // logits as a batch of one
-	att                              []quant.AttnScratch // attention buffers, one per thread
-
-	pool  *pool   // the session's threads
-	mul   mulTask // matrix products, run on pool
-	heads attnTask
+	// logits are the last position's vocabulary logits (a step that
+	// asked for them writes them here).
+	logits []float32
+	// own is the session's scratch and threads for steps of its own
+	// (Prefill, Forward), made at the first; a Batch computes its
+	// sessions with its own stepper instead.
+	own *stepper
+	tok [1]int // a decode step's token, without allocating
 }
 
 // maxBatch is how many prompt tokens a prefill step computes together:
@@ -62,9 +60,16 @@ func (m *Model) NewSession(maxContext int) *Session {
 	if c.ContextLength > 0 && maxContext > c.ContextLength {
 		maxContext = c.ContextLength
 	}
-	s := &Session{m: m, maxCtx: maxContext, logits: make([]float32, c.VocabSize)}
-	s.pool = newPool(s, m.threads)
-	return s
+	return &Session{m: m, maxCtx: maxContext, logits: make([]float32, c.VocabSize)}
+}
+
+// stepper returns the session's own scratch and threads, made at the
+// first step it computes alone.
+func (s *Session) stepper() *stepper {
+	if s.own == nil {
+		s.own = newStepper(s.m.threads)
+	}
+	return s.own
 }
 
 // batchRows returns n rows of size values from *buf, growing it as needed.
@@ -192,29 +197,11 @@ func (s *Session) step(token int, logits bool) error {
 	if err := s.reserve(s.pos + 1); err != nil {
 		return fmt.Errorf("position %d: %w", s.pos, err)
 	}
-	s.forward([]int{token}, s.pos, logits)
+	s.tok[0] = token
+	s.forward(s.tok[:], s.pos, logits)
 	s.pos++
 	s.tokens = append(s.tokens, token)
 	return nil
-}
-
-// batch is one forward step's scratch rows, one per token.
-type batch struct {
-	x, xb, xb2, ao, q, k, v, hb, hb2 [][]float32
-	cos, sin                         [][]float32
-}
-
-// buffers returns the scratch rows for a step of n tokens, reusing the
-// session's.
-func (s *Session) buffers(n int) batch {
-	c := &s.m.cfg
-	qDim, kvDim := c.Heads*c.HeadDim, c.KVHeads*c.HeadDim
-	return batch{
-		x: batchRows(&s.x, n, c.Hidden), xb: batchRows(&s.xb, n, c.Hidden), xb2: batchRows(&s.xb2, n, c.Hidden),
-		ao: batchRows(&s.ao, n, qDim), q: batchRows(&s.q, n, qDim), k: batchRows(&s.k, n, kvDim), v: batchRows(&s.v, n, kvDim),
-		hb: batchRows(&s.hb, n, c.FFN), hb2: batchRows(&s.hb2, n, c.FFN),
-		cos: batchRows(&s.cos, n, c.RopeDim/2), sin: batchRows(&s.sin, n, c.RopeDim/2),
-	}
 }
 
 // remember stores position pos's key and value in layer l's cache (the

@@ -3,14 +3,15 @@ package gui
 import (
 	"context"
 	"fmt"
-	"time"
 
+	"github.com/npuchat/npuchat/app"
 	"github.com/npuchat/npuchat/npu/check"
 	"github.com/npuchat/npuchat/service"
+	"github.com/npuchat/npuchat/service/backend"
 )
 
 // App is what the tray and its windows drive: the assembled application
-// (package app), or a fake in tests. Every method may be called from any
+// (*app.App, in the app's own types), or a fake in tests. Every method may be called from any
 // goroutine and must not block for long, except those taking a context.
 type App interface {
 	// Status is the service's state now.
@@ -26,9 +27,9 @@ type App interface {
 	StopModel(ctx context.Context) error
 
 	// Engine is the engine setting: auto, npu, cpu or remote.
-	Engine() string
+	Engine() backend.Kind
 	// SetEngine changes and saves the engine setting.
-	SetEngine(ctx context.Context, kind string) error
+	SetEngine(ctx context.Context, kind backend.Kind) error
 	// ServeAtStart is the "serve at start" setting.
 	ServeAtStart() bool
 	// SetServeAtStart changes and saves it.
@@ -38,12 +39,16 @@ type App interface {
 	LaunchAtLogin() (bool, error)
 	// SetLaunchAtLogin writes or removes that entry.
 	SetLaunchAtLogin(on bool) error
+	// The settings' store, shared with the chat page (SettingsStore).
+	SettingsStore
 
 	// CheckNPU runs the NPU check (`npuchat check`).
 	CheckNPU(ctx context.Context) (*check.Report, error)
-	// InstallModel installs or updates the configured model, reporting
-	// progress (from any goroutine) until it returns.
-	InstallModel(ctx context.Context, progress func(InstallProgress)) error
+	// StartInstall starts installing or updating the configured model
+	// and returns at once; the install's progress and end come as the
+	// service's install events (Subscribe), as an install the chat page
+	// started does, and the app cancels it when it shuts down.
+	StartInstall() error
 
 	// Server is the web server's state now; WatchServer sends each change.
 	Server() ServerStatus
@@ -61,31 +66,10 @@ type App interface {
 	Version() string
 }
 
-// InstallProgress is one report of a model install.
-type InstallProgress struct {
-	// Model is the model being installed.
-	Model string
-	// Message is a few words on the current step ("downloading model.q4nx").
-	Message string
-	// Frac is the fraction done, 0..1, or 0 when unknown.
-	Frac float64
-	// The whole download, once the installer has said what it fetches
-	// (zero before): files done of how many, bytes of all of them so
-	// far and in all, and the time left for all of them (0: unknown).
-	FilesDone, FilesTotal int
-	Bytes, Total          int64
-	Left                  time.Duration
-}
-
-// ServerStatus is the web server's state: listening, or why not.
-type ServerStatus struct {
-	Listening bool
-	// URL is the chat page's address.
-	URL string
-	// Err says why the server does not listen (a port taken by another
-	// program); nil when it listens or is starting.
-	Err error
-}
+// ServerStatus is the web server's state, listening or why not, as the
+// app (its one owner) publishes it: the tray shows it as it is, with no
+// copy of its own.
+type ServerStatus = app.ServerStatus
 
 // Notice is a desktop notification.
 type Notice struct {

@@ -6,11 +6,27 @@
 // service through one subscription: every event updates one [Snapshot],
 // and the icon, the tooltip, the menu and the open windows are all drawn
 // from it ([ViewOf] computes the words and the icon, without fyne), so
-// the tray, the chat page and /api/status always agree. No goroutine
-// touches a widget except through fyne.Do; what blocks (starting and
-// stopping the model, the NPU check, installs) runs in a goroutine that
-// reports back the same way, so neither the menu nor a window ever
-// blocks the tray.
+// the tray, the chat page and /api/status always agree. Installs too:
+// the tray's Install starts the app's install and, like one the page
+// started, follows it from the service's install events alone, as the
+// install runner's status (install.Status) in its own words
+// (install.Status.Words, the ones `npuchat install` and the page show). No goroutine
+// touches a widget except through fyne.Do (loop.do, which drops what
+// comes once fyne's loop has ended: fyne would run it on the caller's
+// goroutine); what blocks (starting and stopping the model, the NPU
+// check, installs) runs in a goroutine that reports back the same way,
+// so neither the menu nor a window ever blocks the tray. The tests fail
+// on fyne's "Error in Fyne call thread" warning (TestWindowScreenshots
+// and the end-to-end tests in tests/tray read what fyne logs).
+//
+// The menu is built from sections (status, serving, engine, tools,
+// about and quit; controller.menuItems), each a function, so a new one
+// is one line there. The engine is a radio group drawn with ● and ○:
+// fyne's menu items have only a check mark, which fyne.io/systray
+// draws for a checked item alone. The tray item's title, the windows
+// and fyne's metadata say [AppName]; the version is the build's
+// (FyneApp.toml's, passed by the Makefile and installer/ as
+// -X main.version).
 //
 // The tray: a left click starts serving when the model is off and opens
 // the chat when it is on; the icon shows off, loading, on or error

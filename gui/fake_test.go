@@ -5,17 +5,26 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"fyne.io/fyne/v2"
 
+	"github.com/npuchat/npuchat/app"
+	"github.com/npuchat/npuchat/config"
 	"github.com/npuchat/npuchat/npu/check"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/backend/fake"
+	"github.com/npuchat/npuchat/service/install"
 )
+
+// The assembled app is what the tray drives, in its own types (no
+// converter between them in cmd/).
+var _ App = (*app.App)(nil)
 
 // fakeApp is an App around a real service.Manager whose backends are
 // fakes: the state machine, its events and the NPU-to-CPU fallback are
@@ -23,26 +32,48 @@ import (
 type fakeApp struct {
 	mgr *service.Manager
 
-	mu        sync.Mutex
-	engine    string
-	atStart   bool
-	login     bool
-	loginErr  error
-	npuErr    error // the NPU backend's load error; nil: the NPU works
-	report    *check.Report
-	checkErr  error
-	install   func(ctx context.Context, progress func(InstallProgress)) error
+	mu       sync.Mutex
+	engine   backend.Kind
+	atStart  bool
+	login    bool
+	loginErr error
+	npuErr   error // the NPU backend's load error; nil: the NPU works
+	report   *check.Report
+	checkErr error
+	// install is StartInstall: it starts an install that publishes its
+	// statuses as the service's install events, as the app's runner does.
+	install   func(publish func(install.Status)) error
+	installs  int // StartInstall calls
 	server    ServerStatus
 	serverCh  chan ServerStatus
-	setEngine []string
+	setEngine []backend.Kind
 	engineErr error // SetEngine's error (a settings file it cannot write)
 	checks    int
 	chats     int // OpenChat calls
+
+	// store is a real settings store over a temporary settings file
+	// (SettingsStore): the window and "the page" (a test calling
+	// UpdateSettings) share it, as in the app.
+	store *config.Store
+}
+
+func (f *fakeApp) Settings() config.Settings { return f.store.Get() }
+func (f *fakeApp) SubscribeSettings() (<-chan config.Settings, func()) {
+	return f.store.Subscribe()
+}
+func (f *fakeApp) UpdateSettings(ctx context.Context, change func(*config.Settings) error) (config.Settings, error) {
+	return f.store.Update(ctx, change)
 }
 
 func newFakeApp(cleanup func(func())) *fakeApp {
 	f := &fakeApp{engine: "auto", serverCh: make(chan ServerStatus, 4),
 		server: ServerStatus{Listening: true, URL: "http://127.0.0.1:8001/"}}
+	dir, err := os.MkdirTemp("", "npuchat-gui-settings-")
+	if err != nil {
+		panic(err)
+	}
+	f.store = config.NewStore(&config.Config{SettingsPath: filepath.Join(dir, "settings.json"), Settings: config.Settings{Addr: config.DefaultAddr}})
+	cleanup(func() { f.store.Close(); os.RemoveAll(dir) })
 	reg := &service.Registry{}
 	reg.Add(service.Entry{Desc: service.ModelDesc{Name: "minicpm5:2b", Installed: true}})
 	f.mgr = service.New(service.Options{
@@ -94,13 +125,13 @@ func (f *fakeApp) OpenChat() error {
 func (f *fakeApp) LogDir() string  { return "/tmp/npuchat-logs" }
 func (f *fakeApp) Version() string { return "1.2.3" }
 
-func (f *fakeApp) Engine() string {
+func (f *fakeApp) Engine() backend.Kind {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.engine
 }
 
-func (f *fakeApp) SetEngine(ctx context.Context, kind string) error {
+func (f *fakeApp) SetEngine(ctx context.Context, kind backend.Kind) error {
 	f.mu.Lock()
 	f.setEngine = append(f.setEngine, kind)
 	if kind == "remote" {
@@ -154,14 +185,20 @@ func (f *fakeApp) CheckNPU(ctx context.Context) (*check.Report, error) {
 	return f.report, f.checkErr
 }
 
-func (f *fakeApp) InstallModel(ctx context.Context, progress func(InstallProgress)) error {
+func (f *fakeApp) StartInstall() error {
 	f.mu.Lock()
-	install := f.install
+	start := f.install
+	f.installs++
 	f.mu.Unlock()
-	if install == nil {
+	if start == nil {
 		return errors.New("no install in this test")
 	}
-	return install(ctx, progress)
+	return start(func(st install.Status) {
+		if st.Model == "" {
+			st.Model = f.Model()
+		}
+		f.mgr.Publish(service.Event{Type: service.EventInstall, Message: st.Message, Install: &st})
+	})
 }
 
 func (f *fakeApp) Server() ServerStatus {
@@ -298,7 +335,7 @@ func newHarness(t *testing.T, fy fyne.App, f *fakeApp) *harness {
 	h := &harness{t: t, app: f, host: &fakeHost{}, ui: newUIThread(t)}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	h.c = newController(ctx, fy, f, h.host, testLogger(t))
+	h.c = newController(ctx, newLoop(fy), f, h.host, testLogger(t))
 	h.c.do = h.ui.do
 	h.c.notify = func(n Notice) {
 		h.mu.Lock()

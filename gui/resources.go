@@ -7,10 +7,11 @@ import (
 )
 
 // assets are the icons drawn by tools/icons (`go run ./tools/icons`
-// regenerates them; its test fails when they are stale). An embed.FS is
-// read-only: it is not mutable state.
+// regenerates them; its test fails when they are stale), and the
+// buttons' icons fyne's theme lacks (icons/chat.svg, drawn by hand). An
+// embed.FS is read-only: it is not mutable state.
 //
-//go:embed icon.png icons/tray-off.png icons/tray-loading.png icons/tray-on.png icons/tray-error.png
+//go:embed icon.png icons/tray-off.png icons/tray-loading.png icons/tray-on.png icons/tray-error.png icons/chat.svg
 var assets embed.FS
 
 // AppIcon is NPU Chat's icon (512 px), for windows and notifications.

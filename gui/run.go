@@ -20,30 +20,53 @@ import (
 // icons, the setup window opens even with opts.ShowSetup false and says
 // why (controller.trayMissing).
 func Run(ctx context.Context, a App, opts Options) error {
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	fy := fyneapp.NewWithID(AppID)
-	fy.SetIcon(AppIcon())
+	fy := newFyneApp(a.Version())
 	desk, ok := fy.(desktop.App)
 	if !ok {
 		return errors.New("gui: this fyne driver has no system tray")
 	}
-	c := newController(ctx, fy, a, systrayHost{desk}, log)
+	run(ctx, fy, a, systrayHost{desk}, opts, trayHostMissing)
+	return nil
+}
+
+// newFyneApp makes fyne's app with NPU Chat's identity: its ID, and the
+// name and version that fyne shows (the tray item's title is the
+// metadata's name; without it fyne titles the item with the ID).
+func newFyneApp(version string) fyne.App {
+	fyneapp.SetMetadata(metadata(version))
+	fy := fyneapp.NewWithID(AppID)
+	fy.SetIcon(AppIcon())
+	return fy
+}
+
+// run is Run on a fyne app and a tray host.
+func run(ctx context.Context, fy fyne.App, a App, host trayHost, opts Options, missing func() error) {
+	_, runLoop := startTray(ctx, fy, a, host, opts, missing)
+	runLoop()
+}
+
+// startTray starts the tray on a fyne app and a tray host (the
+// screenshot test gives a fake host): the controller following the
+// app, and the setup window when asked, or when missing (on a real
+// desktop trayHostMissing) says there is no tray. runLoop runs fyne's
+// loop until the quit, then stops following the app.
+func startTray(ctx context.Context, fy fyne.App, a App, host trayHost, opts Options, missing func() error) (c *controller, runLoop func()) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	l := newLoop(fy)
+	c = newController(ctx, l, a, host, log)
 	stop := c.start()
-	if why := trayHostMissing(); why != nil {
+	if why := missing(); why != nil {
 		c.trayMissing(why)
 	} else if opts.ShowSetup {
 		c.showSetup()
 	}
-	go func() {
-		<-ctx.Done()
-		fyne.Do(func() { quitApp(fy) })
-	}()
-	fy.Run()
-	stop()
-	return nil
+	return c, func() {
+		l.runUntil(ctx)
+		stop()
+	}
 }
 
 // systrayHost is the real tray: fyne's desktop app for the menu and the

@@ -12,15 +12,23 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"fyne.io/fyne/v2"
-	fyneapp "fyne.io/fyne/v2/app"
+	"fyne.io/fyne/v2/widget"
 
 	"github.com/npuchat/npuchat/gui/desktoptest"
 	"github.com/npuchat/npuchat/service"
+	"github.com/npuchat/npuchat/service/install"
+	"github.com/npuchat/npuchat/service/install/installtest"
 )
+
+// fyneThreadError starts the line fyne 2.7.1 logs (internal/async)
+// when a call that must run on fyne's goroutine runs on another, or
+// fyne.DoAndWait is called from fyne's own.
+const fyneThreadError = "Error in Fyne call thread"
 
 // shotsEnv, when set, makes the test binary a child that opens the
 // windows with fyne's real (GL) driver and saves their screenshots into
@@ -50,9 +58,11 @@ func artifactsDir(t *testing.T, sub string) string {
 
 // TestWindowScreenshots opens the setup, settings and about windows with
 // fyne's real driver on an Xvfb display and saves their screenshots
-// (setup.png, settings.png, about.png, and setup-notray.png on a desktop
-// without a tray icon, under .artifacts/gui) for a person
-// to look at; it checks that each has its size and is not blank.
+// (setup.png, settings.png, about.png, menu.png, and setup-notray.png
+// on a desktop without a tray icon, under .artifacts/gui) for a person
+// to look at; it checks that each has its size and is not blank, that
+// the window without a tray fits a 768 px screen with Open the chat in
+// view, and that fyne logged no call-thread error, through the quit.
 func TestWindowScreenshots(t *testing.T) {
 	display := desktoptest.StartXvfb(t)
 	out := artifactsDir(t, "gui")
@@ -66,7 +76,10 @@ func TestWindowScreenshots(t *testing.T) {
 	if err != nil {
 		t.Fatalf("screenshot child: %v", err)
 	}
-	for _, name := range []string{"setup.png", "settings.png", "about.png", "setup-notray.png"} {
+	if n := strings.Count(string(b), fyneThreadError); n > 0 {
+		t.Errorf("fyne logged %d call-thread errors (a fyne call off fyne's goroutine); see the child's output above", n)
+	}
+	for _, name := range []string{"setup.png", "setup-install-failed.png", "setup-install-failed-details.png", "settings.png", "about.png", "menu.png", "setup-notray.png"} {
 		path := filepath.Join(out, name)
 		fh, err := os.Open(path)
 		if err != nil {
@@ -77,7 +90,7 @@ func TestWindowScreenshots(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
-		if b := img.Bounds(); b.Dx() < 300 || b.Dy() < 200 {
+		if b := img.Bounds(); b.Dx() < 200 || b.Dy() < 200 {
 			t.Errorf("%s is %v", name, b)
 		}
 		if colours := distinctColours(img); colours < 50 {
@@ -101,10 +114,13 @@ func distinctColours(img image.Image) int {
 
 // screenshotChild runs the tray's windows on fyne's real driver (it is
 // on the main goroutine, as fyne needs) with a fake app whose NPU is not
-// ready, the model on the CPU after a fallback, and an install at 42%.
+// ready, the model on the CPU after a fallback, and an install at 42%;
+// then it quits as the tray menu's Quit does, and the app's context
+// ends as the command's does after the tray returns. What fyne logs
+// goes to stderr, which TestWindowScreenshots reads.
 func screenshotChild(dir string) int {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	fy := fyneapp.NewWithID(AppID)
+	fy := newFyneApp("1.2.3")
 	var cleanups []func()
 	defer func() {
 		for _, c := range cleanups {
@@ -115,37 +131,49 @@ func screenshotChild(dir string) int {
 	f.report = notReady()
 	f.npuErr = errors.New("FastFlowLM: ERT_CMD_STATE_TIMEOUT on the first token")
 	f.login = true
-	f.install = func(ctx context.Context, progress func(InstallProgress)) error {
-		progress(InstallProgress{Model: "minicpm5:2b", Message: "downloading model.q4nx", Frac: 0.42,
-			FilesDone: 2, FilesTotal: 9, Bytes: 1_100_000_000, Total: 2_600_000_000, Left: 230 * time.Second})
-		<-ctx.Done()
-		return ctx.Err()
+	f.install = func(publish func(install.Status)) error {
+		publish(install.Status{State: install.StateRunning, Phase: "download", File: "model.q4nx", Bytes: 310_000_000, Total: 900_000_000,
+			Rate: 12_300_000, Files: 2, FilesTotal: 9, OverallBytes: 1_100_000_000, OverallTotal: 2_600_000_000, OverallETASeconds: 230})
+		return nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c := newController(ctx, fy, f, &fakeHost{}, log)
+	host := &fakeHost{}
+	c, runLoop := startTray(ctx, fy, f, host, Options{Logger: log}, func() error { return nil })
 	c.notify = func(n Notice) { log.Info("notice", "title", n.Title, "body", n.Body) }
 	c.openURL = func(*url.URL) error { return nil }
-	stop := c.start()
-	code := 1
+	shot := make(chan error, 1)
 	go func() {
-		defer fyne.Do(fy.Quit)
-		if err := shoot(c, f, dir); err != nil {
-			log.Error("screenshots", "err", err)
-			return
-		}
-		code = 0
+		shot <- shoot(c, fy, dir)
+		// Quit, as systray runs a menu item: from its goroutine, on
+		// fyne's, waiting.
+		var quit func()
+		fyne.DoAndWait(func() {
+			host.mu.Lock()
+			defer host.mu.Unlock()
+			quit = findItem(host.menu, labelQuit)
+		})
+		fyne.DoAndWait(quit)
 	}()
-	fy.Run()
-	stop()
-	return code
+	runLoop()
+	// As runTray: the app's context ends once the tray returned, and
+	// the model stops; whatever reaches the tray now must not touch
+	// fyne off its goroutine.
+	cancel()
+	f.StopModel(context.Background())
+	time.Sleep(500 * time.Millisecond)
+	if err := <-shot; err != nil {
+		log.Error("screenshots", "err", err)
+		return 1
+	}
+	return 0
 }
 
-func shoot(c *controller, f *fakeApp, dir string) error {
-	if err := f.StartModel(); err != nil {
+func shoot(c *controller, fy fyne.App, dir string) error {
+	if err := c.app.StartModel(); err != nil {
 		return err
 	}
-	if err := waitFor(60*time.Second, func() bool { return f.Status().State == service.StateOn }); err != nil {
+	if err := waitFor(60*time.Second, func() bool { return c.app.Status().State == service.StateOn }); err != nil {
 		return fmt.Errorf("model on: %w", err)
 	}
 	fyne.DoAndWait(c.showSetup)
@@ -153,27 +181,80 @@ func shoot(c *controller, f *fakeApp, dir string) error {
 	var ready bool
 	if err := waitFor(60*time.Second, func() bool {
 		fyne.DoAndWait(func() {
-			ready = c.setup.checked && c.view.Ready && c.snap.Install != nil && c.snap.Install.Progress.Frac > 0.4
+			ready = c.setup.checked && c.view.Ready && c.snap.Install != nil && installFrac(*c.snap.Install) > 0.4
 		})
 		return ready
 	}); err != nil {
 		return fmt.Errorf("setup window filled: %w", err)
 	}
-	if err := capture(filepath.Join(dir, "setup.png")); err != nil {
+	if _, err := capture(filepath.Join(dir, "setup.png")); err != nil {
 		return err
 	}
+	// A failed install: its sentence, the whole error folded under
+	// Details (opened for the second shot).
+	var was *install.Status
+	fyne.DoAndWait(func() {
+		was = c.snap.Install
+		failed := installtest.Statuses()["failed unreachable"]
+		c.snap.Install = &failed
+		c.redraw()
+		c.setup.scroll.ScrollToBottom()
+	})
+	if _, err := capture(filepath.Join(dir, "setup-install-failed.png")); err != nil {
+		return err
+	}
+	fyne.DoAndWait(func() { c.setup.installDetailFold.Open(0); c.setup.relayout(); c.setup.scroll.ScrollToBottom() })
+	if _, err := capture(filepath.Join(dir, "setup-install-failed-details.png")); err != nil {
+		return err
+	}
+	fyne.DoAndWait(func() { c.snap.Install = was; c.redraw(); c.setup.scroll.ScrollToTop() })
 	fyne.DoAndWait(func() { c.setup.win.Hide(); c.showSettings() })
-	if err := capture(filepath.Join(dir, "settings.png")); err != nil {
+	if _, err := capture(filepath.Join(dir, "settings.png")); err != nil {
 		return err
 	}
 	fyne.DoAndWait(func() { c.settings.win.Hide(); c.showAbout() })
-	if err := capture(filepath.Join(dir, "about.png")); err != nil {
+	if _, err := capture(filepath.Join(dir, "about.png")); err != nil {
 		return err
 	}
-	// A desktop without a tray icon: the setup window with its note.
-	fyne.DoAndWait(func() { c.about.Hide(); c.trayMissing(errNoTrayHost) })
-	return capture(filepath.Join(dir, "setup-notray.png"))
+	// The tray menu, as fyne draws a menu (a panel draws it in its own
+	// style, with the same items, marks and disabled lines).
+	var menuWin fyne.Window
+	fyne.DoAndWait(func() {
+		c.about.Hide()
+		menuWin = fy.NewWindow("tray menu")
+		m := widget.NewMenu(c.menu)
+		menuWin.SetContent(m)
+		menuWin.Resize(m.MinSize())
+		menuWin.Show()
+	})
+	if _, err := capture(filepath.Join(dir, "menu.png")); err != nil {
+		return err
+	}
+	// A desktop without a tray icon: the setup window with its note,
+	// the chat first, on a 768 px high screen.
+	fyne.DoAndWait(func() { menuWin.Hide(); c.trayMissing(errNoTrayHost) })
+	img, err := capture(filepath.Join(dir, "setup-notray.png"))
+	if err != nil {
+		return err
+	}
+	if h := img.Bounds().Dy(); h > maxWindowHeight {
+		return fmt.Errorf("setup-notray.png is %d px high: more than the %d px a 768 px screen has for a window", h, maxWindowHeight)
+	}
+	var chatBottom, visible float32
+	fyne.DoAndWait(func() {
+		btn := c.setup.chatBtn
+		chatBottom = fy.Driver().AbsolutePositionForObject(btn).Y + btn.Size().Height
+		visible = c.setup.win.Canvas().Size().Height
+	})
+	if chatBottom > visible {
+		return fmt.Errorf("without a tray, Open the chat is at %v px, below the window's %v px", chatBottom, visible)
+	}
+	return nil
 }
+
+// maxWindowHeight is the tallest a window may be to fit on a 768 px
+// high screen under a desktop's top bar and its title bar.
+const maxWindowHeight = 768 - 80
 
 // capture saves what the X display shows (the one window open), once
 // fyne has drawn it: the window is on the screen (the picture is not
@@ -181,7 +262,7 @@ func shoot(c *controller, f *fakeApp, dir string) error {
 // and two shots in a row, 200 ms apart, are the same (layout, fonts
 // and images are done). The X server's pixels are read, not fyne's GL
 // buffer, so the picture is what a person would see.
-func capture(path string) error {
+func capture(path string) (*image.NRGBA, error) {
 	display := &desktoptest.Display{Name: os.Getenv("DISPLAY")}
 	var last *image.NRGBA
 	err := waitFor(60*time.Second, func() bool {
@@ -196,14 +277,14 @@ func capture(path string) error {
 		return settled
 	})
 	if err != nil {
-		return fmt.Errorf("%s: the window did not settle on the screen: %w", filepath.Base(path), err)
+		return nil, fmt.Errorf("%s: the window did not settle on the screen: %w", filepath.Base(path), err)
 	}
 	fh, err := os.Create(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer fh.Close()
-	return png.Encode(fh, last)
+	return last, png.Encode(fh, last)
 }
 
 // sameImage reports whether a and b have the same bounds and pixels.

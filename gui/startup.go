@@ -92,10 +92,11 @@ type startupWindow struct {
 	buttons *fyne.Container
 }
 
-// newStartupWindow makes the window of e; Quit quits fy, and Open logs
+// newStartupWindow makes the window of e; Quit ends l, and Open logs
 // folder (there when e is in a log file) calls openLogs. Closing the
 // window hides it: the tray icon stays, with Quit.
-func newStartupWindow(fy fyne.App, e StartupError, openLogs func()) *startupWindow {
+func newStartupWindow(l *loop, e StartupError, openLogs func()) *startupWindow {
+	fy := l.fy
 	w := &startupWindow{win: fy.NewWindow(startupTitle), head: heading(startupTitle), text: wrapped(startupText(e))}
 	w.win.SetIcon(AppIcon())
 	w.win.SetCloseIntercept(w.win.Hide)
@@ -103,7 +104,7 @@ func newStartupWindow(fy fyne.App, e StartupError, openLogs func()) *startupWind
 	if e.logDir() != "" {
 		w.buttons.Add(widget.NewButtonWithIcon(labelLogs, theme.FolderOpenIcon(), openLogs))
 	}
-	w.buttons.Add(widget.NewButtonWithIcon(labelQuit, theme.CancelIcon(), func() { quitApp(fy) }))
+	w.buttons.Add(widget.NewButtonWithIcon(labelQuit, theme.CancelIcon(), l.quit))
 	w.scroll = container.NewVScroll(w.text)
 	w.win.SetContent(container.NewBorder(w.head, container.NewCenter(w.buttons), nil, nil, w.scroll))
 	return w

@@ -7,7 +7,6 @@ import (
 	"errors"
 
 	"fyne.io/fyne/v2"
-	fyneapp "fyne.io/fyne/v2/app"
 	"fyne.io/fyne/v2/driver/desktop"
 )
 
@@ -15,22 +14,23 @@ import (
 // quits (or ctx ends): the tray icon in its error state with the reason
 // as its tooltip and status line (and Open logs folder, Quit), a
 // notification, and a window with the whole text. Like Run, it must be
-// called from the main goroutine.
+// called from the main goroutine. The version is fyne's (the app could
+// not start to say its own).
 func ShowStartupError(ctx context.Context, e StartupError) error {
-	fy := fyneapp.NewWithID(AppID)
-	fy.SetIcon(AppIcon())
+	fy := newFyneApp("")
 	desk, ok := fy.(desktop.App)
 	if !ok {
 		return errors.New("gui: this fyne driver has no system tray")
 	}
+	l := newLoop(fy)
 	host := systrayHost{desk}
 	openLogs := func() {
 		if err := openFolder(fy, e.logDir()); err != nil {
 			fy.SendNotification(fyne.NewNotification("Could not open the logs folder", cut(err.Error(), 240)))
 		}
 	}
-	win := newStartupWindow(fy, e, openLogs)
-	host.SetOnTapped(func() { fyne.Do(win.show) })
+	win := newStartupWindow(l, e, openLogs)
+	host.SetOnTapped(func() { l.do(win.show) })
 
 	v := startupView(e)
 	status := fyne.NewMenuItem(v.Status, nil)
@@ -39,19 +39,15 @@ func ShowStartupError(ctx context.Context, e StartupError) error {
 	if e.logDir() != "" {
 		items = append(items, fyne.NewMenuItem(labelLogs, openLogs))
 	}
-	quit := fyne.NewMenuItem(labelQuit, func() { quitApp(fy) })
+	quit := fyne.NewMenuItem(labelQuit, l.quit)
 	quit.IsQuit = true
 	items = append(items, quit)
 	host.SetSystemTrayIcon(TrayIcon(v.Icon))
 	host.SetTooltip(v.Tooltip)
-	host.SetSystemTrayMenu(fyne.NewMenu("NPU Chat", items...))
+	host.SetSystemTrayMenu(fyne.NewMenu(AppName, items...))
 
 	win.show()
 	fy.SendNotification(fyne.NewNotification(startupTitle, cut(e.Err.Error(), 240)))
-	go func() {
-		<-ctx.Done()
-		fyne.Do(func() { quitApp(fy) })
-	}()
-	fy.Run()
+	l.runUntil(ctx)
 	return nil
 }

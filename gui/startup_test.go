@@ -33,7 +33,7 @@ func TestStartupWindowFitsItsText(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			fy := test.NewTempApp(t)
 			fy.Settings().SetTheme(theme.DefaultTheme()) // the fonts and sizes a user sees, not the test theme's
-			w := newStartupWindow(fy, tt.e, func() {})
+			w := newStartupWindow(newLoop(fy), tt.e, func() {})
 			w.show()
 			size := w.win.Canvas().Size()
 			if size.Width != startupWidth || size.Height > startupMaxHeight {

@@ -1,22 +1,20 @@
 package gui
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"time"
 
 	"fyne.io/fyne/v2"
 
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
+	"github.com/npuchat/npuchat/service/install"
 )
 
 // trayHost is the system tray as the controller uses it: fyne's desktop
@@ -46,14 +44,17 @@ const (
 )
 
 // engineChoice is an engine the menu and the settings window offer.
-type engineChoice struct{ kind, label string }
+type engineChoice struct {
+	kind  backend.Kind
+	label string
+}
 
 // engineChoices are the engines offered, remote only when it is the
 // setting (it needs a URL, set on the command line).
-func engineChoices(current string) []engineChoice {
-	cs := []engineChoice{{string(backend.Auto), "Auto (NPU, else CPU)"}, {string(backend.NPU), "NPU"}, {string(backend.CPU), "CPU"}}
-	if current == string(backend.Remote) {
-		cs = append(cs, engineChoice{string(backend.Remote), "Remote server"})
+func engineChoices(current backend.Kind) []engineChoice {
+	cs := []engineChoice{{backend.Auto, "Auto (NPU, else CPU)"}, {backend.NPU, "NPU"}, {backend.CPU, "CPU"}}
+	if current == backend.Remote {
+		cs = append(cs, engineChoice{backend.Remote, "Remote server"})
 	}
 	return cs
 }
@@ -66,19 +67,24 @@ func engineChoices(current string) []engineChoice {
 type controller struct {
 	ctx  context.Context
 	fy   fyne.App
+	loop *loop
 	app  App
 	host trayHost
 	log  *slog.Logger
-	// do runs f on fyne's goroutine (fyne.Do); notify shows a desktop
-	// notification; openURL opens a folder. All are fyne's unless a test
-	// swaps them.
+	// do runs f on fyne's goroutine (loop.do: fyne.Do while the loop
+	// runs, nothing after); notify shows a desktop notification;
+	// openURL opens a folder. All are fyne's unless a test swaps them.
 	do      func(f func())
 	notify  func(Notice)
 	openURL func(*url.URL) error
 
-	snap      Snapshot
-	view      View
-	drawn     menuState // what the menu shows now, to skip needless rebuilds
+	snap  Snapshot
+	view  View
+	drawn menuState // what the menu shows now, to skip needless rebuilds
+	// menuAt is when the menu was built last; menuDue is set while a
+	// rebuild waits for menuEvery to pass.
+	menuAt    time.Time
+	menuDue   bool
 	iconShown Icon
 	// tooltipShown is the tooltip set last.
 	tooltipShown string
@@ -87,15 +93,6 @@ type controller struct {
 	setup    *setupWindow
 	settings *settingsWindow
 	about    fyne.Window
-	// installCancel stops the running install (Quit).
-	installCancel context.CancelFunc
-	// The tray follows its own install through App.InstallModel, and
-	// another (the chat page's) through the service's install events.
-	// ownInstall: the tray's install runs; ownEndSeen: the service's
-	// event that ends it came; awaitEnd: it ended but that event has not
-	// come yet (the events until then are the tray's install's, not
-	// another one's).
-	ownInstall, ownEndSeen, awaitEnd bool
 	// noTray says why the desktop shows no tray icon (nil: it shows
 	// one); the setup window then says so and offers Quit.
 	noTray error
@@ -104,12 +101,13 @@ type controller struct {
 // menuState is what a menu build depends on.
 type menuState struct {
 	View   View
-	Engine string
+	Engine backend.Kind
 	Login  bool
 }
 
-func newController(ctx context.Context, fy fyne.App, a App, host trayHost, log *slog.Logger) *controller {
-	c := &controller{ctx: ctx, fy: fy, app: a, host: host, log: log, do: fyne.Do}
+func newController(ctx context.Context, l *loop, a App, host trayHost, log *slog.Logger) *controller {
+	fy := l.fy
+	c := &controller{ctx: ctx, fy: fy, loop: l, app: a, host: host, log: log, do: l.do}
 	c.notify = func(n Notice) { fy.SendNotification(fyne.NewNotification(n.Title, n.Body)) }
 	c.openURL = fy.OpenURL
 	c.snap = Snapshot{Service: a.Status(), Server: a.Server()}
@@ -161,61 +159,42 @@ func (c *controller) onEvent(ev service.Event) {
 	}
 	c.snap.Service = ev.Status
 	if ev.Type == service.EventInstall && ev.Install != nil {
-		ended := installEnded(ev.Install.Phase)
-		switch {
-		case c.ownInstall:
-			c.ownEndSeen = c.ownEndSeen || ended
-		case c.awaitEnd:
-			c.awaitEnd = !ended
-		default:
-			c.otherInstall(ev)
-		}
+		c.onInstall(*ev.Install)
 	}
 	c.redraw()
 }
 
-// installEnded reports whether an install event's phase is its last.
-func installEnded(phase string) bool {
-	return phase == "done" || phase == "failed" || phase == "cancelled"
+// onInstall follows an install from the service's install events, the
+// tray's own as the page's (the runner publishes both): its status is
+// the snapshot's, and an install the tray saw run is notified when it
+// ends, once.
+func (c *controller) onInstall(st install.Status) {
+	prev := c.snap.Install
+	c.snap.Install = &st
+	if !st.State.Ended() || prev == nil || prev.State != install.StateRunning || !strings.EqualFold(prev.Model, st.Model) {
+		return
+	}
+	if n, ok := installNotice(st); ok {
+		c.notify(n)
+	}
 }
 
-// otherInstall follows an install the tray did not start (the chat
-// page's) from its service events: the same progress line, icon and
-// notices as the tray's own.
-func (c *controller) otherInstall(ev service.Event) {
-	p := ev.Install
-	following := c.snap.Install != nil && c.snap.Install.Running
-	switch p.Phase {
-	case "done":
-		if following {
-			c.installDone(p.Model, nil)
+// installNotice is the notification of an install's end, in its words:
+// installed, or failed and why (a cancel, which the user did, is not
+// notified).
+func installNotice(st install.Status) (Notice, bool) {
+	w := st.Words()
+	switch st.State {
+	case install.StateDone:
+		body := "Start serving from the tray icon to chat with it."
+		if st.Serve {
+			body = "The model is starting."
 		}
-	case "failed":
-		if following {
-			c.installDone(p.Model, errors.New(cmp.Or(p.Error, ev.Message, "the install failed")))
-		}
-	case "cancelled":
-		if following {
-			c.installDone(p.Model, context.Canceled)
-		}
-	default:
-		// The step in the installer's words ("6 files in …"), as the
-		// tray's own install says it; the bare phase ("install") only
-		// when there are none.
-		msg := p.Phase
-		if ev.Message != "" && p.Phase != "downloading" {
-			msg = ev.Message
-		}
-		prog := InstallProgress{Model: p.Model, Message: msg, FilesDone: p.Files, FilesTotal: p.FilesTotal,
-			Bytes: p.Done, Total: p.Total, Left: time.Duration(p.ETASeconds * float64(time.Second))}
-		if p.File != "" {
-			prog.Message = p.Phase + " " + p.File
-		}
-		if p.Total > 0 {
-			prog.Frac = float64(p.Done) / float64(p.Total)
-		}
-		c.snap.Install = &InstallState{Running: true, Progress: prog}
+		return Notice{w.Title, body}, true
+	case install.StateFailed:
+		return Notice{w.Title, cut(w.Problem+" "+w.Line, 240)}, true
 	}
+	return Notice{}, false
 }
 
 func (c *controller) onServer(s ServerStatus) {
@@ -255,69 +234,156 @@ func (c *controller) refreshMenu() {
 		c.log.Warn("read the launch-at-login entry", "err", err)
 	}
 	ms := menuState{View: c.view, Engine: c.app.Engine(), Login: login}
+	ms.View.Tooltip = "" // not in the menu
 	if c.menu != nil && reflect.DeepEqual(ms, c.drawn) {
 		return
 	}
-	c.drawn = ms
+	if wait := menuEvery - time.Since(c.menuAt); c.menu != nil && wordsOnly(ms, c.drawn) && wait > 0 {
+		// A progress line moved on (an install's bytes, a load's
+		// percent): drawn at most once in menuEvery.
+		if !c.menuDue {
+			c.menuDue = true
+			time.AfterFunc(wait, func() {
+				c.do(func() {
+					c.menuDue = false
+					c.refreshMenu()
+				})
+			})
+		}
+		return
+	}
+	c.drawn, c.menuAt = ms, time.Now()
 	// One menu value, its items replaced: fyne keeps the menu it was
 	// first given and draws that one again when the tray connects, so a
 	// new value would be overwritten by the first one.
 	if c.menu == nil {
-		c.menu = fyne.NewMenu("NPU Chat")
+		c.menu = fyne.NewMenu(AppName)
 	}
 	c.menu.Items = c.menuItems(ms)
 	c.host.SetSystemTrayMenu(c.menu)
 }
 
-// menuItems are the tray menu's items for a state.
+// menuEvery is the shortest time between two menu rebuilds that change
+// only the status lines' words: fyne rebuilds the whole tray menu, item
+// by item over D-Bus on Linux, and an install reports ten times a
+// second.
+const menuEvery = time.Second
+
+// wordsOnly reports whether two menu states differ only in the words of
+// the status lines (not in what the menu offers).
+func wordsOnly(a, b menuState) bool {
+	a.View.Status, a.View.Detail = "", ""
+	b.View.Status, b.View.Detail = "", ""
+	return reflect.DeepEqual(a, b)
+}
+
+// menuItems are the tray menu's items for a state: its sections, one
+// under the other, separated. A new section is a function returning its
+// items and one line here.
 func (c *controller) menuItems(ms menuState) []*fyne.MenuItem {
-	v := ms.View
-	info := func(label string) *fyne.MenuItem {
-		it := fyne.NewMenuItem(label, nil)
-		it.Disabled = true
-		return it
+	return sections(
+		c.statusSection(ms.View),
+		c.serveSection(ms.View),
+		c.engineSection(ms.Engine),
+		c.toolsSection(ms),
+		c.appSection(),
+	)
+}
+
+// sections joins menu sections with a separator between two, skipping
+// empty ones.
+func sections(parts ...[]*fyne.MenuItem) []*fyne.MenuItem {
+	var items []*fyne.MenuItem
+	for _, p := range parts {
+		if len(p) == 0 {
+			continue
+		}
+		if len(items) > 0 {
+			items = append(items, fyne.NewMenuItemSeparator())
+		}
+		items = append(items, p...)
 	}
-	items := []*fyne.MenuItem{info(v.Status)}
+	return items
+}
+
+// infoItem is a line of the menu that says something and does nothing
+// (shown disabled).
+func infoItem(label string) *fyne.MenuItem {
+	it := fyne.NewMenuItem(label, nil)
+	it.Disabled = true
+	return it
+}
+
+// statusSection is the state in words: the status line, and the detail
+// under it when there is more to say.
+func (c *controller) statusSection(v View) []*fyne.MenuItem {
+	items := []*fyne.MenuItem{infoItem(v.Status)}
 	if v.Detail != "" {
-		items = append(items, info(v.Detail))
+		items = append(items, infoItem(v.Detail))
 	}
-	items = append(items, fyne.NewMenuItemSeparator())
+	return items
+}
+
+// serveSection switches the model on or off and opens the chat.
+func (c *controller) serveSection(v View) []*fyne.MenuItem {
+	serve := fyne.NewMenuItem(labelStart, c.startServing)
 	if v.Serving {
-		items = append(items, fyne.NewMenuItem(labelStop, c.stopServing))
-	} else {
-		items = append(items, fyne.NewMenuItem(labelStart, c.startServing))
+		serve = fyne.NewMenuItem(labelStop, c.stopServing)
 	}
-	items = append(items, fyne.NewMenuItem(labelChat, c.openChat))
+	return []*fyne.MenuItem{serve, fyne.NewMenuItem(labelChat, c.openChat)}
+}
 
-	var engines []*fyne.MenuItem
-	for _, e := range engineChoices(ms.Engine) {
+// The marks of a radio choice in the menu, chosen and not.
+const (
+	radioOn  = "●"
+	radioOff = "○"
+)
+
+// radioLabel is a menu item's label as one choice of several: "● CPU"
+// chosen, "○ CPU" not. A menu item has no radio kind in fyne (only
+// Checked), fyne makes a checkbox of a checked item only, and
+// fyne.io/systray offers only checkmark toggles over dbusmenu, so with
+// check marks the choice showed as one ticked item among plain ones, not
+// as a choice. The marks draw it as a radio group on every desktop.
+func radioLabel(label string, chosen bool) string {
+	if chosen {
+		return radioOn + " " + label
+	}
+	return radioOff + " " + label
+}
+
+// engineSection is the engine setting as a radio group under its
+// heading: choosing one saves it (the app reloads a model that is on).
+func (c *controller) engineSection(current backend.Kind) []*fyne.MenuItem {
+	items := []*fyne.MenuItem{infoItem(labelEngine)}
+	for _, e := range engineChoices(current) {
 		kind := e.kind
-		it := fyne.NewMenuItem(e.label, func() { c.setEngine(kind) })
-		it.Checked = ms.Engine == kind
-		engines = append(engines, it)
+		items = append(items, fyne.NewMenuItem(radioLabel(e.label, current == kind), func() { c.setEngine(kind) }))
 	}
-	engine := fyne.NewMenuItem(labelEngine, nil)
-	engine.ChildMenu = fyne.NewMenu(labelEngine, engines...)
-	items = append(items, engine, fyne.NewMenuItemSeparator())
+	return items
+}
 
+// toolsSection installs, checks and sets NPU Chat up.
+func (c *controller) toolsSection(ms menuState) []*fyne.MenuItem {
 	install := fyne.NewMenuItem(labelInstall, c.startInstall)
-	install.Disabled = v.Installing
+	install.Disabled = ms.View.Installing
 	login := fyne.NewMenuItem(labelLogin, func() { c.setLaunchAtLogin(!ms.Login) })
 	login.Checked = ms.Login
-	// IsQuit: fyne adds a Quit of its own to a tray menu without one.
-	quit := fyne.NewMenuItem(labelQuit, c.quit)
-	quit.IsQuit = true
-	items = append(items,
+	return []*fyne.MenuItem{
 		install,
 		fyne.NewMenuItem(labelCheck, c.showSetup),
 		fyne.NewMenuItem(labelSettings, c.showSettings),
 		login,
 		fyne.NewMenuItem(labelLogs, c.openLogs),
-		fyne.NewMenuItemSeparator(),
-		fyne.NewMenuItem(labelAbout, c.showAbout),
-		quit,
-	)
-	return items
+	}
+}
+
+// appSection is About and Quit, last.
+func (c *controller) appSection() []*fyne.MenuItem {
+	// IsQuit: fyne adds a Quit of its own to a tray menu without one.
+	quit := fyne.NewMenuItem(labelQuit, c.quit)
+	quit.IsQuit = true
+	return []*fyne.MenuItem{fyne.NewMenuItem(labelAbout, c.showAbout), quit}
 }
 
 // tapped is the left click: start serving when the model is off (or
@@ -379,7 +445,7 @@ func folderURL(abs string) *url.URL {
 
 // setEngine saves the engine setting; the app reloads a model that is
 // on with the new engine.
-func (c *controller) setEngine(kind string) {
+func (c *controller) setEngine(kind backend.Kind) {
 	go func() {
 		ctx, cancel := context.WithTimeout(c.ctx, time.Minute)
 		defer cancel()
@@ -397,67 +463,18 @@ func (c *controller) setLaunchAtLogin(on bool) {
 	c.redraw()
 }
 
-// startInstall installs or updates the model in the background, with
-// its progress in the status line and the setup window; it does nothing
-// while an install runs.
+// startInstall starts installing or updating the model; the service's
+// install events show its progress and end (onInstall), in the status
+// line and the setup window. It does nothing while an install runs.
 func (c *controller) startInstall() {
-	if in := c.snap.Install; in != nil && in.Running {
+	if st := c.snap.Install; st != nil && st.State == install.StateRunning {
 		return
 	}
-	ctx, cancel := context.WithCancel(c.ctx)
-	c.installCancel = cancel
-	c.ownInstall, c.ownEndSeen, c.awaitEnd = true, false, false
-	model := c.app.Model()
-	c.snap.Install = &InstallState{Running: true, Progress: InstallProgress{Model: model, Message: "starting"}}
-	c.redraw()
 	go func() {
-		defer cancel()
-		// Reports may arrive per downloaded chunk, from several
-		// goroutines: pass on only what the user can see change.
-		var mu sync.Mutex
-		var last InstallProgress
-		err := c.app.InstallModel(ctx, func(p InstallProgress) {
-			if p.Model == "" {
-				p.Model = model
-			}
-			mu.Lock()
-			same := p.Message == last.Message && int(p.Frac*100) == int(last.Frac*100)
-			last = p
-			mu.Unlock()
-			if same {
-				return
-			}
-			c.do(func() {
-				if in := c.snap.Install; in != nil && in.Running {
-					in.Progress = p
-					c.redraw()
-				}
-			})
-		})
-		c.do(func() {
-			c.ownInstall, c.awaitEnd = false, !c.ownEndSeen
-			c.installDone(model, err)
-		})
+		if err := c.app.StartInstall(); err != nil {
+			c.fail("Could not install "+c.app.Model(), err)
+		}
 	}()
-}
-
-// installDone records how the install ended and says so.
-func (c *controller) installDone(model string, err error) {
-	in := &InstallState{Err: err}
-	if c.snap.Install != nil {
-		in.Progress = c.snap.Install.Progress
-	}
-	c.snap.Install = in
-	switch {
-	case errors.Is(err, context.Canceled):
-		in.Err = errors.New("stopped; install again to resume")
-	case err != nil:
-		c.notify(Notice{"The install of " + model + " failed", cut(err.Error(), 240)})
-	default:
-		in.Progress.Frac, in.Progress.Message = 1, "installed"
-		c.notify(Notice{model + " is installed", "Start serving from the tray icon to chat with it."})
-	}
-	c.redraw()
 }
 
 // fail tells the user that an action failed (from any goroutine).
@@ -510,9 +527,7 @@ func (c *controller) showAbout() {
 }
 
 // quit ends the tray: Run returns and its caller shuts the app down.
+// A running install stops with the app (its downloads are kept).
 func (c *controller) quit() {
-	if c.installCancel != nil {
-		c.installCancel()
-	}
-	quitApp(c.fy)
+	c.loop.quit()
 }

@@ -1,18 +1,17 @@
 package gui
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"fyne.io/fyne/v2/test"
 
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
+	"github.com/npuchat/npuchat/service/install"
 )
 
 type testWriter struct{ t *testing.T }
@@ -51,7 +50,7 @@ func TestClickStartsThenOpensTheChat(t *testing.T) {
 		t.Fatalf("icon %q tooltip %q", h.iconName(), h.tooltip())
 	}
 	menu := h.menu()
-	want := []string{"Off (off)", "---", labelStart, labelChat, labelEngine, "  [x] Auto (NPU, else CPU)", "  NPU", "  CPU", "---",
+	want := []string{"Off (off)", "---", labelStart, labelChat, "---", labelEngine + " (off)", "● Auto (NPU, else CPU)", "○ NPU", "○ CPU", "---",
 		labelInstall, labelCheck, labelSettings, labelLogin, labelLogs, "---", labelAbout, labelQuit}
 	if !slices.Equal(menu, want) {
 		t.Fatalf("menu\n got %q\nwant %q", menu, want)
@@ -127,20 +126,29 @@ func TestLoadErrorShowsAndRetries(t *testing.T) {
 	h.eventually("on after the retry", func() bool { return h.c.view.Status == "On: NPU" })
 }
 
-// TestEngineMenuFollowsTheSetting: the checked engine is the setting's,
-// and choosing another saves it.
+// TestEngineMenuFollowsTheSetting: the engines are a radio group, the
+// chosen one the setting's, and choosing another saves it; a choice
+// made elsewhere (the settings window, the page) shows.
 func TestEngineMenuFollowsTheSetting(t *testing.T) {
 	f := newFakeApp(t.Cleanup)
 	h := newHarness(t, test.NewTempApp(t), f)
-	h.click("CPU")
-	h.eventually("CPU checked", func() bool { return slices.Contains(labels(h.host.menu, ""), "  [x] CPU") })
-	if m := h.menu(); slices.Contains(m, "  [x] Auto (NPU, else CPU)") {
-		t.Fatalf("two engines checked: %q", m)
+	h.click("○ CPU")
+	h.eventually("CPU chosen", func() bool { return slices.Contains(labels(h.host.menu, ""), "● CPU") })
+	if m := h.menu(); !slices.Contains(m, "○ Auto (NPU, else CPU)") || !slices.Contains(m, "○ NPU") {
+		t.Fatalf("after choosing the CPU: %q", m)
 	}
+	f.mu.Lock()
+	f.engine = "npu" // saved by the settings window or the page
+	f.mu.Unlock()
+	h.tap() // any change redraws the menu
+	h.eventually("NPU chosen", func() bool {
+		m := labels(h.host.menu, "")
+		return slices.Contains(m, "● NPU") && slices.Contains(m, "○ CPU")
+	})
 	f.mu.Lock()
 	got := slices.Clone(f.setEngine)
 	f.mu.Unlock()
-	if !slices.Equal(got, []string{"cpu"}) {
+	if !slices.Equal(got, []backend.Kind{backend.CPU}) {
 		t.Fatalf("SetEngine calls %q", got)
 	}
 }
@@ -173,122 +181,113 @@ func TestLaunchAtLoginShowsTheRealEntry(t *testing.T) {
 	}
 }
 
-// TestInstallShowsProgressAndOutcome: the install's progress is in the
-// status line, its menu item is off while it runs, and its end notifies.
-func TestInstallShowsProgressAndOutcome(t *testing.T) {
-	f := newFakeApp(t.Cleanup)
-	step := make(chan InstallProgress)
-	result := make(chan error)
-	f.install = func(ctx context.Context, progress func(InstallProgress)) error {
-		for {
-			select {
-			case p, ok := <-step:
-				if !ok {
-					return <-result
-				}
-				progress(p)
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-	}
-	h := newHarness(t, test.NewTempApp(t), f)
-	h.click(labelInstall)
-	step <- InstallProgress{Message: "downloading model.q4nx", Frac: 0.42}
-	h.eventually("42% shown", func() bool {
-		return slices.Contains(labels(h.host.menu, ""), "Installing minicpm5:2b 42%: downloading model.q4nx (off)")
-	})
-	if m := h.menu(); !slices.Contains(m, labelInstall+" (off)") {
-		t.Fatalf("install item enabled while installing: %q", m)
-	}
-	if h.iconName() != "icons/tray-loading.png" {
-		t.Fatalf("icon while installing %q", h.iconName())
-	}
-	close(step)
-	result <- errors.New("download model.q4nx: disk full (needs 1.2 GB more in /home)")
-	h.eventually("failure notified", func() bool {
-		return hasNotice(h.notices(), "The install of minicpm5:2b failed", "disk full")
-	})
-	if m := h.menu(); !slices.Contains(m, labelInstall) || !strings.Contains(strings.Join(m, "\n"), "Install failed: download model.q4nx: disk full") {
-		t.Fatalf("menu after a failed install %q", m)
-	}
-
-	f.install = func(ctx context.Context, progress func(InstallProgress)) error {
-		progress(InstallProgress{Message: "verifying", Frac: 0.99})
-		return nil
-	}
-	h.click(labelInstall)
-	h.eventually("success notified", func() bool { return hasNotice(h.notices(), "minicpm5:2b is installed", "Start serving") })
-}
-
-// TestPageInstallShowsInTheTray: an install started from the chat page
-// shows in the tray as one started there does (the amber icon, its
-// progress under the status line, the menu's Install off) and its end
-// is notified.
-func TestPageInstallShowsInTheTray(t *testing.T) {
-	f := newFakeApp(t.Cleanup)
-	h := newHarness(t, test.NewTempApp(t), f)
-	publish := func(p service.InstallProgress, msg string) {
-		t.Helper()
-		if err := f.mgr.Publish(service.Event{Type: service.EventInstall, Message: msg, Install: &p}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	publish(service.InstallProgress{Model: "minicpm5:2b", Phase: "downloading", Done: 42, Total: 100}, "")
-	h.eventually("the page's install shown", func() bool {
-		return slices.Contains(labels(h.host.menu, ""), "Installing minicpm5:2b 42%: downloading (off)")
-	})
-	if m := h.menu(); !slices.Contains(m, labelInstall+" (off)") || h.iconName() != "icons/tray-loading.png" {
-		t.Fatalf("while the page installs: menu %q, icon %q", m, h.iconName())
-	}
-	// Past the downloads, the installer's step in its words, not the
-	// bare phase ("…100%: install").
-	publish(service.InstallProgress{Model: "minicpm5:2b", Phase: "install", Done: 100, Total: 100, Files: 6, FilesTotal: 6}, "6 files in /m")
-	h.eventually("the step after the downloads", func() bool {
-		return slices.Contains(labels(h.host.menu, ""), "Installing minicpm5:2b 100%: 6 files in /m (off)")
-	})
-	publish(service.InstallProgress{Model: "minicpm5:2b", Phase: "failed", Error: "download model.q4nx: disk full"}, "failed; install again to retry")
-	h.eventually("failure notified", func() bool { return hasNotice(h.notices(), "The install of minicpm5:2b failed", "disk full") })
-	if m := h.menu(); !slices.Contains(m, labelInstall) {
-		t.Fatalf("install item off after the page's install failed: %q", m)
-	}
-	publish(service.InstallProgress{Model: "minicpm5:2b", Phase: "downloading", Done: 1, Total: 100}, "")
-	publish(service.InstallProgress{Model: "minicpm5:2b", Phase: "done"}, "installed")
-	h.eventually("success notified", func() bool { return hasNotice(h.notices(), "minicpm5:2b is installed", "Start serving") })
-	if h.iconName() != "icons/tray-off.png" {
-		t.Fatalf("icon after the install %q", h.iconName())
-	}
-
-	// The tray's own install also comes as service events (the shared
-	// runner publishes them): it is said once, not twice.
-	f.install = func(ctx context.Context, progress func(InstallProgress)) error {
-		publish(service.InstallProgress{Model: "minicpm5:2b", Phase: "downloading", Done: 5, Total: 10}, "")
-		progress(InstallProgress{Message: "downloading model.q4nx", Frac: 0.5})
-		publish(service.InstallProgress{Model: "minicpm5:2b", Phase: "done"}, "installed")
-		return nil
-	}
-	h.click(labelInstall)
-	h.eventually("the tray's install notified", func() bool {
-		n := 0
-		for _, x := range h.notices() {
-			if x.Title == "minicpm5:2b is installed" {
-				n++
-			}
-		}
-		return n == 2
-	})
-	h.ui.wait(func() {}) // what is queued has run
-	var installing bool
-	h.ui.wait(func() { installing = h.c.view.Installing })
+// count is how many notices have this title.
+func count(ns []Notice, title string) int {
 	n := 0
-	for _, x := range h.notices() {
-		if x.Title == "minicpm5:2b is installed" {
+	for _, x := range ns {
+		if x.Title == title {
 			n++
 		}
 	}
-	if n != 2 || installing {
-		t.Fatalf("after the tray's install: %d notices of it (want 2 in all), installing %v", n, installing)
+	return n
+}
+
+// hasLine reports whether the menu has a line that starts with prefix.
+func (h *harness) hasLine(prefix string) bool {
+	return slices.ContainsFunc(labels(h.host.menu, ""), func(l string) bool { return strings.HasPrefix(l, prefix) })
+}
+
+// TestInstallFollowsTheEvents: Install starts the app's install and
+// the tray follows it from the service's install events alone, as it
+// follows the page's: the progress in the install's own words under the
+// status line, the amber icon, Install off while it runs; its end
+// notified once, in the same words (a failure's sentence, what is kept).
+func TestInstallFollowsTheEvents(t *testing.T) {
+	f := newFakeApp(t.Cleanup)
+	steps := make(chan install.Status)
+	f.install = func(publish func(install.Status)) error {
+		go func() {
+			for st := range steps {
+				publish(st)
+			}
+		}()
+		return nil
 	}
+	h := newHarness(t, test.NewTempApp(t), f)
+	h.click(labelInstall)
+	h.eventually("the install started", func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.installs == 1 })
+
+	running := install.Status{Model: "minicpm5:2b", State: install.StateRunning, Phase: "download", File: "model.q4nx",
+		Bytes: 420, Total: 1000, Files: 1, FilesTotal: 2, OverallBytes: 840_000_000, OverallTotal: 2_000_000_000, OverallETASeconds: 85}
+	steps <- running
+	w := running.Words()
+	h.eventually("the progress in the install's words", func() bool { return h.hasLine("Installing minicpm5:2b: " + w.Line) })
+	if w.Line != "42% · 840.0 MB of 2.0 GB · about 1 min 25 s left" {
+		t.Fatalf("the install's words changed (%q): update this test's expectations", w.Line)
+	}
+	if m := h.menu(); !slices.Contains(m, labelInstall+" (off)") || h.iconName() != "icons/tray-loading.png" {
+		t.Fatalf("while installing: menu %q, icon %q", m, h.iconName())
+	}
+	if tt := h.tooltip(); !strings.Contains(tt, w.String()) {
+		t.Fatalf("the tooltip %q lacks the install's words %q", tt, w.String())
+	}
+	close(steps)
+}
+
+// TestInstallEndsAreNotifiedOnce: a failed install is notified in its
+// words, with Install on again; the next, done, once, also when its end
+// comes twice; and an install the tray did not see run is not notified.
+func TestInstallEndsAreNotifiedOnce(t *testing.T) {
+	f := newFakeApp(t.Cleanup)
+	h := newHarness(t, test.NewTempApp(t), f)
+	publish := func(st install.Status) {
+		t.Helper()
+		st.Model = "minicpm5:2b"
+		if err := f.mgr.Publish(service.Event{Type: service.EventInstall, Message: st.Message, Install: &st}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Ended before the tray saw it run: nothing to say.
+	publish(install.Status{State: install.StateDone})
+	h.eventually("the ended install in the snapshot", func() bool { return h.c.snap.Install != nil })
+	if ns := h.notices(); len(ns) != 0 {
+		t.Fatalf("an install the tray never saw run was notified: %+v", ns)
+	}
+
+	publish(install.Status{State: install.StateRunning, Phase: "download", Bytes: 1, Total: 100, OverallBytes: 300, OverallTotal: 1000, FilesTotal: 3})
+	h.eventually("running", func() bool { return h.c.view.Installing })
+	failed := install.Status{Model: "minicpm5:2b", State: install.StateFailed, OverallBytes: 300, OverallTotal: 1000, FilesTotal: 3,
+		Failure: &install.Failure{Sentence: "The disk is full.", Detail: "download model.q4nx: write /m: no space left on device"}}
+	publish(failed)
+	fw := failed.Words()
+	h.eventually("the failure notified", func() bool { return hasNotice(h.notices(), fw.Title, fw.Problem+" "+fw.Line) })
+	h.eventually("the failure under the status line", func() bool { return h.hasLine("The install of minicpm5:2b failed: The disk is full.") })
+	if m := h.menu(); !slices.Contains(m, labelInstall) {
+		t.Fatalf("Install off after the install failed: %q", m)
+	}
+
+	publish(install.Status{State: install.StateRunning, Phase: "download", Bytes: 1, Total: 100})
+	publish(install.Status{State: install.StateDone})
+	publish(install.Status{State: install.StateDone})
+	h.eventually("success notified", func() bool { return hasNotice(h.notices(), "minicpm5:2b is installed", "Start serving") })
+	h.ui.wait(func() {}) // what is queued has run
+	if n := count(h.notices(), "minicpm5:2b is installed"); n != 1 || h.c.view.Installing || h.iconName() != "icons/tray-off.png" {
+		t.Fatalf("after the install: %d notices of it (want 1), installing %v, icon %q", n, h.c.view.Installing, h.iconName())
+	}
+}
+
+// TestInstallThatCannotStartIsSaid: an install the app refuses (another
+// model installing, a catalog it cannot read) is notified with why.
+func TestInstallThatCannotStartIsSaid(t *testing.T) {
+	f := newFakeApp(t.Cleanup)
+	f.install = func(func(install.Status)) error {
+		return errors.New("install minicpm5:2b: another install is running (qwen3:4b); wait for it or cancel it")
+	}
+	h := newHarness(t, test.NewTempApp(t), f)
+	h.click(labelInstall)
+	h.eventually("the refusal said", func() bool {
+		return hasNotice(h.notices(), "Could not install minicpm5:2b", "another install is running (qwen3:4b)")
+	})
 }
 
 // TestPortTakenIsAnErrorNotACrash: when the API cannot listen the icon
@@ -336,19 +335,24 @@ func TestViewOf(t *testing.T) {
 			cut("Error: "+long, menuLine), "", false},
 		{"server error wins", Snapshot{Service: service.Status{State: service.StateOn, Enabled: true, Backend: "cpu"},
 			Server: ServerStatus{Err: errors.New("port taken")}}, IconError, "Error: port taken", "", true},
-		{"installing", Snapshot{Service: service.Status{State: service.StateOff},
-			Install: &InstallState{Running: true, Progress: InstallProgress{Model: "m", Frac: 0.5, Message: "downloading"}}},
-			IconLoading, "Off", "Installing m 50%: downloading", false},
 		{"installing, the whole download", Snapshot{Service: service.Status{State: service.StateOff},
-			Install: &InstallState{Running: true, Progress: InstallProgress{Model: "minicpm5:2b", Frac: 0.45, Message: "downloading model.q4nx",
-				FilesDone: 2, FilesTotal: 6, Bytes: 990_000_000, Total: 2_200_000_000, Left: 250 * time.Second}}},
-			IconLoading, "Off", "Installing minicpm5:2b 45%: file 3 of 6, 990.0 MB of 2.2 GB, 4 min left", false},
+			Install: &install.Status{Model: "minicpm5:2b", State: install.StateRunning, Phase: "download", File: "model.q4nx",
+				Bytes: 10, Total: 100, Files: 2, FilesTotal: 6, OverallBytes: 990_000_000, OverallTotal: 2_200_000_000, OverallETASeconds: 250}},
+			IconLoading, "Off", "Installing minicpm5:2b: 45% · 990.0 MB of 2.2 GB · about 4 min 10 s left", false},
 		{"installing, the last file done", Snapshot{Service: service.Status{State: service.StateOff},
-			Install: &InstallState{Running: true, Progress: InstallProgress{Model: "m", Frac: 1, Message: "6 files in /x",
-				FilesDone: 6, FilesTotal: 6, Bytes: 2000, Total: 2000}}},
-			IconLoading, "Off", "Installing m 100%: 6 files in /x", false},
+			Install: &install.Status{Model: "m", State: install.StateRunning, Phase: "install", Files: 6, FilesTotal: 6, OverallBytes: 2000, OverallTotal: 2000}},
+			IconLoading, "Off", "Installing m: All 6 files downloaded (2.0 kB). Setting them up…", false},
+		{"installing, no plan yet", Snapshot{Service: service.Status{State: service.StateOn, Enabled: true, Backend: "cpu"},
+			Install: &install.Status{Model: "m", State: install.StateRunning, Phase: "start", Message: "starting"}},
+			IconOn, "On: CPU", "Installing m: Starting…", true},
 		{"install failed", Snapshot{Service: service.Status{State: service.StateOff},
-			Install: &InstallState{Err: errors.New("offline")}}, IconOff, "Off", "Install failed: offline", false},
+			Install: &install.Status{Model: "m", State: install.StateFailed, Failure: &install.Failure{Sentence: "NPU Chat cannot reach Hugging Face.", Detail: "dial tcp: no route"}}},
+			IconOff, "Off", "The install of m failed: NPU Chat cannot reach Hugging Face.", false},
+		{"install cancelled", Snapshot{Service: service.Status{State: service.StateOff},
+			Install: &install.Status{Model: "m", State: install.StateCancelled}},
+			IconOff, "Off", "The install of m was cancelled", false},
+		{"install done", Snapshot{Service: service.Status{State: service.StateOff},
+			Install: &install.Status{Model: "m", State: install.StateDone}}, IconOff, "Off", "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

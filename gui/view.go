@@ -3,12 +3,11 @@ package gui
 import (
 	"fmt"
 	"strings"
-	"time"
 	"unicode/utf8"
 
-	"github.com/npuchat/npuchat/models/hub"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
+	"github.com/npuchat/npuchat/service/install"
 )
 
 // Icon names a tray icon (one per state; see tools/icons).
@@ -30,18 +29,10 @@ type Snapshot struct {
 	Service service.Status
 	// Server is the web server's state.
 	Server ServerStatus
-	// Install is the install running or finished last, if any.
-	Install *InstallState
-}
-
-// InstallState is the tray's model install.
-type InstallState struct {
-	// Running is true until the install ends.
-	Running bool
-	// Progress is the latest report.
-	Progress InstallProgress
-	// Err is why the install failed, once it ended.
-	Err error
+	// Install is the install running or finished last, if any, as the
+	// service's install events carry it (the install runner's status,
+	// the same the page and `npuchat install` show).
+	Install *install.Status
 }
 
 // View is what the tray shows for a snapshot: computed by [ViewOf],
@@ -124,17 +115,17 @@ func ViewOf(s Snapshot) View {
 		v.Status = "Error: " + s.Server.Err.Error()
 		v.Tooltip = "NPU Chat: the chat page and API are not served. " + s.Server.Err.Error()
 	}
-	if in := s.Install; in != nil {
-		switch {
-		case in.Running:
+	if st := s.Install; st != nil {
+		switch line := installLine(*st); st.State {
+		case install.StateRunning:
 			v.Installing = true
-			v.Detail = installLine(in.Progress)
+			v.Detail = line
 			if v.Icon == IconOff {
 				v.Icon = IconLoading
 			}
-			v.Tooltip += " " + v.Detail + "."
-		case in.Err != nil:
-			v.Detail = "Install failed: " + in.Err.Error()
+			v.Tooltip += " " + st.Words().String() + "."
+		case install.StateFailed, install.StateCancelled:
+			v.Detail = line
 		}
 	}
 	v.Status = cut(v.Status, menuLine)
@@ -142,36 +133,35 @@ func ViewOf(s Snapshot) View {
 	return v
 }
 
-// installLine is the install's progress in a few words: for the whole
-// download while it runs ("Installing minicpm5:2b 45%: file 3 of 6,
-// 1.0 GB of 2.2 GB, 4 min left"), else the installer's step.
-func installLine(p InstallProgress) string {
-	line := "Installing " + p.Model
-	if p.Frac > 0 {
-		line = fmt.Sprintf("%s %d%%", line, int(p.Frac*100))
+// installLine is an install in the menu's few words, from its Words
+// (the one wording of an install): "Installing minicpm5:2b: 45% ·
+// 850.0 MB of 1.9 GB · about 1 min 25 s left", "The install of
+// minicpm5:2b failed: The disk is full.", "The install of minicpm5:2b
+// was cancelled".
+func installLine(st install.Status) string {
+	w := st.Words()
+	title := strings.TrimSuffix(w.Title, "…")
+	switch {
+	case w.Problem != "":
+		return title + ": " + w.Problem
+	case st.State == install.StateRunning:
+		return title + ": " + w.Line
 	}
-	if p.FilesTotal > 0 && p.Total > 0 && p.Bytes < p.Total {
-		line += fmt.Sprintf(": file %d of %d, %s of %s", min(p.FilesDone+1, p.FilesTotal), p.FilesTotal, hub.HumanBytes(p.Bytes), hub.HumanBytes(p.Total))
-		if p.Left > 0 {
-			line += ", " + timeLeft(p.Left) + " left"
-		}
-	} else if p.Message != "" {
-		line += ": " + p.Message
-	}
-	return strings.TrimSpace(line)
+	return title // done, cancelled (the setup window says what is kept)
 }
 
-// timeLeft is a duration as people say it: "40 s", "4 min", "1 h 5 min".
-func timeLeft(d time.Duration) string {
-	s := int(d.Round(time.Second).Seconds())
+// installFrac is how far an install has come, 0..1: of the whole
+// download once the runner knows it, else of the file, 1 once done.
+func installFrac(st install.Status) float64 {
 	switch {
-	case s < 60:
-		return fmt.Sprintf("%d s", max(s, 1))
-	case s < 3600:
-		return fmt.Sprintf("%d min", (s+30)/60)
-	default:
-		return fmt.Sprintf("%d h %d min", s/3600, (s%3600)/60)
+	case st.State == install.StateDone:
+		return 1
+	case st.OverallTotal > 0:
+		return float64(st.OverallBytes) / float64(st.OverallTotal)
+	case st.Total > 0:
+		return float64(st.Bytes) / float64(st.Total)
 	}
+	return 0
 }
 
 // engineLabel is a backend kind as the status line writes it.

@@ -3,6 +3,7 @@ package gui
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"fyne.io/fyne/v2"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/npuchat/npuchat/npu/check"
 	"github.com/npuchat/npuchat/service"
+	"github.com/npuchat/npuchat/service/install"
 )
 
 // Windows are made once and hidden, not closed, so that closing one
@@ -58,8 +60,12 @@ type setupWindow struct {
 	checked      bool
 
 	installLine *widget.Label
-	installBar  *widget.ProgressBar
-	installBtn  *widget.Button
+	// installDetail is a failed install's whole error, folded under
+	// Details: the line has its sentence (install.Failure).
+	installDetail     *widget.Label
+	installDetailFold *widget.Accordion
+	installBar        *widget.ProgressBar
+	installBtn        *widget.Button
 
 	serveLine *widget.Label
 	serveBtn  *widget.Button
@@ -70,12 +76,32 @@ type setupWindow struct {
 	trayCard *widget.Card
 	trayText *widget.Label
 
+	// The window's parts, arranged by arrange: the heading (title and
+	// intro), and a card for each step.
+	title, intro                 *widget.Label
+	header                       *fyne.Container
+	npuCard, modelCard, chatCard *widget.Card
+	// settingsBtn is in the chat card without a tray (the menu that
+	// has Settings… is not there).
+	settingsBtn *widget.Button
+	content     *fyne.Container
+
 	scroll *container.Scroll
 }
 
+// The setup window's size: it fits a 1366×768 screen (the smallest
+// laptops') under a desktop's top bar and the window's title bar, which
+// take up to about 80 px; what is longer scrolls.
+var setupSize = fyne.NewSize(660, 640)
+
+// chatIcon is the icon of "Open the chat" (a speech bubble, drawn in
+// icons/chat.svg; fyne's theme has none, and its mail icon said
+// "write an e-mail"). Themed: it takes the text colour, as fyne's own.
+func chatIcon() fyne.Resource { return theme.NewThemedResource(resource("icons/chat.svg")) }
+
 func newSetupWindow(c *controller) *setupWindow {
 	s := &setupWindow{c: c}
-	s.win = newWindow(c, "Set up NPU Chat", fyne.NewSize(660, 900))
+	s.win = newWindow(c, "Set up NPU Chat", setupSize)
 
 	s.checkSummary = heading("Not checked yet")
 	s.checkSummary.Wrapping = fyne.TextWrapWord
@@ -83,38 +109,64 @@ func newSetupWindow(c *controller) *setupWindow {
 	s.checkAgain = widget.NewButtonWithIcon("Check again", theme.ViewRefreshIcon(), s.runCheck)
 
 	s.installLine = wrapped("")
+	s.installDetail = wrapped("")
+	s.installDetail.TextStyle = fyne.TextStyle{Monospace: true}
+	s.installDetailFold = widget.NewAccordion(widget.NewAccordionItem("Details", s.installDetail))
+	s.installDetailFold.Hide()
 	s.installBar = widget.NewProgressBar()
-	s.installBtn = widget.NewButtonWithIcon("Install or update the model", theme.DownloadIcon(), c.startInstall)
+	s.installBtn = widget.NewButtonWithIcon(labelInstallButton, theme.DownloadIcon(), c.startInstall)
 	s.installBtn.Importance = widget.HighImportance
 
 	s.serveLine = wrapped("")
 	s.serveBtn = widget.NewButtonWithIcon("Start serving", theme.MediaPlayIcon(), c.startServing)
-	s.chatBtn = widget.NewButtonWithIcon("Open the chat", theme.MailComposeIcon(), c.openChat)
+	s.chatBtn = widget.NewButtonWithIcon("Open the chat", chatIcon(), c.openChat)
 	s.chatBtn.Importance = widget.HighImportance
+	s.settingsBtn = widget.NewButtonWithIcon("Settings", theme.SettingsIcon(), c.showSettings)
+	s.settingsBtn.Hide()
 
 	logo := canvas.NewImageFromResource(AppIcon())
 	logo.FillMode = canvas.ImageFillContain
 	logo.SetMinSize(fyne.NewSize(56, 56))
-	title := widget.NewLabelWithStyle("Set up NPU Chat", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
-	title.SizeName = theme.SizeNameSubHeadingText
-	intro := wrapped("Three steps: check that the NPU is ready, install the model, and chat. " +
+	s.title = widget.NewLabelWithStyle("Set up NPU Chat", fyne.TextAlignLeading, fyne.TextStyle{Bold: true})
+	s.title.SizeName = theme.SizeNameSubHeadingText
+	s.intro = wrapped("Three steps: check that the NPU is ready, install the model, and chat. " +
 		"Without a ready NPU, NPU Chat runs the model on the CPU.")
+	s.header = container.NewBorder(nil, nil, logo, nil, container.NewVBox(s.title, s.intro))
 
 	s.trayText = wrapped("")
 	s.trayCard = widget.NewCard("No tray icon on this desktop", "", container.NewVBox(s.trayText,
-		container.NewHBox(widget.NewButtonWithIcon("Quit NPU Chat", theme.CancelIcon(), c.quit))))
-	s.trayCard.Hide()
+		container.NewHBox(widget.NewButtonWithIcon("Quit NPU Chat", theme.LogoutIcon(), c.quit))))
+	s.npuCard = widget.NewCard("1. The NPU", "", container.NewVBox(s.checkSummary, s.checkList, container.NewHBox(s.checkAgain)))
+	s.modelCard = widget.NewCard("2. The model", "", container.NewVBox(s.installLine, s.installDetailFold, s.installBar, container.NewHBox(s.installBtn)))
+	s.chatCard = widget.NewCard("3. Chat", "", container.NewVBox(s.serveLine, container.NewHBox(s.serveBtn, s.chatBtn, s.settingsBtn)))
 
-	content := container.NewVBox(
-		container.NewBorder(nil, nil, logo, nil, container.NewVBox(title, intro)),
-		s.trayCard,
-		widget.NewCard("1. The NPU", "", container.NewVBox(s.checkSummary, s.checkList, container.NewHBox(s.checkAgain))),
-		widget.NewCard("2. The model", "", container.NewVBox(s.installLine, s.installBar, container.NewHBox(s.installBtn))),
-		widget.NewCard("3. Chat", "", container.NewVBox(s.serveLine, container.NewHBox(s.serveBtn, s.chatBtn))),
-	)
-	s.scroll = container.NewVScroll(container.NewPadded(content))
+	s.content = container.NewVBox()
+	s.arrange(false)
+	s.scroll = container.NewVScroll(container.NewPadded(s.content))
 	s.win.SetContent(s.scroll)
 	return s
+}
+
+// arrange orders the window for the first run (the three steps in
+// order) or for a desktop without a tray icon, where this window is
+// the way to NPU Chat: the chat first (its state, Start serving, Open
+// the chat, Settings), then why there is no tray icon (with Quit), then
+// the NPU and the model.
+func (s *setupWindow) arrange(noTray bool) {
+	if !noTray {
+		s.trayCard.Hide()
+		s.content.Objects = []fyne.CanvasObject{s.header, s.npuCard, s.modelCard, s.chatCard}
+		return
+	}
+	s.win.SetTitle(AppName)
+	s.title.SetText(AppName)
+	s.intro.Hide()
+	s.chatCard.SetTitle("Chat")
+	s.npuCard.SetTitle("The NPU")
+	s.modelCard.SetTitle("The model")
+	s.settingsBtn.Show()
+	s.trayCard.Show()
+	s.content.Objects = []fyne.CanvasObject{s.header, s.chatCard, s.trayCard, s.npuCard, s.modelCard}
 }
 
 // relayout lays the window out again after its lists changed length
@@ -128,8 +180,9 @@ func (s *setupWindow) relayout() {
 func (s *setupWindow) show() {
 	if s.c.noTray != nil && !s.trayCard.Visible() {
 		s.trayText.SetText(noTrayText(s.c.app.ChatURL(), s.c.noTray))
-		s.trayCard.Show()
+		s.arrange(true)
 		s.relayout()
+		s.scroll.ScrollToTop()
 	}
 	s.win.Show()
 	s.win.RequestFocus()
@@ -211,23 +264,38 @@ func (s *setupWindow) showReport(rep *check.Report, err error) {
 
 // update shows the install and the service's state.
 func (s *setupWindow) update(snap Snapshot, v View) {
-	in := snap.Install
-	switch {
-	case in == nil:
+	s.installBtn.SetText(labelInstallButton)
+	st := snap.Install
+	if st == nil || st.State == install.StateIdle {
 		s.installLine.SetText(fmt.Sprintf("%s: install it, or update it when a new version is out. Installs resume where they stopped.", s.c.app.Model()))
 		s.installBar.SetValue(0)
 		s.installBtn.Enable()
-	case in.Running:
-		s.installLine.SetText(installLine(in.Progress))
-		s.installBar.SetValue(in.Progress.Frac)
-		s.installBtn.Disable()
-	case in.Err != nil:
-		s.installLine.SetText("The install failed: " + in.Err.Error())
-		s.installBtn.Enable()
-	default:
-		s.installLine.SetText(in.Progress.Model + " is installed.")
-		s.installBar.SetValue(1)
-		s.installBtn.Enable()
+	} else {
+		s.installLine.SetText(installText(*st))
+		s.installBar.SetValue(installFrac(*st))
+		if st.State == install.StateRunning {
+			s.installBtn.Disable()
+		} else {
+			s.installBtn.Enable()
+		}
+		if a := st.Words().Action; a == "Retry" || a == "Resume" {
+			s.installBtn.SetText(a)
+		}
+	}
+	// A failure's whole error (addresses, the chain of causes) is
+	// folded under Details, below its sentence.
+	detail := ""
+	if st != nil && st.State == install.StateFailed {
+		detail = st.Words().Detail
+	}
+	if detail != s.installDetail.Text {
+		s.installDetail.SetText(detail)
+		s.installDetailFold.CloseAll()
+	}
+	if detail == "" {
+		s.installDetailFold.Hide()
+	} else {
+		s.installDetailFold.Show()
 	}
 	s.serveLine.SetText(stateText(snap))
 	if v.Serving {
@@ -240,6 +308,25 @@ func (s *setupWindow) update(snap Snapshot, v View) {
 	} else {
 		s.chatBtn.Enable()
 	}
+}
+
+// labelInstallButton is the setup window's install button, until an
+// install that stopped offers Retry or Resume.
+const labelInstallButton = "Install or update the model"
+
+// installText is an install in the setup window's words, all of its
+// Words: the title, then where it stands and the file downloading, or
+// the problem, what is kept, and the whole error.
+func installText(st install.Status) string {
+	w := st.Words()
+	lines := []string{w.Title}
+	for _, l := range []string{w.Problem, w.Line, w.File} {
+		if l != "" {
+			lines = append(lines, l)
+		}
+	}
+	// The detail is not here: it is folded under Details.
+	return strings.Join(lines, "\n")
 }
 
 // stateText is the model's state for a window: the status line's
@@ -261,116 +348,6 @@ func stateText(snap Snapshot) string {
 		text += "\n" + v.Detail
 	}
 	return text
-}
-
-// settingsWindow holds the settings: engine, serve at start, launch at
-// login, and where the chat page and the logs are.
-type settingsWindow struct {
-	c   *controller
-	win fyne.Window
-
-	engine    *widget.RadioGroup
-	atStart   *widget.Check
-	atLogin   *widget.Check
-	state     *widget.Label
-	loading   bool // set while reload writes the widgets, so their callbacks do nothing
-	engineFor map[string]string
-}
-
-func newSettingsWindow(c *controller) *settingsWindow {
-	s := &settingsWindow{c: c, engineFor: map[string]string{}}
-	s.win = newWindow(c, "NPU Chat settings", fyne.NewSize(540, 620))
-
-	var labels []string
-	for _, e := range engineChoices(c.app.Engine()) {
-		labels = append(labels, e.label)
-		s.engineFor[e.label] = e.kind
-	}
-	s.engine = widget.NewRadioGroup(labels, func(label string) {
-		if s.loading || label == "" {
-			return
-		}
-		c.setEngine(s.engineFor[label])
-	})
-	s.atStart = widget.NewCheck("Serve the model when NPU Chat starts", func(on bool) {
-		if s.loading {
-			return
-		}
-		if err := c.app.SetServeAtStart(on); err != nil {
-			c.fail("Could not save the setting", err)
-		}
-		s.reload(c.snap)
-	})
-	s.atLogin = widget.NewCheck("Start NPU Chat when I log in", func(on bool) {
-		if s.loading {
-			return
-		}
-		c.setLaunchAtLogin(on)
-		s.reload(c.snap)
-	})
-	s.state = wrapped("")
-
-	chat := widget.NewButtonWithIcon("Open the chat", theme.MailComposeIcon(), c.openChat)
-	logs := widget.NewButtonWithIcon("Open the logs folder", theme.FolderOpenIcon(), c.openLogs)
-	form := widget.NewForm(
-		widget.NewFormItem("Engine", s.engine),
-		widget.NewFormItem("Model", widget.NewLabel(c.app.Model())),
-		widget.NewFormItem("Chat page", widget.NewLabel(c.app.ChatURL())),
-		widget.NewFormItem("Logs", wrapped(c.app.LogDir())),
-		widget.NewFormItem("Version", widget.NewLabel(c.app.Version())),
-	)
-	engineHelp := wrapped("Auto runs the model on the NPU when it is ready and falls back to the CPU. " +
-		"A change reloads a model that is on.")
-	content := container.NewVBox(
-		heading("Settings"),
-		form,
-		engineHelp,
-		widget.NewSeparator(),
-		s.atStart,
-		s.atLogin,
-		widget.NewSeparator(),
-		s.state,
-		container.NewHBox(chat, logs),
-	)
-	s.win.SetContent(container.NewVScroll(container.NewPadded(content)))
-	return s
-}
-
-// reload reads every setting again (launch at login from the real
-// entry) and shows it.
-func (s *settingsWindow) reload(snap Snapshot) {
-	s.loading = true
-	defer func() { s.loading = false }()
-	s.showEngine()
-	s.atStart.SetChecked(s.c.app.ServeAtStart())
-	on, err := s.c.app.LaunchAtLogin()
-	s.atLogin.SetChecked(on)
-	if err != nil {
-		s.atLogin.SetText("Start NPU Chat when I log in (cannot read the entry: " + err.Error() + ")")
-	}
-	s.update(snap)
-}
-
-// update shows the service's state, and the engine in effect: a choice
-// that could not be saved goes back, and a change made on the chat
-// page shows.
-func (s *settingsWindow) update(snap Snapshot) {
-	was := s.loading
-	s.loading = true
-	s.showEngine()
-	s.loading = was
-	s.state.SetText("Now: " + stateText(snap))
-}
-
-// showEngine selects the engine in effect (the caller sets loading, so
-// that the selection is not taken for a choice).
-func (s *settingsWindow) showEngine() {
-	current := s.c.app.Engine()
-	for label, kind := range s.engineFor {
-		if kind == current && s.engine.Selected != label {
-			s.engine.SetSelected(label)
-		}
-	}
 }
 
 // newAboutWindow says what NPU Chat is and which version runs.

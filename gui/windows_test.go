@@ -12,7 +12,10 @@ import (
 	"fyne.io/fyne/v2/test"
 	"fyne.io/fyne/v2/widget"
 
+	"github.com/npuchat/npuchat/config"
 	"github.com/npuchat/npuchat/service"
+	"github.com/npuchat/npuchat/service/backend"
+	"github.com/npuchat/npuchat/service/install"
 )
 
 // texts are the words of a window's labels, buttons and checks, in
@@ -42,12 +45,11 @@ func containsText(all []string, part string) bool {
 func TestSetupWindowShowsChecksFixesAndInstall(t *testing.T) {
 	f := newFakeApp(t.Cleanup)
 	f.report = notReady()
-	progressed := make(chan struct{})
-	f.install = func(ctx context.Context, progress func(InstallProgress)) error {
-		progress(InstallProgress{Message: "downloading model.q4nx", Frac: 0.42})
-		close(progressed)
-		<-ctx.Done()
-		return ctx.Err()
+	var publish func(install.Status)
+	f.install = func(p func(install.Status)) error {
+		publish = p
+		p(install.Status{State: install.StateRunning, Phase: "download", File: "model.q4nx", Bytes: 42, Total: 100, OverallBytes: 420, OverallTotal: 1000, FilesTotal: 2})
+		return nil
 	}
 	h := newHarness(t, test.NewTempApp(t), f)
 	h.click(labelCheck)
@@ -67,11 +69,28 @@ func TestSetupWindowShowsChecksFixesAndInstall(t *testing.T) {
 	var btn *widget.Button
 	h.ui.wait(func() { btn = h.c.setup.installBtn })
 	h.ui.wait(func() { test.Tap(btn) })
-	<-progressed
 	h.eventually("the bar at 42%", func() bool { return h.c.setup.installBar.Value == 0.42 && btn.Disabled() })
 	h.ui.wait(func() { words = texts(h.c.setup.win.Content()) })
-	if !containsText(words, "Installing minicpm5:2b 42%: downloading model.q4nx") {
-		t.Errorf("no install progress in:\n%s", strings.Join(words, "\n"))
+	if !containsText(words, "Installing minicpm5:2b…\n42% · 420 B of 1.0 kB\nFile 1 of 2: model.q4nx (42 B of 100 B)") {
+		t.Errorf("no install progress in its words in:\n%s", strings.Join(words, "\n"))
+	}
+	// It fails with something kept: the whole story, and Resume.
+	publish(install.Status{State: install.StateFailed, OverallBytes: 420, OverallTotal: 1000, FilesTotal: 2,
+		Failure: &install.Failure{Sentence: "The disk is full.", Detail: "download model.q4nx: no space left on device"}})
+	h.eventually("Resume offered", func() bool { return btn.Text == "Resume" && !btn.Disabled() })
+	h.ui.wait(func() { words = texts(h.c.setup.win.Content()) })
+	if !containsText(words, "The install of minicpm5:2b failed\nThe disk is full.\nThe 420 B downloaded so far are kept: Resume continues from there.") ||
+		containsText(words, "Detail: ") {
+		t.Errorf("the failed install is not told in its sentence in:\n%s", strings.Join(words, "\n"))
+	}
+	// The whole error is under Details, folded (install helper's change).
+	var detail string
+	var folded bool
+	h.ui.wait(func() {
+		detail, folded = h.c.setup.installDetail.Text, h.c.setup.installDetailFold.Visible() && !h.c.setup.installDetailFold.Items[0].Open
+	})
+	if detail != "download model.q4nx: no space left on device" || !folded {
+		t.Errorf("details: folded %v, %q", folded, detail)
 	}
 
 	// Check again runs the check again, and a check that cannot run says so.
@@ -82,7 +101,6 @@ func TestSetupWindowShowsChecksFixesAndInstall(t *testing.T) {
 	h.eventually("the failure shown", func() bool {
 		return strings.Contains(h.c.setup.checkSummary.Text, "could not run: read /sys: permission denied")
 	})
-	h.click(labelQuit) // cancels the install
 }
 
 // TestSettingsWindowReadsAndWritesTheSettings: the settings window shows
@@ -107,7 +125,7 @@ func TestSettingsWindowReadsAndWritesTheSettings(t *testing.T) {
 	if on, _ := f.LaunchAtLogin(); on || !f.ServeAtStart() {
 		t.Fatalf("login %v at start %v", on, f.ServeAtStart())
 	}
-	if m := h.menu(); !slices.Contains(m, labelLogin) || !slices.Contains(m, "  [x] CPU") {
+	if m := h.menu(); !slices.Contains(m, labelLogin) || !slices.Contains(m, "● CPU") {
 		t.Fatalf("the menu does not follow the window: %q", m)
 	}
 
@@ -152,7 +170,7 @@ func TestSettingsWindowShowsTheEngineInEffect(t *testing.T) {
 	f.mu.Lock()
 	calls := slices.Clone(f.setEngine)
 	f.mu.Unlock()
-	if !slices.Equal(calls, []string{"cpu"}) {
+	if !slices.Equal(calls, []backend.Kind{backend.CPU}) {
 		t.Fatalf("showing the engine called SetEngine: %q", calls)
 	}
 }
@@ -167,11 +185,74 @@ func TestStateTextIsWhole(t *testing.T) {
 		{Snapshot{Service: service.Status{State: service.StateOn, Enabled: true, Backend: "cpu", Fallback: long}}, "On: CPU\nNPU not used: " + long},
 		{Snapshot{Service: service.Status{State: service.StateError, Error: long}}, "Error: " + long},
 		{Snapshot{Service: service.Status{State: service.StateOff}, Server: ServerStatus{Err: errors.New(long)}}, "Error: " + long},
-		{Snapshot{Service: service.Status{State: service.StateOff}, Install: &InstallState{Running: true}}, "Off"},
+		{Snapshot{Service: service.Status{State: service.StateOff}, Install: &install.Status{State: install.StateRunning}}, "Off"},
 	}
 	for _, tt := range tests {
 		if got := stateText(tt.snap); got != tt.want {
 			t.Errorf("stateText = %q, want %q", got, tt.want)
 		}
 	}
+}
+
+// TestSettingsWindowFollowsTheStore: the settings window shows the
+// store's values (keep-alive in words) and follows a change made on the
+// chat page at once, except in a field being edited; its Save goes
+// through the store, a refused value's error shows under its field and
+// saves nothing, and the token is shown masked after saving.
+func TestSettingsWindowFollowsTheStore(t *testing.T) {
+	f := newFakeApp(t.Cleanup)
+	h := newHarness(t, test.NewTempApp(t), f)
+	h.click(labelSettings)
+	var s *settingsWindow
+	h.ui.wait(func() { s = h.c.settings })
+	h.eventually("the store's values shown", func() bool {
+		return s.keepAlive.Text == "5 minutes" && s.context.Text == "0" && s.port.Text == "8001" && !s.reachable.Checked
+	})
+
+	// The page changes keep-alive and the context; the person is typing
+	// in the models folder meanwhile.
+	h.ui.wait(func() { s.modelsDir.SetText("/home/me/mod") })
+	if _, err := f.UpdateSettings(context.Background(), func(c *config.Settings) error {
+		c.KeepAlive, c.ContextLength, c.ModelsDir = "1h30m", 8192, "/srv/models"
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("the page's change shown", func() bool {
+		return s.keepAlive.Text == "1 hour 30 minutes" && s.context.Text == "8192"
+	})
+	h.ui.wait(func() {
+		if s.modelsDir.Text != "/home/me/mod" {
+			t.Errorf("the page's change overwrote a field being edited: %q", s.modelsDir.Text)
+		}
+	})
+
+	// A bad address: its error under its field, nothing saved.
+	h.ui.wait(func() { s.modelsDir.SetText("/srv/models"); s.hfEndpoint.SetText("hf-mirror"); test.Tap(s.save) })
+	h.eventually("the error at its field", func() bool {
+		return s.errs["hf_endpoint"].Visible() && strings.Contains(s.errs["hf_endpoint"].Text, "starting with https://")
+	})
+	if got := f.Settings().HFEndpoint; got != "" {
+		t.Fatalf("a refused address was saved: %q", got)
+	}
+
+	// Fixed, with a token and a keep-alive in words: saved in the store.
+	h.ui.wait(func() {
+		s.hfEndpoint.SetText("https://hf-mirror.com")
+		s.hfToken.SetText("hf_trayToken0123456789")
+		s.keepAlive.SetText("never")
+		test.Tap(s.save)
+	})
+	h.eventually("saved", func() bool {
+		return s.note.Text == "Saved."
+	})
+	got := f.Settings()
+	if got.HFEndpoint != "https://hf-mirror.com" || got.HFToken.Reveal() != "hf_trayToken0123456789" || got.KeepAliveDuration() >= 0 {
+		t.Fatalf("the store after Save: endpoint %q token %q keep-alive %v", got.HFEndpoint, got.HFToken.Masked(), got.KeepAliveDuration())
+	}
+	h.ui.wait(func() {
+		if s.hfToken.Text != "" || s.hfToken.PlaceHolder != "hf_…6789 (saved)" || s.errs["hf_endpoint"].Visible() {
+			t.Errorf("token field %q, placeholder %q", s.hfToken.Text, s.hfToken.PlaceHolder)
+		}
+	})
 }

@@ -1,6 +1,7 @@
 package models
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -171,287 +172,423 @@ type Result struct {
 // when writable, unless NoSystem); without FastFlowLM it goes to NPU
 // Chat's models folder for the in-process engine. Running it again
 // downloads and rewrites nothing; an interrupted run resumes.
+//
+// An install is a sequence of steps, each a method of installRun that
+// returns its own errors, which Install wraps once (a *StepError names
+// the model and the step):
+//
+//   - plan: where the model goes, what the hub has, what is in place
+//     already and what must be fetched (nothing may be left to do);
+//   - fetch: the missing files, downloaded into a staging folder;
+//   - edit: FastFlowLM's changes to tokenizer_config.json and config.json;
+//   - swap: the new files moved into place, all or none;
+//   - record: the install record (the manifest) of every file;
+//   - register: kernels and model lists, for FastFlowLM;
+//   - save: the record written, and an earlier copy elsewhere removed.
 func (in *Installer) Install(ctx context.Context, name string, opt InstallOptions) (*Result, error) {
 	m, err := in.Catalog.Lookup(name)
 	if err != nil {
 		return nil, err
 	}
-	source := opt.Source
-	if source == "" {
-		source = SourceNPU
-	}
-	src := m.Source
-	if source == SourceOriginal {
-		if m.Original == nil {
-			return nil, fmt.Errorf("install %s: the catalog has no original source for it", m.Name)
-		}
-		src = *m.Original
-	} else if source != SourceNPU {
-		return nil, fmt.Errorf("install %s: source %q is not %s or %s", m.Name, source, SourceNPU, SourceOriginal)
-	}
-	res := &Result{Model: m}
 	unlock, err := lockInstalls(in.Config)
 	if err != nil {
 		return nil, fmt.Errorf("install %s: %w", m.Name, err)
 	}
 	defer unlock()
-	layout := in.Layout(ctx)
-
-	target, dir := TargetNPUChat, filepath.Join(in.Config.ModelsDir, path.Base(src.Repo))
-	if source == SourceNPU {
-		dir = filepath.Join(in.Config.ModelsDir, m.FLMName())
-		if layout.Found() {
-			if layout.ModelsDirErr != nil {
-				return nil, fmt.Errorf("install %s: %w", m.Name, layout.ModelsDirErr)
-			}
-			target, dir = TargetFLM, layout.ModelDir(m.FLMName())
+	r := &installRun{in: in, m: m, opt: opt, res: &Result{Model: m}}
+	steps := []struct {
+		name string
+		run  func(context.Context) (done bool, err error)
+	}{
+		{"plan", r.plan},
+		{"fetch", r.fetch},
+		{"edit", r.edit},
+		{"swap", r.swap},
+		{"record", r.record},
+		{"register", r.register},
+		{"save", r.save},
+	}
+	for _, st := range steps {
+		done, err := st.run(ctx)
+		if err != nil {
+			return nil, &StepError{Model: m.Name, Step: st.name, Err: err}
+		}
+		if done {
+			break
 		}
 	}
-	prev, err := loadManifest(in.Config, m.Name, source)
+	return r.res, nil
+}
+
+// StepError is an install that failed at one of its steps (plan, fetch,
+// edit, swap, record, register, save): the one wrapping of its error.
+type StepError struct {
+	Model, Step string
+	Err         error
+}
+
+func (e *StepError) Error() string { return fmt.Sprintf("install %s: %s: %v", e.Model, e.Step, e.Err) }
+
+func (e *StepError) Unwrap() error { return e.Err }
+
+// installRun is one install as its steps go: each step reads what the
+// ones before it found and adds its own.
+type installRun struct {
+	in  *Installer
+	m   *catalog.Model
+	opt InstallOptions
+	res *Result
+
+	// plan's
+	source string         // SourceNPU or SourceOriginal
+	src    catalog.Source // the repository, revision and files
+	layout *flm.Layout
+	target string    // TargetFLM or TargetNPUChat
+	dir    string    // the model's folder
+	prev   *Manifest // the previous install's record, if any
+	commit string    // the revision's commit now
+	files  []hub.File
+	edited map[string]bool // files NPU Chat edits for FastFlowLM
+	// need are the files to fetch; adopted, the files in place that
+	// someone else put there (uninstall leaves them).
+	need    []hub.File
+	adopted map[string]bool
+
+	// fetch's: the files downloaded into the staging folder
+	staged map[string]bool
+	// record's
+	man *Manifest
+}
+
+func (r *installRun) note(msg string) {
+	r.res.Notes = append(r.res.Notes, msg)
+	r.in.emit(Event{Model: r.m.Name, Phase: "note", Message: msg})
+}
+
+// plan decides where the model goes and what must be fetched. It is
+// done (nothing to install) when the model is installed and unchanged
+// and cannot be checked against the hub, or is installed for a
+// FastFlowLM that is not found now.
+func (r *installRun) plan(ctx context.Context) (done bool, err error) {
+	if err := r.where(ctx); err != nil {
+		return false, err
+	}
+	if done, err := r.previous(); done || err != nil {
+		return done, err
+	}
+	if done, err := r.list(ctx); done || err != nil {
+		return done, err
+	}
+	return false, r.inPlace(ctx)
+}
+
+// where picks the source, the target (FastFlowLM's folder when it is
+// found, else NPU Chat's) and the model's folder, and loads the previous
+// install's record.
+func (r *installRun) where(ctx context.Context) error {
+	m := r.m
+	r.source = cmp.Or(r.opt.Source, SourceNPU)
+	r.src = m.Source
+	switch r.source {
+	case SourceNPU:
+	case SourceOriginal:
+		if m.Original == nil {
+			return errors.New("the catalog has no original source for it")
+		}
+		r.src = *m.Original
+	default:
+		return fmt.Errorf("source %q is not %s or %s", r.source, SourceNPU, SourceOriginal)
+	}
+	r.layout = r.in.Layout(ctx)
+	r.target, r.dir = TargetNPUChat, filepath.Join(r.in.Config.ModelsDir, path.Base(r.src.Repo))
+	if r.source == SourceNPU {
+		r.dir = filepath.Join(r.in.Config.ModelsDir, m.FLMName())
+		if r.layout.Found() {
+			if r.layout.ModelsDirErr != nil {
+				return r.layout.ModelsDirErr
+			}
+			r.target, r.dir = TargetFLM, r.layout.ModelDir(m.FLMName())
+		}
+	}
+	prev, err := loadManifest(r.in.Config, m.Name, r.source)
 	var damaged *damagedError
 	if errors.As(err, &damaged) {
-		// Made again below from the files in place, which are verified
-		// and kept: with the record lost, they count as adopted.
-		note := fmt.Sprintf("the install record %s was damaged (%v); it is made again from the files in place, which uninstall will keep", damaged.path, damaged.err)
-		res.Notes = append(res.Notes, note)
-		in.emit(Event{Model: m.Name, Phase: "note", Message: note})
+		// Made again from the files in place, which are verified and
+		// kept: with the record lost, they count as adopted.
+		r.note(fmt.Sprintf("the install record %s was damaged (%v); it is made again from the files in place, which uninstall will keep", damaged.path, damaged.err))
 		prev, err = nil, nil
 	}
-	if err != nil {
-		return nil, err
-	}
+	r.prev = prev
+	return err
+}
+
+// previous checks the previous install and FastFlowLM against the
+// target before anything is fetched.
+func (r *installRun) previous() (done bool, err error) {
+	m, prev, layout := r.m, r.prev, r.layout
 	// Installed for FastFlowLM, which is not found now (another shell's
 	// PATH, say): do not move the model out of FastFlowLM's folder.
-	if target != TargetFLM && prev != nil && prev.Target == TargetFLM {
+	if r.target != TargetFLM && prev != nil && prev.Target == TargetFLM {
 		if unchanged(prev) {
-			note := fmt.Sprintf("FastFlowLM was not found, but %s is installed for it in %s and unchanged; nothing to do (the in-process engine uses it from there)", m.Name, prev.Dir)
-			res.Notes = append(res.Notes, note)
-			in.emit(Event{Model: m.Name, Phase: "note", Message: note})
-			res.Manifest = prev
-			return res, nil
+			r.note(fmt.Sprintf("FastFlowLM was not found, but %s is installed for it in %s and unchanged; nothing to do (the in-process engine uses it from there)", m.Name, prev.Dir))
+			r.res.Manifest = prev
+			return true, nil
 		}
-		return nil, fmt.Errorf("install %s: it is installed for FastFlowLM in %s, but FastFlowLM was not found; run again with --flm-root DIR (the FastFlowLM folder), or uninstall it first to install it for the in-process engine only", m.Name, prev.Dir)
+		return false, fmt.Errorf("it is installed for FastFlowLM in %s, but FastFlowLM was not found; run again with --flm-root DIR (the FastFlowLM folder), or uninstall it first to install it for the in-process engine only", prev.Dir)
 	}
-	if source == SourceNPU && target != TargetFLM {
-		note := fmt.Sprintf("FastFlowLM was not found, so %s goes to NPU Chat's own folder for the in-process (CPU) engine; the NPU path needs FastFlowLM: %s", m.Name, flm.InstallHint(in.Probe.GOOS))
-		res.Notes = append(res.Notes, note)
-		in.emit(Event{Model: m.Name, Phase: "note", Message: note})
+	if r.source == SourceNPU && r.target != TargetFLM {
+		r.note(fmt.Sprintf("FastFlowLM was not found, so %s goes to NPU Chat's own folder for the in-process (CPU) engine; the NPU path needs FastFlowLM: %s", m.Name, flm.InstallHint(r.in.Probe.GOOS)))
 	}
 	// A FastFlowLM too old for the model is refused before gigabytes are
 	// moved into its folder.
-	if target == TargetFLM && layout.Version != "" && flm.CompareVersions(layout.Version, m.FLMMinVersion()) < 0 {
-		return nil, fmt.Errorf("install %s: FastFlowLM %s (%s) is older than %s, the oldest that runs this model; update FastFlowLM, then run the install again; nothing was downloaded", m.Name, layout.Version, layout.Exe, m.FLMMinVersion())
+	if r.target == TargetFLM && layout.Version != "" && flm.CompareVersions(layout.Version, m.FLMMinVersion()) < 0 {
+		return false, fmt.Errorf("FastFlowLM %s (%s) is older than %s, the oldest that runs this model; update FastFlowLM, then run the install again; nothing was downloaded", layout.Version, layout.Exe, m.FLMMinVersion())
 	}
 	// A broken FastFlowLM list is refused before gigabytes are fetched.
-	if target == TargetFLM && layout.SystemList != "" {
+	if r.target == TargetFLM && layout.SystemList != "" {
 		if err := checkList(layout.SystemList); err != nil {
-			return nil, fmt.Errorf("install %s: %w", m.Name, err)
+			return false, err
 		}
 	}
+	return false, nil
+}
 
-	// 1. What the hub has.
-	// The listing and every download use the commit the revision points
-	// at now, so that a push meanwhile cannot mix two versions.
-	in.emit(Event{Model: m.Name, Phase: "list", Message: fmt.Sprintf("listing %s@%s on %s", src.Repo, src.Revision, in.Hub.Endpoint)})
-	commit, err := in.Hub.Commit(ctx, src.Repo, src.Revision)
+// list asks the hub what the revision holds now and picks the source's
+// files. The listing and every download use the commit the revision
+// points at now, so that a push meanwhile cannot mix two versions.
+func (r *installRun) list(ctx context.Context) (done bool, err error) {
+	in, src := r.in, r.src
+	in.emit(Event{Model: r.m.Name, Phase: "list", Message: fmt.Sprintf("listing %s@%s on %s", src.Repo, src.Revision, in.Hub.Endpoint)})
+	r.commit, err = in.Hub.Commit(ctx, src.Repo, src.Revision)
 	var tree []hub.File
 	if err == nil {
-		tree, err = in.Hub.Tree(ctx, src.Repo, commit)
+		tree, err = in.Hub.Tree(ctx, src.Repo, r.commit)
 	}
 	if err != nil {
 		// Offline, an install that is still as it was is fine as it is.
-		if ctx.Err() == nil && prev != nil && prev.Dir == dir && unchanged(prev) {
-			note := fmt.Sprintf("could not check for updates (%v); %s is installed and unchanged since it was verified", err, m.Name)
-			res.Notes = append(res.Notes, note)
-			in.emit(Event{Model: m.Name, Phase: "note", Message: note})
-			res.Manifest = prev
-			return res, nil
+		if ctx.Err() == nil && r.prev != nil && r.prev.Dir == r.dir && unchanged(r.prev) {
+			r.note(fmt.Sprintf("could not check for updates (%v); %s is installed and unchanged since it was verified", err, r.m.Name))
+			r.res.Manifest = r.prev
+			return true, nil
 		}
-		return nil, fmt.Errorf("install %s: %w", m.Name, err)
+		return false, err
 	}
-	files, err := selectFiles(tree, src, target == TargetFLM)
-	if err != nil {
-		return nil, fmt.Errorf("install %s: %w", m.Name, err)
+	if r.files, err = selectFiles(tree, src, r.target == TargetFLM); err != nil {
+		return false, err
 	}
-	edited := map[string]bool{}
-	if source == SourceNPU {
-		edited["tokenizer_config.json"] = true
-		if target == TargetFLM {
-			edited["config.json"] = true
+	r.edited = map[string]bool{}
+	if r.source == SourceNPU {
+		r.edited["tokenizer_config.json"] = true
+		if r.target == TargetFLM {
+			r.edited["config.json"] = true
 		}
 	}
+	return false, nil
+}
 
-	// 2. What is already in place.
-	// A file already in place on the first install into dir was put
-	// there by someone else (the model card's git clone, `flm pull`):
-	// it is adopted, and uninstall will leave it.
-	var need []hub.File
-	var needBytes int64
-	adopted := map[string]bool{}
-	for _, f := range files {
-		ok, err := in.inPlace(ctx, m.Name, dir, f, prev, edited[f.Path])
+// inPlace finds which files are in place already and which must be
+// fetched. A file already in place on the first install into the folder
+// was put there by someone else (the model card's git clone, `flm
+// pull`): it is adopted, and uninstall will leave it.
+func (r *installRun) inPlace(ctx context.Context) error {
+	r.adopted = map[string]bool{}
+	for _, f := range r.files {
+		ok, err := r.in.inPlace(ctx, r.m.Name, r.dir, f, r.prev, r.edited[f.Path])
 		if err != nil {
-			return nil, fmt.Errorf("install %s: %w", m.Name, err)
+			return err
 		}
 		if !ok {
-			need = append(need, f)
-			needBytes += f.Size
+			r.need = append(r.need, f)
 			continue
 		}
-		if prev == nil || prev.Dir != dir {
-			adopted[f.Path] = true
-		} else if i := slices.IndexFunc(prev.Files, func(pf ManifestFile) bool { return pf.Path == f.Path }); i >= 0 {
-			adopted[f.Path] = prev.Files[i].Adopted
+		if r.prev == nil || r.prev.Dir != r.dir {
+			r.adopted[f.Path] = true
+		} else if i := slices.IndexFunc(r.prev.Files, func(pf ManifestFile) bool { return pf.Path == f.Path }); i >= 0 {
+			r.adopted[f.Path] = r.prev.Files[i].Adopted
 		}
 	}
+	return nil
+}
 
-	// 3. Download what is missing into the staging folder.
-	staging := stagingDir(dir)
-	staged := map[string]bool{}
-	if len(need) > 0 {
-		plan := &Plan{}
-		for _, f := range need {
-			pf := PlannedFile{Path: f.Path, Size: f.Size}
-			if p, err := hub.Join(staging, f.Path); err == nil {
-				if st, err := os.Stat(p); err == nil {
-					pf.Have = st.Size()
-				} else if st, err := os.Stat(hub.PartialName(p)); err == nil {
-					pf.Have = st.Size()
-				}
+// downloadPlan is what fetch downloads into staging, with what an
+// earlier, interrupted run left of each file.
+func downloadPlan(need []hub.File, staging string) *Plan {
+	plan := &Plan{}
+	for _, f := range need {
+		pf := PlannedFile{Path: f.Path, Size: f.Size}
+		if p, err := hub.Join(staging, f.Path); err == nil {
+			if st, err := os.Stat(p); err == nil {
+				pf.Have = st.Size()
+			} else if st, err := os.Stat(hub.PartialName(p)); err == nil {
+				pf.Have = st.Size()
 			}
-			pf.Have = min(pf.Have, pf.Size)
-			needBytes -= pf.Have
-			plan.Files = append(plan.Files, pf)
 		}
-		if err := os.MkdirAll(staging, 0o755); err != nil {
-			return nil, fmt.Errorf("install %s: %w", m.Name, err)
-		}
-		if err := hub.CheckSpace(in.Free, staging, needBytes); err != nil {
-			return nil, fmt.Errorf("install %s: %w", m.Name, err)
-		}
-		size, have := plan.Bytes()
-		msg := fmt.Sprintf("%d files, %s to download", len(plan.Files), hub.HumanBytes(size))
-		if have > 0 {
-			msg += fmt.Sprintf(" (%s of it downloaded before)", hub.HumanBytes(have))
-		}
-		in.emit(Event{Model: m.Name, Phase: "download", Plan: plan, Message: msg})
-		for _, f := range need {
-			seed(ctx, prev, staging, dir, f)
-			err := in.Hub.Download(ctx, src.Repo, commit, f, staging, func(p hub.Progress) {
-				in.emit(Event{Model: m.Name, Phase: "download", File: &p})
-			})
-			if err != nil {
-				return nil, fmt.Errorf("install %s: %w", m.Name, err)
-			}
-			staged[f.Path] = true
-		}
+		pf.Have = min(pf.Have, pf.Size)
+		plan.Files = append(plan.Files, pf)
 	}
+	return plan
+}
 
-	// 4. FastFlowLM's needs: tokenizer_config.json, config.json. A new
-	// download is edited in the staging folder, before anything is moved
-	// into place, so that a failed edit leaves the working install alone.
-	if source == SourceNPU {
-		tf := flm.TokenizerFacts{EOSToken: m.Tokenizer.EOSToken, EOSTokenIDs: m.Tokenizer.EOSTokenIDs, BOSTokenID: m.Tokenizer.BOSTokenID, PadTokenID: m.Tokenizer.PadTokenID}
-		fixes := []struct {
-			name string
-			fix  func(*jsonedit.Object) error
-		}{
-			{"tokenizer_config.json", func(o *jsonedit.Object) error { return flm.FixTokenizerConfig(o, tf) }},
-			{"config.json", func(o *jsonedit.Object) error { return flm.FixFLMVersion(o, m.FLMMinVersion(), layout.Version) }},
-		}
-		for _, fx := range fixes {
-			if !edited[fx.name] {
-				continue
-			}
-			p := filepath.Join(dir, fx.name)
-			if staged[fx.name] {
-				p = filepath.Join(staging, fx.name)
-				// The .bak must be this download's original.
-				os.Remove(p + ".bak")
-			}
-			changed, err := flm.EditJSONFile(p, fx.fix)
-			if err != nil {
-				return nil, fmt.Errorf("install %s: %w", m.Name, err)
-			}
-			if changed && !staged[fx.name] {
-				res.Changed = append(res.Changed, p)
-			}
-		}
+// fetch downloads the missing files into the staging folder, after
+// checking that they fit on the disk.
+func (r *installRun) fetch(ctx context.Context) (bool, error) {
+	r.staged = map[string]bool{}
+	if len(r.need) == 0 {
+		return false, nil
 	}
-
-	// 5. Move the new files into place, all or none: the files they
-	// replace are moved aside first and put back if any move fails.
-	if len(need) > 0 {
-		var paths []string
-		for _, f := range need {
-			paths = append(paths, f.Path)
-			if edited[f.Path] {
-				// The download's original (or none, when the edit changed
-				// nothing) replaces the earlier version's.
-				paths = append(paths, f.Path+".bak")
-			}
-		}
-		if err := swapIn(staging, oldDir(dir), dir, paths, os.Rename); err != nil {
-			hint := ""
-			if fileInUse(err) {
-				// Windows refuses to move a file another program has
-				// open: FastFlowLM or the CPU engine serving the model.
-				hint = "; a program has the file open: if NPU Chat or FastFlowLM is serving the model, stop serving, then install again (the download is kept)"
-			}
-			var ue *undoError
-			if errors.As(err, &ue) {
-				return nil, fmt.Errorf("install %s: %w%s", m.Name, err, hint)
-			}
-			return nil, fmt.Errorf("install %s: %w; the previous files were put back%s", m.Name, err, hint)
-		}
-		for _, f := range need {
-			res.Downloaded = append(res.Downloaded, f.Path)
-		}
-		removeEmptyDirs(staging, filepath.Dir(filepath.Dir(staging)))
-		in.emit(Event{Model: m.Name, Phase: "install", Message: fmt.Sprintf("%d files in %s", len(need), dir)})
+	in, staging := r.in, stagingDir(r.dir)
+	plan := downloadPlan(r.need, staging)
+	size, have := plan.Bytes()
+	if err := os.MkdirAll(staging, 0o755); err != nil {
+		return false, err
 	}
-
-	man := &Manifest{Model: m.Name, Source: source, Repo: src.Repo, Revision: src.Revision, Commit: commit, Target: target, Dir: dir, InstalledAt: in.now().UTC()}
-	if prev != nil && len(res.Downloaded) == 0 && len(res.Changed) == 0 {
-		man.InstalledAt = prev.InstalledAt
+	if err := hub.CheckSpace(in.Free, staging, size-have); err != nil {
+		return false, err
 	}
-	for _, f := range files {
-		mf, err := recordFile(ctx, dir, f, edited[f.Path])
+	msg := fmt.Sprintf("%d files, %s to download", len(plan.Files), hub.HumanBytes(size))
+	if have > 0 {
+		msg += fmt.Sprintf(" (%s of it downloaded before)", hub.HumanBytes(have))
+	}
+	in.emit(Event{Model: r.m.Name, Phase: "download", Plan: plan, Message: msg})
+	for _, f := range r.need {
+		seed(ctx, r.prev, staging, r.dir, f)
+		err := in.Hub.Download(ctx, r.src.Repo, r.commit, f, staging, func(p hub.Progress) {
+			in.emit(Event{Model: r.m.Name, Phase: "download", File: &p})
+		})
 		if err != nil {
-			return nil, fmt.Errorf("install %s: %w", m.Name, err)
+			return false, err
 		}
-		mf.Adopted = adopted[f.Path]
-		man.Files = append(man.Files, mf)
+		r.staged[f.Path] = true
 	}
+	return false, nil
+}
 
-	// 6. Kernels and registration.
-	if target == TargetFLM {
-		man.FLMVersion = layout.Version
-		if err := in.installXclbins(m, src, dir, layout, opt.NoSystem, prev, man, res); err != nil {
-			return nil, fmt.Errorf("install %s: %w", m.Name, err)
+// edit makes FastFlowLM's changes to tokenizer_config.json and
+// config.json. A new download is edited in the staging folder, before
+// anything is moved into place, so that a failed edit leaves the
+// working install alone.
+func (r *installRun) edit(context.Context) (bool, error) {
+	if r.source != SourceNPU {
+		return false, nil
+	}
+	m := r.m
+	tf := flm.TokenizerFacts{EOSToken: m.Tokenizer.EOSToken, EOSTokenIDs: m.Tokenizer.EOSTokenIDs, BOSTokenID: m.Tokenizer.BOSTokenID, PadTokenID: m.Tokenizer.PadTokenID}
+	fixes := []struct {
+		name string
+		fix  func(*jsonedit.Object) error
+	}{
+		{"tokenizer_config.json", func(o *jsonedit.Object) error { return flm.FixTokenizerConfig(o, tf) }},
+		{"config.json", func(o *jsonedit.Object) error { return flm.FixFLMVersion(o, m.FLMMinVersion(), r.layout.Version) }},
+	}
+	for _, fx := range fixes {
+		if !r.edited[fx.name] {
+			continue
 		}
-		if err := in.register(ctx, m, layout, opt.NoSystem, prev, man, res); err != nil {
-			return nil, fmt.Errorf("install %s: %w", m.Name, err)
+		p := filepath.Join(r.dir, fx.name)
+		if r.staged[fx.name] {
+			p = filepath.Join(stagingDir(r.dir), fx.name)
+			// The .bak must be this download's original.
+			os.Remove(p + ".bak")
+		}
+		changed, err := flm.EditJSONFile(p, fx.fix)
+		if err != nil {
+			return false, err
+		}
+		if changed && !r.staged[fx.name] {
+			r.res.Changed = append(r.res.Changed, p)
 		}
 	}
-	if _, err := saveManifest(in.Config, man); err != nil {
-		return nil, fmt.Errorf("install %s: save install record: %w", m.Name, err)
+	return false, nil
+}
+
+// swap moves the new files into place, all or none: the files they
+// replace are moved aside first and put back if any move fails.
+func (r *installRun) swap(context.Context) (bool, error) {
+	if len(r.need) == 0 {
+		return false, nil
 	}
-	// An earlier install elsewhere (NPU Chat's folder, before FastFlowLM
-	// was installed) is superseded: its files were reused, remove them.
-	if prev != nil && prev.Dir != dir {
+	var paths []string
+	for _, f := range r.need {
+		paths = append(paths, f.Path)
+		if r.edited[f.Path] {
+			// The download's original (or none, when the edit changed
+			// nothing) replaces the earlier version's.
+			paths = append(paths, f.Path+".bak")
+		}
+	}
+	staging := stagingDir(r.dir)
+	if err := swapIn(staging, oldDir(r.dir), r.dir, paths, os.Rename); err != nil {
+		hint := ""
+		if fileInUse(err) {
+			// Windows refuses to move a file another program has open:
+			// FastFlowLM or the CPU engine serving the model.
+			hint = "; a program has the file open: if NPU Chat or FastFlowLM is serving the model, stop serving, then install again (the download is kept)"
+		}
+		var ue *undoError
+		if errors.As(err, &ue) {
+			return false, fmt.Errorf("%w%s", err, hint)
+		}
+		return false, fmt.Errorf("%w; the previous files were put back%s", err, hint)
+	}
+	for _, f := range r.need {
+		r.res.Downloaded = append(r.res.Downloaded, f.Path)
+	}
+	removeEmptyDirs(staging, filepath.Dir(filepath.Dir(staging)))
+	r.in.emit(Event{Model: r.m.Name, Phase: "install", Message: fmt.Sprintf("%d files in %s", len(r.need), r.dir)})
+	return false, nil
+}
+
+// record describes every installed file for the install record.
+func (r *installRun) record(ctx context.Context) (bool, error) {
+	src := r.src
+	r.man = &Manifest{Model: r.m.Name, Source: r.source, Repo: src.Repo, Revision: src.Revision, Commit: r.commit,
+		Target: r.target, Dir: r.dir, InstalledAt: r.in.now().UTC()}
+	if r.prev != nil && len(r.res.Downloaded) == 0 && len(r.res.Changed) == 0 {
+		r.man.InstalledAt = r.prev.InstalledAt
+	}
+	for _, f := range r.files {
+		mf, err := recordFile(ctx, r.dir, f, r.edited[f.Path])
+		if err != nil {
+			return false, err
+		}
+		mf.Adopted = r.adopted[f.Path]
+		r.man.Files = append(r.man.Files, mf)
+	}
+	return false, nil
+}
+
+// register puts the kernels in FastFlowLM's xclbin folders and the
+// model in the model lists (FastFlowLM's target only).
+func (r *installRun) register(ctx context.Context) (bool, error) {
+	if r.target != TargetFLM {
+		return false, nil
+	}
+	r.man.FLMVersion = r.layout.Version
+	if err := r.in.installXclbins(r.m, r.src, r.dir, r.layout, r.opt.NoSystem, r.prev, r.man, r.res); err != nil {
+		return false, err
+	}
+	return false, r.in.register(ctx, r.m, r.layout, r.opt.NoSystem, r.prev, r.man, r.res)
+}
+
+// save writes the install record, then removes an earlier install
+// elsewhere (NPU Chat's folder, before FastFlowLM was installed), whose
+// files were reused.
+func (r *installRun) save(ctx context.Context) (bool, error) {
+	if _, err := saveManifest(r.in.Config, r.man); err != nil {
+		return false, fmt.Errorf("write the install record: %w", err)
+	}
+	r.res.Manifest = r.man
+	if prev := r.prev; prev != nil && prev.Dir != r.dir {
 		old := *prev
-		old.Lists = slices.DeleteFunc(slices.Clone(old.Lists), func(l string) bool { return slices.Contains(man.Lists, l) })
-		old.XclbinDirs = slices.DeleteFunc(slices.Clone(old.XclbinDirs), func(d string) bool { return slices.Contains(man.XclbinDirs, d) })
-		if err := in.uninstall(ctx, m, &old, res); err != nil {
-			return nil, fmt.Errorf("install %s: remove the earlier copy in %s: %w", m.Name, prev.Dir, err)
+		old.Lists = slices.DeleteFunc(slices.Clone(old.Lists), func(l string) bool { return slices.Contains(r.man.Lists, l) })
+		old.XclbinDirs = slices.DeleteFunc(slices.Clone(old.XclbinDirs), func(d string) bool { return slices.Contains(r.man.XclbinDirs, d) })
+		if err := r.in.uninstall(ctx, r.m, &old, r.res); err != nil {
+			r.res.Manifest = nil
+			return false, fmt.Errorf("remove the earlier copy in %s: %w", prev.Dir, err)
 		}
-		note := fmt.Sprintf("moved from %s to %s", prev.Dir, dir)
-		res.Notes = append(res.Notes, note)
-		in.emit(Event{Model: m.Name, Phase: "note", Message: note})
+		r.note(fmt.Sprintf("moved from %s to %s", prev.Dir, r.dir))
 	}
-	res.Manifest = man
-	return res, nil
+	return false, nil
 }
 
 // checkList fails when a model list cannot be read or is not valid JSON.
@@ -754,6 +891,11 @@ func removeEmptyDirs(dir, stop string) {
 		}
 	}
 }
+
+// IsFileInUse reports whether err is the system refusing to move a file
+// another program has open (Windows; never on Unix, which moves open
+// files), so that callers can say to stop serving the model first.
+func IsFileInUse(err error) bool { return fileInUse(err) }
 
 // isPermission reports whether err means "not allowed to write here".
 func isPermission(err error) bool {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/npuchat/npuchat/eventbus"
 	"github.com/npuchat/npuchat/service/backend"
+	"github.com/npuchat/npuchat/service/install"
 )
 
 // EventKind names what an Event reports. The manager publishes the
@@ -26,7 +27,8 @@ const (
 	// EventError: loading failed on every engine (Message says why).
 	EventError EventKind = "error"
 	// EventInstall: a model install moved on, finished or failed
-	// (Install says how far); published by the install runner.
+	// (Install is the install runner's status, the same value GET
+	// /api/models/{name}/install answers); published for the runner.
 	EventInstall EventKind = "install"
 )
 
@@ -47,30 +49,9 @@ type Event struct {
 	Type     EventKind         `json:"type"`
 	Message  string            `json:"message,omitempty"`
 	Progress *backend.Progress `json:"progress,omitempty"`
-	Install  *InstallProgress  `json:"install,omitempty"`
+	Install  *install.Status   `json:"install,omitempty"`
 	Status   Status            `json:"status"`
 	Time     time.Time         `json:"time"`
-}
-
-// InstallProgress is how far a model install has come, carried by
-// EventInstall events.
-type InstallProgress struct {
-	Model string `json:"model"` // the model being installed, e.g. "minicpm5:2b"
-	// Phase is a word for the step: "downloading", "verifying",
-	// "done", "failed" or "cancelled".
-	Phase          string  `json:"phase"`
-	Done           int64   `json:"done,omitempty"`             // bytes fetched so far (of the whole install once known, else of the file)
-	Total          int64   `json:"total,omitempty"`            // bytes in all, 0 if unknown
-	BytesPerSecond float64 `json:"bytes_per_second,omitempty"` // current rate
-	ETASeconds     float64 `json:"eta_s,omitempty"`            // time left, 0 if unknown
-	Error          string  `json:"error,omitempty"`            // why it failed, for a person
-	// The file downloading now, with its own bytes, and how many files
-	// are done of how many the install downloads (0 if unknown).
-	File       string `json:"file,omitempty"`
-	FileDone   int64  `json:"file_done,omitempty"`
-	FileTotal  int64  `json:"file_total,omitempty"`
-	Files      int    `json:"files_done,omitempty"`
-	FilesTotal int    `json:"files_total,omitempty"`
 }
 
 // publishLocked sends an event to every subscriber. m.mu must be held.
@@ -154,7 +135,7 @@ func progressStream(ev Event) (key string, ok bool) {
 	switch {
 	case ev.Type == EventProgress:
 		return "load", true
-	case ev.Type == EventInstall && ev.Install != nil && !installEnded(ev.Install.Phase):
+	case ev.Type == EventInstall && ev.Install != nil && !ev.Install.State.Ended():
 		return "install " + ev.Install.Model, true
 	}
 	return "", false
@@ -168,12 +149,7 @@ func isOutcome(ev Event) bool {
 	case EventFallback, EventError:
 		return true
 	case EventInstall:
-		return ev.Install == nil || installEnded(ev.Install.Phase)
+		return ev.Install == nil || ev.Install.State.Ended()
 	}
 	return false
-}
-
-// installEnded reports whether an install phase is an outcome.
-func installEnded(phase string) bool {
-	return phase == "done" || phase == "failed" || phase == "cancelled"
 }

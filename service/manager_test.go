@@ -14,6 +14,7 @@ import (
 
 	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/backend/fake"
+	"github.com/npuchat/npuchat/service/install"
 )
 
 // rig is a Manager over fake backends, one per kind.
@@ -654,12 +655,12 @@ func TestPublishSharesTheBusButNotTheStateKinds(t *testing.T) {
 	events, cancel := r.m.Subscribe()
 	defer cancel()
 	<-events // the current status
-	p := InstallProgress{Model: "minicpm5:2b", Phase: "downloading", Done: 10, Total: 100}
+	p := install.Status{Model: "minicpm5:2b", State: install.StateRunning, Phase: "download", OverallBytes: 10, OverallTotal: 100}
 	if err := r.m.Publish(Event{Type: EventInstall, Message: "downloading", Install: &p}); err != nil {
 		t.Fatal(err)
 	}
 	ev := <-events
-	if ev.Type != EventInstall || ev.Install == nil || ev.Install.Done != 10 || ev.Status.State != StateOff || ev.Time.IsZero() {
+	if ev.Type != EventInstall || ev.Install == nil || ev.Install.OverallBytes != 10 || ev.Status.State != StateOff || ev.Time.IsZero() {
 		t.Fatalf("event %+v", ev)
 	}
 	for _, k := range []EventKind{EventStatus, EventProgress, EventFallback, EventError, ""} {
@@ -1090,10 +1091,10 @@ func TestSlowSubscriberGetsEveryInstallOutcome(t *testing.T) {
 	defer cancelOther()
 	var seenOther []Event
 	readOther := func() { seenOther = append(seenOther, drain(r.m, other)...) }
-	for i, outcome := range []string{"failed", "cancelled", "done"} {
+	for i, outcome := range []install.State{install.StateFailed, install.StateCancelled, install.StateDone} {
 		model := fmt.Sprintf("model%d", i)
 		for n := 0; n < 300; n++ {
-			p := InstallProgress{Model: model, Phase: "downloading", Done: int64(n), Total: 300}
+			p := install.Status{Model: model, State: install.StateRunning, Phase: "download", OverallBytes: int64(n), OverallTotal: 300}
 			if err := r.m.Publish(Event{Type: EventInstall, Install: &p}); err != nil {
 				t.Fatal(err)
 			}
@@ -1104,26 +1105,26 @@ func TestSlowSubscriberGetsEveryInstallOutcome(t *testing.T) {
 				r.m.Unload(context.Background(), "")
 			}
 		}
-		p := InstallProgress{Model: model, Phase: outcome}
+		p := install.Status{Model: model, State: outcome}
 		if err := r.m.Publish(Event{Type: EventInstall, Install: &p}); err != nil {
 			t.Fatal(err)
 		}
 		readOther()
 	}
 	for name, got := range map[string][]Event{"slow": drain(r.m, events), "reading": seenOther} {
-		ends := map[string]string{}
+		ends := map[string]install.State{}
 		for _, ev := range got {
 			if ev.Type != EventInstall {
 				continue
 			}
 			if end, ok := ends[ev.Install.Model]; ok {
-				t.Fatalf("%s subscriber: %s event for %s after its %s", name, ev.Install.Phase, ev.Install.Model, end)
+				t.Fatalf("%s subscriber: %s event for %s after its %s", name, ev.Install.State, ev.Install.Model, end)
 			}
-			if ev.Install.Phase != "downloading" {
-				ends[ev.Install.Model] = ev.Install.Phase
+			if ev.Install.State.Ended() {
+				ends[ev.Install.Model] = ev.Install.State
 			}
 		}
-		want := map[string]string{"model0": "failed", "model1": "cancelled", "model2": "done"}
+		want := map[string]install.State{"model0": install.StateFailed, "model1": install.StateCancelled, "model2": install.StateDone}
 		if fmt.Sprint(ends) != fmt.Sprint(want) {
 			t.Fatalf("%s subscriber got install outcomes %v, want %v (of %d events)", name, ends, want, len(got))
 		}

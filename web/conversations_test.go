@@ -461,7 +461,7 @@ func TestPageHeadersAndSafeTitles(t *testing.T) {
 	if strings.Contains(page, "<script>") && strings.Count(page, "<script src=") != strings.Count(page, "<script") {
 		t.Fatal("the page has an inline script")
 	}
-	for _, p := range []string{"/static/app.js", "/static/md.js", "/static/style.css", "/static/theme.js"} {
+	for _, p := range []string{"/static/app.js", "/static/md.js", "/static/install.js", "/static/style.css", "/static/theme.js"} {
 		if resp, _ := do(t, "GET", url+p, ""); resp.StatusCode != 200 {
 			t.Errorf("%s: %d", p, resp.StatusCode)
 		}

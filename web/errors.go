@@ -143,7 +143,7 @@ func (f errorShape) body(ae *apiError) any {
 	case ollamaErrors:
 		// Ollama's clients read "error"; "code" is NPU Chat's, for the
 		// page (a locked history, a conflict).
-		return ollamaError{Error: ae.msg, Code: ae.code}
+		return ollamaError{Error: ae.msg, Code: ae.code, Param: ae.param}
 	case anthropicErrors:
 		return anthropicError(ae)
 	}
@@ -174,6 +174,9 @@ type openAIErrorBody struct {
 type ollamaError struct {
 	Error string `json:"error"`
 	Code  string `json:"code,omitempty"`
+	// Param names the field a bad value was in (NPU Chat's, for the
+	// page's settings view, which shows the error at that field).
+	Param string `json:"param,omitempty"`
 }
 
 func writeError(w http.ResponseWriter, r *http.Request, status int, code, msg string) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -15,18 +16,79 @@ import (
 )
 
 // PageSettings are the settings the page's settings view shows and
-// changes (GET and PUT /api/settings).
+// changes (GET and PUT /api/settings): everything the tray's settings
+// window holds, and more. Secrets (the Hugging Face token, the API key)
+// go out masked only; a PUT changes one when it names it.
 type PageSettings struct {
 	// Engine is auto, npu or cpu (remote when the server was started
 	// with a remote engine).
 	Engine string `json:"engine"`
 	// KeepAlive is how long an idle model stays loaded ("5m", "-1" never).
 	KeepAlive string `json:"keep_alive"`
+	// KeepAliveSeconds (-1: never) and KeepAliveText ("5 minutes") are
+	// the keep-alive read, for showing (a PUT ignores them).
+	KeepAliveSeconds float64 `json:"keep_alive_seconds"`
+	KeepAliveText    string  `json:"keep_alive_text"`
 	// ContextLength is the CPU engine's context in tokens, 0 automatic;
-	// it applies when the model is next switched on.
+	// it applies when the model is next loaded.
 	ContextLength int `json:"context_length"`
+	// ServeAtStart switches the model on when NPU Chat starts.
+	ServeAtStart bool `json:"serve_at_start"`
+	// HFEndpoint is the Hugging Face endpoint or mirror set here ("":
+	// HFEndpointFallback, from HFEndpointFrom).
+	HFEndpoint         string `json:"hf_endpoint"`
+	HFEndpointFallback string `json:"hf_endpoint_fallback,omitempty"`
+	HFEndpointFrom     string `json:"hf_endpoint_from,omitempty"` // HF_ENDPOINT or default
+	// HFToken: in a GET, "" always (never sent); in a PUT, a new token,
+	// "" to remove it, absent to keep it.
+	HFToken *string `json:"hf_token,omitempty"`
+	// HFTokenMasked is the token set here, masked ("hf_…1234").
+	HFTokenMasked string `json:"hf_token_masked"`
+	// HFTokenFallback is where the token used without one set here comes
+	// from (HF_TOKEN, a token file's path; "" none).
+	HFTokenFallback string `json:"hf_token_fallback,omitempty"`
+	// ModelsDir is where new installs go ("": ModelsDirDefault).
+	ModelsDir        string `json:"models_dir"`
+	ModelsDirDefault string `json:"models_dir_default,omitempty"`
+	// Port and Reachable are the listening address: 127.0.0.1:Port, or
+	// every interface (0.0.0.0) when Reachable, which needs an API key.
+	// Both apply at the next start; Listening is the address now.
+	Port      int    `json:"port"`
+	Reachable bool   `json:"reachable"`
+	Listening string `json:"listening,omitempty"`
+	// APIKey is like HFToken; APIKeyMasked shows the one set.
+	APIKey       *string `json:"api_key,omitempty"`
+	APIKeyMasked string  `json:"api_key_masked"`
+	// KV is what a context length costs in memory, when a model's shape
+	// is known.
+	KV *KVInfo `json:"kv,omitempty"`
 	// Chat holds the default generation settings of conversations.
 	Chat config.ChatDefaults `json:"chat"`
+}
+
+// KVInfo is what the KV cache of a context takes with a model: the
+// bytes of one position (a key and a value of every KV head of every
+// layer), from the loaded model or from the installed model's files.
+type KVInfo struct {
+	Model string `json:"model"`
+	// BytesPerToken is the memory one token of context takes; a context
+	// of n tokens takes n rounded up to Block times it.
+	BytesPerToken int64 `json:"bytes_per_token"`
+	Block         int   `json:"block"`
+	// The shape it comes from.
+	Layers       int `json:"layers"`
+	KVHeads      int `json:"kv_heads"`
+	HeadDim      int `json:"head_dim"`
+	ElementBytes int `json:"element_bytes"`
+	// Loaded: from the model loaded now (exact); else from its files
+	// (KV heads folded at load may make it smaller).
+	Loaded bool `json:"loaded"`
+	// ModelMax is the model's own longest context (a longer setting is
+	// clamped to it at load); Context the context in effect now (0: not
+	// loaded); Automatic what 0 would give now (0: unknown).
+	ModelMax  int `json:"model_max,omitempty"`
+	Context   int `json:"context,omitempty"`
+	Automatic int `json:"automatic,omitempty"`
 }
 
 // Settings are the app's settings as the page reads and changes them:
@@ -39,17 +101,61 @@ type Settings interface {
 	Update(ctx context.Context, change func(*config.Settings) error) (config.Settings, error)
 }
 
+// SettingsDetails is what Settings may also tell the settings view
+// (the app's do): the fallbacks of settings left empty, the address
+// listened on, and the KV cache's cost.
+type SettingsDetails interface {
+	SettingsDetails(ctx context.Context) Details
+}
+
+// Details are SettingsDetails' answer.
+type Details struct {
+	Hub              config.Hub // the hub with no endpoint or token set in Settings
+	ModelsDirDefault string
+	Listening        string
+	KV               *KVInfo
+}
+
 // pageSettings is the page's view of the settings: the defaults named
-// (auto, 5m0s) rather than empty.
-func pageSettings(c config.Settings) PageSettings {
-	p := PageSettings{Engine: c.Engine, KeepAlive: strings.TrimSpace(c.KeepAlive), ContextLength: c.ContextLength, Chat: c.Chat}
+// (auto, 5m0s) rather than empty, secrets masked.
+func pageSettings(c config.Settings, d Details) PageSettings {
+	p := PageSettings{Engine: c.Engine, KeepAlive: strings.TrimSpace(c.KeepAlive), ContextLength: c.ContextLength, Chat: c.Chat,
+		ServeAtStart: c.ServeAtStart, HFEndpoint: c.HFEndpoint, HFTokenMasked: c.HFToken.Masked(),
+		ModelsDir: c.ModelsDir, ModelsDirDefault: d.ModelsDirDefault, APIKeyMasked: config.Secret(c.APIKey).Masked(),
+		Listening: d.Listening, KV: d.KV}
+	if d.Hub.Endpoint != "" {
+		p.HFEndpointFallback, p.HFEndpointFrom = d.Hub.Endpoint, d.Hub.EndpointFrom
+	}
+	p.HFTokenFallback = d.Hub.TokenFrom
 	if p.Engine == "" {
 		p.Engine = string(backend.Auto)
 	}
 	if p.KeepAlive == "" {
 		p.KeepAlive = config.DefaultKeepAlive.String()
 	}
+	ka := c.KeepAliveDuration()
+	p.KeepAliveSeconds, p.KeepAliveText = ka.Seconds(), config.KeepAliveWords(ka)
+	if ka < 0 {
+		p.KeepAliveSeconds = -1
+	}
+	addr := c.Addr
+	if addr == "" {
+		addr = config.DefaultAddr
+	}
+	if _, port, err := net.SplitHostPort(addr); err == nil {
+		p.Port, _ = strconv.Atoi(port)
+	}
+	p.Reachable = !config.IsLoopback(addr)
 	return p
+}
+
+// settingsView is the page's view of the settings now.
+func (s *Server) settingsView(ctx context.Context, c config.Settings) PageSettings {
+	var d Details
+	if sd, ok := s.opts.Settings.(SettingsDetails); ok {
+		d = sd.SettingsDetails(ctx)
+	}
+	return pageSettings(c, d)
 }
 
 // chatDefaults are the default generation settings of conversations.
@@ -65,17 +171,18 @@ func (s *Server) getSettings(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, http.StatusNotFound, "not_found", "this server has no settings to change")
 		return
 	}
-	writeJSON(w, http.StatusOK, pageSettings(s.opts.Settings.Get()))
+	writeJSON(w, http.StatusOK, s.settingsView(r.Context(), s.opts.Settings.Get()))
 }
 
 // putSettings changes the settings the body names (the others keep
-// their values). A bad value is a 400 naming its field.
+// their values). A bad value is a 400 naming its field (param).
 func (s *Server) putSettings(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Settings == nil {
 		writeError(w, r, http.StatusNotFound, "not_found", "this server has no settings to change")
 		return
 	}
-	in := pageSettings(s.opts.Settings.Get())
+	cur := s.opts.Settings.Get()
+	in := pageSettings(cur, Details{})
 	if err := s.decode(w, r, maxSettingsBody, &in); err != nil {
 		s.fail(w, r, err)
 		return
@@ -84,15 +191,55 @@ func (s *Server) putSettings(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, badRequest("keep_alive", "keep-alive is empty: write a duration such as 5m or 1h, or -1 to keep the model loaded"))
 		return
 	}
+	addr, err := pageAddr(cur.Addr, in.Port, in.Reachable)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	out, err := s.opts.Settings.Update(r.Context(), func(c *config.Settings) error {
 		c.Engine, c.KeepAlive, c.ContextLength, c.Chat = in.Engine, in.KeepAlive, in.ContextLength, in.Chat
+		c.ServeAtStart, c.HFEndpoint, c.ModelsDir, c.Addr = in.ServeAtStart, in.HFEndpoint, in.ModelsDir, addr
+		if in.HFToken != nil {
+			c.HFToken = config.Secret(*in.HFToken)
+		}
+		if in.APIKey != nil {
+			c.APIKey = *in.APIKey
+		}
 		return nil
 	})
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, pageSettings(out))
+	writeJSON(w, http.StatusOK, s.settingsView(r.Context(), out))
+}
+
+// pageAddr is the listening address the page's port and "reachable from
+// other devices" make, keeping the address as it is when they say what
+// it says already (a --addr of a particular interface stays).
+func pageAddr(cur string, port int, reachable bool) (string, error) {
+	if cur == "" {
+		cur = config.DefaultAddr
+	}
+	if port < 1 || port > 65535 {
+		if p, err := strconv.Atoi(portOf(cur)); err == nil && p == port { // a --addr of port 0, kept
+			return cur, nil
+		}
+		return "", badRequest("port", "the port is a number from 1 to 65535, got %d", port)
+	}
+	if strconv.Itoa(port) == portOf(cur) && reachable == !config.IsLoopback(cur) {
+		return cur, nil
+	}
+	host := "127.0.0.1"
+	if reachable {
+		host = "0.0.0.0"
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port)), nil
+}
+
+func portOf(addr string) string {
+	_, port, _ := net.SplitHostPort(addr)
+	return port
 }
 
 // logTail is GET /api/logs?lines=N: the end of the log file.

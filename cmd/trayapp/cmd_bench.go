@@ -61,10 +61,14 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of prefill and decode to this file (go tool pprof)")
 	reopen := fs.Int("reopen", 0, "instead: the first token of a chat of this many tokens reopened with --new-tokens more, computed, from the KV cache in memory, and from its KV file in a new cache (a restart)")
-	newTokens := fs.Int("new-tokens", 20, "with --reopen: the new message's tokens")
+	newTokens := fs.Int("new-tokens", 20, "with --reopen or --chats: the new message's tokens")
+	chats := fs.Int("chats", 0, "instead: this many chats of --chat-tokens tokens visited in turn twice (answers of --answer-tokens, then --new-tokens more): tokens prefilled and first-token time per visit")
+	chatTokens := fs.Int("chat-tokens", 1500, "with --chats: each chat's first prompt")
+	answerTokens := fs.Int("answer-tokens", 16, "with --chats: the answer decoded at each visit")
 	fs.Usage = func() {
 		fmt.Fprintln(env.Stderr, "Usage: npuchat bench --model PATH [--threads N] [--prompt-tokens N] [--gen-tokens N] [--json]")
 		fmt.Fprintln(env.Stderr, "       npuchat bench --model PATH --reopen N [--new-tokens N] [--threads N] [--json]")
+		fmt.Fprintln(env.Stderr, "       npuchat bench --model PATH --chats N [--chat-tokens N] [--answer-tokens N] [--new-tokens N] [--threads N] [--json]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -94,6 +98,23 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 	}
 	opts := engine.LoadOptions{Threads: *threads, FloatActivations: *exact, SkipQKNorm: *skipQKNorm, SIMD: *simd, KVF16: *kvF16,
 		CacheDir: engineCacheDir(env, *cacheDir), Progress: unpackProgress(env), Getenv: env.Getenv}
+	if *chats > 0 {
+		if *chatTokens < 2 || *answerTokens < 1 || *newTokens < 1 {
+			fmt.Fprintln(env.Stderr, "npuchat bench: --chat-tokens must be at least 2, --answer-tokens and --new-tokens at least 1")
+			return 2
+		}
+		r, err := benchChats(ctx, *model, opts, *chats, *chatTokens, *answerTokens, *newTokens)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "npuchat bench: %v\n", err)
+			return 1
+		}
+		if *asJSON {
+			json.NewEncoder(env.Stdout).Encode(r)
+		} else {
+			printChats(env.Stdout, r)
+		}
+		return 0
+	}
 	if *reopen > 0 {
 		if *newTokens < 1 {
 			fmt.Fprintln(env.Stderr, "npuchat bench: --new-tokens must be at least 1")

@@ -127,3 +127,43 @@ func TestBenchReopen(t *testing.T) {
 		t.Errorf("result %+v", res)
 	}
 }
+
+// TestBenchChats: --chats visits four chats in turn twice; the first
+// round computes each whole, the second computes only each chat's new
+// message (its answer and everything before come from the KV cache).
+func TestBenchChats(t *testing.T) {
+	w, err := testmodel.Random(3, testmodel.MiniCPM5Small())
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := filepath.Join(t.TempDir(), "m.gguf")
+	if err := testmodel.WriteGGUF(model, w, testmodel.Q4_0); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCmd(t, "bench", "--model", model, "--chats", "4", "--chat-tokens", "60", "--answer-tokens", "5",
+		"--new-tokens", "7", "--threads", "2", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var res chatsResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("output %q: %v", out, err)
+	}
+	if len(res.Visits) != 8 {
+		t.Fatalf("%d visits, want 8: %+v", len(res.Visits), res)
+	}
+	for i, v := range res.Visits {
+		want := chatsVisit{Round: 1 + i/4, Chat: i % 4, PromptTokens: 60, PrefilledTokens: 60}
+		if v.Round == 2 {
+			want.PromptTokens, want.CachedTokens, want.PrefilledTokens = 72, 65, 7
+		}
+		want.FirstTokenSeconds = v.FirstTokenSeconds
+		if v != want || !(v.FirstTokenSeconds > 0) {
+			t.Errorf("visit %d: %+v, want %+v", i, v, want)
+		}
+	}
+	code, out, _ = runCmd(t, "bench", "--model", model, "--chats", "2", "--chat-tokens", "20", "--answer-tokens", "2", "--new-tokens", "3")
+	if code != 0 || !strings.Contains(out, "prefilled") || strings.Count(out, "\n") != 3+1+4 {
+		t.Errorf("table: exit %d\n%s", code, out)
+	}
+}

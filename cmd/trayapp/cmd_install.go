@@ -9,12 +9,12 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/npuchat/npuchat/config"
 	"github.com/npuchat/npuchat/models"
 	"github.com/npuchat/npuchat/models/hub"
+	"github.com/npuchat/npuchat/service/install"
 )
 
 // runInstall implements `npuchat install [flags] [MODEL]`: download a
@@ -58,16 +58,28 @@ func runInstall(ctx context.Context, env *Env, args []string) int {
 	if *verify {
 		return verifyModel(ctx, env, in, name, *asJSON)
 	}
+	// The install in the same words as the tray and the page: a Tracker
+	// turns the installer's events into the install's status, and
+	// install.Status.Words says it.
 	bar := newProgressBar(env.Stderr)
-	in.Progress = bar.event
+	tr := install.NewTracker(name, time.Now())
+	in.Progress = func(e models.Event) {
+		step := tr.Event(e)
+		bar.show(step, tr.Status().Words())
+	}
 	res, err := in.Install(ctx, name, models.InstallOptions{Source: *source, NoSystem: *noSystem})
+	if err != nil && ctx.Err() != nil {
+		err = fmt.Errorf("%w (%v)", context.Canceled, err)
+	}
+	st := tr.End(res, err, time.Now())
 	bar.finish()
 	if err != nil {
-		if errors.Is(err, context.Canceled) {
-			fmt.Fprintln(env.Stderr, "npuchat install: interrupted; run the same command again to resume")
+		w := st.Words()
+		if st.State == install.StateCancelled {
+			fmt.Fprintf(env.Stderr, "npuchat install: interrupted. %s Run the same command again to resume.\n", w.Line)
 			return 1
 		}
-		fmt.Fprintf(env.Stderr, "npuchat install: %v\n", err)
+		fmt.Fprintf(env.Stderr, "npuchat install: %s\n  %s\n%s\n", w.Problem, w.Detail, w.Line)
 		return 1
 	}
 	if *asJSON {
@@ -172,13 +184,15 @@ func printJSON(env *Env, v any) int {
 	return 0
 }
 
-// progressBar draws download progress: one redrawn line on a terminal,
-// one line per finished file otherwise (logs, tests).
+// progressBar shows an install's words as it goes: on a terminal one
+// redrawn line while bytes move and a kept line at each step; otherwise
+// (logs, tests) a line at each step only.
 type progressBar struct {
 	w        io.Writer
 	terminal bool
 	drawn    bool
 	last     time.Time
+	said     string // the last kept line
 }
 
 func newProgressBar(w io.Writer) *progressBar {
@@ -191,29 +205,27 @@ func newProgressBar(w io.Writer) *progressBar {
 	return b
 }
 
-func (b *progressBar) event(e models.Event) {
-	if e.File == nil {
-		b.clear()
-		fmt.Fprintf(b.w, "%s: %s\n", e.Phase, e.Message)
-		return
-	}
-	p := e.File
-	if !b.terminal {
-		if p.Done {
-			fmt.Fprintf(b.w, "downloaded %s (%s)\n", p.File, hub.HumanBytes(p.Total))
+// show takes the install's words after one of the installer's events;
+// step says the event was a step (a phase, a file done), not bytes.
+func (b *progressBar) show(step bool, w install.Words) {
+	if step {
+		if w.Line != b.said {
+			b.clear()
+			fmt.Fprintln(b.w, w.Line)
+			b.said = w.Line
 		}
 		return
 	}
-	if !p.Done && time.Since(b.last) < 100*time.Millisecond {
+	if !b.terminal || time.Since(b.last) < 100*time.Millisecond {
 		return
 	}
 	b.last = time.Now()
-	fmt.Fprint(b.w, "\r"+barLine(*p)+"\x1b[K")
-	b.drawn = true
-	if p.Done {
-		fmt.Fprintln(b.w)
-		b.drawn = false
+	line := w.Line
+	if w.File != "" {
+		line += "  " + w.File
 	}
+	fmt.Fprint(b.w, "\r"+line+"\x1b[K")
+	b.drawn = true
 }
 
 func (b *progressBar) clear() {
@@ -224,22 +236,3 @@ func (b *progressBar) clear() {
 }
 
 func (b *progressBar) finish() { b.clear() }
-
-// barLine renders "model.q4nx [=====>    ]  45%  850.0 MB/1.9 GB  12.3 MB/s  ETA 1m25s".
-func barLine(p hub.Progress) string {
-	const width = 24
-	frac := 1.0
-	if p.Total > 0 {
-		frac = float64(p.Bytes) / float64(p.Total)
-	}
-	n := int(frac * width)
-	bar := strings.Repeat("=", n)
-	if n < width {
-		bar += ">" + strings.Repeat(" ", width-n-1)
-	}
-	s := fmt.Sprintf("%-22s [%s] %3.0f%%  %s/%s", p.File, bar, frac*100, hub.HumanBytes(p.Bytes), hub.HumanBytes(p.Total))
-	if p.Rate > 0 && !p.Done {
-		s += fmt.Sprintf("  %s/s  ETA %s", hub.HumanBytes(int64(p.Rate)), p.ETA.Round(time.Second))
-	}
-	return s
-}

@@ -4,16 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/npuchat/npuchat/models/hub"
 
 	"github.com/npuchat/npuchat/models/hub/hubtest"
+	"github.com/npuchat/npuchat/service/install"
 	"github.com/npuchat/npuchat/service/install/installtest"
 )
 
@@ -63,7 +64,7 @@ func TestInstallModelsUninstallCLI(t *testing.T) {
 			t.Errorf("install output lacks %q:\n%s", want, out)
 		}
 	}
-	if !strings.Contains(errs, "downloaded model.q4nx (100.0 kB)") {
+	if !regexp.MustCompile(`(?m)^All \d+ files downloaded \(\d+\.\d kB\)\. Setting them up…$`).MatchString(errs) {
 		t.Errorf("no progress lines on stderr:\n%s", errs)
 	}
 	code, out, _ = c.run("install", "minicpm5:2b", "--flm-root", root)
@@ -147,15 +148,37 @@ func TestCLIErrors(t *testing.T) {
 	}
 }
 
-func TestBarLine(t *testing.T) {
-	line := barLine(hubProgress(500, 1000))
-	if !strings.Contains(line, " 50%") || !strings.Contains(line, "model.q4nx") || !strings.Contains(line, "ETA") {
-		t.Errorf("bar line %q", line)
+// TestInstallWordsAsTheTrayAndPage: the command line says an install
+// in install.Status.Words, the words the tray shows and the page gets
+// in the status: a failed install prints its sentence, its whole
+// detail and what was kept, exactly as Words has them.
+func TestInstallWordsAsTheTrayAndPage(t *testing.T) {
+	base := t.TempDir()
+	c := cli{t, installtest.Env(nil, base)} // a hub nothing answers for
+	code, out, errs := c.run("install")
+	if code != 1 {
+		t.Fatalf("install from an unreachable hub: exit %d\n%s\n%s", code, out, errs)
+	}
+	// The same failure as the runner words it (the detail names the
+	// address; its network error is whatever the system says).
+	lines := strings.Split(strings.TrimSpace(errs), "\n")
+	last := lines[len(lines)-3:]
+	st := install.Status{Model: "minicpm5:2b", State: install.StateFailed,
+		Failure: &install.Failure{Sentence: strings.TrimPrefix(last[0], "npuchat install: "), Detail: strings.TrimPrefix(last[1], "  ")}}
+	w := st.Words()
+	want := install.Explain("minicpm5:2b", &hub.UnreachableError{Endpoint: "http://127.0.0.1:1", Err: errors.New("x")})
+	if w.Problem != want.Sentence || !strings.Contains(w.Detail, "127.0.0.1:1") || last[2] != w.Line {
+		t.Fatalf("stderr:\n%s\nwant the sentence %q, a detail, and %q", errs, want.Sentence, w.Line)
+	}
+	// Every kind of status: the bar prints Words' line, unchanged.
+	for name, st := range installtest.Statuses() {
+		var b bytes.Buffer
+		bar := newProgressBar(&b)
+		bar.show(true, st.Words())
+		if got := strings.TrimSuffix(b.String(), "\n"); got != st.Words().Line {
+			t.Errorf("%s: the command line says %q, Words %q", name, got, st.Words().Line)
+		}
 	}
 }
 
 func regexpLine(s, pattern string) bool { return regexp.MustCompile(`(?m)^` + pattern).MatchString(s) }
-
-func hubProgress(bytes, total int64) hub.Progress {
-	return hub.Progress{File: "model.q4nx", Bytes: bytes, Total: total, Rate: 100, ETA: 5 * time.Second}
-}

@@ -182,5 +182,5 @@ type trayOptions struct {
 // window opens at start when the model is not installed, unless
 // launched at login.
 func startTray(ctx context.Context, a *app.App, opts trayOptions) error {
-	return gui.Run(ctx, trayApp{App: a}, gui.Options{ShowSetup: !opts.Hidden && !a.ModelInstalled(), Logger: a.Logger()})
+	return gui.Run(ctx, a, gui.Options{ShowSetup: !opts.Hidden && !a.ModelInstalled(), Logger: a.Logger()})
 }

@@ -21,9 +21,19 @@ func CheckSpace(free DiskFree, dir string, need int64) error {
 	}
 	const margin = 64 << 20
 	if have < uint64(need)+margin {
-		return fmt.Errorf("not enough free space in %s: need %s, have %s; free some space and run again", dir, HumanBytes(need+margin), HumanBytes(int64(have)))
+		return &SpaceError{Dir: dir, Need: need + margin, Have: int64(have)}
 	}
 	return nil
+}
+
+// SpaceError is a download that does not fit on its disk.
+type SpaceError struct {
+	Dir        string
+	Need, Have int64 // bytes
+}
+
+func (e *SpaceError) Error() string {
+	return fmt.Sprintf("not enough free space in %s: need %s, have %s; free some space and run again", e.Dir, HumanBytes(e.Need), HumanBytes(e.Have))
 }
 
 // HumanBytes formats a byte count as "1.9 GB".

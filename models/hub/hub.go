@@ -118,6 +118,21 @@ type HTTPError struct {
 
 func (e *HTTPError) Error() string { return e.Msg }
 
+// UnreachableError is a hub the client could not talk to at all (no
+// name resolution, no route, refused, timed out), as opposed to one that
+// answered with an error (HTTPError). Installs word it for a person
+// ("cannot reach Hugging Face") and keep Err as the detail.
+type UnreachableError struct {
+	Endpoint string // the hub's address, e.g. https://huggingface.co
+	Err      error  // what the network said
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("%v; cannot reach %s", e.Err, e.Endpoint)
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
 // ErrHashMismatch is wrapped by a download whose content does not match
 // the hash the hub recorded, after every attempt.
 var ErrHashMismatch = errors.New("content does not match the hash recorded by the hub")
@@ -364,7 +379,7 @@ func (c *Client) Commit(ctx context.Context, repo, revision string) (string, err
 	var he *HTTPError
 	var se *safetyError
 	if err != nil && ctx.Err() == nil && !errors.As(err, &he) && !errors.As(err, &se) {
-		return "", fmt.Errorf("%w; cannot reach %s: check the network, or set HF_ENDPOINT to a Hugging Face mirror", err, c.Endpoint)
+		return "", &UnreachableError{Endpoint: c.Endpoint, Err: err}
 	}
 	return sha, err
 }
@@ -405,7 +420,7 @@ func (c *Client) Tree(ctx context.Context, repo, revision string) ([]File, error
 		})
 		var he *HTTPError
 		if err != nil && ctx.Err() == nil && !errors.As(err, &he) {
-			return nil, fmt.Errorf("%w; cannot reach %s: check the network, or set HF_ENDPOINT to a Hugging Face mirror", err, c.Endpoint)
+			return nil, &UnreachableError{Endpoint: c.Endpoint, Err: err}
 		}
 		if err != nil {
 			return nil, err

@@ -68,30 +68,50 @@ type Options struct {
 	// CacheDir is the engine's LoadOptions.CacheDir: where a model.q4nx
 	// is unpacked once (a folder of NPU Chat's data, "" for none).
 	CacheDir string
+	// Parallel is how many requests may be answered at once, decoded
+	// together (0: as many as the KV budget holds at 4,096 tokens each,
+	// at most DefaultParallel; at most MaxParallel).
+	Parallel int
 }
 
-// Backend runs a model in this process. One Generate at a time.
+// DefaultParallel is the most requests answered at once by default.
+const DefaultParallel = 4
+
+// MaxParallel bounds Options.Parallel.
+const MaxParallel = 16
+
+// parallelContext is the context a request is counted at when the
+// default Parallel is worked out from the KV budget.
+const parallelContext = 4096
+
+// Backend runs a model in this process. Up to Parallel() generations
+// run at once, their tokens computed together (engine.Scheduler).
 type Backend struct {
 	opts Options
 
-	mu    sync.Mutex // guards the fields below against Unload during Generate
+	// mu guards the fields below against Load and Unload: generations
+	// hold it for reading, Load and Unload for writing.
+	mu    sync.RWMutex
 	model *engine.Model
 	tok   *tokenizer.Tokenizer
 	tcfg  tokenizer.Config
 	tmpl  *chat.Template
 	// kv keeps the keys and values of many prompts within a memory
-	// budget; sess is the one sequence computed at a time, resumed from
-	// kv for each request and kept in it after.
+	// budget; each running request has a session of it, resumed from kv
+	// and kept in it after, computed by sched beside the others.
 	kv     *engine.KVCache
 	disk   *diskCache // nil without Options.KVDir
-	sess   *engine.Session
+	sched  *engine.Scheduler
+	run    *runners // the places of running requests
 	maxCtx int
 	// maxTokenBytes is the longest token's text: a prompt of more than
 	// maxCtx*maxTokenBytes bytes cannot fit, and is refused before it is
 	// rendered and tokenized.
 	maxTokenBytes int
 	// grammars caches compiled schemas and their token masks over this
-	// model's vocabulary (made at the first constrained request).
+	// model's vocabulary (made at the first constrained request; gmu
+	// guards making it).
+	gmu      sync.Mutex
 	grammars *grammar.Cache
 	// cache is kv and disk for CacheStats, which must not wait for b.mu
 	// (held through a whole Generate).
@@ -191,9 +211,17 @@ func (b *Backend) Load(ctx context.Context, progress func(backend.Progress)) err
 		maxCtx = DefaultContext(m.Config().ContextLength, m.KVBytes, budget)
 	}
 	sess := kv.NewSession(maxCtx) // at most the model's and the budget's
+	if disk != nil {
+		disk.maxCtx = sess.MaxContext()
+	}
 	if b.opts.MaxContext > 0 && sess.MaxContext() < b.opts.MaxContext && b.opts.Log != nil {
 		b.opts.Log.Warn("context length clamped", "asked", b.opts.MaxContext, "context", sess.MaxContext(), "model_max", m.Config().ContextLength)
 	}
+	parallel := b.opts.Parallel
+	if parallel <= 0 {
+		parallel = int(min(DefaultParallel, max(1, budget/m.KVBytes(min(sess.MaxContext(), parallelContext)))))
+	}
+	parallel = min(parallel, MaxParallel)
 	longest := 1
 	for id := 0; id < tok.Size(); id++ {
 		if p, err := tok.TokenBytes(id); err == nil {
@@ -202,7 +230,8 @@ func (b *Backend) Load(ctx context.Context, progress func(backend.Progress)) err
 	}
 	b.mu.Lock()
 	b.model, b.tok, b.tcfg, b.tmpl = m, tok, tcfg, tmpl
-	b.kv, b.disk, b.sess, b.maxCtx, b.maxTokenBytes = kv, disk, sess, sess.MaxContext(), longest
+	b.kv, b.disk, b.maxCtx, b.maxTokenBytes = kv, disk, sess.MaxContext(), longest
+	b.sched, b.run = m.NewScheduler(engine.SchedulerOptions{}), newRunners(parallel, kv, sess)
 	b.cache.Store(&cacheRefs{kv, disk})
 	b.mu.Unlock()
 	report("ready", 1)
@@ -287,16 +316,28 @@ func (b *Backend) Unload(ctx context.Context) error {
 		}
 		b.disk.wait()
 	}
+	b.sched.Close()
 	err := b.model.Close()
 	b.cache.Store(nil)
-	b.model, b.kv, b.disk, b.sess, b.tok, b.tmpl, b.grammars = nil, nil, nil, nil, nil, nil, nil
+	b.model, b.kv, b.disk, b.sched, b.run, b.tok, b.tmpl, b.grammars = nil, nil, nil, nil, nil, nil, nil, nil
 	return err
+}
+
+// Parallel is how many generations the backend runs at once (0 when
+// it is not loaded); more wait in Generate for a place.
+func (b *Backend) Parallel() int {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.run == nil {
+		return 0
+	}
+	return b.run.places
 }
 
 // Info implements backend.Backend.
 func (b *Backend) Info() backend.ModelInfo {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+	b.mu.RLock()
+	defer b.mu.RUnlock()
 	info := backend.ModelInfo{Name: b.opts.Name, Path: b.opts.Path, ParameterSize: b.opts.ParameterSize, Quantization: b.opts.Quantization, ContextLength: b.maxCtx}
 	if b.model != nil {
 		c := b.model.Config()
@@ -309,8 +350,8 @@ func (b *Backend) Info() backend.ModelInfo {
 
 // Prompt returns the token ids the backend would feed the model for req.
 func (b *Backend) Prompt(req *backend.Request) ([]int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+	b.mu.RLock()
+	defer b.mu.RUnlock()
 	if b.model == nil {
 		return nil, backend.ErrNotLoaded
 	}
@@ -372,8 +413,8 @@ func renderOpts(b *Backend, req *backend.Request) chat.RenderOptions {
 
 // Generate implements backend.Backend.
 func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(backend.Token) error) (res backend.Result, err error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+	b.mu.RLock()
+	defer b.mu.RUnlock()
 	res.Backend = backend.CPU
 	if b.model == nil {
 		return res, backend.ErrNotLoaded
@@ -409,4 +450,16 @@ func promptBytes(req *backend.Request) int {
 		}
 	}
 	return n
+}
+
+// SchedulerStats reports what the loaded model's scheduler computed
+// (steps, tokens, the most sequences in one step), for the bench and
+// tests; zero when not loaded.
+func (b *Backend) SchedulerStats() engine.SchedulerStats {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.sched == nil {
+		return engine.SchedulerStats{}
+	}
+	return b.sched.Stats()
 }

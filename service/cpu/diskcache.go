@@ -29,6 +29,10 @@ const minDiskTokens = 64
 // file must offer to be read.
 const diskWorth = 16
 
+// readRoom is the positions past a prompt that a sequence read back
+// leaves for the answer (as a session's first allocation does).
+const readRoom = 256
+
 // diskCache keeps the keys and values of kept sequences in files of a
 // folder beside the history (engine.Model.WriteKV's format), written when
 // the KV cache drops a sequence and when the backend unloads, and read
@@ -45,6 +49,9 @@ type diskCache struct {
 	identity string
 	m        *engine.Model
 	log      *slog.Logger
+	// maxCtx is the session's context (0: unknown): a sequence read
+	// back gets room up to it for the prompt's rest and its answer.
+	maxCtx int
 
 	mu    sync.Mutex  // guards index
 	index []diskEntry // this model's readable files
@@ -78,6 +85,9 @@ func openDiskCache(dir string, limit int64, m *engine.Model, identity string, lo
 		h, tokens, err := m.ReadKVHeader(f, identity)
 		f.Close()
 		if err != nil {
+			if engine.IsOldKVFile(p) {
+				os.Remove(p) // an earlier version's: no version reads it again
+			}
 			continue // another model's, or not one: not ours to use
 		}
 		d.index = append(d.index, diskEntry{path: p, scope: h.Scope, tag: h.Tag, tokens: tokens})
@@ -285,7 +295,13 @@ func (d *diskCache) lookup(scope string, prompt []int, inMemory int) *engine.Sto
 		d.forget(best)
 		return nil
 	}
-	st, _, err := d.m.ReadKV(f, d.identity)
+	// room for the rest of the prompt and an answer, so that the session
+	// takes the sequence over without copying it to grow
+	room := len(prompt) + readRoom
+	if d.maxCtx > 0 {
+		room = min(room, d.maxCtx)
+	}
+	st, _, err := d.m.ReadKV(f, d.identity, room)
 	f.Close()
 	if err != nil || st.Scope != scope {
 		d.log.Warn("KV disk cache: ignoring a file", "path", best, "err", err)

@@ -60,8 +60,8 @@ func TestKVDiskCacheSurvivesRestart(t *testing.T) {
 
 // TestKVDiskCacheIgnoresBadFiles: a truncated file, a file with one byte
 // changed, and a file of another model are never used: the chat is
-// computed again, exactly; the damaged files are deleted, the other
-// model's is left alone.
+// computed again, exactly; the damaged files and an earlier format
+// version's are deleted, the other model's is left alone.
 func TestKVDiskCacheIgnoresBadFiles(t *testing.T) {
 	ms := models(t)
 	path := ms["gguf"]
@@ -104,6 +104,7 @@ func TestKVDiskCacheIgnoresBadFiles(t *testing.T) {
 		{"truncated", orig[:len(orig)*2/3], true},
 		{"one byte changed", flipped, true},
 		{"another model's", foreign, false},
+		{"an earlier version's", append([]byte("NPUCHATKV1\n"), orig[len("NPUCHATKV2\n"):]...), true},
 		{"not a KV file", []byte("hello"), false},
 	} {
 		t.Run(c.name, func(t *testing.T) {

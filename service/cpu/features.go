@@ -103,7 +103,7 @@ type extras struct {
 	pending  []backend.Logprob // for tokens whose text is not out yet
 }
 
-// extrasLocked prepares req's features. b.mu must be held.
+// extrasLocked prepares req's features. b.mu must be held (for reading).
 func (b *Backend) extrasLocked(req *backend.Request) (*extras, error) {
 	ex := &extras{b: b, parallel: req.ParallelToolCalls, logprobs: req.Logprobs || req.TopLogprobs > 0, top: req.TopLogprobs}
 	if ex.top > sample.MaxTopLogprobs {
@@ -171,14 +171,18 @@ func (b *Backend) extrasLocked(req *backend.Request) (*extras, error) {
 		return nil, fmt.Errorf("unknown response format %q: %w", req.Format.Type, backend.ErrBadRequest)
 	}
 	if build != nil {
+		b.gmu.Lock()
 		if b.grammars == nil {
 			v, err := grammar.TokenizerVocab(b.tok, b.tcfg.EOS)
 			if err != nil {
+				b.gmu.Unlock()
 				return nil, fmt.Errorf("constrained decoding: %w", err)
 			}
 			b.grammars = grammar.NewCache(v, grammarCacheSize)
 		}
-		mk, err := b.grammars.Get(key, build)
+		gc := b.grammars
+		b.gmu.Unlock()
+		mk, err := gc.Get(key, build)
 		if err != nil {
 			return nil, fmt.Errorf("%v: %w", err, backend.ErrBadRequest)
 		}

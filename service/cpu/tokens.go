@@ -32,8 +32,8 @@ type Observer struct {
 // Prompt are ignored. `npuchat generate` runs through here, so the
 // command and the server answer alike.
 func (b *Backend) GenerateTokens(ctx context.Context, prompt []int, req *backend.Request, obs Observer, emit func(backend.Token) error) (backend.Result, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+	b.mu.RLock()
+	defer b.mu.RUnlock()
 	if b.model == nil {
 		return backend.Result{Backend: backend.CPU}, backend.ErrNotLoaded
 	}
@@ -48,7 +48,9 @@ func (b *Backend) GenerateTokens(ctx context.Context, prompt []int, req *backend
 }
 
 // generateLocked prefills ids (reusing the cached prefix) and samples
-// the answer. b.mu must be held and the model loaded.
+// the answer, in a place of its own among the requests running at once
+// (b.run), its steps computed with theirs (b.sched). b.mu must be held
+// (for reading) and the model loaded.
 func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Request, obs Observer, emit func(backend.Token) error) (res backend.Result, err error) {
 	res.Backend = backend.CPU
 	res.PromptTokens = len(ids)
@@ -70,15 +72,36 @@ func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Re
 			b.kv.Insert(st)
 		}
 	}
-	b.sess.SetTag(req.CacheTag)
-	keep, err := b.sess.Resume(req.CacheScope, ids)
+	sess, err := b.run.enter(ctx)
 	if err != nil {
 		return res, err
 	}
-	defer b.sess.Keep()
+	defer b.run.leave(sess)
+	sess.SetTag(req.CacheTag)
+	keep, err := sess.Resume(req.CacheScope, ids)
+	if err != nil {
+		return res, err
+	}
+	defer sess.Keep()
+	q := b.sched.Join(sess)
+	defer q.Leave()
 	res.CachedTokens = keep
 	start := time.Now()
-	logits, err := b.sess.PrefillContext(ctx, ids[keep:])
+	var logits []float32
+	for {
+		logits, err = q.Prefill(ctx, ids[keep:])
+		// the prompt's keys and values need memory the requests
+		// running beside it hold: wait for one to end
+		if err == nil || !errors.Is(err, engine.ErrKVBudget) {
+			break
+		}
+		if ok, werr := b.run.waitRoom(ctx); werr != nil {
+			err = werr
+			break
+		} else if !ok {
+			break
+		}
+	}
 	res.PrefillDuration = time.Since(start)
 	if err != nil {
 		return res, err
@@ -137,7 +160,16 @@ func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Re
 			res.FinishReason = backend.FinishLength
 			break
 		}
-		logits, err = b.sess.Forward(next)
+		logits, err = q.Forward(ctx, next)
+		for err != nil && errors.Is(err, engine.ErrKVBudget) {
+			// the answer needs memory the requests beside it hold
+			if ok, werr := b.run.waitRoom(ctx); werr != nil {
+				return res, werr
+			} else if !ok {
+				break
+			}
+			logits, err = q.Forward(ctx, next)
+		}
 		if err != nil {
 			if errors.Is(err, engine.ErrContextFull) {
 				res.FinishReason = backend.FinishLength

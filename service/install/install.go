@@ -10,26 +10,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/npuchat/npuchat/eventbus"
 	"github.com/npuchat/npuchat/models"
-	"github.com/npuchat/npuchat/models/hub"
-	"github.com/npuchat/npuchat/service"
-)
-
-// State is where an install is.
-type State string
-
-// The install states.
-const (
-	StateIdle      State = "idle"      // no install has run
-	StateRunning   State = "running"   // downloading or installing
-	StateDone      State = "done"      // finished; the model is installed
-	StateFailed    State = "failed"    // stopped with an error (Error says why)
-	StateCancelled State = "cancelled" // cancelled; starting again resumes
 )
 
 // Errors of Start and Cancel; test with errors.Is.
@@ -39,38 +26,6 @@ var (
 	// ErrNotRunning: there is no install of that model to cancel.
 	ErrNotRunning = errors.New("no install of that model is running")
 )
-
-// Status is a snapshot of the current (or last) install.
-type Status struct {
-	Model   string `json:"model,omitempty"`
-	State   State  `json:"state"`
-	Phase   string `json:"phase,omitempty"`   // the installer's phase: list, download, install, register, ...
-	Message string `json:"message,omitempty"` // the installer's last words for people
-	// File is the file downloading now, with its bytes so far and size.
-	File  string `json:"file,omitempty"`
-	Bytes int64  `json:"bytes"`
-	Total int64  `json:"total"`
-	// Rate is in bytes per second; ETA in seconds, for the file.
-	Rate       float64 `json:"rate"`
-	ETASeconds float64 `json:"eta_s"`
-	Files      int     `json:"files_done"` // files downloaded and verified
-	// The whole install, once the installer has said what it downloads
-	// (0 before, and when nothing needs downloading): the number of
-	// files, the bytes of all of them so far and in all (a resumed file
-	// counts what it had), and the time left for all of them at the
-	// current rate.
-	FilesTotal        int      `json:"files_total"`
-	OverallBytes      int64    `json:"overall_bytes"`
-	OverallTotal      int64    `json:"overall_total"`
-	OverallETASeconds float64  `json:"overall_eta_s"`
-	Error             string   `json:"error,omitempty"`
-	Notes             []string `json:"notes,omitempty"`
-	// Serve says the model is switched on when the install finishes
-	// (the page's Install: the server starts it, not the browser).
-	Serve    bool      `json:"serve,omitempty"`
-	Started  time.Time `json:"started,omitzero"`
-	Finished time.Time `json:"finished,omitzero"`
-}
 
 // Options configure a Runner.
 type Options struct {
@@ -82,10 +37,14 @@ type Options struct {
 	// OnDone, when set, is called after an install finishes well, with
 	// its last status (the app switches the model on when st.Serve).
 	OnDone func(st Status)
-	// Publish, when set, receives every status change as the service's
-	// EventInstall event (the manager's Publish, so that /api/events and
-	// the tray see installs with the model's other events).
-	Publish func(service.Event) error
+	// Publish, when set, receives every status change, in order, under
+	// the runner's lock (the app sends it on as the service's install
+	// event, so that /api/events and the tray see installs with the
+	// model's other events). It must not call the Runner.
+	Publish func(Status)
+	// Logger, when set, gets a line for each install's start and end
+	// (the page's Log view shows a failed install with its cause).
+	Logger *slog.Logger
 	// Now is the clock (time.Now by default).
 	Now func() time.Time
 }
@@ -94,14 +53,13 @@ type Options struct {
 type Runner struct {
 	opts Options
 
-	mu     sync.Mutex // guards the fields below
-	st     Status
-	cancel context.CancelFunc
-	done   chan struct{}
-	bus    *eventbus.Bus // the statuses, for Subscribe
-	last   time.Time     // last progress sent (throttled)
-	// have is what each file of the install's plan has on disk so far.
-	have map[string]int64
+	mu      sync.Mutex // guards the fields below
+	st      Status
+	tracker *Tracker // the running install's (nil when none runs)
+	cancel  context.CancelFunc
+	done    chan struct{}
+	bus     *eventbus.Bus // the statuses, for Subscribe
+	last    time.Time     // last progress sent (throttled)
 }
 
 // New returns an idle Runner.
@@ -140,11 +98,7 @@ func (r *Runner) publishLocked(force bool) {
 	}
 	r.last = now
 	if r.opts.Publish != nil {
-		ev := service.Event{Type: service.EventInstall, Message: r.st.Message, Install: r.st.progress(), Time: now}
-		// In order, under r.mu (the manager never calls the runner, so
-		// r.mu before the manager's lock cannot deadlock). Publish only
-		// fails once the service is closed: nothing to tell then.
-		r.opts.Publish(ev)
+		r.opts.Publish(r.st)
 	}
 	eventbus.Publish(r.bus, r.st)
 }
@@ -174,12 +128,13 @@ func (r *Runner) Start(model string, so ...StartOptions) error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel, r.done = cancel, make(chan struct{})
-	r.st = Status{Model: model, State: StateRunning, Phase: "start", Message: "starting", Started: r.opts.Now()}
+	r.tracker = NewTracker(model, r.opts.Now())
 	for _, o := range so {
-		r.st.Serve = r.st.Serve || o.Serve
+		r.tracker.st.Serve = r.tracker.st.Serve || o.Serve
 	}
-	r.have = nil
+	r.st = r.tracker.Status()
 	r.publishLocked(true)
+	r.log(slog.LevelInfo, "install started", "model", model)
 	in.Progress = r.progress
 	go r.run(ctx, in, model, r.done)
 	return nil
@@ -188,26 +143,34 @@ func (r *Runner) Start(model string, so ...StartOptions) error {
 func (r *Runner) run(ctx context.Context, in *models.Installer, model string, done chan struct{}) {
 	defer close(done)
 	res, err := in.Install(ctx, model, r.opts.Install)
-	r.mu.Lock()
-	r.st.Finished = r.opts.Now()
-	r.st.Rate, r.st.ETASeconds, r.st.OverallETASeconds = 0, 0, 0
-	switch {
-	case err == nil:
-		r.st.State, r.st.Phase, r.st.Message = StateDone, "done", "installed"
-		r.st.OverallBytes = r.st.OverallTotal
-		r.st.Notes = res.Notes
-	case ctx.Err() != nil:
-		r.st.State, r.st.Message = StateCancelled, "cancelled; install again to resume where it stopped"
-	default:
-		r.st.State, r.st.Error = StateFailed, err.Error()
-		r.st.Message = "failed; install again to retry (downloaded files are kept)"
+	if err != nil && ctx.Err() != nil {
+		err = fmt.Errorf("%w (%v)", context.Canceled, err)
 	}
-	r.cancel = nil
-	r.publishLocked(true)
+	r.mu.Lock()
+	r.st = r.tracker.End(res, err, r.opts.Now())
+	r.tracker, r.cancel = nil, nil
 	st := r.st
+	// Logged before it is published, so that whoever sees the end can
+	// find its line in the log.
+	switch st.State {
+	case StateDone:
+		r.log(slog.LevelInfo, "install finished", "model", model)
+	case StateCancelled:
+		r.log(slog.LevelInfo, "install cancelled", "model", model, "kept_bytes", st.Kept())
+	case StateFailed:
+		// The Log view's line: the sentence, and the whole error.
+		r.log(slog.LevelError, "install failed: "+st.Failure.Sentence, "model", model, "err", st.Failure.Detail)
+	}
+	r.publishLocked(true)
 	r.mu.Unlock()
 	if err == nil && r.opts.OnDone != nil {
 		r.opts.OnDone(st)
+	}
+}
+
+func (r *Runner) log(level slog.Level, msg string, args ...any) {
+	if r.opts.Logger != nil {
+		r.opts.Logger.Log(context.Background(), level, msg, args...)
 	}
 }
 
@@ -215,49 +178,12 @@ func (r *Runner) run(ctx context.Context, in *models.Installer, model string, do
 func (r *Runner) progress(e models.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.st.Phase = e.Phase
-	if e.Message != "" {
-		r.st.Message = e.Message
-	}
-	force := e.File == nil
-	if pl := e.Plan; pl != nil {
-		r.have = map[string]int64{}
-		for _, f := range pl.Files {
-			r.have[f.Path] = f.Have
-		}
-		r.st.FilesTotal, r.st.Files = len(pl.Files), 0
-		r.st.OverallTotal, r.st.OverallBytes = pl.Bytes()
-	}
-	if p := e.File; p != nil {
-		r.st.File, r.st.Bytes, r.st.Total, r.st.Rate, r.st.ETASeconds = p.File, p.Bytes, p.Total, p.Rate, p.ETA.Seconds()
-		if p.Done {
-			r.st.Files++
-			force = true
-		}
-		r.overallLocked(p)
-	}
-	r.publishLocked(force)
-}
-
-// overallLocked updates the whole install's bytes and time left after
-// a report on one of its files.
-func (r *Runner) overallLocked(p *hub.Progress) {
-	if _, ok := r.have[p.File]; !ok || r.st.OverallTotal == 0 {
+	if r.tracker == nil {
 		return
 	}
-	r.have[p.File] = p.Bytes
-	var all int64
-	for _, n := range r.have {
-		all += n
-	}
-	r.st.OverallBytes = min(all, r.st.OverallTotal)
-	// At the file's rate (the hub's, over this run's bytes of the file);
-	// between files the last estimate stands.
-	if left := r.st.OverallTotal - r.st.OverallBytes; left == 0 {
-		r.st.OverallETASeconds = 0
-	} else if !p.Done && p.Rate > 0 {
-		r.st.OverallETASeconds = float64(left) / p.Rate
-	}
+	important := r.tracker.Event(e)
+	r.st = r.tracker.Status()
+	r.publishLocked(important)
 }
 
 // Cancel stops the running install of model; it returns when the
@@ -288,27 +214,4 @@ func (r *Runner) Close() {
 		cancel()
 		<-done
 	}
-}
-
-// progress is the status as the service's install event carries it.
-func (st Status) progress() *service.InstallProgress {
-	p := &service.InstallProgress{Model: st.Model, Phase: st.Phase, Done: st.Bytes, Total: st.Total,
-		BytesPerSecond: st.Rate, ETASeconds: st.ETASeconds, Error: st.Error,
-		File: st.File, FileDone: st.Bytes, FileTotal: st.Total, Files: st.Files, FilesTotal: st.FilesTotal}
-	if st.OverallTotal > 0 {
-		p.Done, p.Total, p.ETASeconds = st.OverallBytes, st.OverallTotal, st.OverallETASeconds
-	}
-	switch st.State {
-	case StateDone:
-		p.Phase = "done"
-	case StateFailed:
-		p.Phase = "failed"
-	case StateCancelled:
-		p.Phase = "cancelled"
-	default:
-		if p.Phase == "download" {
-			p.Phase = "downloading"
-		}
-	}
-	return p
 }

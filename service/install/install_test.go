@@ -3,7 +3,10 @@ package install_test
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -118,9 +121,64 @@ func TestInstallErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := waitFor(t, ch, "the install to fail", func(s install.Status) bool { return s.State != install.StateRunning })
-	if st.State != install.StateFailed || st.Error == "" {
+	if st.State != install.StateFailed || st.Failure == nil || !strings.Contains(st.Failure.Sentence, "HTTP 404") ||
+		!strings.Contains(st.Failure.Detail, "404 Not Found") {
 		t.Fatalf("install from a hub that refuses: %+v", st)
 	}
+	if w := st.Words(); w.Action != "Retry" || w.Problem != st.Failure.Sentence || w.Detail != st.Failure.Detail {
+		t.Fatalf("words of an install that downloaded nothing: %+v", w)
+	}
+}
+
+// TestUnreachableHubFailsInWordsAndLogs: with the hub unreachable the
+// install fails with a sentence naming the cause, the whole error as its
+// detail, Retry (nothing was downloaded), and a line in the log.
+func TestUnreachableHubFailsInWordsAndLogs(t *testing.T) {
+	env := installtest.Env(nil, t.TempDir()) // nothing listens at its hub
+	cfg, err := config.Load(config.MapEnv(env), "linux")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	var logMu sync.Mutex
+	r := install.New(install.Options{
+		NewInstaller: func() (*models.Installer, error) {
+			in, err := models.NewInstaller(cfg, models.Options{Getenv: config.MapEnv(env), GOOS: "linux"})
+			if err == nil {
+				in.Hub.Sleep = func(ctx context.Context, d time.Duration) error { return ctx.Err() }
+			}
+			return in, err
+		},
+		Logger: slog.New(slog.NewTextHandler(lockedWriter{&logMu, &log}, nil)),
+	})
+	t.Cleanup(r.Close)
+	ch, stop := r.Subscribe()
+	defer stop()
+	if err := r.Start("minicpm5:2b"); err != nil {
+		t.Fatal(err)
+	}
+	st := waitFor(t, ch, "the install to fail", func(s install.Status) bool { return s.State != install.StateRunning })
+	w := st.Words()
+	if st.State != install.StateFailed || !strings.HasPrefix(w.Problem, "NPU Chat cannot reach Hugging Face at http://127.0.0.1:1.") ||
+		!strings.Contains(w.Detail, "connection refused") || w.Action != "Retry" || w.Line != "Nothing was downloaded." {
+		t.Fatalf("status %+v, words %+v", st, w)
+	}
+	logMu.Lock()
+	defer logMu.Unlock()
+	if !strings.Contains(log.String(), "install failed: NPU Chat cannot reach Hugging Face") || !strings.Contains(log.String(), "connection refused") {
+		t.Fatalf("log:\n%s", log.String())
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }
 
 // TestProgressCoversTheWholeInstall: besides the file downloading now,

@@ -353,8 +353,8 @@ func TestInstallFromThePage(t *testing.T) {
 	// line is the file downloading now, and which of how many it is.
 	whole := eval[map[string]string](b, `({all: document.getElementById('install-progress-text').textContent, file: document.getElementById('install-file-text').textContent,
 		title: document.getElementById('install-title').textContent, status: document.getElementById('status-text').textContent})`)
-	if !regexp.MustCompile(`^\d+% · [\d.]+ [KMG]?B of [\d.]+ [KMG]?B · about \d+ s left$`).MatchString(whole["all"]) ||
-		!regexp.MustCompile(`^File [2-9] of [2-9]: model\.q4nx \([\d.]+ [KM]?B of [\d.]+ [KM]?B\) · [\d.]+ [KM]?B/s$`).MatchString(whole["file"]) ||
+	if !regexp.MustCompile(`^\d+% · [\d.]+ [kMG]?B of [\d.]+ [kMG]?B · about \d+ s left$`).MatchString(whole["all"]) ||
+		!regexp.MustCompile(`^File [2-9] of [2-9]: model\.q4nx \([\d.]+ [kM]?B of [\d.]+ [kM]?B\) · [\d.]+ [kM]?B/s$`).MatchString(whole["file"]) ||
 		whole["title"] != "Installing minicpm5:2b…" || whole["status"] != "Installing minicpm5:2b…" {
 		t.Errorf("install progress: %q", whole)
 	}

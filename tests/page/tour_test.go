@@ -63,7 +63,7 @@ func TestTour(t *testing.T) {
 	b.waitJS(`document.querySelectorAll('#conversations li.conversation').length === 11`, 10*time.Second)
 	b.shot("tour-search")
 	b.run(chromedp.Click("#open-settings", chromedp.ByQuery))
-	b.waitJS(`document.getElementById('set-keep-alive').value !== ''`, 10*time.Second)
+	b.waitJS(`document.getElementById('set-keep-alive-text').textContent !== ''`, 10*time.Second)
 	b.shot("tour-settings")
 	b.run(chromedp.Click("#open-logs", chromedp.ByQuery))
 	b.waitJS(`document.getElementById('log-lines').textContent !== ''`, 10*time.Second)

@@ -100,4 +100,5 @@ func TestNoTrayHostAtLogin(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("npuchat did not exit within 60 s of SIGTERM")
 	}
+	noFyneThreadErrors(t, output.String())
 }

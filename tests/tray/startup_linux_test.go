@@ -157,6 +157,7 @@ func TestStartupErrorShowsOnTheDesktop(t *testing.T) {
 			case <-time.After(60 * time.Second):
 				t.Fatal("npuchat did not exit within 60 s of Quit")
 			}
+			noFyneThreadErrors(t, output.String())
 		})
 	}
 }

@@ -3,6 +3,7 @@ package tray
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
@@ -97,14 +98,20 @@ func TestTrayOverDBus(t *testing.T) {
 		return wantState(base, "off")
 	})
 	menu := waitMenu(t, item, "Off")
-	for _, label := range []string{"Start serving", "Open chat", "Engine", "Install or update model…", "Check NPU…",
+	for _, label := range []string{"Start serving", "Open chat", "Install or update model…", "Check NPU…",
 		"Launch at login", "Open logs folder", "About NPU Chat", "Quit"} {
 		if menu.Find(label) == nil {
 			t.Errorf("the menu has no %q:\n%s", label, strings.Join(menu.Lines(), "\n"))
 		}
 	}
-	if cpu := menu.Find("CPU"); cpu == nil || !cpu.Checked {
-		t.Errorf("Engine ▸ CPU is not checked:\n%s", strings.Join(menu.Lines(), "\n"))
+	// The engines, a radio group under their heading: the CPU chosen.
+	if lines := menu.Lines(); !slices.Contains(lines, "Engine (disabled)") || !slices.Contains(lines, "● CPU") ||
+		!slices.Contains(lines, "○ NPU") || !slices.Contains(lines, "○ Auto (NPU, else CPU)") {
+		t.Errorf("the engines are not a radio group with the CPU chosen:\n%s", strings.Join(lines, "\n"))
+	}
+	// The item's title is the app's name, not its ID.
+	if title, err := item.Prop("Title"); err != nil || title.Value() != gui.AppName {
+		t.Errorf("the tray item's title is %v (%v), want %q", title, err, gui.AppName)
 	}
 	checkIcon(t, item, gui.IconOff)
 	if tt, err := item.Tooltip(); err != nil || !strings.Contains(tt, "off") {
@@ -210,10 +217,33 @@ func TestTrayOverDBus(t *testing.T) {
 		}
 		return nil
 	})
-	menu = waitMenu(t, item, "Off")
-	if n := menu.Find("Launch at login"); n == nil || n.Checked {
-		t.Fatalf("check mark after disabling:\n%s", strings.Join(menu.Lines(), "\n"))
+	desktoptest.Eventually(t, 60*time.Second, "the check mark gone", func() error {
+		m := waitMenu(t, item, "Off")
+		if n := m.Find("Launch at login"); n == nil || n.Checked {
+			return fmt.Errorf("check mark after disabling:\n%s", strings.Join(m.Lines(), "\n"))
+		}
+		menu = m
+		return nil
+	})
+
+	// The windows open from the menu (and stay open for Quit: closing
+	// windows as the app quits is where fyne calls went off fyne's
+	// goroutine).
+	for _, label := range []string{"Check NPU…", "Settings…", "About NPU Chat"} {
+		if err := item.Click(menu.Find(label)); err != nil {
+			t.Fatal(err)
+		}
 	}
+	desktoptest.Eventually(t, 60*time.Second, "a window on the screen", func() error {
+		img, err := display.Screenshot()
+		if err != nil {
+			return err
+		}
+		if shot := desktoptest.Crop(img); shot.Bounds() == img.Bounds() {
+			return errors.New("no window on the screen")
+		}
+		return nil
+	})
 
 	// "Quit" ends the process, with exit status 0, within 5 seconds.
 	if err := item.Click(menu.Find("Quit")); err != nil {
@@ -230,6 +260,7 @@ func TestTrayOverDBus(t *testing.T) {
 	if _, err := http.Get(base + "/api/status"); err == nil {
 		t.Fatal("the API still answers after Quit")
 	}
+	noFyneThreadErrors(t, output.String())
 }
 
 // waitMenu reads the tray's menu until its first line is status.
@@ -242,9 +273,9 @@ func waitMenu(t *testing.T, item *desktoptest.Item, status string) *desktoptest.
 			return err
 		}
 		lines := m.Lines()
-		// systray answers its first GetLayout one level deep; the next
-		// has the submenus.
-		if len(lines) == 0 || lines[0] != status+" (disabled)" || !slices.Contains(lines, "  [x] CPU") {
+		// systray rebuilds the menu item by item: a whole one ends
+		// with Quit.
+		if len(lines) == 0 || lines[0] != status+" (disabled)" || !slices.Contains(lines, "● CPU") || lines[len(lines)-1] != "Quit" {
 			return fmt.Errorf("menu:\n%s", strings.Join(lines, "\n"))
 		}
 		menu = m

@@ -2,6 +2,7 @@ package pages
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -123,8 +124,16 @@ func fallbackLine(m history.Message) string {
 	if m.Stats == nil || m.Stats.Fallback == "" {
 		return ""
 	}
-	return "Answered on the " + EngineName(m.Stats.Engine) + " instead of the NPU: " + sentence(lastPart(m.Stats.Fallback))
+	return "Answered on the " + EngineName(m.Stats.Engine) + " instead of the NPU: " + sentence(lastPart(withoutCommand(m.Stats.Fallback)))
 }
+
+// runCommand is advice to run an npuchat command in a server's message,
+// which the page leaves out (it has the NPU check and Install itself),
+// as app.js's cleanDetail does.
+var runCommand = regexp.MustCompile("(?i)[;,]?\\s*(run|try) [`']?npuchat [^.;)]*")
+
+// withoutCommand is s without advice to run an npuchat command.
+func withoutCommand(s string) string { return strings.TrimSpace(runCommand.ReplaceAllString(s, "")) }
 
 // lastPart is the last, most specific part of a Go error chain "a: b:
 // c" (a ": " inside parentheses belongs to its part; a last part too

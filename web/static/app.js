@@ -55,10 +55,14 @@
       const err = new Error(msg);
       err.status = r.status;
       err.code = data && (data.code || (data.error && data.error.code));
+      err.param = data && (data.param || (data.error && data.error.param)); // the field of a bad setting
       throw err;
     }
     return data;
   }
+  // Other page scripts (settings.js) call the API through api.
+  window.NPUChat = Object.assign(window.NPUChat || {}, { api });
+
   // askKey asks for the API key in an in-page dialog (one at a time:
   // the requests refused together wait for the same answer), keeps it in
   // this browser and reconnects the event stream with it. It resolves to
@@ -245,7 +249,7 @@
         const f = document.createElement("div");
         f.className = "fallback";
         f.setAttribute("data-testid", "fallback");
-        f.textContent = "Answered on the " + engineName(m.stats.engine) + " instead of the NPU: " + firstSentence(m.stats.fallback);
+        f.textContent = "Answered on the " + engineName(m.stats.engine) + " instead of the NPU: " + firstSentence(cleanDetail(m.stats.fallback));
         f.title = m.stats.fallback;
         a.appendChild(f);
       }
@@ -1487,7 +1491,7 @@
       : "Answers are computed on this computer, and your chats stay here.";
     el.title = detail;
     let eng = st.backend ? "on " + engineName(st.backend) : "";
-    if (st.fallback) eng += (eng ? " · " : "") + "fell back: " + firstSentence(st.fallback);
+    if (st.fallback) eng += (eng ? " · " : "") + "fell back: " + firstSentence(cleanDetail(st.fallback));
     $("status-engine").textContent = eng;
     const on = st.enabled && st.state !== "error";
     const t = $("model-toggle");
@@ -1583,21 +1587,10 @@
       });
     }
     es.addEventListener("install", (e) => {
-      // The service's install event: {install: {model, phase, done,
-      // total, bytes_per_second, eta_s, error, file, file_done,
-      // file_total, files_done, files_total}, message}; done, total and
-      // eta_s are the whole install's once files_total is known.
+      // The install's status, the same value GET …/install answers,
+      // with its words (install.js shows them).
       const ev = JSON.parse(e.data);
-      const p = ev.install || {};
-      const state = { done: "done", failed: "failed", cancelled: "cancelled" }[p.phase] || "running";
-      const whole = (p.files_total || 0) > 0;
-      showInstall(Object.assign({}, install, {
-        model: p.model, state, phase: p.phase, message: ev.message || install.message, error: p.error || "",
-        file: p.file || "", bytes: whole ? p.file_done || 0 : p.done || 0, total: whole ? p.file_total || 0 : p.total || 0,
-        rate: p.bytes_per_second || 0, eta_s: whole ? 0 : p.eta_s || 0,
-        files_done: p.files_done || 0, files_total: p.files_total || 0,
-        overall_bytes: whole ? p.done || 0 : 0, overall_total: whole ? p.total || 0 : 0, overall_eta_s: whole ? p.eta_s || 0 : 0,
-      }));
+      if (ev.install) showInstall(ev.install);
     });
     // A (re)connected stream may be a restarted server, whose seq starts
     // again from 0: its first status is shown whatever the old seq was.
@@ -1627,113 +1620,22 @@
   document.querySelectorAll(".close-view").forEach((b) => b.addEventListener("click", () => showView("chat")));
 
   // ---- Install ----
-  let install = { state: "idle" };
-  const installState = () => install.state;
-  function human(n) {
-    if (!n) return "0 B";
-    const u = ["B", "KB", "MB", "GB", "TB"];
-    let i = 0;
-    while (n >= 1000 && i < u.length - 1) {
-      n /= 1000;
-      i++;
-    }
-    return (i ? n.toFixed(1) : n) + " " + u[i];
-  }
-  function duration(s) {
-    s = Math.round(s);
-    if (s < 60) return s + " s";
-    if (s < 3600) return Math.floor(s / 60) + " min " + (s % 60) + " s";
-    return Math.floor(s / 3600) + " h " + Math.floor((s % 3600) / 60) + " min";
-  }
-  function showInstall(st) {
-    const was = install.state;
-    install = st;
-    const box = $("install-box");
-    const btn = $("install");
-    const cancel = $("install-cancel");
-    const err = $("install-error");
-    const prog = $("install-progress");
-    err.hidden = st.state !== "failed";
-    err.textContent = st.error ? firstSentence(st.error) + " " : "";
-    if (st.state === "failed") err.textContent += "Downloaded files are kept; Resume retries.";
-    box.hidden = st.state === "idle";
-    btn.hidden = st.state === "running" || st.state === "done";
-    btn.textContent = st.state === "cancelled" || st.state === "failed" ? "Resume" : "Install";
-    cancel.hidden = st.state !== "running";
-    prog.dataset.state = st.state;
-    // The bar and the first line are the whole install's (all its
-    // files) once the installer has said what it downloads; the second
-    // line is the file downloading now.
-    const whole = st.overall_total > 0;
-    if (whole) {
-      prog.value = Math.min(1, st.overall_bytes / st.overall_total);
-    } else if (st.total > 0) {
-      prog.value = st.bytes / st.total;
-    } else if (st.state === "done") {
-      prog.value = 1;
-    }
-    if (st.state === "done") prog.value = 1;
-    let text = "";
-    let fileText = "";
-    const downloading = st.phase === "download" || st.phase === "downloading";
-    if (st.state === "running" && whole && (!downloading || st.overall_bytes >= st.overall_total)) {
-      text = "All " + st.files_total + " files downloaded (" + human(st.overall_total) + "). Setting them up…";
-    } else if (st.state === "running" && whole) {
-      text = Math.floor((100 * st.overall_bytes) / st.overall_total) + "% · " + human(st.overall_bytes) + " of " + human(st.overall_total);
-      if (st.overall_eta_s > 0) text += " · about " + duration(st.overall_eta_s) + " left";
-      fileText = "File " + Math.min(st.files_done + 1, st.files_total) + " of " + st.files_total;
-      if (st.file) fileText += ": " + st.file + " (" + human(st.bytes) + " of " + human(st.total) + ")";
-      if (st.rate > 0) fileText += " · " + human(st.rate) + "/s";
-    } else if (st.state === "running") {
-      text = st.total > 0 ? (st.file ? st.file + ": " : "Downloading: ") + human(st.bytes) + " of " + human(st.total) : st.message || "Starting…";
-      if (st.rate > 0) text += " · " + human(st.rate) + "/s";
-      if (st.eta_s > 0) text += " · about " + duration(st.eta_s) + " left";
-    } else if (st.state === "cancelled") {
-      text = "Cancelled" + (whole ? " at " + Math.floor((100 * st.overall_bytes) / st.overall_total) + "%" : "") + ". Resume continues where it stopped.";
-    } else if (st.state === "done") {
-      text = "Installed. Starting the model…";
-    }
-    $("install-file-text").textContent = fileText;
-    $("install-file-text").hidden = !fileText;
-    $("install-title").textContent = st.state === "running" ? "Installing " + (st.model || modelName) + "…" : "The model is not installed yet";
-    $("install-progress-text").textContent = text;
-    if (st.state === "done" && was !== "done" && currentView === "install") {
-      // The server switches the model on when the install it was asked
-      // to finish ends (the install's serve); the page only shows it.
-      refreshStatus().finally(() => showView("chat"));
-    }
-    // The status line says Installing while it runs (after the start
-    // above: showStatus may leave the install view).
-    if (status && st.state !== was) showStatus(status);
-  }
-  $("install").addEventListener("click", async () => {
-    try {
-      showInstall(await api("POST", "/api/models/" + encodeURIComponent(modelName) + "/install"));
-      pollInstall();
-    } catch (e) {
-      $("install-error").hidden = false;
-      $("install-error").textContent = e.message;
-    }
+  // The view is install.js's; the page follows its state: the status
+  // line says Installing while it runs, and a finished install goes back
+  // to the chat (the server switches the model on when the install it
+  // was asked to finish ends; the page only shows it).
+  const Install = window.NPUInstall;
+  const installState = () => Install.state();
+  const showInstall = (st) => Install.show(st);
+  Install.init({
+    api,
+    model: () => modelName,
+    changed(st, was) {
+      if (st.state === "done" && was !== "done" && currentView === "install") refreshStatus().finally(() => showView("chat"));
+      // After the start above: showStatus may leave the install view.
+      if (status && st.state !== was) showStatus(status);
+    },
   });
-  $("install-cancel").addEventListener("click", async () => {
-    try {
-      showInstall(await api("DELETE", "/api/models/" + encodeURIComponent(modelName) + "/install"));
-    } catch (e) {
-      showError(e.message);
-    }
-  });
-  // Events carry the progress; a slow poll covers a dropped event stream.
-  let pollTimer = 0;
-  function pollInstall() {
-    clearTimeout(pollTimer);
-    pollTimer = setTimeout(async () => {
-      try {
-        const st = await api("GET", "/api/models/" + encodeURIComponent(modelName) + "/install");
-        if (st.state !== install.state || st.bytes !== install.bytes || st.overall_bytes !== install.overall_bytes) showInstall(st);
-        if (st.state === "running") pollInstall();
-      } catch (_) {}
-    }, 1000);
-  }
 
   // ---- NPU check ----
   // The check's statuses in words.
@@ -1835,38 +1737,10 @@
   }
   $("check-run").addEventListener("click", runCheck);
 
-  // ---- Settings ----
-  async function loadSettings() {
-    try {
-      const s = await api("GET", "/api/settings");
-      // The remote engine is a choice only on a server started with one.
-      $("engine-remote").hidden = s.engine !== "remote";
-      document.querySelectorAll('input[name="engine"]').forEach((r) => (r.checked = r.value === s.engine));
-      $("set-keep-alive").value = s.keep_alive;
-      $("set-temperature").value = s.chat.temperature != null ? s.chat.temperature : "";
-      $("set-top-p").value = s.chat.top_p != null ? s.chat.top_p : "";
-      $("set-max-tokens").value = s.chat.max_tokens != null ? s.chat.max_tokens : "";
-      $("settings-note").textContent = "";
-    } catch (e) {
-      $("settings-note").textContent = e.message;
-    }
+  // ---- Settings: settings.js fills and saves the view ----
+  function loadSettings() {
+    if (window.NPUSettings) window.NPUSettings.load();
   }
-  $("settings-form").addEventListener("submit", async (e) => {
-    e.preventDefault();
-    const num = (id, parse) => ($(id).value.trim() === "" ? null : parse($(id).value));
-    const checked = document.querySelector('input[name="engine"]:checked');
-    const body = {
-      engine: checked ? checked.value : "auto",
-      keep_alive: $("set-keep-alive").value,
-      chat: { temperature: num("set-temperature", parseFloat), top_p: num("set-top-p", parseFloat), max_tokens: num("set-max-tokens", (v) => parseInt(v, 10)) },
-    };
-    try {
-      await api("PUT", "/api/settings", body);
-      $("settings-note").textContent = "Saved. Keep-alive and the chat defaults apply now; a new engine applies the next time NPU Chat starts.";
-    } catch (err) {
-      $("settings-note").textContent = err.message;
-    }
-  });
 
   // ---- Log ----
   async function loadLogs() {
@@ -1918,10 +1792,7 @@
   loadList();
   api("GET", "/api/history").then((h) => showHistoryProblem(h.problem || ""), () => {});
   if (new URLSearchParams(location.search).has("link")) history.replaceState(null, "", location.pathname);
-  api("GET", "/api/models/" + encodeURIComponent(modelName) + "/install").then((st) => {
-    showInstall(st);
-    if (st.state === "running") pollInstall();
-  }, () => {});
+  Install.load();
   if (conversation && app.dataset.rendered !== "true") {
     // With an API key the server renders no history: open the
     // conversation in the address (a reload, a link) with the key.

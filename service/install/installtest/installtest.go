@@ -8,12 +8,16 @@
 package installtest
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/npuchat/npuchat/engine/testmodel"
+	"github.com/npuchat/npuchat/models/hub"
 	"github.com/npuchat/npuchat/models/hub/hubtest"
+	"github.com/npuchat/npuchat/service/install"
 )
 
 // Repo is the default catalog model's repository.
@@ -86,14 +90,42 @@ func Start(t testing.TB) *hubtest.Server {
 
 // Env returns the environment that points NPU Chat at the hub, with its
 // own home, data and settings under base and no FastFlowLM (so the
-// model is installed for the in-process engine).
+// model is installed for the in-process engine). With s nil the hub is
+// unreachable (nothing listens where HF_ENDPOINT points).
 func Env(s *hubtest.Server, base string) map[string]string {
+	endpoint := "http://127.0.0.1:1" // nil: a hub nothing answers for (port 1)
+	if s != nil {
+		endpoint = s.URL()
+	}
 	return map[string]string{
 		"HOME":           filepath.Join(base, "home"),
 		"NPUCHAT_DATA":   filepath.Join(base, "data"),
 		"NPUCHAT_CONFIG": filepath.Join(base, "settings.json"),
 		"FLM_MODEL_PATH": filepath.Join(base, "flm-models"),
-		"HF_ENDPOINT":    s.URL(),
+		"HF_ENDPOINT":    endpoint,
 		"PATH":           filepath.Join(base, "no-bin"),
+	}
+}
+
+// Statuses are install statuses of every kind, by name, for tests that
+// show one status in several places (the command line, the tray, the
+// page) and check that all say it in the same words.
+func Statuses() map[string]install.Status {
+	unreachable := install.Explain("minicpm5:2b", &hub.UnreachableError{Endpoint: "https://huggingface.co",
+		Err: errors.New(`resolve julianmb/MiniCPM5-2B-NPU2@main: Get "https://huggingface.co/api/models/julianmb/MiniCPM5-2B-NPU2/revision/main": dial tcp: lookup huggingface.co on 127.0.0.53:53: no such host`)})
+	diskFull := install.Explain("minicpm5:2b", fmt.Errorf("install minicpm5:2b: fetch: %w", &hub.SpaceError{Dir: "/home/u/.config/flm/models", Need: 2_300_000_000, Have: 1_000_000_000}))
+	const m = "minicpm5:2b"
+	return map[string]install.Status{
+		"idle":     {Model: m, State: install.StateIdle},
+		"starting": {Model: m, State: install.StateRunning, Phase: "start", Message: "starting"},
+		"listing":  {Model: m, State: install.StateRunning, Phase: "list", Message: "listing julianmb/MiniCPM5-2B-NPU2@main on https://huggingface.co"},
+		"downloading": {Model: m, State: install.StateRunning, Phase: "download", File: "model.q4nx", Bytes: 850_000_000, Total: 1_800_000_000,
+			Rate: 12_300_000, ETASeconds: 77, Files: 1, FilesTotal: 10, OverallBytes: 900_000_000, OverallTotal: 1_900_000_000, OverallETASeconds: 85},
+		"setting up":         {Model: m, State: install.StateRunning, Phase: "install", Message: "10 files in /m", Files: 10, FilesTotal: 10, OverallBytes: 1_900_000_000, OverallTotal: 1_900_000_000},
+		"done":               {Model: m, State: install.StateDone, Phase: "done", Serve: true, OverallBytes: 1_900_000_000, OverallTotal: 1_900_000_000},
+		"failed unreachable": {Model: m, State: install.StateFailed, Phase: "list", Message: unreachable.Sentence, Failure: &unreachable},
+		"failed disk full":   {Model: m, State: install.StateFailed, Phase: "download", Failure: &diskFull, FilesTotal: 10, OverallBytes: 300_000_000, OverallTotal: 1_900_000_000},
+		"cancelled":          {Model: m, State: install.StateCancelled, Phase: "download", FilesTotal: 10, OverallBytes: 900_000_000, OverallTotal: 1_900_000_000},
+		"cancelled at once":  {Model: m, State: install.StateCancelled, Phase: "list"},
 	}
 }

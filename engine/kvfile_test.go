@@ -1,0 +1,147 @@
+package engine
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"unsafe"
+)
+
+// keptSequence computes prompt in a fresh cache and returns what it kept.
+func keptSequence(t *testing.T, m *Model, prompt []int) *StoredKV {
+	t.Helper()
+	c := m.NewKVCache(KVCacheOptions{Budget: 1 << 30})
+	s := c.NewSession(0)
+	s.SetTag("chat-1")
+	if _, err := s.Resume("scope", prompt); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Prefill(prompt); err != nil {
+		t.Fatal(err)
+	}
+	s.Keep()
+	return c.Kept()[0]
+}
+
+func kvFileBytes(t *testing.T, m *Model, st *StoredKV) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := m.WriteKV(&b, st, "model-id"); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// slabStart is the address of layer 0's keys (to tell whether a slab was
+// copied).
+func slabStart(kv *kvSlabs) uintptr {
+	if kv.keys != nil {
+		return uintptr(unsafe.Pointer(unsafe.SliceData(kv.keys[0])))
+	}
+	return uintptr(unsafe.Pointer(unsafe.SliceData(kv.keys16[0])))
+}
+
+// TestKVFileResumesInPlace: a KV file read back with room for a prompt is
+// the same sequence (tokens, scope, tag), and a session resuming from it
+// computes the rest of the prompt in the slabs that were read, without
+// copying them to grow, bit for bit as a fresh computation.
+func TestKVFileResumesInPlace(t *testing.T) {
+	for _, f16 := range []bool{false, true} {
+		t.Run(fmt.Sprintf("f16=%v", f16), func(t *testing.T) {
+			m := kvModel(t, LoadOptions{KVF16: f16})
+			chat := seqTokens(30, 90) // 90: a partial last block
+			more := cat(chat, seqTokens(31, 40))
+			file := kvFileBytes(t, m, keptSequence(t, m, chat))
+
+			st, h, err := m.ReadKV(bytes.NewReader(file), "model-id", len(more)+8)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(st.Tokens) != fmt.Sprint(chat) || st.Scope != "scope" || st.Tag != "chat-1" || h.Tokens != len(chat) {
+				t.Fatalf("read back %d tokens, scope %q, tag %q; want the %d written, \"scope\", \"chat-1\"", len(st.Tokens), st.Scope, st.Tag, len(chat))
+			}
+			if st.kv.capPos < len(more) {
+				t.Fatalf("read with room for %d positions, holds %d", len(more)+8, st.kv.capPos)
+			}
+			c := m.NewKVCache(KVCacheOptions{Budget: 1 << 30})
+			if !c.Insert(st) {
+				t.Fatal("the cache did not take the sequence read back")
+			}
+			at := slabStart(st.kv)
+			s := c.NewSession(0)
+			n, err := s.Resume("scope", more)
+			if err != nil || n != len(chat) {
+				t.Fatalf("resumed %d positions (%v), want %d", n, err, len(chat))
+			}
+			l, err := s.Prefill(more[n:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if slabStart(s.kv) != at {
+				t.Error("the slabs read back were copied to grow")
+			}
+			if fmt.Sprint(l) != freshLogits(t, m, more) {
+				t.Error("resumed from the file: logits differ from a fresh computation")
+			}
+		})
+	}
+}
+
+// TestKVFileRefusesDamage: a KV file changed in any part (header, tokens,
+// keys, values, checksum), cut short anywhere, holding a value that is
+// not finite under a valid checksum, or of another identity, is an
+// error, never a sequence.
+func TestKVFileRefusesDamage(t *testing.T) {
+	for _, f16 := range []bool{false, true} {
+		t.Run(fmt.Sprintf("f16=%v", f16), func(t *testing.T) {
+			m := kvModel(t, LoadOptions{KVF16: f16})
+			chat := seqTokens(32, 70)
+			st := keptSequence(t, m, chat)
+			file := kvFileBytes(t, m, st)
+			if _, _, err := m.ReadKV(bytes.NewReader(file), "model-id", 0); err != nil {
+				t.Fatalf("the intact file: %v", err)
+			}
+			hl := int(file[len(kvMagic)]) | int(file[len(kvMagic)+1])<<8
+			body := len(kvMagic) + 4 + hl + 4*len(chat)
+			flip := map[string]int{
+				"header": len(kvMagic) + 4 + hl/2, "tokens": body - 3, "first keys": body + 5,
+				"middle": (body + len(file)) / 2, "last values": len(file) - 40, "checksum": len(file) - 1,
+			}
+			for name, at := range flip {
+				bad := append([]byte(nil), file...)
+				bad[at] ^= 0x10
+				if _, _, err := m.ReadKV(bytes.NewReader(bad), "model-id", 0); err == nil {
+					t.Errorf("a byte changed in the %s (offset %d of %d): read without an error", name, at, len(file))
+				}
+			}
+			for _, n := range []int{0, 5, len(kvMagic) + 2, body - 1, body + 100, len(file) / 2, len(file) - 5, len(file) - 4, len(file) - 1} {
+				if _, _, err := m.ReadKV(bytes.NewReader(file[:n]), "model-id", 0); err == nil {
+					t.Errorf("cut to %d of %d bytes: read without an error", n, len(file))
+				}
+			}
+			if _, _, err := m.ReadKV(bytes.NewReader(file), "another model", 0); err == nil || !strings.Contains(err.Error(), "another model") {
+				t.Errorf("another identity: %v", err)
+			}
+
+			for _, part := range []string{"keys", "values"} {
+				nan := keptSequence(t, m, chat)
+				switch {
+				case f16 && part == "keys":
+					nan.kv.keys16[1][7] = 0x7e00
+				case f16:
+					nan.kv.values16[0][len(nan.kv.values16[0])-1] = 0x7c00
+				case part == "keys":
+					nan.kv.keys[1][7] = float32(math.NaN())
+				default:
+					nan.kv.values[0][len(nan.kv.values[0])-1] = float32(math.Inf(1))
+				}
+				_, _, err := m.ReadKV(bytes.NewReader(kvFileBytes(t, m, nan)), "model-id", 0)
+				if err == nil || !strings.Contains(err.Error(), "not finite") {
+					t.Errorf("a value that is not finite in the %s: %v", part, err)
+				}
+			}
+		})
+	}
+}

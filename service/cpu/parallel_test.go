@@ -1,0 +1,174 @@
+package cpu
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/npuchat/npuchat/service/backend"
+)
+
+// answer is what a request produced: its text, token ids, logprobs and
+// result.
+type answer struct {
+	text   string
+	ids    []int
+	lps    string
+	finish string
+	stop   string
+	err    error
+}
+
+// generate runs req on b, calling each(n) after the n-th piece of text.
+func generate(ctx context.Context, b *Backend, req *backend.Request, each func(n int)) answer {
+	var a answer
+	var sb strings.Builder
+	var lps []backend.Logprob
+	n := 0
+	res, err := b.Generate(ctx, req, func(tok backend.Token) error {
+		sb.WriteString(tok.Text)
+		if tok.ID >= 0 {
+			a.ids = append(a.ids, tok.ID)
+		}
+		lps = append(lps, tok.Logprobs...)
+		n++
+		if each != nil {
+			each(n)
+		}
+		return nil
+	})
+	a.text, a.finish, a.stop, a.err = sb.String(), res.FinishReason, res.StopSequence, err
+	if j, err := json.Marshal(lps); err == nil {
+		a.lps = string(j)
+	}
+	return a
+}
+
+// TestParallelRequestsAnswerAsAlone: requests answered at once (one
+// greedy, one with a stop string, one constrained to a JSON schema and
+// sampled, one with logprobs, one joining while the others stream, one
+// cancelled mid-answer) each get exactly the answer they get alone:
+// every sequence keeps its own sampler, grammar, stop rules and
+// logprobs, and its tokens do not depend on its neighbours.
+func TestParallelRequestsAnswerAsAlone(t *testing.T) {
+	b := toolModel(t)
+	if b.Parallel() < 4 {
+		t.Fatalf("Parallel %d, want the default 4 on a small model", b.Parallel())
+	}
+	schema := `{"type":"object","properties":{"city":{"type":"string","maxLength":6},"days":{"type":"integer"}},"required":["city","days"],"additionalProperties":false}`
+	plain := greedy("tell me a story")
+	plain.MaxTokens = 40
+	alone := generate(t.Context(), b, plain, nil)
+	if alone.err != nil || len(alone.text) < 10 {
+		t.Fatalf("greedy answer: %q, %v", alone.text, alone.err)
+	}
+	stopped := greedy("tell me a story")
+	stopped.MaxTokens = 40
+	stopped.Stop = []string{alone.text[len(alone.text)/2 : len(alone.text)/2+3]}
+	jsonReq := sampled(3, "the weather, as JSON")
+	jsonReq.MaxTokens = 60
+	jsonReq.Format = &backend.Format{Type: backend.FormatSchema, Schema: json.RawMessage(schema)}
+	lpReq := sampled(9, "hello there")
+	lpReq.MaxTokens, lpReq.Logprobs, lpReq.TopLogprobs = 25, true, 2
+	late := greedy("a different question, asked later")
+	late.MaxTokens = 30
+	cancelled := greedy("this one is cancelled")
+	cancelled.MaxTokens = 40
+	reqs := []*backend.Request{plain, stopped, jsonReq, lpReq, late, cancelled}
+	want := make([]answer, len(reqs))
+	for i, r := range reqs {
+		want[i] = generate(t.Context(), b, r, nil)
+		if want[i].err != nil {
+			t.Fatalf("request %d alone: %v", i, want[i].err)
+		}
+	}
+	if want[1].finish != backend.FinishStop || want[1].stop == "" {
+		t.Fatalf("the stop string did not stop the answer alone: %+v", want[1])
+	}
+	b.kv.Clear() // beside each other, every prompt is computed afresh
+
+	got := make([]answer, len(reqs))
+	var wg sync.WaitGroup
+	lateGo := make(chan struct{})
+	var once sync.Once
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	for i, r := range reqs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rctx := t.Context()
+			var each func(int)
+			switch i {
+			case 0:
+				each = func(n int) {
+					if n == 5 {
+						once.Do(func() { close(lateGo) })
+					}
+				}
+			case 4:
+				<-lateGo
+			case 5:
+				rctx = ctx
+				each = func(n int) {
+					if n == 3 {
+						cancel()
+					}
+				}
+			}
+			got[i] = generate(rctx, b, r, each)
+		}()
+	}
+	wg.Wait()
+	for i := range reqs {
+		g, w := got[i], want[i]
+		if i == 5 {
+			if !errors.Is(g.err, context.Canceled) || len(g.ids) < 3 || fmt.Sprint(g.ids) != fmt.Sprint(w.ids[:len(g.ids)]) {
+				t.Errorf("cancelled request: %v after %v, alone %v", g.err, g.ids, w.ids)
+			}
+			continue
+		}
+		if g.err != nil || g.text != w.text || g.finish != w.finish || g.stop != w.stop || g.lps != w.lps {
+			t.Errorf("request %d beside others: %q (%s %q, %v)\nalone: %q (%s %q)", i, g.text, g.finish, g.stop, g.err, w.text, w.finish, w.stop)
+			if g.lps != w.lps {
+				t.Errorf("request %d: logprobs differ", i)
+			}
+		}
+	}
+	if st := b.SchedulerStats(); st.MostSequences < 2 {
+		t.Errorf("the requests never ran in one step: %+v", st)
+	} else {
+		t.Logf("scheduler: %+v", st)
+	}
+}
+
+// TestParallelPlaces: a backend with Parallel 1 answers one request at
+// a time (the others wait for its place), and the answers are the same.
+func TestParallelPlaces(t *testing.T) {
+	b := load(t, Options{Path: models(t)["gguf"], Parallel: 1})
+	if b.Parallel() != 1 {
+		t.Fatalf("Parallel %d, want 1", b.Parallel())
+	}
+	req := greedy("one at a time")
+	req.MaxTokens = 12
+	want := generate(t.Context(), b, req, nil)
+	var wg sync.WaitGroup
+	got := make([]answer, 3)
+	for i := range got {
+		wg.Add(1)
+		go func() { defer wg.Done(); got[i] = generate(t.Context(), b, req, nil) }()
+	}
+	wg.Wait()
+	for i, g := range got {
+		if g.err != nil || g.text != want.text {
+			t.Errorf("request %d: %q %v, want %q", i, g.text, g.err, want.text)
+		}
+	}
+	if st := b.SchedulerStats(); st.MostSequences != 1 {
+		t.Errorf("with one place, a step computed %d sequences", st.MostSequences)
+	}
+}
