@@ -150,10 +150,16 @@
     return out;
   }
 
+  const CONTAINERS = new Set("body ul ol blockquote table thead tbody tr section".split(" "));
+  const BLOCKS = new Set("p h1 h2 h3 h4 h5 h6 ul ol li blockquote pre hr table thead tbody tr th td div section eqn".split(" "));
+  const isBlock = (n) => !!n && n.nodeType === 1 && BLOCKS.has(n.localName);
+
   // copyNodes appends to parent a copy of src's children, allowlisted.
   function copyNodes(parent, src, inMath) {
     for (const n of src.childNodes) {
       if (n.nodeType === 3) {
+        // The newlines markdown-it writes between blocks are not text.
+        if (/^\s*$/.test(n.nodeValue) && (CONTAINERS.has(src.localName) || isBlock(n.previousSibling) || isBlock(n.nextSibling))) continue;
         parent.appendChild(document.createTextNode(n.nodeValue));
         continue;
       }
@@ -186,7 +192,8 @@
     }
     // Headings start at h3: the page has its own h1 and h2.
     const h = /^h([1-6])$/.exec(tag);
-    const e = document.createElement(h ? "h" + Math.min(6, +h[1] + 2) : tag);
+    // ~~text~~ is <s> in markdown-it, <del> in GFM's spec: GFM's.
+    const e = document.createElement(h ? "h" + Math.min(6, +h[1] + 2) : tag === "s" ? "del" : tag);
     const cls = classesOf(n);
     if (tag === "li" && cls.includes("task-list-item")) cls.push("task-item");
     if (tag === "th" || tag === "td") {
