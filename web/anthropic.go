@@ -484,8 +484,16 @@ func (o *anthropicStream) begin(a *answer) error {
 		return nil
 	}
 	o.began = true
+	// The prompt's size as the backend told it with the first piece (or,
+	// for an answer with no pieces, as its result says), counted as the
+	// final usage counts it.
+	prompt := backend.Result{PromptTokens: a.PromptTokens, CachedTokens: a.CachedTokens}
+	if prompt.PromptTokens == 0 {
+		prompt = a.Result
+	}
+	usage := anthropicUsageOf(backend.Result{PromptTokens: prompt.PromptTokens, CachedTokens: prompt.CachedTokens})
 	msg := anthropicAnswer{ID: a.ID, Type: "message", Role: "assistant", Model: a.Model, Content: []anthropicContent{},
-		Usage: anthropicUsage{InputTokens: a.Result.PromptTokens}}
+		Usage: usage}
 	if err := o.sse.event("message_start", anthropicMessageStart{"message_start", msg}); err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/npuchat/npuchat/service"
+	"github.com/npuchat/npuchat/service/backend/fake"
 	"github.com/npuchat/npuchat/web"
 )
 
@@ -102,5 +103,49 @@ func TestAnthropicErrorsAndKey(t *testing.T) {
 		if resp.StatusCode != 400 || e.Type != "error" || e.Error.Type != "invalid_request_error" || !strings.Contains(e.Error.Message, want) {
 			t.Errorf("%s: %d %s, want 400 saying %q", b, resp.StatusCode, out, want)
 		}
+	}
+}
+
+// An Anthropic stream's message_start says how many tokens the prompt
+// has, as Anthropic's API does (it said 0: the count came only with the
+// result), the same count the final message_delta gives.
+func TestAnthropicStreamStartCountsThePrompt(t *testing.T) {
+	ts := startServer(t, toolFake(), web.Options{}, service.Options{})
+	resp, out := do(t, "POST", ts.URL+"/v1/messages", `{"model":"minicpm5:2b","max_tokens":50,"stream":true,"system":"Be brief.","messages":[{"role":"user","content":"what is the weather like in Paris today?"}]}`)
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, out)
+	}
+	type usage struct {
+		InputTokens  *int `json:"input_tokens"`
+		OutputTokens int  `json:"output_tokens"`
+	}
+	var start, end *usage
+	for _, line := range strings.Split(out, "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			continue
+		}
+		var ev struct {
+			Type    string
+			Message struct{ Usage usage }
+			Usage   usage
+		}
+		if err := json.Unmarshal([]byte(data), &ev); err != nil {
+			t.Fatal(err)
+		}
+		switch ev.Type {
+		case "message_start":
+			start = &ev.Message.Usage
+		case "message_delta":
+			end = &ev.Usage
+		}
+	}
+	req := lastRequest(t, ts)
+	want := fake.PromptTokens(&req)
+	if start == nil || end == nil || start.InputTokens == nil || end.InputTokens == nil {
+		t.Fatalf("no usage in message_start or message_delta:\n%s", out)
+	}
+	if *start.InputTokens != want || *end.InputTokens != want || want == 0 {
+		t.Errorf("input_tokens: message_start %d, message_delta %d; the prompt has %d tokens", *start.InputTokens, *end.InputTokens, want)
 	}
 }

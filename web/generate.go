@@ -134,6 +134,10 @@ type answer struct {
 	Pieces int
 	// FirstToken is the time from Start to the first piece (0 before it).
 	FirstToken time.Duration
+	// PromptTokens and CachedTokens are the prompt's size and its part
+	// from the KV cache as the backend told them with the first piece
+	// (0 when it did not), before Result has them.
+	PromptTokens, CachedTokens int
 	// Result is the backend's result (finish reason, token counts,
 	// prefill and decode durations), set when generation returns.
 	Result backend.Result
@@ -223,6 +227,9 @@ func (s *Server) drive(w http.ResponseWriter, r *http.Request, a *answer, c *cal
 		split = think.New(think.Options{})
 	}
 	res, err := s.mgr.Generate(ctx, c.req, opts, func(t backend.Token) error {
+		if t.PromptTokens > 0 && a.PromptTokens == 0 {
+			a.PromptTokens, a.CachedTokens = t.PromptTokens, t.CachedTokens
+		}
 		if split != nil {
 			th, tx := split.Write(t.Text)
 			t.Text, t.Thinking = tx, t.Thinking+th

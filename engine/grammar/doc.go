@@ -8,22 +8,31 @@
 // # The automaton
 //
 // A compiled grammar is a graph of nodes (object, array, string, number,
-// integer, a set of literal values, a union of alternatives that start
-// with different bytes, a sequence, and a switch on a literal). The state
-// of a generation is a stack of frames, one per open value; each byte
-// moves the top frame, pushes a child or pops a finished one. The machine
-// is deterministic: every byte has at most one way forward, so the state
-// is one stack (not a set of them, as a general CFG parser needs) and it
-// can be copied cheaply while the token trie is walked.
+// integer, a set of literal values, a union of alternatives, a sequence,
+// and a switch on a literal). A way through it is a stack of frames, one
+// per open value; each byte moves the top frame, pushes a child or pops
+// a finished one. Most of the machine is deterministic; a union is not:
+// when several of its alternatives can start with the byte written (an
+// anyOf of a date and a short string, or of two objects), each goes on
+// as a stack of its own, and the state of a generation is the set of
+// stacks still alive (at most maxStacks; two that come to the same
+// place are one). A token is allowed when some stack takes all its
+// bytes; the set is copied cheaply while the token trie is walked, and
+// is one stack whenever the bytes have told the alternatives apart.
 //
 // The language is a subset of the schema's: every output the matcher
 // accepts validates, but not every valid document can be produced. The
 // choices that make it so are deliberate and keep a model from wandering:
 //   - object properties come in the order the schema declares them; a
-//     required one cannot be skipped, an optional one can; keys not in
-//     "properties" are not produced when "properties" is given (a schema
-//     with no "properties" gets free-form keys, valued by
-//     "additionalProperties" when that is a schema);
+//     required one cannot be skipped, an optional one can. Beside
+//     "properties", an "additionalProperties" schema (or true: any
+//     value) lets further keys come after the declared ones, once the
+//     required ones are written, as llama.cpp orders them; such a key is
+//     never a declared name and has no escapes (so that it cannot spell
+//     one another way). Without additionalProperties only declared keys
+//     are produced there (as llama.cpp does). A schema with no
+//     "properties" gets free-form keys, valued by "additionalProperties"
+//     when that is a schema;
 //   - whitespace between tokens is one space, or a newline and at most
 //     [MaxIndent] spaces or tabs, as llama.cpp bounds it (so a model
 //     cannot loop on blank space), and none before ':';
@@ -38,15 +47,22 @@
 // exponent), pattern (bounds.go, pattern.go: a DFA over code points built
 // with regexp/syntax, unanchored unless ^...$), format (date, time,
 // date-time, uuid, ipv4, email as patterns; int32, int64, float, double
-// on numbers), $defs / definitions with local $ref (recursion allowed),
-// and anyOf / oneOf whose alternatives start with different bytes (a
-// string or null, say: then exactly one matches). Annotations (title,
-// description, default, examples, $schema, $id, $comment, deprecated,
-// readOnly, writeOnly) are ignored. Any other keyword, and any
-// combination the automaton cannot honour (alternatives that start
-// alike, a pattern beside a length), is refused with an error that names
-// it and where it is, so a server can answer 400 instead of silently
-// producing JSON the client did not ask for.
+// on numbers), propertyNames as a string schema (lengths, pattern,
+// format) that free and additional keys follow (written without escapes;
+// declared names that do not follow it are left out), $defs /
+// definitions with local $ref (recursion allowed),
+// anyOf (any alternatives), and oneOf whose alternatives cannot match
+// the same document: they differ in type (the bytes they start with), in
+// their literal values, or in a required property whose values are
+// different literals (a discriminator, as zod and pydantic write tagged
+// unions); a oneOf that could match twice is refused, since exactly one
+// alternative must match. Annotations (title, description, default,
+// examples, $schema, $id, $comment, deprecated, readOnly, writeOnly,
+// OpenAPI's discriminator) are ignored. Any other keyword, and any
+// combination the automaton cannot honour (a pattern beside a length, a
+// oneOf as above), is refused with an error that names it and where it
+// is, so a server can answer 400 instead of silently producing JSON the
+// client did not ask for.
 //
 // Compiling is bounded: at most maxEnum enum values and maxLiteralBytes
 // of them, maxNodes nodes, maxSchemaDepth nested subschemas, and

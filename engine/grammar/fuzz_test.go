@@ -23,6 +23,9 @@ func FuzzFromSchema(f *testing.F) {
 		{`{"type":"string","pattern":"(a|b)*a(a|b){12}"}`, `"ab"`},
 		{`{"additionalProperties":{"type":"boolean"}}`, `{"k": true}`},
 		{`{"type":"array","items":{"type":"string","maxLength":2},"minItems":1,"maxItems":3}`, "[\n  \"a\"]"},
+		{`{"anyOf":[{"type":"string","format":"date"},{"type":"string"},{"type":"object","properties":{"a":{"const":1}}},{"type":"object"}]}`, `{"a":1}`},
+		{`{"oneOf":[{"properties":{"k":{"const":"x"}},"required":["k"]},{"properties":{"k":{"const":"y"},"v":{}},"required":["k"]}]}`, `{"k":"y","v":[]}`},
+		{`{"properties":{"a":{"type":"integer"},"ab":{}},"required":["a"],"additionalProperties":{"anyOf":[{"type":"string"},{"type":"string","maxLength":1}]}}`, `{"a":1,"abc":"x"}`},
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s.schema), []byte(s.doc))

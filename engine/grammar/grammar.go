@@ -35,7 +35,7 @@ const (
 	kNumber                   // any JSON number
 	kInteger                  // a JSON number with no fraction or exponent
 	kLiterals                 // one of a set of byte strings (enum, const, true/false/null)
-	kUnion                    // alternatives told apart by their first byte
+	kUnion                    // alternatives (anyOf, oneOf, a list of types); several may fit at once
 	kSeq                      // parts one after another
 	kSwitch                   // one of a set of literals, each followed by its own node
 )
@@ -48,6 +48,10 @@ type node struct {
 	props    []prop
 	extra    int  // free keys' value node, or -1: none
 	freeKeys bool // the object takes free-form keys (no declared properties)
+	// extraKey: the string node of free keys, or with props and extra
+	// of the keys of additional properties, written after the declared
+	// ones (escape free, and never a declared name).
+	extraKey int
 
 	// kArray
 	items              int
@@ -56,6 +60,9 @@ type node struct {
 	// kString
 	minLen, maxLen int  // maxLen < 0: no limit
 	re             *dfa // the pattern (or format) the string follows, nil: none
+	// raw: no escapes (the keys of additional properties, so that none
+	// spells a declared name another way).
+	raw bool
 
 	// kLiterals and kSwitch; lits end a value (no whitespace inside)
 	lits [][]byte
@@ -67,6 +74,9 @@ type node struct {
 
 	// kUnion and kSeq
 	alts []int
+	// oneOf (kUnion): exactly one alternative may match, so finish checks
+	// that no two can match the same document.
+	oneOf bool
 
 	// kLiterals and kSwitch: the root of the literals' trie (set by
 	// finish).
@@ -98,6 +108,9 @@ type Grammar struct {
 	// first[n] is the set of bytes a value of node n can start with (after
 	// whitespace).
 	first [][256]bool
+	// leaves[n] of a union are its alternatives with nested unions
+	// flattened, in order, each once.
+	leaves [][]int
 	// anyString is a string node without limits, for free-form keys.
 	anyString int
 	desc      string
@@ -135,7 +148,7 @@ func (b *builder) any() int {
 	}
 	id := b.add(node{kind: kUnion})
 	b.anyValue = id
-	obj := b.add(node{kind: kObject, freeKeys: true, extra: id})
+	obj := b.add(node{kind: kObject, freeKeys: true, extra: id, extraKey: b.anyString})
 	arr := b.add(node{kind: kArray, items: id, maxItems: -1})
 	lits := b.add(node{kind: kLiterals, lits: [][]byte{[]byte("true"), []byte("false"), []byte("null")}})
 	num := b.add(node{kind: kNumber})
@@ -189,12 +202,7 @@ func (b *builder) finish(root int, desc string) (*Grammar, error) {
 					return err
 				}
 				for c := 0; c < 256; c++ {
-					if g.first[a][c] {
-						if f[c] {
-							return fmt.Errorf("anyOf alternatives that can both start with %q are not supported: only alternatives of different JSON types (a string or null, say) can be told apart while generating", rune(c))
-						}
-						f[c] = true
-					}
+					f[c] = f[c] || g.first[a][c]
 				}
 			}
 		}
@@ -206,7 +214,106 @@ func (b *builder) finish(root int, desc string) (*Grammar, error) {
 			return nil, err
 		}
 	}
+	g.leaves = make([][]int, len(g.nodes))
+	for n := range g.nodes {
+		if g.nodes[n].kind == kUnion {
+			g.leaves[n] = g.flatten(n, nil)
+		}
+	}
+	for n := range g.nodes {
+		if nd := &g.nodes[n]; nd.kind == kUnion && nd.oneOf {
+			if err := g.checkOneOf(nd); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return g, nil
+}
+
+// flatten appends the non-union alternatives of union n to out, in
+// order, each once (finish has refused union loops).
+func (g *Grammar) flatten(n int, out []int) []int {
+	for _, a := range g.nodes[n].alts {
+		if g.nodes[a].kind == kUnion {
+			out = g.flatten(a, out)
+		} else if !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// checkOneOf makes sure that no document matches two alternatives of a
+// oneOf, as oneOf requires: every pair must start with different bytes,
+// be sets of different literal values, or be objects told apart by a
+// required property whose values are different literals (a
+// discriminator, as zod and pydantic write tagged unions). anyOf has no
+// such need: there any alternative that fits will do.
+func (g *Grammar) checkOneOf(nd *node) error {
+	alts := make([][]int, len(nd.alts))
+	for i, a := range nd.alts {
+		alts[i] = []int{a}
+		if g.nodes[a].kind == kUnion {
+			alts[i] = g.leaves[a]
+		}
+	}
+	for i := range alts {
+		for j := i + 1; j < len(alts); j++ {
+			for _, a := range alts[i] {
+				for _, b := range alts[j] {
+					if !g.disjoint(a, b) {
+						return fmt.Errorf("oneOf alternatives %d and %d can match the same document, which oneOf forbids; NPU Chat honours such a oneOf only when its alternatives differ in type, in their literal values, or in a required property with different const values (a discriminator): use anyOf if either may match", i, j)
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// disjoint reports whether no document matches both non-union nodes a
+// and b (false when that cannot be shown).
+func (g *Grammar) disjoint(a, b int) bool {
+	if a == b {
+		return false
+	}
+	overlap := false
+	for c := 0; c < 256; c++ {
+		overlap = overlap || g.first[a][c] && g.first[b][c]
+	}
+	if !overlap {
+		return true
+	}
+	na, nb := &g.nodes[a], &g.nodes[b]
+	switch {
+	case na.kind == kLiterals && nb.kind == kLiterals:
+		return !slices.ContainsFunc(na.lits, func(l []byte) bool {
+			return slices.ContainsFunc(nb.lits, func(m []byte) bool { return bytes.Equal(l, m) })
+		})
+	case na.kind == kObject && nb.kind == kObject:
+		for _, p := range na.props {
+			if !p.required {
+				continue
+			}
+			for _, q := range nb.props {
+				if q.required && bytes.Equal(p.key, q.key) {
+					pa, qa := g.single(p.node), g.single(q.node)
+					if g.nodes[pa].kind == kLiterals && g.nodes[qa].kind == kLiterals && g.disjoint(pa, qa) {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}
+
+// single looks through unions of one alternative ($ref placeholders).
+func (g *Grammar) single(n int) int {
+	for g.nodes[n].kind == kUnion && len(g.nodes[n].alts) == 1 {
+		n = g.nodes[n].alts[0]
+	}
+	return n
 }
 
 // prune finds the nodes that have a finite value (productive) and takes
@@ -259,6 +366,9 @@ func (b *builder) prune(root int) error {
 			if nd.freeKeys && !ok[nd.extra] {
 				nd.freeKeys = false // only {} is finite
 			}
+			if !nd.freeKeys && nd.extra >= 0 && !ok[nd.extra] {
+				nd.extra = -1 // no additional property can end
+			}
 		case kArray:
 			if !ok[nd.items] {
 				nd.maxItems = 0
@@ -283,7 +393,7 @@ func (b *builder) prune(root int) error {
 // response_format json_object, Ollama's format "json").
 func JSONObject() *Grammar {
 	b := newBuilder()
-	root := b.add(node{kind: kObject, freeKeys: true, extra: b.any()})
+	root := b.add(node{kind: kObject, freeKeys: true, extra: b.any(), extraKey: b.anyString})
 	g, err := b.finish(root, "any JSON object")
 	if err != nil {
 		panic(err) // fixed nodes: checked by the tests
@@ -335,7 +445,7 @@ func ToolCall(tools []Tool, format ToolCallFormat) (*Grammar, error) {
 		seen[t.Name] = true
 		var args int
 		if len(bytes.TrimSpace(t.Parameters)) == 0 || string(bytes.TrimSpace(t.Parameters)) == "null" {
-			args = b.add(node{kind: kObject, freeKeys: true, extra: b.any()})
+			args = b.add(node{kind: kObject, freeKeys: true, extra: b.any(), extraKey: b.anyString})
 		} else {
 			doc, err := parseOrdered(t.Parameters)
 			if err != nil {

@@ -1,6 +1,7 @@
 package grammar
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -54,16 +55,17 @@ var ErrRefused = errors.New("token not allowed by the grammar")
 // Matcher is the state of one constrained generation. It is not safe for
 // concurrent use.
 type Matcher struct {
-	m      *Masker
-	st     state
-	tmp    state
-	bufs   []state // per trie depth, for walks
-	key    []byte
-	eosSet bool
+	m         *Masker
+	st        state
+	tmp, tmp2 state
+	sc        scratch
+	bufs      []state // per trie depth, for walks
+	key       []byte
+	eosSet    bool
 }
 
 // Done reports whether the value is finished: only an end token may come.
-func (t *Matcher) Done() bool { return len(t.st) == 0 }
+func (t *Matcher) Done() bool { return t.st.done() }
 
 // CanEnd reports whether the output may stop here (the value is finished,
 // or a top-level number or literal is complete).
@@ -78,13 +80,20 @@ func (t *Matcher) Allows(id int) bool {
 	if hasBit(v.banned, id) {
 		return hasBit(v.allEOS, id) && t.CanEnd()
 	}
-	t.tmp = append(t.tmp[:0], t.st...)
-	for _, c := range v.bytes[id] {
-		if t.m.g.step(&t.tmp, c) == reject {
-			return false
+	return t.run(v.bytes[id]) == nil
+}
+
+// run steps a copy of the state (left in t.tmp) by text, or says which
+// byte was refused.
+func (t *Matcher) run(text []byte) error {
+	t.tmp.set(&t.st)
+	for i, c := range text {
+		if !t.m.g.advance(&t.tmp2, &t.tmp, c, &t.sc) {
+			return fmt.Errorf("byte %d (%q) of %q: %w", i, c, text, ErrRefused)
 		}
+		t.tmp, t.tmp2 = t.tmp2, t.tmp
 	}
-	return true
+	return nil
 }
 
 // Accept moves the state past token id. An end token is accepted when the
@@ -94,7 +103,7 @@ func (t *Matcher) Accept(id int) error {
 		return fmt.Errorf("token %d: %w", id, ErrRefused)
 	}
 	if hasBit(t.m.v.banned, id) { // an end token
-		t.st = t.st[:0]
+		t.st.finish()
 		return nil
 	}
 	t.st, t.tmp = t.tmp, t.st
@@ -104,11 +113,8 @@ func (t *Matcher) Accept(id int) error {
 // AcceptBytes moves the state past text (for a prefix the caller writes
 // itself, such as the start of a tool call).
 func (t *Matcher) AcceptBytes(text []byte) error {
-	t.tmp = append(t.tmp[:0], t.st...)
-	for i, c := range text {
-		if t.m.g.step(&t.tmp, c) == reject {
-			return fmt.Errorf("byte %d (%q) of %q: %w", i, c, text, ErrRefused)
-		}
+	if err := t.run(text); err != nil {
+		return err
 	}
 	t.st, t.tmp = t.tmp, t.st
 	return nil
@@ -125,10 +131,10 @@ func (t *Matcher) Mask(allowed []uint64) {
 // mask returns the (cached) mask of the current state.
 func (t *Matcher) mask() []uint64 {
 	m := t.m
-	if len(t.st) == 0 {
+	if t.st.done() {
 		return m.v.eosMask
 	}
-	t.key = stateKey(t.key[:0], t.st)
+	t.key = stateKey(t.key[:0], &t.st)
 	m.mu.Lock()
 	if mk, ok := m.cache[string(t.key)]; ok {
 		m.hits++
@@ -152,11 +158,16 @@ func (t *Matcher) mask() []uint64 {
 	return mk
 }
 
-func stateKey(dst []byte, s state) []byte {
-	if len(s) == 0 {
+// stateKey is s as bytes: the number of stacks, their ends, their frames.
+func stateKey(dst []byte, s *state) []byte {
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(s.end)))
+	for _, e := range s.end {
+		dst = binary.LittleEndian.AppendUint32(dst, uint32(e))
+	}
+	if len(s.f) == 0 {
 		return dst
 	}
-	p := unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(frame{})))
+	p := unsafe.Slice((*byte)(unsafe.Pointer(&s.f[0])), len(s.f)*int(unsafe.Sizeof(frame{})))
 	return append(dst, p...)
 }
 
@@ -176,33 +187,28 @@ func (t *Matcher) walk() []uint64 {
 	// ref[d] is the buffer that holds the state at depth d (a byte that
 	// leaves the state as it was shares its parent's buffer).
 	ref := make([]int, v.maxLen+1)
-	bufs[0] = append(bufs[0][:0], t.st...)
+	bufs[0].set(&t.st)
 	trie := v.trie
 	for i := 0; i < len(trie); {
 		nd := &trie[i]
 		d := int(nd.depth)
-		parent := bufs[ref[d-1]]
+		parent := &bufs[ref[d-1]]
 		c := nd.b
-		// A plain character inside a string without limits changes
-		// nothing: share the parent's state.
-		if len(parent) == 0 {
+		if parent.done() {
 			i = int(nd.end) // the value is finished: no byte may follow
 			continue
 		}
-		if top := &parent[len(parent)-1]; top.st == stStr && c >= 0x20 && c < 0x80 && c != '"' && c != '\\' {
-			if sn := &g.nodes[top.n]; sn.maxLen < 0 && sn.minLen == 0 && sn.re == nil {
-				ref[d] = ref[d-1]
-				for _, id := range v.tokIDs[nd.tokFirst : nd.tokFirst+nd.tokN] {
-					setBit(out, int(id))
-				}
-				i++
-				continue
+		// A plain character inside a string without limits changes
+		// nothing: share the parent's state.
+		if c >= 0x20 && c < 0x80 && c != '"' && c != '\\' && g.freeStrings(parent) {
+			ref[d] = ref[d-1]
+			for _, id := range v.tokIDs[nd.tokFirst : nd.tokFirst+nd.tokN] {
+				setBit(out, int(id))
 			}
+			i++
+			continue
 		}
-		cur := append(bufs[d][:0], parent...)
-		r := g.step(&cur, c)
-		bufs[d] = cur
-		if r == reject {
+		if !g.advance(&bufs[d], parent, c, &t.sc) {
 			i = int(nd.end)
 			continue
 		}
@@ -213,4 +219,24 @@ func (t *Matcher) walk() []uint64 {
 		i++
 	}
 	return out
+}
+
+// freeStrings reports whether every stack of s is inside a string
+// without limits (where a plain character changes nothing).
+func (g *Grammar) freeStrings(s *state) bool {
+	lo := int32(0)
+	for _, hi := range s.end {
+		if hi == lo {
+			return false
+		}
+		top := &s.f[hi-1]
+		if top.st != stStr {
+			return false
+		}
+		if sn := &g.nodes[top.n]; sn.maxLen >= 0 || sn.minLen > 0 || sn.re != nil {
+			return false
+		}
+		lo = hi
+	}
+	return true
 }

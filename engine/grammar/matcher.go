@@ -1,5 +1,7 @@
 package grammar
 
+import "slices"
+
 // frame is one open value (or sequence) on the automaton's stack.
 type frame struct {
 	n  int32 // node
@@ -42,12 +44,129 @@ const (
 	stNumStart               // before a number's first byte (a = 1 once it is negative)
 )
 
-// state is a stack of frames. The zero-length state is the finished one.
-type state []frame
+// stack is one way through the automaton: a frame per open value. The
+// empty stack is the finished value.
+type stack []frame
+
+// state is the set of stacks a generation may be in: one, unless
+// alternatives of an anyOf that start alike both still fit what was
+// written (then each goes on as a stack of its own until the bytes tell
+// them apart, as a general CFG parser keeps several). Stack i is
+// f[end[i-1]:end[i]]; no two are equal. A state with no stacks is dead;
+// one whose stacks are all empty is finished.
+type state struct {
+	f   []frame
+	end []int32
+}
+
+// maxStacks bounds the stacks of a state. Past it, the alternatives that
+// forked last are not followed: the language narrows (what is written
+// still validates), the cost per byte stays bounded.
+const maxStacks = 64
 
 // initial returns the start state of g.
 func (g *Grammar) initial() state {
-	return state{g.valueFrame(g.root)}
+	return state{f: []frame{g.valueFrame(g.root)}, end: []int32{1}}
+}
+
+// done reports whether every stack is finished.
+func (s *state) done() bool { return len(s.f) == 0 && len(s.end) > 0 }
+
+// set makes s a copy of o.
+func (s *state) set(o *state) {
+	s.f, s.end = append(s.f[:0], o.f...), append(s.end[:0], o.end...)
+}
+
+// finish makes s the finished state.
+func (s *state) finish() { s.f, s.end = s.f[:0], append(s.end[:0], 0) }
+
+// each calls fn with each stack of s until it returns false.
+func (s *state) each(fn func(st stack) bool) {
+	lo := int32(0)
+	for _, hi := range s.end {
+		if !fn(s.f[lo:hi]) {
+			return
+		}
+		lo = hi
+	}
+}
+
+// scratch is the memory a step reuses: the stacks forked while stepping.
+type scratch struct{ forks state }
+
+// step advances s by one byte (tests and AcceptBytes; the mask walk uses
+// advance with its own buffers).
+func (g *Grammar) step(s *state, c byte) stepResult {
+	var out state
+	var sc scratch
+	if !g.advance(&out, s, c, &sc) {
+		return reject
+	}
+	*s = out
+	return changed
+}
+
+// advance steps every stack of src by c into dst, forks included, and
+// reports whether any stack took c.
+func (g *Grammar) advance(dst, src *state, c byte, sc *scratch) bool {
+	forks := &sc.forks
+	forks.f, forks.end = forks.f[:0], forks.end[:0]
+	if len(src.end) == 1 {
+		// One stack, the common case: step it in dst's buffer.
+		st := stack(append(dst.f[:0], src.f...))
+		if g.stepStack(&st, c, forks) == reject {
+			dst.f, dst.end = st[:0], dst.end[:0]
+		} else {
+			dst.f, dst.end = st, append(dst.end[:0], int32(len(st)))
+		}
+		if len(forks.end) == 0 {
+			return len(dst.end) > 0
+		}
+	} else {
+		dst.f, dst.end = dst.f[:0], dst.end[:0]
+		lo := int32(0)
+		for _, hi := range src.end {
+			g.stepInto(dst, src.f[lo:hi], c, forks)
+			lo = hi
+		}
+	}
+	lo := int32(0)
+	for i := 0; i < len(forks.end); i++ { // forks may fork again
+		hi := forks.end[i]
+		g.stepInto(dst, forks.f[lo:hi], c, forks)
+		lo = hi
+	}
+	return len(dst.end) > 0
+}
+
+// stepInto appends to dst the stack from stepped by c, unless it refuses
+// c, is already there, or dst is full. Alternatives that also take c
+// are appended to forks, not yet stepped.
+func (g *Grammar) stepInto(dst *state, from stack, c byte, forks *state) {
+	if len(dst.end) >= maxStacks {
+		return
+	}
+	start := len(dst.f)
+	dst.f = append(dst.f, from...) // copied before forks can grow
+	st := stack(dst.f[start:])
+	if g.stepStack(&st, c, forks) == reject {
+		dst.f = dst.f[:start]
+		return
+	}
+	if n := start + len(st); len(st) == 0 || n <= cap(dst.f) && &dst.f[:n][start] == &st[0] {
+		dst.f = dst.f[:n] // stepped in place
+	} else {
+		dst.f = append(dst.f[:start], st...)
+	}
+	lo := int32(0)
+	for _, hi := range dst.end {
+		if slices.Equal(dst.f[lo:hi], dst.f[start:]) {
+			dst.f = dst.f[:start] // two alternatives came to the same place
+			return
+		}
+		lo = hi
+	}
+	dst.end = append(dst.end, int32(len(dst.f)))
 }
 
 func (g *Grammar) valueFrame(n int) frame {
@@ -82,9 +201,12 @@ const (
 	unchanged                   // accepted; the state is as it was
 )
 
-// step advances s by one byte, in place. The state may grow by at most
-// MaxDepth frames; past that a byte that opens a value is refused.
-func (g *Grammar) step(s *state, c byte) stepResult {
+// stepStack advances one stack by one byte, in place. The stack may grow
+// to at most MaxDepth frames; past that a byte that opens a value is
+// refused. Where a union has several alternatives that take c, the
+// stack follows the first and a copy for each other one, at that
+// alternative's start, is appended to forks (nil: none may fork).
+func (g *Grammar) stepStack(s *stack, c byte, forks *state) stepResult {
 	st := *s
 	for {
 		if len(st) == 0 {
@@ -104,17 +226,22 @@ func (g *Grammar) step(s *state, c byte) stepResult {
 			if !g.first[top.n][c] {
 				return reject
 			}
-			// Resolve unions to the alternative that starts with c.
+			// Resolve a union to the alternatives that start with c: the
+			// first here, each other one as a stack of its own.
 			n := int(top.n)
-			for g.nodes[n].kind == kUnion {
-				next := -1
-				for _, a := range g.nodes[n].alts {
-					if g.first[a][c] {
-						next = a
-						break
+			if g.nodes[n].kind == kUnion {
+				n = -1
+				for _, a := range g.leaves[top.n] {
+					switch {
+					case !g.first[a][c]:
+					case n < 0:
+						n = a
+					case forks != nil:
+						forks.f = append(forks.f, st...)
+						forks.f[len(forks.f)-1] = frame{n: int32(a), st: stValue}
+						forks.end = append(forks.end, int32(len(forks.f)))
 					}
 				}
-				n = next
 			}
 			*top = frame{n: int32(n)}
 			switch g.nodes[n].kind {
@@ -158,19 +285,21 @@ func (g *Grammar) step(s *state, c byte) stepResult {
 						return reject
 					}
 					top.st, top.ws = stObjKeyEnd, 0
-					st = append(st, frame{n: int32(g.anyString), st: stStr})
+					st = append(st, frame{n: int32(nd.extraKey), st: stStr})
 					*s = st
 					return changed
 				}
-				first := g.nextProp(nd, int(top.a))
-				if first < 0 {
-					return reject
+				first := 0 // with additional properties: any key, matched against all declared ones
+				if !g.extrasOK(nd, top) {
+					if first = g.nextProp(nd, int(top.a)); first < 0 {
+						return reject
+					}
 				}
 				top.st, top.ws, top.c, top.b = stObjKey, 0, int32(first), 0
 				*s = st
 				return changed
 			case c == ',' && top.st == stObjAfter:
-				if !nd.freeKeys && g.nextProp(nd, int(top.a)) < 0 {
+				if !nd.freeKeys && !g.extrasOK(nd, top) && g.nextProp(nd, int(top.a)) < 0 {
 					return reject
 				}
 				top.st, top.ws = stObjComma, 0
@@ -186,16 +315,43 @@ func (g *Grammar) step(s *state, c byte) stepResult {
 			}
 			return reject
 		case stObjKey:
-			cand := matchProp(nd, int(top.a), int(top.c), int(top.b), c)
-			if cand < 0 {
+			extras := g.extrasOK(nd, top)
+			cand := -1
+			switch {
+			case extras && len(nd.props) > 0:
+				cand = matchKey(nd, int(top.c), len(nd.props)-1, int(top.b), c)
+			case !extras:
+				cand = matchKey(nd, int(top.c), propLimit(nd, int(top.a)), int(top.b), c)
+			}
+			if cand >= 0 {
+				top.c, top.b = int32(cand), top.b+1
+				if int(top.b) == len(nd.props[cand].key) {
+					if extras && (top.v != 0 || cand <= int(top.a)) {
+						return reject // written already, or declared after additional ones
+					}
+					top.a, top.st = int32(cand), stObjColon
+				}
+				*s = st
+				return changed
+			}
+			// No declared key goes on with c: the key of an additional
+			// property (written after the declared ones, without escapes,
+			// so that it cannot spell a declared name another way).
+			if !extras || len(st) >= MaxDepth {
 				return reject
 			}
-			top.c, top.b = int32(cand), top.b+1
-			if int(top.b) == len(nd.props[cand].key) {
-				top.a, top.st = int32(cand), stObjColon
+			var prefix []byte
+			if len(nd.props) > 0 {
+				prefix = nd.props[top.c].key[:top.b]
 			}
-			*s = st
-			return changed
+			top.st, top.v = stObjKeyEnd, 1
+			st = append(st, frame{n: int32(nd.extraKey), st: stStr})
+			for _, pc := range prefix {
+				if g.stepStack(&st, pc, nil) == reject {
+					return reject
+				}
+			}
+			continue // the key's string reads c
 		case stObjColon:
 			if c != ':' {
 				return reject
@@ -203,8 +359,8 @@ func (g *Grammar) step(s *state, c byte) stepResult {
 			if len(st) >= MaxDepth {
 				return reject
 			}
-			vn := nd.extra
-			if !nd.freeKeys {
+			vn := nd.extra // a free or an additional property's value
+			if !nd.freeKeys && top.v == 0 {
 				vn = nd.props[top.a].node
 			}
 			top.st = stObjVal
@@ -263,6 +419,9 @@ func (g *Grammar) step(s *state, c byte) stepResult {
 				return reject
 			}
 			if c == '\\' {
+				if nd.raw {
+					return reject
+				}
 				// An escape writes a character of the Basic Multilingual
 				// Plane: the pattern must take one here.
 				if nd.re != nil && !nd.re.overlaps(int32(top.v), 0, 0xFFFF) {
@@ -277,6 +436,7 @@ func (g *Grammar) step(s *state, c byte) stepResult {
 					return reject
 				}
 				if nd.maxLen < 0 && nd.minLen == 0 && nd.re == nil {
+					*s = st // frames may have been pushed before this byte
 					return unchanged
 				}
 				top.a++
@@ -432,7 +592,7 @@ func (g *Grammar) step(s *state, c byte) stepResult {
 }
 
 // pop removes the finished top frame and tells its parent.
-func (g *Grammar) pop(st state) state {
+func (g *Grammar) pop(st stack) stack {
 	st = st[:len(st)-1]
 	for len(st) > 0 {
 		p := &st[len(st)-1]
@@ -491,11 +651,17 @@ func (g *Grammar) canClose(nd *node, last int) bool {
 	return true
 }
 
-// matchProp finds the property that continues a key: the first allowed
-// property at or after cand whose key has the b bytes already matched
-// (those of cand) followed by c; -1 when there is none.
-func matchProp(nd *node, last, cand, b int, c byte) int {
-	limit := propLimit(nd, last)
+// extrasOK reports whether the object of frame f may take additional
+// properties now: it has a schema for them and every required declared
+// property is written.
+func (g *Grammar) extrasOK(nd *node, f *frame) bool {
+	return !nd.freeKeys && nd.extra >= 0 && g.canClose(nd, int(f.a))
+}
+
+// matchKey finds the property that continues a key: the first property
+// from cand to limit whose key has the b bytes already matched (those of
+// cand) followed by c; -1 when there is none.
+func matchKey(nd *node, cand, limit, b int, c byte) int {
 	prefix := nd.props[cand].key[:b]
 	for i := cand; i <= limit; i++ {
 		k := nd.props[i].key
@@ -602,10 +768,19 @@ func (g *Grammar) numberStep(f *frame, nd *node, c byte) (r stepResult, done boo
 	return reject, false
 }
 
-// canEnd reports whether the output may stop in state s: the value is
-// finished, or only a number or a literal that is complete is open.
+// canEnd reports whether the output may stop in state s: some stack is
+// finished, or has only a complete number or literal open.
 func (g *Grammar) canEnd(s state) bool {
-	st := append(state(nil), s...)
+	ok := false
+	s.each(func(st stack) bool {
+		ok = g.canEndStack(st)
+		return !ok
+	})
+	return ok
+}
+
+func (g *Grammar) canEndStack(s stack) bool {
+	st := append(stack(nil), s...)
 	for len(st) > 0 {
 		top := st[len(st)-1]
 		switch top.st {

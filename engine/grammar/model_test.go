@@ -49,6 +49,13 @@ var modelSchemas = map[string]string{
 		"id":{"type":"string","format":"uuid"},
 		"pick":{"oneOf":[{"type":"integer","minimum":10,"maximum":12},{"type":"string","pattern":"^(yes|no)$"}]}},
 		"required":["n","x","code","day","id","pick"],"additionalProperties":false}`,
+	"unions that start alike": `{"type":"object","properties":{
+		"when":{"anyOf":[{"type":"string","format":"date"},{"type":"string","maxLength":3}]},
+		"shape":{"anyOf":[
+			{"type":"object","properties":{"kind":{"const":"dot"},"r":{"type":"integer","minimum":0,"maximum":9}},"required":["kind","r"],"additionalProperties":false},
+			{"type":"object","properties":{"kind":{"const":"box"},"w":{"type":"boolean"}},"required":["kind"],"additionalProperties":false}]},
+		"tag":{"oneOf":[{"properties":{"t":{"const":"a"}},"required":["t"],"additionalProperties":false},{"properties":{"t":{"const":"b"},"n":{"type":"null"}},"required":["t"],"additionalProperties":false}]}},
+		"required":["when","shape","tag"],"additionalProperties":false}`,
 	"top-level array": `{"type":"array","items":{"type":["integer","boolean"]},"minItems":2,"maxItems":4}`,
 	"nested optional": `{"type":"object","properties":{
 		"a":{"type":"object","properties":{"b":{"type":"object","properties":{"c":{"type":"integer"}},"additionalProperties":false}},"additionalProperties":false},
@@ -200,6 +207,9 @@ func TestMaskMatchesAllows(t *testing.T) {
 		`{"type":"integer"}`:         `1234`,
 		`{"enum":[1,12,123,"x"]}`:    `12`,
 		`{"type":["string","null"]}`: `null`,
+		`{"anyOf":[{"type":"string","format":"date"},{"type":"string","maxLength":12}]}`:                              `"2024-01-3x"`,
+		`{"anyOf":[{"properties":{"a":{"type":"integer"}},"required":["a"]},{"properties":{"a":{"type":"string"}}}]}`: `{"a": "x"}`,
+		`{"properties":{"ab":{"type":"integer"}},"additionalProperties":{"type":"boolean"}}`:                          `{"ab": 1, "a": true, "abc": false}`,
 	}
 	mask := make([]uint64, words(sm.vocab.Size()))
 	for schema, doc := range docs {

@@ -168,6 +168,9 @@ var ignored = map[string]bool{
 	"$schema": true, "$id": true, "$comment": true, "title": true, "description": true,
 	"default": true, "examples": true, "deprecated": true, "readOnly": true, "writeOnly": true,
 	"$defs": true, "definitions": true,
+	// OpenAPI's discriminator names the property that tells oneOf's
+	// alternatives apart; it changes nothing that validates.
+	"discriminator": true,
 }
 
 // supported are the keywords compile reads.
@@ -176,7 +179,7 @@ var supported = map[string]bool{
 	"enum": true, "const": true, "items": true, "minItems": true, "maxItems": true,
 	"minLength": true, "maxLength": true, "$ref": true, "anyOf": true, "oneOf": true,
 	"minimum": true, "maximum": true, "exclusiveMinimum": true, "exclusiveMaximum": true,
-	"pattern": true, "format": true,
+	"pattern": true, "format": true, "propertyNames": true,
 }
 
 // Limits that keep compiling a hostile schema bounded in time and memory.
@@ -216,7 +219,7 @@ func (c *compiler) compile(s *value, path string) (int, error) {
 	}
 	for _, k := range s.keys {
 		if !supported[k] && !ignored[k] {
-			return 0, fmt.Errorf("%s: the keyword %q is not supported (supported: type, properties, required, additionalProperties, enum, const, items, minItems, maxItems, minLength, maxLength, minimum, maximum, exclusiveMinimum, exclusiveMaximum, pattern, format, $defs, $ref, anyOf and oneOf of different types)", path, k)
+			return 0, fmt.Errorf("%s: the keyword %q is not supported (supported: type, properties, required, additionalProperties, enum, const, items, minItems, maxItems, minLength, maxLength, minimum, maximum, exclusiveMinimum, exclusiveMaximum, pattern, format, propertyNames, $defs, $ref, anyOf, oneOf)", path, k)
 		}
 	}
 	if ref := s.get("$ref"); ref != nil {
@@ -227,8 +230,8 @@ func (c *compiler) compile(s *value, path string) (int, error) {
 		}
 		return c.ref(ref, path)
 	}
-	// oneOf is anyOf here: the alternatives must start with different
-	// bytes (finish checks), so a document matches exactly one of them.
+	// anyOf is any alternative that fits; oneOf the same once finish has
+	// made sure no document fits two of them.
 	for _, kw := range []string{"anyOf", "oneOf"} {
 		any := s.get(kw)
 		if any == nil {
@@ -242,7 +245,7 @@ func (c *compiler) compile(s *value, path string) (int, error) {
 		if any.kind != 'a' || len(any.vals) == 0 {
 			return 0, fmt.Errorf("%s/%s: must be a non-empty list of schemas", path, kw)
 		}
-		u := node{kind: kUnion}
+		u := node{kind: kUnion, oneOf: kw == "oneOf"}
 		for i, alt := range any.vals {
 			n, err := c.compile(alt, fmt.Sprintf("%s/%s/%d", path, kw, i))
 			if err != nil {
@@ -302,7 +305,7 @@ func schemaTypes(s *value, path string) ([]string, error) {
 		switch {
 		case s.get("enum") != nil || s.get("const") != nil:
 			return nil, nil // the values say
-		case s.get("properties") != nil || s.get("required") != nil || s.get("additionalProperties") != nil:
+		case s.get("properties") != nil || s.get("required") != nil || s.get("additionalProperties") != nil || s.get("propertyNames") != nil:
 			types = []string{"object"}
 		case s.get("items") != nil || s.get("minItems") != nil || s.get("maxItems") != nil:
 			types = []string{"array"}
@@ -476,17 +479,36 @@ func countRange(s *value, minKey, maxKey, path string) (lo, hi int, err error) {
 
 func (c *compiler) object(s *value, path string) (int, error) {
 	n := node{kind: kObject, extra: -1}
+	// additionalProperties: false none, a schema what their values
+	// follow, true any value. Beside "properties" they come after the
+	// declared ones, as llama.cpp writes them; absent, only the declared
+	// ones are written there (as llama.cpp does), and without
+	// "properties" the keys are free.
 	var extra *value
-	allowExtra := true
+	allowExtra, given := true, false
 	if ap := s.get("additionalProperties"); ap != nil {
 		switch {
 		case ap.kind == 'b':
-			allowExtra = ap.b
+			allowExtra, given = ap.b, ap.b
 		case ap.kind == 'o':
-			extra = ap
+			extra, given = ap, true
 		default:
 			return 0, fmt.Errorf("%s/additionalProperties: must be a boolean or a schema", path)
 		}
+	}
+	extraNode := -1
+	extraValue := func() (int, error) {
+		if extraNode >= 0 {
+			return extraNode, nil
+		}
+		extraNode = c.b.any()
+		if extra != nil {
+			var err error
+			if extraNode, err = c.compile(extra, path+"/additionalProperties"); err != nil {
+				return 0, err
+			}
+		}
+		return extraNode, nil
 	}
 	required := map[string]bool{}
 	var reqOrder []string
@@ -509,9 +531,22 @@ func (c *compiler) object(s *value, path string) (int, error) {
 		return 0, fmt.Errorf("%s/properties: must be an object of schemas", path)
 	}
 	id := c.b.add(n) // reserved now, so that recursion through $ref finds it
+	keys, err := c.propertyNames(s, path)
+	if err != nil {
+		return 0, err
+	}
+	named := func(name string) bool { return keys < 0 || c.b.nodes[keys].takes(name) }
+	for _, name := range reqOrder {
+		if !named(name) {
+			return 0, fmt.Errorf("%s: %q is required but does not follow propertyNames: nothing can match", path, name)
+		}
+	}
 	declared := map[string]bool{}
 	if props != nil {
 		for i, name := range props.keys {
+			if !named(name) {
+				continue // can never be written
+			}
 			pn, err := c.compile(props.vals[i], path+"/properties/"+escapePointer(name))
 			if err != nil {
 				return 0, err
@@ -529,27 +564,77 @@ func (c *compiler) object(s *value, path string) (int, error) {
 		if !allowExtra {
 			return 0, fmt.Errorf("%s: %q is required but not in properties, and additionalProperties is false: nothing can match", path, name)
 		}
-		pn := c.b.any()
-		if extra != nil {
-			var err error
-			if pn, err = c.compile(extra, path+"/additionalProperties"); err != nil {
-				return 0, err
-			}
+		pn, err := extraValue()
+		if err != nil {
+			return 0, err
 		}
 		n.props = append(n.props, prop{key: jsonString(name)[1:], node: pn, required: true})
 	}
-	if len(n.props) == 0 && allowExtra {
-		n.freeKeys = true
-		n.extra = c.b.any()
-		if extra != nil {
-			var err error
-			if n.extra, err = c.compile(extra, path+"/additionalProperties"); err != nil {
-				return 0, err
-			}
+	switch {
+	case len(n.props) == 0 && allowExtra:
+		var err error
+		if n.extra, err = extraValue(); err != nil {
+			return 0, err
+		}
+		n.freeKeys, n.extraKey = true, c.b.anyString
+		if keys >= 0 {
+			n.extraKey = keys
+		}
+	case len(n.props) > 0 && given:
+		var err error
+		if n.extra, err = extraValue(); err != nil {
+			return 0, err
+		}
+		n.extraKey = keys
+		if keys < 0 {
+			n.extraKey = c.b.add(node{kind: kString, maxLen: -1, raw: true})
 		}
 	}
 	c.b.nodes[id] = n
 	return id, nil
+}
+
+// propertyNames compiles an object schema's propertyNames into the
+// string node its free or additional keys follow (-1 when it has none).
+// Only a string schema (lengths, pattern, format) is honoured; its keys
+// are written without escapes.
+func (c *compiler) propertyNames(s *value, path string) (int, error) {
+	pn := s.get("propertyNames")
+	if pn == nil {
+		return -1, nil
+	}
+	if pn.kind == 'b' && pn.b {
+		return -1, nil
+	}
+	kn, err := c.compile(pn, path+"/propertyNames")
+	if err != nil {
+		return 0, err
+	}
+	if c.b.nodes[kn].kind != kString {
+		return 0, fmt.Errorf("%s/propertyNames: only a string schema (minLength, maxLength, pattern, format) is supported", path)
+	}
+	key := c.b.nodes[kn]
+	key.raw = true
+	return c.b.add(key), nil
+}
+
+// takes reports whether the string node n accepts the text s (its
+// length in code points and its pattern).
+func (n *node) takes(s string) bool {
+	l := utf8.RuneCountInString(s)
+	if l < n.minLen || n.maxLen >= 0 && l > n.maxLen {
+		return false
+	}
+	if n.re == nil {
+		return true
+	}
+	st := int32(0)
+	for _, r := range s {
+		if st = n.re.next(st, r); st < 0 {
+			return false
+		}
+	}
+	return n.re.states[st].accept
 }
 
 func (c *compiler) array(s *value, path string) (int, error) {

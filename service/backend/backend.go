@@ -130,6 +130,24 @@ type Token struct {
 	// ToolCalls are calls completed with this piece (Text is then
 	// usually empty): the markup is not in Text.
 	ToolCalls []ToolCall
+	// PromptTokens and CachedTokens, on the first piece only, are the
+	// prompt's size and how much of it came from the KV cache, as Result
+	// will say them, from a backend that knows them before it answers
+	// (0 otherwise): for an Anthropic stream's message_start.
+	PromptTokens, CachedTokens int
+}
+
+// StampPrompt returns emit that puts prompt and cached on the first
+// piece (Token.PromptTokens, Token.CachedTokens).
+func StampPrompt(emit func(Token) error, prompt, cached int) func(Token) error {
+	first := true
+	return func(t Token) error {
+		if first {
+			first = false
+			t.PromptTokens, t.CachedTokens = prompt, cached
+		}
+		return emit(t)
+	}
 }
 
 // Finish reasons, as in the OpenAI API.

@@ -86,6 +86,7 @@ func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Re
 	q := b.sched.Join(sess)
 	defer q.Leave()
 	res.CachedTokens = keep
+	emit = backend.StampPrompt(emit, len(ids), keep)
 	start := time.Now()
 	var logits []float32
 	for {

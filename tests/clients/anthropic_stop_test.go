@@ -44,3 +44,40 @@ func TestAnthropicGoStopSequence(t *testing.T) {
 		}
 	}
 }
+
+// On the engine, through Anthropic's Go SDK: message_start carries the
+// prompt's real size (it said input_tokens 0), counted as the final
+// message_delta counts it: the second time the same prompt is sent, the
+// part read from the KV cache is cache_read_input_tokens, in both.
+func TestAnthropicGoMessageStartUsage(t *testing.T) {
+	srv := startToolEngine(t)
+	c := anthropic.NewClient(anthropicoption.WithBaseURL(srv.URL), anthropicoption.WithAPIKey("none"), anthropicoption.WithMaxRetries(0))
+	params := anthropic.MessageNewParams{
+		Model: anthropic.Model("minicpm5:2b"), MaxTokens: 4,
+		Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("count the tokens of this prompt, please"))},
+	}
+	for round := range 2 {
+		stream := c.Messages.NewStreaming(context.Background(), params)
+		var start anthropic.Usage
+		var end anthropic.MessageDeltaUsage
+		for stream.Next() {
+			switch ev := stream.Current(); ev.Type {
+			case "message_start":
+				start = ev.Message.Usage
+			case "message_delta":
+				end = ev.Usage
+			}
+		}
+		if err := stream.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if start.InputTokens+start.CacheReadInputTokens < 5 || start.InputTokens != end.InputTokens || start.CacheReadInputTokens != end.CacheReadInputTokens {
+			t.Errorf("round %d: message_start input %d, cache read %d; message_delta input %d, cache read %d", round,
+				start.InputTokens, start.CacheReadInputTokens, end.InputTokens, end.CacheReadInputTokens)
+		}
+		if round == 1 && start.CacheReadInputTokens == 0 {
+			t.Errorf("round 1: nothing read from the cache (input %d)", start.InputTokens)
+		}
+		t.Logf("round %d: input_tokens %d, cache_read_input_tokens %d", round, start.InputTokens, start.CacheReadInputTokens)
+	}
+}

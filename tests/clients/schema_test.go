@@ -162,3 +162,126 @@ func TestHostileSchemasAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// unionSchema has what the grammar once refused with a 400 (issue 26):
+// anyOf alternatives that start with the same byte (a date or a short
+// string; two objects, the shape of zod's z.union of objects), a oneOf
+// told apart by a discriminator property, and additionalProperties as a
+// schema beside declared properties (their keys bounded by
+// propertyNames, as zod writes a z.record's key schema, so that a random
+// model's keys end).
+const unionSchema = `{"type":"object",
+	"properties":{
+		"when":{"anyOf":[{"type":"string","format":"date"},{"type":"string","maxLength":3}]},
+		"shape":{"anyOf":[
+			{"type":"object","properties":{"kind":{"const":"dot"},"r":{"type":"integer","minimum":0,"maximum":9}},"required":["kind","r"],"additionalProperties":false},
+			{"type":"object","properties":{"kind":{"const":"box"},"w":{"type":"boolean"}},"required":["kind"],"additionalProperties":false}]},
+		"pet":{"oneOf":[
+			{"type":"object","properties":{"type":{"const":"cat"},"lives":{"type":"integer","minimum":1,"maximum":9}},"required":["type","lives"],"additionalProperties":false},
+			{"type":"object","properties":{"type":{"const":"dog"}},"required":["type"],"additionalProperties":false}],
+			"discriminator":{"propertyName":"type"}},
+		"flags":{"type":"object","properties":{"id":{"type":"integer","minimum":0,"maximum":99}},"required":["id"],
+			"additionalProperties":{"type":"boolean"},"propertyNames":{"pattern":"^[a-z]{1,3}$"}}},
+	"required":["when","shape","pet","flags"],"additionalProperties":false}`
+
+// On the engine, through the official OpenAI client, a schema with
+// unions whose alternatives start alike and additional properties gets
+// answers that follow it (a 400 "anyOf alternatives that can both start
+// with '{'" before), and a oneOf that could match twice is a 400 naming
+// oneOf.
+func TestUnionsAndAdditionalPropertiesOnTheEngine(t *testing.T) {
+	srv := startToolEngine(t)
+	c := openaiClient(srv.URL)
+	var schema map[string]any
+	if err := json.Unmarshal([]byte(unionSchema), &schema); err != nil {
+		t.Fatal(err)
+	}
+	date := regexp.MustCompile(`^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])$`)
+	flagKey := regexp.MustCompile(`^[a-z]{1,3}$`)
+	extras := 0
+	for seed := int64(1); seed <= 4; seed++ {
+		resp, err := c.Chat.Completions.New(context.Background(), openai.ChatCompletionNewParams{
+			Model:       "minicpm5:2b",
+			Messages:    []openai.ChatCompletionMessageParamUnion{openai.UserMessage("a record as JSON")},
+			Temperature: openai.Float(1), Seed: openai.Int(seed), MaxTokens: openai.Int(1500),
+			ResponseFormat: openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
+				JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: "record", Schema: schema},
+			}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		content := resp.Choices[0].Message.Content
+		var v struct {
+			When  string                     `json:"when"`
+			Shape map[string]json.RawMessage `json:"shape"`
+			Pet   map[string]json.RawMessage `json:"pet"`
+			Flags map[string]json.RawMessage `json:"flags"`
+		}
+		dec := json.NewDecoder(strings.NewReader(content))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&v); err != nil {
+			t.Fatalf("seed %d: %q: %v", seed, content, err)
+		}
+		var problems []string
+		if !date.MatchString(v.When) && len([]rune(v.When)) > 3 {
+			problems = append(problems, "when is neither a date nor 3 characters")
+		}
+		switch kind := string(v.Shape["kind"]); kind {
+		case `"dot"`:
+			var r int
+			if len(v.Shape) != 2 || json.Unmarshal(v.Shape["r"], &r) != nil || r < 0 || r > 9 {
+				problems = append(problems, "a dot without r in 0..9")
+			}
+		case `"box"`:
+			if w, ok := v.Shape["w"]; len(v.Shape) > 2 || ok && string(w) != "true" && string(w) != "false" || !ok && len(v.Shape) != 1 {
+				problems = append(problems, "a box with more than a boolean w")
+			}
+		default:
+			problems = append(problems, "shape kind "+kind)
+		}
+		switch typ := string(v.Pet["type"]); typ {
+		case `"cat"`:
+			var n int
+			if len(v.Pet) != 2 || json.Unmarshal(v.Pet["lives"], &n) != nil || n < 1 || n > 9 {
+				problems = append(problems, "a cat without lives in 1..9")
+			}
+		case `"dog"`:
+			if len(v.Pet) != 1 {
+				problems = append(problems, "a dog with more than its type")
+			}
+		default:
+			problems = append(problems, "pet type "+typ)
+		}
+		var id int
+		if json.Unmarshal(v.Flags["id"], &id) != nil || id < 0 || id > 99 {
+			problems = append(problems, "flags without id in 0..99")
+		}
+		for k, x := range v.Flags {
+			if k != "id" && (string(x) != "true" && string(x) != "false" || !flagKey.MatchString(k)) {
+				problems = append(problems, "flag "+k+" is not a boolean under a key of 1-3 letters")
+			}
+			if k != "id" {
+				extras++
+			}
+		}
+		if problems != nil {
+			t.Errorf("seed %d: %s does not follow the schema: %s", seed, content, strings.Join(problems, "; "))
+		}
+		t.Logf("seed %d: %s", seed, content)
+	}
+	t.Logf("%d additional properties in 4 answers", extras)
+
+	body := `{"model":"minicpm5:2b","max_tokens":3,"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"s","schema":{"oneOf":[{"type":"string","format":"date"},{"type":"string"}]}}}}`
+	resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Error struct{ Message, Param string }
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != 400 || !strings.Contains(out.Error.Message, "oneOf alternatives 0 and 1 can match the same document") {
+		t.Errorf("an ambiguous oneOf: %d %+v %v, want a 400 naming oneOf", resp.StatusCode, out, err)
+	}
+}

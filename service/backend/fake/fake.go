@@ -152,6 +152,7 @@ func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(
 	if res.PromptTokens > b.opts.ContextLength {
 		return res, fmt.Errorf("fake: %d prompt tokens, context %d: %w", res.PromptTokens, b.opts.ContextLength, backend.ErrPromptTooLong)
 	}
+	emit = backend.StampPrompt(emit, res.PromptTokens, 0)
 	reply := ""
 	if b.opts.Reply != nil {
 		reply = b.opts.Reply(req)
