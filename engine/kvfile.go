@@ -193,33 +193,63 @@ func (m *Model) readKVHead(r io.Reader, identity string, sum hash.Hash) (*KVFile
 	return &h, tokens, r, nil
 }
 
+// ReadKVOptions say how much of a KV file Model.ReadKV keeps.
+type ReadKVOptions struct {
+	// Keep is how many of the file's positions to keep (0 or more than
+	// the file holds: all of them): what a prompt shares with it. The
+	// rest is read only to check the checksum, into a small buffer that
+	// is reused, so it takes neither memory nor the budget.
+	Keep int
+	// Capacity is the positions the sequence has room for (at least
+	// those kept): the prompt about to resume from it and its answer, so
+	// that the session taking it over computes on at once instead of
+	// copying it to grow.
+	Capacity int
+}
+
 // ReadKV reads a KV file written by WriteKV for this model and identity:
-// a sequence to KVCache.Insert. A file of another model, shape or KV
-// type, or one damaged or cut short anywhere, is an error.
+// a sequence to KVCache.Insert (its first opts.Keep positions). A file
+// of another model, shape or KV type, or one damaged or cut short
+// anywhere, is an error.
 //
-// The sequence has room for capacity positions (at least its own): the
-// prompt about to resume from it and its answer, so that the session
-// taking it over computes on at once instead of copying it to grow.
 // The keys and values are read straight into their slabs, layer by
 // layer, while another goroutine checksums (and checks for values that
 // are not finite) what was read before, so reading a file costs about
 // the time of the reads, not reads plus hashing.
-func (m *Model) ReadKV(r io.Reader, identity string, capacity int) (*StoredKV, *KVFileHeader, error) {
+func (m *Model) ReadKV(r io.Reader, identity string, opts ReadKVOptions) (*StoredKV, *KVFileHeader, error) {
 	sum := kvSum()
 	h, tokens, _, err := m.readKVHead(r, identity, sum)
 	if err != nil {
 		return nil, nil, err
 	}
 	n := h.Tokens
-	kv := m.newKVSlabs(max(capacity, n), nil, 0)
-	nk, nv := roundBlock(n)*h.KVDim, n*h.KVDim
+	keep := n
+	if opts.Keep > 0 && opts.Keep < n {
+		keep = opts.Keep
+	}
+	kv := m.newKVSlabs(max(opts.Capacity, keep), nil, 0)
+	fk, fv := roundBlock(n)*h.KVDim, n*h.KVDim       // per layer in the file
+	nk, nv := roundBlock(keep)*h.KVDim, keep*h.KVDim // of them kept
+	elem := 4
+	if m.kvF16 {
+		elem = 2
+	}
 
-	// the body's pieces go to the checker in file order
+	// the body's pieces go to the checker in file order; the parts not
+	// kept are read into scratch buffers that the checker gives back
 	type piece struct {
-		b    []byte
-		f32  []float32
-		f16  []uint16
-		name string
+		b       []byte
+		f32     []float32
+		f16     []uint16
+		name    string
+		scratch bool
+	}
+	const scratchSize = 1 << 20
+	free := make(chan []byte, 4)
+	if keep < n {
+		for range cap(free) {
+			free <- make([]byte, scratchSize)
+		}
 	}
 	pieces := make(chan piece, 8)
 	bad := make(chan error, 1)
@@ -227,6 +257,10 @@ func (m *Model) ReadKV(r io.Reader, identity string, capacity int) (*StoredKV, *
 		var err error
 		for p := range pieces {
 			sum.Write(p.b)
+			if p.scratch {
+				free <- p.b[:cap(p.b)]
+				continue
+			}
 			if err == nil && (p.f32 != nil && !finiteF32(p.f32) || p.f16 != nil && !finiteF16(p.f16)) {
 				err = fmt.Errorf("KV file: %s holds a value that is not finite", p.name)
 			}
@@ -237,21 +271,40 @@ func (m *Model) ReadKV(r io.Reader, identity string, capacity int) (*StoredKV, *
 		if _, err := io.ReadFull(r, b); err != nil {
 			return fmt.Errorf("KV file: %s: %w", name, err)
 		}
-		pieces <- piece{b, f32, f16, name}
+		pieces <- piece{b: b, f32: f32, f16: f16, name: name}
+		return nil
+	}
+	skip := func(bytes int, name string) error {
+		for bytes > 0 {
+			b := <-free
+			b = b[:min(bytes, len(b))]
+			if _, err := io.ReadFull(r, b); err != nil {
+				return fmt.Errorf("KV file: %s: %w", name, err)
+			}
+			pieces <- piece{b: b, scratch: true}
+			bytes -= len(b)
+		}
 		return nil
 	}
 	for l := range h.Layers {
 		kname, vname := fmt.Sprintf("layer %d keys", l), fmt.Sprintf("layer %d values", l)
 		if m.kvF16 {
 			kv.keys16[l], kv.values16[l] = kv.keys16[l][:nk], kv.values16[l][:nv]
-			if err = read(u16Bytes(kv.keys16[l]), nil, kv.keys16[l], kname); err == nil {
-				err = read(u16Bytes(kv.values16[l]), nil, kv.values16[l], vname)
-			}
+			err = read(u16Bytes(kv.keys16[l]), nil, kv.keys16[l], kname)
 		} else {
 			kv.keys[l], kv.values[l] = kv.keys[l][:nk], kv.values[l][:nv]
-			if err = read(f32Bytes(kv.keys[l]), kv.keys[l], nil, kname); err == nil {
-				err = read(f32Bytes(kv.values[l]), kv.values[l], nil, vname)
-			}
+			err = read(f32Bytes(kv.keys[l]), kv.keys[l], nil, kname)
+		}
+		if err == nil {
+			err = skip((fk-nk)*elem, kname)
+		}
+		if err == nil && m.kvF16 {
+			err = read(u16Bytes(kv.values16[l]), nil, kv.values16[l], vname)
+		} else if err == nil {
+			err = read(f32Bytes(kv.values[l]), kv.values[l], nil, vname)
+		}
+		if err == nil {
+			err = skip((fv-nv)*elem, vname)
 		}
 		if err != nil {
 			break
@@ -273,7 +326,7 @@ func (m *Model) ReadKV(r io.Reader, identity string, capacity int) (*StoredKV, *
 	if checkErr != nil {
 		return nil, nil, checkErr
 	}
-	return &StoredKV{Scope: h.Scope, Tag: h.Tag, Tokens: tokens, kv: kv}, h, nil
+	return &StoredKV{Scope: h.Scope, Tag: h.Tag, Tokens: tokens[:keep], kv: kv}, h, nil
 }
 
 // finiteF32 and finiteF16 report whether no value is an infinity or a

@@ -55,7 +55,7 @@ func TestKVFileResumesInPlace(t *testing.T) {
 			more := cat(chat, seqTokens(31, 40))
 			file := kvFileBytes(t, m, keptSequence(t, m, chat))
 
-			st, h, err := m.ReadKV(bytes.NewReader(file), "model-id", len(more)+8)
+			st, h, err := m.ReadKV(bytes.NewReader(file), "model-id", ReadKVOptions{Capacity: len(more) + 8})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -100,7 +100,7 @@ func TestKVFileRefusesDamage(t *testing.T) {
 			chat := seqTokens(32, 70)
 			st := keptSequence(t, m, chat)
 			file := kvFileBytes(t, m, st)
-			if _, _, err := m.ReadKV(bytes.NewReader(file), "model-id", 0); err != nil {
+			if _, _, err := m.ReadKV(bytes.NewReader(file), "model-id", ReadKVOptions{}); err != nil {
 				t.Fatalf("the intact file: %v", err)
 			}
 			hl := int(file[len(kvMagic)]) | int(file[len(kvMagic)+1])<<8
@@ -112,16 +112,18 @@ func TestKVFileRefusesDamage(t *testing.T) {
 			for name, at := range flip {
 				bad := append([]byte(nil), file...)
 				bad[at] ^= 0x10
-				if _, _, err := m.ReadKV(bytes.NewReader(bad), "model-id", 0); err == nil {
-					t.Errorf("a byte changed in the %s (offset %d of %d): read without an error", name, at, len(file))
+				for _, keep := range []int{0, 20} { // all, or a prefix: the rest is checked too
+					if _, _, err := m.ReadKV(bytes.NewReader(bad), "model-id", ReadKVOptions{Keep: keep}); err == nil {
+						t.Errorf("a byte changed in the %s (offset %d of %d), keeping %d: read without an error", name, at, len(file), keep)
+					}
 				}
 			}
 			for _, n := range []int{0, 5, len(kvMagic) + 2, body - 1, body + 100, len(file) / 2, len(file) - 5, len(file) - 4, len(file) - 1} {
-				if _, _, err := m.ReadKV(bytes.NewReader(file[:n]), "model-id", 0); err == nil {
+				if _, _, err := m.ReadKV(bytes.NewReader(file[:n]), "model-id", ReadKVOptions{}); err == nil {
 					t.Errorf("cut to %d of %d bytes: read without an error", n, len(file))
 				}
 			}
-			if _, _, err := m.ReadKV(bytes.NewReader(file), "another model", 0); err == nil || !strings.Contains(err.Error(), "another model") {
+			if _, _, err := m.ReadKV(bytes.NewReader(file), "another model", ReadKVOptions{}); err == nil || !strings.Contains(err.Error(), "another model") {
 				t.Errorf("another identity: %v", err)
 			}
 
@@ -137,10 +139,48 @@ func TestKVFileRefusesDamage(t *testing.T) {
 				default:
 					nan.kv.values[0][len(nan.kv.values[0])-1] = float32(math.Inf(1))
 				}
-				_, _, err := m.ReadKV(bytes.NewReader(kvFileBytes(t, m, nan)), "model-id", 0)
+				_, _, err := m.ReadKV(bytes.NewReader(kvFileBytes(t, m, nan)), "model-id", ReadKVOptions{})
 				if err == nil || !strings.Contains(err.Error(), "not finite") {
 					t.Errorf("a value that is not finite in the %s: %v", part, err)
 				}
+			}
+		})
+	}
+}
+
+// TestKVFileKeepsThePrefix: a prompt that shares only part of a KV file
+// reads only that part into memory (the rest is checked, not kept), and
+// resuming from it computes bit for bit what a fresh computation does.
+func TestKVFileKeepsThePrefix(t *testing.T) {
+	for _, f16 := range []bool{false, true} {
+		t.Run(fmt.Sprintf("f16=%v", f16), func(t *testing.T) {
+			m := kvModel(t, LoadOptions{KVF16: f16})
+			chat := seqTokens(33, 90)
+			file := kvFileBytes(t, m, keptSequence(t, m, chat))
+			edited := cat(chat[:37], seqTokens(34, 20)) // the chat edited after 37 tokens
+			st, _, err := m.ReadKV(bytes.NewReader(file), "model-id", ReadKVOptions{Keep: 37, Capacity: len(edited) + 8})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(st.Tokens) != fmt.Sprint(chat[:37]) {
+				t.Fatalf("kept %d tokens, want the first 37", len(st.Tokens))
+			}
+			if got, want := slabBytes(st.kv), m.KVBytes(len(edited)+8); got != want {
+				t.Errorf("the prefix read takes %d bytes, want the %d of its capacity (the file holds %d)", got, want, m.KVBytes(len(chat)))
+			}
+			c := m.NewKVCache(KVCacheOptions{Budget: 1 << 30})
+			c.Insert(st)
+			s := c.NewSession(0)
+			n, err := s.Resume("scope", edited)
+			if err != nil || n != 37 {
+				t.Fatalf("resumed %d (%v), want 37", n, err)
+			}
+			l, err := s.Prefill(edited[n:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(l) != freshLogits(t, m, edited) {
+				t.Error("resumed from a prefix of the file: logits differ from a fresh computation")
 			}
 		})
 	}

@@ -59,44 +59,51 @@ func artifactsDir(t *testing.T, sub string) string {
 // TestWindowScreenshots opens the setup, settings and about windows with
 // fyne's real driver on an Xvfb display and saves their screenshots
 // (setup.png, settings.png, about.png, menu.png, and setup-notray.png
-// on a desktop without a tray icon, under .artifacts/gui) for a person
+// on a desktop without a tray icon, under .artifacts/gui, and the same
+// in fyne's light theme under .artifacts/gui/light) for a person
 // to look at; it checks that each has its size and is not blank, that
 // the window without a tray fits a 768 px screen with Open the chat in
 // view, and that fyne logged no call-thread error, through the quit.
 func TestWindowScreenshots(t *testing.T) {
 	display := desktoptest.StartXvfb(t)
-	out := artifactsDir(t, "gui")
-	home := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), shotsEnv+"="+out, "DISPLAY="+display.Name, "HOME="+home,
-		"XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "XDG_DATA_HOME="+filepath.Join(home, ".local/share"),
-		"XDG_CACHE_HOME="+filepath.Join(home, ".cache"), "DBUS_SESSION_BUS_ADDRESS=disabled:", "WAYLAND_DISPLAY=")
-	b, err := cmd.CombinedOutput()
-	t.Logf("screenshot child:\n%s", b)
-	if err != nil {
-		t.Fatalf("screenshot child: %v", err)
-	}
-	if n := strings.Count(string(b), fyneThreadError); n > 0 {
-		t.Errorf("fyne logged %d call-thread errors (a fyne call off fyne's goroutine); see the child's output above", n)
-	}
-	for _, name := range []string{"setup.png", "setup-install-failed.png", "setup-install-failed-details.png", "settings.png", "about.png", "menu.png", "setup-notray.png"} {
-		path := filepath.Join(out, name)
-		fh, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		img, err := png.Decode(fh)
-		fh.Close()
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		if b := img.Bounds(); b.Dx() < 200 || b.Dy() < 200 {
-			t.Errorf("%s is %v", name, b)
-		}
-		if colours := distinctColours(img); colours < 50 {
-			t.Errorf("%s has %d colours: blank, not a rendered window", name, colours)
-		}
-		t.Logf("saved %s", path)
+	// fyne's two themes: dark (its default, what Xvfb gets) into gui/,
+	// light into gui/light/.
+	for _, theme := range []struct{ name, sub string }{{"dark", "gui"}, {"light", filepath.Join("gui", "light")}} {
+		t.Run(theme.name, func(t *testing.T) {
+			out := artifactsDir(t, theme.sub)
+			home := t.TempDir()
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), shotsEnv+"="+out, "DISPLAY="+display.Name, "HOME="+home, "FYNE_THEME="+theme.name,
+				"XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "XDG_DATA_HOME="+filepath.Join(home, ".local/share"),
+				"XDG_CACHE_HOME="+filepath.Join(home, ".cache"), "DBUS_SESSION_BUS_ADDRESS=disabled:", "WAYLAND_DISPLAY=")
+			b, err := cmd.CombinedOutput()
+			t.Logf("screenshot child:\n%s", b)
+			if err != nil {
+				t.Fatalf("screenshot child: %v", err)
+			}
+			if n := strings.Count(string(b), fyneThreadError); n > 0 {
+				t.Errorf("fyne logged %d call-thread errors (a fyne call off fyne's goroutine); see the child's output above", n)
+			}
+			for _, name := range []string{"setup.png", "setup-install-failed.png", "setup-install-failed-details.png", "settings.png", "about.png", "menu.png", "setup-notray.png"} {
+				path := filepath.Join(out, name)
+				fh, err := os.Open(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				img, err := png.Decode(fh)
+				fh.Close()
+				if err != nil {
+					t.Fatalf("%s: %v", path, err)
+				}
+				if b := img.Bounds(); b.Dx() < 200 || b.Dy() < 200 {
+					t.Errorf("%s is %v", name, b)
+				}
+				if colours := distinctColours(img); colours < 50 {
+					t.Errorf("%s has %d colours: blank, not a rendered window", name, colours)
+				}
+				t.Logf("saved %s", path)
+			}
+		})
 	}
 }
 

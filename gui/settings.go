@@ -141,7 +141,7 @@ func newSettingsWindow(c *controller) *settingsWindow {
 		widget.NewFormItem("Token", with(s.hfToken, "hf_token", "Kept in a file only you can read; shown masked.")),
 		widget.NewFormItem("Port", with(s.port, "port", "")),
 		widget.NewFormItem("", s.reachable),
-		widget.NewFormItem("API key", with(s.apiKey, "api_key", "The port and reachability apply when NPU Chat next starts.")),
+		widget.NewFormItem("API key", with(s.apiKey, "api_key", "The port, reachability and API key apply when NPU Chat next starts.")),
 		widget.NewFormItem("Model", widget.NewLabel(c.app.Model())),
 		widget.NewFormItem("Chat page", widget.NewLabel(c.app.ChatURL())),
 		widget.NewFormItem("Logs", wrapped(c.app.LogDir())),

@@ -104,7 +104,7 @@ func newStartupWindow(l *loop, e StartupError, openLogs func()) *startupWindow {
 	if e.logDir() != "" {
 		w.buttons.Add(widget.NewButtonWithIcon(labelLogs, theme.FolderOpenIcon(), openLogs))
 	}
-	w.buttons.Add(widget.NewButtonWithIcon(labelQuit, theme.CancelIcon(), l.quit))
+	w.buttons.Add(widget.NewButtonWithIcon(labelQuit, theme.LogoutIcon(), l.quit))
 	w.scroll = container.NewVScroll(w.text)
 	w.win.SetContent(container.NewBorder(w.head, container.NewCenter(w.buttons), nil, nil, w.scroll))
 	return w

@@ -118,7 +118,7 @@ func benchReopen(ctx context.Context, path string, opts engine.LoadOptions, chat
 		if err != nil {
 			return nil, err
 		}
-		st, _, err := m.ReadKV(f, "bench", chatTokens+newTokens+64)
+		st, _, err := m.ReadKV(f, "bench", engine.ReadKVOptions{Capacity: chatTokens + newTokens + 64})
 		f.Close()
 		if err != nil {
 			return nil, err

@@ -295,13 +295,14 @@ func (d *diskCache) lookup(scope string, prompt []int, inMemory int) *engine.Sto
 		d.forget(best)
 		return nil
 	}
-	// room for the rest of the prompt and an answer, so that the session
-	// takes the sequence over without copying it to grow
+	// only the positions the prompt shares, with room for the rest of the
+	// prompt and an answer, so that the session takes the sequence over
+	// without copying it to grow
 	room := len(prompt) + readRoom
 	if d.maxCtx > 0 {
 		room = min(room, d.maxCtx)
 	}
-	st, _, err := d.m.ReadKV(f, d.identity, room)
+	st, _, err := d.m.ReadKV(f, d.identity, engine.ReadKVOptions{Keep: bestN, Capacity: room})
 	f.Close()
 	if err != nil || st.Scope != scope {
 		d.log.Warn("KV disk cache: ignoring a file", "path", best, "err", err)

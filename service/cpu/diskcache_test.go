@@ -172,3 +172,40 @@ func TestKVDiskCacheForgetsADeletedChat(t *testing.T) {
 		}
 	}
 }
+
+// TestKVDiskCacheEditedChat: after a restart, a chat whose last message
+// was edited shares only its beginning with its KV file: that part comes
+// from the file (only it is kept in memory), the rest is computed, and
+// the answer is the one computed without any cache.
+func TestKVDiskCacheEditedChat(t *testing.T) {
+	path := models(t)["gguf"]
+	dir := t.TempDir()
+	first := load(t, Options{Path: path, KVDir: dir})
+	if _, _, _, err := run(t, first, diskChat()); err != nil {
+		t.Fatal(err)
+	}
+	first.Unload(t.Context())
+
+	edited := diskChat()
+	edited.Messages[1].Content = "no, tell me about the dog instead"
+	fresh := load(t, Options{Path: path})
+	want, _, wantRes, err := run(t, fresh, edited)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := load(t, Options{Path: path, KVDir: dir})
+	got, _, res, err := run(t, again, edited)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Errorf("the edited chat from its KV file answers %q, computed %q", got, want)
+	}
+	if res.CachedTokens < 40 || res.CachedTokens >= wantRes.PromptTokens-5 {
+		t.Errorf("%d of %d prompt tokens from the disk cache, want the system prompt's (what the edit left)", res.CachedTokens, res.PromptTokens)
+	}
+	// in memory: the shared part, then the edited chat computed on from it
+	if st := again.kv.Stats(); st.Sequences != 1 || st.Tokens > res.PromptTokens+edited.MaxTokens {
+		t.Errorf("the cache holds %+v, want the edited chat alone", st)
+	}
+}

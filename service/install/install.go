@@ -4,6 +4,14 @@
 // subscribers and able to be cancelled. A cancelled or failed install
 // resumes where it stopped when started again, because the installer
 // keeps its partial downloads.
+//
+// Status is the one shape of an install: the answer of GET
+// /api/models/{name}/install, the payload of the service's install
+// events (the page and the tray), and what `npuchat install` follows
+// (through a Tracker, as the Runner does). Status.Words is the one
+// wording of it; its JSON carries the words, so the page words nothing
+// itself. Explain turns an install's error into a Failure: a short
+// sentence that says what to do, and the whole error as the detail.
 package install
 
 import (

@@ -199,7 +199,7 @@
     key.placeholder = s.api_key_masked ? s.api_key_masked + " (saved)" : "none";
     $("set-api-key-help").textContent = "Clients on other devices send it as Authorization: Bearer and the key. Shown masked once saved.";
     $("set-network-help").textContent =
-      "The port and reachability apply when NPU Chat next starts" + (s.listening ? "; it listens on " + s.listening + " now." : ".");
+      "The port, reachability and API key apply when NPU Chat next starts" + (s.listening ? "; it listens on " + s.listening + " now." : ".");
     fillTheme();
     $("set-temperature").value = s.chat.temperature != null ? s.chat.temperature : "";
     $("set-top-p").value = s.chat.top_p != null ? s.chat.top_p : "";
@@ -270,7 +270,8 @@
       if (before && after.engine !== before.engine) notes.push("The engine changed: a model that was on is loaded again on it.");
       if (before && after.context_length !== before.context_length)
         notes.push("The context length applies the next time the model is loaded" + (after.kv && after.kv.loaded ? " (the model on now keeps " + int(after.kv.context) + " tokens until then)." : "."));
-      if (before && (after.port !== before.port || after.reachable !== before.reachable)) notes.push("The port and reachability apply when NPU Chat next starts.");
+      if (before && (after.port !== before.port || after.reachable !== before.reachable || after.api_key_masked !== before.api_key_masked))
+        notes.push("The port, reachability and API key apply when NPU Chat next starts.");
       if (notes.length === 1) notes.push("It applies now.");
       $("settings-note").textContent = notes.join(" ");
     } catch (err) {
