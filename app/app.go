@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/npuchat/npuchat/history"
 	"github.com/npuchat/npuchat/models"
+	"github.com/npuchat/npuchat/models/library"
 	"github.com/npuchat/npuchat/service/install"
 	"io"
 	"log/slog"
@@ -98,8 +99,16 @@ type App struct {
 	mgr  *service.Manager
 	cat  *catalog.Catalog
 	srv  *web.Server
-	// local maps names served from --model paths to those paths.
-	local map[string]string
+	// local maps names served from files on disk to their paths; lib
+	// remembers the models the user added (library.json); flmModels
+	// are FastFlowLM's own installed models (flmMu); layout is
+	// FastFlowLM's layout, found once (layoutOnce).
+	local      localModels
+	lib        *library.File
+	flmMu      sync.Mutex
+	flmModels  map[string]flmModel
+	layoutOnce sync.Once
+	layout     *fastflowLayout
 	// flmLog receives FastFlowLM's output (logs/flm.log).
 	flmLog io.WriteCloser
 	// closeLog closes the log file (nil with Options.Logger).
@@ -118,7 +127,9 @@ type App struct {
 	// server is the web server's state; its changes go out on bus
 	// (WatchServer).
 	server ServerStatus
-	bus    *eventbus.Bus
+	// current is the model switched to last (UseModel); "" until then.
+	current string
+	bus     *eventbus.Bus
 	// stop ends Run's serving; running is closed when the web server
 	// has returned.
 	stop    context.CancelFunc
@@ -157,7 +168,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{opts: opts, cfg: cfg, reg: &service.Registry{}, local: map[string]string{}, bus: eventbus.New()}
+	a := &App{opts: opts, cfg: cfg, reg: &service.Registry{}, flmModels: map[string]flmModel{}, bus: eventbus.New()}
 	a.server = ServerStatus{Addr: cfg.Addr, URL: chatURL(cfg.Addr)}
 	a.settings = config.NewStore(cfg)
 	a.log = opts.Logger
@@ -184,6 +195,9 @@ func New(ctx context.Context, opts Options) (*App, error) {
 			Aliases: []string{m.FLMName()},
 			Refresh: func() service.ModelDesc { return a.describe(m) },
 		})
+	}
+	if err := a.loadLibrary(ctx); err != nil {
+		a.log.Warn("model library", "err", err)
 	}
 	if localModel != "" {
 		if err := a.addLocal(localModel, opts.Flags.Name); err != nil {
@@ -238,7 +252,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	a.srv, err = web.NewServer(a.mgr, web.Options{
 		Addr: cfg.Addr, APIKey: cfg.APIKey, Origins: cfg.Origins, Version: opts.Version, Logger: a.log,
 		CheckNPU: func(ctx context.Context) (any, error) { return a.CheckNPU(ctx) },
-		History:  a.history, Installs: a.installs, Settings: pageSettings{a},
+		History:  a.history, Installs: a.installs, Settings: pageSettings{a}, Library: pageLibrary{a},
 		LogFile:  filepath.Join(cfg.LogDir, "npuchat.log"),
 		Sessions: web.NewSessions(filepath.Join(cfg.DataDir, "sessions.json"), opts.Now),
 	})
@@ -324,7 +338,7 @@ func (a *App) addLocal(path, name string) error {
 	}
 	a.reg.Add(service.Entry{Desc: desc})
 	a.cfg.Model = name
-	a.local[name] = abs
+	a.local.set(name, abs)
 	return nil
 }
 
@@ -351,14 +365,21 @@ func (a *App) Version() string { return a.opts.Version }
 
 // Model is the model served by default (a catalog name or a --model
 // file's name).
-func (a *App) Model() string { return a.cfg.Model }
+func (a *App) Model() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.current != "" {
+		return a.current
+	}
+	return a.cfg.Model
+}
 
 // ModelInstalled reports whether the default model's files are here (a
 // --model file always is), so that the tray knows to offer the setup
 // window.
 func (a *App) ModelInstalled() bool {
 	for _, d := range a.mgr.Models() {
-		if d.Name == a.cfg.Model {
+		if d.Name == a.Model() {
 			return d.Installed
 		}
 	}
@@ -378,7 +399,7 @@ func (a *App) Subscribe() (<-chan service.Event, func()) { return a.mgr.Subscrib
 
 // StartModel switches the default model on; it loads in the background
 // and its progress and outcome arrive as events.
-func (a *App) StartModel() error { return a.mgr.Start(a.cfg.Model) }
+func (a *App) StartModel() error { return a.mgr.Start(a.Model()) }
 
 // StopModel switches the model off (any FastFlowLM child stops).
 func (a *App) StopModel(ctx context.Context) error { return a.mgr.Stop(ctx) }

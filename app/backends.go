@@ -31,8 +31,11 @@ func ValidEngine(kind string) bool {
 // engine setting.
 func (a *App) engines(model string) []backend.Kind {
 	eng := a.Engine()
-	if _, ok := a.local[model]; ok && eng != backend.Remote {
+	if _, ok := a.local.path(model); ok && eng != backend.Remote {
 		return []backend.Kind{backend.CPU} // a file on disk: only the in-process engine reads it
+	}
+	if m, ok := a.flmModel(model); ok && eng != backend.Remote {
+		return flmBackendKinds(m, eng)
 	}
 	switch eng {
 	case backend.NPU, backend.CPU, backend.Remote:
@@ -55,7 +58,10 @@ func (a *App) capabilities(model string) []string {
 		case backend.Remote:
 			caps = append(caps, oaicompat.RemoteCapabilities()...)
 		case backend.CPU:
-			path, ok := a.local[model]
+			path, ok := a.local.path(model)
+			if m, isFLM := a.flmModel(model); isFLM {
+				path, ok = m.Dir, true
+			}
 			if !ok {
 				inst, err := models.Locate(a.cfg, model)
 				if err != nil {
@@ -78,7 +84,11 @@ func (a *App) capabilities(model string) []string {
 func (a *App) newBackend(ctx context.Context, model string, kind backend.Kind) (backend.Backend, error) {
 	switch kind {
 	case backend.CPU:
-		if path, ok := a.local[model]; ok {
+		if m, ok := a.flmModel(model); ok {
+			return cpu.New(cpu.Options{Path: m.Dir, Name: model, Threads: a.cfg.Threads, CacheDir: a.engineCache(), MemAvailable: a.memAvailable,
+				KVDir: a.kvCache(), Log: a.log, MaxContext: a.settings.Get().ContextLength, ParameterSize: m.Params, Quantization: m.Quant}), nil
+		}
+		if path, ok := a.local.path(model); ok {
 			return cpu.New(cpu.Options{Path: path, Name: model, Threads: a.cfg.Threads, CacheDir: a.engineCache(), MemAvailable: a.memAvailable,
 				KVDir: a.kvCache(), Log: a.log, MaxContext: a.settings.Get().ContextLength}), nil
 		}
@@ -109,8 +119,11 @@ func (a *App) newBackend(ctx context.Context, model string, kind backend.Kind) (
 // NPU is ready and FastFlowLM and the model are installed; each "no"
 // says what to do, and the service falls back to the CPU with it.
 func (a *App) newNPUBackend(ctx context.Context, model string) (backend.Backend, error) {
-	if _, ok := a.local[model]; ok {
+	if _, ok := a.local.path(model); ok {
 		return nil, fmt.Errorf("%s is a local file: only the cpu engine runs those", model)
+	}
+	if fm, ok := a.flmModel(model); ok {
+		return a.newFLMOwnBackend(ctx, fm)
 	}
 	m, err := a.cat.Lookup(model)
 	if err != nil {
@@ -181,7 +194,7 @@ func (a *App) checkNPU(ctx context.Context, modelBytes int64) (*check.Report, er
 // `npuchat check`, the tray's "Check NPU…" and GET /api/check).
 func (a *App) CheckNPU(ctx context.Context) (*check.Report, error) {
 	size := int64(0)
-	if m, err := a.cat.Lookup(a.cfg.Model); err == nil {
+	if m, err := a.cat.Lookup(a.Model()); err == nil {
 		size = flmSize(m)
 	}
 	return a.checkNPU(ctx, size)

@@ -117,8 +117,8 @@ func (a *App) Run(ctx context.Context, ro RunOptions) error {
 
 	switch ro.Model {
 	case ModelOn:
-		if err := a.mgr.Start(a.cfg.Model); err != nil {
-			a.log.Warn("model not started", "model", a.cfg.Model, "err", err)
+		if err := a.mgr.Start(a.Model()); err != nil {
+			a.log.Warn("model not started", "model", a.Model(), "err", err)
 		}
 	case ModelOff:
 		if err := a.mgr.Stop(runCtx); err != nil {

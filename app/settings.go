@@ -170,7 +170,7 @@ func (a *App) kvInfo() *web.KVInfo {
 	}
 	info := &web.KVInfo{Model: model, Block: cpu.KVBlock, ElementBytes: cpu.KVElementBytes(false)}
 	var size int64
-	path, ok := a.local[model]
+	path, ok := a.local.path(model)
 	var port *catalog.Model
 	if !ok {
 		if inst, err := models.Locate(a.cfg, model); err == nil {

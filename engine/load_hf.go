@@ -43,6 +43,10 @@ type hfConfig struct {
 // hfArchs are the model_type values the engine computes.
 var hfArchs = map[string]bool{"llama": true, "mistral": true, "qwen2": true, "qwen3": true, "minicpm": true}
 
+// SupportedArch reports whether the engine computes models of an
+// architecture (a config.json model_type, a FastFlowLM details.family).
+func SupportedArch(arch string) bool { return hfArchs[strings.ToLower(arch)] }
+
 // readHFConfig turns config.json into a Config (with Hugging Face's NEOX
 // RoPE pairing, which matches the unpermuted rows of safetensors files).
 func readHFConfig(dir, format string) (Config, bool, error) {

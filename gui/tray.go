@@ -103,6 +103,7 @@ type menuState struct {
 	View   View
 	Engine backend.Kind
 	Login  bool
+	Models []modelLine // the model submenu (models_menu.go)
 }
 
 func newController(ctx context.Context, l *loop, a App, host trayHost, log *slog.Logger) *controller {
@@ -233,7 +234,7 @@ func (c *controller) refreshMenu() {
 	if err != nil {
 		c.log.Warn("read the launch-at-login entry", "err", err)
 	}
-	ms := menuState{View: c.view, Engine: c.app.Engine(), Login: login}
+	ms := menuState{View: c.view, Engine: c.app.Engine(), Login: login, Models: c.modelLines()}
 	ms.View.Tooltip = "" // not in the menu
 	if c.menu != nil && reflect.DeepEqual(ms, c.drawn) {
 		return
@@ -285,6 +286,7 @@ func (c *controller) menuItems(ms menuState) []*fyne.MenuItem {
 		c.statusSection(ms.View),
 		c.serveSection(ms.View),
 		c.engineSection(ms.Engine),
+		c.modelsSection(ms.Models),
 		c.toolsSection(ms),
 		c.appSection(),
 	)

@@ -179,9 +179,11 @@ type GenerateOptions struct {
 // UnsupportedError with the reason.
 //
 // Who may use the backend is a separate question, answered by the slot:
-// one goroutine at a time holds it (a generation, a load, an unload).
-// Stop does not wait for the slot to change the state: it switches the
-// model off at once, cancels the running generation and load through
+// one goroutine at a time holds it (a generation, a load, an unload),
+// or a group of generations together when the serving backend answers
+// several at once (backend.Parallel: the CPU engine's batched decoding;
+// see queue.go). Stop does not wait for the slot to change the state: it
+// switches the model off at once, cancels the running generations and load through
 // their stored cancel functions, and sets the backend aside; the backend
 // is unloaded by whoever gives the slot back next (giveSlot), so that a
 // stuck answer cannot leave /api/status saying "on" for a model that is
@@ -194,24 +196,33 @@ type Manager struct {
 
 	// mu guards everything below. It is never held while a backend
 	// loads, generates or unloads.
-	mu        sync.Mutex
-	seq       uint64 // events sent so far (Status.Seq)
-	enabled   bool   // false when the user switched the model off
-	state     State
-	model     string       // loaded or loading or last wanted
-	kind      backend.Kind // kind of the backend loading or loaded
-	be        backend.Backend
-	beModel   string // the model be has loaded
-	info      *backend.ModelInfo
-	reason    string
-	errMsg    string
-	fallback  string
-	failed    map[backend.Kind]string // kind -> why it failed, for model
-	progress  *backend.Progress
-	since     time.Time
-	waiting   int
-	running   int
-	genCancel context.CancelFunc // cancels the running generation
+	mu       sync.Mutex
+	seq      uint64 // events sent so far (Status.Seq)
+	enabled  bool   // false when the user switched the model off
+	state    State
+	model    string       // loaded or loading or last wanted
+	kind     backend.Kind // kind of the backend loading or loaded
+	be       backend.Backend
+	beModel  string // the model be has loaded
+	info     *backend.ModelInfo
+	reason   string
+	errMsg   string
+	fallback string
+	failed   map[backend.Kind]string // kind -> why it failed, for model
+	progress *backend.Progress
+	since    time.Time
+	waiting  int
+	running  int
+	gens     map[*context.CancelFunc]struct{} // cancel the running generations
+	// group is the generations running at once on the serving backend,
+	// holding the slot together (queue.go); nil when none runs so.
+	group *runGroup
+	// groupCh is closed (and replaced) when group changes, for the
+	// requests waiting to join it.
+	groupCh chan struct{}
+	// slotWanted counts the waiters that want the slot itself (a load,
+	// another model): while there are any, no generation joins group.
+	slotWanted int
 	// abandon cancels the load running now (ensureLoaded's, for every
 	// engine it tries, or loadBeside's) with the cause: Stop's
 	// errSwitchedOff. The one way a load is abandoned: its context ends,
@@ -433,8 +444,8 @@ func (m *Manager) Start(model string) error {
 func (m *Manager) Stop(ctx context.Context) error {
 	m.mu.Lock()
 	m.enabled = false
-	if m.genCancel != nil {
-		m.genCancel()
+	for cancel := range m.gens {
+		(*cancel)()
 	}
 	if m.abandon != nil {
 		m.abandon(errSwitchedOff)
@@ -730,13 +741,40 @@ func (m *Manager) Generate(ctx context.Context, req *backend.Request, opts Gener
 	if err != nil {
 		return backend.Result{}, err
 	}
-	if err := m.acquire(ctx, opts.Ticket); err != nil {
+	joined, err := m.acquireRun(ctx, opts.Ticket, model)
+	if err != nil {
 		return backend.Result{}, err
 	}
-	defer m.release(opts.KeepAlive)
+	grouped := joined != nil // in the group of generations running at once
+	defer func() {
+		if grouped {
+			m.leaveGroup(opts.KeepAlive)
+		} else {
+			m.release(opts.KeepAlive)
+		}
+	}()
 
 	r := *req
 	r.Model = model
+	if joined != nil {
+		// the backend is loaded and serving model; it answers r beside
+		// the group's others
+		kind, _, res, err := m.run(ctx, joined, &r, "", opts.OnRun, emit)
+		if res.Backend == "" {
+			res.Backend = kind
+		}
+		if err == nil {
+			m.record(res)
+			return res, nil
+		}
+		m.mu.Lock()
+		enabled := m.enabled
+		m.mu.Unlock()
+		if !enabled && ctx.Err() == nil {
+			return res, ErrModelOff
+		}
+		return res, err
+	}
 	for {
 		be, err := m.ensureLoaded(ctx, model, false)
 		if err != nil {
@@ -749,6 +787,9 @@ func (m *Manager) Generate(ctx context.Context, req *backend.Request, opts Gener
 			return backend.Result{}, err
 		} else if side != nil {
 			return m.runBeside(ctx, side, why, &r, opts.OnRun, emit)
+		}
+		if !grouped {
+			grouped = m.openGroup(be, model)
 		}
 		kind, emitted, res, err := m.run(ctx, be, &r, "", opts.OnRun, emit)
 		m.mu.Lock()
@@ -763,6 +804,12 @@ func (m *Manager) Generate(ctx context.Context, req *backend.Request, opts Gener
 		}
 		if !enabled && ctx.Err() == nil {
 			return res, ErrModelOff
+		}
+		if grouped {
+			// others may be running on be: no fallback that unloads it
+			// (a backend that answers several at once is the CPU engine,
+			// which has no device to fail)
+			return res, err
 		}
 		if !errors.Is(err, backend.ErrDeviceFailed) || ctx.Err() != nil {
 			return res, err
@@ -804,7 +851,10 @@ func (m *Manager) Generate(ctx context.Context, req *backend.Request, opts Gener
 func (m *Manager) run(ctx context.Context, be backend.Backend, r *backend.Request, beside string, onRun func(kind backend.Kind, fallback string), emit func(backend.Token) error) (kind backend.Kind, emitted int, res backend.Result, err error) {
 	gctx, cancel := context.WithCancel(ctx)
 	m.mu.Lock()
-	m.genCancel = cancel
+	if m.gens == nil {
+		m.gens = map[*context.CancelFunc]struct{}{}
+	}
+	m.gens[&cancel] = struct{}{}
 	m.running++
 	kind, fallback := m.kind, m.fallback
 	if beside != "" {
@@ -818,7 +868,7 @@ func (m *Manager) run(ctx context.Context, be backend.Backend, r *backend.Reques
 		cancel()
 		m.mu.Lock()
 		m.running--
-		m.genCancel = nil
+		delete(m.gens, &cancel)
 		m.mu.Unlock()
 	}()
 	res, err = be.Generate(gctx, r, func(t backend.Token) error {

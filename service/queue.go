@@ -1,9 +1,16 @@
 package service
 
 // The request queue and the slot. One goroutine at a time holds the slot
-// (a generation, a load, an unload: see Manager); requests wait for it in
-// a queue of Options.QueueSize places, and a request beyond that gets
-// ErrQueueFull at once. A place can be taken before a request's body is
+// (a generation, a load, an unload: see Manager), or a group of
+// generations together: when the serving backend answers several at
+// once (backend.Parallel, the CPU engine), the generation that holds the
+// slot opens a group (runGroup) and requests for the same model join it
+// while it has room (up to the backend's Parallel), without waiting for
+// the others' answers; the last to leave gives the slot back. A request
+// that needs the slot itself (a load, another model, embeddings) stops
+// new joins, so that the group drains for it. Requests wait in a queue of
+// Options.QueueSize places, and a request beyond that gets ErrQueueFull
+// at once. A place can be taken before a request's body is
 // read (Reserve), so that what the queue cannot take is refused before
 // its body is held in memory. While anyone waits, the keep-alive timer
 // (keepalive.go) is stopped; the last to leave re-arms it.
@@ -12,6 +19,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/npuchat/npuchat/service/backend"
 )
 
 // Ticket is a place in the request queue, taken with Reserve before a
@@ -55,36 +64,136 @@ func (t *Ticket) Release() {
 // acquire waits for the slot, counting as waiting meanwhile. With a
 // ticket from Reserve the place in the queue is already taken.
 func (m *Manager) acquire(ctx context.Context, t *Ticket) error {
+	_, err := m.acquireRun(ctx, t, "")
+	return err
+}
+
+// acquireRun is acquire for a generation of model ("" for anything else:
+// the slot only): it returns the backend when the request joined the
+// group running on it (leave with leaveGroup), else nil once it holds
+// the slot (give it back with release).
+func (m *Manager) acquireRun(ctx context.Context, t *Ticket, model string) (backend.Backend, error) {
 	m.mu.Lock()
 	switch {
 	case t != nil && !t.used:
 		t.used = true // its place is ours now: given back below
 	case t != nil:
 		m.mu.Unlock()
-		return errors.New("a queue ticket used twice (a bug)")
+		return nil, errors.New("a queue ticket used twice (a bug)")
 	case m.waiting >= m.opts.QueueSize:
 		m.mu.Unlock()
-		return ErrQueueFull
+		return nil, ErrQueueFull
 	default:
 		m.waiting++
 	}
 	if m.idle != nil {
 		m.idle.Stop() // busy: no idle unload while requests wait
 	}
-	m.mu.Unlock()
-	var err error
-	select {
-	case m.slot <- struct{}{}:
-	case <-ctx.Done():
-		err = ctx.Err()
+	wants := false // counted in m.slotWanted
+	for {
+		if be := m.joinLocked(model); be != nil {
+			m.waiting--
+			m.mu.Unlock()
+			return be, nil
+		}
+		if !wants && m.group != nil && (model == "" || m.group.model != model) {
+			wants = true // the group drains for this one
+			m.slotWanted++
+		}
+		if m.groupCh == nil {
+			m.groupCh = make(chan struct{})
+		}
+		changed := m.groupCh
+		m.mu.Unlock()
+		var err error
+		got := false
+		select {
+		case m.slot <- struct{}{}:
+			got = true
+		case <-changed:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		m.mu.Lock()
+		if got || err != nil {
+			m.waiting--
+			if wants {
+				m.slotWanted--
+				m.groupChangedLocked() // joins may resume
+			}
+			if err != nil {
+				m.rearmIdleLocked()
+			}
+			m.mu.Unlock()
+			return nil, err
+		}
 	}
+}
+
+// runGroup is the generations running at once on a backend that answers
+// several (backend.Parallel); together they hold the slot.
+type runGroup struct {
+	be    backend.Backend
+	model string
+	n     int // members running
+	cap   int // the backend's Parallel
+}
+
+// joinLocked adds a generation of model to the running group when it can
+// take one: the group runs model on the serving backend, it has room,
+// the model is on, and nobody waits for the slot itself. m.mu is held.
+func (m *Manager) joinLocked(model string) backend.Backend {
+	g := m.group
+	if model == "" || g == nil || g.model != model || g.be != m.be || m.state != StateOn || !m.enabled || g.n >= g.cap || m.slotWanted > 0 {
+		return nil
+	}
+	g.n++
+	return g.be
+}
+
+// openGroup makes the generation that holds the slot the first of a
+// group on be, when be answers several at once; it reports whether it
+// did (the caller then leaves with leaveGroup, not release).
+func (m *Manager) openGroup(be backend.Backend, model string) bool {
+	p, ok := be.(backend.Parallel)
+	if !ok {
+		return false
+	}
+	n := p.Parallel()
 	m.mu.Lock()
-	m.waiting--
-	if err != nil {
-		m.rearmIdleLocked()
+	defer m.mu.Unlock()
+	if n < 2 || be != m.be || m.group != nil {
+		return false
 	}
+	m.group = &runGroup{be: be, model: model, n: 1, cap: n}
+	m.groupChangedLocked()
+	return true
+}
+
+// leaveGroup ends a generation of the group; the last gives the slot
+// back (release).
+func (m *Manager) leaveGroup(keepAlive *time.Duration) {
+	m.mu.Lock()
+	g := m.group
+	g.n--
+	last := g.n == 0
+	if last {
+		m.group = nil
+	}
+	m.groupChangedLocked()
 	m.mu.Unlock()
-	return err
+	if last {
+		m.release(keepAlive)
+	}
+}
+
+// groupChangedLocked wakes the requests waiting to join a group. m.mu is
+// held.
+func (m *Manager) groupChangedLocked() {
+	if m.groupCh != nil {
+		close(m.groupCh)
+		m.groupCh = nil
+	}
 }
 
 // takeSlot waits for the slot outside the request queue (Stop, Unload).

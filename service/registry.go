@@ -36,6 +36,20 @@ func (r *Registry) Add(e Entry) {
 	r.entries = append(r.entries, &e)
 }
 
+// Remove forgets the entry named name (exactly, case-insensitively);
+// it reports whether there was one.
+func (r *Registry) Remove(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, e := range r.entries {
+		if strings.EqualFold(e.Desc.Name, name) {
+			r.entries = append(r.entries[:i], r.entries[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
 // Resolve maps a requested name to a served name: exact names and
 // aliases match case-insensitively, and a name without a tag matches
 // ("minicpm5" finds "minicpm5:2b", as "llama3" does in Ollama; also

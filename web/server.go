@@ -42,6 +42,8 @@ type Options struct {
 	History *history.Handle
 	// Settings are the settings the page changes (/api/settings); nil: 404.
 	Settings Settings
+	// Library is the model library for /api/library; nil: 404.
+	Library Library
 	// Installs runs model installs for /api/models/{name}/install; nil: 404.
 	Installs *install.Runner
 	// Sessions are the chat page's one-time links and sessions
@@ -172,6 +174,11 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/models/{name}/install", s.installStatus)
 	mux.HandleFunc("POST /api/models/{name}/install", s.installStart)
 	mux.HandleFunc("DELETE /api/models/{name}/install", s.installCancel)
+	mux.HandleFunc("GET /api/library", s.libraryList)
+	mux.HandleFunc("POST /api/library", s.libraryAdd)
+	mux.HandleFunc("GET /api/library/browse", s.libraryBrowse)
+	mux.HandleFunc("POST /api/library/{name}/use", s.libraryUse)
+	mux.HandleFunc("DELETE /api/library/{name}", s.libraryRemove)
 	mux.HandleFunc("GET /api/settings", s.getSettings)
 	mux.HandleFunc("PUT /api/settings", s.putSettings)
 	mux.HandleFunc("GET /api/logs", s.logTail)

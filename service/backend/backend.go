@@ -205,6 +205,13 @@ type CacheReporter interface {
 	CacheStats() CacheStats
 }
 
+// Parallel is a backend that answers several generations at once (the
+// CPU engine's batched decoding): the service lets up to Parallel()
+// requests run on it together instead of one after the other.
+type Parallel interface {
+	Parallel() int
+}
+
 // CacheForgetter is a backend that can drop what it keeps for a
 // CacheTag (a deleted chat's keys and values, in memory and on disk).
 // ForgetCache must not wait for a running Generate.

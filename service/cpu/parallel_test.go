@@ -172,3 +172,37 @@ func TestParallelPlaces(t *testing.T) {
 		t.Errorf("with one place, a step computed %d sequences", st.MostSequences)
 	}
 }
+
+// TestNonReadingClientHoldsOnlyItsPlace: a request whose client stops
+// reading (its emit blocks) does not stop the one beside it, which
+// answers in full, exactly; the stalled one then goes on as alone.
+func TestNonReadingClientHoldsOnlyItsPlace(t *testing.T) {
+	b := load(t, Options{Path: models(t)["gguf"]})
+	stuckReq, freeReq := greedy("the stuck one"), greedy("the free one")
+	stuckReq.MaxTokens, freeReq.MaxTokens = 20, 30
+	wantStuck := generate(t.Context(), b, stuckReq, nil)
+	wantFree := generate(t.Context(), b, freeReq, nil)
+	b.kv.Clear()
+
+	unblock := make(chan struct{})
+	blocked := make(chan struct{})
+	var once sync.Once
+	stuck := make(chan answer, 1)
+	go func() {
+		stuck <- generate(t.Context(), b, stuckReq, func(n int) {
+			if n == 2 {
+				once.Do(func() { close(blocked) })
+				<-unblock // the client does not read
+			}
+		})
+	}()
+	<-blocked
+	free := generate(t.Context(), b, freeReq, nil)
+	close(unblock)
+	if free.err != nil || free.text != wantFree.text {
+		t.Errorf("beside a non-reading client: %q %v, want %q", free.text, free.err, wantFree.text)
+	}
+	if got := <-stuck; got.err != nil || got.text != wantStuck.text {
+		t.Errorf("the stalled request: %q %v, want %q", got.text, got.err, wantStuck.text)
+	}
+}

@@ -1607,10 +1607,11 @@
   let currentView = "chat";
   function showView(name) {
     currentView = name;
-    for (const v of ["chat", "install", "check", "settings", "logs"]) $("view-" + v).hidden = v !== name;
+    for (const v of ["chat", "install", "check", "settings", "logs", "library"]) $("view-" + v).hidden = v !== name;
     if (name === "check") runCheck();
     if (name === "settings") loadSettings();
     if (name === "logs") loadLogs();
+    document.dispatchEvent(new CustomEvent("npuchat:view", { detail: name }));
   }
   document.querySelectorAll("[data-view]").forEach((b) =>
     b.addEventListener("click", () => {
@@ -1806,5 +1807,8 @@
   } else if (conversation) {
     api("GET", "/api/conversations/" + conversation).then(fillChatSettings, () => {});
   }
+  // The library view (library.js) shares the API helper, the in-page
+  // dialog and the views.
+  window.NPUChat = Object.assign(window.NPUChat || {}, { api, ask, showView });
   input.focus();
 })();

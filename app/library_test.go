@@ -1,0 +1,125 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/npuchat/npuchat/engine/testmodel"
+	"github.com/npuchat/npuchat/models/library"
+	"github.com/npuchat/npuchat/service"
+)
+
+// tinyGGUF writes a small random GGUF model at path.
+func tinyGGUF(t *testing.T, path string, seed uint64) {
+	t.Helper()
+	w, err := testmodel.Random(seed, testmodel.Qwen3Small())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := testmodel.WriteGGUF(path, w, testmodel.F32); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func libraryNamed(ms []library.Model, name string) (library.Model, bool) {
+	for _, m := range ms {
+		if m.Name == name {
+			return m, true
+		}
+	}
+	return library.Model{}, false
+}
+
+// TestLibraryAddSwitchForgetRemembered: two models added from the home
+// folder are listed (CPU, their format and size), switching loads each
+// without a restart and the loaded one is marked; the added models and
+// the chosen one are there again after a restart; forgetting keeps the
+// file; paths outside the home and models folders are refused.
+func TestLibraryAddSwitchForgetRemembered(t *testing.T) {
+	env := testEnv(t)
+	env["NPUCHAT_ENGINE"] = "cpu"
+	ctx := context.Background()
+	one := filepath.Join(env["HOME"], "models", "One.gguf")
+	tinyGGUF(t, one, 1)
+	hf := filepath.Join(env["HOME"], "hf-tiny")
+	w, _ := testmodel.Random(2, testmodel.Qwen3Small())
+	if err := testmodel.WriteHF(hf, w, testmodel.HFOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(t.TempDir(), "outside.gguf")
+	tinyGGUF(t, outside, 3)
+
+	a := newApp(t, env, Flags{})
+	m1, err := a.AddModel(ctx, "~/models/One.gguf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m1.Name != "one" || m1.Format != library.FormatGGUF || m1.Size == 0 || m1.Remove != "forget" || len(m1.Engines) != 1 || m1.Engines[0] != "cpu" {
+		t.Errorf("added: %+v", m1)
+	}
+	m2, err := a.AddModel(ctx, hf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m2.Format != library.FormatHF {
+		t.Errorf("HF folder: %+v", m2)
+	}
+	if again, err := a.AddModel(ctx, one); err != nil || again.Name != "one" {
+		t.Errorf("the same file added twice: %+v, %v", again, err)
+	}
+	for _, bad := range []string{outside, filepath.Join(env["HOME"], "..", filepath.Base(filepath.Dir(outside)), "outside.gguf"), "relative.gguf"} {
+		if _, err := a.AddModel(ctx, bad); err == nil {
+			t.Errorf("AddModel(%s) accepted a path outside the folders", bad)
+		}
+	}
+	link := filepath.Join(env["HOME"], "link.gguf")
+	if err := os.Symlink(outside, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.AddModel(ctx, link); !errors.Is(err, library.ErrOutside) {
+		t.Errorf("a link out of the home: %v, want ErrOutside", err)
+	}
+
+	for _, name := range []string{"one", m2.Name} {
+		if err := a.UseModel(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+		st := waitState(t, a, service.StateOn)
+		if st.Model != name {
+			t.Fatalf("switched to %s, serving %s", name, st.Model)
+		}
+		m, _ := libraryNamed(a.Library(ctx), name)
+		if !m.Loaded {
+			t.Errorf("%s is loaded but not marked: %+v", name, m)
+		}
+	}
+	a.Shutdown(ctx)
+
+	b := newApp(t, env, Flags{})
+	if b.Model() != m2.Name {
+		t.Errorf("after a restart the model is %q, want %q", b.Model(), m2.Name)
+	}
+	for _, name := range []string{"one", m2.Name} {
+		if _, ok := libraryNamed(b.Library(ctx), name); !ok {
+			t.Errorf("%s forgotten by a restart", name)
+		}
+	}
+	if err := b.RemoveModel(ctx, "one"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(one); err != nil {
+		t.Errorf("forgetting deleted the user's file: %v", err)
+	}
+	if _, ok := libraryNamed(b.Library(ctx), "one"); ok {
+		t.Error("one still listed after Forget")
+	}
+	if err := b.UseModel(ctx, "one"); err == nil {
+		t.Error("a forgotten model can still be used")
+	}
+}

@@ -1,0 +1,163 @@
+package gui
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"fyne.io/fyne/v2"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/storage"
+
+	"github.com/npuchat/npuchat/models/library"
+)
+
+// ModelLibrary is what the tray's model section needs of the app: the
+// installed models, switching (loaded without a restart) and adding a
+// model file the user already has. The assembled app has it; an App
+// without it shows no model section.
+type ModelLibrary interface {
+	Library(ctx context.Context) []library.Model
+	UseModel(ctx context.Context, name string) error
+	AddModel(ctx context.Context, path string) (library.Model, error)
+	LibraryRoots() library.Roots
+}
+
+// modelLine is one model as the menu shows it, for menuState (the menu
+// is rebuilt when one changes).
+type modelLine struct {
+	Name, Engines string
+	Loaded        bool
+}
+
+// labelModels is the model submenu; labelAddFile and labelAddFolder add
+// a model the user already has.
+const (
+	labelModels    = "Model"
+	labelAddFile   = "Add a GGUF file…"
+	labelAddFolder = "Add a model folder…"
+)
+
+// modelLines reads the library for the menu (nil without one).
+func (c *controller) modelLines() []modelLine {
+	lib, ok := c.app.(ModelLibrary)
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+	defer cancel()
+	var out []modelLine
+	for _, m := range lib.Library(ctx) {
+		out = append(out, modelLine{Name: m.Name, Engines: enginesWords(m.Engines), Loaded: m.Loaded})
+	}
+	return out
+}
+
+// enginesWords says what can run a model, as the page does.
+func enginesWords(e []string) string {
+	npu, cpu := false, false
+	for _, k := range e {
+		npu = npu || k == "npu"
+		cpu = cpu || k == "cpu"
+	}
+	switch {
+	case npu && cpu:
+		return "NPU and CPU"
+	case npu:
+		return "NPU only"
+	}
+	return "CPU only"
+}
+
+// modelsSection is the tray menu's model submenu: each installed model
+// (the loaded one marked; choosing another loads it) and the two ways
+// to add a model the user already has.
+func (c *controller) modelsSection(lines []modelLine) []*fyne.MenuItem {
+	lib, ok := c.app.(ModelLibrary)
+	if !ok {
+		return nil
+	}
+	var items []*fyne.MenuItem
+	for _, l := range lines {
+		name := l.Name
+		it := fyne.NewMenuItem(radioLabel(l.Name+" ("+l.Engines+")", l.Loaded), func() { c.useModel(lib, name) })
+		items = append(items, it)
+	}
+	if len(items) == 0 {
+		items = append(items, infoItem("No model installed"))
+	}
+	items = append(items, fyne.NewMenuItemSeparator(),
+		fyne.NewMenuItem(labelAddFile, func() { c.addModel(lib, false) }),
+		fyne.NewMenuItem(labelAddFolder, func() { c.addModel(lib, true) }))
+	m := fyne.NewMenuItem(labelModels, nil)
+	m.ChildMenu = fyne.NewMenu(labelModels, items...)
+	return []*fyne.MenuItem{m}
+}
+
+// useModel switches to a model; its loading shows in the status line.
+func (c *controller) useModel(lib ModelLibrary, name string) {
+	go func() {
+		ctx, cancel := context.WithTimeout(c.ctx, time.Minute)
+		defer cancel()
+		if err := lib.UseModel(ctx, name); err != nil {
+			c.fail("Could not switch to "+name, err)
+		}
+		c.do(c.redraw)
+	}()
+}
+
+// addModel opens fyne's file (or folder) dialog at the home folder;
+// the chosen GGUF file or model folder is added (the app refuses one
+// outside the home and models folders) and switched to.
+func (c *controller) addModel(lib ModelLibrary, folder bool) {
+	w := c.fy.NewWindow("Add a model")
+	w.Resize(fyne.NewSize(760, 520))
+	done := func(path string) {
+		w.Close()
+		if path == "" {
+			return
+		}
+		go func() {
+			ctx, cancel := context.WithTimeout(c.ctx, time.Minute)
+			defer cancel()
+			m, err := lib.AddModel(ctx, path)
+			if err != nil {
+				c.fail("Could not add the model", err)
+				return
+			}
+			c.useModel(lib, m.Name)
+		}()
+	}
+	var d interface {
+		SetLocation(fyne.ListableURI)
+		Show()
+	}
+	if folder {
+		fd := dialog.NewFolderOpen(func(u fyne.ListableURI, err error) {
+			if err != nil || u == nil {
+				done("")
+				return
+			}
+			done(u.Path())
+		}, w)
+		d = fd
+	} else {
+		fd := dialog.NewFileOpen(func(r fyne.URIReadCloser, err error) {
+			if err != nil || r == nil {
+				done("")
+				return
+			}
+			r.Close()
+			done(r.URI().Path())
+		}, w)
+		fd.SetFilter(storage.NewExtensionFileFilter([]string{".gguf", ".GGUF"}))
+		d = fd
+	}
+	if roots := lib.LibraryRoots(); len(roots) > 0 && strings.TrimSpace(roots[0]) != "" {
+		if l, err := storage.ListerForURI(storage.NewFileURI(roots[0])); err == nil {
+			d.SetLocation(l)
+		}
+	}
+	w.Show()
+	d.Show()
+}

@@ -1,0 +1,177 @@
+package library
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func write(t *testing.T, p, s string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestResolveStaysInsideRoots: "..", links and absolute paths that lead
+// out of the roots are refused; paths inside (also through a link that
+// stays inside) are accepted.
+func TestResolveStaysInsideRoots(t *testing.T) {
+	base := t.TempDir()
+	home := filepath.Join(base, "home")
+	models := filepath.Join(base, "models")
+	outside := filepath.Join(base, "outside")
+	write(t, filepath.Join(home, "m", "a.gguf"), "GGUF")
+	write(t, filepath.Join(models, "b.gguf"), "GGUF")
+	write(t, filepath.Join(outside, "secret.gguf"), "GGUF")
+	if err := os.Symlink(outside, filepath.Join(home, "out")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(models, "b.gguf"), filepath.Join(home, "b-link.gguf")); err != nil {
+		t.Fatal(err)
+	}
+	r := Roots{home, models}
+	for _, tc := range []struct {
+		path string
+		ok   bool
+	}{
+		{filepath.Join(home, "m", "a.gguf"), true},
+		{"~/m/a.gguf", true},
+		{filepath.Join(models, "b.gguf"), true},
+		{filepath.Join(home, "b-link.gguf"), true},
+		{filepath.Join(home, "..", "outside", "secret.gguf"), false},
+		{"~/../outside/secret.gguf", false},
+		{filepath.Join(home, "out", "secret.gguf"), false},
+		{filepath.Join(outside, "secret.gguf"), false},
+		{"/etc/passwd", false},
+		{"m/a.gguf", false},
+		{"", false},
+		{filepath.Join(home, "missing.gguf"), false},
+	} {
+		got, err := r.Resolve(tc.path, home)
+		if tc.ok != (err == nil) {
+			t.Errorf("Resolve(%q) = %q, %v; want ok=%v", tc.path, got, err, tc.ok)
+		}
+		if err == nil && strings.HasPrefix(got, outside) {
+			t.Errorf("Resolve(%q) led outside: %s", tc.path, got)
+		}
+	}
+	_, err := r.Resolve(filepath.Join(home, "out", "secret.gguf"), home)
+	if !errors.Is(err, ErrOutside) {
+		t.Errorf("link out: %v, want ErrOutside", err)
+	}
+}
+
+func TestListShowsModelsAndFoldersOnly(t *testing.T) {
+	home := t.TempDir()
+	outside := t.TempDir()
+	write(t, filepath.Join(home, "a.gguf"), "GGUF....")
+	write(t, filepath.Join(home, "notes.txt"), "x")
+	write(t, filepath.Join(home, ".hidden", "x.gguf"), "GGUF")
+	write(t, filepath.Join(home, "hf", "config.json"), "{}")
+	write(t, filepath.Join(home, "hf", "model.safetensors"), "x")
+	write(t, filepath.Join(home, "hf", "tokenizer.json"), "{}")
+	write(t, filepath.Join(home, "flm", "config.json"), "{}")
+	write(t, filepath.Join(home, "flm", "model.q4nx"), "x")
+	write(t, filepath.Join(home, "sub", "deeper.gguf"), "GGUF")
+	os.Symlink(outside, filepath.Join(home, "escape"))
+	l, err := Roots{home}.List("", home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, it := range l.Items {
+		got[it.Name] = it.Kind
+	}
+	want := map[string]string{"a.gguf": "gguf", "hf": "safetensors", "flm": "q4nx", "sub": "dir"}
+	if len(got) != len(want) {
+		t.Errorf("items %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: kind %q, want %q (all: %v)", k, got[k], v, got)
+		}
+	}
+	if l.Parent != "" {
+		t.Errorf("the root has a parent %q; it must not lead out", l.Parent)
+	}
+	sub, err := Roots{home}.List(filepath.Join(home, "sub"), home)
+	if err != nil || sub.Parent == "" || len(sub.Items) != 1 {
+		t.Errorf("sub: %+v, %v", sub, err)
+	}
+	if _, err := (Roots{home}).List(filepath.Join(home, ".."), home); err == nil {
+		t.Error("listing the home's parent was allowed")
+	}
+}
+
+func TestDetect(t *testing.T) {
+	d := t.TempDir()
+	write(t, filepath.Join(d, "ok.gguf"), "GGUFxxxx")
+	write(t, filepath.Join(d, "bad.gguf"), "nope")
+	write(t, filepath.Join(d, "half", "config.json"), "{}")
+	for _, tc := range []struct {
+		p, want, errPart string
+	}{
+		{"ok.gguf", FormatGGUF, ""},
+		{"bad.gguf", "", "not a GGUF file"},
+		{"half", "", "no weights"},
+		{".", "", "no config.json"},
+	} {
+		got, err := Detect(filepath.Join(d, tc.p))
+		if got != tc.want || (tc.errPart != "" && (err == nil || !strings.Contains(err.Error(), tc.errPart))) {
+			t.Errorf("Detect(%s) = %q, %v; want %q, %q", tc.p, got, err, tc.want, tc.errPart)
+		}
+	}
+}
+
+// TestFileRemembersAndForgets: the file survives a reopen; Forget
+// leaves the model's file on disk.
+func TestFileRemembersAndForgets(t *testing.T) {
+	d := t.TempDir()
+	model := filepath.Join(d, "m.gguf")
+	write(t, model, "GGUF")
+	p := filepath.Join(d, "data", "library.json")
+	f, err := Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Add(Entry{Name: "m", Path: model, Format: FormatGGUF, Added: time.Unix(1, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	f2, err := Open(p)
+	if err != nil || len(f2.Entries()) != 1 || f2.Entries()[0].Path != model {
+		t.Fatalf("reopened: %+v, %v", f2, err)
+	}
+	if ok, err := f2.Forget("M"); !ok || err != nil {
+		t.Fatalf("forget: %v %v", ok, err)
+	}
+	if _, err := os.Stat(model); err != nil {
+		t.Errorf("forget deleted the model file: %v", err)
+	}
+	f3, _ := Open(p)
+	if len(f3.Entries()) != 0 {
+		t.Errorf("forgotten entry back after reopen: %+v", f3.Entries())
+	}
+	write(t, p, "{broken")
+	if _, err := Open(p); err == nil || !strings.Contains(err.Error(), "damaged") {
+		t.Errorf("damaged file: %v", err)
+	}
+}
+
+func TestNameFor(t *testing.T) {
+	taken := map[string]bool{"tiny": true}
+	n, _ := NameFor("/x/Tiny.gguf", func(s string) bool { return taken[s] })
+	if n != "tiny-2" {
+		t.Errorf("got %q", n)
+	}
+	n, _ = NameFor("/x/My Model", func(string) bool { return false })
+	if n != "my-model" {
+		t.Errorf("got %q", n)
+	}
+}

@@ -1,0 +1,30 @@
+package library
+
+// Sources of a model in the library.
+const (
+	SourceNPUChat    = "npuchat"    // installed by NPU Chat from its catalog
+	SourceFastFlowLM = "fastflowlm" // registered in FastFlowLM's model_list.json
+	SourceAdded      = "added"      // a file or folder the user added
+)
+
+// Model is one installed model as the page and the tray list it.
+type Model struct {
+	Name   string `json:"name"`
+	Source string `json:"source"`
+	Format string `json:"format,omitempty"`
+	Size   int64  `json:"size,omitempty"`
+	Path   string `json:"path,omitempty"`
+	// Engines are what can run it: "npu", "cpu" or both.
+	Engines []string `json:"engines"`
+	// Loaded is true for the model the service has (loading or on);
+	// State is then the service's state.
+	Loaded bool   `json:"loaded"`
+	State  string `json:"state,omitempty"`
+	// Remove is what removing it does: "forget" (the entry only; the
+	// files stay), "uninstall" (NPU Chat's own files), or "" when it
+	// cannot be removed here (FastFlowLM's own models).
+	Remove string `json:"remove,omitempty"`
+	// Note says why something is missing (a file moved away, a model
+	// the CPU cannot run).
+	Note string `json:"note,omitempty"`
+}

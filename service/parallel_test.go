@@ -1,0 +1,140 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/npuchat/npuchat/service/backend"
+	"github.com/npuchat/npuchat/service/backend/fake"
+)
+
+// parallelFake is a fake backend that answers n generations at once,
+// as the CPU engine does.
+type parallelFake struct {
+	*fake.Backend
+	n int
+}
+
+func (p parallelFake) Parallel() int { return p.n }
+
+// parallelManager serves "m" on a parallelFake of n places whose tokens
+// come every delay.
+func parallelManager(t *testing.T, n int, delay time.Duration) (*Manager, *[]parallelFake) {
+	t.Helper()
+	var mu sync.Mutex
+	var made []parallelFake
+	m := New(Options{QueueSize: 2, KeepAlive: -1, NewBackend: func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
+		b := parallelFake{fake.New(fake.Options{Name: model, Kind: kind, TokenDelay: delay, Reply: func(*backend.Request) string { return "one two three four five six" }}), n}
+		mu.Lock()
+		made = append(made, b)
+		mu.Unlock()
+		return b, nil
+	}})
+	t.Cleanup(func() { m.Close(context.Background()) })
+	return m, &made
+}
+
+func gen(m *Manager, ctx context.Context, model string) (backend.Result, error) {
+	return m.Generate(ctx, &backend.Request{Model: model, Prompt: "hi"}, GenerateOptions{}, func(backend.Token) error { return nil })
+}
+
+// TestParallelGenerations: on a backend that answers several at once,
+// up to its Parallel requests run together (not one after the other),
+// the next waits in the queue for a place, and the queue's 429 stays
+// for what does not fit; Stop cancels every running answer.
+func TestParallelGenerations(t *testing.T) {
+	m, made := parallelManager(t, 3, 20*time.Millisecond)
+	if _, err := gen(m, t.Context(), "m"); err != nil { // loads it
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	errs := make(chan error, 8)
+	for range 5 {
+		go func() { _, err := gen(m, ctx, "m"); errs <- err }()
+	}
+	waitFor(t, "three running and two waiting", func() bool {
+		st := m.Status()
+		return st.Running == 3 && st.Waiting == 2
+	})
+	if _, err := gen(m, ctx, "m"); !errors.Is(err, ErrQueueFull) {
+		t.Errorf("beyond the running and the queue: %v, want ErrQueueFull", err)
+	}
+	for range 5 {
+		if err := <-errs; err != nil {
+			t.Errorf("generation: %v", err)
+		}
+	}
+	for i, b := range *made {
+		l, u, mo := b.Counts()
+		t.Logf("backend %d: loads %d unloads %d most %d", i, l, u, mo)
+	}
+	if _, _, most := (*made)[0].Counts(); most != 3 {
+		t.Errorf("at most %d generations ran at once, want 3", most)
+	}
+
+	// Stop cancels all of them at once
+	for range 3 {
+		go func() { _, err := gen(m, ctx, "m"); errs <- err }()
+	}
+	waitFor(t, "three running", func() bool { return m.Status().Running == 3 })
+	if err := m.Stop(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := <-errs; err == nil {
+			t.Error("a generation went on after Stop")
+		}
+	}
+	if st := m.Status(); st.State != StateOff || st.Running != 0 {
+		t.Errorf("after Stop: %s, %d running", st.State, st.Running)
+	}
+}
+
+// TestParallelGroupDrainsForAnotherModel: a request for another model
+// does not wait behind an endless stream of joiners: once it waits, no
+// new generation joins the group, and it loads when the group is done.
+func TestParallelGroupDrainsForAnotherModel(t *testing.T) {
+	m, _ := parallelManager(t, 4, 10*time.Millisecond)
+	if _, err := gen(m, t.Context(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 8)
+	go func() { _, err := gen(m, t.Context(), "a"); errs <- err }()
+	waitFor(t, "one running", func() bool { return m.Status().Running == 1 })
+	other := make(chan error, 1)
+	go func() { _, err := gen(m, t.Context(), "b"); other <- err }()
+	waitFor(t, "the other model waiting", func() bool { return m.Status().Waiting == 1 })
+	// a request for "a" now waits too, rather than joining
+	go func() { _, err := gen(m, t.Context(), "a"); errs <- err }()
+	waitFor(t, "two waiting", func() bool { return m.Status().Waiting == 2 })
+	if st := m.Status(); st.Running != 1 {
+		t.Errorf("%d running after another model asked, want 1 (no new joins)", st.Running)
+	}
+	if err := <-other; err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestOneAtATimeWithoutParallel: a
+// backend.Parallel of one place still answers one request at a time.
+func TestOneAtATimeWithoutParallel(t *testing.T) {
+	m, made := parallelManager(t, 1, 5*time.Millisecond)
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Add(1)
+		go func() { defer wg.Done(); gen(m, t.Context(), "m") }()
+	}
+	wg.Wait()
+	if _, _, most := (*made)[0].Counts(); most != 1 {
+		t.Errorf("%d generations at once on a one-place backend", most)
+	}
+}

@@ -1,0 +1,195 @@
+// library.js drives the page's Models view: the installed models (NPU
+// Chat's own, FastFlowLM's, those the user added) with their size,
+// format, what can run them and which is loaded; switching (the server
+// loads the new model without a restart); removing, asked first in an
+// in-page dialog (an added model is only forgotten, its files stay);
+// and adding a model file the user already has, typed or browsed inside
+// the home and models folders (the server refuses any path outside).
+// Like app.js it never puts server text into innerHTML.
+"use strict";
+
+(function () {
+  const $ = (id) => document.getElementById(id);
+  const view = $("view-library");
+  if (!view || !window.NPUChat) return;
+  const { api, ask } = window.NPUChat;
+  function human(n) {
+    const u = ["B", "KB", "MB", "GB", "TB"];
+    let i = 0;
+    while (n >= 1000 && i < u.length - 1) {
+      n /= 1000;
+      i++;
+    }
+    return (i ? n.toFixed(1) : n) + " " + u[i];
+  }
+  const note = $("library-note");
+  const list = $("library-list");
+  const addError = $("library-add-error");
+  const pathInput = $("library-path");
+
+  const sourceText = { npuchat: "installed by NPU Chat", fastflowlm: "FastFlowLM's model", added: "added by you" };
+  function enginesText(e) {
+    const npu = e.includes("npu");
+    const cpu = e.includes("cpu");
+    if (npu && cpu) return "NPU and CPU";
+    return npu ? "NPU only" : "CPU only";
+  }
+  function el(tag, cls, text) {
+    const n = document.createElement(tag);
+    if (cls) n.className = cls;
+    if (text !== undefined) n.textContent = text;
+    return n;
+  }
+
+  let models = [];
+  async function load() {
+    try {
+      const r = await api("GET", "/api/library");
+      models = r.models || [];
+      render();
+      if (!models.length) note.textContent = "No model is installed yet: install one, or add a model file you already have below.";
+      const on = models.find((m) => m.loaded && m.state === "on");
+      if (on && /^(Switching|Added)/.test(note.textContent)) note.textContent = on.name + " is loaded and answers now.";
+    } catch (e) {
+      note.textContent = e.message;
+    }
+  }
+
+  function render() {
+    list.replaceChildren();
+    for (const m of models) {
+      const li = el("li", "library-model" + (m.loaded ? " loaded" : ""));
+      li.dataset.name = m.name;
+      li.setAttribute("data-testid", "library-model");
+      const head = el("div", "library-head");
+      head.appendChild(el("strong", "library-name", m.name));
+      if (m.loaded) {
+        const b = el("span", "badge loaded-badge", m.state === "loading" ? "Loading" : "Loaded");
+        b.setAttribute("data-testid", "library-loaded");
+        head.appendChild(b);
+      }
+      li.appendChild(head);
+      const facts = [];
+      if (m.format) facts.push(m.format.toUpperCase() === "GGUF" ? "GGUF" : m.format);
+      if (m.size) facts.push(human(m.size));
+      facts.push("runs on " + enginesText(m.engines || []));
+      facts.push(sourceText[m.source] || m.source);
+      const f = el("p", "library-facts", facts.join(" · "));
+      f.setAttribute("data-testid", "library-facts");
+      li.appendChild(f);
+      if (m.path) li.appendChild(el("p", "library-path form-note", m.path));
+      if (m.note) li.appendChild(el("p", "library-warn form-note", m.note));
+      const row = el("div", "library-actions");
+      if (!m.loaded) {
+        const use = el("button", "btn primary", "Use");
+        use.type = "button";
+        use.setAttribute("data-testid", "library-use");
+        use.setAttribute("aria-label", "Use " + m.name);
+        use.addEventListener("click", () => useModel(m.name));
+        row.appendChild(use);
+      }
+      if (m.remove) {
+        const rm = el("button", "btn", m.remove === "forget" ? "Forget" : "Remove");
+        rm.type = "button";
+        rm.setAttribute("data-testid", "library-remove");
+        rm.setAttribute("aria-label", (m.remove === "forget" ? "Forget " : "Remove ") + m.name);
+        rm.addEventListener("click", () => removeModel(m));
+        row.appendChild(rm);
+      }
+      li.appendChild(row);
+      list.appendChild(li);
+    }
+  }
+
+  async function useModel(name) {
+    try {
+      await api("POST", "/api/library/" + encodeURIComponent(name) + "/use");
+      note.textContent = "Switching to " + name + "…";
+      load();
+    } catch (e) {
+      note.textContent = e.message;
+    }
+  }
+
+  async function removeModel(m) {
+    const forget = m.remove === "forget";
+    const ok = await ask({
+      title: (forget ? "Forget " : "Remove ") + m.name + "?",
+      text: forget
+        ? "NPU Chat stops listing it. The file stays where it is: " + m.path
+        : "This deletes the files NPU Chat downloaded for " + m.name + ". You can install it again later.",
+      confirm: forget ? "Forget" : "Remove",
+      danger: !forget,
+    });
+    if (!ok) return;
+    try {
+      await api("DELETE", "/api/library/" + encodeURIComponent(m.name));
+      note.textContent = (forget ? "Forgot " : "Removed ") + m.name + ".";
+      load();
+    } catch (e) {
+      note.textContent = e.message;
+    }
+  }
+
+  $("library-add").addEventListener("submit", async (e) => {
+    e.preventDefault();
+    addError.hidden = true;
+    try {
+      const m = await api("POST", "/api/library", { path: pathInput.value, use: true });
+      note.textContent = "Added " + m.name + "; switching to it…";
+      pathInput.value = "";
+      $("library-browser").hidden = true;
+      load();
+    } catch (err) {
+      addError.textContent = err.message;
+      addError.hidden = false;
+      pathInput.setAttribute("aria-invalid", "true");
+    }
+  });
+  pathInput.addEventListener("input", () => pathInput.removeAttribute("aria-invalid"));
+
+  async function browse(dir) {
+    const box = $("library-browser");
+    const items = $("library-items");
+    try {
+      const l = await api("GET", "/api/library/browse" + (dir ? "?dir=" + encodeURIComponent(dir) : ""));
+      box.hidden = false;
+      $("library-dir").textContent = l.dir;
+      items.replaceChildren();
+      if (l.parent) items.appendChild(item("↑ Up", l.parent, "dir"));
+      for (const it of l.items) items.appendChild(item(it.name, it.path, it.kind, it.size));
+      if (!l.items.length) items.appendChild(el("li", "form-note", "No folders or model files here."));
+    } catch (e) {
+      addError.textContent = e.message;
+      addError.hidden = false;
+    }
+  }
+  function item(name, path, kind, size) {
+    const li = el("li");
+    const b = el("button", "link library-item " + (kind === "dir" ? "dir" : "model"));
+    b.type = "button";
+    b.textContent = kind === "dir" ? name + "/" : name + " (" + kind + (size ? ", " + human(size) : "") + ")";
+    b.setAttribute("data-testid", kind === "dir" ? "library-dir-item" : "library-file-item");
+    b.addEventListener("click", () => {
+      if (kind === "dir") browse(path);
+      else {
+        pathInput.value = path;
+        pathInput.focus();
+      }
+    });
+    li.appendChild(b);
+    return li;
+  }
+  $("library-browse").addEventListener("click", () => browse(""));
+  $("library-refresh").addEventListener("click", load);
+
+  document.addEventListener("npuchat:view", (e) => {
+    if (e.detail === "library") load();
+  });
+  // The loaded mark follows the model's status while the view is open.
+  let timer = null;
+  document.addEventListener("npuchat:view", (e) => {
+    clearInterval(timer);
+    if (e.detail === "library") timer = setInterval(() => !view.hidden && load(), 2000);
+  });
+})();
