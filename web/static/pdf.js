@@ -32,7 +32,8 @@
     }
     const data = await r.json().catch(() => ({}));
     if (!r.ok) {
-      const msg = (data.error && data.error.message) || "the server answered " + r.status;
+      // NPU Chat's own routes answer {"error": "sentence"}.
+      const msg = (typeof data.error === "string" ? data.error : data.error && data.error.message) || "the server answered " + r.status;
       throw new Error(name + ": " + sentence(msg));
     }
     return { name: f.name, text: String(data.text || ""), size: f.size, pages: data.pages || 0, truncated: !!data.truncated };
