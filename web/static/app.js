@@ -1076,7 +1076,9 @@
         if (!fresh && (body.regenerate || body.edit)) await reloadMessages(id, body.edit ? body : null);
         throw new Error(sentence(refusal(r, data, "message")) + kept + (body.edit ? " Your edit is still in its box." : ""));
       }
-      if (composed !== undefined && input.value === composed) {
+      // (A line break typed after it, as a separate "char" event that
+      // keydown's preventDefault does not stop, still counts as it.)
+      if (composed !== undefined && input.value.replace(/\n$/, "") === composed) {
         input.value = "";
         autosize();
       }
