@@ -183,6 +183,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/settings", s.getSettings)
 	mux.HandleFunc("PUT /api/settings", s.putSettings)
 	mux.HandleFunc("GET /api/logs", s.logTail)
+	mux.HandleFunc("POST /api/attachments/pdf", s.pdfText)
 	// The chat page.
 	mux.HandleFunc("GET /open", s.openLink)
 	mux.HandleFunc("GET /{$}", s.page)
