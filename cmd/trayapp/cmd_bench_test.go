@@ -180,7 +180,7 @@ func TestBenchParallel(t *testing.T) {
 	if err := testmodel.WriteGGUF(model, w, testmodel.Q4_0); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errs := runCmd(t, "bench", "--model", model, "--parallel", "3", "--prompt-tokens", "20", "--gen-tokens", "8", "--threads", "2", "--json")
+	code, out, errs := runCmd(t, "bench", "--model", model, "--parallel", "3", "--prompt-tokens", "20", "--gen-tokens", "24", "--threads", "2", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
