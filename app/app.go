@@ -334,7 +334,7 @@ func (a *App) addLocal(path, name string) error {
 	}
 	// Family and context length without loading, for /api/show.
 	if info, err := cpu.Describe(abs); err == nil {
-		desc.Family, desc.ContextLength = info.Family, info.ContextLength
+		desc.Family, desc.ContextLength, desc.Shape = info.Family, info.ContextLength, info.Shape
 	}
 	a.reg.Add(service.Entry{Desc: desc})
 	a.cfg.Model = name

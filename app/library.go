@@ -15,6 +15,7 @@ import (
 	"github.com/npuchat/npuchat/config"
 	"github.com/npuchat/npuchat/engine"
 	"github.com/npuchat/npuchat/models"
+	"github.com/npuchat/npuchat/models/catalog"
 	flmfiles "github.com/npuchat/npuchat/models/flm"
 	"github.com/npuchat/npuchat/models/library"
 	npuflm "github.com/npuchat/npuchat/npu/flm"
@@ -439,3 +440,37 @@ func (p pageLibrary) Remove(ctx context.Context, name string) error {
 func (p pageLibrary) Browse(dir string) (*library.Listing, error) {
 	return p.a.LibraryRoots().List(dir, p.a.home())
 }
+
+// Offers is the catalog as the page lists it: NPU Chat's models and
+// FastFlowLM's own list, each with what can run it; a model the
+// in-process engine cannot compute says so before any download.
+func (a *App) Offers(ctx context.Context) []library.Offer {
+	var out []library.Offer
+	for _, m := range a.cat.Models {
+		d := a.describe(m)
+		out = append(out, library.Offer{Name: m.Name, Source: library.SourceNPUChat, Description: m.Description, Size: flmSize(m),
+			Engines: []string{"npu", "cpu"}, Installed: d.Installed, Installable: true})
+	}
+	offers, err := catalog.FLMOffers()
+	if err != nil {
+		a.log.Warn("FastFlowLM's catalog", "err", err)
+		return out
+	}
+	for _, o := range offers {
+		if _, err := a.cat.Lookup(o.Name); err == nil {
+			continue
+		}
+		of := library.Offer{Name: o.Name, Source: library.SourceFastFlowLM, Size: o.Size, Engines: []string{"npu"},
+			Description: o.Folder + " (FastFlowLM, " + o.Repo + ")"}
+		if o.Arch != "" && engine.SupportedArch(o.Arch) {
+			of.Engines = append(of.Engines, "cpu")
+		} else {
+			of.CPUNote = fmt.Sprintf("The CPU cannot run it: NPU Chat's engine does not compute the %s architecture, so it needs the NPU.", o.Family)
+		}
+		_, of.Installed = a.flmModel(o.Name)
+		out = append(out, of)
+	}
+	return out
+}
+
+func (p pageLibrary) Offers(ctx context.Context) []library.Offer { return p.a.Offers(ctx) }

@@ -45,6 +45,10 @@ type Event struct {
 	// Plan is set once, before the first download: what the install is
 	// about to download, so that progress can be shown for all of it.
 	Plan *Plan
+	// Kept, on the list event, is what earlier, interrupted runs left in
+	// the staging folder (bytes), known before the hub answers: a run
+	// that fails before its plan still knows it has something to resume.
+	Kept int64
 }
 
 // Plan is what an install downloads: the files, with their sizes and
@@ -358,7 +362,8 @@ func (r *installRun) previous() (done bool, err error) {
 // points at now, so that a push meanwhile cannot mix two versions.
 func (r *installRun) list(ctx context.Context) (done bool, err error) {
 	in, src := r.in, r.src
-	in.emit(Event{Model: r.m.Name, Phase: "list", Message: fmt.Sprintf("listing %s@%s on %s", src.Repo, src.Revision, in.Hub.Endpoint)})
+	in.emit(Event{Model: r.m.Name, Phase: "list", Message: fmt.Sprintf("listing %s@%s on %s", src.Repo, src.Revision, in.Hub.Endpoint),
+		Kept: dirBytes(stagingDir(r.dir))})
 	r.commit, err = in.Hub.Commit(ctx, src.Repo, src.Revision)
 	var tree []hub.File
 	if err == nil {
@@ -408,6 +413,20 @@ func (r *installRun) inPlace(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// dirBytes is the size of the files under dir (0 when there is none).
+func dirBytes(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if info, err := d.Info(); err == nil {
+				n += info.Size()
+			}
+		}
+		return nil
+	})
+	return n
 }
 
 // downloadPlan is what fetch downloads into staging, with what an

@@ -22,6 +22,9 @@ type ModelDesc struct {
 	Installed     bool      `json:"installed"`
 	ContextLength int       `json:"context_length,omitempty"`
 	Path          string    `json:"path,omitempty"` // where its files are, if installed
+	// Shape is the model's size read from its files (cpu.Describe), for
+	// /api/show; zero when not known before it loads.
+	Shape backend.Shape `json:"-"`
 }
 
 // Models lists the models the service knows (the catalog and local

@@ -17,6 +17,18 @@ type Library interface {
 	Use(ctx context.Context, name string) error
 	Remove(ctx context.Context, name string) error
 	Browse(dir string) (*library.Listing, error)
+	// Offers is the catalog: what can be installed, and what can run it.
+	Offers(ctx context.Context) []library.Offer
+}
+
+// libraryCatalog is GET /api/library/catalog: {"models": [...]}, NPU
+// Chat's and FastFlowLM's models, each marked with what can run it.
+func (s *Server) libraryCatalog(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Library == nil {
+		http.NotFound(w, r)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"models": s.opts.Library.Offers(r.Context())})
 }
 
 // libraryList is GET /api/library: {"models": [...]}.

@@ -177,11 +177,13 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/library", s.libraryList)
 	mux.HandleFunc("POST /api/library", s.libraryAdd)
 	mux.HandleFunc("GET /api/library/browse", s.libraryBrowse)
+	mux.HandleFunc("GET /api/library/catalog", s.libraryCatalog)
 	mux.HandleFunc("POST /api/library/{name}/use", s.libraryUse)
 	mux.HandleFunc("DELETE /api/library/{name}", s.libraryRemove)
 	mux.HandleFunc("GET /api/settings", s.getSettings)
 	mux.HandleFunc("PUT /api/settings", s.putSettings)
 	mux.HandleFunc("GET /api/logs", s.logTail)
+	mux.HandleFunc("POST /api/attachments/pdf", s.pdfText)
 	// The chat page.
 	mux.HandleFunc("GET /open", s.openLink)
 	mux.HandleFunc("GET /{$}", s.page)

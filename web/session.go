@@ -225,7 +225,8 @@ func (s *Server) sessionOK(r *http.Request) bool {
 // the history, its export, the settings and the log.
 func sessionRoute(path string) bool {
 	return path == "/api/history" || path == "/api/conversations" || strings.HasPrefix(path, "/api/conversations/") ||
-		path == "/api/settings" || path == "/api/logs" || path == "/api/library" || strings.HasPrefix(path, "/api/library/")
+		path == "/api/settings" || path == "/api/logs" || path == "/api/library" || strings.HasPrefix(path, "/api/library/") ||
+		path == "/api/attachments/pdf"
 }
 
 // errNoSession is why a page route was refused.

@@ -65,10 +65,12 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 	chats := fs.Int("chats", 0, "instead: this many chats of --chat-tokens tokens visited in turn twice (answers of --answer-tokens, then --new-tokens more): tokens prefilled and first-token time per visit")
 	chatTokens := fs.Int("chat-tokens", 1500, "with --chats: each chat's first prompt")
 	answerTokens := fs.Int("answer-tokens", 16, "with --chats: the answer decoded at each visit")
+	parallel := fs.Int("parallel", 0, "instead: this many streams of --prompt-tokens and --gen-tokens decoded together (batched): aggregate and per-stream decode tok/s, and the first token time of a newcomer while parallel-1 others stream")
 	fs.Usage = func() {
 		fmt.Fprintln(env.Stderr, "Usage: npuchat bench --model PATH [--threads N] [--prompt-tokens N] [--gen-tokens N] [--json]")
 		fmt.Fprintln(env.Stderr, "       npuchat bench --model PATH --reopen N [--new-tokens N] [--threads N] [--json]")
 		fmt.Fprintln(env.Stderr, "       npuchat bench --model PATH --chats N [--chat-tokens N] [--answer-tokens N] [--new-tokens N] [--threads N] [--json]")
+		fmt.Fprintln(env.Stderr, "       npuchat bench --model PATH --parallel N [--prompt-tokens N] [--gen-tokens N] [--threads N] [--json]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -98,6 +100,23 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 	}
 	opts := engine.LoadOptions{Threads: *threads, FloatActivations: *exact, SkipQKNorm: *skipQKNorm, SIMD: *simd, KVF16: *kvF16,
 		CacheDir: engineCacheDir(env, *cacheDir), Progress: unpackProgress(env), Getenv: env.Getenv}
+	if *parallel != 0 {
+		if *parallel < 1 || *parallel > 64 {
+			fmt.Fprintln(env.Stderr, "npuchat bench: --parallel must be 1 to 64")
+			return 2
+		}
+		r, err := benchParallel(ctx, *model, opts, *parallel, *promptTokens, *genTokens)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "npuchat bench: %v\n", err)
+			return 1
+		}
+		if *asJSON {
+			json.NewEncoder(env.Stdout).Encode(r)
+		} else {
+			printParallel(env.Stdout, r)
+		}
+		return 0
+	}
 	if *chats > 0 {
 		if *chatTokens < 2 || *answerTokens < 1 || *newTokens < 1 {
 			fmt.Fprintln(env.Stderr, "npuchat bench: --chat-tokens must be at least 2, --answer-tokens and --new-tokens at least 1")

@@ -167,3 +167,40 @@ func TestBenchChats(t *testing.T) {
 		t.Errorf("table: exit %d\n%s", code, out)
 	}
 }
+
+// TestBenchParallel: --parallel N decodes N streams together (a step
+// computes several), reports each stream and the aggregate, and a
+// newcomer's first token; bad counts are usage errors.
+func TestBenchParallel(t *testing.T) {
+	w, err := testmodel.Random(3, testmodel.MiniCPM5Small())
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := filepath.Join(t.TempDir(), "m.gguf")
+	if err := testmodel.WriteGGUF(model, w, testmodel.Q4_0); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCmd(t, "bench", "--model", model, "--parallel", "3", "--prompt-tokens", "20", "--gen-tokens", "24", "--threads", "2", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var r parallelResult
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if r.Parallel != 3 || len(r.Streams) != 3 || r.MostSequences < 2 || r.AggregateTokS <= 0 || r.NewcomerSeconds <= 0 || r.AloneSeconds <= 0 {
+		t.Errorf("result %+v", r)
+	}
+	for i, s := range r.Streams {
+		if s.DecodeTokS <= 0 || s.FirstTokenSeconds <= 0 {
+			t.Errorf("stream %d: %+v", i, s)
+		}
+	}
+	code, out, _ = runCmd(t, "bench", "--model", model, "--parallel", "2", "--prompt-tokens", "5", "--gen-tokens", "3")
+	if code != 0 || !strings.Contains(out, "aggregate decode") || !strings.Contains(out, "newcomer first token") {
+		t.Errorf("table (exit %d):\n%s", code, out)
+	}
+	if code, _, _ := runCmd(t, "bench", "--model", model, "--parallel", "-1"); code != 2 {
+		t.Errorf("--parallel -1: exit %d, want 2", code)
+	}
+}

@@ -58,6 +58,7 @@ type command struct {
 func commands() map[string]command {
 	return map[string]command{
 		"serve":     {"serve the API and the chat page (headless)", runServe},
+		"open":      {"open the running NPU Chat's chat page (a fresh one-time link)", runOpen},
 		"check":     {"check the NPU, its driver, firmware and limits", runCheck},
 		"install":   {"download a model and install it into FastFlowLM's folders", runInstall},
 		"uninstall": {"remove an installed model", runUninstall},

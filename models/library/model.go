@@ -28,3 +28,19 @@ type Model struct {
 	// the CPU cannot run).
 	Note string `json:"note,omitempty"`
 }
+
+// Offer is one model the catalog offers, as the page lists it before
+// any download: what can run it, and why the CPU cannot when it cannot.
+type Offer struct {
+	Name        string   `json:"name"`
+	Source      string   `json:"source"` // SourceNPUChat or SourceFastFlowLM
+	Description string   `json:"description,omitempty"`
+	Size        int64    `json:"size,omitempty"`
+	Engines     []string `json:"engines"`
+	// CPUNote says why the in-process engine cannot run it ("" when
+	// it can).
+	CPUNote   string `json:"cpu_note,omitempty"`
+	Installed bool   `json:"installed"`
+	// Installable is true when the page's Install installs it.
+	Installable bool `json:"installable"`
+}

@@ -253,10 +253,26 @@ type ModelInfo struct {
 	// Capabilities are what the backend can do with this model
 	// (CapCompletion, CapTools, CapJSON, CapLogprobs).
 	Capabilities []string `json:"capabilities,omitempty"`
+	// Shape is the model's size, where the backend knows it (Ollama's
+	// /api/show model_info).
+	Shape Shape `json:"-"`
 	// Kernels says which SIMD level the in-process engine runs and, when
 	// it is not the one asked for, why ("asked avxvnni, CPU lacks
 	// AVX-VNNI: running avx2"); "" for other backends. For the log.
 	Kernels string `json:"-"`
+}
+
+// Shape is a transformer's size, named as GGUF metadata names it (and
+// Ollama's /api/show model_info after it); 0 where unknown.
+type Shape struct {
+	EmbeddingLength   int     // hidden size (<arch>.embedding_length)
+	BlockCount        int     // layers
+	FeedForwardLength int     // FFN width
+	HeadCount         int     // query heads
+	HeadCountKV       int     // key/value heads as the file stores them
+	VocabSize         int     // tokens
+	RopeFreqBase      float64 // RoPE theta
+	RMSEpsilon        float64 // the RMS norm's epsilon
 }
 
 // Errors a backend returns, wrapped with context, so that the service and

@@ -342,6 +342,12 @@ func (b *Backend) Info() backend.ModelInfo {
 	if b.model != nil {
 		c := b.model.Config()
 		info.Family, info.Format = c.Arch, c.Format
+		kv := c.FileKVHeads
+		if kv == 0 {
+			kv = c.KVHeads
+		}
+		info.Shape = backend.Shape{EmbeddingLength: c.Hidden, BlockCount: c.Layers, FeedForwardLength: c.FFN, HeadCount: c.Heads,
+			HeadCountKV: kv, VocabSize: c.VocabSize, RopeFreqBase: c.RopeTheta, RMSEpsilon: c.NormEps}
 		info.Capabilities = b.capabilitiesLocked()
 		info.Kernels = b.model.SIMDChoice().String()
 	}

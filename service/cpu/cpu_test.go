@@ -3,6 +3,7 @@ package cpu
 import (
 	"context"
 	"errors"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -347,6 +348,19 @@ func TestDescribeWithoutLoading(t *testing.T) {
 		loaded := b.Info()
 		if info.Family == "" || info.Family != loaded.Family || info.ContextLength == 0 || info.ContextLength != loaded.ContextLength {
 			t.Errorf("%s: described %+v, loaded %+v", format, info, loaded)
+		}
+		// the size /api/show gives, read from the file and from the loaded model
+		sh := testmodel.MiniCPM5Small()
+		want := backend.Shape{EmbeddingLength: sh.Hidden, BlockCount: sh.Layers, FeedForwardLength: sh.FFN, HeadCount: sh.Heads,
+			HeadCountKV: sh.KVHeads, VocabSize: sh.Vocab, RopeFreqBase: float64(sh.RopeTheta), RMSEpsilon: float64(sh.NormEps)}
+		same := func(a backend.Shape) bool { // the floats as float32 or as decimal text
+			near := func(x, y float64) bool { return math.Abs(x-y) <= 1e-6*math.Abs(y) }
+			ok := near(a.RopeFreqBase, want.RopeFreqBase) && near(a.RMSEpsilon, want.RMSEpsilon)
+			a.RopeFreqBase, a.RMSEpsilon = want.RopeFreqBase, want.RMSEpsilon
+			return ok && a == want
+		}
+		if !same(info.Shape) || !same(loaded.Shape) {
+			t.Errorf("%s: shape described %+v, loaded %+v; the model is %+v", format, info.Shape, loaded.Shape, want)
 		}
 		// the log's line on the kernels: the level that runs, last
 		if k := loaded.Kernels; k == "" || !strings.HasSuffix(k, b.model.SIMD()) {

@@ -28,13 +28,31 @@ func Describe(path string) (backend.ModelInfo, error) {
 	if fi.IsDir() {
 		if b, err := os.ReadFile(filepath.Join(path, "config.json")); err == nil {
 			var c struct {
-				ModelType    string `json:"model_type"`
-				MaxPositions int    `json:"max_position_embeddings"`
+				ModelType    string   `json:"model_type"`
+				MaxPositions int      `json:"max_position_embeddings"`
+				Hidden       int      `json:"hidden_size"`
+				Layers       int      `json:"num_hidden_layers"`
+				FFN          int      `json:"intermediate_size"`
+				Heads        int      `json:"num_attention_heads"`
+				KVHeads      *int     `json:"num_key_value_heads"`
+				Vocab        int      `json:"vocab_size"`
+				RopeTheta    *float64 `json:"rope_theta"`
+				NormEps      float64  `json:"rms_norm_eps"`
 			}
 			if err := json.Unmarshal(b, &c); err != nil {
 				return info, fmt.Errorf("describe %s: config.json: %w", path, err)
 			}
 			info.Family, info.ContextLength = c.ModelType, usableContext(c.MaxPositions)
+			// the defaults the engine's loader takes when a key is absent
+			kv, theta := c.Heads, 10000.0
+			if c.KVHeads != nil {
+				kv = *c.KVHeads
+			}
+			if c.RopeTheta != nil {
+				theta = *c.RopeTheta
+			}
+			info.Shape = backend.Shape{EmbeddingLength: c.Hidden, BlockCount: c.Layers, FeedForwardLength: c.FFN, HeadCount: c.Heads,
+				HeadCountKV: kv, VocabSize: c.Vocab, RopeFreqBase: theta, RMSEpsilon: c.NormEps}
 			return info, nil
 		}
 		matches, _ := filepath.Glob(filepath.Join(path, "*.gguf"))
@@ -66,7 +84,30 @@ func Describe(path string) (backend.ModelInfo, error) {
 		n = int(v)
 	}
 	info.ContextLength = usableContext(n)
+	info.Shape = ggufShape(g, arch)
 	return info, nil
+}
+
+// ggufShape reads a model's size from its GGUF metadata, with the
+// defaults the engine's loader takes.
+func ggufShape(g *gguf.File, arch string) backend.Shape {
+	u := func(k string) int {
+		v, _ := g.Uint(arch + "." + k)
+		return int(min(v, 1<<31))
+	}
+	sh := backend.Shape{EmbeddingLength: u("embedding_length"), BlockCount: u("block_count"), FeedForwardLength: u("feed_forward_length"),
+		HeadCount: u("attention.head_count"), HeadCountKV: u("attention.head_count_kv"), VocabSize: u("vocab_size"), RopeFreqBase: 10000}
+	if sh.HeadCountKV == 0 {
+		sh.HeadCountKV = sh.HeadCount
+	}
+	if t, ok := g.Tensor("token_embd.weight"); ok && len(t.Dims) == 2 {
+		sh.VocabSize = int(t.Dims[1])
+	}
+	if v, ok := g.Float(arch + ".rope.freq_base"); ok {
+		sh.RopeFreqBase = v
+	}
+	sh.RMSEpsilon, _ = g.Float(arch + ".attention.layer_norm_rms_epsilon")
+	return sh
 }
 
 // Capabilities says what the backend will be able to do with the model

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -164,9 +166,26 @@ func TestUnreachableHubFailsInWordsAndLogs(t *testing.T) {
 		t.Fatalf("status %+v, words %+v", st, w)
 	}
 	logMu.Lock()
-	defer logMu.Unlock()
 	if !strings.Contains(log.String(), "install failed: NPU Chat cannot reach Hugging Face") || !strings.Contains(log.String(), "connection refused") {
 		t.Fatalf("log:\n%s", log.String())
+	}
+	logMu.Unlock()
+
+	// An earlier run left part of a download: the same failure offers
+	// Resume, and says what is kept.
+	staging := filepath.Join(cfg.ModelsDir, ".npuchat-staging", "MiniCPM5-2B-NPU2")
+	if err := os.MkdirAll(staging, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(staging, "model.q4nx.part"), make([]byte, 5000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start("minicpm5:2b"); err != nil {
+		t.Fatal(err)
+	}
+	st = waitFor(t, ch, "the second install to fail", func(s install.Status) bool { return s.State == install.StateFailed })
+	if w := st.Words(); w.Action != "Resume" || st.Kept() != 5000 || !strings.Contains(w.Line, "5.0 kB") {
+		t.Fatalf("with 5000 bytes from an earlier run: status %+v, words %+v", st, w)
 	}
 }
 

@@ -56,6 +56,10 @@ type Status struct {
 	OverallBytes      int64   `json:"overall_bytes"`
 	OverallTotal      int64   `json:"overall_total"`
 	OverallETASeconds float64 `json:"overall_eta_s"`
+	// Earlier is what earlier, interrupted runs left to resume (bytes),
+	// as the install found before the hub answered; once the plan is
+	// known, OverallBytes counts it.
+	Earlier int64 `json:"earlier_bytes,omitempty"`
 	// Failure says why a failed install failed.
 	Failure *Failure `json:"failure,omitempty"`
 	Notes   []string `json:"notes,omitempty"`
@@ -80,7 +84,7 @@ func (f *Failure) Error() string { return f.Sentence }
 
 // Kept is how many bytes of the install are on disk and kept for the
 // next run (downloaded now or by an earlier run), as far as it knows.
-func (st Status) Kept() int64 { return st.OverallBytes }
+func (st Status) Kept() int64 { return max(st.OverallBytes, st.Earlier) }
 
 // MarshalJSON writes the status with its Words ("words": {...}).
 func (st Status) MarshalJSON() ([]byte, error) {

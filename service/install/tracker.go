@@ -36,6 +36,9 @@ func (t *Tracker) Event(e models.Event) (important bool) {
 		t.st.Message = e.Message
 	}
 	important = e.File == nil
+	if e.Kept > 0 {
+		t.st.Earlier = e.Kept
+	}
 	if pl := e.Plan; pl != nil {
 		t.have = map[string]int64{}
 		for _, f := range pl.Files {

@@ -65,7 +65,7 @@ func TestWordsRules(t *testing.T) {
 			if w.Problem == "" || len(w.Problem) > 200 || w.Detail != st.Failure.Detail {
 				t.Errorf("%s: problem %q, detail %q", name, w.Problem, w.Detail)
 			}
-			if want := map[bool]string{true: "Resume", false: "Retry"}[st.OverallBytes > 0]; w.Action != want {
+			if want := map[bool]string{true: "Resume", false: "Retry"}[st.OverallBytes > 0 || st.Earlier > 0]; w.Action != want {
 				t.Errorf("%s: action %q, want %q", name, w.Action, want)
 			}
 		case install.StateRunning, install.StateDone:

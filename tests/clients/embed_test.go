@@ -8,13 +8,16 @@ import (
 
 	"github.com/ollama/ollama/api"
 	"github.com/openai/openai-go/v3"
+
+	"github.com/npuchat/npuchat/engine/testmodel"
 )
 
 // On the engine, through the official clients: /v1/embeddings (float
 // and base64, the encoding the openai npm package asks for by default)
 // and Ollama's /api/embed give unit vectors of the model's hidden size,
 // the same for the same text in both APIs and different for different
-// texts, and the model's capabilities say "embedding".
+// texts, the model's capabilities say "embedding", and /api/show's
+// model_info gives its size (embedding_length is the vectors' length).
 func TestEmbeddingsOnTheEngine(t *testing.T) {
 	srv := startToolEngine(t)
 	ctx := context.Background()
@@ -84,5 +87,19 @@ func TestEmbeddingsOnTheEngine(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(caps, ","), "embedding") {
 		t.Errorf("capabilities %v do not say embedding", caps)
+	}
+	// model_info gives the model's size (embedding_length was 0): the
+	// embeddings' length, and the rest as GGUF names it.
+	sh := testmodel.MiniCPM5Small()
+	arch, _ := show.ModelInfo["general.architecture"].(string)
+	for key, want := range map[string]float64{"embedding_length": float64(len(a)), "block_count": float64(sh.Layers), "feed_forward_length": float64(sh.FFN),
+		"attention.head_count": float64(sh.Heads), "attention.head_count_kv": float64(sh.KVHeads), "vocab_size": float64(sh.Vocab),
+		"rope.freq_base": float64(sh.RopeTheta)} {
+		if got, _ := show.ModelInfo[arch+"."+key].(float64); got != want || want == 0 {
+			t.Errorf("model_info %s.%s = %v, want %v", arch, key, show.ModelInfo[arch+"."+key], want)
+		}
+	}
+	if len(a) != sh.Hidden {
+		t.Errorf("embeddings of %d values; the model's hidden size is %d", len(a), sh.Hidden)
 	}
 }

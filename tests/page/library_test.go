@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -144,4 +145,39 @@ func status(t *testing.T, srv *server) string {
 		t.Fatal(err)
 	}
 	return st.Model
+}
+
+// TestCatalogMarksWhatTheCPUCannotRun: the Models view's catalog lists
+// FastFlowLM's own models beside MiniCPM5-2B; before any download, a
+// model the in-process engine cannot compute (Qwen3-VL, Gemma 3,
+// Whisper) says the CPU cannot run it, and one it can (Qwen3 0.6B)
+// says NPU and CPU.
+func TestCatalogMarksWhatTheCPUCannotRun(t *testing.T) {
+	base := t.TempDir()
+	env := home(t, base, nil)
+	srv := serve(t, env, "--engine", "cpu")
+	b := newBrowser(t)
+	b.open(srv.URL + "/")
+	b.run(chromedp.Click("#open-library", chromedp.ByQuery))
+	b.waitJS(`document.querySelectorAll('[data-testid=library-offer]').length > 30`, 20*time.Second)
+	offer := func(name string) (runs, note string) {
+		js := `(() => { const o = document.querySelector('[data-testid=library-offer][data-name="` + name + `"]'); if (!o) return ["", ""]; ` +
+			`const n = o.querySelector('[data-testid=library-cpu-note]'); return [o.querySelector('[data-testid=library-runs]').textContent, n ? n.textContent : ""] })()`
+		v := eval[[]string](b, js)
+		return v[0], v[1]
+	}
+	for _, name := range []string{"qwen3vl-it:4b", "gemma3:4b", "whisper-v3:turbo", "lfm2:1.2b"} {
+		runs, note := offer(name)
+		if runs != "NPU only" || !strings.Contains(note, "The CPU cannot run it") {
+			t.Errorf("%s: marked %q, note %q; want NPU only and why the CPU cannot", name, runs, note)
+		}
+	}
+	for _, name := range []string{"qwen3:0.6b", "minicpm5:2b"} {
+		if runs, note := offer(name); runs != "NPU and CPU" || note != "" {
+			t.Errorf("%s: marked %q, note %q; want NPU and CPU", name, runs, note)
+		}
+	}
+	b.run(chromedp.Evaluate(`document.querySelector('[data-testid=library-offer][data-name="qwen3vl-it:4b"]').scrollIntoView({block: "center", behavior: "instant"})`, nil))
+	b.waitJS(`(() => { const r = document.querySelector('[data-testid=library-offer][data-name="qwen3vl-it:4b"]').getBoundingClientRect(); return r.top > 0 && r.bottom < innerHeight })()`, 5*time.Second)
+	b.shot("library-catalog")
 }

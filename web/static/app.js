@@ -1076,7 +1076,9 @@
         if (!fresh && (body.regenerate || body.edit)) await reloadMessages(id, body.edit ? body : null);
         throw new Error(sentence(refusal(r, data, "message")) + kept + (body.edit ? " Your edit is still in its box." : ""));
       }
-      if (composed !== undefined && input.value === composed) {
+      // (A line break typed after it, as a separate "char" event that
+      // keydown's preventDefault does not stop, still counts as it.)
+      if (composed !== undefined && input.value.replace(/\n$/, "") === composed) {
         input.value = "";
         autosize();
       }
@@ -1183,7 +1185,7 @@
       n.textContent = f.name;
       const z = document.createElement("span");
       z.className = "chip-size";
-      z.textContent = "about " + estimate(f.text) + " tokens";
+      z.textContent = (f.pages ? f.pages + (f.pages === 1 ? " page, " : " pages, ") : "") + "about " + estimate(f.text) + " tokens" + (f.truncated ? " (cut)" : "");
       const x = document.createElement("button");
       x.type = "button";
       x.className = "icon";
@@ -1201,6 +1203,14 @@
   }
   async function addFiles(files) {
     for (const f of files) {
+      if (window.NPUPdf && NPUPdf.isPDF(f)) {
+        try {
+          attached.push(await NPUPdf.read(f, headers()));
+        } catch (e) {
+          showError(e.message, { kind: "attach" });
+        }
+        continue;
+      }
       if (f.size > maxFile) {
         showError("“" + f.name + "” is larger than 512 KB: attach a smaller text file, or the part of it that matters.");
         continue;

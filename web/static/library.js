@@ -101,6 +101,47 @@
     }
   }
 
+  async function loadCatalog() {
+    const ul = $("library-catalog");
+    try {
+      const r = await api("GET", "/api/library/catalog");
+      ul.replaceChildren();
+      for (const o of r.models || []) {
+        const li = el("li", "library-model offer" + (o.cpu_note ? " npu-only" : ""));
+        li.dataset.name = o.name;
+        li.setAttribute("data-testid", "library-offer");
+        const head = el("div", "library-head");
+        head.appendChild(el("strong", "library-name", o.name));
+        const runs = el("span", "badge " + (o.cpu_note ? "npu-badge" : "both-badge"), enginesText(o.engines || []));
+        runs.setAttribute("data-testid", "library-runs");
+        head.appendChild(runs);
+        if (o.installed) head.appendChild(el("span", "badge", "Installed"));
+        li.appendChild(head);
+        const facts = [];
+        if (o.size) facts.push(human(o.size));
+        if (o.description) facts.push(o.description);
+        li.appendChild(el("p", "library-facts", facts.join(" · ")));
+        if (o.cpu_note) {
+          const n = el("p", "library-warn form-note", o.cpu_note);
+          n.setAttribute("data-testid", "library-cpu-note");
+          li.appendChild(n);
+        }
+        if (o.installable && !o.installed) {
+          const row = el("div", "library-actions");
+          const b = el("button", "btn", "Install…");
+          b.type = "button";
+          b.setAttribute("aria-label", "Install " + o.name);
+          b.addEventListener("click", () => window.NPUChat.showView("install"));
+          row.appendChild(b);
+          li.appendChild(row);
+        }
+        ul.appendChild(li);
+      }
+    } catch (e) {
+      ul.replaceChildren(el("li", "form-note", e.message));
+    }
+  }
+
   async function useModel(name) {
     try {
       await api("POST", "/api/library/" + encodeURIComponent(name) + "/use");
@@ -184,7 +225,10 @@
   $("library-refresh").addEventListener("click", load);
 
   document.addEventListener("npuchat:view", (e) => {
-    if (e.detail === "library") load();
+    if (e.detail === "library") {
+      load();
+      loadCatalog();
+    }
   });
   // The loaded mark follows the model's status while the view is open.
   let timer = null;

@@ -1,22 +1,29 @@
-// md.js: a small Markdown renderer for model output, safe by
-// construction. Model text is untrusted, so this file never parses HTML:
-// it builds elements with document.createElement and puts text in with
-// textContent (or text nodes) only. There is no innerHTML, no
-// insertAdjacentHTML, no outerHTML anywhere in it, so a "<script>" or
-// "<img onerror>" in an answer is shown as those characters. Links keep
-// only http:, https: and mailto: targets (parsed with URL, so
-// "java\tscript:" and entity tricks cannot sneak through) and open in a
-// new tab without a referrer; images are shown as links, never loaded,
-// so an answer cannot make the page fetch anything.
+// md.js: Markdown for model output, per CommonMark and GFM, with math,
+// safe by construction.
 //
-// Supported: paragraphs, headings (#), emphasis (* _ ** __), inline code,
-// fenced code blocks (``` or ~~~, with a language), indented lists
-// (- * + and 1.) with GFM task items ([ ] and [x]), block quotes,
-// horizontal rules, GFM tables (| a | b |, aligned by :--, :-: and --:),
-// ~~strikethrough~~, links [text](url), <https://autolinks> and GFM's bare
-// https://… and www.… addresses. It is not a full CommonMark parser (no
-// spec-example test runs on it yet). Code blocks get a copy button
-// and a light syntax highlighter (strings, comments, numbers, keywords).
+// Parsing is markdown-it's (web/static/vendor/README.md names the pinned
+// versions): CommonMark, plus GFM tables with alignment, strikethrough,
+// bare-URL autolinks (linkify-it, bundled in markdown-it), task lists
+// (markdown-it-task-lists) and TeX math in $…$ and $$…$$
+// (markdown-it-texmath with KaTeX); code is highlighted by highlight.js.
+// markdown-it runs with html: false, so raw HTML in an answer is text.
+//
+// Model text is untrusted. The HTML string those libraries make is never
+// put into the page as markup: it is parsed in an inert document
+// (DOMParser: no script runs, nothing loads there), and this file builds
+// the page's nodes itself with createElement, copying only the elements
+// and attributes on its allowlists below; anything else is dropped and
+// its text kept. There is no innerHTML, no insertAdjacentHTML, no
+// outerHTML anywhere in it. Links keep only http:, https: and mailto:
+// targets (parsed with URL, so "java\tscript:" and entity tricks cannot
+// sneak through) and open in a new tab without a referrer; images are
+// shown as links, never loaded, so an answer cannot make the page fetch
+// anything. KaTeX's inline styles are set through the CSSOM
+// (element.style), which the page's CSP (style-src 'self') allows, and
+// only inside a formula. Code blocks get a copy button.
+//
+// Without the vendored libraries (they failed to load) the text is shown
+// as plain paragraphs: still everything, still safe.
 "use strict";
 
 (function () {
@@ -40,189 +47,219 @@
     return u.href;
   }
 
-  // Inline text: code spans, links, autolinks, emphasis.
-  function inline(parent, text) {
-    let i = 0;
-    let buf = "";
-    const flush = () => {
-      if (buf) parent.appendChild(document.createTextNode(buf));
-      buf = "";
+  // ---- The parser ----
+
+  let parser = null;
+
+  // md returns the configured markdown-it, or null without the libraries.
+  function md() {
+    if (parser) return parser;
+    if (typeof window.markdownit !== "function") return null;
+    const hljs = window.hljs;
+    const m = window.markdownit({
+      html: false, // raw HTML in the text stays text
+      linkify: true, // GFM's bare www.… and https://… addresses
+      typographer: false,
+      breaks: false,
+      highlight(code, lang) {
+        if (!hljs || !lang || !hljs.getLanguage(lang)) return "";
+        try {
+          return hljs.highlight(code, { language: lang, ignoreIllegals: true }).value;
+        } catch (_) {
+          return "";
+        }
+      },
+    });
+    gfmAutolinks(m);
+    if (typeof window.markdownitTaskLists === "function") m.use(window.markdownitTaskLists, { enabled: false, label: false });
+    if (typeof window.texmath === "function" && window.katex) {
+      m.use(window.texmath, {
+        engine: window.katex,
+        delimiters: "dollars",
+        // trust: false keeps \href, \url, \htmlClass and the like off;
+        // the limits keep a hostile formula from eating the page.
+        katexOptions: { throwOnError: false, trust: false, strict: "ignore", maxSize: 20, maxExpand: 500, output: "htmlAndMathml" },
+      });
+    }
+    // An image is shown as a link to it, never loaded.
+    m.renderer.rules.image = (tokens, idx, options, env, self) => {
+      const t = tokens[idx];
+      const esc = m.utils.escapeHtml;
+      const src = t.attrGet("src") || "";
+      const title = t.attrGet("title");
+      const alt = self.renderInlineAsText(t.children, options, env);
+      return '<a href="' + esc(src) + '" data-image="1"' + (title ? ' title="' + esc(title) + '"' : "") + ">" + esc(alt || src) + "</a>";
     };
-    while (i < text.length) {
-      const c = text[i];
-      if (c === "\\" && i + 1 < text.length && /[\\`*_{}\[\]()#+\-.!|<>~]/.test(text[i + 1])) {
-        buf += text[i + 1];
-        i += 2;
+    parser = m;
+    return m;
+  }
+
+  // gfmAutolinks narrows linkify-it to GFM's extended autolinks: a
+  // scheme (http:, https:, mailto:…), "www." or an e-mail address, and
+  // only at the start of a line, after white space or after * _ ~ ( (so
+  // the address in a quoted src="http://…" stays text). The markdown-it
+  // inline linkify rule cannot see what comes before the scheme, so it
+  // is off and the core rule (which filters through match) links all.
+  function gfmAutolinks(m) {
+    const lk = m.linkify;
+    lk.set({ fuzzyLink: true, fuzzyEmail: true });
+    const match = lk.match.bind(lk);
+    const gfm = (text) =>
+      (match(text) || []).filter((l) => (l.index === 0 || /[\s*_~(]/.test(text[l.index - 1])) &&
+        (l.schema !== "" || /^www\./i.test(l.raw)));
+    // (match calls test itself, so test stays linkify-it's; the core
+    // rule takes an empty list as "no link here".)
+    lk.match = gfm;
+    m.inline.ruler.disable("linkify");
+  }
+
+  // toHTML is the parser's HTML for text (what the CommonMark spec test
+  // compares); it never goes into the page as markup.
+  function toHTML(text) {
+    const m = md();
+    return m ? m.render(String(text)) : "";
+  }
+
+  // ---- From the inert document to the page's own nodes ----
+
+  const HTML_TAGS = new Set(("p h1 h2 h3 h4 h5 h6 em strong s del code pre blockquote ul ol li hr br " +
+    "table thead tbody tr th td a span div input").split(" "));
+  const MATHML = "http://www.w3.org/1998/Math/MathML";
+  const SVG = "http://www.w3.org/2000/svg";
+  const MATH_TAGS = new Set(("math semantics annotation mrow mi mo mn ms mtext mspace msup msub msubsup mfrac " +
+    "msqrt mroot mstyle mtable mtr mtd mlabeledtr munder mover munderover mpadded mphantom menclose " +
+    "mmultiscripts mprescripts none merror").split(" "));
+  const MATH_ATTRS = new Set(("mathvariant display displaystyle scriptlevel stretchy fence separator form lspace rspace " +
+    "accent accentunder largeop movablelimits symmetric minsize maxsize width height depth voffset " +
+    "linethickness columnalign rowalign columnspacing rowspacing columnlines rowlines frame " +
+    "notation encoding align").split(" "));
+  const SVG_TAGS = new Set("svg path line g rect".split(" "));
+  const SVG_ATTRS = new Set(("width height viewBox preserveAspectRatio d x y x1 y1 x2 y2 " +
+    "stroke stroke-width fill").split(" "));
+  // highlight.js classes onto the page's own token colours.
+  const TOKENS = { "hljs-keyword": "tok-keyword", "hljs-built_in": "tok-keyword", "hljs-type": "tok-keyword",
+    "hljs-string": "tok-string", "hljs-comment": "tok-comment", "hljs-number": "tok-number", "hljs-literal": "tok-number" };
+
+  function classesOf(src) {
+    const out = [];
+    for (const c of (src.getAttribute("class") || "").split(/\s+/)) {
+      if (!/^[\w-]{1,64}$/.test(c)) continue;
+      out.push(c);
+      if (TOKENS[c]) out.push(TOKENS[c]);
+    }
+    return out;
+  }
+
+  const CONTAINERS = new Set("body ul ol blockquote table thead tbody tr section".split(" "));
+  const BLOCKS = new Set("p h1 h2 h3 h4 h5 h6 ul ol li blockquote pre hr table thead tbody tr th td div section eqn".split(" "));
+  const isBlock = (n) => !!n && n.nodeType === 1 && BLOCKS.has(n.localName);
+
+  // copyNodes appends to parent a copy of src's children, allowlisted.
+  function copyNodes(parent, src, inMath) {
+    for (const n of src.childNodes) {
+      if (n.nodeType === 3) {
+        // The newlines markdown-it writes between blocks are not text.
+        if (/^\s*$/.test(n.nodeValue) && (CONTAINERS.has(src.localName) || isBlock(n.previousSibling) || isBlock(n.nextSibling))) continue;
+        parent.appendChild(document.createTextNode(n.nodeValue));
         continue;
       }
-      if (c === "`") {
-        let n = 1;
-        while (text[i + n] === "`") n++;
-        const fence = "`".repeat(n);
-        const end = text.indexOf(fence, i + n);
-        if (end > 0) {
-          flush();
-          parent.appendChild(el("code", "", text.slice(i + n, end).replace(/^ (.*) $/, "$1")));
-          i = end + n;
-          continue;
-        }
-      }
-      if (c === "!" && text[i + 1] === "[") {
-        const m = linkAt(text, i + 1);
-        if (m) {
-          flush();
-          // An image is never loaded: it becomes a link to it.
-          addLink(parent, "image: " + (m.label || m.url), m.url);
-          i = m.end;
-          continue;
-        }
-      }
-      if (c === "[") {
-        const m = linkAt(text, i);
-        if (m) {
-          flush();
-          addLink(parent, m.label, m.url, true);
-          i = m.end;
-          continue;
-        }
-      }
-      if (c === "<") {
-        const m = /^<((?:https?|mailto):[^\s<>]+)>/i.exec(text.slice(i));
-        if (m) {
-          flush();
-          addLink(parent, m[1], m[1]);
-          i += m[0].length;
-          continue;
-        }
-      }
-      // GFM's extended autolinks: a bare http(s):// or www. address at
-      // the start, after white space or one of * _ ~ ( is a link (the
-      // trailing punctuation of a sentence is not part of it).
-      if ((c === "h" || c === "w") && /^[\s*_~(]?$/.test(text[i - 1] || "")) {
-        const m = /^(?:https?:\/\/|www\.)[^\s<>]+/i.exec(text.slice(i));
-        if (m) {
-          let url = m[0].replace(/[?!.,:*_~'"]+$/, "");
-          // A closing parenthesis without its opening one ends the link.
-          while (url.endsWith(")") && (url.match(/\(/g) || []).length < (url.match(/\)/g) || []).length) url = url.slice(0, -1);
-          if (url.length > 4 && !/^www\.$/i.test(url)) {
-            flush();
-            addLink(parent, url, /^www\./i.test(url) ? "http://" + url : url);
-            i += url.length;
-            continue;
-          }
-        }
-      }
-      if ((c === "*" || c === "_") && text[i + 1] !== " ") {
-        const dbl = text[i + 1] === c;
-        const mark = dbl ? c + c : c;
-        const start = i + mark.length;
-        const end = findClose(text, mark, start);
-        if (end > start && (c === "*" || !/\w/.test(text[i - 1] || ""))) {
-          flush();
-          const e = el(dbl ? "strong" : "em");
-          inline(e, text.slice(start, end));
-          parent.appendChild(e);
-          i = end + mark.length;
-          continue;
-        }
-      }
-      if (c === "~" && text[i + 1] === "~") {
-        const end = text.indexOf("~~", i + 2);
-        if (end > i + 2) {
-          flush();
-          const e = el("del");
-          inline(e, text.slice(i + 2, end));
-          parent.appendChild(e);
-          i = end + 2;
-          continue;
-        }
-      }
-      buf += c;
-      i++;
+      if (n.nodeType !== 1) continue;
+      const out = copyElement(n, inMath);
+      if (out) parent.appendChild(out);
+      else copyNodes(parent, n, inMath); // not allowed: its text stays
     }
-    flush();
   }
 
-  function findClose(text, mark, from) {
-    let j = from;
-    while (j < text.length) {
-      const k = text.indexOf(mark, j);
-      if (k < 0) return -1;
-      if (text[k - 1] !== " " && text[k - 1] !== "\\" && (mark.length === 2 || text[k + 1] !== mark)) return k;
-      j = k + 1;
+  function copyElement(n, inMath) {
+    const ns = n.namespaceURI;
+    const tag = n.localName;
+    if (ns === MATHML) return copyForeign(n, MATHML, MATH_TAGS, MATH_ATTRS);
+    if (ns === SVG) return copyForeign(n, SVG, SVG_TAGS, SVG_ATTRS);
+    // texmath's wrappers: <eq> inline, <section><eqn> for display.
+    if (tag === "eq") return wrapMath(n, "span", "math-inline");
+    if (tag === "eqn") return wrapMath(n, "div", "math-display");
+    if (tag === "section") {
+      const d = el("div", "math-block");
+      copyNodes(d, n, inMath);
+      return d;
     }
-    return -1;
+    if (!HTML_TAGS.has(tag)) return null;
+    if (tag === "a") return link(n);
+    if (tag === "input") return taskBox(n);
+    if (tag === "pre") {
+      const code = n.querySelector("code");
+      if (code) return codeBlock(code);
+    }
+    // Headings start at h3: the page has its own h1 and h2.
+    const h = /^h([1-6])$/.exec(tag);
+    // ~~text~~ is <s> in markdown-it, <del> in GFM's spec: GFM's.
+    const e = document.createElement(h ? "h" + Math.min(6, +h[1] + 2) : tag === "s" ? "del" : tag);
+    const cls = classesOf(n);
+    if (tag === "li" && cls.includes("task-list-item")) cls.push("task-item");
+    if (tag === "th" || tag === "td") {
+      const a = /text-align:\s*(left|center|right)/.exec(n.getAttribute("style") || "");
+      if (a) cls.push("align-" + a[1]);
+    }
+    if (tag === "ol" && n.hasAttribute("start")) {
+      const s = parseInt(n.getAttribute("start"), 10);
+      if (Number.isFinite(s)) e.setAttribute("start", String(s));
+    }
+    const math = inMath || cls.includes("katex");
+    if (math && n.hasAttribute("style")) e.style.cssText = n.getAttribute("style");
+    if (math && n.hasAttribute("aria-hidden")) e.setAttribute("aria-hidden", "true");
+    if (cls.length) e.className = cls.join(" ");
+    copyNodes(e, n, math);
+    return e;
   }
 
-  // linkAt parses [label](url) at i.
-  function linkAt(text, i) {
-    let depth = 0;
-    let j = i;
-    for (; j < text.length; j++) {
-      if (text[j] === "[") depth++;
-      else if (text[j] === "]" && --depth === 0) break;
+  function copyForeign(n, ns, tags, attrs) {
+    if (!tags.has(n.localName)) return null;
+    const e = document.createElementNS(ns, n.localName);
+    for (const a of n.attributes) {
+      if (attrs.has(a.name)) e.setAttribute(a.name, a.value);
+      else if (a.name === "class") e.setAttribute("class", classesOf(n).join(" "));
     }
-    if (j >= text.length || text[j + 1] !== "(") return null;
-    const close = text.indexOf(")", j + 2);
-    if (close < 0) return null;
-    let url = text.slice(j + 2, close).trim();
-    const sp = url.search(/\s/);
-    if (sp > 0) url = url.slice(0, sp);
-    return { label: text.slice(i + 1, j), url: url.replace(/^<|>$/g, ""), end: close + 1 };
+    if (n.hasAttribute("style")) e.style.cssText = n.getAttribute("style");
+    copyNodes(e, n, true);
+    return e;
   }
 
-  function addLink(parent, label, url, rich) {
-    const href = safeHref(url);
-    if (!href) {
-      // Not a link we allow: the label stays, as text.
-      const s = el("span", "bad-link");
-      s.title = "link removed: only http, https and mailto links are allowed";
-      if (rich) inline(s, label);
-      else s.textContent = label;
-      parent.appendChild(s);
-      return;
-    }
-    const a = el("a");
-    a.href = href;
-    a.target = "_blank";
-    a.rel = "noopener noreferrer nofollow";
-    if (rich) inline(a, label);
-    else a.textContent = label;
-    parent.appendChild(a);
+  function wrapMath(n, tag, cls) {
+    const e = el(tag, cls);
+    copyNodes(e, n, true);
+    return e;
   }
 
-  // Syntax highlighting: a small tokenizer that is right for most
-  // C-like, Python, shell and JSON code. Each token is a span with text.
-  const KEYWORDS = new Set(("if else elif for while do return func function def class struct type interface " +
-    "import from package export const let var new delete try catch finally throw raise with as in of is not and or " +
-    "switch case default break continue go defer select chan map range fn pub mut impl use mod match enum trait " +
-    "static public private protected void int float double char bool string true false null nil None True False " +
-    "self this async await yield lambda echo then fi done esac local").split(" "));
-
-  function highlight(code, lang) {
-    const frag = document.createDocumentFragment();
-    const hashComments = /^(py|python|sh|bash|shell|zsh|ruby|rb|yaml|yml|toml|perl|r|make|makefile|dockerfile|ps1|powershell)$/i.test(lang || "");
-    const re = hashComments
-      ? /(#[^\n]*)|("(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')|(\b\d[\d_.]*(?:e[+-]?\d+)?\b)|([A-Za-z_][\w]*)/g
-      : /(\/\/[^\n]*|\/\*[\s\S]*?\*\/|<!--[\s\S]*?-->)|("(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|`(?:[^`\\]|\\.)*`)|(\b\d[\d_.xXa-fA-F]*\b)|([A-Za-z_$][\w$]*)/g;
-    let last = 0;
-    let m;
-    while ((m = re.exec(code)) !== null) {
-      if (m.index > last) frag.appendChild(document.createTextNode(code.slice(last, m.index)));
-      let cls = "";
-      if (m[1]) cls = "tok-comment";
-      else if (m[2]) cls = "tok-string";
-      else if (m[3]) cls = "tok-number";
-      else if (m[4] && KEYWORDS.has(m[4])) cls = "tok-keyword";
-      if (cls) frag.appendChild(el("span", cls, m[0]));
-      else frag.appendChild(document.createTextNode(m[0]));
-      last = re.lastIndex;
+  function link(n) {
+    const href = safeHref(n.getAttribute("href") || "");
+    const a = href ? el("a") : el("span", "bad-link");
+    if (href) {
+      a.href = href;
+      a.target = "_blank";
+      a.rel = "noopener noreferrer nofollow";
+      if (n.hasAttribute("data-image")) a.className = "image-link";
+      if (n.hasAttribute("title")) a.title = n.getAttribute("title");
+    } else {
+      a.title = "link removed: only http, https and mailto links are allowed";
     }
-    if (last < code.length) frag.appendChild(document.createTextNode(code.slice(last)));
-    return frag;
+    copyNodes(a, n, false);
+    return a;
   }
 
-  function codeBlock(code, lang) {
+  // taskBox is a GFM task item's (read-only) box.
+  function taskBox(n) {
+    if (n.getAttribute("type") !== "checkbox") return null;
+    const box = el("input", "task");
+    box.type = "checkbox";
+    box.disabled = true;
+    box.checked = n.hasAttribute("checked");
+    box.setAttribute("aria-label", box.checked ? "done" : "not done");
+    return box;
+  }
+
+  function codeBlock(code) {
+    const lang = ((code.getAttribute("class") || "").match(/(?:^|\s)language-([\w+#.-]{1,40})/) || [])[1] || "";
+    const text = code.textContent.replace(/\n$/, "");
     const wrap = el("div", "code-block");
     const bar = el("div", "code-bar");
     bar.appendChild(el("span", "code-lang", lang || "text"));
@@ -230,13 +267,13 @@
     btn.type = "button";
     btn.setAttribute("data-testid", "copy-code");
     btn.setAttribute("aria-label", "Copy code");
-    btn.addEventListener("click", () => copyText(code, btn));
+    btn.addEventListener("click", () => copyText(text, btn));
     bar.appendChild(btn);
     wrap.appendChild(bar);
     const pre = el("pre");
     const c = el("code");
     if (lang) c.setAttribute("data-lang", lang);
-    c.appendChild(highlight(code, lang));
+    copyNodes(c, code, false);
     pre.appendChild(c);
     wrap.appendChild(pre);
     return wrap;
@@ -274,171 +311,24 @@
     return ok;
   }
 
-  const isTableSep = (l) => /^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$/.test(l);
-  const cells = (l) => l.trim().replace(/^\||\|$/g, "").split("|").map((s) => s.trim());
-
   // render turns Markdown text into a DocumentFragment.
   function render(text) {
     const root = document.createDocumentFragment();
-    const lines = String(text).replace(/\r\n?/g, "\n").split("\n");
-    blocks(root, lines);
+    const m = md();
+    if (!m) {
+      for (const para of String(text).split(/\n{2,}/)) root.appendChild(el("p", "", para));
+      return root;
+    }
+    const inert = new DOMParser().parseFromString("<!DOCTYPE html><body>" + m.render(String(text)), "text/html");
+    // Tables scroll on their own on a small screen.
+    copyNodes(root, inert.body, false);
+    for (const t of root.querySelectorAll("table")) {
+      const scroll = el("div", "table-scroll");
+      t.replaceWith(scroll);
+      scroll.appendChild(t);
+    }
     return root;
   }
 
-  function blocks(parent, lines) {
-    let i = 0;
-    let para = [];
-    const endPara = () => {
-      if (!para.length) return;
-      const p = el("p");
-      para.forEach((l, k) => {
-        if (k) p.appendChild(document.createElement("br"));
-        inline(p, l);
-      });
-      parent.appendChild(p);
-      para = [];
-    };
-    while (i < lines.length) {
-      const line = lines[i];
-      let m;
-      if ((m = /^\s{0,3}(`{3,}|~{3,})\s*([\w+#.-]*)/.exec(line))) {
-        endPara();
-        const fence = m[1];
-        const body = [];
-        i++;
-        while (i < lines.length && !lines[i].trimStart().startsWith(fence)) body.push(lines[i++]);
-        i++; // the closing fence (or the end: a streaming block is shown as it grows)
-        parent.appendChild(codeBlock(body.join("\n"), m[2]));
-        continue;
-      }
-      if (/^\s*$/.test(line)) {
-        endPara();
-        i++;
-        continue;
-      }
-      if ((m = /^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$/.exec(line))) {
-        endPara();
-        const h = el("h" + Math.min(6, m[1].length + 2));
-        inline(h, m[2]);
-        parent.appendChild(h);
-        i++;
-        continue;
-      }
-      if (/^\s{0,3}([-*_])(\s*\1){2,}\s*$/.test(line)) {
-        endPara();
-        parent.appendChild(el("hr"));
-        i++;
-        continue;
-      }
-      if (/^\s{0,3}>/.test(line)) {
-        endPara();
-        const inner = [];
-        while (i < lines.length && /^\s{0,3}>/.test(lines[i])) inner.push(lines[i++].replace(/^\s{0,3}>\s?/, ""));
-        const q = el("blockquote");
-        blocks(q, inner);
-        parent.appendChild(q);
-        continue;
-      }
-      if ((m = /^(\s*)([-*+]|\d{1,9}[.)])\s+/.exec(line))) {
-        endPara();
-        i = list(parent, lines, i);
-        continue;
-      }
-      if (line.includes("|") && i + 1 < lines.length && isTableSep(lines[i + 1])) {
-        endPara();
-        const table = el("table");
-        const head = el("thead");
-        const tr = el("tr");
-        // GFM alignment from the delimiter row (:--, :-:, --:), as classes.
-        const align = cells(lines[i + 1]).map((d) => (/^:-+:$/.test(d) ? "align-center" : /-:$/.test(d) ? "align-right" : /^:-/.test(d) ? "align-left" : ""));
-        cells(line).forEach((c, k) => {
-          const th = el("th", align[k] || "");
-          inline(th, c);
-          tr.appendChild(th);
-        });
-        head.appendChild(tr);
-        table.appendChild(head);
-        const body = el("tbody");
-        i += 2;
-        while (i < lines.length && lines[i].includes("|") && lines[i].trim()) {
-          const r = el("tr");
-          cells(lines[i]).forEach((c, k) => {
-            const td = el("td", align[k] || "");
-            inline(td, c);
-            r.appendChild(td);
-          });
-          body.appendChild(r);
-          i++;
-        }
-        table.appendChild(body);
-        const scroll = el("div", "table-scroll");
-        scroll.appendChild(table);
-        parent.appendChild(scroll);
-        continue;
-      }
-      para.push(line.trim());
-      i++;
-    }
-    endPara();
-  }
-
-  // list renders the list that starts at lines[i] and returns the index
-  // after it. Items hold their following indented lines (nested lists,
-  // code) as blocks.
-  function list(parent, lines, i) {
-    const first = /^(\s*)([-*+]|\d{1,9}[.)])\s+/.exec(lines[i]);
-    const indent = first[1].length;
-    const ordered = /\d/.test(first[2]);
-    const listEl = el(ordered ? "ol" : "ul");
-    if (ordered && parseInt(first[2], 10) !== 1) listEl.start = parseInt(first[2], 10);
-    while (i < lines.length) {
-      const m = /^(\s*)([-*+]|\d{1,9}[.)])\s+(.*)$/.exec(lines[i]);
-      if (!m || m[1].length !== indent || /\d/.test(m[2]) !== ordered) break;
-      const item = [m[3]];
-      i++;
-      while (i < lines.length) {
-        const l = lines[i];
-        if (/^\s*$/.test(l)) {
-          if (i + 1 < lines.length && lines[i + 1].length - lines[i + 1].trimStart().length > indent) {
-            item.push("");
-            i++;
-            continue;
-          }
-          break;
-        }
-        const lead = l.length - l.trimStart().length;
-        if (lead <= indent && /^(\s*)([-*+]|\d{1,9}[.)])\s+/.test(l)) break;
-        if (lead <= indent && !/^\s/.test(l) && item.length && /^\s*$/.test(item[item.length - 1])) break;
-        item.push(l.slice(Math.min(lead, indent + 2)));
-        i++;
-      }
-      const li = el("li");
-      // GFM task list items: "[ ] " and "[x] " are a (read-only) box.
-      const task = /^\[([ xX])\]\s+/.exec(item[0]);
-      if (task) {
-        item[0] = item[0].slice(task[0].length);
-        const box = el("input", "task");
-        box.type = "checkbox";
-        box.disabled = true;
-        box.checked = task[1] !== " ";
-        box.setAttribute("aria-label", box.checked ? "done" : "not done");
-        li.className = "task-item";
-        li.appendChild(box);
-        li.appendChild(document.createTextNode(" "));
-      }
-      if (item.length === 1) inline(li, item[0]);
-      else blocks(li, item);
-      listEl.appendChild(li);
-      if (i < lines.length && /^\s*$/.test(lines[i])) {
-        const next = lines[i + 1] || "";
-        const nm = /^(\s*)([-*+]|\d{1,9}[.)])\s+/.exec(next);
-        if (nm && nm[1].length === indent) i++;
-        else break;
-      }
-    }
-    parent.appendChild(listEl);
-    return i;
-  }
-
-  window.NPUMarkdown = { render, safeHref, copyText };
+  window.NPUMarkdown = { render, toHTML, safeHref, copyText };
 })();

@@ -121,11 +121,12 @@ func Statuses() map[string]install.Status {
 		"listing":  {Model: m, State: install.StateRunning, Phase: "list", Message: "listing julianmb/MiniCPM5-2B-NPU2@main on https://huggingface.co"},
 		"downloading": {Model: m, State: install.StateRunning, Phase: "download", File: "model.q4nx", Bytes: 850_000_000, Total: 1_800_000_000,
 			Rate: 12_300_000, ETASeconds: 77, Files: 1, FilesTotal: 10, OverallBytes: 900_000_000, OverallTotal: 1_900_000_000, OverallETASeconds: 85},
-		"setting up":         {Model: m, State: install.StateRunning, Phase: "install", Message: "10 files in /m", Files: 10, FilesTotal: 10, OverallBytes: 1_900_000_000, OverallTotal: 1_900_000_000},
-		"done":               {Model: m, State: install.StateDone, Phase: "done", Serve: true, OverallBytes: 1_900_000_000, OverallTotal: 1_900_000_000},
-		"failed unreachable": {Model: m, State: install.StateFailed, Phase: "list", Message: unreachable.Sentence, Failure: &unreachable},
-		"failed disk full":   {Model: m, State: install.StateFailed, Phase: "download", Failure: &diskFull, FilesTotal: 10, OverallBytes: 300_000_000, OverallTotal: 1_900_000_000},
-		"cancelled":          {Model: m, State: install.StateCancelled, Phase: "download", FilesTotal: 10, OverallBytes: 900_000_000, OverallTotal: 1_900_000_000},
-		"cancelled at once":  {Model: m, State: install.StateCancelled, Phase: "list"},
+		"setting up":                    {Model: m, State: install.StateRunning, Phase: "install", Message: "10 files in /m", Files: 10, FilesTotal: 10, OverallBytes: 1_900_000_000, OverallTotal: 1_900_000_000},
+		"done":                          {Model: m, State: install.StateDone, Phase: "done", Serve: true, OverallBytes: 1_900_000_000, OverallTotal: 1_900_000_000},
+		"failed unreachable":            {Model: m, State: install.StateFailed, Phase: "list", Message: unreachable.Sentence, Failure: &unreachable},
+		"failed unreachable, part kept": {Model: m, State: install.StateFailed, Phase: "list", Message: unreachable.Sentence, Failure: &unreachable, Earlier: 300_000_000},
+		"failed disk full":              {Model: m, State: install.StateFailed, Phase: "download", Failure: &diskFull, FilesTotal: 10, OverallBytes: 300_000_000, OverallTotal: 1_900_000_000},
+		"cancelled":                     {Model: m, State: install.StateCancelled, Phase: "download", FilesTotal: 10, OverallBytes: 900_000_000, OverallTotal: 1_900_000_000},
+		"cancelled at once":             {Model: m, State: install.StateCancelled, Phase: "list"},
 	}
 }

@@ -1,0 +1,43 @@
+package web
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/npuchat/npuchat/pdftext"
+)
+
+// pdfText is POST /api/attachments/pdf, a page route (the session or the
+// API key): the body is a PDF a person dropped or picked in the
+// composer; the answer is its text, {"text", "pages", "read",
+// "truncated"} (pdftext.Result), for the page to put into the message
+// with the file's name like a text file's. The body is bounded by
+// Options.MaxBodyBytes (8 MiB by default), the work by
+// pdftext.DefaultLimits (pages, characters, time). A file that is not a
+// PDF, is damaged, protected or has no text is a 422 whose message says
+// so and what to do.
+func (s *Server) pdfText(w http.ResponseWriter, r *http.Request) {
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, r, http.StatusRequestEntityTooLarge, "pdf_too_large",
+				fmt.Sprintf("this PDF is larger than %d MB: attach a smaller one, or the pages that matter", s.opts.MaxBodyBytes>>20))
+			return
+		}
+		writeError(w, r, http.StatusBadRequest, "invalid_request", "the PDF did not arrive whole: "+err.Error())
+		return
+	}
+	if len(data) == 0 {
+		writeError(w, r, http.StatusBadRequest, "invalid_request", "the PDF is empty")
+		return
+	}
+	res, err := pdftext.Extract(r.Context(), data, pdftext.DefaultLimits)
+	if err != nil {
+		writeError(w, r, http.StatusUnprocessableEntity, "unreadable_pdf", err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
