@@ -89,11 +89,15 @@ func TestAccessibilityOfEveryView(t *testing.T) {
 		b.axe(src, scheme+" chat")
 		b.shot("axe-chat-" + scheme)
 		b.run(chromedp.Click("#open-chat-settings", chromedp.ByQuery))
-		for _, view := range []string{"check", "settings", "logs"} {
-			b.run(chromedp.Click("[data-view="+view+"]", chromedp.ByQuery))
+		for _, view := range []string{"library", "check", "settings", "logs"} {
+			b.run(chromedp.Click("#sidebar [data-view="+view+"]", chromedp.ByQuery))
 			b.waitJS(`!document.getElementById('view-`+view+`').hidden`, 5*time.Second)
-			if view == "check" {
+			switch view {
+			case "check":
 				b.waitJS(`!document.getElementById('check-summary').textContent.startsWith('Checking')`, 60*time.Second)
+			case "library":
+				// The catalog's rows, each saying what can run it.
+				b.waitJS(`document.querySelectorAll('#library-catalog li').length > 0`, 20*time.Second)
 			}
 			b.axe(src, scheme+" "+view)
 			b.shot("axe-" + view + "-" + scheme)
