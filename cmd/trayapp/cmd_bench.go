@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -106,16 +107,7 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 			return 2
 		}
 		r, err := benchParallel(ctx, *model, opts, *parallel, *promptTokens, *genTokens)
-		if err != nil {
-			fmt.Fprintf(env.Stderr, "npuchat bench: %v\n", err)
-			return 1
-		}
-		if *asJSON {
-			json.NewEncoder(env.Stdout).Encode(r)
-		} else {
-			printParallel(env.Stdout, r)
-		}
-		return 0
+		return benchReport(env, *asJSON, r, err, printParallel)
 	}
 	if *chats > 0 {
 		if *chatTokens < 2 || *answerTokens < 1 || *newTokens < 1 {
@@ -123,16 +115,7 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 			return 2
 		}
 		r, err := benchChats(ctx, *model, opts, *chats, *chatTokens, *answerTokens, *newTokens)
-		if err != nil {
-			fmt.Fprintf(env.Stderr, "npuchat bench: %v\n", err)
-			return 1
-		}
-		if *asJSON {
-			json.NewEncoder(env.Stdout).Encode(r)
-		} else {
-			printChats(env.Stdout, r)
-		}
-		return 0
+		return benchReport(env, *asJSON, r, err, printChats)
 	}
 	if *reopen > 0 {
 		if *newTokens < 1 {
@@ -140,20 +123,7 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 			return 2
 		}
 		r, err := benchReopen(ctx, *model, opts, *reopen, *newTokens)
-		if err != nil {
-			fmt.Fprintf(env.Stderr, "npuchat bench: %v\n", err)
-			return 1
-		}
-		if *asJSON {
-			json.NewEncoder(env.Stdout).Encode(r)
-			return 0
-		}
-		fmt.Fprintf(env.Stdout, "model    %s\nthreads  %d, SIMD %s, KV %s\nchat     %d tokens + %d new\n"+
-			"first token: computed %.2f s · from memory %.3f s · from disk %.3f s (file %.0f MB read in %.3f s)\n"+
-			"cached   %d of %d prompt tokens\n",
-			r.Model, r.Threads, r.SIMD, r.KVType, r.ChatTokens, r.NewTokens, r.ColdSeconds, r.MemSeconds, r.DiskSeconds,
-			float64(r.FileBytes)/(1<<20), r.DiskRead, r.CachedTokens, r.ChatTokens+r.NewTokens)
-		return 0
+		return benchReport(env, *asJSON, r, err, printReopen)
 	}
 	res, err := bench(ctx, *model, opts,
 		*promptTokens, *genTokens, profile)
@@ -290,4 +260,23 @@ func unpackProgress(env *Env) func(done, total int64) {
 			fmt.Fprintf(env.Stderr, "unpacking model.q4nx into the cache (once): %d%%\n", 10*tenth)
 		}
 	}
+}
+
+// benchReport ends one of bench's measurements (--parallel, --chats,
+// --reopen): its error on stderr (exit 1), else its result as JSON
+// (--json) or as print writes it.
+func benchReport[R any](env *Env, asJSON bool, r R, err error, print func(io.Writer, R)) int {
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "npuchat bench: %v\n", err)
+		return 1
+	}
+	if asJSON {
+		if err := json.NewEncoder(env.Stdout).Encode(r); err != nil {
+			fmt.Fprintf(env.Stderr, "npuchat bench: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	print(env.Stdout, r)
+	return 0
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -143,4 +144,13 @@ func median(x []float64) float64 {
 	s := append([]float64(nil), x...)
 	sort.Float64s(s)
 	return s[len(s)/2]
+}
+
+// printReopen writes a reopen measurement as a few lines of text.
+func printReopen(w io.Writer, r *reopenResult) {
+	fmt.Fprintf(w, "model    %s\nthreads  %d, SIMD %s, KV %s\nchat     %d tokens + %d new\n"+
+		"first token: computed %.2f s · from memory %.3f s · from disk %.3f s (file %.0f MB read in %.3f s)\n"+
+		"cached   %d of %d prompt tokens\n",
+		r.Model, r.Threads, r.SIMD, r.KVType, r.ChatTokens, r.NewTokens, r.ColdSeconds, r.MemSeconds, r.DiskSeconds,
+		float64(r.FileBytes)/(1<<20), r.DiskRead, r.CachedTokens, r.ChatTokens+r.NewTokens)
 }
