@@ -19,8 +19,8 @@ const AttnRows = 8
 
 // Attn is one unit of grouped-query attention: the query rows of one KV
 // head's group, for one token, over positions 0..N-1 of that KV head.
-// Exactly one of K and K16 (and of V and V16) is set: float32 or
-// float16 (LoadOptions.KVF16) cache.
+// Exactly one of K, K16 and K8 (and of V, V16 and V8) is set: a
+// float32, float16 or 8-bit (q8_0) cache.
 type Attn struct {
 	HeadDim int
 	N       int     // positions, ≥ 1
@@ -35,6 +35,19 @@ type Attn struct {
 	V       []float32
 	V16     []uint16
 	VStride int
+
+	// K8 and V8 are the 8-bit cache (QuantizeKV8): in K's and V's
+	// layouts, each value times the float16 scale of its position's
+	// block of 32 dimensions (llama.cpp's q8_0 blocks; HeadDim a multiple
+	// of 32). KD holds the keys' scales, block b's at KD[b*KDStride:],
+	// dimension block c of lane i at c*16+i; VD the values', position
+	// t's dimension block c at VD[t*VDStride+c].
+	K8       []int8
+	KD       []uint16
+	KDStride int
+	V8       []int8
+	VD       []uint16
+	VDStride int
 }
 
 // AttnScratch is one thread's buffers for Attn.Run, grown as needed.
@@ -93,7 +106,7 @@ func (a *Attn) Run(out, q []float32, sc *AttnScratch, l simd.Level) {
 	rows := len(q) / hd
 	mustHave("Attn.Run", l)
 	kern := attnKernels[l]
-	if hd%16 != 0 {
+	if hd%16 != 0 || a.K8 != nil && hd%KVBlock8 != 0 {
 		kern = attnGo
 	}
 	nb := (a.N + AttnBlock - 1) / AttnBlock
@@ -195,15 +208,29 @@ func (a *Attn) scoresGo(sc *AttnScratch, r, nb, ss int) {
 	for b := range nb {
 		var kb []float32
 		var kb16 []uint16
-		if a.K16 != nil {
+		var kb8 []int8
+		var kd []uint16
+		switch {
+		case a.K8 != nil:
+			kb8 = a.K8[b*a.KStride : b*a.KStride+hd*AttnBlock]
+			kd = a.KD[b*a.KDStride : b*a.KDStride+hd/KVBlock8*AttnBlock]
+		case a.K16 != nil:
 			kb16 = a.K16[b*a.KStride : b*a.KStride+hd*AttnBlock]
-		} else {
+		default:
 			kb = a.K[b*a.KStride : b*a.KStride+hd*AttnBlock]
 		}
 		for h := range r {
 			var acc [AttnBlock]float32
 			for d := range hd {
 				qd := qt[d*AttnRows+h]
+				if kb8 != nil {
+					k := kb8[d*AttnBlock : d*AttnBlock+AttnBlock]
+					ds := kd[d/KVBlock8*AttnBlock : d/KVBlock8*AttnBlock+AttnBlock]
+					for i := range acc {
+						acc[i] += float32(qd * float32(float32(k[i])*F16ToF32(ds[i])))
+					}
+					continue
+				}
 				if kb16 != nil {
 					k := kb16[d*AttnBlock : d*AttnBlock+AttnBlock]
 					for i := range acc {
@@ -280,6 +307,14 @@ func (a *Attn) pvGo(sc *AttnScratch, r, ss int) {
 		clear(o)
 		p := sc.s[h*ss : h*ss+a.N]
 		for t, pt := range p {
+			if a.V8 != nil {
+				v := a.V8[t*a.VStride : t*a.VStride+hd]
+				ds := a.VD[t*a.VDStride : t*a.VDStride+hd/KVBlock8]
+				for d := range o {
+					o[d] += float32(pt * float32(float32(v[d])*F16ToF32(ds[d/KVBlock8])))
+				}
+				continue
+			}
 			if a.V16 != nil {
 				v := a.V16[t*a.VStride : t*a.VStride+hd]
 				for d := range o {

@@ -138,3 +138,126 @@ aefull:
 	VMOVUPS Y13, 32(DX)
 	VZEROUPPER
 	RET
+
+// func attnScores4Q8AVX2(qt *float32, hd int, k *int8, kstride int, nb int, mask *int32, scale float32, s *float32, sstride int, mx *float32, d *uint16, dstride int)
+// ASCORES_BODY on the 8-bit cache (attnScores8Q8): the keys' scales in
+// Y13, Y14 while the dimensions are summed, the last block's lane masks
+// loaded into them after.
+TEXT ·attnScores4Q8AVX2(SB), NOSPLIT, $0-96
+	MOVQ qt+0(FP), SI
+	MOVQ k+16(FP), DI
+	MOVQ kstride+24(FP), R10
+	MOVQ nb+32(FP), CX
+	MOVQ mask+40(FP), R11
+	VBROADCASTSS scale+48(FP), Y15
+	MOVQ s+56(FP), DX
+	MOVQ sstride+64(FP), R12
+	MOVQ mx+72(FP), R13
+	MOVQ d+80(FP), R14
+
+qablock:
+	VXORPS Y0, Y0, Y0; VXORPS Y1, Y1, Y1; VXORPS Y2, Y2, Y2; VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4; VXORPS Y5, Y5, Y5; VXORPS Y6, Y6, Y6; VXORPS Y7, Y7, Y7
+	MOVQ SI, AX
+	MOVQ DI, BX
+	MOVQ R14, R15
+	MOVQ hd+8(FP), R8
+	SHRQ $5, R8
+
+qachunk:
+	VCVTPH2PS (R15), Y13
+	VCVTPH2PS 16(R15), Y14
+	MOVQ $32, R9
+
+qadloop:
+	VPMOVSXBD (BX), Y8
+	VPMOVSXBD 8(BX), Y9
+	VCVTDQ2PS Y8, Y8
+	VCVTDQ2PS Y9, Y9
+	VMULPS Y13, Y8, Y8
+	VMULPS Y14, Y9, Y9
+	ASCORE(0, Y0, Y1); ASCORE(4, Y2, Y3); ASCORE(8, Y4, Y5); ASCORE(12, Y6, Y7)
+	ADDQ $16, BX
+	ADDQ $32, AX
+	DECQ R9
+	JNZ qadloop
+	ADDQ $32, R15
+	DECQ R8
+	JNZ qachunk
+	VPCMPEQD Y13, Y13, Y13
+	VPCMPEQD Y14, Y14, Y14
+	CMPQ CX, $1
+	JNE qafull
+	VMOVDQU (R11), Y13
+	VMOVDQU 32(R11), Y14
+
+qafull:
+	MOVL $0xFF800000, AX
+	MOVQ AX, X10
+	VPBROADCASTD X10, Y10
+	MOVQ DX, AX
+	AMAX(Y0, Y1, 0); AMAX(Y2, Y3, 64); AMAX(Y4, Y5, 128); AMAX(Y6, Y7, 192)
+	ADDQ $64, DX
+	ADDQ R10, DI
+	ADDQ dstride+88(FP), R14
+	DECQ CX
+	JNZ qablock
+	VZEROUPPER
+	RET
+
+// func attnPV4Q8AVX2(p *float32, pstride int, n int, v *int8, vstride int, hd int, o *float32, d *uint16, dstride int)
+// APV_BODY on the 8-bit cache: a position's 16 values widened and
+// multiplied by their block's scale (broadcast from R14, dstride bytes
+// between positions; R15 the first position's scale of the chunk, the
+// next one every two chunks of 16).
+TEXT ·attnPV4Q8AVX2(SB), NOSPLIT, $0-72
+	MOVQ p+0(FP), SI
+	MOVQ pstride+8(FP), R8
+	LEAQ (R8)(R8*2), R9
+	MOVQ v+24(FP), DI
+	MOVQ vstride+32(FP), R10
+	MOVQ hd+40(FP), R11
+	SHRQ $4, R11
+	MOVQ o+48(FP), DX
+	MOVQ hd+40(FP), R13
+	SHLQ $2, R13
+	MOVQ d+56(FP), R15
+	MOVQ dstride+64(FP), BX
+
+qaschunk:
+	VXORPS Y0, Y0, Y0; VXORPS Y1, Y1, Y1; VXORPS Y2, Y2, Y2; VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4; VXORPS Y5, Y5, Y5; VXORPS Y6, Y6, Y6; VXORPS Y7, Y7, Y7
+	MOVQ SI, AX
+	MOVQ DI, R12
+	MOVQ R15, R14
+	MOVQ n+16(FP), CX
+
+qatloop:
+	VPMOVSXBD (R12), Y8
+	VPMOVSXBD 8(R12), Y9
+	VCVTDQ2PS Y8, Y8
+	VCVTDQ2PS Y9, Y9
+	VPBROADCASTW (R14), X13
+	VCVTPH2PS X13, Y13
+	VMULPS Y13, Y8, Y8
+	VMULPS Y13, Y9, Y9
+	APV((AX), Y0, Y1); APV((AX)(R8*1), Y2, Y3); APV((AX)(R8*2), Y4, Y5); APV((AX)(R9*1), Y6, Y7)
+	ADDQ $4, AX
+	ADDQ R10, R12
+	ADDQ BX, R14
+	DECQ CX
+	JNZ qatloop
+	MOVQ DX, AX
+	VMOVUPS Y0, (AX); VMOVUPS Y1, 32(AX); ADDQ R13, AX; VMOVUPS Y2, (AX); VMOVUPS Y3, 32(AX); ADDQ R13, AX
+	VMOVUPS Y4, (AX); VMOVUPS Y5, 32(AX); ADDQ R13, AX; VMOVUPS Y6, (AX); VMOVUPS Y7, 32(AX)
+	ADDQ $64, DX
+	ADDQ $16, DI
+	BTQ $0, R11
+	JCC qaeven
+	ADDQ $2, R15
+
+qaeven:
+	DECQ R11
+	JNZ qaschunk
+	VZEROUPPER
+	RET

@@ -21,7 +21,11 @@ type attnCase struct {
 	vals [][]float32
 }
 
-func newAttnCase(rng *rand.Rand, rows, hd, n int, f16 bool) attnCase {
+// kvKinds are the cache types an attnCase can hold.
+var kvKinds = []string{"f32", "f16", "q8_0"}
+
+func newAttnCase(rng *rand.Rand, rows, hd, n int, kind string) attnCase {
+	f16, q8 := kind == "f16", kind == "q8_0"
 	const kvHeads = 2
 	nb := (n + AttnBlock - 1) / AttnBlock
 	kstride := kvHeads * hd * AttnBlock
@@ -46,10 +50,41 @@ func newAttnCase(rng *rand.Rand, rows, hd, n int, f16 bool) attnCase {
 			k[(t/AttnBlock)*kstride+d*AttnBlock+t%AttnBlock] = kt[d]
 			v[t*vstride+d] = vt[d]
 		}
+		if q8 { // the 8-bit cache's blocks, and the values they hold
+			if c.a.K8 == nil {
+				c.a.K8, c.a.V8 = make([]int8, nb*kstride), make([]int8, n*vstride)
+				c.a.KDStride, c.a.VDStride = kstride/KVBlock8, vstride/KVBlock8
+				c.a.KD, c.a.VD = make([]uint16, nb*c.a.KDStride), make([]uint16, n*c.a.VDStride)
+				for i := range c.a.K8 {
+					c.a.K8[i] = 127 // garbage where no position is
+				}
+				for i := range c.a.KD {
+					c.a.KD[i] = F32ToF16(1e4)
+				}
+			}
+			kq, vq := make([]int8, hd), make([]int8, hd)
+			kd, vd := make([]uint16, hd/KVBlock8), make([]uint16, hd/KVBlock8)
+			QuantizeKV8(kt, kq, kd)
+			QuantizeKV8(vt, vq, vd)
+			b, i := t/AttnBlock, t%AttnBlock
+			for d := range hd {
+				kt[d] = float32(kq[d]) * F16ToF32(kd[d/KVBlock8])
+				vt[d] = float32(vq[d]) * F16ToF32(vd[d/KVBlock8])
+				c.a.K8[b*kstride+d*AttnBlock+i] = kq[d]
+				c.a.V8[t*vstride+d] = vq[d]
+			}
+			for j := range kd {
+				c.a.KD[b*c.a.KDStride+j*AttnBlock+i] = kd[j]
+				c.a.VD[t*c.a.VDStride+j] = vd[j]
+			}
+		}
 		c.keys, c.vals = append(c.keys, kt), append(c.vals, vt)
 	}
+	q8a := c.a
 	c.a = Attn{HeadDim: hd, N: n, Scale: float32(1 / math.Sqrt(float64(hd))), KStride: kstride, VStride: vstride}
-	if f16 {
+	if q8 {
+		c.a.K8, c.a.KD, c.a.KDStride, c.a.V8, c.a.VD, c.a.VDStride = q8a.K8, q8a.KD, q8a.KDStride, q8a.V8, q8a.VD, q8a.VDStride
+	} else if f16 {
 		c.a.K16, c.a.V16 = make([]uint16, len(k)), make([]uint16, len(v))
 		for i, x := range k {
 			c.a.K16[i] = F32ToF16(x)
@@ -101,10 +136,13 @@ func TestAttnKernel(t *testing.T) {
 		rng := rand.New(rand.NewPCG(1, 2))
 		for _, tc := range []struct{ rows, hd, n int }{
 			{8, 128, 1}, {8, 128, 16}, {8, 128, 17}, {8, 128, 333}, {1, 16, 5}, {3, 32, 40},
-			{16, 16, 31}, {12, 64, 100}, {4, 64, 2}, {8, 16, 1000}, {2, 48, 7},
+			{16, 16, 31}, {12, 64, 100}, {4, 64, 2}, {8, 16, 1000}, {2, 48, 7}, {5, 96, 50}, {8, 32, 1000},
 		} {
-			for _, f16 := range []bool{false, true} {
-				c := newAttnCase(rng, tc.rows, tc.hd, tc.n, f16)
+			for _, kind := range kvKinds {
+				if kind == "q8_0" && tc.hd%KVBlock8 != 0 {
+					continue // the 8-bit cache needs whole blocks of 32 (the engine keeps float16 then)
+				}
+				c := newAttnCase(rng, tc.rows, tc.hd, tc.n, kind)
 				var sc1 AttnScratch
 				plain := make([]float32, len(c.q))
 				c.a.Run(plain, c.q, &sc1, simd.None)
@@ -112,7 +150,7 @@ func TestAttnKernel(t *testing.T) {
 					ref := c.reference()
 					for i := range plain {
 						if d := math.Abs(float64(plain[i]) - ref[i]); d > 1e-5*(1+math.Abs(ref[i])) || math.IsNaN(d) {
-							t.Fatalf("%+v f16 %v: out[%d] = %v, float64 reference %v", tc, f16, i, plain[i], ref[i])
+							t.Fatalf("%+v %s: out[%d] = %v, float64 reference %v", tc, kind, i, plain[i], ref[i])
 						}
 					}
 					continue
@@ -122,7 +160,7 @@ func TestAttnKernel(t *testing.T) {
 				c.a.Run(fast, c.q, &sc2, l)
 				for i := range plain {
 					if math.Float32bits(fast[i]) != math.Float32bits(plain[i]) {
-						t.Fatalf("%+v f16 %v: out[%d] %s %v, plain Go %v", tc, f16, i, l, fast[i], plain[i])
+						t.Fatalf("%+v %s: out[%d] %s %v, plain Go %v", tc, kind, i, l, fast[i], plain[i])
 					}
 				}
 			}
@@ -196,13 +234,10 @@ func TestAttnExp(t *testing.T) {
 func BenchmarkAttn(b *testing.B) {
 	const rows, hd, n = 8, 128, 1000
 	rng := rand.New(rand.NewPCG(5, 6))
-	for _, f16 := range []bool{false, true} {
-		c := newAttnCase(rng, rows, hd, n, f16)
+	for _, name := range kvKinds {
+		f16 := name == "f16"
+		c := newAttnCase(rng, rows, hd, n, name)
 		out := make([]float32, rows*hd)
-		name := "f32"
-		if f16 {
-			name = "f16"
-		}
 		for _, l := range []simd.Level{simd.AVX512, simd.AVX2, simd.None} {
 			if !simd.Host().Has(l) {
 				continue
