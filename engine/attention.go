@@ -86,9 +86,15 @@ func (a *attnTask) part(k, _ int) {
 		}
 		kOff, vOff := g*hd*quant.AttnBlock, g*hd
 		kv := r.s.kv
-		if m.kvF16 {
+		switch m.kv {
+		case kvQ8: // HeadDim a multiple of 32: a KV head's scales start at its offset / 32
+			const b8 = quant.KVBlock8
+			at.K8, at.V8 = kv.keys8[a.l][kOff:], kv.values8[a.l][vOff:]
+			at.KD, at.VD = kv.keysD[a.l][kOff/b8:], kv.valuesD[a.l][vOff/b8:]
+			at.KDStride, at.VDStride = at.KStride/b8, kvDim/b8
+		case kvF16:
 			at.K16, at.V16 = kv.keys16[a.l][kOff:], kv.values16[a.l][vOff:]
-		} else {
+		default:
 			at.K, at.V = kv.keys[a.l][kOff:], kv.values[a.l][vOff:]
 		}
 		at.Run(a.out[t][g*gd:(g+1)*gd], a.q[t][g*gd:(g+1)*gd], sc, a.kern)

@@ -112,9 +112,14 @@ type LoadOptions struct {
 	// Getenv is where $NPUCHAT_SIMD and $NPUCHAT_CPU_CEILING are read
 	// when SIMD or CPUCeiling is empty (nil: os.Getenv), once, at load.
 	Getenv func(string) string
-	// KVF16 keeps every session's KV cache as float16 (llama.cpp's
-	// default) instead of float32: half the memory for long contexts;
-	// keys and values are rounded once when stored.
+	// KVCacheType is the type of every session's KV cache: KVTypeF32
+	// ("" too: the default, whose answers match llama.cpp's exactly),
+	// KVTypeF16 (half the memory; keys and values rounded once when
+	// stored) or KVTypeQ8 (llama.cpp's q8_0 blocks: 34 bytes per 32
+	// values, about half of float16's; rounded to 8 bits when stored).
+	// Another name is an error at load.
+	KVCacheType string
+	// KVF16 is KVCacheType "f16" (when KVCacheType is empty).
 	KVF16 bool
 	// CacheDir is a folder of NPU Chat's own (config's data folder, never
 	// one of FastFlowLM's) where a model.q4nx is unpacked once: later

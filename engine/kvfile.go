@@ -13,6 +13,8 @@ import (
 	"math"
 	"os"
 	"unsafe"
+
+	"github.com/npuchat/npuchat/engine/quant"
 )
 
 // The KV file format (Model.WriteKV, Model.ReadKV): one kept sequence's
@@ -23,7 +25,9 @@ import (
 //	header    uint32 little-endian length, then JSON (KVFileHeader)
 //	tokens    header.Tokens × uint32
 //	layers    for each layer: keys (whole 16-position blocks), then values,
-//	          float32 or float16 (header.Type) little-endian
+//	          float32 or float16 (header.Type) little-endian; for q8_0,
+//	          the keys' int8 values, their float16 scales, the values'
+//	          int8 values, their scales (kvSlabs' layout)
 //	checksum  CRC-32C (Castagnoli) of everything before it, uint32
 //	          little-endian
 //
@@ -58,7 +62,7 @@ type KVFileHeader struct {
 	Tokens int    `json:"tokens"`
 	Layers int    `json:"layers"`
 	KVDim  int    `json:"kv_dim"`
-	Type   string `json:"type"` // "f32" or "f16"
+	Type   string `json:"type"` // the KV cache type: "f32", "f16" or "q8_0" (KVTypes)
 }
 
 // kvMagic1 is the magic of version 1 of the format.
@@ -118,10 +122,17 @@ func (m *Model) WriteKV(w io.Writer, st *StoredKV, identity string) error {
 	n := len(st.Tokens)
 	nk, nv := roundBlock(n)*h.KVDim, n*h.KVDim
 	for l := range c.Layers {
-		if m.kvF16 {
+		switch m.kv {
+		case kvQ8:
+			const b8 = quant.KVBlock8
+			bw.Write(i8Bytes(st.kv.keys8[l][:nk]))
+			bw.Write(u16Bytes(st.kv.keysD[l][:nk/b8]))
+			bw.Write(i8Bytes(st.kv.values8[l][:nv]))
+			bw.Write(u16Bytes(st.kv.valuesD[l][:nv/b8]))
+		case kvF16:
 			bw.Write(u16Bytes(st.kv.keys16[l][:nk]))
 			bw.Write(u16Bytes(st.kv.values16[l][:nv]))
-		} else {
+		default:
 			bw.Write(f32Bytes(st.kv.keys[l][:nk]))
 			bw.Write(f32Bytes(st.kv.values[l][:nv]))
 		}
@@ -231,7 +242,7 @@ func (m *Model) ReadKV(r io.Reader, identity string, opts ReadKVOptions) (*Store
 	fk, fv := roundBlock(n)*h.KVDim, n*h.KVDim       // per layer in the file
 	nk, nv := roundBlock(keep)*h.KVDim, keep*h.KVDim // of them kept
 	elem := 4
-	if m.kvF16 {
+	if m.kv == kvF16 {
 		elem = 2
 	}
 
@@ -288,7 +299,35 @@ func (m *Model) ReadKV(r io.Reader, identity string, opts ReadKVOptions) (*Store
 	}
 	for l := range h.Layers {
 		kname, vname := fmt.Sprintf("layer %d keys", l), fmt.Sprintf("layer %d values", l)
-		if m.kvF16 {
+		if m.kv == kvQ8 {
+			// int8 values (any byte is one), then float16 scales
+			const b8 = quant.KVBlock8
+			kv.keys8[l], kv.values8[l] = kv.keys8[l][:nk], kv.values8[l][:nv]
+			kv.keysD[l], kv.valuesD[l] = kv.keysD[l][:nk/b8], kv.valuesD[l][:nv/b8]
+			for _, p := range []struct {
+				kept   []byte
+				scales []uint16
+				skip   int
+				name   string
+			}{
+				{i8Bytes(kv.keys8[l]), nil, fk - nk, kname},
+				{u16Bytes(kv.keysD[l]), kv.keysD[l], 2 * (fk - nk) / b8, kname + " scales"},
+				{i8Bytes(kv.values8[l]), nil, fv - nv, vname},
+				{u16Bytes(kv.valuesD[l]), kv.valuesD[l], 2 * (fv - nv) / b8, vname + " scales"},
+			} {
+				if err = read(p.kept, nil, p.scales, p.name); err == nil {
+					err = skip(p.skip, p.name)
+				}
+				if err != nil {
+					break
+				}
+			}
+			if err != nil {
+				break
+			}
+			continue
+		}
+		if m.kv == kvF16 {
 			kv.keys16[l], kv.values16[l] = kv.keys16[l][:nk], kv.values16[l][:nv]
 			err = read(u16Bytes(kv.keys16[l]), nil, kv.keys16[l], kname)
 		} else {
@@ -298,7 +337,7 @@ func (m *Model) ReadKV(r io.Reader, identity string, opts ReadKVOptions) (*Store
 		if err == nil {
 			err = skip((fk-nk)*elem, kname)
 		}
-		if err == nil && m.kvF16 {
+		if err == nil && m.kv == kvF16 {
 			err = read(u16Bytes(kv.values16[l]), nil, kv.values16[l], vname)
 		} else if err == nil {
 			err = read(f32Bytes(kv.values[l]), kv.values[l], nil, vname)
@@ -356,6 +395,13 @@ func f32Bytes(x []float32) []byte {
 		return nil
 	}
 	return unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), 4*len(x))
+}
+
+func i8Bytes(x []int8) []byte {
+	if len(x) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), len(x))
 }
 
 func u16Bytes(x []uint16) []byte {

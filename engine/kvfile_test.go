@@ -40,6 +40,9 @@ func slabStart(kv *kvSlabs) uintptr {
 	if kv.keys != nil {
 		return uintptr(unsafe.Pointer(unsafe.SliceData(kv.keys[0])))
 	}
+	if kv.keys8 != nil {
+		return uintptr(unsafe.Pointer(unsafe.SliceData(kv.keys8[0])))
+	}
 	return uintptr(unsafe.Pointer(unsafe.SliceData(kv.keys16[0])))
 }
 
@@ -48,9 +51,12 @@ func slabStart(kv *kvSlabs) uintptr {
 // computes the rest of the prompt in the slabs that were read, without
 // copying them to grow, bit for bit as a fresh computation.
 func TestKVFileResumesInPlace(t *testing.T) {
-	for _, f16 := range []bool{false, true} {
-		t.Run(fmt.Sprintf("f16=%v", f16), func(t *testing.T) {
-			m := kvModel(t, LoadOptions{KVF16: f16})
+	for _, typ := range KVTypes() {
+		t.Run(typ, func(t *testing.T) {
+			m := kvModel(t, LoadOptions{KVCacheType: typ})
+			if m.KVType() != typ {
+				t.Fatalf("asked for a %s KV cache: %s", typ, m.KVTypeChoice())
+			}
 			chat := seqTokens(30, 90) // 90: a partial last block
 			more := cat(chat, seqTokens(31, 40))
 			file := kvFileBytes(t, m, keptSequence(t, m, chat))
@@ -94,9 +100,12 @@ func TestKVFileResumesInPlace(t *testing.T) {
 // not finite under a valid checksum, or of another identity, is an
 // error, never a sequence.
 func TestKVFileRefusesDamage(t *testing.T) {
-	for _, f16 := range []bool{false, true} {
-		t.Run(fmt.Sprintf("f16=%v", f16), func(t *testing.T) {
-			m := kvModel(t, LoadOptions{KVF16: f16})
+	for _, typ := range KVTypes() {
+		t.Run(typ, func(t *testing.T) {
+			m := kvModel(t, LoadOptions{KVCacheType: typ})
+			if m.KVType() != typ {
+				t.Fatalf("asked for a %s KV cache: %s", typ, m.KVTypeChoice())
+			}
 			chat := seqTokens(32, 70)
 			st := keptSequence(t, m, chat)
 			file := kvFileBytes(t, m, st)
@@ -130,9 +139,13 @@ func TestKVFileRefusesDamage(t *testing.T) {
 			for _, part := range []string{"keys", "values"} {
 				nan := keptSequence(t, m, chat)
 				switch {
-				case f16 && part == "keys":
+				case typ == KVTypeQ8 && part == "keys": // a scale
+					nan.kv.keysD[1][7] = 0x7e00
+				case typ == KVTypeQ8:
+					nan.kv.valuesD[0][len(nan.kv.valuesD[0])-1] = 0x7c00
+				case typ == KVTypeF16 && part == "keys":
 					nan.kv.keys16[1][7] = 0x7e00
-				case f16:
+				case typ == KVTypeF16:
 					nan.kv.values16[0][len(nan.kv.values16[0])-1] = 0x7c00
 				case part == "keys":
 					nan.kv.keys[1][7] = float32(math.NaN())
@@ -152,9 +165,12 @@ func TestKVFileRefusesDamage(t *testing.T) {
 // reads only that part into memory (the rest is checked, not kept), and
 // resuming from it computes bit for bit what a fresh computation does.
 func TestKVFileKeepsThePrefix(t *testing.T) {
-	for _, f16 := range []bool{false, true} {
-		t.Run(fmt.Sprintf("f16=%v", f16), func(t *testing.T) {
-			m := kvModel(t, LoadOptions{KVF16: f16})
+	for _, typ := range KVTypes() {
+		t.Run(typ, func(t *testing.T) {
+			m := kvModel(t, LoadOptions{KVCacheType: typ})
+			if m.KVType() != typ {
+				t.Fatalf("asked for a %s KV cache: %s", typ, m.KVTypeChoice())
+			}
 			chat := seqTokens(33, 90)
 			file := kvFileBytes(t, m, keptSequence(t, m, chat))
 			edited := cat(chat[:37], seqTokens(34, 20)) // the chat edited after 37 tokens
@@ -183,5 +199,33 @@ func TestKVFileKeepsThePrefix(t *testing.T) {
 				t.Error("resumed from a prefix of the file: logits differ from a fresh computation")
 			}
 		})
+	}
+}
+
+// TestKVFileOfAnotherType: a KV file written by a model with another KV
+// cache type is refused (its header's type names it), under the same
+// identity string and shape, before anything is allocated, both ways
+// between every pair of types; the model's own type reads back.
+func TestKVFileOfAnotherType(t *testing.T) {
+	models := map[string]*Model{}
+	files := map[string][]byte{}
+	chat := seqTokens(35, 40)
+	for _, typ := range KVTypes() {
+		m := kvModel(t, LoadOptions{KVCacheType: typ})
+		models[typ], files[typ] = m, kvFileBytes(t, m, keptSequence(t, m, chat))
+	}
+	for _, wrote := range KVTypes() {
+		for _, reads := range KVTypes() {
+			_, _, err := models[reads].ReadKV(bytes.NewReader(files[wrote]), "model-id", ReadKVOptions{})
+			if _, _, herr := models[reads].ReadKVHeader(bytes.NewReader(files[wrote]), "model-id"); (herr == nil) != (err == nil) {
+				t.Errorf("%s file, %s model: ReadKVHeader %v but ReadKV %v", wrote, reads, herr, err)
+			}
+			switch {
+			case wrote == reads && err != nil:
+				t.Errorf("%s file read by its own type: %v", wrote, err)
+			case wrote != reads && (err == nil || !strings.Contains(err.Error(), "another shape") || !strings.Contains(err.Error(), wrote)):
+				t.Errorf("%s file read by a %s model: %v, want refused as another shape naming %s", wrote, reads, err, wrote)
+			}
+		}
 	}
 }

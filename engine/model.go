@@ -34,7 +34,8 @@ type Model struct {
 	threads     int
 	arith       arith       // how matrix products compute (LoadOptions.FloatActivations)
 	simd        simd.Choice // the level chosen at load (LoadOptions.SIMD, resolveSIMD)
-	kvF16       bool        // sessions keep their KV cache as float16 (LoadOptions.KVF16)
+	kv          kvKind      // the type of sessions' KV caches (LoadOptions.KVCacheType)
+	kvChoice    string      // what KVTypeChoice says
 	meta        map[string]any
 	files       []*mmapfile.File
 	// cachedKV is the source's KV heads when the matrices came from the
@@ -171,10 +172,14 @@ func (m *Model) finish(opts LoadOptions) error {
 	}
 	m.threads = opts.threads()
 	m.arith = arith{floatAct: opts.FloatActivations}
-	m.kvF16 = opts.KVF16
 	if err := c.validate(); err != nil {
 		return err
 	}
+	kv, choice, err := resolveKVType(opts, c.HeadDim)
+	if err != nil {
+		return err
+	}
+	m.kv, m.kvChoice = kv, choice
 	return m.prepare(opts.simd, m.threads, m.release)
 }
 

@@ -21,7 +21,8 @@ type Session struct {
 	// dimension d at ((b*KVHeads+g)*HeadDim+d)*16+i (whole blocks, so a
 	// partial last block has room for the positions to come). Values are
 	// position-major: position p's KV-head values at [p*kvDim,
-	// (p+1)*kvDim). float16 when the model's KVF16 option is set.
+	// (p+1)*kvDim). float32, float16 or 8-bit with scales (kv.go), as
+	// the model's LoadOptions.KVCacheType says.
 	kv *kvSlabs
 	// tokens are the tokens at positions 0..pos-1 (what kv holds).
 	tokens []int
@@ -40,6 +41,10 @@ type Session struct {
 	// sessions with its own stepper instead.
 	own *stepper
 	tok [1]int // a decode step's token, without allocating
+	// kq and kd are a key rounded to 8 bits before it goes into its
+	// block (the q8_0 cache).
+	kq []int8
+	kd []uint16
 }
 
 // maxBatch is how many prompt tokens a prefill step computes together:
@@ -205,9 +210,10 @@ func (s *Session) step(token int, logits bool) error {
 }
 
 // remember stores position pos's key and value in layer l's cache (the
-// positions before it are there), as float16 when the model's KVF16
-// option is set. Keys go into their block (a new block of zeros is added
-// at each 16th position), values are appended.
+// positions before it are there), as the model's KV cache type keeps
+// them (float16 rounded, or q8_0 blocks of 32 values per position).
+// Keys go into their block (a new block of zeros is added at each 16th
+// position), values are appended.
 func (s *Session) remember(l, pos int, k, v []float32) {
 	c := &s.m.cfg
 	hd, kvDim := c.HeadDim, c.KVHeads*c.HeadDim
@@ -215,7 +221,11 @@ func (s *Session) remember(l, pos int, k, v []float32) {
 	b, i := pos/blk, pos%blk
 	base := b * blk * kvDim // block b of every KV head
 	kv := s.kv
-	if !s.m.kvF16 {
+	if s.m.kv == kvQ8 {
+		s.rememberQ8(l, pos, k, v)
+		return
+	}
+	if s.m.kv == kvF32 {
 		if i == 0 {
 			kv.keys[l] = append(kv.keys[l][:base], make([]float32, blk*kvDim)...)
 		}
@@ -240,4 +250,38 @@ func (s *Session) remember(l, pos int, k, v []float32) {
 		vals = append(vals, quant.F32ToF16(x))
 	}
 	kv.values16[l] = vals
+}
+
+// rememberQ8 is remember for the q8_0 cache: the key and the value are
+// rounded per 32 dimensions (quant.QuantizeKV8, as llama.cpp rounds its
+// q8_0 cache); the key's values and scales go into its block (scale of
+// dimension block c of lane i at c*16+i), the value's are appended.
+func (s *Session) rememberQ8(l, pos int, k, v []float32) {
+	c := &s.m.cfg
+	kvDim := c.KVHeads * c.HeadDim
+	const blk, b8 = quant.AttnBlock, quant.KVBlock8
+	b, i := pos/blk, pos%blk
+	base := b * blk * kvDim
+	kv := s.kv
+	if i == 0 {
+		kv.keys8[l] = append(kv.keys8[l][:base], make([]int8, blk*kvDim)...)
+		kv.keysD[l] = append(kv.keysD[l][:base/b8], make([]uint16, blk*kvDim/b8)...)
+	}
+	if len(s.kq) < kvDim {
+		s.kq, s.kd = make([]int8, kvDim), make([]uint16, kvDim/b8)
+	}
+	quant.QuantizeKV8(k[:kvDim], s.kq, s.kd)
+	keys := kv.keys8[l][base : base+blk*kvDim]
+	for j, q := range s.kq[:kvDim] {
+		keys[j*blk+i] = q // j = g*HeadDim+d: KV head g's dimension d
+	}
+	ds := kv.keysD[l][base/b8 : (base+blk*kvDim)/b8]
+	for j, d := range s.kd[:kvDim/b8] {
+		ds[j*blk+i] = d
+	}
+	n := pos * kvDim
+	vals := append(kv.values8[l][:n], make([]int8, kvDim)...)
+	vd := append(kv.valuesD[l][:n/b8], make([]uint16, kvDim/b8)...)
+	quant.QuantizeKV8(v[:kvDim], vals[n:], vd[n/b8:])
+	kv.values8[l], kv.valuesD[l] = vals, vd
 }
