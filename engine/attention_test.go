@@ -13,33 +13,50 @@ import (
 // TestAttentionBlocks: with the key cache in blocks of 16 positions, a
 // prompt longer than a prefill batch (several blocks, a partial last
 // one) prefilled at once, token by token, or rewound into the middle of
-// a block and continued gives the same logits bit for bit, for both
-// cache types, at every SIMD level the CPU has (each with its attention
+// a block and continued gives the same logits bit for bit, for every
+// KV cache type (f32, f16, q8_0), at every SIMD level the CPU has (each with its attention
 // kernels; the others are skipped); and the levels whose matrices are
 // packed (avx512, avxvnni, avx2) give the same logits as none (the
 // plain-Go twins; a level on rows as stored would sum in another order).
 func TestAttentionBlocks(t *testing.T) {
-	w := randomWeights(t, 26, testmodel.MiniCPM5Small()) // 16 query heads, 2 KV heads
-	p := filepath.Join(t.TempDir(), "m.gguf")
-	if err := testmodel.WriteGGUF(p, w, testmodel.Q8_0); err != nil {
-		t.Fatal(err)
+	write := func(shape testmodel.Shape) string {
+		w := randomWeights(t, 26, shape)
+		p := filepath.Join(t.TempDir(), "m.gguf")
+		if err := testmodel.WriteGGUF(p, w, testmodel.Q8_0); err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
+	p := write(testmodel.MiniCPM5Small()) // 16 query heads, 2 KV heads
+	// q8_0 needs a head dimension of 32 or more: 8 query heads of 32
+	s32 := testmodel.MiniCPM5Small()
+	s32.Heads, s32.HeadDim = 8, 32
+	p32 := write(s32)
 	prompt := make([]int, 45) // past a batch of 32, last block partial
 	for i := range prompt {
 		prompt[i] = (i*37 + 11) % 512
 	}
-	for _, f16 := range []bool{false, true} {
-		t.Run(map[bool]string{false: "f32", true: "f16"}[f16], func(t *testing.T) { testAttentionBlocks(t, p, prompt, f16) })
+	for _, typ := range KVTypes() {
+		t.Run(typ, func(t *testing.T) {
+			if typ == KVTypeQ8 {
+				testAttentionBlocks(t, p32, prompt, typ)
+				return
+			}
+			testAttentionBlocks(t, p, prompt, typ)
+		})
 	}
 }
 
-func testAttentionBlocks(t *testing.T, p string, prompt []int, f16 bool) {
-	plain := logitsOf(t, loadT(t, p, LoadOptions{Threads: 2, SIMD: SIMDNone, KVF16: f16}), prompt)
+func testAttentionBlocks(t *testing.T, p string, prompt []int, typ string) {
+	plain := logitsOf(t, loadT(t, p, LoadOptions{Threads: 2, SIMD: SIMDNone, KVCacheType: typ}), prompt)
 	base := plain[len(prompt)-1]
 	simdtest.Each(t, func(t *testing.T, lvl simd.Level) {
-		m := loadT(t, p, LoadOptions{Threads: 2, SIMD: lvl.String(), KVF16: f16})
+		m := loadT(t, p, LoadOptions{Threads: 2, SIMD: lvl.String(), KVCacheType: typ})
 		if m.SIMD() != lvl.String() {
 			t.Fatalf("asked %s on a CPU that has it: %s", lvl, m.SIMDChoice())
+		}
+		if m.KVType() != typ {
+			t.Fatalf("asked for a %s KV cache: %s", typ, m.KVTypeChoice())
 		}
 		steps := logitsOf(t, m, prompt)
 		s := m.NewSession(0)
@@ -72,7 +89,7 @@ func testAttentionBlocks(t *testing.T, p string, prompt []int, f16 bool) {
 				t.Fatal(err)
 			}
 		}
-		t.Logf("f16 %v: %s", f16, m.SIMDChoice())
+		t.Logf("%s KV cache: %s", typ, m.SIMDChoice())
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -20,7 +21,11 @@ import (
 // it at level lvl.
 func batchModel(t *testing.T, tt testmodel.TensorType, lvl simd.Level, opts LoadOptions) *Model {
 	t.Helper()
-	w := randomWeights(t, 41, testmodel.MiniCPM5Small())
+	shape := testmodel.MiniCPM5Small()
+	if opts.KVCacheType == KVTypeQ8 { // q8_0 needs a head dimension of 32 or more
+		shape.Heads, shape.HeadDim = 8, 32
+	}
+	w := randomWeights(t, 41, shape)
 	p := filepath.Join(t.TempDir(), "m.gguf")
 	if err := testmodel.WriteGGUF(p, w, tt); err != nil {
 		t.Fatal(err)
@@ -90,10 +95,17 @@ func TestBatchMatchesAlone(t *testing.T) {
 		name string
 		tt   testmodel.TensorType
 		f16  bool
-	}{{"q4_0", testmodel.Q4_0, false}, {"q8_0", testmodel.Q8_0, false}, {"f32", testmodel.F32, false}, {"q4_0-kvf16", testmodel.Q4_0, true}} {
+	}{{"q4_0", testmodel.Q4_0, false}, {"q8_0", testmodel.Q8_0, false}, {"f32", testmodel.F32, false}, {"q4_0-kvf16", testmodel.Q4_0, true}, {"q4_0-kvq8_0", testmodel.Q4_0, false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			simdtest.Each(t, func(t *testing.T, lvl simd.Level) {
-				m := batchModel(t, tc.tt, lvl, LoadOptions{KVF16: tc.f16})
+				opts := LoadOptions{KVF16: tc.f16}
+				if strings.HasSuffix(tc.name, "kvq8_0") {
+					opts.KVCacheType = KVTypeQ8
+				}
+				m := batchModel(t, tc.tt, lvl, opts)
+				if want := map[bool]string{false: KVTypeF32, true: KVTypeF16}[tc.f16]; opts.KVCacheType == "" && m.KVType() != want || opts.KVCacheType != "" && m.KVType() != opts.KVCacheType {
+					t.Fatalf("%s: the model keeps a %s KV cache", tc.name, m.KVTypeChoice())
+				}
 				prompts := batchPrompts()
 				const steps = 12
 				want := make([][][]float32, len(prompts))
