@@ -45,6 +45,8 @@ type Flags struct {
 	RemoteURL string
 	KeepAlive string
 	FLMRoot   string
+	// KVCacheType overrides the kv_cache_type setting for this run.
+	KVCacheType string
 }
 
 // Options are what New needs from the program, and what tests swap.
@@ -285,6 +287,13 @@ func applyFlags(cfg *config.Config, f Flags, getenv func(string) string) (localM
 		// writes only what the page changes, so this never reaches the
 		// file unless changed there.
 		cfg.KeepAlive = f.KeepAlive
+	}
+	if f.KVCacheType != "" {
+		if err := config.CheckKVCacheType(f.KVCacheType); err != nil {
+			return "", fmt.Errorf("--kv-cache-type: %w", err)
+		}
+		// as --keep-alive: shown in Settings, never saved unless changed there
+		cfg.KVCacheType = f.KVCacheType
 	}
 	if !ValidEngine(cfg.Engine) {
 		return "", fmt.Errorf("--engine %q is not one of %s", cfg.Engine, backend.EngineNames())

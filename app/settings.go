@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/npuchat/npuchat/config"
+	"github.com/npuchat/npuchat/engine"
 	"github.com/npuchat/npuchat/models"
 	"github.com/npuchat/npuchat/models/catalog"
 	"github.com/npuchat/npuchat/service"
@@ -168,7 +169,8 @@ func (a *App) kvInfo() *web.KVInfo {
 	if st.Model != "" && st.State == service.StateOn {
 		model = st.Model
 	}
-	info := &web.KVInfo{Model: model, Block: cpu.KVBlock, ElementBytes: cpu.KVElementBytes(false)}
+	typ := a.settings.Get().KVCacheType
+	info := &web.KVInfo{Model: model, Block: cpu.KVBlock}
 	var size int64
 	path, ok := a.local.path(model)
 	var port *catalog.Model
@@ -183,7 +185,11 @@ func (a *App) kvInfo() *web.KVInfo {
 			shape.KVHeads = port.Port.KVHeadsOriginal // the engine folds the port's copies back
 		}
 		info.Layers, info.KVHeads, info.HeadDim, info.ModelMax = shape.Layers, shape.KVHeads, shape.HeadDim, shape.ContextMax
-		info.BytesPerToken = shape.BytesPerToken(info.ElementBytes)
+		info.BytesPerToken, info.KVType = shape.BytesPerToken(typ), shape.KVType(typ)
+		info.ByType = map[string]int64{}
+		for _, t := range config.KVCacheTypes {
+			info.ByType[t] = shape.BytesPerToken(t)
+		}
 		size = dirSize(path)
 	} else if path != "" {
 		a.log.Debug("KV shape", "model", model, "err", err)
@@ -191,12 +197,18 @@ func (a *App) kvInfo() *web.KVInfo {
 	loaded := st.State == service.StateOn && st.Model == model && st.Cache != nil && st.Cache.BytesPerToken > 0
 	if loaded {
 		info.BytesPerToken, info.Loaded, size = st.Cache.BytesPerToken, true, 0
+		if st.Cache.KVType != "" {
+			info.KVType = st.Cache.KVType
+		}
 		if st.Info != nil {
 			info.Context = st.Info.ContextLength
 		}
 	}
 	if info.BytesPerToken <= 0 {
 		return nil
+	}
+	if info.KVType != "" {
+		info.ElementBytes = float64(engine.KVTypeBytes32(info.KVType)) / 32
 	}
 	if free, err := a.memAvailable(); err == nil && free-size > 0 {
 		per := info.BytesPerToken

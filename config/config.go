@@ -97,6 +97,13 @@ type Settings struct {
 	// ModelsDir is where new installs of NPU Chat's own models go ("" =
 	// the data folder's "models"); installed models stay where they are.
 	ModelsDir string `json:"models_dir,omitempty"`
+
+	// KVCacheType is how the CPU engine keeps keys and values
+	// (KVCacheTypes): "" or "f32" (the default, whose answers are
+	// llama.cpp's exactly), "f16" (half the memory) or "q8_0" (8 bits,
+	// llama.cpp's q8_0 blocks: twice f16's tokens in the same memory).
+	// It applies at the next load.
+	KVCacheType string `json:"kv_cache_type,omitempty"`
 	// Chat holds the chat page's default generation settings (each
 	// conversation may override them).
 	Chat ChatDefaults `json:"chat,omitzero"`
@@ -218,6 +225,9 @@ func Load(getenv Env, goos string) (*Config, error) {
 		return nil, fmt.Errorf("config: keep_alive: %w", err)
 	}
 	c.KeepAliveDur = ka
+	if err := CheckKVCacheType(c.KVCacheType); err != nil {
+		return nil, fmt.Errorf("config: kv_cache_type in %s: %w", c.SettingsPath, err)
+	}
 
 	c.Settings.HFEndpoint = strings.TrimRight(strings.TrimSpace(c.Settings.HFEndpoint), "/")
 	c.HFEndpointEnv = strings.TrimRight(strings.TrimSpace(getenv("HF_ENDPOINT")), "/")

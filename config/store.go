@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -154,6 +155,20 @@ const (
 	MaxContextLength = 1 << 18
 )
 
+// KVCacheTypes are the kv_cache_type setting's values, the default
+// first: the CPU engine's KV cache types (engine.KVTypes; a test in
+// service/cpu keeps the two lists equal).
+var KVCacheTypes = []string{"f32", "f16", "q8_0"}
+
+// CheckKVCacheType refuses a kv_cache_type that is not one of
+// KVCacheTypes ("" is the default).
+func CheckKVCacheType(t string) error {
+	if t == "" || slices.Contains(KVCacheTypes, t) {
+		return nil
+	}
+	return fmt.Errorf("KV cache type %q: choose one of %s", t, strings.Join(KVCacheTypes, ", "))
+}
+
 // MaxTokensLimit is the largest max_tokens a chat default may have.
 const MaxTokensLimit = 1 << 20
 
@@ -173,6 +188,9 @@ func check(s Settings) error {
 	}
 	if n := s.ContextLength; n != 0 && (n < MinContextLength || n > MaxContextLength) {
 		return bad("context_length", "context_length must be 0 (automatic) or between %d and %d tokens, got %d", MinContextLength, MaxContextLength, n)
+	}
+	if err := CheckKVCacheType(s.KVCacheType); err != nil {
+		return bad("kv_cache_type", "%v", err)
 	}
 	c := s.Chat
 	if t := c.Temperature; t != nil && (*t < 0 || *t > 2) {

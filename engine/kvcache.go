@@ -107,6 +107,9 @@ func (c *KVCache) NewSession(maxContext int) *Session {
 // about n times it.
 func (c *KVCache) BytesPerToken() int64 { return c.m.kvBytesPerPos() }
 
+// Type is the KV cache type its sequences are kept as (Model.KVType).
+func (c *KVCache) Type() string { return c.m.KVType() }
+
 // MaxPositions is the most positions one sequence can hold within the
 // budget (whole attention blocks).
 func (c *KVCache) MaxPositions() int {

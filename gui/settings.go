@@ -32,7 +32,7 @@ type SettingsStore interface {
 }
 
 // settingsWindow holds the settings: the engine, the context length,
-// keep-alive (in words: "5 minutes"), the models folder, the Hugging
+// the KV cache type, keep-alive (in words: "5 minutes"), the models folder, the Hugging
 // Face address and token (masked), the port and "reachable from other
 // devices" with its API key, serve at start and launch at login, and
 // where the chat page and the logs are. Its values are the store's: it
@@ -55,6 +55,8 @@ type settingsWindow struct {
 	// keeps the person's text), and the error under each.
 	context, keepAlive, modelsDir, hfEndpoint, hfToken, port, apiKey *widget.Entry
 	reachable                                                        *widget.Check
+	kvType                                                           *widget.Select // the kv_cache_type setting
+	kvTypeShown                                                      string         // what kvType showed last
 	shown                                                            map[*widget.Entry]string
 	errs                                                             map[string]*widget.Label
 	keepAliveWords                                                   *widget.Label
@@ -102,6 +104,7 @@ func newSettingsWindow(c *controller) *settingsWindow {
 	s.hfToken, s.apiKey = widget.NewPasswordEntry(), widget.NewPasswordEntry()
 	s.modelsDir.SetPlaceHolder("the data folder's models folder")
 	s.reachable = widget.NewCheck("Reachable from other devices (needs the API key)", nil)
+	s.kvType = widget.NewSelect(config.KVCacheTypes, nil)
 	s.keepAliveWords = widget.NewLabel("")
 	s.keepAlive.OnChanged = func(text string) {
 		if d, err := config.ParseKeepAlive(text); err == nil && config.KeepAliveWords(d) != strings.TrimSpace(text) {
@@ -110,7 +113,7 @@ func newSettingsWindow(c *controller) *settingsWindow {
 			s.keepAliveWords.SetText("")
 		}
 	}
-	for _, f := range []string{"context_length", "keep_alive", "models_dir", "hf_endpoint", "hf_token", "port", "api_key"} {
+	for _, f := range []string{"context_length", "kv_cache_type", "keep_alive", "models_dir", "hf_endpoint", "hf_token", "port", "api_key"} {
 		l := wrapped("")
 		l.Importance = widget.DangerImportance
 		l.Hide()
@@ -135,6 +138,7 @@ func newSettingsWindow(c *controller) *settingsWindow {
 	form := widget.NewForm(
 		widget.NewFormItem("Engine", s.engine),
 		widget.NewFormItem("Context length", with(s.context, "context_length", "Tokens, CPU engine; 0 = automatic. Applies the next time the model is loaded.")),
+		widget.NewFormItem("KV cache", with(s.kvType, "kv_cache_type", "How the CPU engine keeps keys and values: f32 exact (llama.cpp's answers), f16 half the memory, q8_0 8 bits (twice f16's tokens). Applies the next time the model is loaded.")),
 		widget.NewFormItem("Unload when idle", with(container.NewBorder(nil, nil, nil, s.keepAliveWords, s.keepAlive), "keep_alive", "For example 5 minutes, 1 hour, never.")),
 		widget.NewFormItem("Models folder", with(s.modelsDir, "models_dir", "Where new installs go.")),
 		widget.NewFormItem("Hugging Face", with(s.hfEndpoint, "hf_endpoint", "")),
@@ -191,6 +195,14 @@ func (s *settingsWindow) showSettings(st config.Settings) {
 		ctx = strconv.Itoa(st.ContextLength)
 	}
 	set(s.context, ctx)
+	kt := st.KVCacheType
+	if kt == "" {
+		kt = config.KVCacheTypes[0]
+	}
+	if s.kvType.Selected == "" || s.kvType.Selected == s.kvTypeShown {
+		s.kvType.SetSelected(kt)
+	}
+	s.kvTypeShown = kt
 	set(s.keepAlive, config.KeepAliveWords(st.KeepAliveDuration()))
 	set(s.modelsDir, st.ModelsDir)
 	set(s.hfEndpoint, st.HFEndpoint)
@@ -227,6 +239,7 @@ func (s *settingsWindow) saveFields() {
 	for _, l := range s.errs {
 		l.Hide()
 	}
+	kvType := s.kvType.Selected
 	ctxText, ka, dir, ep, tok, port, key, reach := strings.TrimSpace(s.context.Text), s.keepAlive.Text, s.modelsDir.Text, s.hfEndpoint.Text, s.hfToken.Text, strings.TrimSpace(s.port.Text), s.apiKey.Text, s.reachable.Checked
 	n, err := strconv.Atoi(ctxText)
 	if ctxText == "" {
@@ -246,6 +259,9 @@ func (s *settingsWindow) saveFields() {
 	go func() {
 		_, err := s.c.app.UpdateSettings(s.c.ctx, func(c *config.Settings) error {
 			c.ContextLength, c.KeepAlive, c.ModelsDir, c.HFEndpoint = n, ka, dir, ep
+			if kvType != c.KVCacheType && (kvType != config.KVCacheTypes[0] || c.KVCacheType != "") {
+				c.KVCacheType = kvType // the default shown stays unset
+			}
 			if strings.TrimSpace(tok) != "" {
 				c.HFToken = config.Secret(tok)
 			}

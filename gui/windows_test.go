@@ -213,13 +213,13 @@ func TestSettingsWindowFollowsTheStore(t *testing.T) {
 	// in the models folder meanwhile.
 	h.ui.wait(func() { s.modelsDir.SetText("/home/me/mod") })
 	if _, err := f.UpdateSettings(context.Background(), func(c *config.Settings) error {
-		c.KeepAlive, c.ContextLength, c.ModelsDir = "1h30m", 8192, "/srv/models"
+		c.KeepAlive, c.ContextLength, c.ModelsDir, c.KVCacheType = "1h30m", 8192, "/srv/models", "q8_0"
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
 	h.eventually("the page's change shown", func() bool {
-		return s.keepAlive.Text == "1 hour 30 minutes" && s.context.Text == "8192"
+		return s.keepAlive.Text == "1 hour 30 minutes" && s.context.Text == "8192" && s.kvType.Selected == "q8_0"
 	})
 	h.ui.wait(func() {
 		if s.modelsDir.Text != "/home/me/mod" {
@@ -241,12 +241,16 @@ func TestSettingsWindowFollowsTheStore(t *testing.T) {
 		s.hfEndpoint.SetText("https://hf-mirror.com")
 		s.hfToken.SetText("hf_trayToken0123456789")
 		s.keepAlive.SetText("never")
+		s.kvType.SetSelected("f16")
 		test.Tap(s.save)
 	})
 	h.eventually("saved", func() bool {
 		return s.note.Text == "Saved."
 	})
 	got := f.Settings()
+	if got.KVCacheType != "f16" {
+		t.Errorf("the KV cache type after Save: %q, want f16", got.KVCacheType)
+	}
 	if got.HFEndpoint != "https://hf-mirror.com" || got.HFToken.Reveal() != "hf_trayToken0123456789" || got.KeepAliveDuration() >= 0 {
 		t.Fatalf("the store after Save: endpoint %q token %q keep-alive %v", got.HFEndpoint, got.HFToken.Masked(), got.KeepAliveDuration())
 	}

@@ -32,6 +32,10 @@ type PageSettings struct {
 	// ContextLength is the CPU engine's context in tokens, 0 automatic;
 	// it applies when the model is next loaded.
 	ContextLength int `json:"context_length"`
+	// KVCacheType is how the CPU engine keeps keys and values (one of
+	// KVCacheTypes; f32 the default); it applies at the next load.
+	KVCacheType  string   `json:"kv_cache_type"`
+	KVCacheTypes []string `json:"kv_cache_types,omitempty"`
 	// ServeAtStart switches the model on when NPU Chat starts.
 	ServeAtStart bool `json:"serve_at_start"`
 	// HFEndpoint is the Hugging Face endpoint or mirror set here ("":
@@ -76,10 +80,17 @@ type KVInfo struct {
 	BytesPerToken int64 `json:"bytes_per_token"`
 	Block         int   `json:"block"`
 	// The shape it comes from.
-	Layers       int `json:"layers"`
-	KVHeads      int `json:"kv_heads"`
-	HeadDim      int `json:"head_dim"`
-	ElementBytes int `json:"element_bytes"`
+	Layers  int `json:"layers"`
+	KVHeads int `json:"kv_heads"`
+	HeadDim int `json:"head_dim"`
+	// KVType is the KV cache type of BytesPerToken (the setting's, as
+	// the model keeps it; the loaded model's when Loaded), ElementBytes
+	// the bytes of one key or value element of it (q8_0: 34/32).
+	KVType       string  `json:"kv_type,omitempty"`
+	ElementBytes float64 `json:"element_bytes"`
+	// ByType is BytesPerToken for each kv_cache_type value, so that the
+	// page can show what a choice not yet saved will cost.
+	ByType map[string]int64 `json:"bytes_per_token_by_type,omitempty"`
 	// Loaded: from the model loaded now (exact); else from its files
 	// (KV heads folded at load may make it smaller).
 	Loaded bool `json:"loaded"`
@@ -122,7 +133,10 @@ func pageSettings(c config.Settings, d Details) PageSettings {
 	p := PageSettings{Engine: c.Engine, KeepAlive: strings.TrimSpace(c.KeepAlive), ContextLength: c.ContextLength, Chat: c.Chat,
 		ServeAtStart: c.ServeAtStart, HFEndpoint: c.HFEndpoint, HFTokenMasked: c.HFToken.Masked(),
 		ModelsDir: c.ModelsDir, ModelsDirDefault: d.ModelsDirDefault, APIKeyMasked: config.Secret(c.APIKey).Masked(),
-		Listening: d.Listening, KV: d.KV}
+		Listening: d.Listening, KV: d.KV, KVCacheType: c.KVCacheType, KVCacheTypes: config.KVCacheTypes}
+	if p.KVCacheType == "" {
+		p.KVCacheType = config.KVCacheTypes[0]
+	}
 	if d.Hub.Endpoint != "" {
 		p.HFEndpointFallback, p.HFEndpointFrom = d.Hub.Endpoint, d.Hub.EndpointFrom
 	}
@@ -198,6 +212,9 @@ func (s *Server) putSettings(w http.ResponseWriter, r *http.Request) {
 	}
 	out, err := s.opts.Settings.Update(r.Context(), func(c *config.Settings) error {
 		c.Engine, c.KeepAlive, c.ContextLength, c.Chat = in.Engine, in.KeepAlive, in.ContextLength, in.Chat
+		if in.KVCacheType != c.KVCacheType && (in.KVCacheType != config.KVCacheTypes[0] || c.KVCacheType != "") {
+			c.KVCacheType = in.KVCacheType // the default named stays unset
+		}
 		c.ServeAtStart, c.HFEndpoint, c.ModelsDir, c.Addr = in.ServeAtStart, in.HFEndpoint, in.ModelsDir, addr
 		if in.HFToken != nil {
 			c.HFToken = config.Secret(*in.HFToken)

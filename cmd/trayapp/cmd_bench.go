@@ -53,7 +53,8 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 	model := fs.String("model", "", "model: a .gguf file, a Hugging Face folder or an FLM folder (model.q4nx)")
 	threads := fs.Int("threads", 0, "threads for matrix products (0: one per physical core)")
 	cacheDir := fs.String("cache-dir", "", "folder where a model.q4nx is unpacked once (default: the app's, under NPU Chat's data folder; \"none\": unpack in memory)")
-	kvF16 := fs.Bool("kv-f16", false, "keep the KV cache as float16 (half the memory)")
+	kvF16 := fs.Bool("kv-f16", false, "keep the KV cache as float16 (half the memory; --kv-cache-type f16)")
+	kvType := fs.String("kv-cache-type", "", "KV cache type: f32 (default), f16 or q8_0 (llama.cpp's 8-bit blocks)")
 	simd := fs.String("simd", "", "fastest kernels to use: auto, avx512, avxvnni, avx2 or none (default $NPUCHAT_SIMD or auto; a level the CPU lacks runs the best one below it, and the output says so)")
 	promptTokens := fs.Int("prompt-tokens", 64, "prompt length to prefill")
 	genTokens := fs.Int("gen-tokens", 32, "tokens to decode after the prompt")
@@ -99,7 +100,7 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 		profile = func() error { return pprof.StartCPUProfile(f) }
 		defer pprof.StopCPUProfile()
 	}
-	opts := engine.LoadOptions{Threads: *threads, FloatActivations: *exact, SkipQKNorm: *skipQKNorm, SIMD: *simd, KVF16: *kvF16,
+	opts := engine.LoadOptions{Threads: *threads, FloatActivations: *exact, SkipQKNorm: *skipQKNorm, SIMD: *simd, KVF16: *kvF16, KVCacheType: *kvType,
 		CacheDir: engineCacheDir(env, *cacheDir), Progress: unpackProgress(env), Getenv: env.Getenv}
 	if *parallel != 0 {
 		if *parallel < 1 || *parallel > 64 {

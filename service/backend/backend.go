@@ -229,8 +229,10 @@ type CacheStats struct {
 	// BytesPerToken is the memory one token of context takes (keys and
 	// values of every layer): a context of n tokens needs n times it.
 	BytesPerToken int64 `json:"bytes_per_token"`
-	DiskFiles     int   `json:"disk_files"` // prompts kept on disk (this model's KV files)
-	DiskBytes     int64 `json:"disk_bytes"` // their size
+	// KVType is how keys and values are kept ("f32", "f16", "q8_0").
+	KVType    string `json:"kv_type,omitempty"`
+	DiskFiles int    `json:"disk_files"` // prompts kept on disk (this model's KV files)
+	DiskBytes int64  `json:"disk_bytes"` // their size
 }
 
 // Progress reports how far Load has come.

@@ -44,10 +44,12 @@ type Options struct {
 	// prompts, in bytes (0: a quarter of the memory free once the model
 	// is loaded, see DefaultKVBudget).
 	KVBudget int64
-	// KVF16 keeps keys and values as float16 (half the memory; answers
-	// no longer exactly llama.cpp's with its default F32 cache in the
-	// oracle tests, so it is off by default).
-	KVF16 bool
+	// KVCacheType is the type keys and values are kept as
+	// (engine.KVTypes): "f32" ("" too, the default: answers exactly
+	// llama.cpp's with its F32 cache in the oracle tests), "f16" (half
+	// the memory) or "q8_0" (llama.cpp's 8-bit blocks, about half of
+	// f16's: the budget holds about twice the tokens).
+	KVCacheType string
 	// MemAvailable reports the memory free now (nil: unknown).
 	MemAvailable func() (int64, error)
 	// KVDir is the folder of the KV disk cache (beside the history; ""
@@ -145,7 +147,7 @@ func (b *Backend) CacheStats() backend.CacheStats {
 		return backend.CacheStats{}
 	}
 	st := r.kv.Stats()
-	out := backend.CacheStats{Sequences: st.Sequences, Tokens: st.Tokens, Bytes: st.Bytes, Budget: st.Budget, BytesPerToken: r.kv.BytesPerToken()}
+	out := backend.CacheStats{Sequences: st.Sequences, Tokens: st.Tokens, Bytes: st.Bytes, Budget: st.Budget, BytesPerToken: r.kv.BytesPerToken(), KVType: r.kv.Type()}
 	if r.disk != nil {
 		out.DiskFiles, out.DiskBytes = r.disk.stats()
 	}
@@ -168,7 +170,7 @@ func (b *Backend) Load(ctx context.Context, progress func(backend.Progress)) err
 	}
 	report("reading weights", 0.1)
 	m, err := engine.Load(b.opts.Path, engine.LoadOptions{Threads: b.opts.Threads, SkipQKNorm: b.opts.SkipQKNorm, RopeLayout: b.opts.RopeLayout,
-		Quantize: b.opts.Quantize, NoFoldKV: b.opts.NoFoldKV, CacheDir: b.opts.CacheDir, KVF16: b.opts.KVF16,
+		Quantize: b.opts.Quantize, NoFoldKV: b.opts.NoFoldKV, CacheDir: b.opts.CacheDir, KVCacheType: b.opts.KVCacheType,
 		Progress: func(done, total int64) {
 			report("unpacking model.q4nx (once)", 0.1+0.8*float64(done)/float64(max(total, 1)))
 		}})

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/npuchat/npuchat/engine"
 	"github.com/npuchat/npuchat/engine/gguf"
 	"github.com/npuchat/npuchat/engine/mmapfile"
 	"github.com/npuchat/npuchat/engine/quant"
@@ -25,24 +26,31 @@ type KVShape struct {
 // context of n tokens takes n rounded up to it.
 const KVBlock = quant.AttnBlock
 
-// KVElementBytes is the size of one cached key or value element: float32
-// (4 bytes), or float16 (2) with Options.KVF16.
-func KVElementBytes(f16 bool) int {
-	if f16 {
-		return 2
+// KVType is the KV cache type a model of this shape keeps when typ
+// (Options.KVCacheType, engine.KVTypes; "" the default) is asked for: the
+// engine keeps float16 for q8_0 when the head dimension is not a
+// multiple of 32.
+func (s KVShape) KVType(typ string) string {
+	typ, err := engine.ParseKVType(typ)
+	if err != nil {
+		return engine.KVTypeF32
 	}
-	return 4
+	if typ == engine.KVTypeQ8 && s.HeadDim%quant.KVBlock8 != 0 {
+		return engine.KVTypeF16
+	}
+	return typ
 }
 
-// BytesPerToken is the memory one position takes with elements of elem
-// bytes: a key and a value of every KV head in every layer.
-func (s KVShape) BytesPerToken(elem int) int64 {
-	return int64(s.Layers) * 2 * int64(s.KVHeads*s.HeadDim) * int64(elem)
+// BytesPerToken is the memory one position takes with a KV cache of
+// type typ (as KVType resolves it): a key and a value of every KV head
+// in every layer, 4 bytes each for f32, 2 for f16, 34 per 32 for q8_0.
+func (s KVShape) BytesPerToken(typ string) int64 {
+	return int64(s.Layers) * 2 * int64(s.KVHeads*s.HeadDim) * engine.KVTypeBytes32(s.KVType(typ)) / 32
 }
 
 // Bytes is the memory of a context of n tokens.
-func (s KVShape) Bytes(n, elem int) int64 {
-	return int64((n+KVBlock-1)/KVBlock*KVBlock) * s.BytesPerToken(elem)
+func (s KVShape) Bytes(n int, typ string) int64 {
+	return int64((n+KVBlock-1)/KVBlock*KVBlock) * s.BytesPerToken(typ)
 }
 
 // ReadKVShape reads a model's KV shape: from a GGUF file's metadata, or

@@ -1,10 +1,12 @@
 package cpu
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/npuchat/npuchat/config"
 	"github.com/npuchat/npuchat/engine"
 	"github.com/npuchat/npuchat/engine/testmodel"
 )
@@ -37,21 +39,26 @@ func TestReadKVShapeMatchesTheEngine(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m, err := engine.Load(paths[name], engine.LoadOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
-			want := m.KVBytes(1000)
-			got := shape.Bytes(1000, KVElementBytes(false))
-			if name == "flm" {
-				if shape.KVHeads != m.Config().KVHeads*repl {
-					t.Fatalf("file KV heads %d, engine %d × %d", shape.KVHeads, m.Config().KVHeads, repl)
+			for _, typ := range engine.KVTypes() {
+				m, err := engine.Load(paths[name], engine.LoadOptions{KVCacheType: typ})
+				if err != nil {
+					t.Fatal(err)
 				}
-				got /= repl
-			}
-			if got != want || shape.Layers != m.Config().Layers || shape.HeadDim != m.Config().HeadDim {
-				t.Errorf("shape %+v: %d bytes for 1000 tokens, the engine %d", shape, got, want)
+				defer m.Close()
+				if shape.KVType(typ) != m.KVType() {
+					t.Errorf("%s: the shape says a %s cache, the engine keeps %s", typ, shape.KVType(typ), m.KVTypeChoice())
+				}
+				want := m.KVBytes(1000)
+				got := shape.Bytes(1000, typ)
+				if name == "flm" {
+					if shape.KVHeads != m.Config().KVHeads*repl {
+						t.Fatalf("file KV heads %d, engine %d × %d", shape.KVHeads, m.Config().KVHeads, repl)
+					}
+					got /= repl
+				}
+				if got != want || shape.Layers != m.Config().Layers || shape.HeadDim != m.Config().HeadDim {
+					t.Errorf("%s: shape %+v: %d bytes for 1000 tokens, the engine %d", typ, shape, got, want)
+				}
 			}
 		})
 	}
@@ -63,5 +70,21 @@ func TestReadKVShapeMatchesTheEngine(t *testing.T) {
 	os.WriteFile(filepath.Join(bad, "config.json"), []byte(`{"hidden_size": 64}`), 0o600)
 	if _, err := ReadKVShape(bad); err == nil {
 		t.Error("a config.json without layers has a shape")
+	}
+}
+
+// TestKVCacheTypesMatchTheEngine: the kv_cache_type setting's values are
+// the engine's KV cache types, in the same order (the default first), and
+// each is accepted by both.
+func TestKVCacheTypesMatchTheEngine(t *testing.T) {
+	if got, want := fmt.Sprint(config.KVCacheTypes), fmt.Sprint(engine.KVTypes()); got != want {
+		t.Fatalf("config.KVCacheTypes %s, engine.KVTypes %s", got, want)
+	}
+	for _, typ := range append(engine.KVTypes(), "", "q4_0") {
+		_, errE := engine.ParseKVType(typ)
+		errC := config.CheckKVCacheType(typ)
+		if (errE == nil) != (errC == nil) {
+			t.Errorf("%q: the engine says %v, the settings %v", typ, errE, errC)
+		}
 	}
 }

@@ -149,6 +149,37 @@ func TestSettingsHubEndpointUsedByTheNextInstall(t *testing.T) {
 	b.waitJS(`document.getElementById('settings-note').textContent.includes('applies the next time the model is loaded')`, 10*time.Second)
 	b.shot("settings-context")
 
+	// The KV cache type: q8_0 chosen, the memory beside the context
+	// follows it before saving (the bytes the settings give for q8_0),
+	// and saving keeps it; a value the server refuses shows at its field.
+	_, set := apiCall(t, "GET", srv.URL+"/api/settings", "", "")
+	q8 := regexp.MustCompile(`"q8_0":(\d+)`).FindStringSubmatch(set)
+	if q8 == nil {
+		t.Fatalf("the settings give no q8_0 bytes per token: %s", set)
+	}
+	var nq int64
+	fmt.Sscan(q8[1], &nq)
+	if nq >= n/3 || nq <= n/4 {
+		t.Errorf("q8_0 takes %d bytes a token, f32 %d: want 34/128 of it", nq, n)
+	}
+	b.run(chromedp.SetValue("#set-kv-cache-type", "q8_0", chromedp.ByQuery), chromedp.Evaluate(`document.getElementById('set-kv-cache-type').dispatchEvent(new Event('change'))`, nil))
+	if kv := eval[string](b, `document.getElementById('set-context-kv').textContent`); !strings.HasPrefix(kv, aboutBytes(2048*nq)+" of memory") || !strings.Contains(kv, "(q8_0)") {
+		t.Errorf("beside 2048 tokens with q8_0: %q, want %q … (q8_0)", kv, aboutBytes(2048*nq))
+	}
+	b.run(chromedp.Click("#settings-save", chromedp.ByQuery))
+	b.waitJS(`document.getElementById('settings-note').textContent.includes('The KV cache type applies the next time')`, 10*time.Second)
+	if _, set := apiCall(t, "GET", srv.URL+"/api/settings", "", ""); !strings.Contains(set, `"kv_cache_type":"q8_0"`) {
+		t.Errorf("after saving q8_0: %s", set)
+	}
+	b.shot("settings-kv-cache-type")
+	b.run(chromedp.Evaluate(`(() => { const s = document.getElementById('set-kv-cache-type'); s.add(new Option('q4', 'q4')); s.value = 'q4'; })()`, nil))
+	b.run(chromedp.Click("#settings-save", chromedp.ByQuery))
+	b.waitJS(`!document.getElementById('err-kv_cache_type').hidden`, 10*time.Second)
+	if msg := eval[string](b, `document.getElementById('err-kv_cache_type').textContent`); !strings.Contains(msg, "f32, f16, q8_0") {
+		t.Errorf("the error at the KV cache type: %q", msg)
+	}
+	b.shot("settings-kv-cache-type-error")
+
 	if log := srv.logText(); strings.Contains(log, "PageToken") {
 		t.Error("the token is in the log")
 	}

@@ -47,8 +47,21 @@
   }
 
   // ---- the context length and its KV memory ----
+  // perToken is the bytes a token takes with the KV cache type chosen
+  // in the form (saved or not), elemBytes those of one element.
+  function kvTypeChosen() {
+    return $("set-kv-cache-type").value || "f32";
+  }
+  function perToken(kv) {
+    const by = kv.bytes_per_token_by_type;
+    if (kv.kv_type === kvTypeChosen() || !by) return kv.bytes_per_token; // the loaded model's, exact
+    return by[kvTypeChosen()] || kv.bytes_per_token;
+  }
+  function elemBytes(kv) {
+    return kv.kv_type === kvTypeChosen() || !kv.bytes_per_token_by_type ? kv.element_bytes : { f32: 4, f16: 2, q8_0: 34 / 32 }[kvTypeChosen()];
+  }
   function kvBytes(kv, n) {
-    return Math.ceil(n / kv.block) * kv.block * kv.bytes_per_token;
+    return Math.ceil(n / kv.block) * kv.block * perToken(kv);
   }
   function showKV() {
     const kv = shown && shown.kv;
@@ -60,7 +73,7 @@
     }
     if (n === 0) {
       out.textContent = kv.automatic
-        ? "Automatic: " + int(kv.automatic) + " tokens now, " + aboutBytes(kvBytes(kv, kv.automatic)) + " of memory"
+        ? "Automatic: " + int(kv.automatic) + " tokens now, " + aboutBytes(kvBytes(kv, kv.automatic)) + " of memory (" + kvTypeChosen() + ")"
         : "Automatic: follows free memory";
       return;
     }
@@ -70,9 +83,9 @@
       eff = kv.model_max;
       clamp = " (" + kv.model + " holds at most " + int(kv.model_max) + " tokens: that is what it gets)";
     }
-    out.textContent = aboutBytes(kvBytes(kv, eff)) + " of memory for its keys and values" + clamp;
+    out.textContent = aboutBytes(kvBytes(kv, eff)) + " of memory for its keys and values (" + kvTypeChosen() + ")" + clamp;
     out.title = kv.layers
-      ? kv.model + ": " + kv.layers + " layers × " + kv.kv_heads + " KV heads × " + kv.head_dim + " values × 2 (keys and values) × " + kv.element_bytes + " bytes per token"
+      ? kv.model + ": " + kv.layers + " layers × " + kv.kv_heads + " KV heads × " + kv.head_dim + " values × 2 (keys and values) × " + elemBytes(kv) + " bytes per token"
       : kv.model;
   }
   function contextHelp(s) {
@@ -169,6 +182,7 @@
     $("engine-remote").hidden = s.engine !== "remote";
     document.querySelectorAll('input[name="engine"]').forEach((r) => (r.checked = r.value === s.engine));
     $("set-context").value = s.context_length || 0;
+    $("set-kv-cache-type").value = s.kv_cache_type || "f32";
     contextHelp(s);
     showKV();
     fillKeepAlive(s.keep_alive_seconds);
@@ -218,6 +232,7 @@
 
   // ---- events ----
   $("set-context").addEventListener("input", showKV);
+  $("set-kv-cache-type").addEventListener("change", showKV);
   $("set-keep-alive-n").addEventListener("input", showKeepAlive);
   $("set-keep-alive-unit").addEventListener("change", showKeepAlive);
   $("set-hf-token-remove").addEventListener("click", () => {
@@ -245,6 +260,7 @@
       engine: checked ? checked.value : "auto",
       keep_alive: keepAliveValue(),
       context_length: num("set-context", Number) || 0,
+      kv_cache_type: $("set-kv-cache-type").value,
       serve_at_start: $("set-serve-at-start").checked,
       models_dir: $("set-models-dir").value.trim(),
       hf_endpoint: $("set-hf-endpoint").value.trim(),
@@ -268,6 +284,8 @@
       fill(after);
       const notes = ["Saved."];
       if (before && after.engine !== before.engine) notes.push("The engine changed: a model that was on is loaded again on it.");
+      if (before && after.kv_cache_type !== before.kv_cache_type)
+        notes.push("The KV cache type applies the next time the model is loaded" + (after.kv && after.kv.loaded && after.kv.kv_type ? " (the model on now keeps " + after.kv.kv_type + " until then)." : "."));
       if (before && after.context_length !== before.context_length)
         notes.push("The context length applies the next time the model is loaded" + (after.kv && after.kv.loaded ? " (the model on now keeps " + int(after.kv.context) + " tokens until then)." : "."));
       if (before && (after.port !== before.port || after.reachable !== before.reachable || after.api_key_masked !== before.api_key_masked))
