@@ -189,6 +189,12 @@ func (a *App) kvInfo() *web.KVInfo {
 		info.ByType = map[string]int64{}
 		for _, t := range config.KVCacheTypes {
 			info.ByType[t] = shape.BytesPerToken(t)
+			if k := shape.KVType(t); k != t {
+				if info.KeptAs == nil {
+					info.KeptAs = map[string]string{}
+				}
+				info.KeptAs[t] = k
+			}
 		}
 		size = dirSize(path)
 	} else if path != "" {

@@ -91,6 +91,10 @@ type KVInfo struct {
 	// ByType is BytesPerToken for each kv_cache_type value, so that the
 	// page can show what a choice not yet saved will cost.
 	ByType map[string]int64 `json:"bytes_per_token_by_type,omitempty"`
+	// KeptAs names, for a type this model cannot keep, the one it keeps
+	// instead (q8_0 needs a head dimension that is a multiple of 32:
+	// {"q8_0": "f16"}).
+	KeptAs map[string]string `json:"kept_as,omitempty"`
 	// Loaded: from the model loaded now (exact); else from its files
 	// (KV heads folded at load may make it smaller).
 	Loaded bool `json:"loaded"`

@@ -60,6 +60,11 @@
   function elemBytes(kv) {
     return kv.kv_type === kvTypeChosen() || !kv.bytes_per_token_by_type ? kv.element_bytes : { f32: 4, f16: 2, q8_0: 34 / 32 }[kvTypeChosen()];
   }
+  function kvTypeLabel(kv) {
+    const t = kvTypeChosen();
+    const as = kv.kept_as && kv.kept_as[t];
+    return as ? t + ": this model keeps " + as + ", its head size is not a multiple of 32" : t;
+  }
   function kvBytes(kv, n) {
     return Math.ceil(n / kv.block) * kv.block * perToken(kv);
   }
@@ -73,7 +78,7 @@
     }
     if (n === 0) {
       out.textContent = kv.automatic
-        ? "Automatic: " + int(kv.automatic) + " tokens now, " + aboutBytes(kvBytes(kv, kv.automatic)) + " of memory (" + kvTypeChosen() + ")"
+        ? "Automatic: " + int(kv.automatic) + " tokens now, " + aboutBytes(kvBytes(kv, kv.automatic)) + " of memory (" + kvTypeLabel(kv) + ")"
         : "Automatic: follows free memory";
       return;
     }
@@ -83,7 +88,7 @@
       eff = kv.model_max;
       clamp = " (" + kv.model + " holds at most " + int(kv.model_max) + " tokens: that is what it gets)";
     }
-    out.textContent = aboutBytes(kvBytes(kv, eff)) + " of memory for its keys and values (" + kvTypeChosen() + ")" + clamp;
+    out.textContent = aboutBytes(kvBytes(kv, eff)) + " of memory for its keys and values (" + kvTypeLabel(kv) + ")" + clamp;
     out.title = kv.layers
       ? kv.model + ": " + kv.layers + " layers × " + kv.kv_heads + " KV heads × " + kv.head_dim + " values × 2 (keys and values) × " + elemBytes(kv) + " bytes per token"
       : kv.model;
