@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/npuchat/npuchat/service"
@@ -30,5 +32,31 @@ func TestSettingsKVInfo(t *testing.T) {
 	}
 	if before.BytesPerToken != after.BytesPerToken {
 		t.Errorf("read from the files %d bytes per token, the engine takes %d", before.BytesPerToken, after.BytesPerToken)
+	}
+}
+
+// TestKVCacheTypeFlag: --kv-cache-type q8_0 (Flags.KVCacheType) is the
+// setting in effect for the run: the settings view's KV cost is q8_0's
+// (34/128 of f32's, the others given beside it), and the model loads
+// with a q8_0 cache whose bytes the status reports; a type that is not
+// one is an error naming the flag.
+func TestKVCacheTypeFlag(t *testing.T) {
+	a := newApp(t, testEnv(t), Flags{Model: tinyModel(t), Name: "tiny", Engine: "cpu", KVCacheType: "q8_0"})
+	kv := pageSettings{a}.SettingsDetails(context.Background()).KV
+	if kv == nil || kv.KVType != "q8_0" || kv.BytesPerToken != kv.ByType["f32"]*34/128 || kv.ByType["f16"] != kv.ByType["f32"]/2 {
+		t.Fatalf("the KV info with --kv-cache-type q8_0: %+v", kv)
+	}
+	if err := a.StartModel(); err != nil {
+		t.Fatal(err)
+	}
+	st := waitState(t, a, service.StateOn)
+	if st.Cache == nil || st.Cache.KVType != "q8_0" || st.Cache.BytesPerToken != kv.BytesPerToken {
+		t.Fatalf("the status cache after the load: %+v, want q8_0 at %d bytes a token", st.Cache, kv.BytesPerToken)
+	}
+	env := testEnv(t)
+	_, err := New(context.Background(), Options{Getenv: func(k string) string { return env[k] }, Flags: Flags{Addr: "127.0.0.1:0", KVCacheType: "q4"},
+		Logger: slog.New(slog.DiscardHandler), Version: "test"})
+	if err == nil || !strings.Contains(err.Error(), "--kv-cache-type") || !strings.Contains(err.Error(), "f32, f16, q8_0") {
+		t.Errorf("--kv-cache-type q4: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/npuchat/npuchat/engine/testmodel"
 	"github.com/npuchat/npuchat/service/backend"
 )
 
@@ -207,5 +208,52 @@ func TestKVDiskCacheEditedChat(t *testing.T) {
 	// in memory: the shared part, then the edited chat computed on from it
 	if st := again.kv.Stats(); st.Sequences != 1 || st.Tokens > res.PromptTokens+edited.MaxTokens {
 		t.Errorf("the cache holds %+v, want the edited chat alone", st)
+	}
+}
+
+// TestKVDiskCacheKeepsToItsKVType: a KV file written with one KV cache
+// type (q8_0) is never read by a backend keeping another (f32, f16),
+// which computes the chat itself and leaves the file for its own type;
+// a q8_0 backend reads it back after them. The model has 32-dimension
+// heads, so that q8_0 is not kept as f16.
+func TestKVDiskCacheKeepsToItsKVType(t *testing.T) {
+	shape := testmodel.MiniCPM5Small()
+	shape.Heads, shape.HeadDim = 8, 32
+	w, err := testmodel.Random(7, shape)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "m.gguf")
+	if err := testmodel.WriteGGUF(path, w, testmodel.F32); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	written := func(typ string) (string, int) {
+		t.Helper()
+		b := load(t, Options{Path: path, KVDir: dir, KVCacheType: typ})
+		if got := b.CacheStats().KVType; got != typ {
+			t.Fatalf("asked for %s: the backend keeps %q", typ, got)
+		}
+		text, _, res, err := run(t, b, diskChat())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Unload(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		return text, res.CachedTokens
+	}
+	q8, cached := written("q8_0")
+	if cached != 0 || len(kvFiles(t, dir)) != 1 {
+		t.Fatalf("the first q8_0 run: %d tokens from a cache, %d files", cached, len(kvFiles(t, dir)))
+	}
+	for _, typ := range []string{"f32", "f16"} {
+		if _, cached := written(typ); cached != 0 {
+			t.Errorf("a %s backend took %d tokens from a q8_0 file", typ, cached)
+		}
+	}
+	again, cached := written("q8_0")
+	if cached == 0 || again != q8 {
+		t.Errorf("q8_0 after the others: %q with %d tokens from its file, want %q from the file", again, cached, q8)
 	}
 }
