@@ -225,6 +225,7 @@ func BenchmarkAttn(b *testing.B) {
 				keys16[t*kvDim+d], vals16[t*kvDim+d] = F32ToF16(c.keys[t][d]), F32ToF16(c.vals[t][d])
 			}
 		}
+		old := simd.Host().Best(simd.AVX2)
 		b.Run(name+"/old", func(b *testing.B) {
 			att := make([]float32, n)
 			inv := float32(1 / math.Sqrt(hd))
@@ -233,9 +234,9 @@ func BenchmarkAttn(b *testing.B) {
 					q := c.q[h*hd : (h+1)*hd]
 					for t := range att {
 						if f16 {
-							att[t] = DotF16(q, keys16[t*kvDim:t*kvDim+hd]) * inv
+							att[t] = DotF16(old, q, keys16[t*kvDim:t*kvDim+hd]) * inv
 						} else {
-							att[t] = DotF32(q, keys[t*kvDim:t*kvDim+hd]) * inv
+							att[t] = DotF32(old, q, keys[t*kvDim:t*kvDim+hd]) * inv
 						}
 					}
 					mx := att[0]
@@ -255,9 +256,9 @@ func BenchmarkAttn(b *testing.B) {
 					clear(o)
 					for t, p := range att {
 						if f16 {
-							AxpyF16(o, p, vals16[t*kvDim:t*kvDim+hd])
+							AxpyF16(old, o, p, vals16[t*kvDim:t*kvDim+hd])
 						} else {
-							AxpyF32(o, p, vals[t*kvDim:t*kvDim+hd])
+							AxpyF32(old, o, p, vals[t*kvDim:t*kvDim+hd])
 						}
 					}
 				}
