@@ -137,8 +137,12 @@ func (in *conversationIn) apply(st *history.Settings) error {
 	if in.Thinking != nil {
 		st.Thinking = in.Thinking
 	}
-	if in.ContextLength != nil {
-		st.ContextLength = in.ContextLength
+	if n := in.ContextLength; n != nil {
+		if *n < history.MinContext || *n > history.MaxContext {
+			return badRequest("context_length", "context_length must be between %d and %d tokens (or cleared for the loaded model's context), got %d",
+				history.MinContext, history.MaxContext, *n)
+		}
+		st.ContextLength = n
 	}
 	for _, c := range in.Clear {
 		switch c {
