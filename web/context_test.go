@@ -10,8 +10,10 @@ import (
 
 	"github.com/npuchat/npuchat/history"
 	"github.com/npuchat/npuchat/service"
+	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/backend/fake"
 	"github.com/npuchat/npuchat/web"
+	"github.com/npuchat/npuchat/web/webtest"
 )
 
 // TestLongChatStaysAnswerable: a conversation longer than the context is
@@ -196,6 +198,37 @@ func TestOllamaNumCtx(t *testing.T) {
 		resp, body := do(t, "POST", s.URL+"/api/generate", `{"model":"minicpm5:2b","stream":false,"options":{"num_ctx":`+bad+`},"prompt":"hi"}`)
 		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "options.num_ctx") {
 			t.Errorf("num_ctx %s: %d %s", bad, resp.StatusCode, body)
+		}
+	}
+}
+
+// caching is a fake backend that keeps a KV cache (as the CPU engine
+// does) and says what it holds.
+type caching struct {
+	*fake.Backend
+	stats backend.CacheStats
+}
+
+func (c *caching) CacheStats() backend.CacheStats { return c.stats }
+
+// TestCacheShownInStatusAndPs: what the serving backend's KV cache holds
+// (prompts, tokens, bytes, on disk) is in /api/status and /api/ps, and
+// an answer's prompt from the cache is OpenAI's
+// usage.prompt_tokens_details.cached_tokens.
+func TestCacheShownInStatusAndPs(t *testing.T) {
+	want := backend.CacheStats{Sequences: 3, Tokens: 1980, Bytes: 170 << 20, Budget: 1 << 30, BytesPerToken: 86016, DiskFiles: 2, DiskBytes: 40 << 20}
+	s := webtest.Start(t, webtest.Config{NewBackend: func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
+		return &caching{Backend: fake.New(fake.Options{Name: model, Kind: kind, Cached: 4}), stats: want}, nil
+	}})
+	sessions.Store(strings.TrimPrefix(s.URL, "http://"), s.Cookie)
+	resp, body := do(t, "POST", s.URL+"/v1/chat/completions", `{"model":"minicpm5:2b","messages":[{"role":"user","content":"hello"}]}`)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"prompt_tokens_details":{"cached_tokens":4}`) {
+		t.Errorf("chat completion: %d %s", resp.StatusCode, body)
+	}
+	wantJSON := `"cache":{"sequences":3,"tokens":1980,"bytes":178257920,"budget":1073741824,"bytes_per_token":86016,"disk_files":2,"disk_bytes":41943040}`
+	for _, path := range []string{"/api/ps", "/api/status"} {
+		if _, body := do(t, "GET", s.URL+path, ""); !strings.Contains(body, wantJSON) {
+			t.Errorf("%s does not say what the cache holds: %s", path, body)
 		}
 	}
 }

@@ -83,5 +83,14 @@ func TestChatContextLength(t *testing.T) {
 	if !regexp.MustCompile(`^The model did not see the \d+ oldest messages$`).MatchString(omitted) {
 		t.Errorf("the last answer says %q about the messages left out", omitted)
 	}
+	// the status line says what the KV cache holds now
+	b.waitJS(`document.getElementById('status-engine').textContent.includes('KV cache:')`, 10*time.Second)
+	engine := eval[string](b, `document.getElementById('status-engine').textContent`)
+	if !regexp.MustCompile(`^on CPU \(in-process engine\) · KV cache: [\d,]+ tokens, [\d.]+ [KMG]B$`).MatchString(engine) {
+		t.Errorf("the status line says %q", engine)
+	}
+	if title := eval[string](b, `document.getElementById('status-engine').title`); !regexp.MustCompile(`^\d+ prompts? kept in memory \([\d.]+ [KMG]B of a budget of [\d.]+ [KMG]B\)`).MatchString(title) {
+		t.Errorf("the status line's tooltip says %q", title)
+	}
 	b.shot("chat-context-128")
 }

@@ -1047,6 +1047,8 @@
         answerEl = null;
         updateEmpty();
         scrollDown();
+        // the KV cache the status line shows holds this prompt now
+        if (status && status.cache) refreshStatus();
       } else if (name === "error") {
         if (data.answer && answerEl) messageEl(data.answer, answerEl);
         else if (answerEl) answerEl.remove();
@@ -1450,15 +1452,16 @@
     const m = memory(n);
     out.textContent = m ? int(n) + " tokens: " + m + "." : "";
   }
-  function aboutBytes(n) {
+  function shortBytes(n) {
     for (const [name, size] of [["GB", 1e9], ["MB", 1e6], ["KB", 1e3]]) {
       if (n >= size) {
         const v = n / size;
-        return "about " + (v >= 10 ? Math.round(v) : Math.round(v * 10) / 10) + " " + name;
+        return (v >= 10 ? Math.round(v) : Math.round(v * 10) / 10) + " " + name;
       }
     }
-    return "about " + n + " bytes";
+    return n + " bytes";
   }
+  const aboutBytes = (n) => "about " + shortBytes(n);
   $("cs-context").addEventListener("input", chatContextNote);
   $("open-chat-settings").addEventListener("click", () => {
     const f = $("chat-settings");
@@ -1566,6 +1569,15 @@
     el.title = detail;
     let eng = st.backend ? "on " + engineName(st.backend) : "";
     if (st.fallback) eng += (eng ? " · " : "") + "fell back: " + firstSentence(cleanDetail(st.fallback));
+    // What the KV cache holds (the CPU engine's): tokens and memory, the
+    // rest in the tooltip.
+    const c = st.state === "on" && st.cache;
+    $("status-engine").title = "";
+    if (c && c.tokens > 0) {
+      eng += (eng ? " · " : "") + "KV cache: " + c.tokens.toLocaleString("en-US") + " tokens, " + shortBytes(c.bytes);
+      $("status-engine").title = c.sequences + (c.sequences === 1 ? " prompt" : " prompts") + " kept in memory (" + shortBytes(c.bytes) + " of a budget of " + shortBytes(c.budget) + ")" +
+        (c.disk_files > 0 ? "; " + c.disk_files + (c.disk_files === 1 ? " file" : " files") + " on disk (" + shortBytes(c.disk_bytes) + ")" : "");
+    }
     $("status-engine").textContent = eng;
     const on = st.enabled && st.state !== "error";
     const t = $("model-toggle");

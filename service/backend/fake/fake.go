@@ -19,6 +19,9 @@ import (
 type Options struct {
 	Name          string        // served model name (default "fake")
 	ContextLength int           // prompt tokens allowed (default 4096)
+	// Cached is how many of each prompt's tokens the results say came
+	// from a KV cache (at most the prompt's).
+	Cached int
 	LoadDelay     time.Duration // time Load takes
 	UnloadDelay   time.Duration // time Unload takes (a process stopping)
 	TokenDelay    time.Duration // time between tokens
@@ -152,7 +155,8 @@ func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(
 	if res.PromptTokens > limit {
 		return res, fmt.Errorf("fake: %d prompt tokens, context %d: %w", res.PromptTokens, limit, backend.ErrPromptTooLong)
 	}
-	emit = backend.StampPrompt(emit, res.PromptTokens, 0)
+	res.CachedTokens = min(b.opts.Cached, res.PromptTokens)
+	emit = backend.StampPrompt(emit, res.PromptTokens, res.CachedTokens)
 	reply := ""
 	if b.opts.Reply != nil {
 		reply = b.opts.Reply(req)
