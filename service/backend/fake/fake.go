@@ -19,9 +19,6 @@ import (
 type Options struct {
 	Name          string        // served model name (default "fake")
 	ContextLength int           // prompt tokens allowed (default 4096)
-	// Cached is how many of each prompt's tokens the results say came
-	// from a KV cache (at most the prompt's).
-	Cached int
 	LoadDelay     time.Duration // time Load takes
 	UnloadDelay   time.Duration // time Unload takes (a process stopping)
 	TokenDelay    time.Duration // time between tokens
@@ -45,6 +42,9 @@ type Options struct {
 	// NoRecord keeps Requests empty, for long tests that must not hold
 	// every request in memory.
 	NoRecord bool
+	// Cached is how many of each prompt's tokens the results say came
+	// from a KV cache (at most the prompt's).
+	Cached int
 }
 
 // Backend is the fake backend. It is safe for concurrent use.
