@@ -164,17 +164,14 @@ func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Re
 		}
 		seen := b.run.ends()
 		logits, err = q.Forward(ctx, next)
-		for err != nil && errors.Is(err, engine.ErrKVBudget) {
-			// the answer needs memory the requests beside it hold
-			if ok, werr := b.run.waitRoom(ctx, seen); werr != nil {
-				return res, werr
-			} else if !ok {
-				break
-			}
-			seen = b.run.ends()
+		if err != nil && errors.Is(err, engine.ErrKVBudget) && b.run.ends() != seen {
+			// a request beside it ended meanwhile: its memory may be free
 			logits, err = q.Forward(ctx, next)
 		}
 		if err != nil {
+			// short of KV memory (held by the requests beside it) or at
+			// the context's end, the answer ends there: it does not wait
+			// for another's whole answer, or a client that does not read
 			if errors.Is(err, engine.ErrContextFull) {
 				res.FinishReason = backend.FinishLength
 				break

@@ -1,0 +1,62 @@
+package cpu
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/npuchat/npuchat/service/backend"
+)
+
+// TestKVShortMidAnswerEndsWithLength: an answer whose keys and values
+// outgrow what the KV budget leaves beside another request (here one
+// whose client stopped reading, holding its memory) ends there with
+// finish_reason "length" and no error, without waiting for the other to
+// end; the other then goes on, and ends the same way or by itself.
+func TestKVShortMidAnswerEndsWithLength(t *testing.T) {
+	path := models(t)["gguf"]
+	probe := load(t, Options{Path: path})
+	per := probe.kv.BytesPerToken()
+	b := load(t, Options{Path: path, Parallel: 2, KVBudget: 400 * per})
+
+	unblock := make(chan struct{})
+	blocked := make(chan struct{})
+	var once sync.Once
+	stuck := make(chan answer, 1)
+	go func() {
+		req := greedy("the one whose client stops reading")
+		req.MaxTokens = 300
+		stuck <- generate(t.Context(), b, req, func(n int) {
+			if n == 2 {
+				once.Do(func() { close(blocked) })
+				<-unblock
+			}
+		})
+	}()
+	<-blocked
+	done := make(chan answer, 1)
+	go func() {
+		req := greedy("tell me a long story")
+		req.MaxTokens = 1000
+		done <- generate(t.Context(), b, req, nil)
+	}()
+	var a answer
+	select {
+	case a = <-done:
+	case <-time.After(30 * time.Second):
+		close(unblock)
+		a = <-done
+		t.Errorf("the answer short of KV memory waited for the request beside it to end")
+	}
+	if a.err != nil || a.finish != backend.FinishLength || len(a.ids) < 10 {
+		t.Errorf("the answer short of KV memory: %v, finish %q after %d tokens; want length", a.err, a.finish, len(a.ids))
+	}
+	select {
+	case <-unblock:
+	default:
+		close(unblock)
+	}
+	if s := <-stuck; s.err != nil || (s.finish != backend.FinishLength && s.finish != backend.FinishStop) {
+		t.Errorf("the request beside it: %v, finish %q", s.err, s.finish)
+	}
+}
