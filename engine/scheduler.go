@@ -124,9 +124,15 @@ func (m *Model) NewScheduler(opts SchedulerOptions) *Scheduler {
 }
 
 // Close stops the scheduler: steps asked of it after (or not started
-// yet) fail with ErrSchedulerClosed. It waits for the running step.
+// yet) fail with ErrSchedulerClosed. It waits for the running step, and
+// ends the scheduler's threads then (not at a later garbage collection:
+// a model unloaded and loaded again leaves none behind).
 func (sc *Scheduler) Close() {
-	sc.once.Do(func() { close(sc.quit) })
+	sc.once.Do(func() {
+		close(sc.quit)
+		<-sc.done
+		sc.b.st.pool.shutdown()
+	})
 	<-sc.done
 }
 

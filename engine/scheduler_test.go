@@ -1,7 +1,10 @@
 package engine
 
 import (
+	"context"
+	"runtime"
 	"testing"
+	"time"
 )
 
 // TestSpareRoomLeavesRoomForOthers: the room a session takes beyond its
@@ -25,5 +28,29 @@ func TestSpareRoomLeavesRoomForOthers(t *testing.T) {
 				t.Fatalf("answer token %d at position %d: %v (room %d and %d positions)", i, s.Pos(), err, a.kv.capPos, b.kv.capPos)
 			}
 		}
+	}
+}
+
+// TestSchedulerCloseEndsItsGoroutines: Close ends the scheduler's loop
+// and its threads at once, not at a later garbage collection.
+func TestSchedulerCloseEndsItsGoroutines(t *testing.T) {
+	m := kvModelOf(t, tinyShape(), LoadOptions{Threads: 3})
+	before := runtime.NumGoroutine()
+	for range 3 {
+		sc := m.NewScheduler(SchedulerOptions{})
+		q := sc.Join(m.NewSession(0))
+		if _, err := q.Prefill(context.Background(), seqTokens(1, 20)); err != nil {
+			t.Fatal(err)
+		}
+		q.Leave()
+		sc.Close()
+		sc.Close() // twice is fine
+	}
+	n := runtime.NumGoroutine()
+	for deadline := time.Now().Add(5 * time.Second); n > before && time.Now().Before(deadline); n = runtime.NumGoroutine() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n > before {
+		t.Errorf("%d goroutines after three schedulers closed, %d before", n, before)
 	}
 }
