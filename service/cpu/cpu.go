@@ -219,7 +219,7 @@ func (b *Backend) Load(ctx context.Context, progress func(backend.Progress)) err
 	}
 	parallel := b.opts.Parallel
 	if parallel <= 0 {
-		parallel = int(min(DefaultParallel, max(1, budget/m.KVBytes(min(sess.MaxContext(), parallelContext)))))
+		parallel = AutoParallel(budget, m.KVBytes, sess.MaxContext())
 	}
 	parallel = min(parallel, MaxParallel)
 	longest := 1
@@ -363,6 +363,7 @@ func (b *Backend) Info() backend.ModelInfo {
 			HeadCountKV: kv, VocabSize: c.VocabSize, RopeFreqBase: c.RopeTheta, RMSEpsilon: c.NormEps}
 		info.Capabilities = b.capabilitiesLocked()
 		info.Kernels = b.model.SIMDChoice().String()
+		info.Parallel = b.run.places
 	}
 	return info
 }
