@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -58,5 +59,62 @@ func TestKVShortMidAnswerEndsWithLength(t *testing.T) {
 	}
 	if s := <-stuck; s.err != nil || (s.finish != backend.FinishLength && s.finish != backend.FinishStop) {
 		t.Errorf("the request beside it: %v, finish %q", s.err, s.finish)
+	}
+}
+
+// TestEmbedBesideAStream: embeddings asked while an answer streams (its
+// client not reading, so it holds its place) are computed at once, in a
+// place of their own, without waiting for the answer to end; the answer
+// then goes on exactly as alone.
+func TestEmbedBesideAStream(t *testing.T) {
+	b := load(t, Options{Path: models(t)["gguf"], Parallel: 2})
+	req := greedy("the stream beside the embeddings")
+	req.MaxTokens = 12
+	want := generate(t.Context(), b, req, nil)
+	wantVec, _, err := b.Embed(t.Context(), []string{"a cat", "a dog"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.kv.Clear()
+
+	unblock, blocked := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	stream := make(chan answer, 1)
+	go func() {
+		stream <- generate(t.Context(), b, req, func(n int) {
+			if n == 3 {
+				once.Do(func() { close(blocked) })
+				<-unblock
+			}
+		})
+	}()
+	<-blocked
+	type result struct {
+		vecs [][]float32
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, _, err := b.Embed(t.Context(), []string{"a cat", "a dog"})
+		done <- result{v, err}
+	}()
+	var got result
+	select {
+	case got = <-done:
+	case <-time.After(30 * time.Second):
+		close(unblock)
+		got = <-done
+		t.Errorf("the embeddings waited for the answer streaming beside them to end")
+	}
+	select {
+	case <-unblock:
+	default:
+		close(unblock)
+	}
+	if got.err != nil || len(got.vecs) != 2 || fmt.Sprint(got.vecs) != fmt.Sprint(wantVec) {
+		t.Errorf("embeddings beside a stream: %v, %d vectors; want those computed alone", got.err, len(got.vecs))
+	}
+	if a := <-stream; a.err != nil || a.text != want.text {
+		t.Errorf("the stream beside the embeddings: %q %v, alone %q", a.text, a.err, want.text)
 	}
 }
