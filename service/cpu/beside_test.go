@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -116,5 +117,76 @@ func TestEmbedBesideAStream(t *testing.T) {
 	}
 	if a := <-stream; a.err != nil || a.text != want.text {
 		t.Errorf("the stream beside the embeddings: %q %v, alone %q", a.text, a.err, want.text)
+	}
+}
+
+// TestSharedSystemPromptComputedOnce: a request whose long system prompt
+// is the one of an answer streaming beside it (not yet kept in the KV
+// cache: it has not ended) copies that prefix's keys and values instead
+// of computing them again, and answers exactly as alone; a request of
+// another cache scope computes its own.
+func TestSharedSystemPromptComputedOnce(t *testing.T) {
+	b := load(t, Options{Path: models(t)["gguf"], Parallel: 3})
+	system := strings.Repeat("You are a careful assistant who answers about cats, dogs and trees. ", 12)
+	ask := func(q string, n int) *backend.Request {
+		return &backend.Request{Messages: []backend.Message{{Role: "system", Content: system}, {Role: "user", Content: q}}, MaxTokens: n}
+	}
+	first, second := ask("tell me a long story", 200), ask("and a short one", 10)
+	want := generate(t.Context(), b, second, nil)
+	ids, err := b.Prompt(second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.kv.Clear()
+	before := b.SchedulerStats()
+
+	started := make(chan struct{})
+	var once sync.Once
+	streaming := make(chan answer, 1)
+	go func() {
+		streaming <- generate(t.Context(), b, first, func(n int) {
+			if n == 3 {
+				once.Do(func() { close(started) })
+			}
+		})
+	}()
+	<-started
+	mid := b.SchedulerStats()
+	got := generate(t.Context(), b, second, nil)
+	after := b.SchedulerStats()
+	if a := <-streaming; a.err != nil {
+		t.Fatal(a.err)
+	}
+	if got.err != nil || got.text != want.text {
+		t.Errorf("beside a stream of the same system prompt: %q %v, alone %q", got.text, got.err, want.text)
+	}
+	computed := (after.Prompt - mid.Prompt)
+	t.Logf("prompt of %d tokens: %d computed while the other streamed, %d copied; before %+v", len(ids), computed, after.Shared-mid.Shared, before)
+	if after.Shared-mid.Shared < int64(len(ids))/2 || computed > int64(len(ids))/2 {
+		t.Errorf("a prompt of %d tokens sharing its system prompt with the stream beside: %d computed, %d copied; want most of it copied", len(ids), computed, after.Shared-mid.Shared)
+	}
+
+	// another scope: nothing shared
+	b.kv.Clear()
+	started = make(chan struct{})
+	once = sync.Once{}
+	go func() {
+		streaming <- generate(t.Context(), b, first, func(n int) {
+			if n == 3 {
+				once.Do(func() { close(started) })
+			}
+		})
+	}()
+	<-started
+	mid = b.SchedulerStats()
+	other := ask("and a short one", 10)
+	other.CacheScope = "another client"
+	if a := generate(t.Context(), b, other, nil); a.err != nil || a.text != want.text {
+		t.Errorf("another scope: %q %v, want %q", a.text, a.err, want.text)
+	}
+	after = b.SchedulerStats()
+	<-streaming
+	if after.Shared != mid.Shared {
+		t.Errorf("a prompt of another cache scope copied %d tokens from the stream beside", after.Shared-mid.Shared)
 	}
 }
