@@ -53,17 +53,17 @@ type settingsWindow struct {
 	// The fields a Save writes, with what each showed last (a field
 	// whose text is still that follows the store; one being edited
 	// keeps the person's text), and the error under each.
-	context, keepAlive, modelsDir, hfEndpoint, hfToken, port, apiKey *widget.Entry
-	reachable                                                        *widget.Check
-	kvType                                                           *widget.Select // the kv_cache_type setting
-	kvTypeShown                                                      string         // what kvType showed last
-	shown                                                            map[*widget.Entry]string
-	errs                                                             map[string]*widget.Label
-	keepAliveWords                                                   *widget.Label
-	note                                                             *widget.Label
-	save                                                             *widget.Button
-	current                                                          config.Settings
-	stop                                                             func()
+	context, parallel, keepAlive, modelsDir, hfEndpoint, hfToken, port, apiKey *widget.Entry
+	reachable                                                                  *widget.Check
+	kvType                                                                     *widget.Select // the kv_cache_type setting
+	kvTypeShown                                                                string         // what kvType showed last
+	shown                                                                      map[*widget.Entry]string
+	errs                                                                       map[string]*widget.Label
+	keepAliveWords                                                             *widget.Label
+	note                                                                       *widget.Label
+	save                                                                       *widget.Button
+	current                                                                    config.Settings
+	stop                                                                       func()
 }
 
 func newSettingsWindow(c *controller) *settingsWindow {
@@ -100,7 +100,7 @@ func newSettingsWindow(c *controller) *settingsWindow {
 	s.state = wrapped("")
 
 	entry := func() *widget.Entry { e := widget.NewEntry(); return e }
-	s.context, s.keepAlive, s.modelsDir, s.hfEndpoint, s.port = entry(), entry(), entry(), entry(), entry()
+	s.context, s.parallel, s.keepAlive, s.modelsDir, s.hfEndpoint, s.port = entry(), entry(), entry(), entry(), entry(), entry()
 	s.hfToken, s.apiKey = widget.NewPasswordEntry(), widget.NewPasswordEntry()
 	s.modelsDir.SetPlaceHolder("the data folder's models folder")
 	s.reachable = widget.NewCheck("Reachable from other devices (needs the API key)", nil)
@@ -113,7 +113,7 @@ func newSettingsWindow(c *controller) *settingsWindow {
 			s.keepAliveWords.SetText("")
 		}
 	}
-	for _, f := range []string{"context_length", "kv_cache_type", "keep_alive", "models_dir", "hf_endpoint", "hf_token", "port", "api_key"} {
+	for _, f := range []string{"context_length", "parallel", "kv_cache_type", "keep_alive", "models_dir", "hf_endpoint", "hf_token", "port", "api_key"} {
 		l := wrapped("")
 		l.Importance = widget.DangerImportance
 		l.Hide()
@@ -138,6 +138,7 @@ func newSettingsWindow(c *controller) *settingsWindow {
 	form := widget.NewForm(
 		widget.NewFormItem("Engine", s.engine),
 		widget.NewFormItem("Context length", with(s.context, "context_length", "Tokens, CPU engine; 0 = automatic. Applies the next time the model is loaded.")),
+		widget.NewFormItem("Requests at once", with(s.parallel, "parallel", "Requests the CPU engine answers at once, decoded together; 0 = automatic (by KV memory, at most 4). Applies the next time the model is loaded.")),
 		widget.NewFormItem("KV cache", with(s.kvType, "kv_cache_type", "How the CPU engine keeps keys and values: f32 exact (llama.cpp's answers), f16 half the memory, q8_0 8 bits (twice f16's tokens). Applies the next time the model is loaded.")),
 		widget.NewFormItem("Unload when idle", with(container.NewBorder(nil, nil, nil, s.keepAliveWords, s.keepAlive), "keep_alive", "For example 5 minutes, 1 hour, never.")),
 		widget.NewFormItem("Models folder", with(s.modelsDir, "models_dir", "Where new installs go.")),
@@ -195,6 +196,7 @@ func (s *settingsWindow) showSettings(st config.Settings) {
 		ctx = strconv.Itoa(st.ContextLength)
 	}
 	set(s.context, ctx)
+	set(s.parallel, strconv.Itoa(max(st.Parallel, 0)))
 	kt := st.KVCacheType
 	if kt == "" {
 		kt = config.KVCacheTypes[0]
@@ -249,6 +251,15 @@ func (s *settingsWindow) saveFields() {
 		s.fieldError("context_length", "Write a whole number of tokens, or 0 for automatic.")
 		return
 	}
+	parText := strings.TrimSpace(s.parallel.Text)
+	par, err := strconv.Atoi(parText)
+	if parText == "" {
+		par, err = 0, nil
+	}
+	if err != nil {
+		s.fieldError("parallel", "Write a whole number of requests, or 0 for automatic.")
+		return
+	}
 	p, err := strconv.Atoi(port)
 	if err != nil || p < 0 || p > 65535 {
 		s.fieldError("port", "The port is a number from 1 to 65535.")
@@ -258,7 +269,7 @@ func (s *settingsWindow) saveFields() {
 	s.note.SetText("Saving…")
 	go func() {
 		_, err := s.c.app.UpdateSettings(s.c.ctx, func(c *config.Settings) error {
-			c.ContextLength, c.KeepAlive, c.ModelsDir, c.HFEndpoint = n, ka, dir, ep
+			c.ContextLength, c.Parallel, c.KeepAlive, c.ModelsDir, c.HFEndpoint = n, par, ka, dir, ep
 			if kvType != c.KVCacheType && (kvType != config.KVCacheTypes[0] || c.KVCacheType != "") {
 				c.KVCacheType = kvType // the default shown stays unset
 			}
