@@ -93,4 +93,13 @@ func TestChatContextLength(t *testing.T) {
 		t.Errorf("the status line's tooltip says %q", title)
 	}
 	b.shot("chat-context-128")
+
+	// with the model off, a context past the model's own longest says
+	// what the chat will get
+	b.run(chromedp.Click("#model-toggle", chromedp.ByQuery))
+	b.waitJS(`document.getElementById('model-status').dataset.state === 'off'`, 30*time.Second)
+	typeContext("100000")
+	if got := note(); !regexp.MustCompile(`^minicpm5:2b holds at most [\d,]+ tokens: this chat gets [\d,]+ \(about [\d.]+ [KMG]B of memory for its keys and values\), not 100,000\.$`).MatchString(got) {
+		t.Errorf("with the model off, a context past the model's says %q", got)
+	}
 }
