@@ -53,6 +53,9 @@ func TestChatContextLength(t *testing.T) {
 		t.Error("the clamped note is not marked")
 	}
 	b.shot("chat-context-clamped")
+	b.run(chromedp.Click("#theme-toggle", chromedp.ByQuery))
+	b.shot("chat-context-clamped-dark")
+	b.run(chromedp.Click("#theme-toggle", chromedp.ByQuery))
 
 	typeContext("10")
 	if got := note(); !strings.Contains(got, "from 64 to 1,048,576") || !eval[bool](b, `document.getElementById('cs-context').getAttribute('aria-invalid') === 'true' && !document.getElementById('cs-context').checkValidity()`) {
