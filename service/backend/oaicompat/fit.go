@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/npuchat/npuchat/service/backend"
 )
@@ -163,6 +164,10 @@ func (c *Client) reportedContext(ctx context.Context, entries []modelEntry, mode
 		}
 	}
 	root := strings.TrimSuffix(c.base, "/v1")
+	// a server without /props answers 404 at once; one that does not
+	// answer does not hold the load up
+	ctx, cancel := context.WithTimeout(ctx, propsTimeout)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, root+"/props", nil)
 	if err != nil {
 		return 0
@@ -190,6 +195,9 @@ func (c *Client) reportedContext(ctx context.Context, entries []modelEntry, mode
 	}
 	return max(props.NCtx, 0)
 }
+
+// propsTimeout bounds the wait for GET /props at Load.
+const propsTimeout = 5 * time.Second
 
 // modelEntry is one entry of GET /v1/models, with the context fields
 // servers add.
