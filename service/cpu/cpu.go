@@ -116,6 +116,14 @@ type Backend struct {
 	// cache is kv and disk for CacheStats, which must not wait for b.mu
 	// (held through a whole Generate).
 	cache atomic.Pointer[cacheRefs]
+	// forgot says when each tag was last forgotten (ForgetCache), in
+	// forgets counted so far, so that a request running when its chat
+	// was deleted does not keep it again when it ends (forgotSince);
+	// fmu guards both and makes a forget and a request's keeping happen
+	// one after the other.
+	fmu     sync.Mutex
+	forgets uint64
+	forgot  map[string]uint64
 }
 
 // cacheRefs are the loaded model's KV cache and disk cache.
@@ -130,12 +138,42 @@ func (b *Backend) ForgetCache(tag string) {
 	if tag == "" {
 		return
 	}
-	if r := b.cache.Load(); r != nil {
-		r.kv.Forget(tag)
-		if r.disk != nil {
-			r.disk.forgetTag(tag)
-		}
+	r := b.cache.Load()
+	b.fmu.Lock()
+	b.forgets++
+	if b.forgot == nil {
+		b.forgot = map[string]uint64{}
 	}
+	b.forgot[tag] = b.forgets
+	if r != nil {
+		r.kv.Forget(tag)
+	}
+	b.fmu.Unlock()
+	if r != nil && r.disk != nil {
+		r.disk.forgetTag(tag)
+	}
+}
+
+// forgetMark is how many forgets there were so far: taken when a
+// request starts, for keepUnlessForgotten.
+func (b *Backend) forgetMark() uint64 {
+	b.fmu.Lock()
+	defer b.fmu.Unlock()
+	return b.forgets
+}
+
+// keepUnlessForgotten runs keep (what stores a request's keys and values
+// of tag in the cache) unless tag was forgotten after mark, then it runs
+// drop; either way no ForgetCache runs meanwhile, so a chat deleted
+// while its answer ran is not kept again when the answer ends.
+func (b *Backend) keepUnlessForgotten(tag string, mark uint64, keep, drop func()) {
+	b.fmu.Lock()
+	defer b.fmu.Unlock()
+	if tag != "" && b.forgot[tag] > mark {
+		drop()
+		return
+	}
+	keep()
 }
 
 // CacheStats implements backend.CacheReporter.

@@ -209,3 +209,49 @@ func TestKVDiskCacheEditedChat(t *testing.T) {
 		t.Errorf("the cache holds %+v, want the edited chat alone", st)
 	}
 }
+
+// TestForgetCacheDuringAnAnswer: a chat deleted while its answer is
+// still running (ForgetCache called from inside the answer's stream) does
+// not come back when the answer ends: nothing of its tag is kept in
+// memory, and nothing of it is written to disk when the backend unloads.
+// Another chat's KV stays.
+func TestForgetCacheDuringAnAnswer(t *testing.T) {
+	path := models(t)["gguf"]
+	dir := t.TempDir()
+	b := load(t, Options{Path: path, KVDir: dir})
+	other := diskChat()
+	other.CacheTag = "chat-2"
+	other.Messages[1].Content = "and now tell me everything about the dog and the tree"
+	if _, _, _, err := run(t, b, other); err != nil {
+		t.Fatal(err)
+	}
+	before := b.CacheStats()
+
+	chat := diskChat()
+	chat.CacheTag = "chat-1"
+	chat.Messages[0].Content = "a different system prompt, shared with nothing: " + chat.Messages[0].Content
+	a := generate(t.Context(), b, chat, func(n int) {
+		if n == 2 { // mid-answer: the chat is deleted
+			b.ForgetCache("chat-1")
+		}
+	})
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	if st := b.CacheStats(); st.Sequences != before.Sequences || st.Tokens != before.Tokens {
+		t.Errorf("after the deleted chat's answer ended: %d sequences, %d tokens kept; want chat 2's %d, %d",
+			st.Sequences, st.Tokens, before.Sequences, before.Tokens)
+	}
+	if err := b.Unload(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	files := kvFiles(t, dir)
+	for _, f := range files {
+		if strings.Contains(filepath.Base(f), "chat-1-") {
+			t.Errorf("the deleted chat's KV was written to disk: %s", f)
+		}
+	}
+	if len(files) != 1 {
+		t.Errorf("KV files %v, want chat 2's", files)
+	}
+}
