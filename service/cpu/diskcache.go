@@ -302,7 +302,7 @@ func (d *diskCache) lookup(scope string, prompt []int, inMemory int) *engine.Sto
 	if d.maxCtx > 0 {
 		room = min(room, d.maxCtx)
 	}
-	st, _, err := d.m.ReadKV(f, d.identity, engine.ReadKVOptions{Keep: bestN, Capacity: room})
+	st, _, err := d.m.ReadKVFile(f, d.identity, engine.ReadKVOptions{Keep: bestN, Capacity: room})
 	f.Close()
 	if err != nil || st.Scope != scope {
 		d.log.Warn("KV disk cache: ignoring a file", "path", best, "err", err)

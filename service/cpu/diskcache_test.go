@@ -104,7 +104,8 @@ func TestKVDiskCacheIgnoresBadFiles(t *testing.T) {
 		{"truncated", orig[:len(orig)*2/3], true},
 		{"one byte changed", flipped, true},
 		{"another model's", foreign, false},
-		{"an earlier version's", append([]byte("NPUCHATKV1\n"), orig[len("NPUCHATKV2\n"):]...), true},
+		{"version 1's", append([]byte("NPUCHATKV1\n"), orig[len("NPUCHATKV3\n"):]...), true},
+		{"version 2's", append([]byte("NPUCHATKV2\n"), orig[len("NPUCHATKV3\n"):]...), true},
 		{"not a KV file", []byte("hello"), false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
