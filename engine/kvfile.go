@@ -476,6 +476,10 @@ func u16Bytes(x []uint16) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), 2*len(x))
 }
 
+// Mapped reports whether the sequence's memory is a KV file's pages
+// (ReadKVFile mapped it) rather than memory of its own.
+func (st *StoredKV) Mapped() bool { return st != nil && st.kv != nil && st.kv.mapped }
+
 // ReadKVFile is ReadKV of a file, faster: where it can (Linux, 4 KB
 // pages), it maps the file's pages as the slabs instead of copying them
 // (privately: what the session writes later is its own, never the

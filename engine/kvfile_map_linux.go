@@ -130,7 +130,7 @@ func (m *Model) mapKV(f *os.File, identity string, opts ReadKVOptions) (st *Stor
 		}
 	}
 
-	kv := &kvSlabs{capPos: capPos}
+	kv := &kvSlabs{capPos: capPos, mapped: true}
 	capElems := capPos * h.KVDim
 	if lo.elem == 2 {
 		kv.keys16, kv.values16 = make([][]uint16, lo.layers), make([][]uint16, lo.layers)

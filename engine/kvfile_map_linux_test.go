@@ -45,7 +45,7 @@ func TestKVFileIsMapped(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !mapsOf(t, p) {
+		if !mapsOf(t, p) || !st.Mapped() {
 			t.Fatal("the file is not mapped: it was copied")
 		}
 		c := m.NewKVCache(KVCacheOptions{Budget: 1 << 30})

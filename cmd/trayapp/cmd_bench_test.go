@@ -126,6 +126,10 @@ func TestBenchReopen(t *testing.T) {
 	if res.ChatTokens != 100 || res.CachedTokens != 100 || res.FileBytes == 0 || !(res.ColdSeconds > 0 && res.MemSeconds > 0 && res.DiskSeconds >= res.DiskRead) {
 		t.Errorf("result %+v", res)
 	}
+	// on Linux the file is mapped, and the faults are counted
+	if runtime.GOOS == "linux" && (!res.DiskMapped || res.DiskReadFaults < 0 || res.DiskFaults < res.DiskReadFaults) {
+		t.Errorf("on Linux: mapped %v, %d faults reading, %d in all", res.DiskMapped, res.DiskReadFaults, res.DiskFaults)
+	}
 }
 
 // TestBenchChats: --chats visits four chats in turn twice; the first
