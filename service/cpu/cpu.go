@@ -124,6 +124,11 @@ type Backend struct {
 	fmu     sync.Mutex
 	forgets uint64
 	forgot  map[string]uint64
+	// warmNext is the tag WarmCache was last asked for and not yet
+	// warmed, warming whether a goroutine is warming (wmu guards both).
+	wmu      sync.Mutex
+	warmNext string
+	warming  bool
 }
 
 // cacheRefs are the loaded model's KV cache and disk cache.
@@ -152,6 +157,50 @@ func (b *Backend) ForgetCache(tag string) {
 	if r != nil && r.disk != nil {
 		r.disk.forgetTag(tag)
 	}
+}
+
+// WarmCache implements backend.CacheWarmer: the KV file of a tag (a chat
+// opened in the page) is read into the KV cache in the background, so
+// that the chat's next message resumes from memory. Asked for several
+// chats quickly, it warms the one running and the last asked for.
+func (b *Backend) WarmCache(tag string) {
+	if tag == "" {
+		return
+	}
+	b.wmu.Lock()
+	defer b.wmu.Unlock()
+	b.warmNext = tag
+	if b.warming {
+		return
+	}
+	b.warming = true
+	go func() {
+		for {
+			b.wmu.Lock()
+			tag := b.warmNext
+			b.warmNext = ""
+			if tag == "" {
+				b.warming = false
+				b.wmu.Unlock()
+				return
+			}
+			b.wmu.Unlock()
+			b.warm(tag)
+		}
+	}()
+}
+
+// warm reads a tag's KV file into the KV cache, unless it is there or
+// the tag is forgotten meanwhile.
+func (b *Backend) warm(tag string) bool {
+	r := b.cache.Load()
+	if r == nil || r.disk == nil {
+		return false
+	}
+	mark := b.forgetMark()
+	return r.disk.warm(tag, r.kv, func(st *engine.StoredKV) {
+		b.keepUnlessForgotten(st.Tag, mark, func() { r.kv.Insert(st) }, func() {})
+	})
 }
 
 // forgetMark is how many forgets there were so far: taken when a

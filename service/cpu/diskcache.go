@@ -315,6 +315,52 @@ func (d *diskCache) lookup(scope string, prompt []int, inMemory int) *engine.Sto
 	return st
 }
 
+// warm reads the longest KV file of a tag (a chat just opened) into kv,
+// unless kv holds all but diskWorth of its positions already; insert
+// puts it there (the backend's, under its forget lock). It reports
+// whether it read a file.
+func (d *diskCache) warm(tag string, kv *engine.KVCache, insert func(*engine.StoredKV)) bool {
+	if tag == "" {
+		return false
+	}
+	d.mu.Lock()
+	var best *diskEntry
+	for i := range d.index {
+		if e := &d.index[i]; e.tag == tag && (best == nil || len(e.tokens) >= len(best.tokens)) {
+			best = e
+		}
+	}
+	var e diskEntry
+	if best != nil {
+		e = *best
+	}
+	d.mu.Unlock()
+	if best == nil || kv.Match(e.scope, e.tokens)+diskWorth > len(e.tokens) {
+		return false
+	}
+	f, err := os.Open(e.path)
+	if err != nil {
+		d.forget(e.path)
+		return false
+	}
+	room := len(e.tokens) + readRoom
+	if d.maxCtx > 0 {
+		room = min(room, d.maxCtx)
+	}
+	st, _, err := d.m.ReadKVFile(f, d.identity, engine.ReadKVOptions{Capacity: room})
+	f.Close()
+	if err != nil || st.Scope != e.scope {
+		d.log.Warn("KV disk cache: ignoring a file", "path", e.path, "err", err)
+		os.Remove(e.path)
+		d.forget(e.path)
+		return false
+	}
+	now := time.Now()
+	os.Chtimes(e.path, now, now)
+	insert(st)
+	return true
+}
+
 // stats are the files and bytes of this model's KV files.
 func (d *diskCache) stats() (files int, bytes int64) {
 	d.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/npuchat/npuchat/service/backend"
 )
@@ -254,5 +255,56 @@ func TestForgetCacheDuringAnAnswer(t *testing.T) {
 	}
 	if len(files) != 1 {
 		t.Errorf("KV files %v, want chat 2's", files)
+	}
+}
+
+// TestWarmCacheOnOpen: after a restart, a chat opened in the page
+// (WarmCache) has its KV file read into memory before its next message:
+// the message then reads nothing from disk, takes all but its last token
+// from the cache and answers as without it. A chat in memory already,
+// or forgotten, is not read again.
+func TestWarmCacheOnOpen(t *testing.T) {
+	path := models(t)["gguf"]
+	dir := t.TempDir()
+	first := load(t, Options{Path: path, KVDir: dir})
+	chat := diskChat()
+	chat.CacheTag = "chat-1"
+	want, _, _, err := run(t, first, chat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Unload(t.Context())
+
+	b := load(t, Options{Path: path, KVDir: dir})
+	b.WarmCache("chat-1")
+	deadline := time.Now().Add(10 * time.Second)
+	for b.CacheStats().Sequences == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the opened chat's KV file was not read into memory")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if b.warm("chat-1") {
+		t.Error("a chat in memory already was read again")
+	}
+	for _, f := range kvFiles(t, dir) { // the message must not need the file
+		if err := os.Remove(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, _, res, err := run(t, b, chat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want || res.CachedTokens != res.PromptTokens-1 {
+		t.Errorf("after warming: %q with %d of %d prompt tokens from the cache; want %q and all but the last", got, res.CachedTokens, res.PromptTokens, want)
+	}
+	b.Unload(t.Context())
+
+	// forgotten (the chat deleted) before it is warmed: not read
+	c := load(t, Options{Path: path, KVDir: dir})
+	c.ForgetCache("chat-1")
+	if c.warm("chat-1") || c.CacheStats().Sequences != 0 {
+		t.Error("a forgotten chat was warmed")
 	}
 }
