@@ -47,6 +47,7 @@ type reopenResult struct {
 	// fresh memory faults once per 4 KB.
 	DiskReadFaults int64 `json:"disk_read_faults"`
 	DiskFaults     int64 `json:"disk_faults"`
+	MemFaults      int64 `json:"memory_faults"` // of the reopen from memory
 	CachedTokens   int   `json:"cached_tokens"` // prompt tokens not computed on a reopen
 }
 
@@ -68,7 +69,10 @@ func benchReopen(ctx context.Context, path string, opts engine.LoadOptions, chat
 	budget := m.KVBytes(chatTokens+newTokens+512) * 2
 	newCache := func() (*engine.KVCache, *engine.Session) {
 		c := m.NewKVCache(engine.KVCacheOptions{Budget: budget})
-		return c, c.NewSession(chatTokens + newTokens + 64)
+		// a context past the kept chat's room for an answer, so that the
+		// reopened chat is taken over, not copied, as in the app (whose
+		// context is the model's or the setting's)
+		return c, c.NewSession(chatTokens + newTokens + 512)
 	}
 	// first token of prompt from s
 	first := func(s *engine.Session, prompt []int) (time.Duration, int, error) {
@@ -115,25 +119,27 @@ func benchReopen(ctx context.Context, path string, opts engine.LoadOptions, chat
 		res.FileBytes = fi.Size()
 	}
 
-	var mem, disk, read, readFaults, faults, warm []float64
+	var mem, disk, read, readFaults, faults, warm, memFaults []float64
 	for range 3 {
-		// reopened in this run: from memory (a copy each time, the kept
-		// chat stays for the next round)
+		// reopened in this run: from memory (taken over; the next round
+		// inserts the same kept chat again, its tail rewound)
 		c, s := newCache()
 		if !c.Insert(kept) {
 			return nil, fmt.Errorf("the KV cache has no room for the chat")
 		}
+		f0 := minorFaults()
 		d, n, err := first(s, chat)
 		if err != nil {
 			return nil, err
 		}
 		mem = append(mem, d.Seconds())
+		memFaults = append(memFaults, float64(faultsSince(f0)))
 		res.CachedTokens = n
 		s.Discard()
 
 		// after a restart: a new cache, the file read back
 		c, s = newCache()
-		f0 := minorFaults()
+		f0 = minorFaults()
 		start := time.Now()
 		f, err := os.Open(file)
 		if err != nil {
@@ -182,7 +188,7 @@ func benchReopen(ctx context.Context, path string, opts engine.LoadOptions, chat
 	}
 	res.MemSeconds, res.DiskSeconds, res.DiskRead = median(mem), median(disk), median(read)
 	res.DiskReadFaults, res.DiskFaults = int64(median(readFaults)), int64(median(faults))
-	res.WarmSeconds = median(warm)
+	res.WarmSeconds, res.MemFaults = median(warm), int64(median(memFaults))
 	return res, nil
 }
 
@@ -231,8 +237,8 @@ func printReopen(w io.Writer, r *reopenResult) {
 	fmt.Fprintf(w, "model    %s\nthreads  %d, SIMD %s, KV %s\nchat     %d tokens + %d new\n"+
 		"first token: computed %.2f s · from memory %.3f s · from disk %.3f s (file %.1f MB %s and checked in %.3f s)\n"+
 		"             warmed on open (the file read when the chat was opened) %.3f s\n"+
-		"faults   from disk: %d minor page faults reading the file, %d in all\n"+
+		"faults   from disk: %d minor page faults reading the file, %d in all; from memory %d\n"+
 		"cached   %d of %d prompt tokens\n",
 		r.Model, r.Threads, r.SIMD, r.KVType, r.ChatTokens, r.NewTokens, r.ColdSeconds, r.MemSeconds, r.DiskSeconds,
-		float64(r.FileBytes)/(1<<20), how, r.DiskRead, r.WarmSeconds, r.DiskReadFaults, r.DiskFaults, r.CachedTokens, r.ChatTokens+r.NewTokens)
+		float64(r.FileBytes)/(1<<20), how, r.DiskRead, r.WarmSeconds, r.DiskReadFaults, r.DiskFaults, r.MemFaults, r.CachedTokens, r.ChatTokens+r.NewTokens)
 }
