@@ -498,8 +498,35 @@ func (m *Model) ReadKVFile(f *os.File, identity string, opts ReadKVOptions) (*St
 	if mapped {
 		return st, h, err
 	}
+	return m.copyKVFile(f, identity, opts)
+}
+
+// copyKVFile is ReadKVFile where the file is not mapped: ReadKV of it,
+// once its size is the one its header says.
+func (m *Model) copyKVFile(f *os.File, identity string, opts ReadKVOptions) (*StoredKV, *KVFileHeader, error) {
+	// the file's size must be the one its header says before memory is
+	// allocated for the positions the header claims
+	h, _, raw, err := m.readKVHead(bufio.NewReaderSize(io.NewSectionReader(f, 0, 1<<62), 1<<16), identity, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := m.checkKVSize(f, m.layout(h, raw)); err != nil {
+		return nil, nil, err
+	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, nil, fmt.Errorf("KV file: %w", err)
 	}
 	return m.ReadKV(bufio.NewReaderSize(f, 1<<16), identity, opts)
+}
+
+// checkKVSize refuses a file whose size is not the one its layout says.
+func (m *Model) checkKVSize(f *os.File, lo kvLayout) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("KV file: %w", err)
+	}
+	if fi.Size() != lo.size() {
+		return fmt.Errorf("KV file of %d bytes, its header says %d (cut short or damaged)", fi.Size(), lo.size())
+	}
+	return nil
 }

@@ -28,12 +28,8 @@ func (m *Model) mapKV(f *os.File, identity string, opts ReadKVOptions) (st *Stor
 		return nil, nil, true, err
 	}
 	lo := m.layout(h, raw)
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, nil, true, fmt.Errorf("KV file: %w", err)
-	}
-	if fi.Size() != lo.size() {
-		return nil, nil, true, fmt.Errorf("KV file of %d bytes, its header says %d (cut short or damaged)", fi.Size(), lo.size())
+	if err := m.checkKVSize(f, lo); err != nil {
+		return nil, nil, true, err
 	}
 	// the head's zeros and the checksums are read; the head is checked
 	// before anything is mapped

@@ -11,8 +11,9 @@ import (
 	"unsafe"
 )
 
-// kvReaders are the two ways to read a KV file: ReadKV from a stream,
-// and ReadKVFile from a file (mapped where the system allows).
+// kvReaders are the ways to read a KV file: ReadKV from a stream,
+// ReadKVFile from a file (mapped where the system allows), and
+// ReadKVFile's way where it does not (copied).
 var kvReaders = []struct {
 	name string
 	read func(t *testing.T, m *Model, file []byte, identity string, opts ReadKVOptions) (*StoredKV, *KVFileHeader, error)
@@ -21,17 +22,27 @@ var kvReaders = []struct {
 		return m.ReadKV(bytes.NewReader(file), identity, opts)
 	}},
 	{"file", func(t *testing.T, m *Model, file []byte, identity string, opts ReadKVOptions) (*StoredKV, *KVFileHeader, error) {
-		p := filepath.Join(t.TempDir(), "c.kv")
-		if err := os.WriteFile(p, file, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		return m.ReadKVFile(f, identity, opts)
+		return m.ReadKVFile(kvTempFile(t, file), identity, opts)
 	}},
+	{"file copied", func(t *testing.T, m *Model, file []byte, identity string, opts ReadKVOptions) (*StoredKV, *KVFileHeader, error) {
+		return m.copyKVFile(kvTempFile(t, file), identity, opts)
+	}},
+}
+
+// kvTempFile is file's bytes in a file, open for reading (closed with
+// the test).
+func kvTempFile(t *testing.T, file []byte) *os.File {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "c.kv")
+	if err := os.WriteFile(p, file, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }
 
 // keptSequence computes prompt in a fresh cache and returns what it kept.
@@ -150,7 +161,7 @@ func TestKVFileRefusesDamage(t *testing.T) {
 						t.Errorf("%s: cut to %d of %d bytes: read without an error", rd.name, n, len(file))
 					}
 				}
-				if _, _, err := rd.read(t, m, append(file, 0), "model-id", ReadKVOptions{}); err == nil && rd.name == "file" {
+				if _, _, err := rd.read(t, m, append(file, 0), "model-id", ReadKVOptions{}); err == nil && rd.name != "stream" {
 					t.Errorf("%s: a byte too many: read without an error", rd.name)
 				}
 				if _, _, err := rd.read(t, m, file, "another model", ReadKVOptions{}); err == nil || !strings.Contains(err.Error(), "another model") {
@@ -216,5 +227,63 @@ func TestKVFileKeepsThePrefix(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestFiniteChecks: finiteF32 and finiteF16 (64 bits at a time) find an
+// infinity or a NaN at every position of slices of every length up to
+// a few words past their unrolled loop, and pass every finite value,
+// the largest and the subnormal ones included.
+func TestFiniteChecks(t *testing.T) {
+	f32s := []struct {
+		name   string
+		v      float32
+		finite bool
+	}{
+		{"zero", 0, true}, {"-0", float32(math.Copysign(0, -1)), true}, {"largest", math.MaxFloat32, true},
+		{"-largest", -math.MaxFloat32, true}, {"subnormal", math.SmallestNonzeroFloat32, true}, {"one", 1, true},
+		{"+inf", float32(math.Inf(1)), false}, {"-inf", float32(math.Inf(-1)), false}, {"nan", float32(math.NaN()), false},
+		{"nan with a sign", math.Float32frombits(0xffc00001), false},
+	}
+	f16s := []struct {
+		name   string
+		v      uint16
+		finite bool
+	}{
+		{"zero", 0, true}, {"largest", 0x7bff, true}, {"-largest", 0xfbff, true}, {"subnormal", 0x0001, true},
+		{"+inf", 0x7c00, false}, {"-inf", 0xfc00, false}, {"nan", 0x7e00, false}, {"-nan", 0xfe01, false},
+	}
+	for n := 1; n <= 23; n++ {
+		for at := range n {
+			for _, c := range f32s {
+				x := make([]float32, n)
+				for i := range x {
+					x[i] = 1.5 // a finite background with its exponent bits partly set
+				}
+				x[at] = c.v
+				if got := finiteF32(x); got != c.finite {
+					t.Errorf("f32 %s at %d of %d: finite %v, want %v", c.name, at, n, got, c.finite)
+				}
+				if got := finiteF32(x[1:]); at > 0 && got != c.finite { // not 8-byte aligned
+					t.Errorf("f32 %s at %d of %d, from 1: finite %v, want %v", c.name, at, n, got, c.finite)
+				}
+			}
+			for _, c := range f16s {
+				x := make([]uint16, n)
+				for i := range x {
+					x[i] = 0x3e00 // 1.5
+				}
+				x[at] = c.v
+				if got := finiteF16(x); got != c.finite {
+					t.Errorf("f16 %s at %d of %d: finite %v, want %v", c.name, at, n, got, c.finite)
+				}
+				if got := finiteF16(x[1:]); at > 0 && got != c.finite {
+					t.Errorf("f16 %s at %d of %d, from 1: finite %v, want %v", c.name, at, n, got, c.finite)
+				}
+			}
+		}
+	}
+	if !finiteF32(nil) || !finiteF16(nil) {
+		t.Error("an empty slice is not finite")
 	}
 }

@@ -343,11 +343,13 @@ func (d *diskCache) warm(tag string, kv *engine.KVCache, insert func(*engine.Sto
 		d.forget(e.path)
 		return false
 	}
-	room := len(e.tokens) + readRoom
+	// at most what a prompt can resume from (all but its last token),
+	// with room for the next message and its answer
+	keep, room := len(e.tokens), len(e.tokens)+readRoom
 	if d.maxCtx > 0 {
-		room = min(room, d.maxCtx)
+		keep, room = min(keep, d.maxCtx-1), min(room, d.maxCtx)
 	}
-	st, _, err := d.m.ReadKVFile(f, d.identity, engine.ReadKVOptions{Capacity: room})
+	st, _, err := d.m.ReadKVFile(f, d.identity, engine.ReadKVOptions{Keep: keep, Capacity: room})
 	f.Close()
 	if err != nil || st.Scope != e.scope {
 		d.log.Warn("KV disk cache: ignoring a file", "path", e.path, "err", err)
