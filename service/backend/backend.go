@@ -278,6 +278,9 @@ type ModelInfo struct {
 	// it is not the one asked for, why ("asked avxvnni, CPU lacks
 	// AVX-VNNI: running avx2"); "" for other backends. For the log.
 	Kernels string `json:"-"`
+	// Parallel is how many generations the backend answers at once (the
+	// CPU engine's; 0 for one at a time). For the settings view.
+	Parallel int `json:"-"`
 }
 
 // Shape is a transformer's size, named as GGUF metadata names it (and

@@ -306,7 +306,7 @@ func (b *Backend) Load(ctx context.Context, progress func(backend.Progress)) err
 	}
 	parallel := b.opts.Parallel
 	if parallel <= 0 {
-		parallel = int(min(DefaultParallel, max(1, budget/m.KVBytes(min(sess.MaxContext(), parallelContext)))))
+		parallel = AutoParallel(budget, m.KVBytes, sess.MaxContext())
 	}
 	parallel = min(parallel, MaxParallel)
 	longest := 1
@@ -316,11 +316,18 @@ func (b *Backend) Load(ctx context.Context, progress func(backend.Progress)) err
 		}
 	}
 	b.mu.Lock()
+	var oldErr error
+	if b.model != nil { // loaded over itself: the old model goes first, all of it
+		oldErr = b.unloadLocked()
+	}
 	b.model, b.tok, b.tcfg, b.tmpl = m, tok, tcfg, tmpl
 	b.kv, b.disk, b.maxCtx, b.maxTokenBytes = kv, disk, sess.MaxContext(), longest
 	b.sched, b.run = m.NewScheduler(engine.SchedulerOptions{}), newRunners(parallel, kv, sess)
 	b.cache.Store(&cacheRefs{kv, disk})
 	b.mu.Unlock()
+	if oldErr != nil && b.opts.Log != nil {
+		b.opts.Log.Warn("unloading the model loaded before", "err", oldErr)
+	}
 	report("ready", 1)
 	return nil
 }
@@ -389,6 +396,12 @@ func (b *Backend) Unload(ctx context.Context) error {
 	if b.model == nil {
 		return nil
 	}
+	return b.unloadLocked()
+}
+
+// unloadLocked writes the kept KV to disk and ends the scheduler and the
+// model. b.mu is held (for writing) and the model loaded.
+func (b *Backend) unloadLocked() error {
 	if b.disk != nil {
 		// the most recent prompts first, those not on disk yet, at most
 		// quitWrite bytes (quitting must not take long)
@@ -437,6 +450,7 @@ func (b *Backend) Info() backend.ModelInfo {
 			HeadCountKV: kv, VocabSize: c.VocabSize, RopeFreqBase: c.RopeTheta, RMSEpsilon: c.NormEps}
 		info.Capabilities = b.capabilitiesLocked()
 		info.Kernels = b.model.SIMDChoice().String()
+		info.Parallel = b.run.places
 	}
 	return info
 }
