@@ -37,6 +37,9 @@ func (a *App) engines(model string) []backend.Kind {
 	if m, ok := a.flmModel(model); ok && eng != backend.Remote {
 		return flmBackendKinds(m, eng)
 	}
+	if m, err := a.cat.Lookup(model); err == nil && m.Name == model && m.CPUNote() != "" && eng != backend.Remote {
+		return []backend.Kind{backend.NPU} // FastFlowLM's model the CPU engine cannot compute
+	}
 	switch eng {
 	case backend.NPU, backend.CPU, backend.Remote:
 		return []backend.Kind{eng}

@@ -40,6 +40,19 @@ var flmNoCPU = map[string]string{
 	"qwen2": "NPU Chat's CPU engine computes Qwen2 from GGUF files, but is not shown to read FastFlowLM's qwen2 q4nx layout (its q, k and v biases)",
 }
 
+// FLMFamilyCPU says whether the in-process engine runs models of one of
+// FastFlowLM's details.family values from their q4nx (arch, the engine's
+// architecture), or why not (why, "" when it does).
+func FLMFamilyCPU(family string) (arch, why string) {
+	if a := flmCPU[family]; a != "" {
+		return a, ""
+	}
+	if w := flmNoCPU[family]; w != "" {
+		return "", w
+	}
+	return "", fmt.Sprintf("NPU Chat's CPU engine does not compute the %s architecture", family)
+}
+
 // ParseFLMList reads a FastFlowLM model_list.json into catalog models
 // (Origin OriginFastFlowLM), sorted by name. An entry without a name or
 // files, or whose address is not a Hugging Face repository, is an error
@@ -104,12 +117,8 @@ func FromFLMEntry(family, tag string, raw json.RawMessage) (*Model, error) {
 		// The language model alone is not the model: its vision or audio
 		// weights need FastFlowLM.
 		m.NoCPU = "it needs its vision or audio weights, which only FastFlowLM computes"
-	case flmCPU[e.Details.Family] != "":
-		m.Arch = flmCPU[e.Details.Family]
-	case flmNoCPU[e.Details.Family] != "":
-		m.NoCPU = flmNoCPU[e.Details.Family]
 	default:
-		m.NoCPU = fmt.Sprintf("NPU Chat's CPU engine does not compute the %s architecture", e.Details.Family)
+		m.Arch, m.NoCPU = FLMFamilyCPU(e.Details.Family)
 	}
 	if err := m.check(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
