@@ -252,7 +252,7 @@ func (a *App) Library(ctx context.Context) []library.Model {
 		if _, why := catalog.FLMFamilyCPU(f.Family); why == "" {
 			m.Engines = append(m.Engines, "cpu")
 		} else {
-			m.Note = "NPU only: " + why + "."
+			m.Note = "The CPU cannot run it: " + why + "."
 		}
 		loaded(&m)
 		out = append(out, m)
@@ -492,7 +492,7 @@ func (a *App) Offers(ctx context.Context) []library.Offer {
 		of.Installed = byFLM || a.describe(m).Installed
 		if of.CPUNote != "" && !flmFound {
 			of.Installable = false
-			of.CPUNote += " FastFlowLM is not installed on this computer."
+			of.CPUNote += " FastFlowLM is not installed on this computer, so nothing here can run it."
 		}
 		out = append(out, of)
 	}

@@ -80,7 +80,7 @@ func (m *Model) CPUNote() string {
 	if note == "" {
 		note = "NPU Chat's CPU engine does not compute it"
 	}
-	return "NPU only: " + note + ", so it needs the NPU and FastFlowLM."
+	return "The CPU cannot run it: " + note + "."
 }
 
 // HasTokenizerFacts reports whether the catalog knows what FastFlowLM

@@ -56,8 +56,8 @@ func TestFLMModelsFromTheRealList(t *testing.T) {
 			len(m.Source.Files) == 0 || m.FLMTag() != tc.name || !strings.Contains(m.CPUNote(), tc.note) {
 			t.Errorf("%s: %+v (note %q), want repo %s rev %s folder %s arch %q note %q", tc.name, m, m.CPUNote(), tc.repo, tc.rev, tc.folder, tc.arch, tc.note)
 		}
-		if tc.note != "" && !strings.HasPrefix(m.CPUNote(), "NPU only: ") {
-			t.Errorf("%s: note %q does not start with NPU only", tc.name, m.CPUNote())
+		if tc.note != "" && !strings.HasPrefix(m.CPUNote(), "The CPU cannot run it: ") {
+			t.Errorf("%s: note %q does not start with The CPU cannot run it", tc.name, m.CPUNote())
 		}
 	}
 	for _, bad := range []string{`{"models": {"x": {"1b": {"name": "X", "url": "https://example.com/a/b", "files": ["a"]}}}}`,

@@ -56,6 +56,38 @@ func Files(t testing.TB) []hubtest.File {
 	return files
 }
 
+// FLMRepo and FLMRevision are where FastFlowLM's own qwen3:0.6b comes
+// from, as its v0.9.45 model list names them.
+const (
+	FLMRepo     = "FastFlowLM/Qwen3-0.6B-NPU2"
+	FLMRevision = "v0.9.22-faster-q4-1"
+)
+
+// FLMFiles returns the files FastFlowLM's list names for qwen3:0.6b
+// (config.json, model.q4nx, tokenizer.json, tokenizer_config.json), as a
+// small qwen3 model in FastFlowLM's q4nx layout that the in-process
+// engine loads, and a README the list does not name.
+func FLMFiles(t testing.TB) []hubtest.File {
+	t.Helper()
+	w, err := testmodel.Random(6, testmodel.Qwen3Small())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := testmodel.WriteFLM(dir, w, testmodel.FLMOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	files := []hubtest.File{{Path: "README.md", Content: []byte("# Qwen3-0.6B-NPU2 (a test stand-in)\n")}}
+	for _, name := range []string{"config.json", "model.q4nx", "tokenizer.json", "tokenizer_config.json"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, hubtest.File{Path: name, Content: b, LFS: name == "model.q4nx" || name == "tokenizer.json"})
+	}
+	return files
+}
+
 // StubFiles returns the repository's file names with made-up contents
 // (deterministic bytes, no model that loads): for tests of the install
 // itself, which need no working model and should not spend the time to
