@@ -251,3 +251,28 @@ func TestCatalogInstallsFastFlowLMModel(t *testing.T) {
 		}
 	}
 }
+
+// TestModelsViewWithRemoteServer: with the remote engine serving, the
+// Models view lists what the remote server serves (and which answers
+// now), never "No model is installed yet".
+func TestModelsViewWithRemoteServer(t *testing.T) {
+	up := newUpstream(t)
+	up.script(time.Millisecond, "hello")
+	srv := remoteServer(t, up, t.TempDir())
+	b := newBrowser(t)
+	b.open(srv.URL + "/")
+	// The remote model answers a first message, so it is on.
+	b.run(chromedp.SendKeys("#composer-input", "hi"+kb.Enter, chromedp.ByQuery))
+	b.waitJS(`document.querySelectorAll('[data-testid=message][data-role=assistant]').length === 1`, 30*time.Second)
+	b.run(chromedp.Click("#open-library", chromedp.ByQuery))
+	const row = `document.querySelector('[data-testid=library-list] [data-name="scripted"]')`
+	b.waitJS(`!!`+row+` && !!`+row+`.querySelector("[data-testid=library-loaded]")`, 20*time.Second)
+	if note := eval[string](b, `document.getElementById('library-note').textContent`); strings.Contains(note, "No model") {
+		t.Errorf("the Models view says %q while the remote model serves", note)
+	}
+	facts := eval[string](b, row+`.querySelector('[data-testid=library-facts]').textContent`)
+	if facts != "served by the remote server" {
+		t.Errorf("the remote model's facts: %q", facts)
+	}
+	b.shot("library-remote")
+}

@@ -33,7 +33,6 @@
     npuchat: "installed by NPU Chat",
     fastflowlm: "FastFlowLM's model",
     added: "added by you",
-    remote: "served by the remote server",
   };
   function enginesText(e) {
     if (e.includes("remote")) return "the remote server";
@@ -79,10 +78,11 @@
       }
       li.appendChild(head);
       const facts = [];
-      if (m.format) facts.push(m.format.toUpperCase() === "GGUF" ? "GGUF" : m.format);
+      const remote = m.source === "remote";
+      if (m.format && !remote) facts.push(m.format.toUpperCase() === "GGUF" ? "GGUF" : m.format);
       if (m.size) facts.push(human(m.size));
-      facts.push("runs on " + enginesText(m.engines || []));
-      facts.push(sourceText[m.source] || m.source);
+      facts.push((remote ? "served by " : "runs on ") + enginesText(m.engines || []));
+      if (!remote) facts.push(sourceText[m.source] || m.source);
       const f = el("p", "library-facts", facts.join(" · "));
       f.setAttribute("data-testid", "library-facts");
       li.appendChild(f);
