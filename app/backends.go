@@ -139,7 +139,7 @@ func (a *App) newNPUBackend(ctx context.Context, model string) (backend.Backend,
 		return nil, fmt.Errorf("NPU check: %w", err)
 	}
 	if !rep.Ready {
-		return nil, fmt.Errorf("the NPU is not ready (%s); the NPU check view says how to fix it", strings.TrimSuffix(rep.Summary, "."))
+		return nil, fmt.Errorf("the NPU is not ready (%s); run npuchat check for the fixes", strings.TrimSuffix(rep.Summary, "."))
 	}
 	in, err := models.NewInstaller(a.cfg, models.Options{FLMRoot: a.cfg.FLMRoot, Getenv: a.opts.Getenv, GOOS: a.opts.GOOS})
 	if err != nil {
