@@ -307,7 +307,7 @@ func (r *installRun) where(ctx context.Context) error {
 	if m.Origin == catalog.OriginFastFlowLM {
 		if !r.layout.Found() && m.CPUNote() != "" {
 			// Nothing here could run it: download nothing.
-			return &NeedsFLMError{Model: m.Name, Reason: m.NoCPU, Hint: flm.InstallHint(r.in.Probe.GOOS)}
+			return &NeedsFLMError{Model: m.Name, Reason: m.NoCPU, Hint: flm.GetHint(r.in.Probe.GOOS)}
 		}
 		// The FastFlowLM here may list the model at another revision
 		// than the embedded list: its own entry is the one it checks
@@ -355,7 +355,7 @@ func (r *installRun) previous() (done bool, err error) {
 		return false, &FLMGoneError{Model: m.Name, Dir: prev.Dir}
 	}
 	if r.source == SourceNPU && r.target != TargetFLM {
-		r.note(fmt.Sprintf("FastFlowLM was not found, so %s goes to NPU Chat's own folder for the in-process (CPU) engine; the NPU path needs FastFlowLM: %s", m.Name, flm.InstallHint(r.in.Probe.GOOS)))
+		r.note(fmt.Sprintf("FastFlowLM was not found, so %s goes to NPU Chat's own folder for the in-process (CPU) engine; the NPU path needs FastFlowLM: %s", m.Name, flm.GetHint(r.in.Probe.GOOS)))
 	}
 	// A FastFlowLM too old for the model is refused before gigabytes are
 	// moved into its folder.

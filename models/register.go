@@ -377,7 +377,7 @@ func (in *Installer) writeOwnList(layout *flm.Layout, extra []flm.Entry) (bool, 
 func (in *Installer) PrepareFLM(ctx context.Context) (*flm.Layout, error) {
 	layout := in.Layout(ctx)
 	if !layout.Found() {
-		return layout, fmt.Errorf("%w: %s", flm.ErrNoFLM, flm.InstallHint(in.Probe.GOOS))
+		return layout, fmt.Errorf("%w: %s", flm.ErrNoFLM, flm.GetHint(in.Probe.GOOS))
 	}
 	if layout.ModelsDirErr != nil {
 		return layout, fmt.Errorf("prepare FastFlowLM: %w", layout.ModelsDirErr)

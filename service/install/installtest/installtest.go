@@ -149,7 +149,7 @@ func Statuses() map[string]install.Status {
 		Err: errors.New(`resolve julianmb/MiniCPM5-2B-NPU2@main: Get "https://huggingface.co/api/models/julianmb/MiniCPM5-2B-NPU2/revision/main": dial tcp: lookup huggingface.co on 127.0.0.53:53: no such host`)})
 	diskFull := install.Explain("minicpm5:2b", fmt.Errorf("install minicpm5:2b: fetch: %w", &hub.SpaceError{Dir: "/home/u/.config/flm/models", Need: 2_300_000_000, Have: 1_000_000_000}))
 	needsFLM := install.Explain("qwen3vl-it:4b", &models.NeedsFLMError{Model: "qwen3vl-it:4b",
-		Reason: "it needs its vision or audio weights, which only FastFlowLM computes", Hint: flm.InstallHint("linux")})
+		Reason: "it needs its vision or audio weights, which only FastFlowLM computes", Hint: flm.GetHint("linux")})
 	flmGone := install.Explain("minicpm5:2b", &models.StepError{Model: "minicpm5:2b", Step: "plan",
 		Err: &models.FLMGoneError{Model: "minicpm5:2b", Dir: "/home/u/.config/flm/models/MiniCPM5-2B-NPU2"}})
 	const m = "minicpm5:2b"
