@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 )
 
 //go:embed catalog.json
@@ -162,7 +163,19 @@ func (m *Model) FLMMinVersion() string {
 func (m *Model) FLMTag() string { return m.FLM.Family + ":" + m.FLM.Tag }
 
 // Load returns the embedded catalog: NPU Chat's models and FastFlowLM's.
+// The embedded lists are read once; each call returns its own copy, so
+// that a caller changing a model changes no one else's.
 func Load() (*Catalog, error) {
+	c, err := loadEmbedded()
+	if err != nil {
+		return nil, err
+	}
+	return c.clone(), nil
+}
+
+// loadEmbedded reads the embedded lists, once (it takes milliseconds,
+// and the app describes every model each time the models are listed).
+var loadEmbedded = sync.OnceValues(func() (*Catalog, error) {
 	c, err := Parse(catalogJSON)
 	if err != nil {
 		return nil, err
@@ -177,6 +190,21 @@ func Load() (*Catalog, error) {
 		}
 	}
 	return c, nil
+})
+
+// clone copies the catalog and its models (their slices and raw JSON
+// are shared: nothing changes them).
+func (c *Catalog) clone() *Catalog {
+	out := &Catalog{}
+	for _, m := range c.Models {
+		cp := *m
+		out.Models = append(out.Models, &cp)
+	}
+	for _, m := range c.FLM {
+		cp := *m
+		out.FLM = append(out.FLM, &cp)
+	}
+	return out
 }
 
 // All lists every model, NPU Chat's first.
