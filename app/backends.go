@@ -89,11 +89,11 @@ func (a *App) newBackend(ctx context.Context, model string, kind backend.Kind) (
 	case backend.CPU:
 		if m, ok := a.flmModel(model); ok {
 			return cpu.New(cpu.Options{Path: m.Dir, Name: model, Threads: a.cfg.Threads, CacheDir: a.engineCache(), MemAvailable: a.memAvailable,
-				KVDir: a.kvCache(), Log: a.log, MaxContext: a.settings.Get().ContextLength, ParameterSize: m.Params, Quantization: m.Quant}), nil
+				KVDir: a.kvCache(), Log: a.log, MaxContext: a.settings.Get().ContextLength, Parallel: a.settings.Get().Parallel, ParameterSize: m.Params, Quantization: m.Quant}), nil
 		}
 		if path, ok := a.local.path(model); ok {
 			return cpu.New(cpu.Options{Path: path, Name: model, Threads: a.cfg.Threads, CacheDir: a.engineCache(), MemAvailable: a.memAvailable,
-				KVDir: a.kvCache(), Log: a.log, MaxContext: a.settings.Get().ContextLength}), nil
+				KVDir: a.kvCache(), Log: a.log, MaxContext: a.settings.Get().ContextLength, Parallel: a.settings.Get().Parallel}), nil
 		}
 		inst, err := models.Locate(a.cfg, model)
 		if err != nil {
@@ -101,7 +101,7 @@ func (a *App) newBackend(ctx context.Context, model string, kind backend.Kind) (
 		}
 		opts := cpu.Options{Path: inst.Dir, Name: model, Threads: a.cfg.Threads, ParameterSize: strings.ToUpper(inst.Model.Size),
 			CacheDir: a.engineCache(), MemAvailable: a.memAvailable, KVDir: a.kvCache(), Log: a.log,
-			MaxContext: a.settings.Get().ContextLength}
+			MaxContext: a.settings.Get().ContextLength, Parallel: a.settings.Get().Parallel}
 		if inst.Format == "flm-q4nx" {
 			// Compute the original model, not the port's changes.
 			opts.SkipQKNorm = inst.Model.Port.InjectedQKNorm
@@ -166,7 +166,8 @@ func (a *App) newNPUBackend(ctx context.Context, model string) (backend.Backend,
 		Env:        layout.ServeEnv(),
 		Log:        a.flmLog,
 		Info: backend.ModelInfo{Name: model, Family: m.Family, ParameterSize: strings.ToUpper(m.Size), Quantization: "Q4_1",
-			Format: "q4nx", Path: dir},
+			Format: "q4nx", Path: dir, ContextLength: flmContext(m)},
+		Count: a.flmCounter(dir),
 		OnState: func(ev flm.Event) {
 			a.log.Info("FastFlowLM", "state", ev.State, "pid", ev.PID, "attempt", ev.Attempt, "err", ev.Err)
 		},
@@ -176,6 +177,19 @@ func (a *App) newNPUBackend(ctx context.Context, model string) (backend.Backend,
 	}
 	a.lastNPU.Store(be)
 	return be, nil
+}
+
+// flmCounter counts a chat's tokens with the tokenizer and chat template
+// in an FLM model's folder, for the NPU backend to fit a long chat into
+// FastFlowLM's context; nil (an estimate from the text) when they cannot
+// be read.
+func (a *App) flmCounter(dir string) oaicompat.Counter {
+	count, err := cpu.PromptCounter(dir)
+	if err != nil {
+		a.log.Warn("the model's tokenizer: chats are fitted to FastFlowLM's context by an estimate", "err", err)
+		return nil
+	}
+	return count
 }
 
 // FastFlowLMPID is the process id of the FastFlowLM child serving now or

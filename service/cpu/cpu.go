@@ -219,7 +219,7 @@ func (b *Backend) Load(ctx context.Context, progress func(backend.Progress)) err
 	}
 	parallel := b.opts.Parallel
 	if parallel <= 0 {
-		parallel = int(min(DefaultParallel, max(1, budget/m.KVBytes(min(sess.MaxContext(), parallelContext)))))
+		parallel = AutoParallel(budget, m.KVBytes, sess.MaxContext())
 	}
 	parallel = min(parallel, MaxParallel)
 	longest := 1
@@ -229,11 +229,18 @@ func (b *Backend) Load(ctx context.Context, progress func(backend.Progress)) err
 		}
 	}
 	b.mu.Lock()
+	var oldErr error
+	if b.model != nil { // loaded over itself: the old model goes first, all of it
+		oldErr = b.unloadLocked()
+	}
 	b.model, b.tok, b.tcfg, b.tmpl = m, tok, tcfg, tmpl
 	b.kv, b.disk, b.maxCtx, b.maxTokenBytes = kv, disk, sess.MaxContext(), longest
 	b.sched, b.run = m.NewScheduler(engine.SchedulerOptions{}), newRunners(parallel, kv, sess)
 	b.cache.Store(&cacheRefs{kv, disk})
 	b.mu.Unlock()
+	if oldErr != nil && b.opts.Log != nil {
+		b.opts.Log.Warn("unloading the model loaded before", "err", oldErr)
+	}
 	report("ready", 1)
 	return nil
 }
@@ -302,6 +309,12 @@ func (b *Backend) Unload(ctx context.Context) error {
 	if b.model == nil {
 		return nil
 	}
+	return b.unloadLocked()
+}
+
+// unloadLocked writes the kept KV to disk and ends the scheduler and the
+// model. b.mu is held (for writing) and the model loaded.
+func (b *Backend) unloadLocked() error {
 	if b.disk != nil {
 		// the most recent prompts first, those not on disk yet, at most
 		// quitWrite bytes (quitting must not take long)
@@ -350,6 +363,7 @@ func (b *Backend) Info() backend.ModelInfo {
 			HeadCountKV: kv, VocabSize: c.VocabSize, RopeFreqBase: c.RopeTheta, RMSEpsilon: c.NormEps}
 		info.Capabilities = b.capabilitiesLocked()
 		info.Kernels = b.model.SIMDChoice().String()
+		info.Parallel = b.run.places
 	}
 	return info
 }
@@ -370,8 +384,9 @@ func (b *Backend) promptLocked(req *backend.Request) ([]int, error) {
 }
 
 // fitLocked renders req into the model's prompt: a raw prompt as it is,
-// a chat without its oldest turns when it does not fit the context with
-// room for the answer (backend.FitMessages). It returns the token ids
+// a chat without its oldest turns when it does not fit the context (the
+// request's own, at most the loaded one: backend.ContextFor) with room
+// for the answer (backend.FitMessages). It returns the token ids
 // and how many messages were left out.
 func (b *Backend) fitLocked(req *backend.Request) ([]int, int, error) {
 	if req.Messages == nil {
@@ -400,7 +415,8 @@ func (b *Backend) fitLocked(req *backend.Request) ([]int, int, error) {
 		return len(ids), nil
 	}
 	size := func(m backend.Message) int { return len(b.tok.Encode(m.Content)) + len(m.ToolCalls)*16 + 4 }
-	fit, err := backend.FitMessages(req.Messages, b.maxCtx, backend.AnswerRoom(req, b.maxCtx), count, size)
+	limit := backend.ContextFor(req, b.maxCtx)
+	fit, err := backend.FitMessages(req.Messages, limit, backend.AnswerRoom(req, limit), count, size)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -54,29 +54,34 @@ func (b *Backend) GenerateTokens(ctx context.Context, prompt []int, req *backend
 func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Request, obs Observer, emit func(backend.Token) error) (res backend.Result, err error) {
 	res.Backend = backend.CPU
 	res.PromptTokens = len(ids)
+	// the request's own context, at most the loaded one
+	limit := backend.ContextFor(req, b.maxCtx)
+	res.ContextLength = limit
 	if len(ids) == 0 {
 		return res, fmt.Errorf("the prompt is empty: %w", backend.ErrBadRequest)
 	}
-	if len(ids) >= b.maxCtx {
-		return res, fmt.Errorf("%d prompt tokens, the context holds %d: %w", len(ids), b.maxCtx, backend.ErrPromptTooLong)
+	if len(ids) >= limit {
+		return res, fmt.Errorf("%d prompt tokens, the context holds %d: %w", len(ids), limit, backend.ErrPromptTooLong)
 	}
 
 	// Resume from the longest prefix the KV cache holds for this cache
 	// scope (so that one client cannot time another's prompt); at least
 	// the last prompt token is computed again to get its logits. Whatever
 	// happens, the positions computed are kept in the cache after.
-	if b.disk != nil {
-		// a KV file that holds more of the prompt than memory does (an old
-		// chat reopened, after a restart too) goes into the cache first
-		if st := b.disk.lookup(req.CacheScope, ids, b.kv.Match(req.CacheScope, ids)); st != nil {
-			b.kv.Insert(st)
-		}
-	}
 	sess, err := b.run.enter(ctx)
 	if err != nil {
 		return res, err
 	}
 	defer b.run.leave(sess)
+	if b.disk != nil {
+		// a KV file that holds more of the prompt than memory does (an old
+		// chat reopened, after a restart too) goes into the cache first:
+		// once the request has its place, so that one waiting for it reads
+		// no file and holds no memory
+		if st := b.disk.lookup(req.CacheScope, ids, b.kv.Match(req.CacheScope, ids)); st != nil {
+			b.kv.Insert(st)
+		}
+	}
 	sess.SetTag(req.CacheTag)
 	keep, err := sess.Resume(req.CacheScope, ids)
 	if err != nil {
@@ -126,7 +131,7 @@ func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Re
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
-		if len(history) >= b.maxCtx { // prompt and answer fill the context
+		if len(history) >= limit { // prompt and answer fill the context
 			res.FinishReason = backend.FinishLength
 			break
 		}
@@ -164,17 +169,14 @@ func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Re
 		}
 		seen := b.run.ends()
 		logits, err = q.Forward(ctx, next)
-		for err != nil && errors.Is(err, engine.ErrKVBudget) {
-			// the answer needs memory the requests beside it hold
-			if ok, werr := b.run.waitRoom(ctx, seen); werr != nil {
-				return res, werr
-			} else if !ok {
-				break
-			}
-			seen = b.run.ends()
+		if err != nil && errors.Is(err, engine.ErrKVBudget) && b.run.ends() != seen {
+			// a request beside it ended meanwhile: its memory may be free
 			logits, err = q.Forward(ctx, next)
 		}
 		if err != nil {
+			// short of KV memory (held by the requests beside it) or at
+			// the context's end, the answer ends there: it does not wait
+			// for another's whole answer, or a client that does not read
 			if errors.Is(err, engine.ErrContextFull) {
 				res.FinishReason = backend.FinishLength
 				break
