@@ -102,12 +102,15 @@ func (c *Client) fit(req *backend.Request) (*backend.Request, backend.Fit, int, 
 	if err != nil {
 		return nil, f, limit, err
 	}
-	if f.Omitted == 0 && limit >= server {
+	// the request's own context is smaller than the server's (or the
+	// server's is unknown)
+	own := req.ContextLength > 0 && limit == req.ContextLength && (server <= 0 || limit < server)
+	if f.Omitted == 0 && !own {
 		return req, f, limit, nil
 	}
 	out := *req
 	out.Messages = f.Messages
-	if limit < server {
+	if own {
 		// the request's own context is smaller than the server's: the
 		// answer stops where that context is full
 		if room := limit - f.Tokens; room > 0 && (out.MaxTokens == 0 || out.MaxTokens > room) {
