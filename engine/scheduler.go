@@ -97,6 +97,9 @@ type Seq struct {
 
 	// owned by the loop
 	expected, slow bool
+	// copied is how many positions of the last Prefill were copied from
+	// a sequence beside (share), written by the loop before its reply
+	copied int
 	// waited is how many steps the last prompt took from the step the
 	// loop took it at to its logits (written before the reply is sent,
 	// read after it is received: for the fairness test)
@@ -171,8 +174,13 @@ func (q *Seq) Prefill(ctx context.Context, tokens []int) ([]float32, error) {
 	if err := s.reserve(s.pos + len(tokens)); err != nil {
 		return nil, fmt.Errorf("prefill %d tokens at position %d: %w", len(tokens), s.pos, err)
 	}
+	q.copied = 0
 	return q.ask(ctx, tokens, false)
 }
+
+// Copied is how many positions the last Prefill copied from a sequence
+// beside that shared them, rather than computed (SchedulerStats.Shared).
+func (q *Seq) Copied() int { return q.copied }
 
 // Embed computes the embedding of tokens (as Model.Embed: the final
 // hidden states mean-pooled and L2-normalised) in the sequence's

@@ -55,6 +55,7 @@ func (sc *Scheduler) share() {
 		s.tokens = append([]int(nil), ls.tokens[:best]...)
 		s.pos = best
 		r.tokens = r.tokens[copied:]
+		r.q.copied += copied
 		sc.stats.Lock()
 		sc.stats.Shared += int64(copied)
 		sc.stats.Unlock()

@@ -142,7 +142,7 @@ func TestSchedulerSharedPrefixComputedOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	var ready sync.WaitGroup
 	ready.Add(len(prompts))
-	var prefilled atomic.Int32
+	var prefilled, copied atomic.Int32
 	for i, p := range prompts {
 		wg.Add(1)
 		go func() {
@@ -158,6 +158,7 @@ func TestSchedulerSharedPrefixComputedOnce(t *testing.T) {
 			ready.Done()
 			ready.Wait() // together
 			l, err := q.Prefill(context.Background(), p)
+			copied.Add(int32(q.Copied()))
 			prefilled.Add(1)
 			for err == nil && (len(got[i]) < steps || prefilled.Load() < int32(len(prompts))) {
 				tok := argmaxF(l)
@@ -183,6 +184,9 @@ func TestSchedulerSharedPrefixComputedOnce(t *testing.T) {
 	st := sc.Stats()
 	t.Logf("%d prompt tokens: %+v", total, st)
 	// scope a: 64 computed once, copied twice; scope b computes its own
+	if int64(copied.Load()) != st.Shared {
+		t.Errorf("the sequences say %d positions were copied, the scheduler %d", copied.Load(), st.Shared)
+	}
 	if st.Shared != 2*64 || st.Prompt != int64(total)-st.Shared {
 		t.Errorf("prompts of %d tokens in all: %d computed, %d copied; want 128 copied (the system prompt's 64 whole-block tokens, for two of the three in its scope)", total, st.Prompt, st.Shared)
 	}
