@@ -229,6 +229,14 @@ type CacheForgetter interface {
 	ForgetCache(tag string)
 }
 
+// CacheWarmer is a backend that can read what it kept on disk for a
+// CacheTag back into memory ahead of a request (a chat opened in the
+// page, before its next message is sent). WarmCache returns at once;
+// the reading happens in the background.
+type CacheWarmer interface {
+	WarmCache(tag string)
+}
+
 // CacheStats describe what a backend's KV cache holds, for the status
 // and /api/ps.
 type CacheStats struct {

@@ -116,6 +116,19 @@ type Backend struct {
 	// cache is kv and disk for CacheStats, which must not wait for b.mu
 	// (held through a whole Generate).
 	cache atomic.Pointer[cacheRefs]
+	// forgot says when each tag was last forgotten (ForgetCache), in
+	// forgets counted so far, so that a request running when its chat
+	// was deleted does not keep it again when it ends (forgotSince);
+	// fmu guards both and makes a forget and a request's keeping happen
+	// one after the other.
+	fmu     sync.Mutex
+	forgets uint64
+	forgot  map[string]uint64
+	// warmNext is the tag WarmCache was last asked for and not yet
+	// warmed, warming whether a goroutine is warming (wmu guards both).
+	wmu      sync.Mutex
+	warmNext string
+	warming  bool
 }
 
 // cacheRefs are the loaded model's KV cache and disk cache.
@@ -130,12 +143,86 @@ func (b *Backend) ForgetCache(tag string) {
 	if tag == "" {
 		return
 	}
-	if r := b.cache.Load(); r != nil {
-		r.kv.Forget(tag)
-		if r.disk != nil {
-			r.disk.forgetTag(tag)
-		}
+	r := b.cache.Load()
+	b.fmu.Lock()
+	b.forgets++
+	if b.forgot == nil {
+		b.forgot = map[string]uint64{}
 	}
+	b.forgot[tag] = b.forgets
+	if r != nil {
+		r.kv.Forget(tag)
+	}
+	b.fmu.Unlock()
+	if r != nil && r.disk != nil {
+		r.disk.forgetTag(tag)
+	}
+}
+
+// WarmCache implements backend.CacheWarmer: the KV file of a tag (a chat
+// opened in the page) is read into the KV cache in the background, so
+// that the chat's next message resumes from memory. Asked for several
+// chats quickly, it warms the one running and the last asked for.
+func (b *Backend) WarmCache(tag string) {
+	if tag == "" {
+		return
+	}
+	b.wmu.Lock()
+	defer b.wmu.Unlock()
+	b.warmNext = tag
+	if b.warming {
+		return
+	}
+	b.warming = true
+	go func() {
+		for {
+			b.wmu.Lock()
+			tag := b.warmNext
+			b.warmNext = ""
+			if tag == "" {
+				b.warming = false
+				b.wmu.Unlock()
+				return
+			}
+			b.wmu.Unlock()
+			b.warm(tag)
+		}
+	}()
+}
+
+// warm reads a tag's KV file into the KV cache, unless it is there or
+// the tag is forgotten meanwhile.
+func (b *Backend) warm(tag string) bool {
+	r := b.cache.Load()
+	if r == nil || r.disk == nil {
+		return false
+	}
+	mark := b.forgetMark()
+	return r.disk.warm(tag, r.kv, func(st *engine.StoredKV) {
+		b.keepUnlessForgotten(st.Tag, mark, func() { r.kv.Insert(st) }, func() {})
+	})
+}
+
+// forgetMark is how many forgets there were so far: taken when a
+// request starts, for keepUnlessForgotten.
+func (b *Backend) forgetMark() uint64 {
+	b.fmu.Lock()
+	defer b.fmu.Unlock()
+	return b.forgets
+}
+
+// keepUnlessForgotten runs keep (what stores a request's keys and values
+// of tag in the cache) unless tag was forgotten after mark, then it runs
+// drop; either way no ForgetCache runs meanwhile, so a chat deleted
+// while its answer ran is not kept again when the answer ends.
+func (b *Backend) keepUnlessForgotten(tag string, mark uint64, keep, drop func()) {
+	b.fmu.Lock()
+	defer b.fmu.Unlock()
+	if tag != "" && b.forgot[tag] > mark {
+		drop()
+		return
+	}
+	keep()
 }
 
 // CacheStats implements backend.CacheReporter.

@@ -68,6 +68,9 @@ func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Re
 	// scope (so that one client cannot time another's prompt); at least
 	// the last prompt token is computed again to get its logits. Whatever
 	// happens, the positions computed are kept in the cache after.
+	// (A chat deleted while this runs, ForgetCache, is not kept again:
+	// keepUnlessForgotten.)
+	mark := b.forgetMark()
 	sess, err := b.run.enter(ctx)
 	if err != nil {
 		return res, err
@@ -79,7 +82,7 @@ func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Re
 		// once the request has its place, so that one waiting for it reads
 		// no file and holds no memory
 		if st := b.disk.lookup(req.CacheScope, ids, b.kv.Match(req.CacheScope, ids)); st != nil {
-			b.kv.Insert(st)
+			b.keepUnlessForgotten(st.Tag, mark, func() { b.kv.Insert(st) }, func() {})
 		}
 	}
 	sess.SetTag(req.CacheTag)
@@ -87,7 +90,7 @@ func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Re
 	if err != nil {
 		return res, err
 	}
-	defer sess.Keep()
+	defer b.keepUnlessForgotten(req.CacheTag, mark, sess.Keep, sess.Discard)
 	q := b.sched.Join(sess)
 	defer q.Leave()
 	res.CachedTokens = keep
