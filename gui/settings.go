@@ -47,6 +47,8 @@ type settingsWindow struct {
 	atStart   *widget.Check
 	atLogin   *widget.Check
 	state     *widget.Label
+	stateMore *folded // the whole error under the state's sentence
+	model     *widget.Label
 	loading   bool // set while reload writes the widgets, so their callbacks do nothing
 	engineFor map[string]backend.Kind
 
@@ -96,6 +98,8 @@ func newSettingsWindow(c *controller) *settingsWindow {
 		s.reload(c.snap)
 	})
 	s.state = wrapped("")
+	s.stateMore = newFolded()
+	s.model = widget.NewLabel(c.app.Model())
 
 	entry := func() *widget.Entry { e := widget.NewEntry(); return e }
 	s.context, s.keepAlive, s.modelsDir, s.hfEndpoint, s.port = entry(), entry(), entry(), entry(), entry()
@@ -142,7 +146,7 @@ func newSettingsWindow(c *controller) *settingsWindow {
 		widget.NewFormItem("Port", with(s.port, "port", "")),
 		widget.NewFormItem("", s.reachable),
 		widget.NewFormItem("API key", with(s.apiKey, "api_key", "The port, reachability and API key apply when NPU Chat next starts.")),
-		widget.NewFormItem("Model", widget.NewLabel(c.app.Model())),
+		widget.NewFormItem("Model", s.model),
 		widget.NewFormItem("Chat page", widget.NewLabel(c.app.ChatURL())),
 		widget.NewFormItem("Logs", wrapped(c.app.LogDir())),
 		widget.NewFormItem("Version", widget.NewLabel(c.app.Version())),
@@ -160,6 +164,7 @@ func newSettingsWindow(c *controller) *settingsWindow {
 		s.atLogin,
 		widget.NewSeparator(),
 		s.state,
+		s.stateMore.fold,
 		container.NewHBox(chat, logs),
 	)
 	s.win.SetContent(container.NewVScroll(container.NewPadded(content)))
@@ -274,7 +279,9 @@ func (s *settingsWindow) saveFields() {
 				s.note.SetText("Not saved: see the field marked.")
 				s.fieldError(fe.Field, fe.Message)
 			case err != nil:
-				s.note.SetText("Not saved: " + err.Error())
+				why, _ := errorWords(err.Error())
+				s.c.log.Warn("save the settings", "err", err)
+				s.note.SetText("Not saved: " + why)
 			default:
 				s.hfToken.SetText("")
 				s.apiKey.SetText("")
@@ -311,7 +318,8 @@ func (s *settingsWindow) reload(snap Snapshot) {
 	on, err := s.c.app.LaunchAtLogin()
 	s.atLogin.SetChecked(on)
 	if err != nil {
-		s.atLogin.SetText("Start NPU Chat when I log in (cannot read the entry: " + err.Error() + ")")
+		why, _ := errorWords(err.Error())
+		s.atLogin.SetText("Start NPU Chat when I log in (its entry cannot be read: " + strings.TrimSuffix(why, ".") + ")")
 	}
 	s.update(snap)
 }
@@ -324,7 +332,11 @@ func (s *settingsWindow) update(snap Snapshot) {
 	s.loading = true
 	s.showEngine()
 	s.loading = was
-	s.state.SetText("Now: " + stateText(snap))
+	text, detail := stateText(snap)
+	s.state.SetText("Now: " + text)
+	s.stateMore.set(detail)
+	// The model switched to from the menu or the page.
+	s.model.SetText(s.c.app.Model())
 }
 
 // showEngine selects the engine in effect (the caller sets loading, so

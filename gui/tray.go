@@ -89,6 +89,10 @@ type controller struct {
 	// tooltipShown is the tooltip set last.
 	tooltipShown string
 	menu         *fyne.Menu
+	// models is the library as read last (followLibrary; nil before the
+	// first read); libraryKick asks for a read now.
+	models      []modelLine
+	libraryKick chan struct{}
 
 	setup    *setupWindow
 	settings *settingsWindow
@@ -108,7 +112,7 @@ type menuState struct {
 
 func newController(ctx context.Context, l *loop, a App, host trayHost, log *slog.Logger) *controller {
 	fy := l.fy
-	c := &controller{ctx: ctx, fy: fy, loop: l, app: a, host: host, log: log, do: l.do}
+	c := &controller{ctx: ctx, fy: fy, loop: l, app: a, host: host, log: log, do: l.do, libraryKick: make(chan struct{}, 1)}
 	c.notify = func(n Notice) { fy.SendNotification(fyne.NewNotification(n.Title, n.Body)) }
 	c.openURL = fy.OpenURL
 	c.snap = Snapshot{Service: a.Status(), Server: a.Server()}
@@ -124,7 +128,11 @@ func (c *controller) start() (stop func()) {
 	c.redraw()
 	events, unsubscribe := c.app.Subscribe()
 	server, unwatch := c.app.WatchServer()
-	done := make(chan struct{})
+	done, stopLibrary, libraryDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(libraryDone)
+		c.followLibrary(c.libraryKick, stopLibrary)
+	}()
 	go func() {
 		defer close(done)
 		for {
@@ -148,7 +156,9 @@ func (c *controller) start() (stop func()) {
 	return func() {
 		unsubscribe()
 		unwatch()
+		close(stopLibrary)
 		<-done
+		<-libraryDone
 	}
 }
 
@@ -157,6 +167,10 @@ func (c *controller) start() (stop func()) {
 func (c *controller) onEvent(ev service.Event) {
 	for _, n := range noticesFor(c.snap.Service, ev) {
 		c.notify(n)
+	}
+	if prev := c.snap.Service; prev.Model != ev.Status.Model || prev.State != ev.Status.State ||
+		(ev.Install != nil && ev.Install.State.Ended()) {
+		c.rereadLibrary() // a model switched to, or installed
 	}
 	c.snap.Service = ev.Status
 	if ev.Type == service.EventInstall && ev.Install != nil {
