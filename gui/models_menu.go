@@ -179,9 +179,14 @@ func (c *controller) useModel(lib ModelLibrary, name string) {
 // outside the home and models folders) and switched to.
 func (c *controller) addModel(lib ModelLibrary, folder bool) {
 	w := c.fy.NewWindow("Add a model")
-	w.Resize(fyne.NewSize(760, 520))
+	w.SetIcon(AppIcon())
+	w.Resize(addSize)
+	c.addWin = w
 	done := func(path string) {
 		w.Close()
+		if c.addWin == w {
+			c.addWin = nil
+		}
 		if path == "" {
 			return
 		}
@@ -196,8 +201,14 @@ func (c *controller) addModel(lib ModelLibrary, folder bool) {
 			c.useModel(lib, m.Name)
 		}()
 	}
+	// A list, not fyne's default grid: whole names (the grid cuts the
+	// extension, and a model folder's files are told by theirs).
 	var d interface {
 		SetLocation(fyne.ListableURI)
+		SetView(dialog.ViewLayout)
+		SetTitleText(string)
+		SetConfirmText(string)
+		Resize(fyne.Size)
 		Show()
 	}
 	if folder {
@@ -226,6 +237,18 @@ func (c *controller) addModel(lib ModelLibrary, folder bool) {
 			d.SetLocation(l)
 		}
 	}
+	d.SetView(dialog.ListView)
+	d.SetConfirmText("Add")
+	if folder {
+		d.SetTitleText("Add a model folder: Hugging Face (config.json) or FastFlowLM (model.q4nx)")
+	} else {
+		d.SetTitleText("Add a GGUF file")
+	}
 	w.Show()
 	d.Show()
+	d.Resize(addSize)
 }
+
+// addSize is the size of the window of the add dialogs, and of the
+// dialog in it.
+var addSize = fyne.NewSize(760, 520)

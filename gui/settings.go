@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/storage"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
@@ -60,6 +63,10 @@ type settingsWindow struct {
 	shown                                                            map[*widget.Entry]string
 	errs                                                             map[string]*widget.Label
 	keepAliveWords                                                   *widget.Label
+	// chooseDir opens fyne's folder dialog for the models folder
+	// (dirDialog while it is open).
+	chooseDir *widget.Button
+	dirDialog *dialog.FileDialog
 	note                                                             *widget.Label
 	save                                                             *widget.Button
 	current                                                          config.Settings
@@ -105,6 +112,7 @@ func newSettingsWindow(c *controller) *settingsWindow {
 	s.context, s.keepAlive, s.modelsDir, s.hfEndpoint, s.port = entry(), entry(), entry(), entry(), entry()
 	s.hfToken, s.apiKey = widget.NewPasswordEntry(), widget.NewPasswordEntry()
 	s.modelsDir.SetPlaceHolder("the data folder's models folder")
+	s.chooseDir = widget.NewButtonWithIcon("Choose…", theme.FolderOpenIcon(), s.chooseModelsDir)
 	s.reachable = widget.NewCheck("Reachable from other devices (needs the API key)", nil)
 	s.keepAliveWords = widget.NewLabel("")
 	s.keepAlive.OnChanged = func(text string) {
@@ -140,7 +148,7 @@ func newSettingsWindow(c *controller) *settingsWindow {
 		widget.NewFormItem("Engine", s.engine),
 		widget.NewFormItem("Context length", with(s.context, "context_length", "Tokens, CPU engine; 0 = automatic. Applies the next time the model is loaded.")),
 		widget.NewFormItem("Unload when idle", with(container.NewBorder(nil, nil, nil, s.keepAliveWords, s.keepAlive), "keep_alive", "For example 5 minutes, 1 hour, never.")),
-		widget.NewFormItem("Models folder", with(s.modelsDir, "models_dir", "Where new installs go.")),
+		widget.NewFormItem("Models folder", with(container.NewBorder(nil, nil, nil, s.chooseDir, s.modelsDir), "models_dir", "Where new installs go.")),
 		widget.NewFormItem("Hugging Face", with(s.hfEndpoint, "hf_endpoint", "")),
 		widget.NewFormItem("Token", with(s.hfToken, "hf_token", "Kept in a file only you can read; shown masked.")),
 		widget.NewFormItem("Port", with(s.port, "port", "")),
@@ -179,6 +187,41 @@ func newSettingsWindow(c *controller) *settingsWindow {
 	}()
 	go func() { <-c.ctx.Done(); stop() }()
 	return s
+}
+
+// chooseModelsDir opens fyne's folder dialog at the models folder
+// written in the field (else the home folder); the folder chosen is
+// written into the field, which Save saves as any other.
+func (s *settingsWindow) chooseModelsDir() {
+	d := dialog.NewFolderOpen(func(u fyne.ListableURI, err error) {
+		s.dirDialog = nil
+		if err != nil || u == nil {
+			return
+		}
+		s.modelsDir.SetText(u.Path())
+		s.note.SetText("Save to use this models folder.")
+	}, s.win)
+	for _, dir := range []string{strings.TrimSpace(s.modelsDir.Text), s.current.ModelsDir, homeDir()} {
+		if dir == "" {
+			continue
+		}
+		if l, err := storage.ListerForURI(storage.NewFileURI(dir)); err == nil {
+			d.SetLocation(l)
+			break
+		}
+	}
+	d.SetView(dialog.ListView)
+	d.SetTitleText("The models folder: where new installs go")
+	d.SetConfirmText("Choose")
+	d.Resize(s.win.Canvas().Size())
+	s.dirDialog = d
+	d.Show()
+}
+
+// homeDir is the user's home folder ("" when it is not known).
+func homeDir() string {
+	h, _ := os.UserHomeDir()
+	return h
 }
 
 // showSettings shows the store's settings in every field that still

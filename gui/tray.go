@@ -93,6 +93,9 @@ type controller struct {
 	// first read); libraryKick asks for a read now.
 	models      []modelLine
 	libraryKick chan struct{}
+	// addWin is the window of the file dialog "Add a GGUF file…" or
+	// "Add a model folder…" opened last, while it is open.
+	addWin fyne.Window
 
 	setup    *setupWindow
 	settings *settingsWindow
