@@ -67,10 +67,10 @@ type settingsWindow struct {
 	// (dirDialog while it is open).
 	chooseDir *widget.Button
 	dirDialog *dialog.FileDialog
-	note                                                             *widget.Label
-	save                                                             *widget.Button
-	current                                                          config.Settings
-	stop                                                             func()
+	note      *widget.Label
+	save      *widget.Button
+	current   config.Settings
+	stop      func()
 }
 
 func newSettingsWindow(c *controller) *settingsWindow {
