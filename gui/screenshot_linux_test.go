@@ -89,7 +89,7 @@ func TestWindowScreenshots(t *testing.T) {
 				t.Errorf("fyne logged %d call-thread errors (a fyne call off fyne's goroutine); see the child's output above", n)
 			}
 			for _, name := range []string{"setup.png", "setup-install-failed.png", "setup-install-failed-details.png", "settings.png", "about.png", "menu.png",
-				"add-file.png", "add-file-models.png", "add-folder.png", "settings-models-folder.png", "setup-notray.png"} {
+				"menu-models.png", "add-file.png", "add-file-models.png", "add-folder.png", "settings-models-folder.png", "setup-notray.png"} {
 				path := filepath.Join(out, name)
 				fh, err := os.Open(path)
 				if err != nil {
@@ -100,7 +100,11 @@ func TestWindowScreenshots(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s: %v", path, err)
 				}
-				if b := img.Bounds(); b.Dx() < 200 || b.Dy() < 200 {
+				least := 200
+				if name == "menu-models.png" {
+					least = 100 // three models and two lines to add one
+				}
+				if b := img.Bounds(); b.Dx() < least || b.Dy() < least {
 					t.Errorf("%s is %v", name, b)
 				}
 				if colours := distinctColours(img); colours < 50 {
@@ -245,6 +249,30 @@ func shoot(c *controller, fy fyne.App, dir string) error {
 		menuWin.Show()
 	})
 	if _, err := capture(filepath.Join(dir, "menu.png")); err != nil {
+		return err
+	}
+	// Its Model submenu: the library's models, the loaded one marked.
+	var models *fyne.Menu
+	if err := waitFor(30*time.Second, func() bool {
+		fyne.DoAndWait(func() {
+			models = nil
+			for _, it := range c.menu.Items {
+				if it.Label == labelModels && it.ChildMenu != nil && len(it.ChildMenu.Items) > 0 &&
+					strings.HasPrefix(it.ChildMenu.Items[0].Label, radioOn) {
+					models = it.ChildMenu
+				}
+			}
+		})
+		return models != nil
+	}); err != nil {
+		return fmt.Errorf("the Model submenu with the loaded model marked: %w", err)
+	}
+	fyne.DoAndWait(func() {
+		m := widget.NewMenu(models)
+		menuWin.SetContent(m)
+		menuWin.Resize(m.MinSize())
+	})
+	if _, err := capture(filepath.Join(dir, "menu-models.png")); err != nil {
 		return err
 	}
 	fyne.DoAndWait(func() { menuWin.Hide() })

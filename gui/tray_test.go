@@ -492,7 +492,7 @@ func TestServingTextIsTrueInEachState(t *testing.T) {
 				t.Errorf("%s: says it serves: %s", tc.name, got)
 			}
 			note := noTrayText(url, tc.snap)
-			if !strings.Contains(note, got) || !strings.Contains(note, "Closing this window does not stop NPU Chat") {
+			if !strings.Contains(note, got) || !strings.Contains(note, "Start NPU Chat again to bring this window back, or quit it here.") {
 				t.Errorf("the note does not carry the state's words:\n%s", note)
 			}
 		})

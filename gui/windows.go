@@ -213,7 +213,7 @@ func (s *setupWindow) show() {
 // icon. Why there is none is the window's folded Details.
 func noTrayText(url string, snap Snapshot) string {
 	return "This desktop shows no tray icons, so this window is the way to NPU Chat. " + servingText(url, snap) +
-		" Closing this window does not stop NPU Chat: start NPU Chat again to bring it back, or quit it here." +
+		" Start NPU Chat again to bring this window back, or quit it here." +
 		"\n\nTo get the tray icon on GNOME, install and enable the AppIndicator extension " +
 		"(Debian and Ubuntu: the package gnome-shell-extension-appindicator), then log out and in."
 }
