@@ -217,7 +217,8 @@ func installNotice(st install.Status) (Notice, bool) {
 
 func (c *controller) onServer(s ServerStatus) {
 	if s.Err != nil && (c.snap.Server.Err == nil || c.snap.Server.Err.Error() != s.Err.Error()) {
-		c.notify(Notice{"NPU Chat cannot serve", cut(s.Err.Error(), 240)})
+		why, _ := errorWords(s.Err.Error())
+		c.notify(Notice{"NPU Chat cannot serve", cut(why, 240)})
 	}
 	c.snap.Server = s
 	c.redraw()
@@ -496,10 +497,12 @@ func (c *controller) startInstall() {
 	}()
 }
 
-// fail tells the user that an action failed (from any goroutine).
+// fail tells the user that an action failed (from any goroutine): what
+// failed and why in its sentence; the whole error goes to the log.
 func (c *controller) fail(what string, err error) {
 	c.log.Warn(strings.ToLower(what), "err", err)
-	c.do(func() { c.notify(Notice{what, cut(err.Error(), 240)}) })
+	why, _ := errorWords(err.Error())
+	c.do(func() { c.notify(Notice{what, cut(why, 240)}) })
 }
 
 func (c *controller) showSetup() {

@@ -175,7 +175,7 @@ func TestLaunchAtLoginShowsTheRealEntry(t *testing.T) {
 	f.mu.Unlock()
 	h.click(labelLogin)
 	h.eventually("the failure said", func() bool {
-		return hasNotice(h.notices(), "Could not change launch at login", "permission denied")
+		return hasNotice(h.notices(), "Could not change launch at login", "Permission denied.")
 	})
 	if slices.Contains(h.menu(), "[x] "+labelLogin) {
 		t.Fatalf("a failed write shows as enabled: %q", h.menu())
@@ -287,7 +287,7 @@ func TestInstallThatCannotStartIsSaid(t *testing.T) {
 	h := newHarness(t, test.NewTempApp(t), f)
 	h.click(labelInstall)
 	h.eventually("the refusal said", func() bool {
-		return hasNotice(h.notices(), "Could not install minicpm5:2b", "another install is running (qwen3:4b)")
+		return hasNotice(h.notices(), "Could not install minicpm5:2b", "Another install is running (qwen3:4b); wait for it or cancel it.")
 	})
 }
 
