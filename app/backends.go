@@ -163,7 +163,8 @@ func (a *App) newNPUBackend(ctx context.Context, model string) (backend.Backend,
 		Env:        layout.ServeEnv(),
 		Log:        a.flmLog,
 		Info: backend.ModelInfo{Name: model, Family: m.Family, ParameterSize: strings.ToUpper(m.Size), Quantization: "Q4_1",
-			Format: "q4nx", Path: dir},
+			Format: "q4nx", Path: dir, ContextLength: flmContext(m)},
+		Count: a.flmCounter(dir),
 		OnState: func(ev flm.Event) {
 			a.log.Info("FastFlowLM", "state", ev.State, "pid", ev.PID, "attempt", ev.Attempt, "err", ev.Err)
 		},
@@ -173,6 +174,19 @@ func (a *App) newNPUBackend(ctx context.Context, model string) (backend.Backend,
 	}
 	a.lastNPU.Store(be)
 	return be, nil
+}
+
+// flmCounter counts a chat's tokens with the tokenizer and chat template
+// in an FLM model's folder, for the NPU backend to fit a long chat into
+// FastFlowLM's context; nil (an estimate from the text) when they cannot
+// be read.
+func (a *App) flmCounter(dir string) oaicompat.Counter {
+	count, err := cpu.PromptCounter(dir)
+	if err != nil {
+		a.log.Warn("the model's tokenizer: chats are fitted to FastFlowLM's context by an estimate", "err", err)
+		return nil
+	}
+	return count
 }
 
 // FastFlowLMPID is the process id of the FastFlowLM child serving now or

@@ -66,6 +66,9 @@ type flmModel struct {
 	Family string // details.family
 	Params string
 	Quant  string
+	// Context is its default_context_length, the context FastFlowLM
+	// serves it with (0: the list gives none).
+	Context int
 }
 
 // libraryFile is the file of the models the user added, in the data
@@ -149,6 +152,7 @@ func (a *App) flmInstalled(ctx context.Context) []flmModel {
 	var list struct {
 		Models map[string]map[string]struct {
 			Name    string `json:"name"`
+			Context int    `json:"default_context_length"`
 			Details struct {
 				Family string `json:"family"`
 				Params string `json:"parameter_size"`
@@ -171,7 +175,7 @@ func (a *App) flmInstalled(ctx context.Context) []flmModel {
 				continue
 			}
 			out = append(out, flmModel{Name: fam + ":" + tag, Folder: e.Name, Dir: dir, Family: e.Details.Family,
-				Params: e.Details.Params, Quant: e.Details.Quant})
+				Params: e.Details.Params, Quant: e.Details.Quant, Context: e.Context})
 		}
 	}
 	slices.SortFunc(out, func(x, y flmModel) int { return strings.Compare(x.Name, y.Name) })
@@ -418,7 +422,8 @@ func (a *App) newFLMOwnBackend(ctx context.Context, m flmModel) (backend.Backend
 		Model:      m.Name,
 		Log:        a.flmLog,
 		Info: backend.ModelInfo{Name: m.Name, Family: m.Family, ParameterSize: m.Params, Quantization: m.Quant,
-			Format: "q4nx", Path: m.Dir},
+			Format: "q4nx", Path: m.Dir, ContextLength: m.Context},
+		Count: a.flmCounter(m.Dir),
 		OnState: func(ev npuflm.Event) {
 			a.log.Info("FastFlowLM", "state", ev.State, "pid", ev.PID, "attempt", ev.Attempt, "err", ev.Err)
 		},

@@ -109,6 +109,14 @@ func TestBadGGUF(t *testing.T) {
 			}
 			return ts
 		}, want: []string{"blk.0.attn_q.weight", "Q3_K", "not supported"}},
+		{name: "the engine's own type", edit: func(_ map[string]any, ts []gguf.WriteTensor) []gguf.WriteTensor {
+			for i := range ts {
+				if ts[i].Name == "blk.0.ffn_down.weight" {
+					ts[i].Type = quant.Q4_1BF16 // 1000: no ggml type
+				}
+			}
+			return ts
+		}, want: []string{"blk.0.ffn_down.weight", "Q4_1BF16", "not supported"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

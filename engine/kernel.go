@@ -95,7 +95,9 @@ func chooseKernel(m *matrix, floatAct bool, lvl simd.Level) kernel {
 }
 
 // prepare chooses every product matrix's kernel and packs the weights
-// the AVX-512 and AVX-VNNI kernels read, splitting the packing across threads. The
+// the level's packed kernels read (quant.HasPackedKernel), with the
+// level's packer, splitting the packing across threads, and records the
+// packer that ran in m.simd. The
 // token embedding is only ever read row by row and stays as stored. Once
 // a matrix is packed its original bytes are no longer read: release is
 // called with them (to drop a file mapping's pages), and a heap copy is
@@ -150,6 +152,9 @@ func (m *Model) prepare(choice simd.Choice, threads int, release func([]byte)) e
 		}
 	}
 	m.arena.adviseHuge()
+	// what packed: here, and the q4nx loader's packing before (both
+	// into m.arena)
+	m.simd.Packed, m.simd.Packer = m.arena.packed, m.arena.packer
 	return nil
 }
 
@@ -170,10 +175,10 @@ func (m *Model) mapped(data []byte) bool {
 	return false
 }
 
-// pack fills m.packed from m.Data, threads groups at a time, in memory
-// from a.
+// pack fills m.packed from m.Data with the packer of m's level
+// (quant.Pack), threads groups at a time, in memory from a.
 func (m *matrix) pack(threads int, a *arena) error {
-	p, err := packParallel(m.Type, m.Rows, m.Cols, m.Data, threads, a)
+	p, err := packParallel(m.simd, m.Type, m.Rows, m.Cols, m.Data, threads, a)
 	if err != nil {
 		return err
 	}
@@ -181,14 +186,16 @@ func (m *matrix) pack(threads int, a *arena) error {
 	return nil
 }
 
-// packParallel is quant.Pack with the groups split across threads, into
-// memory from a.
-func packParallel(t quant.Type, rows, cols int, data []byte, threads int, a *arena) (*quant.Packed, error) {
+// packParallel is quant.Pack at level l (the model's, resolved once at
+// load) with the groups split across threads, into memory from a, which
+// records the highest level whose packer ran (arena.packer).
+func packParallel(l simd.Level, t quant.Type, rows, cols int, data []byte, threads int, a *arena) (*quant.Packed, error) {
 	dst := a.alloc(quant.PackedBytes(t, rows, cols))
 	groups := (rows + quant.GroupRows - 1) / quant.GroupRows
 	gb := quant.PackedBytes(t, quant.GroupRows, cols) // one group
 	threads = max(1, min(threads, groups))
 	errs := make([]error, threads)
+	used := make([]simd.Level, threads)
 	var wg sync.WaitGroup
 	for k := range threads {
 		wg.Add(1)
@@ -196,13 +203,17 @@ func packParallel(t quant.Type, rows, cols int, data []byte, threads int, a *are
 			defer wg.Done()
 			if lo, hi := share(k, threads, groups); lo < hi {
 				populate(dst[lo*gb : hi*gb]) // this thread's share, at once
-				_, errs[k] = quant.Pack(t, rows, cols, data, dst, lo, hi)
+				_, used[k], errs[k] = quant.Pack(l, t, rows, cols, data, dst, lo, hi)
 			}
 		}()
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
+	}
+	a.packed = true
+	for _, u := range used {
+		a.packer = max(a.packer, u)
 	}
 	return quant.NewPacked(t, rows, cols, dst)
 }
@@ -223,6 +234,11 @@ const arenaBlock = 256 << 20
 type arena struct {
 	free   []byte
 	blocks [][]byte // every block, to advise once packed
+	// packed is whether packParallel wrote any matrix here, packer the
+	// highest level whose packer ran (the model's record: Model.prepare
+	// copies both into its simd.Choice)
+	packed bool
+	packer simd.Level
 }
 
 // arenaSize is how much of an arena alloc(n) takes.

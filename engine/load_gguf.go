@@ -14,6 +14,12 @@ type ggufSource struct {
 	data []byte
 }
 
+// ggufType reports whether a GGUF tensor may have type t: the types
+// quant computes (the README's list) but Q4_1BF16, which is the engine's
+// own form of q4nx rows, not a ggml type (its number, 1000, is no ggml
+// type's).
+func ggufType(t quant.Type) bool { return t.Supported() && t != quant.Q4_1BF16 }
+
 func (s ggufSource) has(name string) bool { _, ok := s.f.Tensor(name); return ok }
 
 func (s ggufSource) matrix(name string, rows, cols int) (matrix, error) {
@@ -24,7 +30,7 @@ func (s ggufSource) matrix(name string, rows, cols int) (matrix, error) {
 	if len(t.Dims) != 2 || t.Dims[0] != uint64(cols) || t.Dims[1] != uint64(rows) {
 		return matrix{}, fmt.Errorf("tensor %s: shape %s, the config needs [%d %d]", name, shapeString(t.Dims), cols, rows)
 	}
-	if !t.Type.Supported() {
+	if !ggufType(t.Type) {
 		return matrix{}, fmt.Errorf("tensor %s: type %s is not supported (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)", name, t.Type)
 	}
 	data, err := s.f.Data(s.data, t)
@@ -46,7 +52,7 @@ func (s ggufSource) vector(name string, n int) ([]float32, error) {
 	if t.Elements() != uint64(n) || t.Dims[0] != uint64(n) {
 		return nil, fmt.Errorf("tensor %s: shape %s, the config needs [%d]", name, shapeString(t.Dims), n)
 	}
-	if !t.Type.Supported() || t.Type.BlockSize() != 1 && n%t.Type.BlockSize() != 0 {
+	if !ggufType(t.Type) || t.Type.BlockSize() != 1 && n%t.Type.BlockSize() != 0 {
 		return nil, fmt.Errorf("tensor %s: type %s is not supported for a vector", name, t.Type)
 	}
 	data, err := s.f.Data(s.data, t)

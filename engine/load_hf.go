@@ -15,6 +15,7 @@ import (
 	"github.com/npuchat/npuchat/engine/q4nx"
 	"github.com/npuchat/npuchat/engine/quant"
 	"github.com/npuchat/npuchat/engine/safetensors"
+	"github.com/npuchat/npuchat/engine/simd"
 )
 
 // hfConfig is the part of a Hugging Face config.json the engine reads.
@@ -327,7 +328,8 @@ func loadHF(dir string, opts LoadOptions) (_ *Model, err error) {
 type q4nxSource struct {
 	st       *stSource
 	threads  int
-	pack     bool
+	pack     bool       // repack the matrices at load for level's packed kernels
+	level    simd.Level // the model's level (LoadOptions.resolveSIMD): its packer packs
 	file     *mmapfile.File
 	scratch  []byte
 	arena    *arena // the model's, for packed matrices
@@ -388,7 +390,7 @@ func (s *q4nxSource) unpack(name string, rows, cols int) (matrix, error) {
 		return newMatrix(quant.Q4_1BF16, rows, cols, data)
 	}
 	s.scratch = data
-	p, err := packParallel(quant.Q4_1BF16, rows, cols, data, s.threads, s.arena)
+	p, err := packParallel(s.level, quant.Q4_1BF16, rows, cols, data, s.threads, s.arena)
 	if err != nil {
 		return matrix{}, fmt.Errorf("tensor %s: %w", name, err)
 	}
@@ -423,7 +425,8 @@ func loadQ4NX(dir string, opts LoadOptions) (_ *Model, err error) {
 	for n := range f.Tensors {
 		st.file[n] = "model.q4nx"
 	}
-	src := &q4nxSource{st: st, threads: opts.threads(), pack: quant.HasPackedKernel(opts.simd.Level, quant.Q4_1BF16) && !opts.FloatActivations,
+	src := &q4nxSource{st: st, threads: opts.threads(), level: opts.simd.Level,
+		pack: quant.HasPackedKernel(opts.simd.Level, quant.Q4_1BF16) && !opts.FloatActivations,
 		file: mf, progress: opts.Progress, arena: &m.arena}
 	layout := "rows"
 	if src.pack {

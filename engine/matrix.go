@@ -260,10 +260,9 @@ func (k *mulTask) rows(p product, lo, hi int) {
 	for r := lo; r < hi; r++ {
 		row := w.Data[r*w.rowBytes : (r+1)*w.rowBytes]
 		t := 0
-		simdQ8 := w.kern == kernQ8 && w.simd >= simd.AVX2
-		if simdQ8 {
+		if w.kern == kernQ8 { // the level's row kernels (quant.DotQ8x4, DotQ8)
 			for ; t+4 <= len(outs); t += 4 {
-				quant.DotQ8x4(w.Type, row, &k.q8, t, &four)
+				quant.DotQ8x4(w.simd, w.Type, row, &k.q8, t, &four)
 				for j, v := range four {
 					outs[t+j][r] = v
 				}
@@ -272,14 +271,12 @@ func (k *mulTask) rows(p product, lo, hi int) {
 		for ; t < len(outs); t++ {
 			out := outs[t]
 			switch {
-			case simdQ8:
-				out[r] = quant.DotQ8(w.Type, row, &k.q8.Vecs[t])
 			case w.kern == kernQ8:
-				out[r] = quant.DotQ8Ref(w.Type, row, &k.q8.Vecs[t])
+				out[r] = quant.DotQ8(w.simd, w.Type, row, &k.q8.Vecs[t])
 			case w.kern == kernSums:
 				out[r] = quant.DotSums(w.Type, row, k.xs[t][:w.Cols], k.sums[t])
 			case w.kern == kernF32:
-				out[r] = quant.DotF32Row(row, k.xs[t][:w.Cols])
+				out[r] = quant.DotF32Row(w.simd, row, k.xs[t][:w.Cols])
 			default:
 				out[r] = quant.Dot(w.Type, row, k.xs[t][:w.Cols])
 			}
@@ -289,7 +286,7 @@ func (k *mulTask) rows(p product, lo, hi int) {
 
 // quantize rounds vector t into k.q8.
 func (k *mulTask) quantize(t int, x []float32) {
-	k.q8.Vecs[t].QuantizeWith(k.round, x)
+	k.q8.Vecs[t].Quantize(k.round, x)
 }
 
 // quantizeTask rounds a mulTask's vectors to 8 bits, split by vector.

@@ -199,8 +199,9 @@ func (m *Model) Threads() int { return m.threads }
 // lower than the one asked for (SIMDChoice says why).
 func (m *Model) SIMD() string { return m.simd.Level.String() }
 
-// SIMDChoice is how the model's level was chosen: what was asked for, what
-// the CPU runs (after any test ceiling), and the level that runs; its
-// String says what was replaced ("asked avxvnni, CPU lacks AVX-VNNI:
-// running avx2").
+// SIMDChoice is the model's load record: how its level was chosen (what
+// was asked for, what the CPU runs after any test ceiling, the level that
+// runs) and whose packer repacked its weights at this load; its String
+// says what was replaced and the packer ("asked avxvnni, CPU lacks
+// AVX-VNNI: running avx2; weights packed by avx2").
 func (m *Model) SIMDChoice() simd.Choice { return m.simd }

@@ -24,6 +24,10 @@ import (
 // same greedy choices but one. And batched prefill (four-vector kernels)
 // gives exactly the last logits of token-by-token decoding.
 func TestForwardWithoutSIMD(t *testing.T) {
+	simdtest.Run(t, []simd.Level{simd.AVX2}, testForwardWithoutSIMD)
+}
+
+func testForwardWithoutSIMD(t *testing.T, lvl simd.Level) {
 	w := randomWeights(t, 21, testmodel.MiniCPM5Small())
 	for _, typ := range []testmodel.TensorType{testmodel.F32, testmodel.Q8_0, testmodel.Q4_0, testmodel.Q4_1} {
 		t.Run(typ.String(), func(t *testing.T) {
@@ -31,8 +35,11 @@ func TestForwardWithoutSIMD(t *testing.T) {
 			if err := testmodel.WriteGGUF(p, w, typ); err != nil {
 				t.Fatal(err)
 			}
-			fast := loadT(t, p, LoadOptions{Threads: 2, SIMD: SIMDAVX2})
+			fast := loadT(t, p, LoadOptions{Threads: 2, SIMD: lvl.String()})
 			plain := loadT(t, p, LoadOptions{Threads: 2, SIMD: SIMDNone})
+			if fast.SIMD() != lvl.String() || plain.SIMD() != SIMDNone {
+				t.Fatalf("asked %s and none, ran %s and %s", lvl, fast.SIMDChoice(), plain.SIMDChoice())
+			}
 			a, b := logitsOf(t, fast, testTokens), logitsOf(t, plain, testTokens)
 			tol, agree := 1e-3, 0
 			if typ != testmodel.F32 {
@@ -296,6 +303,54 @@ func TestQ4NXLevels(t *testing.T) {
 		packs := quant.HasPackedKernel(lvl, quant.Q4_1BF16)
 		if m.SIMD() != lvl.String() || m.layers[0].wq.simd != lvl || m.layers[0].wq.kern.packed() != packs {
 			t.Errorf("model SIMD %s, kernel %d at %s (packed kernels at %s: %v)", m.SIMD(), m.layers[0].wq.kern, m.layers[0].wq.simd, lvl, packs)
+		}
+	})
+}
+
+// TestPackerFollowsLevel: the weights a model repacks at load are packed
+// by its own level's packer (quant.Packer: avx512's at avx512, avx2's at
+// avxvnni and avx2), never by one above it, and the model's record
+// (SIMDChoice, what npuchat bench and the log print) says which ran; at
+// none nothing is repacked and the record says nothing of packing. So
+// under NPUCHAT_CPU_CEILING=avx2 an AVX-512 machine packs as an AVX2 one
+// does. Both loaders that pack: GGUF (Model.prepare) and q4nx (packs
+// while it reads; from its cache it does not pack at all).
+func TestPackerFollowsLevel(t *testing.T) {
+	w := randomWeights(t, 29, testmodel.MiniCPM5Small())
+	gguf := filepath.Join(t.TempDir(), "m.gguf")
+	if err := testmodel.WriteGGUF(gguf, w, testmodel.Q4_0); err != nil {
+		t.Fatal(err)
+	}
+	flm := filepath.Join(t.TempDir(), "flm")
+	if err := testmodel.WriteFLM(flm, w, testmodel.FLMOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	simdtest.Each(t, func(t *testing.T, lvl simd.Level) {
+		for _, c := range []struct {
+			name, path string
+			typ        quant.Type
+			cache      bool
+		}{{"gguf", gguf, quant.Q4_0, false}, {"q4nx", flm, quant.Q4_1BF16, false}, {"q4nx cached", flm, quant.Q4_1BF16, true}} {
+			opts := LoadOptions{Threads: 2, SIMD: lvl.String()}
+			if c.cache {
+				opts.CacheDir = t.TempDir()
+				loadT(t, c.path, opts) // writes the cache the next load reads
+			}
+			m := loadT(t, c.path, opts)
+			ch := m.SIMDChoice()
+			if ch.Level != lvl || m.SIMD() != lvl.String() {
+				t.Fatalf("%s: asked %s on a CPU that has it, ran %s", c.name, lvl, ch)
+			}
+			packs := quant.HasPackedKernel(lvl, c.typ) && !c.cache
+			if ch.Packed != packs || packs && (ch.Packer != quant.Packer(lvl) || ch.Packer > lvl) {
+				t.Errorf("%s at %s: packed %v by %s; want packed %v by %s", c.name, lvl, ch.Packed, ch.Packer, packs, quant.Packer(lvl))
+			}
+			if says := "weights packed by " + quant.Packer(lvl).String(); strings.Contains(ch.String(), says) != packs || !packs && strings.Contains(ch.String(), "packed") {
+				t.Errorf("%s at %s: the record says %q", c.name, lvl, ch)
+			}
+			if c.cache && m.layers[0].wq.kern.packed() != quant.HasPackedKernel(lvl, c.typ) {
+				t.Errorf("%s at %s: kernel %d", c.name, lvl, m.layers[0].wq.kern)
+			}
 		}
 	})
 }

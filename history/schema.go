@@ -90,8 +90,11 @@ var migrations = []string{
 	// many of the chat's oldest messages the model did not see.
 	`ALTER TABLE messages ADD COLUMN cached_tokens INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE messages ADD COLUMN omitted_messages INTEGER NOT NULL DEFAULT 0;`,
+
+	// 7: a chat's own context length (NULL: the server's).
+	`ALTER TABLE conversations ADD COLUMN context_length INTEGER;`,
 }
 
 // SchemaVersion is the schema this package writes (len(migrations);
 // a test keeps the two equal).
-const SchemaVersion = 6
+const SchemaVersion = 7

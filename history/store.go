@@ -36,6 +36,10 @@ const (
 	MaxTitle   = 200      // characters of a title
 	MaxContent = 1 << 20  // bytes of one message
 	MaxSystem  = 64 << 10 // bytes of a system prompt
+	// A chat's context length, in tokens: MinContext is room for a
+	// short question and answer, MaxContext beyond any model's.
+	MinContext = 64
+	MaxContext = 1 << 20
 )
 
 // Options configure Open.
@@ -70,6 +74,10 @@ type Settings struct {
 	// Thinking switches a reasoning model's thinking on or off, where
 	// its chat template allows (backend.CapThinking).
 	Thinking *bool `json:"thinking"`
+	// ContextLength is the context the chat's answers may use, in
+	// tokens (its oldest turns are left out past it); the loaded
+	// model's context when larger (the engine clamps it).
+	ContextLength *int `json:"context_length"`
 }
 
 // Conversation is one chat.
@@ -384,6 +392,9 @@ func CheckSettings(st Settings) error {
 	if m := st.MaxTokens; m != nil && (*m < 1 || *m > 1<<20) {
 		return fmt.Errorf("%w: max_tokens must be between 1 and %d, got %d", ErrInvalid, 1<<20, *m)
 	}
+	if n := st.ContextLength; n != nil && (*n < MinContext || *n > MaxContext) {
+		return fmt.Errorf("%w: context_length must be between %d and %d tokens, got %d", ErrInvalid, MinContext, MaxContext, *n)
+	}
 	return nil
 }
 
@@ -399,18 +410,22 @@ func cleanTitle(t string) (string, error) {
 	return t, nil
 }
 
-const convColumns = `id, title, system_prompt, temperature, top_p, max_tokens, created_at, updated_at, thinking`
+const convColumns = `id, title, system_prompt, temperature, top_p, max_tokens, created_at, updated_at, thinking, context_length`
 
 type scanner interface{ Scan(...any) error }
 
 func scanConversation(r scanner) (*Conversation, error) {
 	var c Conversation
 	var temp, topP sql.NullFloat64
-	var maxTok sql.NullInt64
+	var maxTok, ctxLen sql.NullInt64
 	var created, updated int64
 	var thinking sql.NullBool
-	if err := r.Scan(&c.ID, &c.Title, &c.SystemPrompt, &temp, &topP, &maxTok, &created, &updated, &thinking); err != nil {
+	if err := r.Scan(&c.ID, &c.Title, &c.SystemPrompt, &temp, &topP, &maxTok, &created, &updated, &thinking, &ctxLen); err != nil {
 		return nil, err
+	}
+	if ctxLen.Valid {
+		n := int(ctxLen.Int64)
+		c.ContextLength = &n
 	}
 	if thinking.Valid {
 		c.Thinking = &thinking.Bool
@@ -439,8 +454,8 @@ func (s *Store) Create(ctx context.Context, title string, st Settings) (*Convers
 		return nil, err
 	}
 	now := s.stamp()
-	res, err := s.db.ExecContext(ctx, `INSERT INTO conversations (title, system_prompt, temperature, top_p, max_tokens, thinking, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, title, st.SystemPrompt, st.Temperature, st.TopP, st.MaxTokens, st.Thinking, now, now)
+	res, err := s.db.ExecContext(ctx, `INSERT INTO conversations (title, system_prompt, temperature, top_p, max_tokens, thinking, context_length, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, title, st.SystemPrompt, st.Temperature, st.TopP, st.MaxTokens, st.Thinking, st.ContextLength, now, now)
 	if err != nil {
 		return nil, wrap("history: new conversation", err)
 	}
@@ -506,8 +521,8 @@ func (s *Store) Update(ctx context.Context, id int64, p Patch) (*Conversation, e
 		}
 		c.Settings = *p.Settings
 	}
-	_, err = s.db.ExecContext(ctx, `UPDATE conversations SET title = ?, system_prompt = ?, temperature = ?, top_p = ?, max_tokens = ?, thinking = ? WHERE id = ?`,
-		c.Title, c.SystemPrompt, c.Temperature, c.TopP, c.MaxTokens, c.Thinking, id)
+	_, err = s.db.ExecContext(ctx, `UPDATE conversations SET title = ?, system_prompt = ?, temperature = ?, top_p = ?, max_tokens = ?, thinking = ?, context_length = ? WHERE id = ?`,
+		c.Title, c.SystemPrompt, c.Temperature, c.TopP, c.MaxTokens, c.Thinking, c.ContextLength, id)
 	if err != nil {
 		return nil, wrap(fmt.Sprintf("history: update conversation %d", id), err)
 	}

@@ -115,12 +115,14 @@ func TestConversationLifecycle(t *testing.T) {
 func TestBadValuesRefused(t *testing.T) {
 	st := openTest(t, filepath.Join(t.TempDir(), "history.db"))
 	c := must[*Conversation](t)(st.Create(ctx, "x", Settings{}))
-	hot, neg := 3.0, -1
+	hot, neg, tiny, huge := 3.0, -1, MinContext-1, MaxContext+1
 	for name, err := range map[string]error{
 		"empty message":   second(st.AddUser(ctx, c.ID, "  \n")),
 		"not UTF-8":       second(st.AddUser(ctx, c.ID, "\xff\xfe")),
 		"hot temperature": second(st.Create(ctx, "", Settings{Temperature: &hot})),
 		"negative tokens": second(st.Create(ctx, "", Settings{MaxTokens: &neg})),
+		"tiny context":    second(st.Create(ctx, "", Settings{ContextLength: &tiny})),
+		"huge context":    second(st.Update(ctx, c.ID, Patch{Settings: &Settings{ContextLength: &huge}})),
 	} {
 		if !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: got %v, want ErrInvalid", name, err)

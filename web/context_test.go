@@ -10,8 +10,10 @@ import (
 
 	"github.com/npuchat/npuchat/history"
 	"github.com/npuchat/npuchat/service"
+	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/backend/fake"
 	"github.com/npuchat/npuchat/web"
+	"github.com/npuchat/npuchat/web/webtest"
 )
 
 // TestLongChatStaysAnswerable: a conversation longer than the context is
@@ -99,5 +101,134 @@ func TestDeletedChatForgetsItsCache(t *testing.T) {
 	}
 	if want := fmt.Sprintf("chat-%d", conv.ID); len(forgot) != 1 || forgot[0] != want {
 		t.Errorf("forgot %v, want [%s]", forgot, want)
+	}
+}
+
+// TestChatContextLength: a chat's own context length is a setting of the
+// chat (PATCH, cleared by "clear"), fits its answers into that many
+// tokens (the oldest messages left out, the answer's stats giving the
+// context used), and one longer than the loaded model's context is
+// clamped to it; a value out of range is refused naming the field.
+func TestChatContextLength(t *testing.T) {
+	h := history.NewHandle(filepath.Join(t.TempDir(), "history.db"), history.Options{})
+	t.Cleanup(func() { h.Close() })
+	s := startServer(t, fake.Options{ContextLength: 4096}, web.Options{History: h}, service.Options{})
+	api := s.URL + "/api/conversations"
+	_, body := do(t, "POST", api, `{"system_prompt": "Be brief.", "context_length": 120}`)
+	conv := decodeJSON[history.Conversation](t, body)
+	if conv.ContextLength == nil || *conv.ContextLength != 120 {
+		t.Fatalf("created with %s", body)
+	}
+	msgs := fmt.Sprintf("%s/%d/messages", api, conv.ID)
+	send := func(content string) history.Message {
+		t.Helper()
+		evs := stream(t, context.Background(), msgs, fmt.Sprintf(`{"content": %q}`, content), nil)
+		last := evs[len(evs)-1]
+		if last.Name != "done" {
+			t.Fatalf("ended with %s: %s", last.Name, last.Data)
+		}
+		return decodeJSON[history.Message](t, string(last.Data))
+	}
+	var done history.Message
+	for i := range 8 {
+		done = send(fmt.Sprintf("question %d %s", i, strings.Repeat("word ", 10)))
+	}
+	if done.Stats == nil || done.Stats.OmittedMessages == 0 || done.Stats.ContextLength != 120 {
+		t.Fatalf("a chat of context 120 on a model of 4096: stats %+v", done.Stats)
+	}
+	if reqs := s.Fakes()[0].Requests(); reqs[len(reqs)-1].ContextLength != 120 {
+		t.Errorf("the engine was asked for context %d", reqs[len(reqs)-1].ContextLength)
+	}
+
+	// longer than the loaded model's: clamped, every message seen
+	resp, body := do(t, "PATCH", fmt.Sprintf("%s/%d", api, conv.ID), `{"context_length": 100000}`)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"context_length":100000`) {
+		t.Fatalf("PATCH: %d %s", resp.StatusCode, body)
+	}
+	if done = send("one more"); done.Stats.OmittedMessages != 0 || done.Stats.ContextLength != 4096 {
+		t.Errorf("a chat of context 100000 on a model of 4096: stats %+v", done.Stats)
+	}
+	resp, body = do(t, "PATCH", fmt.Sprintf("%s/%d", api, conv.ID), `{"clear": ["context_length"]}`)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"context_length":null`) {
+		t.Errorf("clear: %d %s", resp.StatusCode, body)
+	}
+	for _, bad := range []string{`{"context_length": 10}`, `{"context_length": 2000000}`, `{"context_length": "big"}`} {
+		resp, body := do(t, "PATCH", fmt.Sprintf("%s/%d", api, conv.ID), bad)
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "context_length") {
+			t.Errorf("%s: %d %s", bad, resp.StatusCode, body)
+		}
+	}
+}
+
+// TestOllamaNumCtx: Ollama's options.num_ctx is the request's own
+// context on /api/chat and /api/generate: a chat longer than it is
+// answered without its oldest turns, a prompt longer than it refused
+// with the sizes, one larger than the loaded context clamped to it.
+func TestOllamaNumCtx(t *testing.T) {
+	s := startServer(t, fake.Options{ContextLength: 4096}, web.Options{}, service.Options{})
+	var turns []string
+	for i := range 6 {
+		turns = append(turns, fmt.Sprintf(`{"role":"user","content":"question %d %s"},{"role":"assistant","content":"answer %d"}`, i, strings.Repeat("w ", 8), i))
+	}
+	chat := `[{"role":"system","content":"Be brief."},` + strings.Join(turns, ",") + `,{"role":"user","content":"last one"}]`
+	resp, body := do(t, "POST", s.URL+"/api/chat", `{"model":"minicpm5:2b","stream":false,"options":{"num_ctx":60},"messages":`+chat+`}`)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"omitted_messages":`) {
+		t.Errorf("/api/chat with num_ctx 60: %d %s", resp.StatusCode, body)
+	}
+	resp, body = do(t, "POST", s.URL+"/api/chat", `{"model":"minicpm5:2b","stream":false,"options":{"num_ctx":60000},"messages":`+chat+`}`)
+	if resp.StatusCode != http.StatusOK || strings.Contains(body, `"omitted_messages":`) {
+		t.Errorf("/api/chat with num_ctx 60000: %d %s", resp.StatusCode, body)
+	}
+	resp, body = do(t, "POST", s.URL+"/api/generate", `{"model":"minicpm5:2b","stream":false,"options":{"num_ctx":20},"prompt":"`+strings.Repeat("w ", 40)+`"}`)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "(20 tokens)") {
+		t.Errorf("/api/generate with a prompt past num_ctx 20: %d %s", resp.StatusCode, body)
+	}
+	resp, body = do(t, "POST", s.URL+"/api/generate", `{"model":"minicpm5:2b","stream":false,"options":{"num_ctx":20},"prompt":"a short one"}`)
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("/api/generate with num_ctx 20: %d %s", resp.StatusCode, body)
+	}
+	var got []int
+	for _, r := range s.Fakes()[0].Requests() {
+		got = append(got, r.ContextLength)
+	}
+	if fmt.Sprint(got) != "[60 60000 20 20]" {
+		t.Errorf("the engine was asked for contexts %v", got)
+	}
+	for _, bad := range []string{`-1`, `1.5`, `"big"`, `2000000`} {
+		resp, body := do(t, "POST", s.URL+"/api/generate", `{"model":"minicpm5:2b","stream":false,"options":{"num_ctx":`+bad+`},"prompt":"hi"}`)
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "options.num_ctx") {
+			t.Errorf("num_ctx %s: %d %s", bad, resp.StatusCode, body)
+		}
+	}
+}
+
+// caching is a fake backend that keeps a KV cache (as the CPU engine
+// does) and says what it holds.
+type caching struct {
+	*fake.Backend
+	stats backend.CacheStats
+}
+
+func (c *caching) CacheStats() backend.CacheStats { return c.stats }
+
+// TestCacheShownInStatusAndPs: what the serving backend's KV cache holds
+// (prompts, tokens, bytes, on disk) is in /api/status and /api/ps, and
+// an answer's prompt from the cache is OpenAI's
+// usage.prompt_tokens_details.cached_tokens.
+func TestCacheShownInStatusAndPs(t *testing.T) {
+	want := backend.CacheStats{Sequences: 3, Tokens: 1980, Bytes: 170 << 20, Budget: 1 << 30, BytesPerToken: 86016, DiskFiles: 2, DiskBytes: 40 << 20}
+	s := webtest.Start(t, webtest.Config{NewBackend: func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
+		return &caching{Backend: fake.New(fake.Options{Name: model, Kind: kind, Cached: 4}), stats: want}, nil
+	}})
+	sessions.Store(strings.TrimPrefix(s.URL, "http://"), s.Cookie)
+	resp, body := do(t, "POST", s.URL+"/v1/chat/completions", `{"model":"minicpm5:2b","messages":[{"role":"user","content":"hello"}]}`)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"prompt_tokens_details":{"cached_tokens":4}`) {
+		t.Errorf("chat completion: %d %s", resp.StatusCode, body)
+	}
+	wantJSON := `"cache":{"sequences":3,"tokens":1980,"bytes":178257920,"budget":1073741824,"bytes_per_token":86016,"disk_files":2,"disk_bytes":41943040}`
+	for _, path := range []string{"/api/ps", "/api/status"} {
+		if _, body := do(t, "GET", s.URL+path, ""); !strings.Contains(body, wantJSON) {
+			t.Errorf("%s does not say what the cache holds: %s", path, body)
+		}
 	}
 }

@@ -111,8 +111,13 @@ type conversationIn struct {
 	// the model's chat template allows: status info capability
 	// "thinking").
 	Thinking *bool `json:"thinking"`
+	// ContextLength is the context the chat's answers may use, in
+	// tokens; a longer one than the loaded model holds is clamped to it
+	// (the answer's stats say the context used).
+	ContextLength *int `json:"context_length"`
 	// Clear names settings to reset to the server's default
-	// ("temperature", "top_p", "max_tokens", "thinking") in a PATCH.
+	// ("temperature", "top_p", "max_tokens", "thinking",
+	// "context_length") in a PATCH.
 	Clear []string `json:"clear"`
 }
 
@@ -132,6 +137,13 @@ func (in *conversationIn) apply(st *history.Settings) error {
 	if in.Thinking != nil {
 		st.Thinking = in.Thinking
 	}
+	if n := in.ContextLength; n != nil {
+		if *n < history.MinContext || *n > history.MaxContext {
+			return badRequest("context_length", "context_length must be between %d and %d tokens (or cleared for the loaded model's context), got %d",
+				history.MinContext, history.MaxContext, *n)
+		}
+		st.ContextLength = n
+	}
 	for _, c := range in.Clear {
 		switch c {
 		case "temperature":
@@ -142,8 +154,10 @@ func (in *conversationIn) apply(st *history.Settings) error {
 			st.MaxTokens = nil
 		case "thinking":
 			st.Thinking = nil
+		case "context_length":
+			st.ContextLength = nil
 		default:
-			return badRequest("clear", "clear: %q is not a setting (temperature, top_p, max_tokens, thinking)", c)
+			return badRequest("clear", "clear: %q is not a setting (temperature, top_p, max_tokens, thinking, context_length)", c)
 		}
 	}
 	return nil
@@ -528,8 +542,10 @@ func (s *Server) answerStats(a *answer) history.Stats {
 			st.TokensPerSecond = float64(a.Pieces-1) / d.Seconds()
 		}
 	}
-	if info := s.mgr.Status().Info; info != nil {
-		st.ContextLength = info.ContextLength
+	if st.ContextLength = a.Result.ContextLength; st.ContextLength == 0 { // the chat's own, clamped, or the loaded one
+		if info := s.mgr.Status().Info; info != nil {
+			st.ContextLength = info.ContextLength
+		}
 	}
 	return st
 }
@@ -630,6 +646,9 @@ func (s *Server) chatRequest(conv *history.Conversation, msgs []history.Message,
 	req.Sampling, err = samplingParams{Temperature: temp, TopP: topP}.toSampling(nil)
 	if err != nil {
 		return nil, err
+	}
+	if conv.ContextLength != nil {
+		req.ContextLength = *conv.ContextLength
 	}
 	switch {
 	case conv.MaxTokens != nil:

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/npuchat/npuchat/config"
+	"github.com/npuchat/npuchat/history"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
 )
@@ -146,6 +147,19 @@ func parseOllamaOptions(opts map[string]any, req *backend.Request) error {
 		default:
 			req.MaxTokens = int(*np)
 		}
+	}
+	// num_ctx: the context this request may use, as Ollama's; at most
+	// the loaded model's (the engine clamps a larger one, as Ollama
+	// clamps it to the model's own), 0 for the loaded one.
+	nc, err := integer("num_ctx")
+	if err != nil {
+		return err
+	}
+	if nc != nil {
+		if *nc < 0 || *nc > history.MaxContext {
+			return badRequest("options.num_ctx", "options.num_ctx must be 0 (the loaded model's context) or a number of tokens up to %d, got %d", history.MaxContext, *nc)
+		}
+		req.ContextLength = int(*nc)
 	}
 	if v, ok := opts["stop"]; ok && v != nil {
 		var stops []string

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/npuchat/npuchat/engine/simd"
 	"github.com/npuchat/npuchat/engine/testmodel"
 )
 
@@ -84,6 +85,13 @@ func TestBenchSaysTheLevel(t *testing.T) {
 	}
 	if out, _ = bench(map[string]string{"NPUCHAT_SIMD": "avx2", "NPUCHAT_CPU_CEILING": "none"}); !strings.Contains(out, "simd     asked avx2, CPU ") {
 		t.Errorf("text output for $NPUCHAT_SIMD avx2 under the ceiling none: %q", out)
+	}
+	// a level that repacks the Q4_0 weights says whose packer did it
+	if !simd.Host().Has(simd.AVX2) {
+		t.Skipf("CPU lacks avx2: it %s (the packer's line not checked)", simd.Host().Lacks(simd.AVX2))
+	}
+	if out, _ = bench(nil, "--simd", "avx2"); !strings.Contains(out, "\nsimd     avx2; weights packed by avx2\n") {
+		t.Errorf("text output for avx2: %q", out)
 	}
 }
 

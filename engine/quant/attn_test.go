@@ -130,9 +130,10 @@ func TestAttnKernel(t *testing.T) {
 	})
 }
 
-// TestAttnExp: the exp kernel equals expf bit for bit (including the
-// zeroed lanes past the tail and the lane sums), and expf is within 2
-// ulps of exp on [-87, 0] and 0 far below.
+// TestAttnExp: expf is within 2 ulps of exp on [-87, 0] and 0 far
+// below, and each level's exp kernel (avx512's attnExp, avx2's
+// attnExpAVX2, which avxvnni runs too) equals expf bit for bit,
+// including the zeroed lanes past the tail and the lane sums.
 func TestAttnExp(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	maxUlps := 0.0
@@ -155,9 +156,12 @@ func TestAttnExp(t *testing.T) {
 		t.Errorf("expf(0) = %v", e)
 	}
 	t.Logf("expf within %.2f ulps", maxUlps)
-	if cpu := simdtest.CPU(t); !cpu.Has(simd.AVX512) {
-		t.Skipf("CPU lacks avx512: it %s (expf checked, its AVX-512 kernel not)", cpu.Lacks(simd.AVX512))
-	}
+	simdtest.Run(t, []simd.Level{simd.AVX2, simd.AVX512}, func(t *testing.T, l simd.Level) {
+		testAttnExpKernel(t, l, rng)
+	})
+}
+
+func testAttnExpKernel(t *testing.T, l simd.Level, rng *rand.Rand) {
 	for _, n := range []int{1, 15, 16, 17, 100, 1024} {
 		nb := (n + 15) / 16
 		s := make([]float32, nb*16)
@@ -173,7 +177,16 @@ func TestAttnExp(t *testing.T) {
 		var wsum [16]float32
 		expRowGo(want, m, &wsum)
 		var gsum [16]float32
-		attnExp(&s[0], nb, uint64(1)<<(n-(nb-1)*16)-1, m, &gsum[0])
+		tail := n - (nb-1)*16
+		if l == simd.AVX512 {
+			attnExp(&s[0], nb, uint64(1)<<tail-1, m, &gsum[0])
+		} else {
+			var mask [AttnBlock]int32
+			for i := range tail {
+				mask[i] = -1
+			}
+			attnExpAVX2(&s[0], nb, &mask[0], m, &gsum[0], &attnConsts[0])
+		}
 		for i := range s {
 			w := float32(0)
 			if i < n {
@@ -225,6 +238,7 @@ func BenchmarkAttn(b *testing.B) {
 				keys16[t*kvDim+d], vals16[t*kvDim+d] = F32ToF16(c.keys[t][d]), F32ToF16(c.vals[t][d])
 			}
 		}
+		old := simd.Host().Best(simd.AVX2)
 		b.Run(name+"/old", func(b *testing.B) {
 			att := make([]float32, n)
 			inv := float32(1 / math.Sqrt(hd))
@@ -233,9 +247,9 @@ func BenchmarkAttn(b *testing.B) {
 					q := c.q[h*hd : (h+1)*hd]
 					for t := range att {
 						if f16 {
-							att[t] = DotF16(q, keys16[t*kvDim:t*kvDim+hd]) * inv
+							att[t] = DotF16(old, q, keys16[t*kvDim:t*kvDim+hd]) * inv
 						} else {
-							att[t] = DotF32(q, keys[t*kvDim:t*kvDim+hd]) * inv
+							att[t] = DotF32(old, q, keys[t*kvDim:t*kvDim+hd]) * inv
 						}
 					}
 					mx := att[0]
@@ -255,9 +269,9 @@ func BenchmarkAttn(b *testing.B) {
 					clear(o)
 					for t, p := range att {
 						if f16 {
-							AxpyF16(o, p, vals16[t*kvDim:t*kvDim+hd])
+							AxpyF16(old, o, p, vals16[t*kvDim:t*kvDim+hd])
 						} else {
-							AxpyF32(o, p, vals[t*kvDim:t*kvDim+hd])
+							AxpyF32(old, o, p, vals[t*kvDim:t*kvDim+hd])
 						}
 					}
 				}

@@ -28,7 +28,7 @@ func BenchmarkPackedAVX2(b *testing.B) {
 		for range rows {
 			data = append(data, randomRow(r, typ, cols)...)
 		}
-		p, _ := Pack(typ, rows, cols, data, nil, 0, 0)
+		p, _, _ := Pack(simd.AVX2, typ, rows, cols, data, nil, 0, 0)
 		for _, n := range []int{1, 8, 32} {
 			x := randomBatch(r, n, cols)
 			out := make([]float32, p.TileLen(n))
@@ -47,10 +47,10 @@ func BenchmarkPackedAVX2(b *testing.B) {
 						row := data[i*rb : (i+1)*rb]
 						t := 0
 						for ; t+4 <= n; t += 4 {
-							DotQ8x4(typ, row, x, t, &four)
+							DotQ8x4(simd.AVX2, typ, row, x, t, &four)
 						}
 						for ; t < n; t++ {
-							out[0] = DotQ8(typ, row, &x.Vecs[t])
+							out[0] = DotQ8(simd.AVX2, typ, row, &x.Vecs[t])
 						}
 					}
 				}

@@ -36,11 +36,12 @@ func BenchmarkDot(b *testing.B) {
 func BenchmarkDotQ8(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
 	x := randomQ8(r, 2048)
+	l := simd.Host().Best(simd.AVX2)
 	for _, typ := range q8Types {
 		row := randomRow(r, typ, 2048)
-		b.Run(typ.String()+"/"+simd.Host().Best(simd.AVX2).String(), func(b *testing.B) {
+		b.Run(typ.String()+"/"+l.String(), func(b *testing.B) {
 			for b.Loop() {
-				DotQ8(typ, row, x)
+				DotQ8(l, typ, row, x)
 			}
 		})
 		var batch Q8Batch
@@ -51,11 +52,11 @@ func BenchmarkDotQ8(b *testing.B) {
 				xs[i][j] = float32(r.NormFloat64())
 			}
 		}
-		batch.Quantize(xs, 2048)
-		b.Run(typ.String()+"/x4/"+simd.Host().Best(simd.AVX2).String(), func(b *testing.B) {
+		batch.Quantize(l, xs, 2048)
+		b.Run(typ.String()+"/x4/"+l.String(), func(b *testing.B) {
 			var out [4]float32
 			for b.Loop() {
-				DotQ8x4(typ, row, &batch, 0, &out)
+				DotQ8x4(l, typ, row, &batch, 0, &out)
 			}
 		})
 		b.Run(typ.String()+"/ref", func(b *testing.B) {
@@ -65,15 +66,15 @@ func BenchmarkDotQ8(b *testing.B) {
 		})
 	}
 	a, c := make([]float32, 2048), make([]float32, 2048)
-	b.Run("F32xF32/"+simd.Host().Best(simd.AVX2).String(), func(b *testing.B) {
+	b.Run("F32xF32/"+l.String(), func(b *testing.B) {
 		for b.Loop() {
-			DotF32(a, c)
+			DotF32(l, a, c)
 		}
 	})
 	b.Run("Quantize", func(b *testing.B) {
 		var v Q8Vector
 		for b.Loop() {
-			v.Quantize(a)
+			v.Quantize(simd.Host().Best(simd.Top), a)
 		}
 	})
 }

@@ -66,43 +66,70 @@ func PackedBytes(t Type, rows, cols int) int {
 	return (rows + GroupRows - 1) / GroupRows * packedBlockBytes(t) * (cols / 32)
 }
 
+// Packer is the level whose packing kernel Pack runs at level l: the
+// avx512 packer at avx512, the avx2 one at avxvnni and avx2 (avxvnni has
+// no packer of its own; the bytes are the same whichever runs), plain
+// Go (packGroup) at none.
+func Packer(l simd.Level) simd.Level {
+	switch {
+	case l >= simd.AVX512:
+		return simd.AVX512
+	case l >= simd.AVX2:
+		return simd.AVX2
+	}
+	return simd.None
+}
+
 // Pack rearranges a rows×cols matrix of type t (CanPack), stored as
-// ggml rows in data, into dst (PackedBytes long, or nil to allocate).
+// ggml rows in data, into dst (PackedBytes long, or nil to allocate),
+// with level l's packer (Packer(l); the CPU must have l: simd.Resolve).
 // Groups [g0, g1) only are written when g1 > 0, so that several
-// goroutines can pack parts of one matrix.
-func Pack(t Type, rows, cols int, data, dst []byte, g0, g1 int) (*Packed, error) {
+// goroutines can pack parts of one matrix. It returns the highest level
+// whose packer wrote a group: Packer(l), or lower where that packer
+// does not take a group (the avx2 packer takes full groups only, so a
+// last partial group is packed in plain Go; a matrix of fewer than 16
+// rows packs in plain Go at avx2). Every packer writes the same bytes.
+func Pack(l simd.Level, t Type, rows, cols int, data, dst []byte, g0, g1 int) (*Packed, simd.Level, error) {
 	if !CanPack(t, cols) {
-		return nil, fmt.Errorf("cannot pack a %s matrix of %d columns", t, cols)
+		return nil, simd.None, fmt.Errorf("cannot pack a %s matrix of %d columns", t, cols)
 	}
 	rb, err := t.RowBytes(cols)
 	if err != nil {
-		return nil, err
+		return nil, simd.None, err
 	}
 	if len(data) != rows*rb {
-		return nil, fmt.Errorf("%d bytes of %s data for a %d×%d matrix, want %d", len(data), t, rows, cols, rows*rb)
+		return nil, simd.None, fmt.Errorf("%d bytes of %s data for a %d×%d matrix, want %d", len(data), t, rows, cols, rows*rb)
 	}
 	n := PackedBytes(t, rows, cols)
 	if dst == nil {
 		dst = make([]byte, n)
 	}
 	if len(dst) != n {
-		return nil, fmt.Errorf("pack into %d bytes, want %d", len(dst), n)
+		return nil, simd.None, fmt.Errorf("pack into %d bytes, want %d", len(dst), n)
 	}
+	mustHave("Pack", l)
 	p := &Packed{Type: t, Rows: rows, Cols: cols, Data: dst, blockBytes: packedBlockBytes(t)}
 	if g1 <= 0 {
 		g0, g1 = 0, p.Groups()
 	}
+	used := simd.None
+	packer := Packer(l)
 	for g := g0; g < g1; g++ {
-		if !packGroupAVX512(p, g, data, rb) && !packGroupAVX2(p, g, data, rb) {
+		switch {
+		case packer == simd.AVX512 && packGroupAVX512(p, g, data, rb):
+			used = max(used, simd.AVX512)
+		case packer >= simd.AVX2 && packGroupAVX2(p, g, data, rb):
+			used = max(used, simd.AVX2)
+		default:
 			p.packGroup(g, data, rb)
 		}
 	}
-	return p, nil
+	return p, used, nil
 }
 
 // packGroup writes group g of p from the ggml rows in data (rb bytes
-// each). It is the reference the assembly (packGroupAVX512) is checked
-// against, and what runs on CPUs without AVX-512.
+// each). It is the reference the assembly packers (packGroupAVX512,
+// packGroupAVX2) are checked against, and what level none runs.
 func (p *Packed) packGroup(g int, data []byte, rb int) {
 	nb := p.Cols / 32
 	bb := p.Type.BlockBytes()

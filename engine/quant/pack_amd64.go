@@ -12,10 +12,11 @@ func packQ4_0AVX512(src *byte, idx *[16]int32, mask int, dst *byte, nb int)
 //go:noescape
 func packQ4_1AVX512(src *byte, idx *[16]int32, mask int, dst *byte, nb int)
 
-// packGroupAVX512 is packGroup in AVX-512 (the same bytes) where the CPU
-// has it, and reports whether it ran.
+// packGroupAVX512 is packGroup in AVX-512 (the same bytes; the caller
+// runs it at the avx512 level only), and reports whether it ran (not for
+// rows too long for its 32-bit offsets).
 func packGroupAVX512(p *Packed, g int, data []byte, rb int) bool {
-	if !vnni || rb > (1<<31-1)/GroupRows {
+	if rb > (1<<31-1)/GroupRows {
 		return false
 	}
 	f := packQ8_0AVX512

@@ -30,7 +30,7 @@ func randomBatch(r *rand.Rand, count, n int) *Q8Batch {
 		}
 	}
 	var b Q8Batch
-	b.Quantize(xs, n)
+	b.Quantize(simd.None, xs, n) // every level's rounding gives these bits
 	return &b
 }
 
@@ -52,7 +52,7 @@ func TestPackedMatchesReference(t *testing.T) {
 				for range shape.rows {
 					data = append(data, randomRow(r, typ, 32*shape.nb)...)
 				}
-				p, err := Pack(typ, shape.rows, 32*shape.nb, data, nil, 0, 0)
+				p, _, err := Pack(l, typ, shape.rows, 32*shape.nb, data, nil, 0, 0)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -98,15 +98,21 @@ func TestPackedMatchesReference(t *testing.T) {
 	})
 }
 
-// TestPackLayout: the AVX-512 repacking (packGroupAVX512) and the AVX2
-// one (packGroupAVX2, full groups only) write the same bytes as the
-// plain-Go packGroup for every packed type, full and partial groups
-// (padding rows zero) and odd block counts; all write
-// every byte of the result (whatever the memory held before), and Pack
-// over a range of groups leaves the others alone.
+// TestPackLayout: the plain-Go packGroup writes every byte of the
+// result (whatever the memory held before); then, at each level, Pack
+// writes packGroup's bytes for every packed type, full and partial
+// groups (padding rows zero) and odd block counts, Pack over a range of
+// groups leaves the others alone, and Pack says which packer ran: the
+// level's own (Packer: avx512's at avx512, avx2's at avxvnni and avx2,
+// plain Go at none) wherever a full group was there to take, and never
+// one above the level it was given. (Packing follows the level, not the
+// CPU: under NPUCHAT_CPU_CEILING=none an AVX-512 machine packs in plain
+// Go.)
 func TestPackLayout(t *testing.T) {
-	cpu := simdtest.CPU(t)
-	avx512, avx2 := cpu.Has(simd.AVX512), cpu.Has(simd.AVX2)
+	simdtest.Each(t, testPackLayout)
+}
+
+func testPackLayout(t *testing.T, l simd.Level) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, typ := range q8Types {
 		for _, shape := range []struct{ rows, nb int }{{1, 1}, {15, 2}, {16, 1}, {17, 3}, {31, 5}, {48, 64}, {37, 193}} {
@@ -134,50 +140,35 @@ func TestPackLayout(t *testing.T) {
 			if !bytes.Equal(ref0, ref1) {
 				t.Fatalf("%s: packGroup leaves bytes unwritten", name)
 			}
+			// the packer that must run: the level's own where it takes a
+			// group (the avx2 packer full groups only)
+			want := Packer(l)
+			if want == simd.AVX2 && shape.rows < GroupRows {
+				want = simd.None
+			}
+			fast := filled(0x5A)
+			_, used, err := Pack(l, typ, shape.rows, 32*shape.nb, data, fast, 0, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if used != want || used > l {
+				t.Fatalf("%s: Pack at %s ran the %s packer, want %s", name, l, used, want)
+			}
+			if i := firstDiff(fast, ref0); i >= 0 {
+				t.Fatalf("%s: Pack at %s (the %s packer) differs from packGroup at byte %d of %d (%#x, want %#x)", name, l, used, i, n, fast[i], ref0[i])
+			}
 			// Pack of the second group only (the split packParallel uses)
 			if p0.Groups() > 1 {
 				part := filled(0x77)
-				if _, err := Pack(typ, shape.rows, 32*shape.nb, data, part, 1, 2); err != nil {
+				if _, _, err := Pack(l, typ, shape.rows, 32*shape.nb, data, part, 1, 2); err != nil {
 					t.Fatal(err)
 				}
 				gb := p0.GroupBytes()
-				if !bytes.Equal(part[gb:2*gb], ref0[gb:2*gb]) || !bytes.Equal(part[:gb], filled(0x77)[:gb]) {
-					t.Fatalf("%s: Pack of group 1 wrote the wrong bytes", name)
+				if !bytes.Equal(part[gb:2*gb], ref0[gb:2*gb]) || !bytes.Equal(part[:gb], filled(0x77)[:gb]) || !bytes.Equal(part[2*gb:], filled(0x77)[2*gb:]) {
+					t.Fatalf("%s: Pack at %s of group 1 wrote the wrong bytes", name, l)
 				}
-			}
-			if avx2 {
-				// the AVX2 packer takes the full groups; packGroup the rest
-				fast := filled(0x5A)
-				pf, _ := NewPacked(typ, shape.rows, 32*shape.nb, fast)
-				for g := range pf.Groups() {
-					full := (g+1)*GroupRows <= shape.rows
-					if ran := packGroupAVX2(pf, g, data, rb); ran != full {
-						t.Fatalf("%s: packGroupAVX2 of group %d ran %v, want %v", name, g, ran, full)
-					} else if !ran {
-						pf.packGroup(g, data, rb)
-					}
-				}
-				if i := firstDiff(fast, ref0); i >= 0 {
-					t.Fatalf("%s: AVX2 packing differs from packGroup at byte %d of %d (%#x, want %#x)", name, i, n, fast[i], ref0[i])
-				}
-			}
-			if !avx512 {
-				continue // skipped below, once
-			}
-			fast := filled(0x5A)
-			pf, _ := NewPacked(typ, shape.rows, 32*shape.nb, fast)
-			for g := range pf.Groups() {
-				if !packGroupAVX512(pf, g, data, rb) {
-					t.Fatalf("%s: packGroupAVX512 did not run", name)
-				}
-			}
-			if i := firstDiff(fast, ref0); i >= 0 {
-				t.Fatalf("%s: AVX-512 packing differs from packGroup at byte %d of %d (%#x, want %#x)", name, i, n, fast[i], ref0[i])
 			}
 		}
-	}
-	if !avx512 {
-		t.Skipf("CPU lacks avx512: it %s (packGroup, Pack and packGroupAVX2 (if avx2: %v) checked, packGroupAVX512 not)", cpu.Lacks(simd.AVX512), avx2)
 	}
 }
 
@@ -193,10 +184,10 @@ func firstDiff(a, b []byte) int {
 
 // TestPackRejects: types and shapes Pack cannot take are errors.
 func TestPackRejects(t *testing.T) {
-	if _, err := Pack(Q4_K, 1, 256, make([]byte, 144), nil, 0, 0); err == nil {
+	if _, _, err := Pack(simd.None, Q4_K, 1, 256, make([]byte, 144), nil, 0, 0); err == nil {
 		t.Error("Q4_K packed")
 	}
-	if _, err := Pack(Q4_0, 2, 32, make([]byte, 18), nil, 0, 0); err == nil {
+	if _, _, err := Pack(simd.None, Q4_0, 2, 32, make([]byte, 18), nil, 0, 0); err == nil {
 		t.Error("short data packed")
 	}
 }
@@ -219,7 +210,7 @@ func BenchmarkPackedMulQ8(b *testing.B) {
 		for range rows {
 			data = append(data, randomRow(r, typ, cols)...)
 		}
-		p, _ := Pack(typ, rows, cols, data, nil, 0, 0)
+		p, _, _ := Pack(simd.Host().Best(simd.Top), typ, rows, cols, data, nil, 0, 0)
 		for _, n := range []int{1, 4, 16} {
 			x := randomBatch(r, n, cols)
 			out := make([]float32, p.TileLen(n))
@@ -236,7 +227,7 @@ func BenchmarkPackedMulQ8(b *testing.B) {
 					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(rows*n), "ns/row/vec")
 				})
 			}
-			if !simdQ8 {
+			if !simd.Host().Has(simd.AVX2) {
 				continue
 			}
 			b.Run(fmt.Sprintf("%s/avx2-rows/x%d", typ, n), func(b *testing.B) {
@@ -246,10 +237,10 @@ func BenchmarkPackedMulQ8(b *testing.B) {
 						row := data[i*rb : (i+1)*rb]
 						t := 0
 						for ; t+4 <= n; t += 4 {
-							DotQ8x4(typ, row, x, t, &four)
+							DotQ8x4(simd.AVX2, typ, row, x, t, &four)
 						}
 						for ; t < n; t++ {
-							out[0] = DotQ8(typ, row, &x.Vecs[t])
+							out[0] = DotQ8(simd.AVX2, typ, row, &x.Vecs[t])
 						}
 					}
 				}

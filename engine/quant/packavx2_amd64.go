@@ -1,7 +1,5 @@
 package quant
 
-import "github.com/npuchat/npuchat/engine/simd"
-
 // The AVX2 repacking kernels of packavx2_amd64.s: a full group's 16 rows
 // starting at src (row r at byte idx[r]), nb blocks into dst.
 
@@ -14,13 +12,12 @@ func packQ4_0AVX2(src *byte, idx *[16]int32, dst *byte, nb int)
 //go:noescape
 func packQ4_1AVX2(src *byte, idx *[16]int32, dst *byte, nb int)
 
-// avx2Pack is whether this CPU runs the AVX2 packer.
-var avx2Pack = simd.Host().Has(simd.AVX2)
-
-// packGroupAVX2 is packGroup in AVX2 (the same bytes) for a full group
-// where the CPU has AVX2, and reports whether it ran.
+// packGroupAVX2 is packGroup in AVX2 (the same bytes; the caller runs
+// it at the avx2 level and above) for a full group, and reports whether
+// it ran (not for the last, partial group, nor rows too long for its
+// 32-bit offsets).
 func packGroupAVX2(p *Packed, g int, data []byte, rb int) bool {
-	if !avx2Pack || (g+1)*GroupRows > p.Rows || rb > (1<<31-1)/GroupRows {
+	if (g+1)*GroupRows > p.Rows || rb > (1<<31-1)/GroupRows {
 		return false
 	}
 	f := packQ8_0AVX2

@@ -24,13 +24,8 @@ type Q8Vector struct {
 	Sum []int32
 }
 
-// Quantize rounds x (a whole number of 32-value blocks) into v, reusing
-// v's storage, with the best SIMD the CPU has (bit for bit the same as
-// QuantizePlain).
-func (v *Q8Vector) Quantize(x []float32) { v.QuantizeWith(simd.Host().Best(simd.Top), x) }
-
-// QuantizePlain is Quantize in plain Go only.
-func (v *Q8Vector) QuantizePlain(x []float32) { v.QuantizeWith(simd.None, x) }
+// QuantizePlain is Quantize at level none (plain Go).
+func (v *Q8Vector) QuantizePlain(x []float32) { v.Quantize(simd.None, x) }
 
 // roundings is the rounding loop of each level of the ladder (AVX-VNNI
 // has none of its own: AVX2's). All give the same bits.
@@ -38,9 +33,11 @@ var roundings = [simd.NumLevels]func(x *float32, nb int, qs *int8, d, s *float32
 	simd.AVX2: quantizeQ8AVX2, simd.AVXVNNI: quantizeQ8AVX2, simd.AVX512: quantizeQ8AVX512,
 }
 
-// QuantizeWith is Quantize with level l's rounding loop (the CPU must
-// have l: simd.Resolve; a model rounds with its own level's).
-func (v *Q8Vector) QuantizeWith(l simd.Level, x []float32) {
+// Quantize rounds x (a whole number of 32-value blocks) into v, reusing
+// v's storage, with level l's rounding loop (roundings; the CPU must
+// have l: simd.Resolve; a model rounds with its own level's). Every
+// level gives the same bits as QuantizePlain.
+func (v *Q8Vector) Quantize(l simd.Level, x []float32) {
 	n := len(x)
 	nb := n / 32
 	if cap(v.Qs) < n || cap(v.Sum) < nb {
@@ -50,7 +47,7 @@ func (v *Q8Vector) QuantizeWith(l simd.Level, x []float32) {
 		v.Sum = make([]int32, nb)
 	}
 	v.Qs, v.D, v.S, v.Sum = v.Qs[:n], v.D[:nb], v.S[:nb], v.Sum[:nb]
-	mustHave("Q8Vector.QuantizeWith", l)
+	mustHave("Q8Vector.Quantize", l)
 	switch f := roundings[l]; {
 	case nb == 0:
 	case f != nil:
@@ -112,11 +109,15 @@ func HasQ8Kernel(t Type) bool {
 // quantized vector x, as ggml's ggml_vec_dot_q8_0_q8_0, _q4_0_q8_0 and
 // _q4_1_q8_1 compute it: per block an exact integer sum of weight × q,
 // times the weight scale × d (plus the weight minimum × S for Q4_1).
-// It uses SIMD when the CPU has it (see SIMD) and DotQ8Ref otherwise;
-// both give the same block sums and differ only in float summation order.
-func DotQ8(t Type, row []byte, x *Q8Vector) float32 {
+// Level l chooses the kernel: the AVX2 one at avx2 and above (avxvnni
+// and avx512 have no row kernels of their own: they run theirs on
+// Packed matrices), DotQ8Ref at none; both give the same block sums and
+// differ only in float summation order. The CPU must have l
+// (simd.Resolve).
+func DotQ8(l simd.Level, t Type, row []byte, x *Q8Vector) float32 {
 	nb := len(x.D)
-	if simdQ8 && nb > 0 {
+	mustHave("DotQ8", l)
+	if l >= simd.AVX2 && nb > 0 {
 		bb := t.BlockBytes()
 		_ = row[nb*bb-1]
 		switch t {
@@ -144,11 +145,12 @@ type Q8Batch struct {
 }
 
 // Quantize rounds each of xs (n values, a whole number of blocks) into
-// b.Vecs, reusing b's storage.
-func (b *Q8Batch) Quantize(xs [][]float32, n int) {
+// b.Vecs with level l's rounding (Q8Vector.Quantize), reusing b's
+// storage.
+func (b *Q8Batch) Quantize(l simd.Level, xs [][]float32, n int) {
 	b.Prepare(len(xs), n)
 	for i, x := range xs {
-		b.Vecs[i].Quantize(x[:n])
+		b.Vecs[i].Quantize(l, x[:n])
 	}
 }
 
@@ -171,12 +173,14 @@ func (b *Q8Batch) Prepare(count, n int) {
 	}
 }
 
-// DotQ8x4 sets out[i] = DotQ8(t, row, &b.Vecs[first+i]) for i < 4, bit for
-// bit, reading and unpacking each weight block once for the four vectors.
-func DotQ8x4(t Type, row []byte, b *Q8Batch, first int, out *[4]float32) {
+// DotQ8x4 sets out[i] = DotQ8(l, t, row, &b.Vecs[first+i]) for i < 4,
+// bit for bit, reading and unpacking each weight block once for the four
+// vectors (at avx2 and above; at none it is four DotQ8Ref).
+func DotQ8x4(l simd.Level, t Type, row []byte, b *Q8Batch, first int, out *[4]float32) {
 	v := b.Vecs[first : first+4]
 	nb := len(v[0].D)
-	if simdQ8 && nb > 0 {
+	mustHave("DotQ8x4", l)
+	if l >= simd.AVX2 && nb > 0 {
 		_ = row[nb*t.BlockBytes()-1]
 		switch t {
 		case Q8_0:
@@ -194,12 +198,12 @@ func DotQ8x4(t Type, row []byte, b *Q8Batch, first int, out *[4]float32) {
 		}
 	}
 	for i := range out {
-		out[i] = DotQ8(t, row, &v[i])
+		out[i] = DotQ8Ref(t, row, &v[i])
 	}
 }
 
 // DotQ8Ref is the plain-Go DotQ8: the reference the SIMD kernels are
-// tested against, and the path on CPUs without them.
+// tested against, and what level none runs.
 func DotQ8Ref(t Type, row []byte, x *Q8Vector) float32 {
 	// Explicit float32 conversions keep every product and sum a separate
 	// rounding (no fused multiply-add), as the packed kernels compute.
@@ -241,15 +245,17 @@ func DotQ8Ref(t Type, row []byte, x *Q8Vector) float32 {
 	return sum + mins
 }
 
-// DotF32 returns Σ a[i]·b[i] over len(a) float32 values, with SIMD when
-// the CPU has it (the order of the float additions differs from a plain
-// loop, so results agree within float32 rounding, not bit for bit).
-func DotF32(a, b []float32) float32 {
+// DotF32 returns Σ a[i]·b[i] over len(a) float32 values, with level l's
+// kernel: AVX2 at avx2 and above, a plain loop at none (the order of the
+// float additions differs, so results agree within float32 rounding, not
+// bit for bit). The CPU must have l.
+func DotF32(l simd.Level, a, b []float32) float32 {
 	b = b[:len(a)]
 	n := len(a)
 	var s float32
 	i := 0
-	if simdQ8 && n >= 8 {
+	mustHave("DotF32", l)
+	if l >= simd.AVX2 && n >= 8 {
 		i = n &^ 7
 		s = dotF32AVX2(&a[0], &b[0], i)
 	}
@@ -259,14 +265,16 @@ func DotF32(a, b []float32) float32 {
 	return s
 }
 
-// AxpyF32 sets y[i] += a·x[i] over len(y) values, with SIMD when the CPU
-// has it (a fused multiply-add: each result may differ from y + a·x
-// computed in two roundings by one float32 rounding).
-func AxpyF32(y []float32, a float32, x []float32) {
+// AxpyF32 sets y[i] += a·x[i] over len(y) values, with level l's kernel
+// as DotF32 (at avx2 and above a fused multiply-add: each result may
+// differ from y + a·x computed in two roundings by one float32
+// rounding).
+func AxpyF32(l simd.Level, y []float32, a float32, x []float32) {
 	x = x[:len(y)]
 	n := len(y)
 	i := 0
-	if simdQ8 && n >= 8 {
+	mustHave("AxpyF32", l)
+	if l >= simd.AVX2 && n >= 8 {
 		i = n &^ 7
 		axpyF32AVX2(&y[0], &x[0], a, i)
 	}
@@ -275,24 +283,25 @@ func AxpyF32(y []float32, a float32, x []float32) {
 	}
 }
 
-// DotF32Row is Dot for an F32 row (its bytes), with DotF32's SIMD.
-func DotF32Row(row []byte, x []float32) float32 {
+// DotF32Row is Dot for an F32 row (its bytes), with DotF32 at level l.
+func DotF32Row(l simd.Level, row []byte, x []float32) float32 {
 	if len(x) == 0 {
 		return 0
 	}
 	_ = row[4*len(x)-1]
-	return DotF32(unsafe.Slice((*float32)(unsafe.Pointer(&row[0])), len(x)), x)
+	return DotF32(l, unsafe.Slice((*float32)(unsafe.Pointer(&row[0])), len(x)), x)
 }
 
 // DotF16 returns Σ a[i]·b[i] over len(a) values, b stored as float16
-// (the F16 KV cache), with SIMD when the CPU has it (summation order as
+// (the F16 KV cache), with level l's kernel as DotF32 (summation order as
 // DotF32's).
-func DotF16(a []float32, b []uint16) float32 {
+func DotF16(l simd.Level, a []float32, b []uint16) float32 {
 	b = b[:len(a)]
 	n := len(a)
 	var s float32
 	i := 0
-	if simdQ8 && n >= 8 {
+	mustHave("DotF16", l)
+	if l >= simd.AVX2 && n >= 8 {
 		i = n &^ 7
 		s = dotF16AVX2(&a[0], &b[0], i)
 	}
@@ -303,12 +312,13 @@ func DotF16(a []float32, b []uint16) float32 {
 }
 
 // AxpyF16 sets y[i] += a·x[i] over len(y) values, x stored as float16,
-// with SIMD when the CPU has it (as AxpyF32).
-func AxpyF16(y []float32, a float32, x []uint16) {
+// with level l's kernel (as AxpyF32).
+func AxpyF16(l simd.Level, y []float32, a float32, x []uint16) {
 	x = x[:len(y)]
 	n := len(y)
 	i := 0
-	if simdQ8 && n >= 8 {
+	mustHave("AxpyF16", l)
+	if l >= simd.AVX2 && n >= 8 {
 		i = n &^ 7
 		axpyF16AVX2(&y[0], &x[0], a, i)
 	}

@@ -18,7 +18,7 @@ func randomQ8(r *rand.Rand, n int) *Q8Vector {
 		x[i] = float32(r.NormFloat64())
 	}
 	var v Q8Vector
-	v.Quantize(x)
+	v.QuantizePlain(x) // every level's rounding gives these bits (TestQuantizeMatchesReference)
 	return &v
 }
 
@@ -30,12 +30,16 @@ func shifted(b []byte, off int) []byte {
 	return buf[off:]
 }
 
-// TestDotQ8MatchesReference: the SIMD kernels (when this CPU has them)
-// equal the plain-Go reference within float32 summation-order rounding,
-// on random blocks (all byte values, including -128 quants), odd and
-// even block counts, and unaligned rows and activations.
+// TestDotQ8MatchesReference: at each level DotQ8 equals the plain-Go
+// reference within float32 summation-order rounding (at none, bit for
+// bit: it is the reference), on random blocks (all byte values,
+// including -128 quants), odd and even block counts, and unaligned rows
+// and activations.
 func TestDotQ8MatchesReference(t *testing.T) {
-	t.Logf("SIMD: %s", simd.Host().Best(simd.AVX2).String())
+	simdtest.Each(t, testDotQ8MatchesReference)
+}
+
+func testDotQ8MatchesReference(t *testing.T, l simd.Level) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for _, typ := range q8Types {
 		for _, nb := range []int{1, 2, 3, 4, 5, 7, 64, 65, 193} {
@@ -45,7 +49,10 @@ func TestDotQ8MatchesReference(t *testing.T) {
 				x.Qs, x.D, x.S = x.Qs[32*off:], x.D[off:], x.S[off:] // activations not at the start of their arrays
 				x.Qs = x.Qs[:32*nb]
 				want := DotQ8Ref(typ, row, x)
-				got := DotQ8(typ, row, x)
+				got := DotQ8(l, typ, row, x)
+				if l == simd.None && math.Float32bits(got) != math.Float32bits(want) {
+					t.Fatalf("%s, %d blocks: none ran %v, not the reference's %v", typ, nb, got, want)
+				}
 				// bound the rounding by the magnitude of the terms
 				var mag float64
 				for b := 0; b < nb; b++ {
@@ -60,9 +67,13 @@ func TestDotQ8MatchesReference(t *testing.T) {
 }
 
 // TestDotQ8IntegerSumsExact: with unit scales every partial sum is a
-// small integer, so any summation order gives the same float: the SIMD
-// kernels' integer block sums must equal the reference's bit for bit.
+// small integer, so any summation order gives the same float: each
+// level's integer block sums must equal the reference's bit for bit.
 func TestDotQ8IntegerSumsExact(t *testing.T) {
+	simdtest.Each(t, testDotQ8IntegerSumsExact)
+}
+
+func testDotQ8IntegerSumsExact(t *testing.T, l simd.Level) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for _, typ := range q8Types {
 		for _, nb := range []int{1, 2, 3, 8, 33} {
@@ -85,7 +96,7 @@ func TestDotQ8IntegerSumsExact(t *testing.T) {
 				x.D[b] = 1
 				x.S[b] = float32(b%7 - 3)
 			}
-			if got, want := DotQ8(typ, row, x), DotQ8Ref(typ, row, x); got != want {
+			if got, want := DotQ8(l, typ, row, x), DotQ8Ref(typ, row, x); got != want {
 				t.Errorf("%s, %d blocks: SIMD %v, reference %v", typ, nb, got, want)
 			}
 		}
@@ -130,16 +141,21 @@ func TestDotQ8Reference(t *testing.T) {
 	}
 }
 
-// TestQuantizeQ8 checks ggml's rounding: d = max|x|/127 as float16,
-// q = round-half-even(x·127/max), S = float16(d·Σq), and zero blocks.
+// TestQuantizeQ8 checks ggml's rounding at each level: d = max|x|/127
+// as float16, q = round-half-even(x·127/max), S = float16(d·Σq), and
+// zero blocks.
 func TestQuantizeQ8(t *testing.T) {
+	simdtest.Each(t, testQuantizeQ8)
+}
+
+func testQuantizeQ8(t *testing.T, l simd.Level) {
 	x := make([]float32, 64)
 	for i := range 32 {
 		x[i] = float32(i) - 12.7 // max |x| = 19.3 at i = 31... and -12.7 at 0
 	}
 	x[5] = 0.5 * 19.3 / 127 * 3 // 1.5 steps: ties go to even (2)
 	var v Q8Vector
-	v.Quantize(x)
+	v.Quantize(l, x)
 	amax := float32(31 - 12.7)
 	if want := F16ToF32(F32ToF16(amax / 127)); v.D[0] != want {
 		t.Errorf("d = %v, want %v", v.D[0], want)
@@ -163,9 +179,13 @@ func TestQuantizeQ8(t *testing.T) {
 	}
 }
 
-// TestDotF32 checks the float kernel against a float64 sum at every
-// length up to 80 and at unaligned starts.
+// TestDotF32 checks each level's float kernel against a float64 sum at
+// every length up to 80 and at unaligned starts.
 func TestDotF32(t *testing.T) {
+	simdtest.Each(t, testDotF32)
+}
+
+func testDotF32(t *testing.T, l simd.Level) {
 	r := rand.New(rand.NewPCG(9, 10))
 	for n := 0; n <= 80; n++ {
 		for off := 0; off < 2; off++ {
@@ -180,7 +200,7 @@ func TestDotF32(t *testing.T) {
 				want += float64(a[i]) * float64(b[i])
 				mag += math.Abs(float64(a[i]) * float64(b[i]))
 			}
-			if got := DotF32(a, b); math.Abs(float64(got)-want) > 1e-6*mag {
+			if got := DotF32(l, a, b); math.Abs(float64(got)-want) > 1e-6*mag {
 				t.Errorf("n %d, offset %d: %g, want %g", n, off, got, want)
 			}
 		}
@@ -202,11 +222,15 @@ func TestRoundEven(t *testing.T) {
 	}
 }
 
-// TestDotQ8x4 checks that the four-vector kernels give exactly DotQ8's
-// results (bit for bit: the same operations in the same order), for
-// every type, odd and even block counts, unaligned rows and batches
-// whose four vectors start anywhere.
+// TestDotQ8x4 checks that at each level the four-vector kernels give
+// exactly DotQ8's results at that level (bit for bit: the same
+// operations in the same order), for every type, odd and even block
+// counts, unaligned rows and batches whose four vectors start anywhere.
 func TestDotQ8x4(t *testing.T) {
+	simdtest.Each(t, testDotQ8x4)
+}
+
+func testDotQ8x4(t *testing.T, l simd.Level) {
 	r := rand.New(rand.NewPCG(11, 12))
 	for _, typ := range q8Types {
 		for _, nb := range []int{1, 2, 3, 8, 65} {
@@ -218,14 +242,14 @@ func TestDotQ8x4(t *testing.T) {
 				}
 			}
 			var b Q8Batch
-			b.Quantize(xs, 32*nb)
+			b.Quantize(l, xs, 32*nb)
 			for off := 0; off < 3; off++ {
 				row := shifted(randomRow(r, typ, 32*nb), off)
 				for first := 0; first+4 <= len(xs); first++ {
 					var out [4]float32
-					DotQ8x4(typ, row, &b, first, &out)
+					DotQ8x4(l, typ, row, &b, first, &out)
 					for i, got := range out {
-						if want := DotQ8(typ, row, &b.Vecs[first+i]); got != want {
+						if want := DotQ8(l, typ, row, &b.Vecs[first+i]); got != want {
 							t.Errorf("%s, %d blocks, offset %d, vector %d: x4 %v, x1 %v", typ, nb, off, first+i, got, want)
 						}
 						if ref := DotQ8Ref(typ, row, &b.Vecs[first+i]); math.Abs(float64(got-ref)) > 1e-3*math.Abs(float64(ref))+1e-3 {
@@ -238,9 +262,13 @@ func TestDotQ8x4(t *testing.T) {
 	}
 }
 
-// TestAxpyF32 checks y += a·x against float64 at every length up to 80
-// and at unaligned starts.
+// TestAxpyF32 checks each level's y += a·x against float64 at every
+// length up to 80 and at unaligned starts.
 func TestAxpyF32(t *testing.T) {
+	simdtest.Each(t, testAxpyF32)
+}
+
+func testAxpyF32(t *testing.T, l simd.Level) {
 	r := rand.New(rand.NewPCG(13, 14))
 	for n := 0; n <= 80; n++ {
 		for off := 0; off < 2; off++ {
@@ -254,7 +282,7 @@ func TestAxpyF32(t *testing.T) {
 			for i := range want {
 				want[i] = float64(y[i]) + float64(a)*float64(x[i])
 			}
-			AxpyF32(y, a, x)
+			AxpyF32(l, y, a, x)
 			for i := range y {
 				if d := math.Abs(float64(y[i]) - want[i]); d > 1e-6*(math.Abs(want[i])+math.Abs(float64(a*x[i]))) {
 					t.Fatalf("n %d, offset %d, i %d: %v, want %v", n, off, i, y[i], want[i])
@@ -264,10 +292,14 @@ func TestAxpyF32(t *testing.T) {
 	}
 }
 
-// TestDotF16: the float16 dot and axpy equal the float32 ones on the
-// converted values (within summation-order rounding), for every length
-// around the SIMD widths.
+// TestDotF16: at each level the float16 dot and axpy equal the float32
+// ones on the converted values (within summation-order rounding), and
+// the float64 sum, for every length around the SIMD widths.
 func TestDotF16(t *testing.T) {
+	simdtest.Each(t, testDotF16)
+}
+
+func testDotF16(t *testing.T, l simd.Level) {
 	r := rand.New(rand.NewPCG(11, 12))
 	for _, n := range []int{1, 7, 8, 9, 31, 32, 33, 64, 127, 128, 300} {
 		a, b16, bf := make([]float32, n), make([]uint16, n), make([]float32, n)
@@ -278,12 +310,16 @@ func TestDotF16(t *testing.T) {
 			bf[i] = F16ToF32(b16[i])
 			mag += math.Abs(float64(a[i] * bf[i]))
 		}
-		if got, want := DotF16(a, b16), DotF32(a, bf); math.Abs(float64(got-want)) > 1e-5*mag {
-			t.Errorf("n %d: DotF16 %v, DotF32 %v", n, got, want)
+		var exact float64
+		for i := range a {
+			exact += float64(a[i]) * float64(bf[i])
+		}
+		if got, want := DotF16(l, a, b16), DotF32(l, a, bf); math.Abs(float64(got-want)) > 1e-5*mag || math.Abs(float64(got)-exact) > 1e-5*mag {
+			t.Errorf("n %d: DotF16 %v, DotF32 %v, float64 %v", n, got, want, exact)
 		}
 		y1, y2 := append([]float32(nil), a...), append([]float32(nil), a...)
-		AxpyF16(y1, 0.7, b16)
-		AxpyF32(y2, 0.7, bf)
+		AxpyF16(l, y1, 0.7, b16)
+		AxpyF32(l, y2, 0.7, bf)
 		for i := range y1 {
 			if math.Abs(float64(y1[i]-y2[i])) > 1e-6*(1+math.Abs(float64(y2[i]))) {
 				t.Fatalf("n %d: AxpyF16[%d] %v, AxpyF32 %v", n, i, y1[i], y2[i])
@@ -330,7 +366,7 @@ func testQuantizeMatches(t *testing.T, rounding simd.Level) {
 			}
 		}
 		var got, want Q8Vector
-		got.QuantizeWith(rounding, x)
+		got.Quantize(rounding, x)
 		want.QuantizePlain(x)
 		for i := range want.Qs {
 			if got.Qs[i] != want.Qs[i] {

@@ -26,10 +26,12 @@
 // computes, for one vector (decode) or a batch (prefill).
 //
 // SIMD without cgo: the kernels are hand-written Go assembly for AVX2+FMA
-// (simd_amd64.s) and AVX-512 VNNI (vnni_amd64.s, quantize_amd64.s),
-// detected from CPUID by golang.org/x/sys/cpu (already a dependency of
-// the module), so no build flags or GOEXPERIMENT are needed; other CPUs
-// and architectures use the plain-Go functions. Go 1.26's simd/archsimd was not used: it needs
+// (simd_amd64.s, avx2pack_amd64.s, packavx2_amd64.s), AVX-VNNI
+// (avxvnni_amd64.s) and AVX-512 VNNI (vnni_amd64.s, pack_amd64.s,
+// quantize_amd64.s), so no build flags or GOEXPERIMENT are needed. Which
+// of them run is the simd.Level every entry point takes (level.go),
+// resolved once against CPUID by engine/simd; level none, and other
+// architectures, run the plain-Go functions. Go 1.26's simd/archsimd was not used: it needs
 // GOEXPERIMENT=simd at build time and lacks VNNI operations.
 package quant
 

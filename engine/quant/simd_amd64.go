@@ -1,13 +1,8 @@
 package quant
 
-import "github.com/npuchat/npuchat/engine/simd"
-
-// simdQ8 selects the AVX2+FMA kernels of simd_amd64.s (every x86-64 CPU
-// since Haswell and AMD Zen; F16C, which they use for float16 scales,
-// comes with all of them): this CPU has the ladder's avx2 level. It is
-// fixed at start-up from CPUID (simd.Host); the functions that take no
-// level (DotQ8, DotF32, …) use it.
-var simdQ8 = simd.Host().Has(simd.AVX2)
+// The ladder's avx2 level (AVX2, FMA and F16C: every x86-64 CPU since
+// Haswell and AMD Zen) runs the row kernels here; which level runs is
+// the caller's simd.Level, never CPUID (level.go).
 
 // The kernels of simd_amd64.s. nb is the number of 32-value blocks (> 0);
 // w points at the row's first block, qs, d, s at a Q8Vector's arrays (x4:
@@ -63,15 +58,6 @@ func gemmQ4_1BF16VNNI(w *byte, nb int, qs *int8, qstride int, d *float32, sum *i
 //go:noescape
 func gemmQ8_0VNNI(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32)
 
-// vnni is whether this CPU has the AVX-512 VNNI kernels (F, BW, VL and
-// VNNI; Intel since Ice Lake / Cascade Lake, AMD since Zen 4): the
-// ladder's avx512 level. Only the packing (packGroupAVX512, the same
-// bytes as plain Go), which takes no level, uses it; every kernel that
-// does is given its level. (So under $NPUCHAT_CPU_CEILING an AVX-512
-// machine still packs with AVX-512: the bytes are packGroup's, tested in
-// TestPackAVX512.)
-var vnni = simd.Host().Has(simd.AVX512)
-
 // The AVX-VNNI kernels of avxvnni_amd64.s, with the arguments of the
 // AVX-512 ones.
 
@@ -121,13 +107,13 @@ func dotF16AVX2(a *float32, b *uint16, n int) float32
 //go:noescape
 func axpyF16AVX2(y *float32, x *uint16, a float32, n int)
 
-// quantizeQ8AVX2 is quantizeQ8AVX512 for AVX2 and F16C (simdQ8).
+// quantizeQ8AVX2 is quantizeQ8AVX512 for AVX2 and F16C (the avx2 level).
 //
 //go:noescape
 func quantizeQ8AVX2(x *float32, nb int, qs *int8, d, s *float32, sum *int32)
 
 // quantizeQ8AVX512 is Q8Vector.Quantize's loop for nb blocks (AVX-512F
-// with BW/VL, which vnni implies).
+// with BW/VL: the avx512 level).
 //
 //go:noescape
 func quantizeQ8AVX512(x *float32, nb int, qs *int8, d, s *float32, sum *int32)

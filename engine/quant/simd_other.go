@@ -2,12 +2,8 @@
 
 package quant
 
-// simdQ8 and vnni are false off amd64: every kernel is plain Go (and
-// simd.Host has only the none level).
-const (
-	simdQ8 = false
-	vnni   = false
-)
+// Off amd64 simd.Host has only the none level, so no level that reaches
+// these stubs can be resolved (mustHave panics first).
 
 func dotQ8_0Q8x1(w *byte, qs *int8, d *float32, nb int) float32                 { panic("no SIMD") }
 func dotQ4_0Q8x1(w *byte, qs *int8, d *float32, nb int) float32                 { panic("no SIMD") }

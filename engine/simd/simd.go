@@ -218,11 +218,20 @@ type Request struct {
 }
 
 // Choice is a resolved level: the request, what the CPU runs (after any
-// ceiling), and the level that runs.
+// ceiling), and the level that runs; and, once a loader has repacked
+// weights for that level's kernels, which level's packer did it.
 type Choice struct {
 	Request
 	CPU   CPU   // what the CPU runs, the ceiling applied
 	Level Level // what runs
+	// Packed is whether weights were repacked at load (the engine sets
+	// it and Packer after packing; weights read already packed from a
+	// cache, or read as stored, were not), and Packer the highest level
+	// whose packer wrote them: Level's own or a lower one (a level may
+	// have no packer of its own, or its packer may not take every part
+	// of a matrix), never a higher one.
+	Packed bool
+	Packer Level
 }
 
 // Resolve turns a request into the level that runs on cpu. It is the
@@ -282,19 +291,25 @@ func (c Choice) Why() string {
 	return strings.Join(why, "; ")
 }
 
-// String says what runs and, when it is not what was asked, why: "avx2",
-// "asked avxvnni, CPU lacks AVX-VNNI: running avx2", "auto, CPU lacks
-// AVX-512F, AVX-512BW, AVX-512VL, AVX-512VNNI, AVX-VNNI: running avx2",
-// "asked avx512, CPU is capped at avx2 (CPU ceiling): running avx2".
+// String says what runs and, when it is not what was asked, why, then
+// which packer repacked the weights when any were: "avx2", "asked
+// avxvnni, CPU lacks AVX-VNNI: running avx2", "auto, CPU lacks AVX-512F,
+// AVX-512BW, AVX-512VL, AVX-512VNNI, AVX-VNNI: running avx2", "asked
+// avx512, CPU is capped at avx2 (CPU ceiling): running avx2; weights
+// packed by avx2".
 func (c Choice) String() string {
-	if !c.Replaced() {
-		return c.Level.String()
+	s := c.Level.String()
+	if c.Replaced() {
+		asked := "asked " + c.Asked
+		if c.Asked == Auto {
+			asked = Auto
+		}
+		s = fmt.Sprintf("%s, CPU %s: running %s", asked, c.Why(), c.Level)
 	}
-	asked := "asked " + c.Asked
-	if c.Asked == Auto {
-		asked = Auto
+	if c.Packed {
+		s += "; weights packed by " + c.Packer.String()
 	}
-	return fmt.Sprintf("%s, CPU %s: running %s", asked, c.Why(), c.Level)
+	return s
 }
 
 func contains(s []string, v string) bool {

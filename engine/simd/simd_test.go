@@ -132,3 +132,30 @@ func TestEnv(t *testing.T) {
 		t.Errorf("Env: %q, %q", l, c)
 	}
 }
+
+// TestChoicePacker: a choice whose weights were repacked says by which
+// level's packer, after what runs and why; one without says nothing of
+// packing.
+func TestChoicePacker(t *testing.T) {
+	for _, c := range []struct {
+		asked, ceiling string
+		packed         bool
+		packer         Level
+		says           string
+	}{
+		{"", "", false, None, "avx512"},
+		{"", "", true, AVX512, "avx512; weights packed by avx512"},
+		{"avx512", "avx2", true, AVX2, "asked avx512, CPU is capped at avx2 (CPU ceiling): running avx2; weights packed by avx2"},
+		{"avxvnni", "", true, AVX2, "avxvnni; weights packed by avx2"},
+		{"none", "", false, None, "none"},
+	} {
+		ch, err := Resolve(Request{Asked: c.asked, Ceiling: c.ceiling, CeilingBy: "test"}, FromFeatures(sapphire))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch.Packed, ch.Packer = c.packed, c.packer
+		if got := ch.String(); got != c.says {
+			t.Errorf("%+v: %q, want %q", c, got, c.says)
+		}
+	}
+}

@@ -64,8 +64,16 @@ type Options struct {
 	// FLM_CONFIG_PATH, FLM_XCLBIN_PATH and FLM_MODEL_PATH.
 	Env []string
 	// ContextLength, when > 0, is passed as --ctx-len (FLM raises it to at
-	// least 512 and rounds it up to a power of two).
+	// least 512 and rounds it up to a power of two: ServedContext). When
+	// 0, FLM serves the model's default_context_length from its
+	// model_list.json entry, which Info.ContextLength should give.
 	ContextLength int
+	// Count gives a chat's length in tokens with the model's own
+	// tokenizer and chat template (read from its folder); a chat longer
+	// than the served context is sent without its oldest turns, as the
+	// CPU engine does (oaicompat's fit). nil counts an estimate from the
+	// text's bytes.
+	Count oaicompat.Counter
 	// Log receives the child's stdout and stderr (NPU Chat's log folder);
 	// nil discards them. LogLines recent lines are kept for error messages
 	// (default 200).
@@ -200,10 +208,20 @@ func (b *Backend) Info() backend.ModelInfo {
 		info.Format = "q4nx"
 	}
 	if b.opts.ContextLength > 0 {
-		info.ContextLength = b.opts.ContextLength
+		info.ContextLength = ServedContext(b.opts.ContextLength)
 	}
 	info.Capabilities = Capabilities()
 	return info
+}
+
+// ServedContext is the context FLM serves for --ctx-len n: at least 512,
+// rounded up to a power of two (FLM's docs/cli.md; research/flm.md §4).
+func ServedContext(n int) int {
+	c := 512
+	for c < n {
+		c *= 2
+	}
+	return c
 }
 
 // Capabilities is what the backend does with any model: plain
@@ -386,6 +404,8 @@ func (b *Backend) launchOnce(ctx context.Context, progress func(backend.Progress
 	client, err := oaicompat.New(oaicompat.Options{
 		BaseURL: "http://127.0.0.1:" + strconv.Itoa(port), Model: b.opts.Model,
 		HTTPClient: b.http, Kind: backend.NPU, Info: b.Info(), IdleTimeout: max(b.opts.IdleTimeout, 0),
+		// FLM's /v1/models says no context: the one it serves is known here
+		ContextLength: b.Info().ContextLength, Count: b.opts.Count,
 	})
 	if err == nil {
 		err = client.Load(ctx, nil)

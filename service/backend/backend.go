@@ -79,6 +79,12 @@ type Request struct {
 	// MaxTokens caps the generated tokens; 0 means until an end token or
 	// the context is full.
 	MaxTokens int
+	// ContextLength is the context this request may use, in tokens (a
+	// chat's own setting, Ollama's options.num_ctx): its prompt and
+	// answer fit in it, the oldest turns left out when they do not. 0,
+	// or more than the loaded model holds, means the loaded context
+	// (ContextFor); Result.ContextLength says which was used.
+	ContextLength int
 	// Stop lists strings that end the answer; the stop string itself is
 	// not emitted.
 	Stop     []string
@@ -167,7 +173,11 @@ type Result struct {
 	// its system prompt) were left out so that it fits the context
 	// (FitMessages); the stored history keeps them.
 	OmittedMessages int
-	FinishReason    string // FinishStop, FinishLength or FinishToolCalls
+	// ContextLength is the context the request was fitted into (its own
+	// ContextLength clamped to the loaded one), 0 when the backend does
+	// not know it.
+	ContextLength int
+	FinishReason  string // FinishStop, FinishLength or FinishToolCalls
 	// StopSequence is the request's stop string that ended the answer
 	// ("" when an end token, the length or a tool call ended it, or the
 	// backend cannot tell), for Anthropic's stop_sequence.

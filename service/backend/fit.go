@@ -14,6 +14,18 @@ type Fit struct {
 	Tokens int
 }
 
+// ContextFor is the context req may use in a backend whose loaded
+// context is loaded tokens: req.ContextLength when it is set and
+// smaller, else loaded (a longer one is clamped: the keys and values of
+// more tokens than the model was loaded with have no room). loaded <= 0
+// (unknown) gives req.ContextLength.
+func ContextFor(req *Request, loaded int) int {
+	if req.ContextLength > 0 && (loaded <= 0 || req.ContextLength < loaded) {
+		return req.ContextLength
+	}
+	return loaded
+}
+
 // AnswerRoom is the room FitMessages keeps for a request's answer in a
 // context of limit tokens: its max tokens, else an eighth of the context.
 func AnswerRoom(req *Request, limit int) int {

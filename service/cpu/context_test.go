@@ -139,3 +139,52 @@ func TestCacheStats(t *testing.T) {
 		t.Errorf("after unloading: %+v", st)
 	}
 }
+
+// TestRequestContextLength: a request's own context length (a chat's
+// setting, Ollama's num_ctx) fits the chat into fewer tokens than the
+// loaded context, answers as the loaded context of that size does, and
+// one larger than the loaded context is clamped to it.
+func TestRequestContextLength(t *testing.T) {
+	path := models(t)["gguf"]
+	b := load(t, Options{Path: path, MaxContext: 512})
+	for _, c := range []struct {
+		name     string
+		ask      int
+		want     int
+		omitting bool
+	}{
+		{"smaller", 160, 160, true},
+		{"loaded", 0, b.maxCtx, false},
+		{"larger, clamped", 100000, b.maxCtx, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			req := longChat(7)
+			req.ContextLength = c.ask
+			got, _, res, err := run(t, b, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.ContextLength != c.want || (res.OmittedMessages > 0) != c.omitting || res.PromptTokens+backend.AnswerRoom(req, c.want) > c.want {
+				t.Fatalf("context %d, %d messages left out, prompt %d tokens: want context %d, leaving out: %v", res.ContextLength, res.OmittedMessages, res.PromptTokens, c.want, c.omitting)
+			}
+			if c.ask != 160 {
+				return
+			}
+			req2 := longChat(7)
+			want, _, res2, err := run(t, load(t, Options{Path: path, MaxContext: 160}), req2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != want || res2.OmittedMessages != res.OmittedMessages || res2.PromptTokens != res.PromptTokens {
+				t.Errorf("context 160 asked: %q (%d left out, %d tokens); loaded with 160: %q (%d, %d)", got, res.OmittedMessages, res.PromptTokens,
+					want, res2.OmittedMessages, res2.PromptTokens)
+			}
+		})
+	}
+	req := longChat(1)
+	req.Messages[len(req.Messages)-1].Content = strings.Repeat("words and more words ", 20)
+	req.ContextLength = 64
+	if _, _, _, err := run(t, b, req); !errors.Is(err, backend.ErrPromptTooLong) || !strings.Contains(err.Error(), "(64 tokens)") {
+		t.Errorf("a message larger than the request's context: %v", err)
+	}
+}

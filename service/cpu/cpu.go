@@ -370,8 +370,9 @@ func (b *Backend) promptLocked(req *backend.Request) ([]int, error) {
 }
 
 // fitLocked renders req into the model's prompt: a raw prompt as it is,
-// a chat without its oldest turns when it does not fit the context with
-// room for the answer (backend.FitMessages). It returns the token ids
+// a chat without its oldest turns when it does not fit the context (the
+// request's own, at most the loaded one: backend.ContextFor) with room
+// for the answer (backend.FitMessages). It returns the token ids
 // and how many messages were left out.
 func (b *Backend) fitLocked(req *backend.Request) ([]int, int, error) {
 	if req.Messages == nil {
@@ -400,7 +401,8 @@ func (b *Backend) fitLocked(req *backend.Request) ([]int, int, error) {
 		return len(ids), nil
 	}
 	size := func(m backend.Message) int { return len(b.tok.Encode(m.Content)) + len(m.ToolCalls)*16 + 4 }
-	fit, err := backend.FitMessages(req.Messages, b.maxCtx, backend.AnswerRoom(req, b.maxCtx), count, size)
+	limit := backend.ContextFor(req, b.maxCtx)
+	fit, err := backend.FitMessages(req.Messages, limit, backend.AnswerRoom(req, limit), count, size)
 	if err != nil {
 		return nil, 0, err
 	}

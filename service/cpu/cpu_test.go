@@ -362,8 +362,9 @@ func TestDescribeWithoutLoading(t *testing.T) {
 		if !same(info.Shape) || !same(loaded.Shape) {
 			t.Errorf("%s: shape described %+v, loaded %+v; the model is %+v", format, info.Shape, loaded.Shape, want)
 		}
-		// the log's line on the kernels: the level that runs, last
-		if k := loaded.Kernels; k == "" || !strings.HasSuffix(k, b.model.SIMD()) {
+		// the log's line on the kernels: the model's record (the level
+		// that runs, why, and the packer)
+		if k := loaded.Kernels; k == "" || k != b.model.SIMDChoice().String() || !strings.Contains(k, b.model.SIMD()) {
 			t.Errorf("%s: kernels %q, the model runs %s", format, k, b.model.SIMD())
 		}
 	}

@@ -54,11 +54,14 @@ func (b *Backend) GenerateTokens(ctx context.Context, prompt []int, req *backend
 func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Request, obs Observer, emit func(backend.Token) error) (res backend.Result, err error) {
 	res.Backend = backend.CPU
 	res.PromptTokens = len(ids)
+	// the request's own context, at most the loaded one
+	limit := backend.ContextFor(req, b.maxCtx)
+	res.ContextLength = limit
 	if len(ids) == 0 {
 		return res, fmt.Errorf("the prompt is empty: %w", backend.ErrBadRequest)
 	}
-	if len(ids) >= b.maxCtx {
-		return res, fmt.Errorf("%d prompt tokens, the context holds %d: %w", len(ids), b.maxCtx, backend.ErrPromptTooLong)
+	if len(ids) >= limit {
+		return res, fmt.Errorf("%d prompt tokens, the context holds %d: %w", len(ids), limit, backend.ErrPromptTooLong)
 	}
 
 	// Resume from the longest prefix the KV cache holds for this cache
@@ -126,7 +129,7 @@ func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Re
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
-		if len(history) >= b.maxCtx { // prompt and answer fill the context
+		if len(history) >= limit { // prompt and answer fill the context
 			res.FinishReason = backend.FinishLength
 			break
 		}

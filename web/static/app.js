@@ -1047,6 +1047,8 @@
         answerEl = null;
         updateEmpty();
         scrollDown();
+        // the KV cache the status line shows holds this prompt now
+        if (status && status.cache) refreshStatus();
       } else if (name === "error") {
         if (data.answer && answerEl) messageEl(data.answer, answerEl);
         else if (answerEl) answerEl.remove();
@@ -1401,17 +1403,76 @@
     $("cs-top-p").value = c && c.top_p != null ? c.top_p : "";
     $("cs-max-tokens").value = c && c.max_tokens != null ? c.max_tokens : "";
     $("cs-thinking").value = c && c.thinking != null ? (c.thinking ? "on" : "off") : "";
+    $("cs-context").value = c && c.context_length != null ? c.context_length : "";
     $("cs-note").textContent = "";
+    chatContextNote();
   }
+  // The chat's context length, with the KV memory it takes beside it
+  // (as the Settings view's context length) and, when it is longer than
+  // the loaded model holds, what the chat gets: the engine clamps it.
+  let chatKV = null; // /api/settings' kv: bytes per token, block, the context loaded
+  async function loadChatKV() {
+    try {
+      chatKV = (await api("GET", "/api/settings")).kv || null;
+    } catch (_) {
+      chatKV = null;
+    }
+    chatContextNote();
+  }
+  function chatContextNote() {
+    const out = $("cs-context-kv");
+    const field = $("cs-context");
+    const int = (n) => Math.round(n).toLocaleString("en-US");
+    const raw = field.value.trim();
+    const n = parseInt(raw, 10);
+    const loaded = (status && status.state === "on" && status.info && status.info.context_length) || (chatKV && chatKV.loaded && chatKV.context) || 0;
+    const memory = (tokens) => {
+      if (!chatKV || !chatKV.bytes_per_token || !tokens) return "";
+      const block = chatKV.block || 1;
+      return aboutBytes(Math.ceil(tokens / block) * block * chatKV.bytes_per_token) + " of memory for its keys and values";
+    };
+    out.classList.remove("clamped");
+    field.removeAttribute("aria-invalid");
+    if (raw === "") {
+      const m = memory(loaded);
+      out.textContent = loaded ? "Empty: the loaded model's context, " + int(loaded) + " tokens" + (m ? " (" + m + ")" : "") + "." : "Empty: the loaded model's context.";
+      return;
+    }
+    if (!Number.isInteger(Number(raw)) || n < 64 || n > 1048576) {
+      out.textContent = "Write a whole number of tokens from 64 to 1,048,576, or leave it empty for the model's context.";
+      field.setAttribute("aria-invalid", "true");
+      return;
+    }
+    if (loaded && n > loaded) {
+      const m = memory(loaded);
+      out.textContent = "The model on now holds " + int(loaded) + " tokens: this chat gets " + int(loaded) + (m ? " (" + m + ")" : "") + ", not " + int(n) + ".";
+      out.classList.add("clamped");
+      return;
+    }
+    const m = memory(n);
+    out.textContent = m ? int(n) + " tokens: " + m + "." : "";
+  }
+  function shortBytes(n) {
+    for (const [name, size] of [["GB", 1e9], ["MB", 1e6], ["KB", 1e3]]) {
+      if (n >= size) {
+        const v = n / size;
+        return (v >= 10 ? Math.round(v) : Math.round(v * 10) / 10) + " " + name;
+      }
+    }
+    return n + " bytes";
+  }
+  const aboutBytes = (n) => "about " + shortBytes(n);
+  $("cs-context").addEventListener("input", chatContextNote);
   $("open-chat-settings").addEventListener("click", () => {
     const f = $("chat-settings");
     f.hidden = !f.hidden;
     $("open-chat-settings").setAttribute("aria-expanded", String(!f.hidden));
+    if (!f.hidden) loadChatKV();
   });
   $("chat-settings").addEventListener("submit", async (e) => {
     e.preventDefault();
     const body = { system_prompt: $("cs-system").value, clear: [] };
-    for (const [field, id, parse] of [["temperature", "cs-temperature", parseFloat], ["top_p", "cs-top-p", parseFloat], ["max_tokens", "cs-max-tokens", (v) => parseInt(v, 10)]]) {
+    for (const [field, id, parse] of [["temperature", "cs-temperature", parseFloat], ["top_p", "cs-top-p", parseFloat], ["max_tokens", "cs-max-tokens", (v) => parseInt(v, 10)], ["context_length", "cs-context", Number]]) {
       const v = $(id).value.trim();
       if (v === "") body.clear.push(field);
       else body[field] = parse(v);
@@ -1426,6 +1487,12 @@
       loadList();
     } catch (err) {
       $("cs-note").textContent = err.message;
+      if (err.param === "context_length") {
+        // the error at its field
+        $("cs-context").setAttribute("aria-invalid", "true");
+        $("cs-context-kv").textContent = err.message;
+        $("cs-context").focus();
+      }
     }
   });
 
@@ -1502,6 +1569,15 @@
     el.title = detail;
     let eng = st.backend ? "on " + engineName(st.backend) : "";
     if (st.fallback) eng += (eng ? " · " : "") + "fell back: " + firstSentence(cleanDetail(st.fallback));
+    // What the KV cache holds (the CPU engine's): tokens and memory, the
+    // rest in the tooltip.
+    const c = st.state === "on" && st.cache;
+    $("status-engine").title = "";
+    if (c && c.tokens > 0) {
+      eng += (eng ? " · " : "") + "KV cache: " + c.tokens.toLocaleString("en-US") + " tokens, " + shortBytes(c.bytes);
+      $("status-engine").title = c.sequences + (c.sequences === 1 ? " prompt" : " prompts") + " kept in memory (" + shortBytes(c.bytes) + " of a budget of " + shortBytes(c.budget) + ")" +
+        (c.disk_files > 0 ? "; " + c.disk_files + (c.disk_files === 1 ? " file" : " files") + " on disk (" + shortBytes(c.disk_bytes) + ")" : "");
+    }
     $("status-engine").textContent = eng;
     const on = st.enabled && st.state !== "error";
     const t = $("model-toggle");

@@ -42,6 +42,9 @@ type Options struct {
 	// NoRecord keeps Requests empty, for long tests that must not hold
 	// every request in memory.
 	NoRecord bool
+	// Cached is how many of each prompt's tokens the results say came
+	// from a KV cache (at most the prompt's).
+	Cached int
 }
 
 // Backend is the fake backend. It is safe for concurrent use.
@@ -133,14 +136,14 @@ func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(
 		b.mu.Unlock()
 	}()
 
-	res := backend.Result{PromptTokens: PromptTokens(req), Backend: b.opts.Kind}
+	limit := backend.ContextFor(req, b.opts.ContextLength) // the request's own, at most the loaded one
+	res := backend.Result{PromptTokens: PromptTokens(req), Backend: b.opts.Kind, ContextLength: limit}
 	if err := backend.CheckSupported(req, b.caps(), "the "+string(b.opts.Kind)+" backend"); err != nil {
 		return res, err
 	}
 	if req.Messages != nil {
 		// the oldest turns are left out of a chat that does not fit, as
 		// the CPU engine does
-		limit := b.opts.ContextLength
 		fit, err := backend.FitMessages(req.Messages, limit, backend.AnswerRoom(req, limit),
 			func(ms []backend.Message) (int, error) { return PromptTokens(&backend.Request{Messages: ms}), nil },
 			func(m backend.Message) int { return 4 + len(strings.Fields(m.Content)) })
@@ -149,10 +152,11 @@ func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(
 		}
 		res.PromptTokens, res.OmittedMessages = fit.Tokens, fit.Omitted
 	}
-	if res.PromptTokens > b.opts.ContextLength {
-		return res, fmt.Errorf("fake: %d prompt tokens, context %d: %w", res.PromptTokens, b.opts.ContextLength, backend.ErrPromptTooLong)
+	if res.PromptTokens > limit {
+		return res, fmt.Errorf("fake: %d prompt tokens, context %d: %w", res.PromptTokens, limit, backend.ErrPromptTooLong)
 	}
-	emit = backend.StampPrompt(emit, res.PromptTokens, 0)
+	res.CachedTokens = min(b.opts.Cached, res.PromptTokens)
+	emit = backend.StampPrompt(emit, res.PromptTokens, res.CachedTokens)
 	reply := ""
 	if b.opts.Reply != nil {
 		reply = b.opts.Reply(req)

@@ -63,6 +63,16 @@ type Options struct {
 	// device failure: a hung accelerator. It must exceed the longest
 	// prefill. 0 means wait as long as the context allows.
 	IdleTimeout time.Duration
+	// ContextLength is the server's context in tokens (FastFlowLM's
+	// --ctx-len); 0 means the one it reports at Load (vLLM's
+	// max_model_len, the llama.cpp server's n_ctx: reportedContext), if
+	// any. When known, a chat that does not fit it is sent without its
+	// oldest turns, as the CPU engine does (fit.go).
+	ContextLength int
+	// Count gives a chat's length in tokens with the model's own
+	// tokenizer and chat template (the FLM backend's, read from the
+	// model's folder); nil means an estimate from its bytes.
+	Count Counter
 }
 
 // Client is a backend.Backend for an OpenAI-compatible server. Make one
@@ -79,6 +89,9 @@ type Client struct {
 	loaded   bool
 	inflight map[*int]context.CancelCauseFunc // cancels of running Generates, for Unload
 	idle     time.Duration
+	ctxLen   int     // the server's context (Options.ContextLength, or reported at Load); 0 unknown
+	fixedCtx bool    // ctxLen was given, not reported
+	count    Counter // nil: estimate
 }
 
 // New checks opts and returns an unloaded Client.
@@ -96,6 +109,9 @@ func New(opts Options) (*Client, error) {
 		model:    opts.Model,
 		inflight: map[*int]context.CancelCauseFunc{},
 		idle:     opts.IdleTimeout,
+		ctxLen:   max(opts.ContextLength, 0),
+		fixedCtx: opts.ContextLength > 0,
+		count:    opts.Count,
 	}
 	if c.http == nil {
 		c.http = &http.Client{}
@@ -156,6 +172,9 @@ func (c *Client) Info() backend.ModelInfo {
 	if info.Name == "" {
 		info.Name = c.model
 	}
+	if c.ctxLen > 0 {
+		info.ContextLength = c.ctxLen
+	}
 	if info.Capabilities == nil {
 		info.Capabilities = []string{backend.CapCompletion}
 		if c.kind == backend.Remote {
@@ -170,12 +189,30 @@ func (c *Client) Load(ctx context.Context, progress func(backend.Progress)) erro
 	if progress != nil {
 		progress(backend.Progress{Stage: "connecting to " + c.base})
 	}
-	ids, err := c.Models(ctx)
+	entries, err := c.modelEntries(ctx)
 	if err != nil {
 		return err
 	}
+	ids := make([]string, 0, len(entries))
+	for _, e := range entries {
+		ids = append(ids, e.ID)
+	}
+	c.mu.Lock()
+	model, fixed := c.model, c.fixedCtx
+	c.mu.Unlock()
+	reported := 0
+	if !fixed && (model == "" || contains(ids, model)) {
+		m := model
+		if m == "" && len(ids) > 0 {
+			m = ids[0]
+		}
+		reported = c.reportedContext(ctx, entries, m)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !fixed {
+		c.ctxLen = reported
+	}
 	switch {
 	case c.model == "" && len(ids) == 0:
 		return fmt.Errorf("%s/models lists no model; name one in the settings", c.base)
@@ -193,6 +230,20 @@ func (c *Client) Load(ctx context.Context, progress func(backend.Progress)) erro
 
 // Models lists the model ids the server serves (GET /v1/models).
 func (c *Client) Models(ctx context.Context) ([]string, error) {
+	entries, err := c.modelEntries(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(entries))
+	for _, e := range entries {
+		ids = append(ids, e.ID)
+	}
+	return ids, nil
+}
+
+// modelEntries lists the models the server serves (GET /v1/models), with
+// the context each entry gives, if any.
+func (c *Client) modelEntries(ctx context.Context) ([]modelEntry, error) {
 	endpoint := c.base + "/models"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint, nil)
 	if err != nil {
@@ -222,20 +273,27 @@ func (c *Client) Models(ctx context.Context) ([]string, error) {
 		return nil, fmt.Errorf("%s answered HTTP %d: %s (is this an OpenAI-compatible server?)", endpoint, resp.StatusCode, msg)
 	}
 	var list struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
+		Data []json.RawMessage `json:"data"`
 	}
 	if err := json.Unmarshal(body, &list); err != nil {
 		return nil, fmt.Errorf("%s: not an OpenAI model list: %w", endpoint, err)
 	}
-	ids := make([]string, 0, len(list.Data))
-	for _, m := range list.Data {
-		if m.ID != "" {
-			ids = append(ids, m.ID)
+	out := make([]modelEntry, 0, len(list.Data))
+	for _, raw := range list.Data {
+		var e modelEntry
+		if json.Unmarshal(raw, &e) != nil {
+			// a context field of another type: the id alone
+			var id struct {
+				ID string `json:"id"`
+			}
+			json.Unmarshal(raw, &id)
+			e = modelEntry{ID: id.ID}
+		}
+		if e.ID != "" {
+			out = append(out, e)
 		}
 	}
-	return ids, nil
+	return out, nil
 }
 
 // Unload forgets the connection and makes running Generate calls return.
@@ -289,6 +347,14 @@ func (c *Client) Generate(ctx context.Context, req *backend.Request, emit func(b
 	if req.Messages == nil {
 		endpoint = c.base + "/completions"
 	}
+	// a chat that does not fit the context goes without its oldest turns
+	req, fit, limit, err := c.fit(req)
+	if err != nil {
+		return backend.Result{ContextLength: limit}, err
+	}
+	if req.Messages != nil && limit > 0 && c.count != nil {
+		emit = backend.StampPrompt(emit, fit.Tokens, 0) // the prompt's size is known before the server answers
+	}
 	body, err := json.Marshal(newWireRequest(model, req))
 	if err != nil {
 		return backend.Result{}, fmt.Errorf("generate: encode request: %w", err)
@@ -314,6 +380,7 @@ func (c *Client) Generate(ctx context.Context, req *backend.Request, emit func(b
 		g.alive = func() { timer.Reset(c.idle) }
 	}
 	res, err := g.run(c.http, hreq)
+	res.OmittedMessages, res.ContextLength = fit.Omitted, limit
 	if err != nil {
 		// Report why the request really ended: the caller's context, an
 		// Unload, the watchdog, or the upstream.
@@ -326,6 +393,15 @@ func (c *Client) Generate(ctx context.Context, req *backend.Request, emit func(b
 		case errIdle:
 			return res, &Error{URL: endpoint, Message: fmt.Sprintf("the server sent nothing for %v", c.idle),
 				Emitted: g.emitted, EmittedText: g.text.String(), Kind: backend.ErrDeviceFailed}
+		}
+		var ue *Error
+		if errors.As(err, &ue) && errors.Is(err, backend.ErrPromptTooLong) && req.Messages != nil && ue.Emitted == 0 {
+			// the server's "does not fit" in the words of the CPU engine's
+			tokens, estimated := fit.Tokens, c.count == nil || limit <= 0
+			if limit <= 0 { // nothing was counted: no context known
+				tokens, _ = estimate(req.Messages)
+			}
+			return res, overflow(ue, tokens, limit, estimated)
 		}
 		return res, err
 	}

@@ -23,6 +23,7 @@ type fakeServer struct {
 	*httptest.Server
 	models  []string
 	handler http.HandlerFunc
+	entry   map[string]any // more fields of each model's entry
 
 	mu     sync.Mutex
 	bodies []map[string]any
@@ -46,7 +47,11 @@ func newFakeServer(t *testing.T, handler http.HandlerFunc, models ...string) *fa
 		}
 		list.Object = "list"
 		for _, m := range f.models {
-			list.Data = append(list.Data, map[string]any{"id": m, "object": "model", "owned_by": "test"})
+			e := map[string]any{"id": m, "object": "model", "owned_by": "test"}
+			for k, v := range f.entry {
+				e[k] = v
+			}
+			list.Data = append(list.Data, e)
 		}
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(list)
