@@ -335,10 +335,16 @@ type harness struct {
 }
 
 func newHarness(t *testing.T, fy fyne.App, f *fakeApp) *harness {
+	return harnessFor(t, fy, f, f)
+}
+
+// harnessFor is newHarness with the tray driving a, which wraps f (a
+// libraryApp, say).
+func harnessFor(t *testing.T, fy fyne.App, f *fakeApp, a App) *harness {
 	h := &harness{t: t, app: f, host: &fakeHost{}, ui: newUIThread(t)}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	h.c = newController(ctx, newLoop(fy), f, h.host, testLogger(t))
+	h.c = newController(ctx, newLoop(fy), a, h.host, testLogger(t))
 	h.c.do = h.ui.do
 	h.c.notify = func(n Notice) {
 		h.mu.Lock()

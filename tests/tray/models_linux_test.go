@@ -135,9 +135,10 @@ func TestTrayModelMenuOverDBus(t *testing.T) {
 		}
 	}
 
-	// modelMenu reads the menu until the Model submenu holds want (each
-	// line as Lines writes it, indented under "Model").
-	modelMenu := func(what string, want ...string) *desktoptest.MenuNode {
+	// modelMenu reads the menu until its status line is status ("":
+	// any) and the Model submenu holds want (each line as Lines writes
+	// it, indented under "Model").
+	modelMenu := func(what, status string, want ...string) *desktoptest.MenuNode {
 		t.Helper()
 		var menu *desktoptest.MenuNode
 		desktoptest.Eventually(t, 60*time.Second, what, func() error {
@@ -148,6 +149,9 @@ func TestTrayModelMenuOverDBus(t *testing.T) {
 			lines := m.Lines()
 			if len(lines) == 0 || lines[len(lines)-1] != "Quit" {
 				return fmt.Errorf("a menu being rebuilt:\n%s", strings.Join(lines, "\n"))
+			}
+			if status != "" && lines[0] != status+" (disabled)" {
+				return fmt.Errorf("the status line is %q, want %q", lines[0], status)
 			}
 			sub := submenu(lines, "Model")
 			for _, w := range want {
@@ -160,7 +164,7 @@ func TestTrayModelMenuOverDBus(t *testing.T) {
 		})
 		return menu
 	}
-	menu = modelMenu("both models in the Model submenu", "○ alpha (CPU only)", "○ beta (CPU only)", "Add a GGUF file…", "Add a model folder…")
+	menu = modelMenu("both models in the Model submenu", "Off", "○ alpha (CPU only)", "○ beta (CPU only)", "Add a GGUF file…", "Add a model folder…")
 	if err := saveText("tray-models-menu.txt", strings.Join(menu.Lines(), "\n")+"\n"); err != nil {
 		t.Fatal(err)
 	}
@@ -176,10 +180,7 @@ func TestTrayModelMenuOverDBus(t *testing.T) {
 		desktoptest.Eventually(t, 120*time.Second, tc.name+" on in /api/status", func() error {
 			return wantModel(base, tc.name, "on")
 		})
-		menu = modelMenu(tc.name+" marked in the menu", "● "+tc.name+" (CPU only)", "○ "+tc.other+" (CPU only)")
-		if lines := menu.Lines(); lines[0] != "On: CPU (disabled)" {
-			t.Errorf("the status line with %s on is %q", tc.name, lines[0])
-		}
+		menu = modelMenu(tc.name+" marked in the menu, and on", "On: CPU", "● "+tc.name+" (CPU only)", "○ "+tc.other+" (CPU only)")
 		// The model the click loaded answers.
 		req := fmt.Sprintf(`{"model":%q,"max_tokens":2,"temperature":0,"messages":[{"role":"user","content":"hi"}]}`, tc.name)
 		resp, err := http.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(req))
