@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -45,6 +46,9 @@ type Flags struct {
 	RemoteURL string
 	KeepAlive string
 	FLMRoot   string
+	// Parallel is how many requests the CPU engine answers at once, as
+	// the parallel setting has it ("0" automatic; "" the setting).
+	Parallel string
 }
 
 // Options are what New needs from the program, and what tests swap.
@@ -285,6 +289,13 @@ func applyFlags(cfg *config.Config, f Flags, getenv func(string) string) (localM
 		// writes only what the page changes, so this never reaches the
 		// file unless changed there.
 		cfg.KeepAlive = f.KeepAlive
+	}
+	if f.Parallel != "" {
+		n, err := strconv.Atoi(strings.TrimSpace(f.Parallel))
+		if err != nil || n < 0 || n > config.MaxParallel {
+			return "", fmt.Errorf("--parallel %q: write 0 (automatic: as many as the KV memory holds, at most 4) or a number of requests from 1 to %d", f.Parallel, config.MaxParallel)
+		}
+		cfg.Parallel = n // like the keep-alive: for this run, saved only if changed in Settings
 	}
 	if !ValidEngine(cfg.Engine) {
 		return "", fmt.Errorf("--engine %q is not one of %s", cfg.Engine, backend.EngineNames())

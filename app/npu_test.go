@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http/httptest"
 	"os"
@@ -398,5 +399,37 @@ func TestInstalledModelCountsItsWeights(t *testing.T) {
 	}
 	if err := a.beside("minicpm5:2b", "cpu"); err == nil || !strings.Contains(err.Error(), "of memory") {
 		t.Fatalf("the CPU engine beside FastFlowLM with the headroom alone free: %v", err)
+	}
+}
+
+// TestNPULongChatFits: on the NPU a chat is fitted into the context
+// FastFlowLM serves (the model list's default_context_length) or the
+// request's own, counted with the installed model's own tokenizer (the
+// sizes in the error are its tokens, not an estimate's).
+func TestNPULongChatFits(t *testing.T) {
+	r := newNPURig(t)
+	t.Setenv("FAKEFLM_MODE", flmtest.ModeNormal)
+	a := r.app(t, "")
+	if _, _, err := ask(t, a); err != nil {
+		t.Fatal(err)
+	}
+	if st := a.mgr.Status(); st.Backend != "npu" || st.Info == nil || st.Info.ContextLength != 32768 {
+		t.Fatalf("status %+v: want the NPU serving the model list's 32768 tokens", st.Info)
+	}
+	req := &backend.Request{Model: "minicpm5:2b", MaxTokens: 8, ContextLength: 300, Messages: []backend.Message{{Role: "system", Content: "Be brief."}}}
+	for i := range 12 {
+		req.Messages = append(req.Messages,
+			backend.Message{Role: "user", Content: fmt.Sprintf("question %d %s", i, strings.Repeat("about the cat and the dog ", 4))},
+			backend.Message{Role: "assistant", Content: fmt.Sprintf("answer %d", i)})
+	}
+	req.Messages = append(req.Messages, backend.Message{Role: "user", Content: "the last one"})
+	res, err := a.mgr.Generate(context.Background(), req, service.GenerateOptions{}, func(backend.Token) error { return nil })
+	if err != nil || res.Backend != "npu" || res.OmittedMessages == 0 || res.ContextLength != 300 {
+		t.Fatalf("a long chat in a context of 300: %v, by %q, %d left out, context %d", err, res.Backend, res.OmittedMessages, res.ContextLength)
+	}
+	big := &backend.Request{Model: "minicpm5:2b", ContextLength: 300, Messages: []backend.Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: strings.Repeat("word ", 400)}}}
+	_, err = a.mgr.Generate(context.Background(), big, service.GenerateOptions{}, func(backend.Token) error { return nil })
+	if !errors.Is(err, backend.ErrPromptTooLong) || !strings.Contains(err.Error(), "the last message and the system prompt take") || !strings.Contains(err.Error(), "(300 tokens)") {
+		t.Errorf("a message larger than the context: %v", err)
 	}
 }

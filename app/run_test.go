@@ -412,6 +412,8 @@ func TestNewRefusesBadFlags(t *testing.T) {
 		{Flags{Engine: "gpu"}, `--engine "gpu" is not one of`},
 		{Flags{Engine: "remote"}, "--remote-url"},
 		{Flags{KeepAlive: "soon"}, "--keep-alive"},
+		{Flags{Parallel: "lots"}, `--parallel "lots"`},
+		{Flags{Parallel: "17"}, `--parallel "17"`},
 		{Flags{Model: "/no/such/model.gguf"}, "--model /no/such/model.gguf"},
 		{Flags{Addr: "0.0.0.0:8001"}, "set an API key"},
 	}

@@ -192,7 +192,7 @@ func (a *App) kvInfo() *web.KVInfo {
 	if loaded {
 		info.BytesPerToken, info.Loaded, size = st.Cache.BytesPerToken, true, 0
 		if st.Info != nil {
-			info.Context = st.Info.ContextLength
+			info.Context, info.Parallel = st.Info.ContextLength, st.Info.Parallel
 		}
 	}
 	if info.BytesPerToken <= 0 {
@@ -201,9 +201,16 @@ func (a *App) kvInfo() *web.KVInfo {
 	if free, err := a.memAvailable(); err == nil && free-size > 0 {
 		per := info.BytesPerToken
 		budget := cpu.DefaultKVBudget(func() (int64, error) { return free - size, nil })
-		info.Automatic = cpu.DefaultContext(info.ModelMax, func(n int) int64 {
-			return int64((n+cpu.KVBlock-1)/cpu.KVBlock*cpu.KVBlock) * per
-		}, budget)
+		kvBytes := func(n int) int64 { return int64((n+cpu.KVBlock-1)/cpu.KVBlock*cpu.KVBlock) * per }
+		info.Automatic = cpu.DefaultContext(info.ModelMax, kvBytes, budget)
+		ctx := a.settings.Get().ContextLength // the context a request is counted at
+		if ctx <= 0 {
+			ctx = info.Automatic
+		}
+		if info.ModelMax > 0 {
+			ctx = min(ctx, info.ModelMax)
+		}
+		info.AutoParallel = cpu.AutoParallel(budget, kvBytes, ctx)
 	}
 	return info
 }

@@ -79,9 +79,13 @@ type Settings struct {
 	// ContextLength is the CPU engine's context in tokens; 0 = automatic
 	// (follows free memory). More than the model's own maximum is
 	// clamped to it when the model loads. It applies at the next load.
-	ContextLength int      `json:"context_length,omitempty"`
-	APIKey        string   `json:"api_key,omitempty"` // require this Bearer key
-	Origins       []string `json:"origins,omitempty"` // extra allowed browser origins
+	ContextLength int `json:"context_length,omitempty"`
+	// Parallel is how many requests the CPU engine answers at once, their
+	// tokens computed together; 0 = automatic (as many as the KV memory
+	// holds, at most 4). It applies at the next load.
+	Parallel int      `json:"parallel,omitempty"`
+	APIKey   string   `json:"api_key,omitempty"` // require this Bearer key
+	Origins  []string `json:"origins,omitempty"` // extra allowed browser origins
 	// ServeAtStart switches the model on when the tray starts (default
 	// off: the API listens and the model waits for a click).
 	ServeAtStart bool   `json:"serve_at_start,omitempty"`

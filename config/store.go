@@ -154,6 +154,9 @@ const (
 	MaxContextLength = 1 << 18
 )
 
+// MaxParallel bounds the parallel setting (requests answered at once).
+const MaxParallel = 16
+
 // MaxTokensLimit is the largest max_tokens a chat default may have.
 const MaxTokensLimit = 1 << 20
 
@@ -173,6 +176,9 @@ func check(s Settings) error {
 	}
 	if n := s.ContextLength; n != 0 && (n < MinContextLength || n > MaxContextLength) {
 		return bad("context_length", "context_length must be 0 (automatic) or between %d and %d tokens, got %d", MinContextLength, MaxContextLength, n)
+	}
+	if n := s.Parallel; n < 0 || n > MaxParallel {
+		return bad("parallel", "parallel must be 0 (automatic) or between 1 and %d requests at once, got %d", MaxParallel, n)
 	}
 	c := s.Chat
 	if t := c.Temperature; t != nil && (*t < 0 || *t > 2) {

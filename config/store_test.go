@@ -82,6 +82,8 @@ func TestStoreRefusesABadValueAtItsField(t *testing.T) {
 		{func(s *Settings) { s.ContextLength = 100 }, "context_length"},
 		{func(s *Settings) { s.ContextLength = -1 }, "context_length"},
 		{func(s *Settings) { s.ContextLength = MaxContextLength + 1 }, "context_length"},
+		{func(s *Settings) { s.Parallel = -1 }, "parallel"},
+		{func(s *Settings) { s.Parallel = MaxParallel + 1 }, "parallel"},
 	} {
 		s, path := newStore(t, "{}", Settings{Engine: "auto"})
 		updates, stop := s.Subscribe()

@@ -18,6 +18,7 @@ type kvSlabs struct {
 	keys, values     [][]float32
 	keys16, values16 [][]uint16
 	capPos           int
+	mapped           bool // the memory is a KV file's pages (ReadKVFile)
 }
 
 // kvBytesPerPos is the memory one position takes in a sequence's KV:

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/npuchat/npuchat/engine/quant"
 )
 
 // ErrKVBudget is returned (wrapped, and wrapping ErrContextFull) when a
@@ -138,9 +140,13 @@ func (c *KVCache) Stats() KVStats {
 }
 
 // grow takes n more bytes for a session, dropping kept sequences to make
-// room, and up to extra bytes more that are free without dropping any;
-// it returns the extra bytes taken. It fails with ErrKVBudget, dropping
-// nothing, when the kept sequences are not enough for n.
+// room, and up to extra bytes more that are free without dropping any
+// (room to grow into without copying the slabs); it returns the extra
+// bytes taken, whole attention blocks. The extra room is at most half
+// of what is free after n, so that a session never takes all the room
+// the sessions beside it, or one about to start, need for their own
+// positions. It fails with ErrKVBudget, dropping nothing, when the kept
+// sequences are not enough for n.
 func (c *KVCache) grow(n, extra int64) (int64, error) {
 	c.mu.Lock()
 	free := c.budget - c.used
@@ -156,7 +162,8 @@ func (c *KVCache) grow(n, extra int64) (int64, error) {
 	}
 	out := c.evictLocked(n)
 	c.used += n
-	extra = max(0, min(extra, c.budget-c.used))
+	blk := int64(quant.AttnBlock) * c.m.kvBytesPerPos()
+	extra = max(0, min(extra, (c.budget-c.used)/2)) / blk * blk
 	c.used += extra
 	c.mu.Unlock()
 	c.hand(out)

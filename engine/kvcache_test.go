@@ -162,7 +162,7 @@ func TestKVCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	c := m.NewKVCache(KVCacheOptions{Budget: 3*64*per + 32*per, Evicted: func(st *StoredKV) {
 		evicted = append(evicted, st.Tokens)
 	}})
-	s := c.NewSession(0)
+	s := c.NewSession(64) // no room past 64 positions: each is kept at 64
 	prompts := [][]int{seqTokens(10, 64), seqTokens(11, 64), seqTokens(12, 64)}
 	for _, p := range prompts {
 		if _, err := s.Resume("", p); err != nil {

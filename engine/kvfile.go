@@ -15,35 +15,81 @@ import (
 	"unsafe"
 )
 
-// The KV file format (Model.WriteKV, Model.ReadKV): one kept sequence's
-// tokens, keys and values, exactly as they are in memory, so that a
-// sequence read back computes what it computed:
+// The KV file format (Model.WriteKV, Model.ReadKV, Model.ReadKVFile):
+// one kept sequence's tokens, keys and values, exactly as they are in
+// memory, so that a sequence read back computes what it computed; every
+// part starts at a multiple of kvAlign (4 KB) so that a reader can map
+// the file's pages as the slabs themselves instead of copying them:
 //
-//	magic     "NPUCHATKV2\n" (11 bytes)
-//	header    uint32 little-endian length, then JSON (KVFileHeader)
-//	tokens    header.Tokens × uint32
-//	layers    for each layer: keys (whole 16-position blocks), then values,
-//	          float32 or float16 (header.Type) little-endian
-//	checksum  CRC-32C (Castagnoli) of everything before it, uint32
-//	          little-endian
+//	head      magic "NPUCHATKV3\n" (11 bytes), uint32 little-endian
+//	          length, then JSON (KVFileHeader), then header.Tokens ×
+//	          uint32, then zeros to a multiple of kvAlign
+//	layers    for each layer: keys (whole 16-position blocks), zeros to a
+//	          multiple of kvAlign, then values, zeros likewise; float32
+//	          or float16 (header.Type) little-endian
+//	checksums CRC-32C (Castagnoli) of the head, then of each layer's keys
+//	          and values (with their zeros), uint32 little-endian each
 //
-// A reader trusts nothing before the checksum matched: the header's
+// A reader trusts nothing before the checksums matched: the header's
 // sizes are checked against the model first (a file of another model,
 // another KV type or a damaged header is refused before anything is
-// allocated), and the checksum at the end refuses a damaged or truncated
-// body.
+// allocated), and the checksums refuse a damaged or truncated body. One
+// checksum per part lets a reader check the parts in parallel (and, one
+// day, a layer as it arrives).
 //
-// The checksum is there against damage (a disk or a copy gone wrong, a
+// The checksums are there against damage (a disk or a copy gone wrong, a
 // file cut short by a crash), not against someone who writes the folder
 // on purpose: the folder is the user's own, beside the history. CRC-32C
 // catches every error burst of up to 32 bits and all but one in 2³² of
 // the others, at memory speed (the SSE 4.2 instruction), where SHA-256,
 // used until version 1, took longer than reading a file from the page
-// cache. Version 1 files are refused as not KV files.
-const kvMagic = "NPUCHATKV2\n"
+// cache. Version 1 and 2 files are refused as not KV files.
+const kvMagic = "NPUCHATKV3\n"
+
+// kvAlign is what every part of a KV file starts at a multiple of: a
+// page on x86-64 and most arm64 systems (ReadKVFile copies instead where
+// pages are larger).
+const kvAlign = 4096
+
+// alignUp rounds n up to a multiple of kvAlign.
+func alignUp(n int64) int64 { return (n + kvAlign - 1) / kvAlign * kvAlign }
+
+// kvLayout is where a KV file's parts are.
+type kvLayout struct {
+	head   int64 // bytes of the head, with its zeros
+	fk, fv int   // elements of a layer's keys (whole blocks) and values
+	kb, vb int64 // bytes of a layer's keys and values, with their zeros
+	layers int
+	elem   int // bytes of an element
+}
+
+// layout is where the parts of a file of header h are, its head (before
+// the zeros) raw bytes long.
+func (m *Model) layout(h *KVFileHeader, raw int) kvLayout {
+	lo := kvLayout{head: alignUp(int64(raw)), fk: roundBlock(h.Tokens) * h.KVDim, fv: h.Tokens * h.KVDim, layers: h.Layers, elem: 4}
+	if m.kvF16 {
+		lo.elem = 2
+	}
+	lo.kb, lo.vb = alignUp(int64(lo.fk*lo.elem)), alignUp(int64(lo.fv*lo.elem))
+	return lo
+}
+
+// keysAt and valuesAt are where layer l's keys and values start.
+func (lo kvLayout) keysAt(l int) int64   { return lo.head + int64(l)*(lo.kb+lo.vb) }
+func (lo kvLayout) valuesAt(l int) int64 { return lo.keysAt(l) + lo.kb }
+
+// sums is where the checksums start, size the file's whole size.
+func (lo kvLayout) sums() int64 { return lo.keysAt(lo.layers) }
+func (lo kvLayout) size() int64 { return lo.sums() + 4*int64(1+2*lo.layers) }
+
+// castagnoli is CRC-32C's table.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// zeros pads a KV file's parts.
+var zeros [kvAlign]byte
 
 // kvSum starts a KV file's checksum.
-func kvSum() hash.Hash32 { return crc32.New(crc32.MakeTable(crc32.Castagnoli)) }
+func kvSum() hash.Hash32 { return crc32.New(castagnoli) }
 
 // KVFileHeader is a KV file's header.
 type KVFileHeader struct {
@@ -61,8 +107,11 @@ type KVFileHeader struct {
 	Type   string `json:"type"` // "f32" or "f16"
 }
 
-// kvMagic1 is the magic of version 1 of the format.
-const kvMagic1 = "NPUCHATKV1\n"
+// kvMagic1 and kvMagic2 are the magics of versions 1 and 2 of the format.
+const (
+	kvMagic1 = "NPUCHATKV1\n"
+	kvMagic2 = "NPUCHATKV2\n"
+)
 
 // IsOldKVFile reports whether the file at path is a KV file of an
 // earlier version of the format (which this one refuses, so that a disk
@@ -77,7 +126,7 @@ func IsOldKVFile(path string) bool {
 	if _, err := io.ReadFull(f, head); err != nil {
 		return false
 	}
-	return string(head) == kvMagic1
+	return string(head) == kvMagic1 || string(head) == kvMagic2
 }
 
 // maxKVHeader bounds a KV file's header (its identity and scope).
@@ -105,31 +154,37 @@ func (m *Model) WriteKV(w io.Writer, st *StoredKV, identity string) error {
 	if err != nil {
 		return err
 	}
-	sum := kvSum()
-	bw := bufio.NewWriterSize(io.MultiWriter(w, sum), 1<<20)
-	bw.WriteString(kvMagic)
-	binary.Write(bw, binary.LittleEndian, uint32(len(hj)))
-	bw.Write(hj)
-	tok := make([]byte, 4*len(st.Tokens))
-	for i, t := range st.Tokens {
-		binary.LittleEndian.PutUint32(tok[4*i:], uint32(t))
+	head := append([]byte(kvMagic), binary.LittleEndian.AppendUint32(nil, uint32(len(hj)))...)
+	head = append(head, hj...)
+	for _, t := range st.Tokens {
+		head = binary.LittleEndian.AppendUint32(head, uint32(t))
 	}
-	bw.Write(tok)
-	n := len(st.Tokens)
-	nk, nv := roundBlock(n)*h.KVDim, n*h.KVDim
+	lo := m.layout(&h, len(head))
+	bw := bufio.NewWriterSize(w, 1<<20)
+	sums := make([]byte, 0, 4*(1+2*c.Layers))
+	// part writes b and the zeros to size bytes, and adds its checksum
+	part := func(b []byte, size int64) {
+		sum := crc32.Update(0, castagnoli, b)
+		bw.Write(b)
+		for pad := size - int64(len(b)); pad > 0; pad -= kvAlign {
+			z := zeros[:min(pad, kvAlign)]
+			sum = crc32.Update(sum, castagnoli, z)
+			bw.Write(z)
+		}
+		sums = binary.LittleEndian.AppendUint32(sums, sum)
+	}
+	part(head, lo.head)
 	for l := range c.Layers {
 		if m.kvF16 {
-			bw.Write(u16Bytes(st.kv.keys16[l][:nk]))
-			bw.Write(u16Bytes(st.kv.values16[l][:nv]))
+			part(u16Bytes(st.kv.keys16[l][:lo.fk]), lo.kb)
+			part(u16Bytes(st.kv.values16[l][:lo.fv]), lo.vb)
 		} else {
-			bw.Write(f32Bytes(st.kv.keys[l][:nk]))
-			bw.Write(f32Bytes(st.kv.values[l][:nv]))
+			part(f32Bytes(st.kv.keys[l][:lo.fk]), lo.kb)
+			part(f32Bytes(st.kv.values[l][:lo.fv]), lo.vb)
 		}
 	}
+	bw.Write(sums)
 	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("write KV: %w", err)
-	}
-	if _, err := w.Write(binary.LittleEndian.AppendUint32(nil, sum.Sum32())); err != nil {
 		return fmt.Errorf("write KV: %w", err)
 	}
 	return nil
@@ -143,54 +198,57 @@ func (m *Model) ReadKVHeader(r io.Reader, identity string) (*KVFileHeader, []int
 	return h, tokens, err
 }
 
-func (m *Model) readKVHead(r io.Reader, identity string, sum hash.Hash) (*KVFileHeader, []int, io.Reader, error) {
+// readKVHead reads and checks a KV file's head up to its zeros (through
+// sum, when not nil) and returns its header, its tokens and how many
+// bytes that was.
+func (m *Model) readKVHead(r io.Reader, identity string, sum hash.Hash) (*KVFileHeader, []int, int, error) {
 	if sum != nil {
 		r = io.TeeReader(r, sum)
 	}
 	head := make([]byte, len(kvMagic)+4)
 	if _, err := io.ReadFull(r, head); err != nil {
-		return nil, nil, nil, fmt.Errorf("not a KV file: %w", err)
+		return nil, nil, 0, fmt.Errorf("not a KV file: %w", err)
 	}
 	if string(head[:len(kvMagic)]) != kvMagic {
-		return nil, nil, nil, errors.New("not a KV file of this version (no NPUCHATKV2 magic)")
+		return nil, nil, 0, errors.New("not a KV file of this version (no NPUCHATKV3 magic)")
 	}
 	hl := binary.LittleEndian.Uint32(head[len(kvMagic):])
 	if hl == 0 || hl > maxKVHeader {
-		return nil, nil, nil, fmt.Errorf("KV file: header of %d bytes", hl)
+		return nil, nil, 0, fmt.Errorf("KV file: header of %d bytes", hl)
 	}
 	hj := make([]byte, hl)
 	if _, err := io.ReadFull(r, hj); err != nil {
-		return nil, nil, nil, fmt.Errorf("KV file: header: %w", err)
+		return nil, nil, 0, fmt.Errorf("KV file: header: %w", err)
 	}
 	var h KVFileHeader
 	dec := json.NewDecoder(bytes.NewReader(hj))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&h); err != nil {
-		return nil, nil, nil, fmt.Errorf("KV file: header: %w", err)
+		return nil, nil, 0, fmt.Errorf("KV file: header: %w", err)
 	}
 	c := &m.cfg
 	switch {
 	case h.Identity != identity:
-		return nil, nil, nil, fmt.Errorf("KV file of another model (%q, this is %q)", h.Identity, identity)
+		return nil, nil, 0, fmt.Errorf("KV file of another model (%q, this is %q)", h.Identity, identity)
 	case h.Layers != c.Layers || h.KVDim != c.KVHeads*c.HeadDim || h.Type != m.KVType():
-		return nil, nil, nil, fmt.Errorf("KV file of another shape (%d layers × %d, %s; the model has %d × %d, %s)",
+		return nil, nil, 0, fmt.Errorf("KV file of another shape (%d layers × %d, %s; the model has %d × %d, %s)",
 			h.Layers, h.KVDim, h.Type, c.Layers, c.KVHeads*c.HeadDim, m.KVType())
 	case h.Tokens <= 0 || h.Tokens > 1<<24:
-		return nil, nil, nil, fmt.Errorf("KV file of %d tokens", h.Tokens)
+		return nil, nil, 0, fmt.Errorf("KV file of %d tokens", h.Tokens)
 	}
 	tb := make([]byte, 4*h.Tokens)
 	if _, err := io.ReadFull(r, tb); err != nil {
-		return nil, nil, nil, fmt.Errorf("KV file: tokens: %w", err)
+		return nil, nil, 0, fmt.Errorf("KV file: tokens: %w", err)
 	}
 	tokens := make([]int, h.Tokens)
 	for i := range tokens {
 		t := binary.LittleEndian.Uint32(tb[4*i:])
 		if int64(t) >= int64(c.VocabSize) {
-			return nil, nil, nil, fmt.Errorf("KV file: token %d is outside the vocabulary", t)
+			return nil, nil, 0, fmt.Errorf("KV file: token %d is outside the vocabulary", t)
 		}
 		tokens[i] = int(t)
 	}
-	return &h, tokens, r, nil
+	return &h, tokens, len(head) + int(hl) + len(tb), nil
 }
 
 // ReadKVOptions say how much of a KV file Model.ReadKV keeps.
@@ -210,7 +268,7 @@ type ReadKVOptions struct {
 // ReadKV reads a KV file written by WriteKV for this model and identity:
 // a sequence to KVCache.Insert (its first opts.Keep positions). A file
 // of another model, shape or KV type, or one damaged or cut short
-// anywhere, is an error.
+// anywhere, is an error. ReadKVFile reads a file faster.
 //
 // The keys and values are read straight into their slabs, layer by
 // layer, while another goroutine checksums (and checks for values that
@@ -218,27 +276,22 @@ type ReadKVOptions struct {
 // the time of the reads, not reads plus hashing.
 func (m *Model) ReadKV(r io.Reader, identity string, opts ReadKVOptions) (*StoredKV, *KVFileHeader, error) {
 	sum := kvSum()
-	h, tokens, _, err := m.readKVHead(r, identity, sum)
+	h, tokens, raw, err := m.readKVHead(r, identity, sum)
 	if err != nil {
 		return nil, nil, err
 	}
+	lo := m.layout(h, raw)
 	n := h.Tokens
-	keep := n
-	if opts.Keep > 0 && opts.Keep < n {
-		keep = opts.Keep
-	}
+	keep := keptOf(n, opts)
 	kv := m.newKVSlabs(max(opts.Capacity, keep), nil, 0)
-	fk, fv := roundBlock(n)*h.KVDim, n*h.KVDim       // per layer in the file
 	nk, nv := roundBlock(keep)*h.KVDim, keep*h.KVDim // of them kept
-	elem := 4
-	if m.kvF16 {
-		elem = 2
-	}
 
-	// the body's pieces go to the checker in file order; the parts not
-	// kept are read into scratch buffers that the checker gives back
+	// the body's parts go to the checker in file order; what is not kept
+	// (and the zeros) is read into scratch buffers that the checker gives
+	// back
 	type piece struct {
 		b       []byte
+		part    int // 0 the head, 1+2l layer l's keys, 2+2l its values
 		f32     []float32
 		f16     []uint16
 		name    string
@@ -246,17 +299,16 @@ func (m *Model) ReadKV(r io.Reader, identity string, opts ReadKVOptions) (*Store
 	}
 	const scratchSize = 1 << 20
 	free := make(chan []byte, 4)
-	if keep < n {
-		for range cap(free) {
-			free <- make([]byte, scratchSize)
-		}
+	for range cap(free) {
+		free <- make([]byte, scratchSize)
 	}
 	pieces := make(chan piece, 8)
+	sums := make([]uint32, 1+2*h.Layers)
 	bad := make(chan error, 1)
 	go func() {
 		var err error
 		for p := range pieces {
-			sum.Write(p.b)
+			sums[p.part] = crc32.Update(sums[p.part], castagnoli, p.b)
 			if p.scratch {
 				free <- p.b[:cap(p.b)]
 				continue
@@ -267,47 +319,52 @@ func (m *Model) ReadKV(r io.Reader, identity string, opts ReadKVOptions) (*Store
 		}
 		bad <- err
 	}()
-	read := func(b []byte, f32 []float32, f16 []uint16, name string) error {
+	read := func(b []byte, part int, f32 []float32, f16 []uint16, name string) error {
 		if _, err := io.ReadFull(r, b); err != nil {
 			return fmt.Errorf("KV file: %s: %w", name, err)
 		}
-		pieces <- piece{b: b, f32: f32, f16: f16, name: name}
+		pieces <- piece{b: b, part: part, f32: f32, f16: f16, name: name}
 		return nil
 	}
-	skip := func(bytes int, name string) error {
+	skip := func(bytes int64, part int, name string) error {
 		for bytes > 0 {
 			b := <-free
-			b = b[:min(bytes, len(b))]
+			b = b[:min(bytes, int64(len(b)))]
 			if _, err := io.ReadFull(r, b); err != nil {
 				return fmt.Errorf("KV file: %s: %w", name, err)
 			}
-			pieces <- piece{b: b, scratch: true}
-			bytes -= len(b)
+			pieces <- piece{b: b, part: part, scratch: true}
+			bytes -= int64(len(b))
 		}
 		return nil
 	}
+	sums[0] = sum.Sum32()
+	err = skip(lo.head-int64(raw), 0, "head")
 	for l := range h.Layers {
-		kname, vname := fmt.Sprintf("layer %d keys", l), fmt.Sprintf("layer %d values", l)
-		if m.kvF16 {
-			kv.keys16[l], kv.values16[l] = kv.keys16[l][:nk], kv.values16[l][:nv]
-			err = read(u16Bytes(kv.keys16[l]), nil, kv.keys16[l], kname)
-		} else {
-			kv.keys[l], kv.values[l] = kv.keys[l][:nk], kv.values[l][:nv]
-			err = read(f32Bytes(kv.keys[l]), kv.keys[l], nil, kname)
-		}
-		if err == nil {
-			err = skip((fk-nk)*elem, kname)
-		}
-		if err == nil && m.kvF16 {
-			err = read(u16Bytes(kv.values16[l]), nil, kv.values16[l], vname)
-		} else if err == nil {
-			err = read(f32Bytes(kv.values[l]), kv.values[l], nil, vname)
-		}
-		if err == nil {
-			err = skip((fv-nv)*elem, vname)
-		}
 		if err != nil {
 			break
+		}
+		kname, vname := fmt.Sprintf("layer %d keys", l), fmt.Sprintf("layer %d values", l)
+		var kb, vb []byte
+		if m.kvF16 {
+			kv.keys16[l], kv.values16[l] = kv.keys16[l][:nk], kv.values16[l][:nv]
+			kb, vb = u16Bytes(kv.keys16[l]), u16Bytes(kv.values16[l])
+			err = read(kb, 1+2*l, nil, kv.keys16[l], kname)
+		} else {
+			kv.keys[l], kv.values[l] = kv.keys[l][:nk], kv.values[l][:nv]
+			kb, vb = f32Bytes(kv.keys[l]), f32Bytes(kv.values[l])
+			err = read(kb, 1+2*l, kv.keys[l], nil, kname)
+		}
+		if err == nil {
+			err = skip(lo.kb-int64(len(kb)), 1+2*l, kname)
+		}
+		if err == nil && m.kvF16 {
+			err = read(vb, 2+2*l, nil, kv.values16[l], vname)
+		} else if err == nil {
+			err = read(vb, 2+2*l, kv.values[l], nil, vname)
+		}
+		if err == nil {
+			err = skip(lo.vb-int64(len(vb)), 2+2*l, vname)
 		}
 	}
 	close(pieces)
@@ -315,13 +372,12 @@ func (m *Model) ReadKV(r io.Reader, identity string, opts ReadKVOptions) (*Store
 	if err != nil {
 		return nil, nil, err
 	}
-	want := binary.LittleEndian.AppendUint32(nil, sum.Sum32())
-	got := make([]byte, len(want))
-	if _, err := io.ReadFull(r, got); err != nil {
-		return nil, nil, fmt.Errorf("KV file: checksum: %w", err)
+	want := make([]byte, 4*len(sums))
+	if _, err := io.ReadFull(r, want); err != nil {
+		return nil, nil, fmt.Errorf("KV file: checksums: %w", err)
 	}
-	if !bytes.Equal(got, want) {
-		return nil, nil, errors.New("KV file: the checksum does not match (a damaged file)")
+	if err := checkSums(want, sums); err != nil {
+		return nil, nil, err
 	}
 	if checkErr != nil {
 		return nil, nil, checkErr
@@ -329,19 +385,74 @@ func (m *Model) ReadKV(r io.Reader, identity string, opts ReadKVOptions) (*Store
 	return &StoredKV{Scope: h.Scope, Tag: h.Tag, Tokens: tokens[:keep], kv: kv}, h, nil
 }
 
+// keptOf is how many of a file's n positions a read keeps.
+func keptOf(n int, opts ReadKVOptions) int {
+	if opts.Keep > 0 && opts.Keep < n {
+		return opts.Keep
+	}
+	return n
+}
+
+// checkSums compares a file's checksums (want, as stored) with those
+// computed, naming the first part that differs.
+func checkSums(want []byte, got []uint32) error {
+	for i, g := range got {
+		if binary.LittleEndian.Uint32(want[4*i:]) != g {
+			part := "the head"
+			if i > 0 {
+				part = fmt.Sprintf("layer %d's keys", (i-1)/2)
+				if i%2 == 0 {
+					part = fmt.Sprintf("layer %d's values", (i-1)/2)
+				}
+			}
+			return fmt.Errorf("KV file: the checksum of %s does not match (a damaged file)", part)
+		}
+	}
+	return nil
+}
+
 // finiteF32 and finiteF16 report whether no value is an infinity or a
-// NaN (all exponent bits set).
+// NaN (all exponent bits set). They test 64 bits at a time: a lane whose
+// exponent bits are all set is a zero lane of (x & exp) ^ exp, which the
+// borrow of the subtraction finds (the classic test for a zero byte, in
+// 32- or 16-bit lanes: exact, as the lanes' top bits are clear).
 func finiteF32(x []float32) bool {
-	for _, v := range x {
-		if math.Float32bits(v)&0x7f800000 == 0x7f800000 {
+	const exp, ones, tops = 0x7f8000007f800000, 0x0000000100000001, 0x8000000080000000
+	w := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(x))), len(x)/2)
+	for len(w) >= 4 {
+		a, b, c, d := w[0]&exp^exp, w[1]&exp^exp, w[2]&exp^exp, w[3]&exp^exp
+		if ((a-ones)&^a|(b-ones)&^b|(c-ones)&^c|(d-ones)&^d)&tops != 0 {
 			return false
 		}
+		w = w[4:]
+	}
+	for _, v := range w {
+		if v = v&exp ^ exp; (v-ones)&^v&tops != 0 {
+			return false
+		}
+	}
+	if len(x)%2 == 1 && math.Float32bits(x[len(x)-1])&0x7f800000 == 0x7f800000 {
+		return false
 	}
 	return true
 }
 
 func finiteF16(x []uint16) bool {
-	for _, v := range x {
+	const exp, ones, tops = 0x7c007c007c007c00, 0x0001000100010001, 0x8000800080008000
+	w := unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(x))), len(x)/4)
+	for len(w) >= 4 {
+		a, b, c, d := w[0]&exp^exp, w[1]&exp^exp, w[2]&exp^exp, w[3]&exp^exp
+		if ((a-ones)&^a|(b-ones)&^b|(c-ones)&^c|(d-ones)&^d)&tops != 0 {
+			return false
+		}
+		w = w[4:]
+	}
+	for _, v := range w {
+		if v = v&exp ^ exp; (v-ones)&^v&tops != 0 {
+			return false
+		}
+	}
+	for _, v := range x[len(x)/4*4:] {
 		if v&0x7c00 == 0x7c00 {
 			return false
 		}
@@ -363,4 +474,59 @@ func u16Bytes(x []uint16) []byte {
 		return nil
 	}
 	return unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), 2*len(x))
+}
+
+// Mapped reports whether the sequence's memory is a KV file's pages
+// (ReadKVFile mapped it) rather than memory of its own.
+func (st *StoredKV) Mapped() bool { return st != nil && st.kv != nil && st.kv.mapped }
+
+// ReadKVFile is ReadKV of a file, faster: where it can (Linux, 4 KB
+// pages), it maps the file's pages as the slabs instead of copying them
+// (privately: what the session writes later is its own, never the
+// file's), checks their checksums on two threads, and hands back
+// sequences whose memory is the page cache's until written. Reading
+// into fresh memory costs a page fault per 4 KB, which in a virtual
+// machine is the host's fault too: about 40,000 of them for a
+// 2,000-token chat of a 2B model, most of a read's time
+// (docs/performance.md). Elsewhere it is ReadKV.
+//
+// The file must not be cut short while the sequence lives (the disk
+// cache only ever replaces or deletes its files, which leaves a mapping
+// whole): the pages past the new end would be gone.
+func (m *Model) ReadKVFile(f *os.File, identity string, opts ReadKVOptions) (*StoredKV, *KVFileHeader, error) {
+	st, h, mapped, err := m.mapKV(f, identity, opts)
+	if mapped {
+		return st, h, err
+	}
+	return m.copyKVFile(f, identity, opts)
+}
+
+// copyKVFile is ReadKVFile where the file is not mapped: ReadKV of it,
+// once its size is the one its header says.
+func (m *Model) copyKVFile(f *os.File, identity string, opts ReadKVOptions) (*StoredKV, *KVFileHeader, error) {
+	// the file's size must be the one its header says before memory is
+	// allocated for the positions the header claims
+	h, _, raw, err := m.readKVHead(bufio.NewReaderSize(io.NewSectionReader(f, 0, 1<<62), 1<<16), identity, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := m.checkKVSize(f, m.layout(h, raw)); err != nil {
+		return nil, nil, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, nil, fmt.Errorf("KV file: %w", err)
+	}
+	return m.ReadKV(bufio.NewReaderSize(f, 1<<16), identity, opts)
+}
+
+// checkKVSize refuses a file whose size is not the one its layout says.
+func (m *Model) checkKVSize(f *os.File, lo kvLayout) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("KV file: %w", err)
+	}
+	if fi.Size() != lo.size() {
+		return fmt.Errorf("KV file of %d bytes, its header says %d (cut short or damaged)", fi.Size(), lo.size())
+	}
+	return nil
 }

@@ -59,6 +59,9 @@ type SchedulerStats struct {
 	Steps   int64 // batched steps
 	Decodes int64 // decode tokens, over all steps
 	Prompt  int64 // prompt tokens, over all steps
+	// Shared counts prompt tokens not computed: their keys and values
+	// were copied from a sequence beside that shares them (share).
+	Shared int64
 	// MostSequences is the most sequences one step computed.
 	MostSequences int
 }
@@ -94,6 +97,10 @@ type Seq struct {
 
 	// owned by the loop
 	expected, slow bool
+	// waited is how many steps the last prompt took from the step the
+	// loop took it at to its logits (written before the reply is sent,
+	// read after it is received: for the fairness test)
+	waited int64
 }
 
 type schedReq struct {
@@ -102,6 +109,8 @@ type schedReq struct {
 	tokens []int // the tokens left to compute
 	decode bool  // one token of an answer (else a prompt)
 	leave  bool
+	follow bool  // a prompt waiting for another to compute its prefix (share)
+	at     int64 // the steps computed when the loop took it
 }
 
 type schedReply struct {
@@ -124,9 +133,15 @@ func (m *Model) NewScheduler(opts SchedulerOptions) *Scheduler {
 }
 
 // Close stops the scheduler: steps asked of it after (or not started
-// yet) fail with ErrSchedulerClosed. It waits for the running step.
+// yet) fail with ErrSchedulerClosed. It waits for the running step, and
+// ends the scheduler's threads then (not at a later garbage collection:
+// a model unloaded and loaded again leaves none behind).
 func (sc *Scheduler) Close() {
-	sc.once.Do(func() { close(sc.quit) })
+	sc.once.Do(func() {
+		close(sc.quit)
+		<-sc.done
+		sc.b.st.pool.shutdown()
+	})
 	<-sc.done
 }
 
@@ -232,6 +247,9 @@ func (sc *Scheduler) take(r *schedReq) {
 		q.expected, q.slow = false, false
 	}
 	if !r.leave {
+		sc.stats.Lock()
+		r.at = sc.stats.Steps
+		sc.stats.Unlock()
 		sc.pending = append(sc.pending, r)
 	}
 }
@@ -299,29 +317,27 @@ func (sc *Scheduler) step() {
 		sc.exp = sc.exp[:0]
 		return
 	}
+	sc.share()
 
 	sc.steps, sc.reqs = sc.steps[:0], sc.reqs[:0]
-	var prompts int
 	for _, r := range sc.pending {
 		if r.decode {
 			sc.steps = append(sc.steps, Step{Session: r.q.s, Tokens: r.tokens, Logits: true})
 			sc.reqs = append(sc.reqs, r)
-		} else {
-			prompts++
 		}
 	}
 	budget := maxBatch
 	if len(sc.steps) > 0 {
 		budget = sc.opts.Chunk
 	}
-	if prompts > 0 {
-		// prompts in turn, starting with a different one each step
-		sc.prompts = sc.prompts[:0]
-		for _, r := range sc.pending {
-			if !r.decode {
-				sc.prompts = append(sc.prompts, r)
-			}
+	sc.prompts = sc.prompts[:0]
+	for _, r := range sc.pending {
+		if !r.decode && !r.follow {
+			sc.prompts = append(sc.prompts, r)
 		}
+	}
+	if len(sc.prompts) > 0 {
+		// prompts in turn, starting with a different one each step
 		first := sc.rot % len(sc.prompts)
 		sc.rot++
 		for j := range sc.prompts {
@@ -367,6 +383,9 @@ func (sc *Scheduler) step() {
 		default:
 			r.tokens = nil
 			q := r.q
+			if !r.decode {
+				q.waited = st.Steps - r.at
+			}
 			q.expected = true
 			sc.waiting++
 			sc.exp = append(sc.exp, q)

@@ -58,11 +58,11 @@ type settingsWindow struct {
 	// The fields a Save writes, with what each showed last (a field
 	// whose text is still that follows the store; one being edited
 	// keeps the person's text), and the error under each.
-	context, keepAlive, modelsDir, hfEndpoint, hfToken, port, apiKey *widget.Entry
-	reachable                                                        *widget.Check
-	shown                                                            map[*widget.Entry]string
-	errs                                                             map[string]*widget.Label
-	keepAliveWords                                                   *widget.Label
+	context, parallel, keepAlive, modelsDir, hfEndpoint, hfToken, port, apiKey *widget.Entry
+	reachable                                                                  *widget.Check
+	shown                                                                      map[*widget.Entry]string
+	errs                                                                       map[string]*widget.Label
+	keepAliveWords                                                             *widget.Label
 	// chooseDir opens fyne's folder dialog for the models folder
 	// (dirDialog while it is open).
 	chooseDir *widget.Button
@@ -109,7 +109,7 @@ func newSettingsWindow(c *controller) *settingsWindow {
 	s.model = widget.NewLabel(c.app.Model())
 
 	entry := func() *widget.Entry { e := widget.NewEntry(); return e }
-	s.context, s.keepAlive, s.modelsDir, s.hfEndpoint, s.port = entry(), entry(), entry(), entry(), entry()
+	s.context, s.parallel, s.keepAlive, s.modelsDir, s.hfEndpoint, s.port = entry(), entry(), entry(), entry(), entry(), entry()
 	s.hfToken, s.apiKey = widget.NewPasswordEntry(), widget.NewPasswordEntry()
 	s.modelsDir.SetPlaceHolder("the data folder's models folder")
 	s.chooseDir = widget.NewButtonWithIcon("Choose…", theme.FolderOpenIcon(), s.chooseModelsDir)
@@ -122,7 +122,7 @@ func newSettingsWindow(c *controller) *settingsWindow {
 			s.keepAliveWords.SetText("")
 		}
 	}
-	for _, f := range []string{"context_length", "keep_alive", "models_dir", "hf_endpoint", "hf_token", "port", "api_key"} {
+	for _, f := range []string{"context_length", "parallel", "keep_alive", "models_dir", "hf_endpoint", "hf_token", "port", "api_key"} {
 		l := wrapped("")
 		l.Importance = widget.DangerImportance
 		l.Hide()
@@ -147,6 +147,7 @@ func newSettingsWindow(c *controller) *settingsWindow {
 	form := widget.NewForm(
 		widget.NewFormItem("Engine", s.engine),
 		widget.NewFormItem("Context length", with(s.context, "context_length", "Tokens, CPU engine; 0 = automatic. Applies the next time the model is loaded.")),
+		widget.NewFormItem("Requests at once", with(s.parallel, "parallel", "Requests the CPU engine answers at once, decoded together; 0 = automatic (by KV memory, at most 4). Applies the next time the model is loaded.")),
 		widget.NewFormItem("Unload when idle", with(container.NewBorder(nil, nil, nil, s.keepAliveWords, s.keepAlive), "keep_alive", "For example 5 minutes, 1 hour, never.")),
 		widget.NewFormItem("Models folder", with(container.NewBorder(nil, nil, nil, s.chooseDir, s.modelsDir), "models_dir", "Where new installs go.")),
 		widget.NewFormItem("Hugging Face", with(s.hfEndpoint, "hf_endpoint", "")),
@@ -239,6 +240,7 @@ func (s *settingsWindow) showSettings(st config.Settings) {
 		ctx = strconv.Itoa(st.ContextLength)
 	}
 	set(s.context, ctx)
+	set(s.parallel, strconv.Itoa(max(st.Parallel, 0)))
 	set(s.keepAlive, config.KeepAliveWords(st.KeepAliveDuration()))
 	set(s.modelsDir, st.ModelsDir)
 	set(s.hfEndpoint, st.HFEndpoint)
@@ -284,6 +286,15 @@ func (s *settingsWindow) saveFields() {
 		s.fieldError("context_length", "Write a whole number of tokens, or 0 for automatic.")
 		return
 	}
+	parText := strings.TrimSpace(s.parallel.Text)
+	par, err := strconv.Atoi(parText)
+	if parText == "" {
+		par, err = 0, nil
+	}
+	if err != nil {
+		s.fieldError("parallel", "Write a whole number of requests, or 0 for automatic.")
+		return
+	}
 	p, err := strconv.Atoi(port)
 	if err != nil || p < 0 || p > 65535 {
 		s.fieldError("port", "The port is a number from 1 to 65535.")
@@ -293,7 +304,7 @@ func (s *settingsWindow) saveFields() {
 	s.note.SetText("Saving…")
 	go func() {
 		_, err := s.c.app.UpdateSettings(s.c.ctx, func(c *config.Settings) error {
-			c.ContextLength, c.KeepAlive, c.ModelsDir, c.HFEndpoint = n, ka, dir, ep
+			c.ContextLength, c.Parallel, c.KeepAlive, c.ModelsDir, c.HFEndpoint = n, par, ka, dir, ep
 			if strings.TrimSpace(tok) != "" {
 				c.HFToken = config.Secret(tok)
 			}

@@ -248,19 +248,29 @@ func TestSettingsWindowFollowsTheStore(t *testing.T) {
 	// in the models folder meanwhile.
 	h.ui.wait(func() { s.modelsDir.SetText("/home/me/mod") })
 	if _, err := f.UpdateSettings(context.Background(), func(c *config.Settings) error {
-		c.KeepAlive, c.ContextLength, c.ModelsDir = "1h30m", 8192, "/srv/models"
+		c.KeepAlive, c.ContextLength, c.ModelsDir, c.Parallel = "1h30m", 8192, "/srv/models", 3
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
 	h.eventually("the page's change shown", func() bool {
-		return s.keepAlive.Text == "1 hour 30 minutes" && s.context.Text == "8192"
+		return s.keepAlive.Text == "1 hour 30 minutes" && s.context.Text == "8192" && s.parallel.Text == "3"
 	})
 	h.ui.wait(func() {
 		if s.modelsDir.Text != "/home/me/mod" {
 			t.Errorf("the page's change overwrote a field being edited: %q", s.modelsDir.Text)
 		}
 	})
+
+	// Too many at once: its error under its field, nothing saved.
+	h.ui.wait(func() { s.modelsDir.SetText("/srv/models"); s.parallel.SetText("17"); test.Tap(s.save) })
+	h.eventually("the error at the parallel field", func() bool {
+		return s.errs["parallel"].Visible() && strings.Contains(s.errs["parallel"].Text, "between 1 and 16")
+	})
+	if got := f.Settings().Parallel; got != 3 {
+		t.Fatalf("a refused parallel was saved: %d", got)
+	}
+	h.ui.wait(func() { s.parallel.SetText("2") })
 
 	// A bad address: its error under its field, nothing saved.
 	h.ui.wait(func() { s.modelsDir.SetText("/srv/models"); s.hfEndpoint.SetText("hf-mirror"); test.Tap(s.save) })
@@ -282,6 +292,9 @@ func TestSettingsWindowFollowsTheStore(t *testing.T) {
 		return s.note.Text == "Saved."
 	})
 	got := f.Settings()
+	if got.Parallel != 2 {
+		t.Errorf("the store after Save: parallel %d, want 2", got.Parallel)
+	}
 	if got.HFEndpoint != "https://hf-mirror.com" || got.HFToken.Reveal() != "hf_trayToken0123456789" || got.KeepAliveDuration() >= 0 {
 		t.Fatalf("the store after Save: endpoint %q token %q keep-alive %v", got.HFEndpoint, got.HFToken.Masked(), got.KeepAliveDuration())
 	}

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -183,9 +184,15 @@ func salvage(ctx context.Context, path string, opts Options) (convs, msgs, lost 
 
 // copyRows copies a table from old into main: at once when it reads
 // whole, else row by row by rowid, skipping the rows that cannot be
-// read.
+// read. The columns both have are copied, so that a history of an
+// older schema (fewer columns: those a later migration added keep
+// their defaults) is salvaged too.
 func copyRows(ctx context.Context, db *sql.DB, table string) (copied, lost int) {
-	if res, err := db.ExecContext(ctx, `INSERT INTO main.`+table+` SELECT * FROM old.`+table); err == nil {
+	insert := `INSERT INTO main.` + table + ` SELECT * FROM old.` + table
+	if cols := commonColumns(ctx, db, table); cols != "" {
+		insert = `INSERT INTO main.` + table + ` (` + cols + `) SELECT ` + cols + ` FROM old.` + table
+	}
+	if res, err := db.ExecContext(ctx, insert); err == nil {
 		n, _ := res.RowsAffected()
 		return int(n), 0
 	}
@@ -195,7 +202,7 @@ func copyRows(ctx context.Context, db *sql.DB, table string) (copied, lost int) 
 		db.QueryRowContext(ctx, `SELECT MAX(rowid) FROM old.`+table).Scan(&top)
 	}
 	for id := int64(1); id <= top.Int64; id++ {
-		res, err := db.ExecContext(ctx, `INSERT INTO main.`+table+` SELECT * FROM old.`+table+` WHERE rowid = ?`, id)
+		res, err := db.ExecContext(ctx, insert+` WHERE rowid = ?`, id)
 		if err != nil {
 			lost++
 			continue
@@ -205,4 +212,35 @@ func copyRows(ctx context.Context, db *sql.DB, table string) (copied, lost int) 
 		}
 	}
 	return copied, lost
+}
+
+// commonColumns lists the columns table has in both main and old, quoted
+// and comma-separated ("" when they cannot be read).
+func commonColumns(ctx context.Context, db *sql.DB, table string) string {
+	names := func(schema string) []string {
+		rows, err := db.QueryContext(ctx, `SELECT name FROM pragma_table_info(?, ?)`, table, schema)
+		if err != nil {
+			return nil
+		}
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			var n string
+			if rows.Scan(&n) == nil {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+	old := map[string]bool{}
+	for _, n := range names("old") {
+		old[n] = true
+	}
+	var cols []string
+	for _, n := range names("main") {
+		if old[n] {
+			cols = append(cols, `"`+strings.ReplaceAll(n, `"`, `""`)+`"`)
+		}
+	}
+	return strings.Join(cols, ", ")
 }

@@ -13,6 +13,13 @@ import (
 // an answer, closes it, and scrambles the root page of table.
 func damagedHistory(t *testing.T, path string, n int, table string) {
 	t.Helper()
+	damagedHistoryOf(t, path, n, table, nil)
+}
+
+// damagedHistoryOf is damagedHistory, with shape run on the database
+// before it is closed and scrambled (to make it an older schema's).
+func damagedHistoryOf(t *testing.T, path string, n int, table string, shape func(db *sql.DB)) {
+	t.Helper()
 	st := must[*Store](t)(Open(ctx, path, Options{}))
 	for i := range n {
 		c := must[*Conversation](t)(st.Create(ctx, fmt.Sprintf("chat %d", i), Settings{}))
@@ -22,6 +29,9 @@ func damagedHistory(t *testing.T, path string, n int, table string) {
 		st.FinishAnswer(ctx, a.ID, Stats{Engine: "cpu"})
 	}
 	var root int64
+	if shape != nil {
+		shape(st.db)
+	}
 	if err := st.db.QueryRow(`SELECT rootpage FROM sqlite_master WHERE name = ?`, table).Scan(&root); err != nil || root < 2 {
 		t.Fatalf("root page of %s: %d %v", table, root, err)
 	}
@@ -174,5 +184,31 @@ func TestDamagedIndexIsRebuiltInPlace(t *testing.T) {
 	}
 	if damaged == 0 {
 		t.Error("no copy of the damaged file was kept")
+	}
+}
+
+// TestDamagedOlderHistoryIsSalvaged: a damaged history of the schema
+// before the last migration (version 6: no context_length) is salvaged
+// into the current schema column by column: every chat is saved, its
+// settings as they were.
+func TestDamagedOlderHistoryIsSalvaged(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "history.db")
+	damagedHistoryOf(t, path, 30, "messages", func(db *sql.DB) {
+		for _, q := range []string{`UPDATE conversations SET max_tokens = 77`, `ALTER TABLE conversations DROP COLUMN context_length`, `PRAGMA user_version = 6`} {
+			if _, err := db.Exec(q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+	})
+	st := openTest(t, path)
+	list := must[[]Conversation](t)(st.List(ctx, 0))
+	if len(list) != 30 {
+		t.Fatalf("%d chats salvaged, want 30 (%s)", len(list), st.Notice())
+	}
+	if c := list[0]; c.MaxTokens == nil || *c.MaxTokens != 77 || c.ContextLength != nil {
+		t.Errorf("a salvaged chat's settings: %+v", c.Settings)
+	}
+	if n := st.Notice(); !strings.Contains(n, "30 chats") {
+		t.Errorf("notice %q", n)
 	}
 }

@@ -14,29 +14,45 @@ import (
 var ErrNoEmbeddings = errors.New("embeddings are not available")
 
 // Embed computes the embeddings of inputs with model, in its turn in the
-// queue (opts.Ticket), loading the model if needed. A backend that is
-// not a backend.Embedder gives ErrNoEmbeddings, saying which it is.
+// queue (opts.Ticket), loading the model if needed. On a backend that
+// answers several requests at once (the CPU engine) it takes a place
+// among the generations, as one more of them: it neither waits for the
+// running answers to end nor stops them. A backend that is not a
+// backend.Embedder gives ErrNoEmbeddings, saying which it is.
 func (m *Manager) Embed(ctx context.Context, model string, inputs []string, opts GenerateOptions) ([][]float32, int, error) {
 	name, err := m.opts.Resolve(model)
 	if err != nil {
 		return nil, 0, err
 	}
-	if err := m.acquire(ctx, opts.Ticket); err != nil {
-		return nil, 0, err
-	}
-	defer m.release(opts.KeepAlive)
-	be, err := m.ensureLoaded(ctx, name, false)
+	joined, err := m.acquireRun(ctx, opts.Ticket, name)
 	if err != nil {
 		return nil, 0, err
 	}
-	// A serving backend without embeddings (FastFlowLM) sends them to
-	// the engine beside it, as it does tools or JSON (route).
-	side, _, err := m.route(ctx, name, be, &backend.Request{Model: name, Embed: true})
-	if err != nil {
-		return nil, 0, err
-	}
-	if side != nil {
-		be = side
+	grouped := joined != nil // a place in the group running on the model
+	defer func() {
+		if grouped {
+			m.leaveGroup(opts.KeepAlive)
+		} else {
+			m.release(opts.KeepAlive)
+		}
+	}()
+	be := joined
+	if be == nil {
+		if be, err = m.ensureLoaded(ctx, name, false); err != nil {
+			return nil, 0, err
+		}
+		// A serving backend without embeddings (FastFlowLM) sends them to
+		// the engine beside it, as it does tools or JSON (route).
+		side, _, err := m.route(ctx, name, be, &backend.Request{Model: name, Embed: true})
+		if err != nil {
+			return nil, 0, err
+		}
+		if side != nil {
+			be = side
+		} else {
+			// the first of a group: generations may join it meanwhile
+			grouped = m.openGroup(be, name)
+		}
 	}
 	e, ok := be.(backend.Embedder)
 	if !ok {

@@ -288,7 +288,6 @@ func (m *Manager) RetryAfter() time.Duration { return m.opts.RetryAfter }
 // Resolve maps a requested model name to the name it is served under.
 func (m *Manager) Resolve(name string) (string, error) { return m.opts.Resolve(name) }
 
-// Status returns a snapshot of the state.
 // ForgetCache drops what is kept for a CacheTag (a deleted chat's keys
 // and values): in the loaded backends that keep them, and on disk. It
 // does not wait for a running answer.
@@ -311,6 +310,20 @@ func (m *Manager) ForgetCache(tag string) {
 	}
 }
 
+// WarmCache asks the loaded backend, if it keeps keys and values on
+// disk, to read those of a CacheTag (a chat just opened) back into
+// memory, so that the chat's next message starts from them at once. It
+// returns at once.
+func (m *Manager) WarmCache(tag string) {
+	m.mu.Lock()
+	be := m.be
+	m.mu.Unlock()
+	if w, ok := be.(backend.CacheWarmer); ok {
+		w.WarmCache(tag)
+	}
+}
+
+// Status returns a snapshot of the state.
 func (m *Manager) Status() Status {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -6,9 +6,10 @@ package service
 // once (backend.Parallel, the CPU engine), the generation that holds the
 // slot opens a group (runGroup) and requests for the same model join it
 // while it has room (up to the backend's Parallel), without waiting for
-// the others' answers; the last to leave gives the slot back. A request
-// that needs the slot itself (a load, another model, embeddings) stops
-// new joins, so that the group drains for it. Requests wait in a queue of
+// the others' answers; the last to leave gives the slot back.
+// Embeddings for the model join the group as a generation does. A
+// request that needs the slot itself (a load, another model) stops new
+// joins, so that the group drains for it. Requests wait in a queue of
 // Options.QueueSize places, and a request beyond that gets ErrQueueFull
 // at once. A place can be taken before a request's body is
 // read (Reserve), so that what the queue cannot take is refused before

@@ -104,6 +104,30 @@ func TestDeletedChatForgetsItsCache(t *testing.T) {
 	}
 }
 
+// TestOpenedChatWarmsItsCache: opening a conversation (GET, as the page
+// does when a chat is chosen) asks the loaded backend to read its keys
+// and values back (the tag its requests carry), so its next message
+// does not wait for the disk.
+func TestOpenedChatWarmsItsCache(t *testing.T) {
+	h := history.NewHandle(filepath.Join(t.TempDir(), "history.db"), history.Options{})
+	t.Cleanup(func() { h.Close() })
+	s := startServer(t, fake.Options{}, web.Options{History: h}, service.Options{})
+	api := s.URL + "/api/conversations"
+	_, body := do(t, "POST", api, `{}`)
+	conv := decodeJSON[history.Conversation](t, body)
+	stream(t, t.Context(), fmt.Sprintf("%s/%d/messages", api, conv.ID), `{"content": "hello"}`, func(sseEvent) bool { return true })
+	if resp, _ := do(t, "GET", fmt.Sprintf("%s/%d", api, conv.ID), ""); resp.StatusCode != http.StatusOK {
+		t.Fatalf("open: %d", resp.StatusCode)
+	}
+	fakes := s.Fakes()
+	if len(fakes) != 1 {
+		t.Fatalf("%d backends loaded, want 1", len(fakes))
+	}
+	if want := fmt.Sprintf("chat-%d", conv.ID); fmt.Sprint(fakes[0].Warmed()) != "["+want+"]" {
+		t.Errorf("warmed %v, want [%s]", fakes[0].Warmed(), want)
+	}
+}
+
 // TestChatContextLength: a chat's own context length is a setting of the
 // chat (PATCH, cleared by "clear"), fits its answers into that many
 // tokens (the oldest messages left out, the answer's stats giving the

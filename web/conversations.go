@@ -234,6 +234,9 @@ func (s *Server) getConversation(w http.ResponseWriter, r *http.Request) {
 		s.failHistory(w, r, err)
 		return
 	}
+	// the chat is open: its keys and values, if on disk, are read back
+	// while its next message is written (in the background)
+	s.mgr.WarmCache(chatCacheTag(id))
 	writeJSON(w, http.StatusOK, e)
 }
 

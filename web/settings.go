@@ -32,6 +32,10 @@ type PageSettings struct {
 	// ContextLength is the CPU engine's context in tokens, 0 automatic;
 	// it applies when the model is next loaded.
 	ContextLength int `json:"context_length"`
+	// Parallel is how many requests the CPU engine answers at once, 0
+	// automatic (KV.AutoParallel says how many that is now); it applies
+	// when the model is next loaded.
+	Parallel int `json:"parallel"`
 	// ServeAtStart switches the model on when NPU Chat starts.
 	ServeAtStart bool `json:"serve_at_start"`
 	// HFEndpoint is the Hugging Face endpoint or mirror set here ("":
@@ -89,6 +93,11 @@ type KVInfo struct {
 	ModelMax  int `json:"model_max,omitempty"`
 	Context   int `json:"context,omitempty"`
 	Automatic int `json:"automatic,omitempty"`
+	// Parallel is how many requests the model on now answers at once (0:
+	// not loaded); AutoParallel what a parallel setting of 0 gives now
+	// (0: unknown).
+	Parallel     int `json:"parallel,omitempty"`
+	AutoParallel int `json:"auto_parallel,omitempty"`
 }
 
 // Settings are the app's settings as the page reads and changes them:
@@ -119,7 +128,7 @@ type Details struct {
 // pageSettings is the page's view of the settings: the defaults named
 // (auto, 5m0s) rather than empty, secrets masked.
 func pageSettings(c config.Settings, d Details) PageSettings {
-	p := PageSettings{Engine: c.Engine, KeepAlive: strings.TrimSpace(c.KeepAlive), ContextLength: c.ContextLength, Chat: c.Chat,
+	p := PageSettings{Engine: c.Engine, KeepAlive: strings.TrimSpace(c.KeepAlive), ContextLength: c.ContextLength, Parallel: c.Parallel, Chat: c.Chat,
 		ServeAtStart: c.ServeAtStart, HFEndpoint: c.HFEndpoint, HFTokenMasked: c.HFToken.Masked(),
 		ModelsDir: c.ModelsDir, ModelsDirDefault: d.ModelsDirDefault, APIKeyMasked: config.Secret(c.APIKey).Masked(),
 		Listening: d.Listening, KV: d.KV}
@@ -197,7 +206,7 @@ func (s *Server) putSettings(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out, err := s.opts.Settings.Update(r.Context(), func(c *config.Settings) error {
-		c.Engine, c.KeepAlive, c.ContextLength, c.Chat = in.Engine, in.KeepAlive, in.ContextLength, in.Chat
+		c.Engine, c.KeepAlive, c.ContextLength, c.Parallel, c.Chat = in.Engine, in.KeepAlive, in.ContextLength, in.Parallel, in.Chat
 		c.ServeAtStart, c.HFEndpoint, c.ModelsDir, c.Addr = in.ServeAtStart, in.HFEndpoint, in.ModelsDir, addr
 		if in.HFToken != nil {
 			c.HFToken = config.Secret(*in.HFToken)

@@ -19,6 +19,7 @@ func serverFlags(fs *flag.FlagSet) *app.Flags {
 	fs.StringVar(&f.Engine, "engine", "", "engine: auto, npu, cpu or remote (default $NPUCHAT_ENGINE or auto)")
 	fs.StringVar(&f.RemoteURL, "remote-url", "", "base URL of an OpenAI-compatible server, for --engine remote")
 	fs.StringVar(&f.KeepAlive, "keep-alive", "", "how long an idle model stays loaded, e.g. 5m; -1 keeps it loaded")
+	fs.StringVar(&f.Parallel, "parallel", "", "requests the CPU engine answers at once, decoded together: 0 automatic (as many as the KV memory holds, at most 4) or 1 to 16 (default: the setting)")
 	fs.StringVar(&f.FLMRoot, "flm-root", "", "FastFlowLM folder to use instead of looking for it (a portable copy)")
 	return f
 }

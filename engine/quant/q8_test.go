@@ -380,3 +380,83 @@ func testQuantizeMatches(t *testing.T, rounding simd.Level) {
 		}
 	}
 }
+
+// TestKernelsFollowLevel: each row and float entry point runs the kernel
+// of the level it is given, and no other: at avx2 and above the AVX2
+// assembly, at none the plain-Go loop, told apart by their last bits on
+// inputs where the two orders of float additions (or a fused
+// multiply-add) round differently. (Q8Vector.Quantize cannot be told
+// apart this way: every level gives the same bits, checked by
+// TestQuantizeMatchesReference.)
+func TestKernelsFollowLevel(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	const n = 32 * 37
+	a, b, y := make([]float32, n), make([]float32, n), make([]float32, n)
+	b16 := make([]uint16, n)
+	for i := range a {
+		a[i], y[i] = float32(r.NormFloat64()), float32(r.NormFloat64())
+		b16[i] = F32ToF16(float32(r.NormFloat64()))
+		b[i] = F16ToF32(b16[i])
+	}
+	row := randomRow(r, Q4_0, n)
+	x := randomQ8(r, n)
+	// what each kernel gives, by kernel: "asm" (the AVX2 assembly) and "go"
+	type result struct{ dotq8, dotf32, dotf16 float32 }
+	var want [2]result
+	var wantAxpy, wantAxpy16 [2][]float32
+	want[1] = result{DotQ8Ref(Q4_0, row, x), goDot(a, b), goDot(a, b)}
+	wantAxpy[1], wantAxpy16[1] = goAxpy(y, 0.7, b), goAxpy(y, 0.7, b)
+	if simd.Host().Has(simd.AVX2) {
+		want[0] = result{dotQ4_0Q8x1(&row[0], &x.Qs[0], &x.D[0], n/32), dotF32AVX2(&a[0], &b[0], n), dotF16AVX2(&a[0], &b16[0], n)}
+		wantAxpy[0] = append([]float32(nil), y...)
+		axpyF32AVX2(&wantAxpy[0][0], &b[0], 0.7, n)
+		wantAxpy16[0] = append([]float32(nil), y...)
+		axpyF16AVX2(&wantAxpy16[0][0], &b16[0], 0.7, n)
+		if want[0] == want[1] || equalBits(wantAxpy[0], wantAxpy[1]) || equalBits(wantAxpy16[0], wantAxpy16[1]) {
+			t.Fatalf("the inputs do not tell the kernels apart: asm %v, go %v", want[0], want[1])
+		}
+	}
+	simdtest.Each(t, func(t *testing.T, l simd.Level) {
+		k, name := 0, "the AVX2 assembly"
+		if l == simd.None {
+			k, name = 1, "plain Go"
+		}
+		got := result{DotQ8(l, Q4_0, row, x), DotF32(l, a, b), DotF16(l, a, b16)}
+		if got != want[k] {
+			t.Errorf("DotQ8, DotF32, DotF16 at %s: %v, %s gives %v", l, got, name, want[k])
+		}
+		ya := append([]float32(nil), y...)
+		AxpyF32(l, ya, 0.7, b)
+		yh := append([]float32(nil), y...)
+		AxpyF16(l, yh, 0.7, b16)
+		if !equalBits(ya, wantAxpy[k]) || !equalBits(yh, wantAxpy16[k]) {
+			t.Errorf("AxpyF32, AxpyF16 at %s: not what %s gives", l, name)
+		}
+	})
+}
+
+// goDot and goAxpy are DotF32's and AxpyF32's plain loops.
+func goDot(a, b []float32) float32 {
+	var s float32
+	for i := range a {
+		s += a[i] * b[i]
+	}
+	return s
+}
+
+func goAxpy(y []float32, a float32, x []float32) []float32 {
+	y = append([]float32(nil), y...)
+	for i := range y {
+		y[i] += a * x[i]
+	}
+	return y
+}
+
+func equalBits(a, b []float32) bool {
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return false
+		}
+	}
+	return len(a) == len(b)
+}

@@ -229,6 +229,14 @@ type CacheForgetter interface {
 	ForgetCache(tag string)
 }
 
+// CacheWarmer is a backend that can read what it kept on disk for a
+// CacheTag back into memory ahead of a request (a chat opened in the
+// page, before its next message is sent). WarmCache returns at once;
+// the reading happens in the background.
+type CacheWarmer interface {
+	WarmCache(tag string)
+}
+
 // CacheStats describe what a backend's KV cache holds, for the status
 // and /api/ps.
 type CacheStats struct {
@@ -270,6 +278,9 @@ type ModelInfo struct {
 	// it is not the one asked for, why ("asked avxvnni, CPU lacks
 	// AVX-VNNI: running avx2"); "" for other backends. For the log.
 	Kernels string `json:"-"`
+	// Parallel is how many generations the backend answers at once (the
+	// CPU engine's; 0 for one at a time). For the settings view.
+	Parallel int `json:"-"`
 }
 
 // Shape is a transformer's size, named as GGUF metadata names it (and

@@ -116,6 +116,19 @@ type Backend struct {
 	// cache is kv and disk for CacheStats, which must not wait for b.mu
 	// (held through a whole Generate).
 	cache atomic.Pointer[cacheRefs]
+	// forgot says when each tag was last forgotten (ForgetCache), in
+	// forgets counted so far, so that a request running when its chat
+	// was deleted does not keep it again when it ends (forgotSince);
+	// fmu guards both and makes a forget and a request's keeping happen
+	// one after the other.
+	fmu     sync.Mutex
+	forgets uint64
+	forgot  map[string]uint64
+	// warmNext is the tag WarmCache was last asked for and not yet
+	// warmed, warming whether a goroutine is warming (wmu guards both).
+	wmu      sync.Mutex
+	warmNext string
+	warming  bool
 }
 
 // cacheRefs are the loaded model's KV cache and disk cache.
@@ -130,12 +143,86 @@ func (b *Backend) ForgetCache(tag string) {
 	if tag == "" {
 		return
 	}
-	if r := b.cache.Load(); r != nil {
-		r.kv.Forget(tag)
-		if r.disk != nil {
-			r.disk.forgetTag(tag)
-		}
+	r := b.cache.Load()
+	b.fmu.Lock()
+	b.forgets++
+	if b.forgot == nil {
+		b.forgot = map[string]uint64{}
 	}
+	b.forgot[tag] = b.forgets
+	if r != nil {
+		r.kv.Forget(tag)
+	}
+	b.fmu.Unlock()
+	if r != nil && r.disk != nil {
+		r.disk.forgetTag(tag)
+	}
+}
+
+// WarmCache implements backend.CacheWarmer: the KV file of a tag (a chat
+// opened in the page) is read into the KV cache in the background, so
+// that the chat's next message resumes from memory. Asked for several
+// chats quickly, it warms the one running and the last asked for.
+func (b *Backend) WarmCache(tag string) {
+	if tag == "" {
+		return
+	}
+	b.wmu.Lock()
+	defer b.wmu.Unlock()
+	b.warmNext = tag
+	if b.warming {
+		return
+	}
+	b.warming = true
+	go func() {
+		for {
+			b.wmu.Lock()
+			tag := b.warmNext
+			b.warmNext = ""
+			if tag == "" {
+				b.warming = false
+				b.wmu.Unlock()
+				return
+			}
+			b.wmu.Unlock()
+			b.warm(tag)
+		}
+	}()
+}
+
+// warm reads a tag's KV file into the KV cache, unless it is there or
+// the tag is forgotten meanwhile.
+func (b *Backend) warm(tag string) bool {
+	r := b.cache.Load()
+	if r == nil || r.disk == nil {
+		return false
+	}
+	mark := b.forgetMark()
+	return r.disk.warm(tag, r.kv, func(st *engine.StoredKV) {
+		b.keepUnlessForgotten(st.Tag, mark, func() { r.kv.Insert(st) }, func() {})
+	})
+}
+
+// forgetMark is how many forgets there were so far: taken when a
+// request starts, for keepUnlessForgotten.
+func (b *Backend) forgetMark() uint64 {
+	b.fmu.Lock()
+	defer b.fmu.Unlock()
+	return b.forgets
+}
+
+// keepUnlessForgotten runs keep (what stores a request's keys and values
+// of tag in the cache) unless tag was forgotten after mark, then it runs
+// drop; either way no ForgetCache runs meanwhile, so a chat deleted
+// while its answer ran is not kept again when the answer ends.
+func (b *Backend) keepUnlessForgotten(tag string, mark uint64, keep, drop func()) {
+	b.fmu.Lock()
+	defer b.fmu.Unlock()
+	if tag != "" && b.forgot[tag] > mark {
+		drop()
+		return
+	}
+	keep()
 }
 
 // CacheStats implements backend.CacheReporter.
@@ -219,7 +306,7 @@ func (b *Backend) Load(ctx context.Context, progress func(backend.Progress)) err
 	}
 	parallel := b.opts.Parallel
 	if parallel <= 0 {
-		parallel = int(min(DefaultParallel, max(1, budget/m.KVBytes(min(sess.MaxContext(), parallelContext)))))
+		parallel = AutoParallel(budget, m.KVBytes, sess.MaxContext())
 	}
 	parallel = min(parallel, MaxParallel)
 	longest := 1
@@ -229,11 +316,18 @@ func (b *Backend) Load(ctx context.Context, progress func(backend.Progress)) err
 		}
 	}
 	b.mu.Lock()
+	var oldErr error
+	if b.model != nil { // loaded over itself: the old model goes first, all of it
+		oldErr = b.unloadLocked()
+	}
 	b.model, b.tok, b.tcfg, b.tmpl = m, tok, tcfg, tmpl
 	b.kv, b.disk, b.maxCtx, b.maxTokenBytes = kv, disk, sess.MaxContext(), longest
 	b.sched, b.run = m.NewScheduler(engine.SchedulerOptions{}), newRunners(parallel, kv, sess)
 	b.cache.Store(&cacheRefs{kv, disk})
 	b.mu.Unlock()
+	if oldErr != nil && b.opts.Log != nil {
+		b.opts.Log.Warn("unloading the model loaded before", "err", oldErr)
+	}
 	report("ready", 1)
 	return nil
 }
@@ -302,6 +396,12 @@ func (b *Backend) Unload(ctx context.Context) error {
 	if b.model == nil {
 		return nil
 	}
+	return b.unloadLocked()
+}
+
+// unloadLocked writes the kept KV to disk and ends the scheduler and the
+// model. b.mu is held (for writing) and the model loaded.
+func (b *Backend) unloadLocked() error {
 	if b.disk != nil {
 		// the most recent prompts first, those not on disk yet, at most
 		// quitWrite bytes (quitting must not take long)
@@ -350,6 +450,7 @@ func (b *Backend) Info() backend.ModelInfo {
 			HeadCountKV: kv, VocabSize: c.VocabSize, RopeFreqBase: c.RopeTheta, RMSEpsilon: c.NormEps}
 		info.Capabilities = b.capabilitiesLocked()
 		info.Kernels = b.model.SIMDChoice().String()
+		info.Parallel = b.run.places
 	}
 	return info
 }

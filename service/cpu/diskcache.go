@@ -302,7 +302,7 @@ func (d *diskCache) lookup(scope string, prompt []int, inMemory int) *engine.Sto
 	if d.maxCtx > 0 {
 		room = min(room, d.maxCtx)
 	}
-	st, _, err := d.m.ReadKV(f, d.identity, engine.ReadKVOptions{Keep: bestN, Capacity: room})
+	st, _, err := d.m.ReadKVFile(f, d.identity, engine.ReadKVOptions{Keep: bestN, Capacity: room})
 	f.Close()
 	if err != nil || st.Scope != scope {
 		d.log.Warn("KV disk cache: ignoring a file", "path", best, "err", err)
@@ -313,6 +313,54 @@ func (d *diskCache) lookup(scope string, prompt []int, inMemory int) *engine.Sto
 	now := time.Now()
 	os.Chtimes(best, now, now) // recently used: trimmed last
 	return st
+}
+
+// warm reads the longest KV file of a tag (a chat just opened) into kv,
+// unless kv holds all but diskWorth of its positions already; insert
+// puts it there (the backend's, under its forget lock). It reports
+// whether it read a file.
+func (d *diskCache) warm(tag string, kv *engine.KVCache, insert func(*engine.StoredKV)) bool {
+	if tag == "" {
+		return false
+	}
+	d.mu.Lock()
+	var best *diskEntry
+	for i := range d.index {
+		if e := &d.index[i]; e.tag == tag && (best == nil || len(e.tokens) >= len(best.tokens)) {
+			best = e
+		}
+	}
+	var e diskEntry
+	if best != nil {
+		e = *best
+	}
+	d.mu.Unlock()
+	if best == nil || kv.Match(e.scope, e.tokens)+diskWorth > len(e.tokens) {
+		return false
+	}
+	f, err := os.Open(e.path)
+	if err != nil {
+		d.forget(e.path)
+		return false
+	}
+	// at most what a prompt can resume from (all but its last token),
+	// with room for the next message and its answer
+	keep, room := len(e.tokens), len(e.tokens)+readRoom
+	if d.maxCtx > 0 {
+		keep, room = min(keep, d.maxCtx-1), min(room, d.maxCtx)
+	}
+	st, _, err := d.m.ReadKVFile(f, d.identity, engine.ReadKVOptions{Keep: keep, Capacity: room})
+	f.Close()
+	if err != nil || st.Scope != e.scope {
+		d.log.Warn("KV disk cache: ignoring a file", "path", e.path, "err", err)
+		os.Remove(e.path)
+		d.forget(e.path)
+		return false
+	}
+	now := time.Now()
+	os.Chtimes(e.path, now, now)
+	insert(st)
+	return true
 }
 
 // stats are the files and bytes of this model's KV files.

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/npuchat/npuchat/service/backend"
 )
@@ -104,7 +105,8 @@ func TestKVDiskCacheIgnoresBadFiles(t *testing.T) {
 		{"truncated", orig[:len(orig)*2/3], true},
 		{"one byte changed", flipped, true},
 		{"another model's", foreign, false},
-		{"an earlier version's", append([]byte("NPUCHATKV1\n"), orig[len("NPUCHATKV2\n"):]...), true},
+		{"version 1's", append([]byte("NPUCHATKV1\n"), orig[len("NPUCHATKV3\n"):]...), true},
+		{"version 2's", append([]byte("NPUCHATKV2\n"), orig[len("NPUCHATKV3\n"):]...), true},
 		{"not a KV file", []byte("hello"), false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -207,5 +209,102 @@ func TestKVDiskCacheEditedChat(t *testing.T) {
 	// in memory: the shared part, then the edited chat computed on from it
 	if st := again.kv.Stats(); st.Sequences != 1 || st.Tokens > res.PromptTokens+edited.MaxTokens {
 		t.Errorf("the cache holds %+v, want the edited chat alone", st)
+	}
+}
+
+// TestForgetCacheDuringAnAnswer: a chat deleted while its answer is
+// still running (ForgetCache called from inside the answer's stream) does
+// not come back when the answer ends: nothing of its tag is kept in
+// memory, and nothing of it is written to disk when the backend unloads.
+// Another chat's KV stays.
+func TestForgetCacheDuringAnAnswer(t *testing.T) {
+	path := models(t)["gguf"]
+	dir := t.TempDir()
+	b := load(t, Options{Path: path, KVDir: dir})
+	other := diskChat()
+	other.CacheTag = "chat-2"
+	other.Messages[1].Content = "and now tell me everything about the dog and the tree"
+	if _, _, _, err := run(t, b, other); err != nil {
+		t.Fatal(err)
+	}
+	before := b.CacheStats()
+
+	chat := diskChat()
+	chat.CacheTag = "chat-1"
+	chat.Messages[0].Content = "a different system prompt, shared with nothing: " + chat.Messages[0].Content
+	a := generate(t.Context(), b, chat, func(n int) {
+		if n == 2 { // mid-answer: the chat is deleted
+			b.ForgetCache("chat-1")
+		}
+	})
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	if st := b.CacheStats(); st.Sequences != before.Sequences || st.Tokens != before.Tokens {
+		t.Errorf("after the deleted chat's answer ended: %d sequences, %d tokens kept; want chat 2's %d, %d",
+			st.Sequences, st.Tokens, before.Sequences, before.Tokens)
+	}
+	if err := b.Unload(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	files := kvFiles(t, dir)
+	for _, f := range files {
+		if strings.Contains(filepath.Base(f), "chat-1-") {
+			t.Errorf("the deleted chat's KV was written to disk: %s", f)
+		}
+	}
+	if len(files) != 1 {
+		t.Errorf("KV files %v, want chat 2's", files)
+	}
+}
+
+// TestWarmCacheOnOpen: after a restart, a chat opened in the page
+// (WarmCache) has its KV file read into memory before its next message:
+// the message then reads nothing from disk, takes all but its last token
+// from the cache and answers as without it. A chat in memory already,
+// or forgotten, is not read again.
+func TestWarmCacheOnOpen(t *testing.T) {
+	path := models(t)["gguf"]
+	dir := t.TempDir()
+	first := load(t, Options{Path: path, KVDir: dir})
+	chat := diskChat()
+	chat.CacheTag = "chat-1"
+	want, _, _, err := run(t, first, chat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Unload(t.Context())
+
+	b := load(t, Options{Path: path, KVDir: dir})
+	b.WarmCache("chat-1")
+	deadline := time.Now().Add(10 * time.Second)
+	for b.CacheStats().Sequences == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the opened chat's KV file was not read into memory")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if b.warm("chat-1") {
+		t.Error("a chat in memory already was read again")
+	}
+	for _, f := range kvFiles(t, dir) { // the message must not need the file
+		if err := os.Remove(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, _, res, err := run(t, b, chat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want || res.CachedTokens != res.PromptTokens-1 {
+		t.Errorf("after warming: %q with %d of %d prompt tokens from the cache; want %q and all but the last", got, res.CachedTokens, res.PromptTokens, want)
+	}
+	b.Unload(t.Context())
+
+	// forgotten (the chat deleted) before it is warmed: not read
+	c := load(t, Options{Path: path, KVDir: dir})
+	c.ForgetCache("chat-1")
+	if c.warm("chat-1") || c.CacheStats().Sequences != 0 {
+		t.Error("a forgotten chat was warmed")
 	}
 }

@@ -9,14 +9,21 @@ import (
 
 // Embed implements backend.Embedder: each input is tokenized as plain
 // text (with the model's BOS when it adds one, as llama.cpp does) and run
-// through engine.Model.Embed, in a session of its own: the generation
-// session and its prompt cache stay as they were.
+// through engine.Model.Embed, in a session of its own: the generations'
+// sessions and the prompt cache stay as they were. It takes one of the
+// places of the requests answered at once (Parallel), in turn with
+// them: it neither waits for the running answers nor holds them up.
 func (b *Backend) Embed(ctx context.Context, inputs []string) ([][]float32, int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+	b.mu.RLock()
+	defer b.mu.RUnlock()
 	if b.model == nil {
 		return nil, 0, backend.ErrNotLoaded
 	}
+	sess, err := b.run.enter(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer b.run.leave(sess)
 	out := make([][]float32, 0, len(inputs))
 	tokens := 0
 	for i, in := range inputs {

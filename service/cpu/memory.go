@@ -31,6 +31,18 @@ func (b *Backend) memAvailable() (int64, error) {
 	return 0, errors.New("free memory unknown")
 }
 
+// AutoParallel is how many requests are answered at once when the
+// setting is automatic: as many as the KV budget holds at a context of
+// maxCtx tokens, counted at most 4,096 each (kvBytes(n) is what n
+// positions take), at least 1 and at most DefaultParallel.
+func AutoParallel(budget int64, kvBytes func(int) int64, maxCtx int) int {
+	per := kvBytes(min(maxCtx, parallelContext))
+	if per <= 0 {
+		return DefaultParallel
+	}
+	return int(min(DefaultParallel, max(1, budget/per)))
+}
+
 // minDefaultContext is the smallest default context (Ollama's default
 // below 24 GiB of VRAM).
 const minDefaultContext = 4096

@@ -28,6 +28,8 @@ type runners struct {
 	// ended counts the requests ended so far (changed under mu, read
 	// without it: ends is called before every step of an answer).
 	ended atomic.Uint64
+	// queued counts the requests waiting for a place in enter.
+	queued atomic.Int32
 }
 
 // newRunners makes places for places requests, whose sessions are
@@ -40,9 +42,12 @@ func newRunners(places int, kv *engine.KVCache, first *engine.Session) *runners 
 // enter waits for a place (or ctx) and returns an empty session for
 // the request; leave gives both back.
 func (r *runners) enter(ctx context.Context) (*engine.Session, error) {
+	r.queued.Add(1)
 	select {
 	case r.sem <- struct{}{}:
+		r.queued.Add(-1)
 	case <-ctx.Done():
+		r.queued.Add(-1)
 		return nil, ctx.Err()
 	}
 	r.mu.Lock()

@@ -68,24 +68,29 @@ func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Re
 	// scope (so that one client cannot time another's prompt); at least
 	// the last prompt token is computed again to get its logits. Whatever
 	// happens, the positions computed are kept in the cache after.
-	if b.disk != nil {
-		// a KV file that holds more of the prompt than memory does (an old
-		// chat reopened, after a restart too) goes into the cache first
-		if st := b.disk.lookup(req.CacheScope, ids, b.kv.Match(req.CacheScope, ids)); st != nil {
-			b.kv.Insert(st)
-		}
-	}
+	// (A chat deleted while this runs, ForgetCache, is not kept again:
+	// keepUnlessForgotten.)
+	mark := b.forgetMark()
 	sess, err := b.run.enter(ctx)
 	if err != nil {
 		return res, err
 	}
 	defer b.run.leave(sess)
+	if b.disk != nil {
+		// a KV file that holds more of the prompt than memory does (an old
+		// chat reopened, after a restart too) goes into the cache first:
+		// once the request has its place, so that one waiting for it reads
+		// no file and holds no memory
+		if st := b.disk.lookup(req.CacheScope, ids, b.kv.Match(req.CacheScope, ids)); st != nil {
+			b.keepUnlessForgotten(st.Tag, mark, func() { b.kv.Insert(st) }, func() {})
+		}
+	}
 	sess.SetTag(req.CacheTag)
 	keep, err := sess.Resume(req.CacheScope, ids)
 	if err != nil {
 		return res, err
 	}
-	defer sess.Keep()
+	defer b.keepUnlessForgotten(req.CacheTag, mark, sess.Keep, sess.Discard)
 	q := b.sched.Join(sess)
 	defer q.Leave()
 	res.CachedTokens = keep
@@ -167,17 +172,14 @@ func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Re
 		}
 		seen := b.run.ends()
 		logits, err = q.Forward(ctx, next)
-		for err != nil && errors.Is(err, engine.ErrKVBudget) {
-			// the answer needs memory the requests beside it hold
-			if ok, werr := b.run.waitRoom(ctx, seen); werr != nil {
-				return res, werr
-			} else if !ok {
-				break
-			}
-			seen = b.run.ends()
+		if err != nil && errors.Is(err, engine.ErrKVBudget) && b.run.ends() != seen {
+			// a request beside it ended meanwhile: its memory may be free
 			logits, err = q.Forward(ctx, next)
 		}
 		if err != nil {
+			// short of KV memory (held by the requests beside it) or at
+			// the context's end, the answer ends there: it does not wait
+			// for another's whole answer, or a client that does not read
 			if errors.Is(err, engine.ErrContextFull) {
 				res.FinishReason = backend.FinishLength
 				break

@@ -53,6 +53,9 @@ func TestChatContextLength(t *testing.T) {
 		t.Error("the clamped note is not marked")
 	}
 	b.shot("chat-context-clamped")
+	b.run(chromedp.Click("#theme-toggle", chromedp.ByQuery))
+	b.shot("chat-context-clamped-dark")
+	b.run(chromedp.Click("#theme-toggle", chromedp.ByQuery))
 
 	typeContext("10")
 	if got := note(); !strings.Contains(got, "from 64 to 1,048,576") || !eval[bool](b, `document.getElementById('cs-context').getAttribute('aria-invalid') === 'true' && !document.getElementById('cs-context').checkValidity()`) {
@@ -93,4 +96,13 @@ func TestChatContextLength(t *testing.T) {
 		t.Errorf("the status line's tooltip says %q", title)
 	}
 	b.shot("chat-context-128")
+
+	// with the model off, a context past the model's own longest says
+	// what the chat will get
+	b.run(chromedp.Click("#model-toggle", chromedp.ByQuery))
+	b.waitJS(`document.getElementById('model-status').dataset.state === 'off'`, 30*time.Second)
+	typeContext("100000")
+	if got := note(); !regexp.MustCompile(`^minicpm5:2b holds at most [\d,]+ tokens: this chat gets [\d,]+ \(about [\d.]+ [KMG]B of memory for its keys and values\), not 100,000\.$`).MatchString(got) {
+		t.Errorf("with the model off, a context past the model's says %q", got)
+	}
 }

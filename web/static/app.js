@@ -1425,7 +1425,9 @@
     const int = (n) => Math.round(n).toLocaleString("en-US");
     const raw = field.value.trim();
     const n = parseInt(raw, 10);
-    const loaded = (status && status.state === "on" && status.info && status.info.context_length) || (chatKV && chatKV.loaded && chatKV.context) || 0;
+    // the context of the model on now (none when it is off)
+    const on = status && status.state === "on";
+    const loaded = on ? (status.info && status.info.context_length) || (chatKV && chatKV.loaded && chatKV.context) || 0 : 0;
     const memory = (tokens) => {
       if (!chatKV || !chatKV.bytes_per_token || !tokens) return "";
       const block = chatKV.block || 1;
@@ -1449,8 +1451,15 @@
       out.classList.add("clamped");
       return;
     }
+    const most = chatKV && chatKV.model_max;
+    if (!loaded && most && n > most) {
+      const m = memory(most);
+      out.textContent = chatKV.model + " holds at most " + int(most) + " tokens: this chat gets " + int(most) + (m ? " (" + m + ")" : "") + ", not " + int(n) + ".";
+      out.classList.add("clamped");
+      return;
+    }
     const m = memory(n);
-    out.textContent = m ? int(n) + " tokens: " + m + "." : "";
+    out.textContent = int(n) + " tokens" + (m ? ": " + m : loaded ? " of the " + int(loaded) + " the model on now holds" : "") + ".";
   }
   function shortBytes(n) {
     for (const [name, size] of [["GB", 1e9], ["MB", 1e6], ["KB", 1e3]]) {

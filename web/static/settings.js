@@ -81,6 +81,25 @@
     $("set-context-help").textContent = t;
   }
 
+  // ---- requests answered at once ----
+  function showParallel() {
+    const kv = shown && shown.kv;
+    const n = parseInt($("set-parallel").value, 10) || 0;
+    const out = $("set-parallel-now");
+    if (n === 0) {
+      out.textContent = kv && kv.auto_parallel ? "Automatic (" + kv.auto_parallel + " at once now)" : "Automatic (by KV memory, at most 4)";
+    } else if (n < 0 || n > 16) {
+      out.textContent = "From 1 to 16, or 0 for automatic";
+    } else {
+      out.textContent = n === 1 ? "One at a time: the others wait" : n + " at once, decoded together";
+    }
+  }
+  function parallelHelp(s) {
+    let t = "Their tokens are computed together, so a chat and an API client do not wait for each other. 0 = automatic (as many as the KV memory holds, at most 4). A change applies the next time the model is loaded.";
+    if (s.kv && s.kv.loaded && s.kv.parallel) t += " The model on now answers " + s.kv.parallel + " at once.";
+    $("set-parallel-help").textContent = t;
+  }
+
   // ---- keep-alive ----
   function fillKeepAlive(seconds) {
     const n = $("set-keep-alive-n");
@@ -171,6 +190,9 @@
     $("set-context").value = s.context_length || 0;
     contextHelp(s);
     showKV();
+    $("set-parallel").value = s.parallel || 0;
+    parallelHelp(s);
+    showParallel();
     fillKeepAlive(s.keep_alive_seconds);
     $("set-serve-at-start").checked = !!s.serve_at_start;
 
@@ -218,6 +240,7 @@
 
   // ---- events ----
   $("set-context").addEventListener("input", showKV);
+  $("set-parallel").addEventListener("input", showParallel);
   $("set-keep-alive-n").addEventListener("input", showKeepAlive);
   $("set-keep-alive-unit").addEventListener("change", showKeepAlive);
   $("set-hf-token-remove").addEventListener("click", () => {
@@ -245,6 +268,7 @@
       engine: checked ? checked.value : "auto",
       keep_alive: keepAliveValue(),
       context_length: num("set-context", Number) || 0,
+      parallel: num("set-parallel", Number) || 0,
       serve_at_start: $("set-serve-at-start").checked,
       models_dir: $("set-models-dir").value.trim(),
       hf_endpoint: $("set-hf-endpoint").value.trim(),
@@ -262,6 +286,11 @@
       $("settings-note").textContent = "Not saved: see the field marked.";
       return;
     }
+    if (!Number.isInteger(body.parallel)) {
+      showFieldError("parallel", "Write a whole number of requests, or 0 for automatic.");
+      $("settings-note").textContent = "Not saved: see the field marked.";
+      return;
+    }
     const before = shown;
     try {
       const after = await api("PUT", "/api/settings", body);
@@ -270,6 +299,8 @@
       if (before && after.engine !== before.engine) notes.push("The engine changed: a model that was on is loaded again on it.");
       if (before && after.context_length !== before.context_length)
         notes.push("The context length applies the next time the model is loaded" + (after.kv && after.kv.loaded ? " (the model on now keeps " + int(after.kv.context) + " tokens until then)." : "."));
+      if (before && after.parallel !== before.parallel)
+        notes.push("Requests answered at once applies the next time the model is loaded" + (after.kv && after.kv.loaded && after.kv.parallel ? " (the model on now answers " + after.kv.parallel + " at once until then)." : "."));
       if (before && (after.port !== before.port || after.reachable !== before.reachable || after.api_key_masked !== before.api_key_masked))
         notes.push("The port, reachability and API key apply when NPU Chat next starts.");
       if (notes.length === 1) notes.push("It applies now.");

@@ -58,6 +58,7 @@ type Backend struct {
 	active   int // Generate calls running now
 	maxActve int // most Generate calls that ever ran at once
 	requests []backend.Request
+	warmed   []string // WarmCache's tags
 }
 
 // New returns a fake backend.
@@ -260,6 +261,20 @@ func (b *Backend) Counts() (loads, unloads, maxConcurrent int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.loads, b.unloads, b.maxActve
+}
+
+// WarmCache implements backend.CacheWarmer: it records the tag.
+func (b *Backend) WarmCache(tag string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.warmed = append(b.warmed, tag)
+}
+
+// Warmed returns the tags WarmCache was called with, in order.
+func (b *Backend) Warmed() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.warmed...)
 }
 
 // Loaded reports whether the backend is loaded.

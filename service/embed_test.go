@@ -1,0 +1,70 @@
+package service
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/npuchat/npuchat/service/backend"
+	"github.com/npuchat/npuchat/service/backend/fake"
+)
+
+// embedFake answers n generations at once and computes embeddings, as
+// the CPU engine does.
+type embedFake struct {
+	parallelFake
+	embeds *atomic.Int32
+}
+
+func (e embedFake) Embed(ctx context.Context, inputs []string) ([][]float32, int, error) {
+	e.embeds.Add(1)
+	out := make([][]float32, len(inputs))
+	for i := range out {
+		out[i] = []float32{1, 0}
+	}
+	return out, len(inputs), nil
+}
+
+// TestEmbedJoinsTheRunningGroup: embeddings asked while answers stream
+// on a backend that answers several at once take a place beside them:
+// they are computed before the answers end (the group does not drain
+// for them), and a generation can join while they run.
+func TestEmbedJoinsTheRunningGroup(t *testing.T) {
+	var embeds atomic.Int32
+	var mu sync.Mutex
+	var made []embedFake
+	m := New(Options{QueueSize: 4, KeepAlive: -1, NewBackend: func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
+		b := embedFake{parallelFake{fake.New(fake.Options{Name: model, Kind: kind, TokenDelay: 100 * time.Millisecond,
+			Reply: func(*backend.Request) string { return "one two three four five six seven eight" }}), 3}, &embeds}
+		mu.Lock()
+		made = append(made, b)
+		mu.Unlock()
+		return b, nil
+	}})
+	t.Cleanup(func() { m.Close(context.Background()) })
+	if _, _, err := m.Embed(t.Context(), "m", []string{"x"}, GenerateOptions{}); err != nil { // loads it
+		t.Fatal(err)
+	}
+	var ended atomic.Bool
+	errs := make(chan error, 1)
+	go func() { _, err := gen(m, t.Context(), "m"); ended.Store(true); errs <- err }()
+	waitFor(t, "an answer streaming", func() bool { return m.Status().Running == 1 })
+	vecs, n, err := m.Embed(t.Context(), "m", []string{"a", "b"}, GenerateOptions{})
+	if err != nil || len(vecs) != 2 || n != 2 {
+		t.Fatalf("embeddings beside a stream: %v, %d vectors", err, len(vecs))
+	}
+	if ended.Load() {
+		t.Errorf("the embeddings waited for the answer streaming beside them to end")
+	}
+	if err := <-errs; err != nil {
+		t.Error(err)
+	}
+	if got := embeds.Load(); got != 2 {
+		t.Errorf("%d embedding calls, want 2", got)
+	}
+	if len(made) != 1 {
+		t.Errorf("%d backends made, want 1 (no reload for the embeddings)", len(made))
+	}
+}
