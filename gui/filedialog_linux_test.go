@@ -171,7 +171,7 @@ func tapButton(root func() fyne.CanvasObject, label string) error {
 		fyne.DoAndWait(func() {
 			btn = nil
 			if r := root(); r != nil {
-				for _, o := range test.LaidOutObjects(r) {
+				for _, o := range drawnObjects(r) {
 					if b, ok := o.(*widget.Button); ok && b.Text == label && b.Visible() && !b.Disabled() {
 						btn = b
 					}
@@ -194,7 +194,7 @@ func findTappable(root fyne.CanvasObject, text string) fyne.Tappable {
 		return nil
 	}
 	var found fyne.Tappable
-	for _, o := range test.LaidOutObjects(root) {
+	for _, o := range drawnObjects(root) {
 		t, ok := o.(fyne.Tappable)
 		if !ok || !o.Visible() {
 			continue
@@ -206,7 +206,7 @@ func findTappable(root fyne.CanvasObject, text string) fyne.Tappable {
 		if !ok {
 			continue
 		}
-		for _, in := range test.LaidOutObjects(w) {
+		for _, in := range drawnObjects(w) {
 			if l, ok := in.(*widget.Label); ok && l.Text == text && l.Visible() {
 				found = t
 			}
@@ -227,4 +227,24 @@ func waitCalls(lib *fakeLibrary, added, used []string) error {
 		return fmt.Errorf("added %q and switched to %q, want %q and %q", a, u, added, used)
 	}
 	return nil
+}
+
+// drawnObjects is o and everything under it as fyne draws it now: each
+// widget's cached renderer (test.WidgetRenderer), never a new one.
+// (test.LaidOutObjects makes and lays out a new renderer for each
+// widget: on a live window that detaches a list from the renderer fyne
+// paints, which then keeps drawing the rows of the folder shown before.)
+func drawnObjects(o fyne.CanvasObject) []fyne.CanvasObject {
+	out := []fyne.CanvasObject{o}
+	switch c := o.(type) {
+	case *fyne.Container:
+		for _, k := range c.Objects {
+			out = append(out, drawnObjects(k)...)
+		}
+	case fyne.Widget:
+		for _, k := range test.WidgetRenderer(c).Objects() {
+			out = append(out, drawnObjects(k)...)
+		}
+	}
+	return out
 }
