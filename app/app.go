@@ -193,7 +193,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	if a.cat, err = catalog.Load(); err != nil {
 		return fail(err)
 	}
-	for _, m := range a.cat.Models {
+	for _, m := range a.cat.All() {
 		a.reg.Add(service.Entry{
 			Desc:    service.ModelDesc{Name: m.Name},
 			Aliases: []string{m.FLMName()},

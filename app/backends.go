@@ -37,6 +37,9 @@ func (a *App) engines(model string) []backend.Kind {
 	if m, ok := a.flmModel(model); ok && eng != backend.Remote {
 		return flmBackendKinds(m, eng)
 	}
+	if m, err := a.cat.Lookup(model); err == nil && m.Name == model && m.CPUNote() != "" && eng != backend.Remote {
+		return []backend.Kind{backend.NPU} // FastFlowLM's model the CPU engine cannot compute
+	}
 	switch eng {
 	case backend.NPU, backend.CPU, backend.Remote:
 		return []backend.Kind{eng}
@@ -151,7 +154,7 @@ func (a *App) newNPUBackend(ctx context.Context, model string) (backend.Backend,
 		return nil, fmt.Errorf("FastFlowLM's models folder is unknown: %w", layout.ModelsDirErr)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "model.q4nx")); err != nil {
-		return nil, fmt.Errorf("%s is not installed for FastFlowLM; run npuchat install %s", model, model)
+		return nil, fmt.Errorf("%s is not installed for FastFlowLM; install it from the Models view", model)
 	}
 	exe := layout.Exe
 	if a.opts.FLMExecutable != "" {

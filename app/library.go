@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/npuchat/npuchat/config"
-	"github.com/npuchat/npuchat/engine"
 	"github.com/npuchat/npuchat/models"
 	"github.com/npuchat/npuchat/models/catalog"
 	flmfiles "github.com/npuchat/npuchat/models/flm"
@@ -125,8 +124,8 @@ func (a *App) loadLibrary(ctx context.Context) error {
 		a.registerLocal(e.Name, e.Path)
 	}
 	for _, m := range a.flmInstalled(ctx) {
-		if _, err := a.reg.Resolve(m.Name); err == nil {
-			continue // NPU Chat's own (its catalog) or a name in use
+		if _, err := a.reg.Resolve(m.Name); err == nil && !a.flmCatalogOnly(m.Name) {
+			continue // NPU Chat's own (its catalog, installed by it) or a name in use
 		}
 		a.flmMu.Lock()
 		a.flmModels[m.Name] = m
@@ -136,6 +135,18 @@ func (a *App) loadLibrary(ctx context.Context) error {
 			Aliases: []string{m.Folder}})
 	}
 	return nil
+}
+
+// flmCatalogOnly reports whether name is one of FastFlowLM's own models
+// in the catalog that NPU Chat has not installed itself: FastFlowLM's
+// install of it (flm pull) is served as FastFlowLM's.
+func (a *App) flmCatalogOnly(name string) bool {
+	for _, m := range a.cat.FLM {
+		if strings.EqualFold(m.Name, name) {
+			return !a.describe(m).Installed
+		}
+	}
+	return false
 }
 
 // flmInstalled reads FastFlowLM's own model_list.json and returns the
@@ -212,7 +223,8 @@ func (a *App) Library(ctx context.Context) []library.Model {
 		}
 	}
 	var out []library.Model
-	for _, c := range a.cat.Models {
+	listed := map[string]bool{}
+	for _, c := range a.cat.All() {
 		d := a.describe(c)
 		if !d.Installed {
 			continue
@@ -220,26 +232,43 @@ func (a *App) Library(ctx context.Context) []library.Model {
 		m := library.Model{Name: c.Name, Source: library.SourceNPUChat, Format: d.Format, Size: d.Size, Path: d.Path,
 			Remove: "uninstall", Engines: []string{"cpu"}}
 		if d.Format == "q4nx" {
-			m.Engines = []string{"npu", "cpu"}
+			m.Engines = c.Engines()
+			if note := c.CPUNote(); note != "" {
+				m.Note = note
+			}
 		}
 		loaded(&m)
 		out = append(out, m)
+		listed[strings.ToLower(c.Name)] = true
 	}
 	a.flmMu.Lock()
 	var fl []flmModel
 	for _, f := range a.flmModels {
-		fl = append(fl, f)
+		if !listed[strings.ToLower(f.Name)] {
+			fl = append(fl, f)
+		}
 	}
 	a.flmMu.Unlock()
 	slices.SortFunc(fl, func(x, y flmModel) int { return strings.Compare(x.Name, y.Name) })
 	for _, f := range fl {
 		m := library.Model{Name: f.Name, Source: library.SourceFastFlowLM, Format: "q4nx", Size: library.Size(f.Dir), Path: f.Dir,
 			Engines: []string{"npu"}}
-		if engine.SupportedArch(f.Family) {
+		if _, why := catalog.FLMFamilyCPU(f.Family); why == "" {
 			m.Engines = append(m.Engines, "cpu")
 		} else {
-			m.Note = fmt.Sprintf("the CPU engine cannot run the %s architecture: only the NPU runs it", f.Family)
+			m.Note = "The CPU cannot run it: " + why + "."
 		}
+		loaded(&m)
+		out = append(out, m)
+	}
+	// What a remote server serves (the remote engine): listed as such,
+	// so that the view never says nothing is installed while one answers.
+	for _, d := range a.reg.Models() {
+		if d.Format != "remote" || listed[strings.ToLower(d.Name)] {
+			continue
+		}
+		m := library.Model{Name: d.Name, Source: library.SourceRemote, Format: "remote", Engines: []string{"remote"},
+			Path: a.cfg.RemoteURL}
 		loaded(&m)
 		out = append(out, m)
 	}
@@ -381,7 +410,8 @@ func (a *App) RemoveModel(ctx context.Context, name string) error {
 // flmBackendKinds are the engines of a FastFlowLM model: the NPU, and
 // the CPU when the engine knows its architecture.
 func flmBackendKinds(m flmModel, eng backend.Kind) []backend.Kind {
-	cpuOK := engine.SupportedArch(m.Family)
+	_, why := catalog.FLMFamilyCPU(m.Family)
+	cpuOK := why == ""
 	switch eng {
 	case backend.NPU:
 		return []backend.Kind{backend.NPU}
@@ -448,31 +478,27 @@ func (p pageLibrary) Browse(dir string) (*library.Listing, error) {
 
 // Offers is the catalog as the page lists it: NPU Chat's models and
 // FastFlowLM's own list, each with what can run it; a model the
-// in-process engine cannot compute says so before any download.
+// in-process engine cannot compute says so before any download, and
+// one that nothing here can run (the NPU only, FastFlowLM not found)
+// is not offered for install.
 func (a *App) Offers(ctx context.Context) []library.Offer {
+	flmFound := false
+	if l := a.flmLayout(ctx); l != nil && l.Found() {
+		flmFound = true
+	}
 	var out []library.Offer
-	for _, m := range a.cat.Models {
-		d := a.describe(m)
-		out = append(out, library.Offer{Name: m.Name, Source: library.SourceNPUChat, Description: m.Description, Size: flmSize(m),
-			Engines: []string{"npu", "cpu"}, Installed: d.Installed, Installable: true})
-	}
-	offers, err := catalog.FLMOffers()
-	if err != nil {
-		a.log.Warn("FastFlowLM's catalog", "err", err)
-		return out
-	}
-	for _, o := range offers {
-		if _, err := a.cat.Lookup(o.Name); err == nil {
-			continue
+	for _, m := range a.cat.All() {
+		of := library.Offer{Name: m.Name, Source: library.SourceNPUChat, Description: m.Description, Size: flmSize(m),
+			Engines: m.Engines(), CPUNote: m.CPUNote(), Installable: true}
+		if m.Origin == catalog.OriginFastFlowLM {
+			of.Source = library.SourceFastFlowLM
 		}
-		of := library.Offer{Name: o.Name, Source: library.SourceFastFlowLM, Size: o.Size, Engines: []string{"npu"},
-			Description: o.Folder + " (FastFlowLM, " + o.Repo + ")"}
-		if o.Arch != "" && engine.SupportedArch(o.Arch) {
-			of.Engines = append(of.Engines, "cpu")
-		} else {
-			of.CPUNote = fmt.Sprintf("The CPU cannot run it: NPU Chat's engine does not compute the %s architecture, so it needs the NPU.", o.Family)
+		_, byFLM := a.flmModel(m.Name)
+		of.Installed = byFLM || a.describe(m).Installed
+		if of.CPUNote != "" && !flmFound {
+			of.Installable = false
+			of.CPUNote += " FastFlowLM is not installed on this computer, so nothing here can run it."
 		}
-		_, of.Installed = a.flmModel(o.Name)
 		out = append(out, of)
 	}
 	return out

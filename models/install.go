@@ -304,6 +304,20 @@ func (r *installRun) where(ctx context.Context) error {
 		return fmt.Errorf("source %q is not %s or %s", r.source, SourceNPU, SourceOriginal)
 	}
 	r.layout = r.in.Layout(ctx)
+	if m.Origin == catalog.OriginFastFlowLM {
+		if !r.layout.Found() && m.CPUNote() != "" {
+			// Nothing here could run it: download nothing.
+			return &NeedsFLMError{Model: m.Name, Reason: m.NoCPU, Hint: flm.GetHint(r.in.Probe.GOOS)}
+		}
+		// The FastFlowLM here may list the model at another revision
+		// than the embedded list: its own entry is the one it checks
+		// the files against.
+		if own := systemEntry(r.layout, m); own != nil {
+			r.m, m = own, own
+			r.res.Model = own
+		}
+		r.src = m.Source
+	}
 	r.target, r.dir = TargetNPUChat, filepath.Join(r.in.Config.ModelsDir, path.Base(r.src.Repo))
 	if r.source == SourceNPU {
 		r.dir = filepath.Join(r.in.Config.ModelsDir, m.FLMName())
@@ -338,10 +352,10 @@ func (r *installRun) previous() (done bool, err error) {
 			r.res.Manifest = prev
 			return true, nil
 		}
-		return false, fmt.Errorf("it is installed for FastFlowLM in %s, but FastFlowLM was not found; run again with --flm-root DIR (the FastFlowLM folder), or uninstall it first to install it for the in-process engine only", prev.Dir)
+		return false, &FLMGoneError{Model: m.Name, Dir: prev.Dir}
 	}
 	if r.source == SourceNPU && r.target != TargetFLM {
-		r.note(fmt.Sprintf("FastFlowLM was not found, so %s goes to NPU Chat's own folder for the in-process (CPU) engine; the NPU path needs FastFlowLM: %s", m.Name, flm.InstallHint(r.in.Probe.GOOS)))
+		r.note(fmt.Sprintf("FastFlowLM was not found, so %s goes to NPU Chat's own folder for the in-process (CPU) engine; the NPU path needs FastFlowLM: %s", m.Name, flm.GetHint(r.in.Probe.GOOS)))
 	}
 	// A FastFlowLM too old for the model is refused before gigabytes are
 	// moved into its folder.
@@ -383,7 +397,9 @@ func (r *installRun) list(ctx context.Context) (done bool, err error) {
 	}
 	r.edited = map[string]bool{}
 	if r.source == SourceNPU {
-		r.edited["tokenizer_config.json"] = true
+		// FastFlowLM's own models carry no tokenizer facts: their
+		// tokenizer_config.json is left as FastFlowLM made it.
+		r.edited["tokenizer_config.json"] = r.m.HasTokenizerFacts()
 		if r.target == TargetFLM {
 			r.edited["config.json"] = true
 		}
@@ -608,6 +624,55 @@ func (r *installRun) save(ctx context.Context) (bool, error) {
 		r.note(fmt.Sprintf("moved from %s to %s", prev.Dir, r.dir))
 	}
 	return false, nil
+}
+
+// NeedsFLMError is an install refused before any download: the model
+// runs on the NPU only (Reason says why the CPU cannot), and FastFlowLM
+// is not found.
+type NeedsFLMError struct {
+	Model, Reason, Hint string
+}
+
+func (e *NeedsFLMError) Error() string {
+	return fmt.Sprintf("%s runs on the NPU only (%s), and FastFlowLM was not found: %s; nothing was downloaded", e.Model, e.Reason, e.Hint)
+}
+
+// FLMGoneError is an install refused because the model is installed for
+// a FastFlowLM that is not found now: moving it out of FastFlowLM's
+// folder would break that FastFlowLM.
+type FLMGoneError struct {
+	Model, Dir string
+}
+
+func (e *FLMGoneError) Error() string {
+	return fmt.Sprintf("%s is installed for FastFlowLM in %s, but FastFlowLM was not found now; "+
+		"tell NPU Chat where FastFlowLM is (the flm_root setting, or --flm-root DIR), or remove the model first to install it for the in-process engine only", e.Model, e.Dir)
+}
+
+// systemEntry is the model as FastFlowLM's own model_list.json lists it
+// under the same tag, or nil when it does not (or its entry cannot be
+// read as a model: the embedded one is used then).
+func systemEntry(layout *flm.Layout, m *catalog.Model) *catalog.Model {
+	if layout.SystemList == "" {
+		return nil
+	}
+	b, err := os.ReadFile(layout.SystemList)
+	if err != nil {
+		return nil
+	}
+	o, err := jsonedit.ParseObject(b)
+	if err != nil {
+		return nil
+	}
+	raw, ok := flm.GetEntry(o, m.FLM.Family, m.FLM.Tag)
+	if !ok {
+		return nil
+	}
+	own, err := catalog.FromFLMEntry(m.FLM.Family, m.FLM.Tag, raw)
+	if err != nil || flm.CheckModelPath(own.FLMName()) != nil {
+		return nil
+	}
+	return own
 }
 
 // checkList fails when a model list cannot be read or is not valid JSON.

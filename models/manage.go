@@ -267,7 +267,7 @@ type InstallStatus struct {
 func (in *Installer) Status(ctx context.Context) ([]Status, error) {
 	var out []Status
 	layout := in.Layout(ctx)
-	for _, m := range in.Catalog.Models {
+	for _, m := range in.Catalog.All() {
 		s := Status{Model: m.Name, Description: m.Description, FLMTag: m.FLMTag()}
 		for _, source := range []string{SourceNPU, SourceOriginal} {
 			man, err := loadManifest(in.Config, m.Name, source)
@@ -309,6 +309,9 @@ func (in *Installer) Status(ctx context.Context) ([]Status, error) {
 			}
 			s.Installs = append(s.Installs, is)
 			s.Installed = s.Installed || is.Verified != "missing"
+		}
+		if m.Origin == catalog.OriginFastFlowLM && len(s.Installs) == 0 {
+			continue // FastFlowLM's models are listed once NPU Chat installed them
 		}
 		out = append(out, s)
 	}

@@ -21,6 +21,13 @@ import (
 // allowed), and links FastFlowLM's other kernel folders into NPU Chat's
 // root, because FastFlowLM reads kernels from one root only.
 func (in *Installer) installXclbins(m *catalog.Model, src catalog.Source, dir string, layout *flm.Layout, noSystem bool, prev, man *Manifest, res *Result) error {
+	if len(src.XCLBins) == 0 {
+		// FastFlowLM's own models: their kernels came with FastFlowLM,
+		// in its xclbin folder, and NPU Chat's root links to them.
+		linked, err := LinkSystemXclbins(layout, in.installedFLMNames())
+		res.Changed = append(res.Changed, linked...)
+		return err
+	}
 	ctx := context.Background()
 	name := m.FLMName()
 	dirs := []string{layout.OwnXclbinDir(name)}
@@ -91,12 +98,15 @@ func (in *Installer) installXclbins(m *catalog.Model, src catalog.Source, dir st
 }
 
 // installedFLMNames are the FastFlowLM folder names of the catalog models
-// NPU Chat has installed for FastFlowLM (plus extra): their kernel
-// folders in NPU Chat's root are NPU Chat's own, never links or copies
-// of FastFlowLM's.
+// with their own kernels that NPU Chat has installed for FastFlowLM
+// (plus extra): their kernel folders in NPU Chat's root are NPU Chat's
+// own, never links or copies of FastFlowLM's.
 func (in *Installer) installedFLMNames(extra ...*catalog.Model) []string {
 	var names []string
-	for _, m := range in.Catalog.Models {
+	for _, m := range in.Catalog.All() {
+		if len(m.Source.XCLBins) == 0 {
+			continue
+		}
 		if man, err := loadManifest(in.Config, m.Name, SourceNPU); err == nil && man != nil && man.Target == TargetFLM {
 			names = append(names, m.FLMName())
 		}
@@ -334,10 +344,20 @@ func (in *Installer) writeOwnList(layout *flm.Layout, extra []flm.Entry) (bool, 
 		}
 	}
 	var entries []flm.Entry
-	for _, m := range in.Catalog.Models {
+	for _, m := range in.Catalog.All() {
 		man, err := loadManifest(in.Config, m.Name, SourceNPU)
 		if err != nil || man == nil || man.Target != TargetFLM {
 			continue
+		}
+		if m.Origin == catalog.OriginFastFlowLM && base != nil {
+			// FastFlowLM's own entry (in base, from its list) is the
+			// one it checks the files against; the embedded one fills
+			// in only for a FastFlowLM whose list lacks the model.
+			if o, err := jsonedit.ParseObject(base); err == nil {
+				if _, ok := flm.GetEntry(o, m.FLM.Family, m.FLM.Tag); ok {
+					continue
+				}
+			}
 		}
 		entries = append(entries, flm.Entry{Family: m.FLM.Family, Tag: m.FLM.Tag, Value: m.FLM.Entry})
 	}
@@ -357,7 +377,7 @@ func (in *Installer) writeOwnList(layout *flm.Layout, extra []flm.Entry) (bool, 
 func (in *Installer) PrepareFLM(ctx context.Context) (*flm.Layout, error) {
 	layout := in.Layout(ctx)
 	if !layout.Found() {
-		return layout, fmt.Errorf("%w: %s", flm.ErrNoFLM, flm.InstallHint(in.Probe.GOOS))
+		return layout, fmt.Errorf("%w: %s", flm.ErrNoFLM, flm.GetHint(in.Probe.GOOS))
 	}
 	if layout.ModelsDirErr != nil {
 		return layout, fmt.Errorf("prepare FastFlowLM: %w", layout.ModelsDirErr)

@@ -70,10 +70,21 @@ func (r *Registry) Resolve(name string) (string, error) {
 	}
 	base := strings.TrimSuffix(strings.ToLower(want), ":latest")
 	if !strings.Contains(base, ":") {
+		// The first installed model of the family, else its first (the
+		// catalog lists sizes a client never installed).
+		first := ""
 		for _, e := range r.entries {
 			if n, _, ok := strings.Cut(strings.ToLower(e.Desc.Name), ":"); ok && n == base {
-				return e.Desc.Name, nil
+				if first == "" {
+					first = e.Desc.Name
+				}
+				if e.desc().Installed {
+					return e.Desc.Name, nil
+				}
 			}
+		}
+		if first != "" {
+			return first, nil
 		}
 	}
 	var names []string
@@ -84,6 +95,14 @@ func (r *Registry) Resolve(name string) (string, error) {
 		return "", fmt.Errorf("model %q: %w (no models are configured)", name, ErrUnknownModel)
 	}
 	return "", fmt.Errorf("model %q: %w; available: %s", name, ErrUnknownModel, strings.Join(names, ", "))
+}
+
+// desc is the entry's description now.
+func (e *Entry) desc() ModelDesc {
+	if e.Refresh != nil {
+		return e.Refresh()
+	}
+	return e.Desc
 }
 
 // Models lists every entry's description.

@@ -20,7 +20,7 @@ import (
 
 func (s *Server) installRunner(w http.ResponseWriter, r *http.Request) *install.Runner {
 	if s.opts.Installs == nil {
-		writeError(w, r, http.StatusNotFound, "not_found", "this server cannot install models; run npuchat install in a terminal")
+		writeError(w, r, http.StatusNotFound, "not_found", "this server was started without an installer, so it cannot install models")
 		return nil
 	}
 	return s.opts.Installs

@@ -317,9 +317,13 @@ func toOpenAIModel(d service.ModelDesc) openAIModel {
 }
 
 func (s *Server) openAIModels(w http.ResponseWriter, r *http.Request) {
+	// What can answer now: installed models, not the catalog's offers
+	// (as /api/tags lists them).
 	data := []openAIModel{}
 	for _, d := range s.mgr.Models() {
-		data = append(data, toOpenAIModel(d))
+		if d.Installed {
+			data = append(data, toOpenAIModel(d))
+		}
 	}
 	writeJSON(w, http.StatusOK, openAIModelList{Object: "list", Data: data})
 }

@@ -695,3 +695,32 @@ func TestOllamaShowHasTheCLIsKeys(t *testing.T) {
 		t.Errorf("parameter_count %v", show.ModelInfo["general.parameter_count"])
 	}
 }
+
+// TestModelListsOnlyInstalled: /v1/models and /api/tags list what can
+// answer (installed models), not the catalog's offers, which a client
+// that picks the first listed model would otherwise pick and fail with.
+func TestModelListsOnlyInstalled(t *testing.T) {
+	ts := webtest.Start(t, webtest.Config{Models: []service.Entry{
+		{Desc: service.ModelDesc{Name: "qwen3:0.6b", Installed: true, Format: "q4nx"}},
+		{Desc: service.ModelDesc{Name: "minicpm5:2b"}},
+		{Desc: service.ModelDesc{Name: "llama3.2:1b"}},
+		{Desc: service.ModelDesc{Name: "remote-model", Installed: true, Format: "remote"}},
+	}})
+	for _, tc := range []struct{ path, key string }{{"/v1/models", "id"}, {"/api/tags", "name"}} {
+		_, out := do(t, "GET", ts.URL+tc.path, "")
+		var list struct {
+			Data   []map[string]any `json:"data"`
+			Models []map[string]any `json:"models"`
+		}
+		if err := json.Unmarshal([]byte(out), &list); err != nil {
+			t.Fatalf("%s: %v\n%s", tc.path, err, out)
+		}
+		var names []string
+		for _, m := range append(list.Data, list.Models...) {
+			names = append(names, fmt.Sprint(m[tc.key]))
+		}
+		if strings.Join(names, ",") != "qwen3:0.6b,remote-model" {
+			t.Errorf("%s lists %v, want the installed qwen3:0.6b and remote-model only", tc.path, names)
+		}
+	}
+}

@@ -231,8 +231,8 @@ func sessionRoute(path string) bool {
 
 // errNoSession is why a page route was refused.
 var errNoSession = errors.New("the chat history and settings are only for the person at this computer: " +
-	"open the chat from NPU Chat's tray icon (Open the chat), start NPU Chat again, " +
-	"or open the link `npuchat serve` printed when it started")
+	"open the chat from NPU Chat's tray icon (Open the chat), or start NPU Chat again, and it opens a fresh link; " +
+	"without a tray, open the link NPU Chat printed when it started")
 
 // allowedPage reports whether a request may use a page route: with the
 // session cookie, or with the API key when one is set.

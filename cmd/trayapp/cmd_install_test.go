@@ -182,3 +182,47 @@ func TestInstallWordsAsTheTrayAndPage(t *testing.T) {
 }
 
 func regexpLine(s, pattern string) bool { return regexp.MustCompile(`(?m)^` + pattern).MatchString(s) }
+
+// TestInstallFastFlowLMModelCLI: `npuchat install <tag>` installs one of
+// FastFlowLM's own models (its v0.9.45 list) from the fake hub into
+// FastFlowLM's folder, registered under its tag; `npuchat models` lists
+// it; without FastFlowLM, a model only the NPU runs is refused before
+// any download, in words.
+func TestInstallFastFlowLMModelCLI(t *testing.T) {
+	fake := hubtest.New("FastFlowLM/Qwen3-0.6B-NPU2", "v0.9.22-faster-q4-1", installtest.StubFiles()[:4])
+	defer fake.Close()
+	base := t.TempDir()
+	root := filepath.Join(base, "flm")
+	os.MkdirAll(filepath.Join(root, "xclbins", "Qwen3-0.6B-NPU2"), 0o755)
+	os.WriteFile(filepath.Join(root, "flm"), []byte("#!/bin/sh\nif [ \"$1\" = version ] && [ \"$2\" = --json ]; then echo '{\"version\": \"0.9.45\"}'; else exit 3; fi\n"), 0o755)
+	sys, err := os.ReadFile("../../models/flm/testdata/flm_v0.9.45.input.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(root, "model_list.json"), sys, 0o644)
+	c := cli{t, map[string]string{
+		"HOME": filepath.Join(base, "home"), "NPUCHAT_DATA": filepath.Join(base, "data"),
+		"NPUCHAT_CONFIG": filepath.Join(base, "settings.json"), "HF_ENDPOINT": fake.URL(), "PATH": filepath.Join(base, "no-bin"),
+	}}
+	code, out, errs := c.run("install", "qwen3:0.6b", "--flm-root", root)
+	dir := filepath.Join(root, "models", "Qwen3-0.6B-NPU2")
+	if code != 0 || !strings.Contains(out, "installed qwen3:0.6b in "+dir) || !strings.Contains(out, "registered as qwen3:0.6b in "+filepath.Join(root, "model_list.json")) {
+		t.Fatalf("install qwen3:0.6b: %d\n%s\n%s", code, out, errs)
+	}
+	if after, _ := os.ReadFile(filepath.Join(root, "model_list.json")); !bytes.Equal(after, sys) {
+		t.Error("FastFlowLM's list changed, though it listed qwen3:0.6b already")
+	}
+	if code, out, _ = c.run("models", "--flm-root", root); code != 0 || !regexpLine(out, `qwen3:0.6b\s+yes`) {
+		t.Errorf("models after the install: %d\n%s", code, out)
+	}
+	// No FastFlowLM (no --flm-root, nothing on PATH): refused, in words.
+	code, _, errs = c.run("install", "llama3.2:1b")
+	if code == 0 || !strings.Contains(errs, "llama3.2:1b runs on the NPU only, and FastFlowLM is not installed on this computer") || strings.Contains(errs, "`") {
+		t.Errorf("install llama3.2:1b without FastFlowLM: %d\n%s", code, errs)
+	}
+	for _, r := range fake.Requests() {
+		if strings.Contains(r.Path, "Llama") {
+			t.Errorf("the refused install asked the hub for %s", r.Path)
+		}
+	}
+}

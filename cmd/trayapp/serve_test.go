@@ -190,7 +190,7 @@ func TestServePrintsAOneTimeLink(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 401 || !strings.Contains(string(body), "npuchat serve") {
+	if resp.StatusCode != 401 || !strings.Contains(string(body), "open the link NPU Chat printed when it started") || strings.ContainsAny(string(body), "`") {
 		t.Fatalf("the history without the link: %d %s", resp.StatusCode, body)
 	}
 	cookie, err := webtest.Login(url, strings.TrimPrefix(link, url))

@@ -1,6 +1,8 @@
 // Package catalog lists the models NPU Chat offers. The list is data, not
 // code: catalog.json is embedded in the binary, so adding a model means
-// adding an entry there. Each entry says where the files come from (a
+// adding an entry there; FastFlowLM's own model_list.json (v0.9.45) is
+// embedded beside it, and its models are offered and installed the same
+// way, each saying whether the in-process engine can run it. Each entry says where the files come from (a
 // Hugging Face repository and revision), which of them FastFlowLM needs,
 // the model_list.json entry FastFlowLM reads, the tokenizer facts FastFlowLM
 // insists on, and what the port changed (so the in-process engine can undo
@@ -11,15 +13,21 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 )
 
 //go:embed catalog.json
 var catalogJSON []byte
 
-// Catalog is the list of models, in the order they are offered.
+// Catalog is the list of models, in the order they are offered: NPU
+// Chat's own (catalog.json), then FastFlowLM's own (its model_list.json,
+// embedded), installable the same way.
 type Catalog struct {
 	Models []*Model `json:"models"`
+	// FLM are FastFlowLM's own models, less those Models holds.
+	FLM []*Model `json:"-"`
 }
 
 // Model is one model NPU Chat can install.
@@ -43,6 +51,44 @@ type Model struct {
 	Tokenizer Tokenizer `json:"tokenizer"`
 	// Port says what the NPU port changed relative to the original model.
 	Port Port `json:"port"`
+
+	// Origin is OriginNPUChat (catalog.json) or OriginFastFlowLM (its
+	// model_list.json).
+	Origin string `json:"-"`
+	// Arch is the architecture the in-process engine computes a
+	// FastFlowLM model as ("" when it cannot: NoCPU says why). NPU
+	// Chat's own models all run on the CPU too.
+	Arch  string `json:"-"`
+	NoCPU string `json:"-"`
+}
+
+// Engines are what can run the model: "npu", and "cpu" when the
+// in-process engine computes it.
+func (m *Model) Engines() []string {
+	if m.CPUNote() != "" {
+		return []string{"npu"}
+	}
+	return []string{"npu", "cpu"}
+}
+
+// CPUNote says, before any download, why the in-process engine cannot
+// run the model ("" when it can).
+func (m *Model) CPUNote() string {
+	if m.Origin != OriginFastFlowLM || m.Arch != "" {
+		return ""
+	}
+	note := m.NoCPU
+	if note == "" {
+		note = "NPU Chat's CPU engine does not compute it"
+	}
+	return "The CPU cannot run it: " + note + "."
+}
+
+// HasTokenizerFacts reports whether the catalog knows what FastFlowLM
+// needs in the model's tokenizer_config.json (FastFlowLM's own models
+// need no edit, and carry none).
+func (m *Model) HasTokenizerFacts() bool {
+	return m.Tokenizer.EOSToken != "" && len(m.Tokenizer.EOSTokenIDs) > 0
 }
 
 // Source is a Hugging Face repository and the files taken from it.
@@ -116,8 +162,63 @@ func (m *Model) FLMMinVersion() string {
 // FLMTag is the tag FastFlowLM serves the model under ("minicpm5:2b").
 func (m *Model) FLMTag() string { return m.FLM.Family + ":" + m.FLM.Tag }
 
-// Load returns the embedded catalog.
-func Load() (*Catalog, error) { return Parse(catalogJSON) }
+// Load returns the embedded catalog: NPU Chat's models and FastFlowLM's.
+// The embedded lists are read once; each call returns its own copy, so
+// that a caller changing a model changes no one else's.
+func Load() (*Catalog, error) {
+	c, err := loadEmbedded()
+	if err != nil {
+		return nil, err
+	}
+	return c.clone(), nil
+}
+
+// loadEmbedded reads the embedded lists, once (it takes milliseconds,
+// and the app describes every model each time the models are listed).
+var loadEmbedded = sync.OnceValues(func() (*Catalog, error) {
+	c, err := Parse(catalogJSON)
+	if err != nil {
+		return nil, err
+	}
+	flm, err := ParseFLMList(flmListJSON)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range flm {
+		if c.find(m.Name) == nil {
+			c.FLM = append(c.FLM, m)
+		}
+	}
+	return c, nil
+})
+
+// clone copies the catalog and its models (their slices and raw JSON
+// are shared: nothing changes them).
+func (c *Catalog) clone() *Catalog {
+	out := &Catalog{}
+	for _, m := range c.Models {
+		cp := *m
+		out.Models = append(out.Models, &cp)
+	}
+	for _, m := range c.FLM {
+		cp := *m
+		out.FLM = append(out.FLM, &cp)
+	}
+	return out
+}
+
+// All lists every model, NPU Chat's first.
+func (c *Catalog) All() []*Model { return append(slices.Clone(c.Models), c.FLM...) }
+
+// find is the model of that exact name, tag or folder name, or nil.
+func (c *Catalog) find(name string) *Model {
+	for _, m := range c.All() {
+		if strings.EqualFold(m.Name, name) || strings.EqualFold(m.FLMName(), name) || strings.EqualFold(m.FLMTag(), name) {
+			return m
+		}
+	}
+	return nil
+}
 
 // Parse reads a catalog from JSON and checks every entry.
 func Parse(b []byte) (*Catalog, error) {
@@ -167,12 +268,17 @@ func (m *Model) check() error {
 	if m.FLM.Family == "" || m.FLM.Tag == "" {
 		return fmt.Errorf("flm needs family and tag")
 	}
+	// Half the facts would write a broken tokenizer_config.json.
+	if t := m.Tokenizer; (t.EOSToken != "") != (len(t.EOSTokenIDs) > 0) {
+		return fmt.Errorf("tokenizer needs both eos_token and eos_token_ids, or neither")
+	}
 	return nil
 }
 
 // Lookup finds a model by name, case-insensitively: "minicpm5:2b", the
 // family alone ("minicpm5", its first size), or FastFlowLM's folder name
-// ("MiniCPM5-2B-NPU2"). An empty name means the default model.
+// ("MiniCPM5-2B-NPU2"), among NPU Chat's models and then FastFlowLM's
+// ("qwen3:0.6b"). An empty name means the default model.
 func (c *Catalog) Lookup(name string) (*Model, error) {
 	name = strings.TrimSpace(name)
 	if name == "" {
@@ -185,12 +291,10 @@ func (c *Catalog) Lookup(name string) (*Model, error) {
 			return c.Models[0], nil
 		}
 	}
-	for _, m := range c.Models {
-		if strings.EqualFold(m.Name, name) || strings.EqualFold(m.FLMName(), name) || strings.EqualFold(m.FLMTag(), name) {
-			return m, nil
-		}
+	if m := c.find(name); m != nil {
+		return m, nil
 	}
-	for _, m := range c.Models {
+	for _, m := range c.All() {
 		if strings.EqualFold(m.Family, name) {
 			return m, nil
 		}
@@ -201,7 +305,7 @@ func (c *Catalog) Lookup(name string) (*Model, error) {
 // Names lists the model names in catalog order.
 func (c *Catalog) Names() []string {
 	var n []string
-	for _, m := range c.Models {
+	for _, m := range c.All() {
 		n = append(n, m.Name)
 	}
 	return n

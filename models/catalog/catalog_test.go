@@ -22,7 +22,7 @@ func TestLookup(t *testing.T) {
 			t.Errorf("Lookup(%q) = %s", name, m.Name)
 		}
 	}
-	for _, name := range []string{"llama3.2:1b", "minicpm5:3b", "minicpm"} {
+	for _, name := range []string{"llama3.2:2b", "minicpm5:3b", "minicpm"} {
 		if _, err := c.Lookup(name); err == nil || !strings.Contains(err.Error(), "minicpm5:2b") {
 			t.Errorf("Lookup(%q) = %v, want an error naming the known models", name, err)
 		}
@@ -68,10 +68,11 @@ func TestMiniCPM5Facts(t *testing.T) {
 
 func TestParseRejects(t *testing.T) {
 	for name, src := range map[string]string{
-		"not json":    `{`,
-		"bad name":    `{"models":[{"name":"x","family":"a","size":"b"}]}`,
-		"no file_url": `{"models":[{"name":"a:b","family":"a","size":"b","source":{"repo":"r","revision":"main","files":["x"]},"flm":{"family":"a","tag":"b","entry":{"name":"N","flm_min_version":"0.9.22","files":["x"],"details":{"family":"qwen3"}}}}]}`,
-		"duplicate":   `{"models":[` + strings.Repeat(`{"name":"a:b","family":"a","size":"b","source":{"repo":"r","revision":"main","files":["x"]},"flm":{"family":"a","tag":"b","entry":{"name":"N","file_url":"u","flm_min_version":"0.9.22","files":["x"],"details":{"family":"qwen3"}}}},`, 2) + `{}]}`,
+		"not json":           `{`,
+		"bad name":           `{"models":[{"name":"x","family":"a","size":"b"}]}`,
+		"no file_url":        `{"models":[{"name":"a:b","family":"a","size":"b","source":{"repo":"r","revision":"main","files":["x"]},"flm":{"family":"a","tag":"b","entry":{"name":"N","flm_min_version":"0.9.22","files":["x"],"details":{"family":"qwen3"}}}}]}`,
+		"half the tokenizer": `{"models":[{"name":"a:b","family":"a","size":"b","source":{"repo":"r","revision":"main","files":["x"]},"flm":{"family":"a","tag":"b","entry":{"name":"N","file_url":"u","flm_min_version":"0.9.22","files":["x"],"details":{"family":"qwen3"}}},"tokenizer":{"eos_token":"</s>"}}]}`,
+		"duplicate":          `{"models":[` + strings.Repeat(`{"name":"a:b","family":"a","size":"b","source":{"repo":"r","revision":"main","files":["x"]},"flm":{"family":"a","tag":"b","entry":{"name":"N","file_url":"u","flm_min_version":"0.9.22","files":["x"],"details":{"family":"qwen3"}}}},`, 2) + `{}]}`,
 	} {
 		if _, err := Parse([]byte(src)); err == nil {
 			t.Errorf("%s: Parse accepted it", name)

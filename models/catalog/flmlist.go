@@ -15,80 +15,115 @@ import (
 //go:embed flm_model_list.json
 var flmListJSON []byte
 
-// Offer is one model of FastFlowLM's own list, as the catalog offers it
-// beside NPU Chat's models.
-type Offer struct {
-	// Name is FastFlowLM's tag, family:tag ("qwen3:0.6b").
-	Name string `json:"name"`
-	// Folder is the model's folder name in FastFlowLM's models folder.
-	Folder   string `json:"folder"`
-	Repo     string `json:"repo"`
-	Revision string `json:"revision"`
-	Size     int64  `json:"size"`
-	// Family is the list's details.family ("qwen3", "gemma3", "lfm2").
-	Family        string `json:"family"`
-	ParameterSize string `json:"parameter_size,omitempty"`
-	// Arch is the architecture the in-process engine would compute it
-	// as ("" when it has no such architecture: vision, audio, embedding
-	// and families it does not know).
-	Arch string `json:"arch,omitempty"`
-	// Files are the files FastFlowLM downloads for it.
-	Files []string `json:"files"`
-}
+// Origins of a catalog model.
+const (
+	OriginNPUChat    = ""           // NPU Chat's own catalog (catalog.json)
+	OriginFastFlowLM = "fastflowlm" // FastFlowLM's own model_list.json
+)
 
-// flmArchs maps FastFlowLM's details.family of a text model whose
-// converter writes the language-model q4nx layout (engine/q4nx,
-// docs/q4nx.md) to the engine's architecture. Families not here
-// (vision, audio, embedding, and architectures the engine does not
-// compute: gemma, lfm2, phi4, gpt-oss, qwen3.5, nanbeige) run on the
-// NPU only.
-var flmArchs = map[string]string{
+// flmCPU maps FastFlowLM's details.family of a text model to the
+// engine's architecture, for the families the in-process engine is shown
+// (engine tests "qwen3 flm") to compute from FastFlowLM's q4nx: the qwen3
+// converter's layout, rows in Hugging Face order. Every other family
+// runs on the NPU only; flmNoCPU says why.
+var flmCPU = map[string]string{
 	"qwen3": "qwen3", "qwen3-tk": "qwen3", "qwen3-it": "qwen3", "deepseek-r1-0528": "qwen3",
-	"llama3": "llama", "deepseek-r1": "llama",
-	"qwen2": "qwen2",
 }
 
-// FLMOffers returns FastFlowLM's own models from its embedded
-// model_list.json, sorted by name.
-func FLMOffers() ([]Offer, error) { return ParseFLMList(flmListJSON) }
+// flmNoCPU says why the in-process engine cannot run a family, for the
+// families where there is more to say than "it does not compute it".
+var flmNoCPU = map[string]string{
+	"llama3": "Llama 3 models use Llama 3 RoPE scaling, which NPU Chat's CPU engine does not compute, " +
+		"and it is not shown to read FastFlowLM's llama q4nx layout",
+	"deepseek-r1": "this is a Llama 3.1 model: it uses Llama 3 RoPE scaling, which NPU Chat's CPU engine does not compute, " +
+		"and it is not shown to read FastFlowLM's llama q4nx layout",
+	"qwen2": "NPU Chat's CPU engine computes Qwen2 from GGUF files, but is not shown to read FastFlowLM's qwen2 q4nx layout (its q, k and v biases)",
+}
 
-// ParseFLMList reads a FastFlowLM model_list.json into offers. An entry
-// without a name, or whose address is not a Hugging Face repository, is
-// an error naming it.
-func ParseFLMList(b []byte) ([]Offer, error) {
+// FLMFamilyCPU says whether the in-process engine runs models of one of
+// FastFlowLM's details.family values from their q4nx (arch, the engine's
+// architecture), or why not (why, "" when it does).
+func FLMFamilyCPU(family string) (arch, why string) {
+	if a := flmCPU[family]; a != "" {
+		return a, ""
+	}
+	if w := flmNoCPU[family]; w != "" {
+		return "", w
+	}
+	return "", fmt.Sprintf("NPU Chat's CPU engine does not compute the %s architecture", family)
+}
+
+// ParseFLMList reads a FastFlowLM model_list.json into catalog models
+// (Origin OriginFastFlowLM), sorted by name. An entry without a name or
+// files, or whose address is not a Hugging Face repository, is an error
+// naming it.
+func ParseFLMList(b []byte) ([]*Model, error) {
 	var list struct {
-		Models map[string]map[string]struct {
-			Name    string   `json:"name"`
-			URL     string   `json:"url"`
-			FileURL string   `json:"file_url"`
-			Size    int64    `json:"size"`
-			Files   []string `json:"files"`
-			Details struct {
-				Family string `json:"family"`
-				Params string `json:"parameter_size"`
-			} `json:"details"`
-		} `json:"models"`
+		Models map[string]map[string]json.RawMessage `json:"models"`
 	}
 	if err := json.Unmarshal(b, &list); err != nil {
 		return nil, fmt.Errorf("FastFlowLM's model list: %w", err)
 	}
-	var out []Offer
+	var out []*Model
 	for fam, tags := range list.Models {
-		for tag, e := range tags {
-			name := fam + ":" + tag
-			if e.Name == "" || len(e.Files) == 0 {
-				return nil, fmt.Errorf("FastFlowLM's model list: %s has no name or files", name)
-			}
-			repo, rev, err := hfRepo(e.URL)
+		for tag, raw := range tags {
+			m, err := FromFLMEntry(fam, tag, raw)
 			if err != nil {
-				return nil, fmt.Errorf("FastFlowLM's model list: %s: %w", name, err)
+				return nil, fmt.Errorf("FastFlowLM's model list: %w", err)
 			}
-			out = append(out, Offer{Name: name, Folder: e.Name, Repo: repo, Revision: rev, Size: e.Size,
-				Family: e.Details.Family, ParameterSize: e.Details.Params, Arch: flmArchs[e.Details.Family], Files: e.Files})
+			out = append(out, m)
 		}
 	}
-	slices.SortFunc(out, func(a, b Offer) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b *Model) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
+}
+
+// FromFLMEntry makes a catalog model of one entry of a FastFlowLM
+// model_list.json, models[family][tag]: its files come from the entry's
+// repository and revision (url), it is registered under the same tag
+// with the same entry, and it carries no tokenizer facts (FastFlowLM's
+// own files need no edit) and no port.
+func FromFLMEntry(family, tag string, raw json.RawMessage) (*Model, error) {
+	name := family + ":" + tag
+	var e struct {
+		Name    string   `json:"name"`
+		URL     string   `json:"url"`
+		Files   []string `json:"files"`
+		VLM     bool     `json:"vlm"`
+		ASR     bool     `json:"asr"`
+		Details struct {
+			Family string `json:"family"`
+			Params string `json:"parameter_size"`
+		} `json:"details"`
+	}
+	if err := json.Unmarshal(raw, &e); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if e.Name == "" || len(e.Files) == 0 {
+		return nil, fmt.Errorf("%s has no name or files", name)
+	}
+	repo, rev, err := hfRepo(e.URL)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	m := &Model{
+		Name: name, Family: family, Size: tag, Origin: OriginFastFlowLM,
+		Description: e.Name + " (FastFlowLM, " + repo + ")",
+		Source:      Source{Repo: repo, Revision: rev, Files: slices.Clone(e.Files)},
+		FLM:         FLMEntry{Family: family, Tag: tag, Entry: slices.Clone(raw)},
+	}
+	switch {
+	case e.VLM || e.ASR:
+		// The language model alone is not the model: its vision or audio
+		// weights need FastFlowLM.
+		m.NoCPU = "it needs its vision or audio weights, which only FastFlowLM computes"
+	default:
+		m.Arch, m.NoCPU = FLMFamilyCPU(e.Details.Family)
+	}
+	if err := m.check(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return m, nil
 }
 
 // hfRepo reads owner/name and the revision ("main" when absent) from a

@@ -157,12 +157,22 @@ func RunCommand(ctx context.Context, name string, args ...string) ([]byte, error
 	return out, nil
 }
 
-// InstallHint tells a person how to get FastFlowLM.
+// InstallHint tells a person at the command line how to get FastFlowLM
+// (or point NPU Chat at a portable copy).
 func InstallHint(goos string) string {
 	if goos == "windows" {
-		return "install FastFlowLM for Windows (flm-setup.exe from https://github.com/FastFlowLM/FastFlowLM/releases), then run the install again"
+		return GetHint(goos) + ", then run the install again"
 	}
-	return "install FastFlowLM (the fastflowlm .deb from https://github.com/FastFlowLM/FastFlowLM/releases, or Lemonade's FLM backend), or pass --flm-root DIR for a portable copy, then run the install again"
+	return GetHint(goos) + ", or pass --flm-root DIR for a portable copy, then run the install again"
+}
+
+// GetHint tells a person how to get FastFlowLM, in words that hold no
+// command line (for the page and the tray as much as the terminal).
+func GetHint(goos string) string {
+	if goos == "windows" {
+		return "install FastFlowLM for Windows (flm-setup.exe from https://github.com/FastFlowLM/FastFlowLM/releases)"
+	}
+	return "install FastFlowLM (the fastflowlm .deb from https://github.com/FastFlowLM/FastFlowLM/releases, or Lemonade's FLM backend)"
 }
 
 // Discover finds FastFlowLM. Not finding it is not an error: the Layout

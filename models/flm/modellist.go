@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/npuchat/npuchat/jsonedit"
+	"reflect"
 	"strings"
 )
 
@@ -123,10 +124,24 @@ func RestoreEntry(list *jsonedit.Object, family, tag, name string, before json.R
 	if _, err := jsonedit.ParseObject(before); err != nil {
 		return false, fmt.Errorf("earlier entry %s:%s: %w", family, tag, err)
 	}
+	if cur, _ := fam.Get(tag); sameJSON(cur, before) {
+		// Registered as it was (FastFlowLM's own entry of its own
+		// model): the list keeps its bytes.
+		return false, nil
+	}
 	fam.Set(tag, before)
 	models.SetObject(family, fam)
 	list.SetObject("models", models)
 	return true, nil
+}
+
+// sameJSON reports whether a and b are the same JSON value.
+func sameJSON(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
 }
 
 // HasEntry reports whether models[family][tag] exists with this name.

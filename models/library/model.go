@@ -5,6 +5,7 @@ const (
 	SourceNPUChat    = "npuchat"    // installed by NPU Chat from its catalog
 	SourceFastFlowLM = "fastflowlm" // registered in FastFlowLM's model_list.json
 	SourceAdded      = "added"      // a file or folder the user added
+	SourceRemote     = "remote"     // served by the remote server (the remote engine)
 )
 
 // Model is one installed model as the page and the tray list it.
@@ -14,7 +15,8 @@ type Model struct {
 	Format string `json:"format,omitempty"`
 	Size   int64  `json:"size,omitempty"`
 	Path   string `json:"path,omitempty"`
-	// Engines are what can run it: "npu", "cpu" or both.
+	// Engines are what can run it: "npu", "cpu" or both ("remote" for
+	// what the remote server serves).
 	Engines []string `json:"engines"`
 	// Loaded is true for the model the service has (loading or on);
 	// State is then the service's state.

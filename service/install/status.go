@@ -249,8 +249,14 @@ func Explain(model string, err error) Failure {
 		unreachable *hub.UnreachableError
 		httpErr     *hub.HTTPError
 		space       *hub.SpaceError
+		needsFLM    *models.NeedsFLMError
+		flmGone     *models.FLMGoneError
 	)
 	switch {
+	case errors.As(err, &needsFLM):
+		f.Sentence = fmt.Sprintf("%s runs on the NPU only, and FastFlowLM is not installed on this computer. Install FastFlowLM, then install the model again.", needsFLM.Model)
+	case errors.As(err, &flmGone):
+		f.Sentence = fmt.Sprintf("%s is installed for FastFlowLM, which is not found now. Put FastFlowLM back, or remove the model in Models and install it again for the CPU.", flmGone.Model)
 	case errors.As(err, &unreachable):
 		f.Sentence = fmt.Sprintf("NPU Chat cannot reach Hugging Face at %s. Check the network connection, or set a Hugging Face mirror in Settings.", unreachable.Endpoint)
 	case errors.As(err, &httpErr):

@@ -14,6 +14,8 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/npuchat/npuchat/engine/testmodel"
+	"github.com/npuchat/npuchat/models/hub/hubtest"
+	"github.com/npuchat/npuchat/service/install/installtest"
 )
 
 // writeGGUF writes a small random model at path.
@@ -150,8 +152,10 @@ func status(t *testing.T, srv *server) string {
 // TestCatalogMarksWhatTheCPUCannotRun: the Models view's catalog lists
 // FastFlowLM's own models beside MiniCPM5-2B; before any download, a
 // model the in-process engine cannot compute (Qwen3-VL, Gemma 3,
-// Whisper) says the CPU cannot run it, and one it can (Qwen3 0.6B)
-// says NPU and CPU.
+// Whisper, LFM2, and the llama3 and qwen2 q4nx entries, whose layout
+// it is not shown to read) says NPU only and why, and one it can (Qwen3
+// 0.6B) says NPU and CPU. Without FastFlowLM, an NPU-only model offers
+// no Install, and says so.
 func TestCatalogMarksWhatTheCPUCannotRun(t *testing.T) {
 	base := t.TempDir()
 	env := home(t, base, nil)
@@ -166,10 +170,16 @@ func TestCatalogMarksWhatTheCPUCannotRun(t *testing.T) {
 		v := eval[[]string](b, js)
 		return v[0], v[1]
 	}
-	for _, name := range []string{"qwen3vl-it:4b", "gemma3:4b", "whisper-v3:turbo", "lfm2:1.2b"} {
+	for name, why := range map[string]string{"qwen3vl-it:4b": "vision or audio", "gemma3:4b": "vision or audio", "whisper-v3:turbo": "vision or audio",
+		"lfm2:1.2b": "lfm2", "llama3.2:1b": "Llama 3 RoPE scaling", "llama3.1:8b": "Llama 3 RoPE scaling", "deepseek-r1:8b": "Llama 3 RoPE scaling",
+		"qwen2.5-it:3b": "qwen2 q4nx layout"} {
 		runs, note := offer(name)
-		if runs != "NPU only" || !strings.Contains(note, "The CPU cannot run it") {
-			t.Errorf("%s: marked %q, note %q; want NPU only and why the CPU cannot", name, runs, note)
+		if runs != "NPU only" || !strings.HasPrefix(note, "The CPU cannot run it: ") || !strings.Contains(note, why) || !strings.Contains(note, "FastFlowLM is not installed on this computer") {
+			t.Errorf("%s: marked %q, note %q; want NPU only, why (%s) and that FastFlowLM is not here", name, runs, note, why)
+		}
+		js := `!!document.querySelector('[data-testid=library-offer][data-name="` + name + `"] [data-testid=library-install-button]')`
+		if eval[bool](b, js) {
+			t.Errorf("%s offers Install, though nothing here can run it", name)
 		}
 	}
 	for _, name := range []string{"qwen3:0.6b", "minicpm5:2b"} {
@@ -180,4 +190,89 @@ func TestCatalogMarksWhatTheCPUCannotRun(t *testing.T) {
 	b.run(chromedp.Evaluate(`document.querySelector('[data-testid=library-offer][data-name="qwen3vl-it:4b"]').scrollIntoView({block: "center", behavior: "instant"})`, nil))
 	b.waitJS(`(() => { const r = document.querySelector('[data-testid=library-offer][data-name="qwen3vl-it:4b"]').getBoundingClientRect(); return r.top > 0 && r.bottom < innerHeight })()`, 5*time.Second)
 	b.shot("library-catalog")
+}
+
+// TestCatalogInstallsFastFlowLMModel: one of FastFlowLM's own models
+// (qwen3:0.6b, a small qwen3 q4nx on the fake hub, at the repository and
+// revision FastFlowLM's list names) is installed from its row in the
+// Models view, as MiniCPM5-2B is: the row shows the server's words while
+// it installs; then the model is in Installed, loaded (the CPU engine,
+// as FastFlowLM is not here), answers a chat request, and is what
+// /v1/models and /api/tags list (not the catalog's other offers).
+func TestCatalogInstallsFastFlowLMModel(t *testing.T) {
+	hub := installtest.Start(t)
+	hub.AddRepo(installtest.FLMRepo, installtest.FLMRevision, installtest.FLMFiles(t))
+	env := installtest.Env(hub, t.TempDir())
+	env["PATH"] = "/usr/bin:/bin"
+	srv := serve(t, env, "--engine", "cpu")
+	b := newBrowser(t)
+	b.open(srv.URL + "/")
+	b.run(chromedp.Click("#open-library", chromedp.ByQuery))
+	const row = `document.querySelector('[data-testid=library-offer][data-name="qwen3:0.6b"]')`
+	b.waitJS(`!!(`+row+` && `+row+`.querySelector("[data-testid=library-install-button]"))`, 20*time.Second)
+	if got := eval[string](b, row+`.querySelector('[data-testid=library-runs]').textContent`); got != "NPU and CPU" {
+		t.Errorf("qwen3:0.6b is marked %q before the install, want NPU and CPU", got)
+	}
+	b.run(chromedp.Evaluate(row+`.scrollIntoView({block: "center", behavior: "instant"})`, nil))
+	b.shot("library-catalog-install-before")
+	// Slow enough to be seen while it downloads.
+	hub.AddFaults("model.q4nx", hubtest.Fault{Delay: 10 * time.Millisecond})
+	b.run(chromedp.Evaluate(row+`.querySelector('[data-testid=library-install-button]').click()`, nil))
+	b.waitJS(`(() => { const l = `+row+`.querySelector('[data-testid=library-install-line]'); return !!l && /% · /.test(l.textContent) })()`, 60*time.Second)
+	if line := eval[string](b, row+`.querySelector('[data-testid=library-install-line]').textContent`); !strings.Contains(line, " of ") {
+		t.Errorf("the row while installing says %q", line)
+	}
+	if got := eval[string](b, `document.getElementById('status-text').textContent`); got != "Installing qwen3:0.6b…" {
+		t.Errorf("the status line while qwen3:0.6b installs: %q", got)
+	}
+	b.shot("library-catalog-installing")
+	// Installed, switched on, and listed with its engines.
+	const installed = `document.querySelector('[data-testid=library-list] [data-name="qwen3:0.6b"]')`
+	b.waitJS(`!!`+installed+` && !!`+installed+`.querySelector("[data-testid=library-loaded]") && `+installed+`.querySelector('[data-testid=library-loaded]').textContent === "Loaded"`, 120*time.Second)
+	facts := eval[string](b, installed+`.querySelector('[data-testid=library-facts]').textContent`)
+	if !strings.Contains(facts, "q4nx") || !strings.Contains(facts, "runs on NPU and CPU") || !strings.Contains(facts, "installed by NPU Chat") {
+		t.Errorf("the installed model's facts: %q", facts)
+	}
+	b.waitJS(`document.getElementById('library-note').textContent === "qwen3:0.6b is loaded and answers now."`, 10*time.Second)
+	if text := eval[string](b, `document.getElementById('view-library').innerText`); strings.Contains(text, "`") || strings.Contains(text, "npuchat ") {
+		t.Errorf("the Models view shows a command line or Markdown: %q", text)
+	}
+	b.run(chromedp.Evaluate(installed+`.scrollIntoView({block: "center", behavior: "instant"})`, nil))
+	b.shot("library-catalog-installed")
+	// It answers, and the model lists hold what is installed only.
+	code, out := apiCall(t, "POST", srv.URL+"/v1/chat/completions", "", `{"model": "qwen3:0.6b", "max_tokens": 3, "messages": [{"role": "user", "content": "hi"}]}`)
+	if code != http.StatusOK || !strings.Contains(out, `"model":"qwen3:0.6b"`) {
+		t.Errorf("chat with the installed model: %d %s", code, out)
+	}
+	for _, path := range []string{"/v1/models", "/api/tags"} {
+		code, out := apiCall(t, "GET", srv.URL+path, "", "")
+		if code != http.StatusOK || !strings.Contains(out, `"qwen3:0.6b"`) || strings.Contains(out, "llama3.2") || strings.Contains(out, "minicpm5") {
+			t.Errorf("%s after the install: %d %s", path, code, out)
+		}
+	}
+}
+
+// TestModelsViewWithRemoteServer: with the remote engine serving, the
+// Models view lists what the remote server serves (and which answers
+// now), never "No model is installed yet".
+func TestModelsViewWithRemoteServer(t *testing.T) {
+	up := newUpstream(t)
+	up.script(time.Millisecond, "hello")
+	srv := remoteServer(t, up, t.TempDir())
+	b := newBrowser(t)
+	b.open(srv.URL + "/")
+	// The remote model answers a first message, so it is on.
+	b.run(chromedp.SendKeys("#composer-input", "hi"+kb.Enter, chromedp.ByQuery))
+	b.waitJS(`document.querySelectorAll('[data-testid=message][data-role=assistant]').length === 1`, 30*time.Second)
+	b.run(chromedp.Click("#open-library", chromedp.ByQuery))
+	const row = `document.querySelector('[data-testid=library-list] [data-name="scripted"]')`
+	b.waitJS(`!!`+row+` && !!`+row+`.querySelector("[data-testid=library-loaded]")`, 20*time.Second)
+	if note := eval[string](b, `document.getElementById('library-note').textContent`); strings.Contains(note, "No model") {
+		t.Errorf("the Models view says %q while the remote model serves", note)
+	}
+	facts := eval[string](b, row+`.querySelector('[data-testid=library-facts]').textContent`)
+	if facts != "served by the remote server" {
+		t.Errorf("the remote model's facts: %q", facts)
+	}
+	b.shot("library-remote")
 }

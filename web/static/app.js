@@ -1565,7 +1565,7 @@
         else text = name + " loads with your first message.";
         detail = st.reason || "";
     }
-    if (notInstalled(st) && installState() === "running") text = "Installing " + name + "…";
+    if (notInstalled(st) && installState() === "running") text = "Installing " + (Install.model() || name) + "…";
     // A banner about a state goes when the state is over (the model is on).
     if ((errorKind === "off" && st.enabled) || (errorKind === "missing" && st.state === "on")) showError("");
     el.dataset.state = st.state;

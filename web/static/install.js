@@ -102,5 +102,7 @@ window.NPUInstall = (() => {
     });
   }
 
-  return { init, show, load, state: () => st.state };
+  // model is the model of the last status shown (the one installing:
+  // the Models view installs others than the page's model).
+  return { init, show, load, state: () => st.state, model: () => st.model || "" };
 })();

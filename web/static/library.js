@@ -3,8 +3,10 @@
 // format, what can run them and which is loaded; switching (the server
 // loads the new model without a restart); removing, asked first in an
 // in-page dialog (an added model is only forgotten, its files stay);
-// and adding a model file the user already has, typed or browsed inside
-// the home and models folders (the server refuses any path outside).
+// adding a model file the user already has, typed or browsed inside
+// the home and models folders (the server refuses any path outside);
+// and the catalog (NPU Chat's models and FastFlowLM's own list), each
+// saying what can run it before any download, installed from its row.
 // Like app.js it never puts server text into innerHTML.
 "use strict";
 
@@ -27,8 +29,13 @@
   const addError = $("library-add-error");
   const pathInput = $("library-path");
 
-  const sourceText = { npuchat: "installed by NPU Chat", fastflowlm: "FastFlowLM's model", added: "added by you" };
+  const sourceText = {
+    npuchat: "installed by NPU Chat",
+    fastflowlm: "FastFlowLM's model",
+    added: "added by you",
+  };
   function enginesText(e) {
+    if (e.includes("remote")) return "the remote server";
     const npu = e.includes("npu");
     const cpu = e.includes("cpu");
     if (npu && cpu) return "NPU and CPU";
@@ -47,9 +54,10 @@
       const r = await api("GET", "/api/library");
       models = r.models || [];
       render();
-      if (!models.length) note.textContent = "No model is installed yet: install one, or add a model file you already have below.";
+      if (!models.length) note.textContent = "No model is installed yet: install one from the Catalog below, or add a model file you already have.";
+      else if (/^No model is installed/.test(note.textContent)) note.textContent = "";
       const on = models.find((m) => m.loaded && m.state === "on");
-      if (on && /^(Switching|Added)/.test(note.textContent)) note.textContent = on.name + " is loaded and answers now.";
+      if (on && /^(Switching|Added)|installed; switching/.test(note.textContent)) note.textContent = on.name + " is loaded and answers now.";
     } catch (e) {
       note.textContent = e.message;
     }
@@ -70,10 +78,11 @@
       }
       li.appendChild(head);
       const facts = [];
-      if (m.format) facts.push(m.format.toUpperCase() === "GGUF" ? "GGUF" : m.format);
+      const remote = m.source === "remote";
+      if (m.format && !remote) facts.push(m.format.toUpperCase() === "GGUF" ? "GGUF" : m.format);
       if (m.size) facts.push(human(m.size));
-      facts.push("runs on " + enginesText(m.engines || []));
-      facts.push(sourceText[m.source] || m.source);
+      facts.push((remote ? "served by " : "runs on ") + enginesText(m.engines || []));
+      if (!remote) facts.push(sourceText[m.source] || m.source);
       const f = el("p", "library-facts", facts.join(" · "));
       f.setAttribute("data-testid", "library-facts");
       li.appendChild(f);
@@ -126,20 +135,123 @@
           n.setAttribute("data-testid", "library-cpu-note");
           li.appendChild(n);
         }
-        if (o.installable && !o.installed) {
-          const row = el("div", "library-actions");
-          const b = el("button", "btn", "Install…");
-          b.type = "button";
-          b.setAttribute("aria-label", "Install " + o.name);
-          b.addEventListener("click", () => window.NPUChat.showView("install"));
-          row.appendChild(b);
-          li.appendChild(row);
+        if (o.installable && (!o.installed || installs[o.name])) {
+          const box = el("div", "library-install");
+          box.setAttribute("data-testid", "library-install");
+          li.appendChild(box);
+          showInstall(o.name, box, installs[o.name] || { state: "idle", words: { action: "Install" } });
         }
         ul.appendChild(li);
       }
     } catch (e) {
       ul.replaceChildren(el("li", "form-note", e.message));
     }
+  }
+
+  // ---- Installing from the catalog ----
+  // The same install as the Install view's (POST /api/models/{name}/install,
+  // the server's words for every status, the model switched on when it
+  // ends), shown in the offer's row; the row says before any download
+  // what can run the model (its note above).
+  const installs = {}; // model name → its last status, while the view lives
+  let installTimer = 0;
+
+  function showInstall(name, box, st) {
+    const w = st.words || {};
+    box.replaceChildren();
+    box.dataset.state = st.state;
+    if (st.state !== "idle") {
+      if (w.title && st.state !== "running") box.appendChild(el("p", "library-install-title", w.title));
+      if (st.state === "running") {
+        const p = el("progress");
+        p.max = 1;
+        p.value = st.overall_total > 0 ? Math.min(1, st.overall_bytes / st.overall_total) : 0;
+        p.setAttribute("aria-label", "Install progress of " + name);
+        box.appendChild(p);
+      }
+      if (st.state === "failed") {
+        const err = el("div", "error-text install-failure");
+        err.setAttribute("role", "alert");
+        const pr = el("p", "install-problem", w.problem || "");
+        pr.setAttribute("data-testid", "library-install-problem");
+        err.appendChild(pr);
+        if (w.line) err.appendChild(el("p", "install-kept", w.line));
+        if (w.detail) {
+          const d = el("details");
+          d.appendChild(el("summary", "", "Details"));
+          d.appendChild(el("pre", "install-detail", w.detail));
+          err.appendChild(d);
+        }
+        box.appendChild(err);
+      } else if (w.line) {
+        const line = el("p", "progress-text", w.line);
+        line.setAttribute("data-testid", "library-install-line");
+        line.setAttribute("aria-live", "polite");
+        box.appendChild(line);
+      }
+      if (w.file) box.appendChild(el("p", "progress-file", w.file));
+    }
+    const row = el("div", "library-actions");
+    if (w.action) {
+      const b = el("button", "btn" + (st.state === "idle" ? "" : " primary"), w.action);
+      b.type = "button";
+      b.setAttribute("data-testid", "library-install-button");
+      b.setAttribute("aria-label", w.action + " " + name);
+      b.addEventListener("click", () => startInstall(name, box));
+      row.appendChild(b);
+    }
+    if (st.state === "running") {
+      const c = el("button", "btn", "Cancel");
+      c.type = "button";
+      c.setAttribute("aria-label", "Cancel the install of " + name);
+      c.addEventListener("click", async () => {
+        try {
+          await api("DELETE", installPath(name));
+        } catch (e) {
+          note.textContent = e.message;
+        }
+      });
+      row.appendChild(c);
+    }
+    if (row.children.length) box.appendChild(row);
+  }
+
+  const installPath = (name) => "/api/models/" + encodeURIComponent(name) + "/install";
+
+  async function startInstall(name, box) {
+    try {
+      const st = await api("POST", installPath(name));
+      installs[name] = st;
+      showInstall(name, box, st);
+      followInstall(name);
+    } catch (e) {
+      showInstall(name, box, { state: "failed", words: { problem: e.message, action: "Retry" } });
+    }
+  }
+
+  // followInstall polls the install's status until it ends; then the
+  // lists show what is installed and loaded now.
+  function followInstall(name) {
+    clearTimeout(installTimer);
+    installTimer = setTimeout(async () => {
+      let st;
+      try {
+        st = await api("GET", installPath(name));
+      } catch (_) {
+        followInstall(name);
+        return;
+      }
+      installs[name] = st;
+      const box = document.querySelector('#library-catalog li[data-name="' + CSS.escape(name) + '"] [data-testid=library-install]');
+      if (box) showInstall(name, box, st);
+      if (st.state === "running") return followInstall(name);
+      if (st.state === "done") {
+        delete installs[name];
+        note.textContent = name + " is installed; switching to it…";
+        load();
+        loadCatalog();
+      }
+    }, 1000);
   }
 
   async function useModel(name) {

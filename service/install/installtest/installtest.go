@@ -15,6 +15,8 @@ import (
 	"testing"
 
 	"github.com/npuchat/npuchat/engine/testmodel"
+	"github.com/npuchat/npuchat/models"
+	"github.com/npuchat/npuchat/models/flm"
 	"github.com/npuchat/npuchat/models/hub"
 	"github.com/npuchat/npuchat/models/hub/hubtest"
 	"github.com/npuchat/npuchat/service/install"
@@ -50,6 +52,38 @@ func Files(t testing.TB) []hubtest.File {
 	)
 	for _, k := range []string{"attn.xclbin", "mm.xclbin", "layer.xclbin", "dequant.xclbin"} {
 		files = append(files, hubtest.File{Path: k, Content: []byte("kernel stand-in " + k), LFS: true})
+	}
+	return files
+}
+
+// FLMRepo and FLMRevision are where FastFlowLM's own qwen3:0.6b comes
+// from, as its v0.9.45 model list names them.
+const (
+	FLMRepo     = "FastFlowLM/Qwen3-0.6B-NPU2"
+	FLMRevision = "v0.9.22-faster-q4-1"
+)
+
+// FLMFiles returns the files FastFlowLM's list names for qwen3:0.6b
+// (config.json, model.q4nx, tokenizer.json, tokenizer_config.json), as a
+// small qwen3 model in FastFlowLM's q4nx layout that the in-process
+// engine loads, and a README the list does not name.
+func FLMFiles(t testing.TB) []hubtest.File {
+	t.Helper()
+	w, err := testmodel.Random(6, testmodel.Qwen3Small())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := testmodel.WriteFLM(dir, w, testmodel.FLMOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	files := []hubtest.File{{Path: "README.md", Content: []byte("# Qwen3-0.6B-NPU2 (a test stand-in)\n")}}
+	for _, name := range []string{"config.json", "model.q4nx", "tokenizer.json", "tokenizer_config.json"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, hubtest.File{Path: name, Content: b, LFS: name == "model.q4nx" || name == "tokenizer.json"})
 	}
 	return files
 }
@@ -114,11 +148,17 @@ func Statuses() map[string]install.Status {
 	unreachable := install.Explain("minicpm5:2b", &hub.UnreachableError{Endpoint: "https://huggingface.co",
 		Err: errors.New(`resolve julianmb/MiniCPM5-2B-NPU2@main: Get "https://huggingface.co/api/models/julianmb/MiniCPM5-2B-NPU2/revision/main": dial tcp: lookup huggingface.co on 127.0.0.53:53: no such host`)})
 	diskFull := install.Explain("minicpm5:2b", fmt.Errorf("install minicpm5:2b: fetch: %w", &hub.SpaceError{Dir: "/home/u/.config/flm/models", Need: 2_300_000_000, Have: 1_000_000_000}))
+	needsFLM := install.Explain("qwen3vl-it:4b", &models.NeedsFLMError{Model: "qwen3vl-it:4b",
+		Reason: "it needs its vision or audio weights, which only FastFlowLM computes", Hint: flm.GetHint("linux")})
+	flmGone := install.Explain("minicpm5:2b", &models.StepError{Model: "minicpm5:2b", Step: "plan",
+		Err: &models.FLMGoneError{Model: "minicpm5:2b", Dir: "/home/u/.config/flm/models/MiniCPM5-2B-NPU2"}})
 	const m = "minicpm5:2b"
 	return map[string]install.Status{
-		"idle":     {Model: m, State: install.StateIdle},
-		"starting": {Model: m, State: install.StateRunning, Phase: "start", Message: "starting"},
-		"listing":  {Model: m, State: install.StateRunning, Phase: "list", Message: "listing julianmb/MiniCPM5-2B-NPU2@main on https://huggingface.co"},
+		"failed NPU only, no FastFlowLM": {Model: "qwen3vl-it:4b", State: install.StateFailed, Phase: "start", Failure: &needsFLM},
+		"failed FastFlowLM gone":         {Model: m, State: install.StateFailed, Phase: "start", Failure: &flmGone},
+		"idle":                           {Model: m, State: install.StateIdle},
+		"starting":                       {Model: m, State: install.StateRunning, Phase: "start", Message: "starting"},
+		"listing":                        {Model: m, State: install.StateRunning, Phase: "list", Message: "listing julianmb/MiniCPM5-2B-NPU2@main on https://huggingface.co"},
 		"downloading": {Model: m, State: install.StateRunning, Phase: "download", File: "model.q4nx", Bytes: 850_000_000, Total: 1_800_000_000,
 			Rate: 12_300_000, ETASeconds: 77, Files: 1, FilesTotal: 10, OverallBytes: 900_000_000, OverallTotal: 1_900_000_000, OverallETASeconds: 85},
 		"setting up":                    {Model: m, State: install.StateRunning, Phase: "install", Message: "10 files in /m", Files: 10, FilesTotal: 10, OverallBytes: 1_900_000_000, OverallTotal: 1_900_000_000},
