@@ -5,11 +5,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/npuchat/npuchat/engine/testmodel"
 	"github.com/npuchat/npuchat/models/library"
 	"github.com/npuchat/npuchat/service"
+	"github.com/npuchat/npuchat/service/backend"
 )
 
 // tinyGGUF writes a small random GGUF model at path.
@@ -121,5 +123,50 @@ func TestLibraryAddSwitchForgetRemembered(t *testing.T) {
 	}
 	if err := b.UseModel(ctx, "one"); err == nil {
 		t.Error("a forgotten model can still be used")
+	}
+}
+
+// TestFastFlowLMCatalogModelsEnginesAndOffers: FastFlowLM's own models
+// are offered beside MiniCPM5-2B, each with what can run it; one the CPU
+// engine cannot compute is served by the NPU only (never a CPU fallback
+// that cannot load it) and, with no FastFlowLM here, not offered for
+// install; none of them is listed as installed, nor by /v1/models.
+func TestFastFlowLMCatalogModelsEnginesAndOffers(t *testing.T) {
+	env := testEnv(t)
+	env["PATH"] = filepath.Join(env["HOME"], "no-bin")
+	a := newApp(t, env, Flags{})
+	offers := map[string]library.Offer{}
+	for _, o := range a.Offers(context.Background()) {
+		offers[o.Name] = o
+	}
+	if len(offers) != 38 {
+		t.Fatalf("%d offers, want MiniCPM5-2B and FastFlowLM's 37", len(offers))
+	}
+	for _, tc := range []struct {
+		name        string
+		engines     []backend.Kind
+		installable bool
+	}{
+		{"minicpm5:2b", []backend.Kind{backend.NPU, backend.CPU}, true},
+		{"qwen3:0.6b", []backend.Kind{backend.NPU, backend.CPU}, true},
+		{"llama3.2:1b", []backend.Kind{backend.NPU}, false},
+		{"qwen2.5-it:3b", []backend.Kind{backend.NPU}, false},
+		{"gemma3:4b", []backend.Kind{backend.NPU}, false},
+	} {
+		if got := a.engines(tc.name); !slices.Equal(got, tc.engines) {
+			t.Errorf("%s: engines %v, want %v", tc.name, got, tc.engines)
+		}
+		o := offers[tc.name]
+		if o.Installable != tc.installable || o.Installed || (tc.installable == (o.CPUNote != "")) {
+			t.Errorf("%s: offer %+v, want installable %v", tc.name, o, tc.installable)
+		}
+	}
+	if lib := a.Library(context.Background()); len(lib) != 0 {
+		t.Errorf("the library lists %+v before anything is installed", lib)
+	}
+	for _, d := range a.mgr.Models() {
+		if d.Installed {
+			t.Errorf("%s is listed as installed", d.Name)
+		}
 	}
 }
