@@ -3,7 +3,6 @@ package engine
 import (
 	"fmt"
 	"strings"
-	"unsafe"
 
 	"github.com/npuchat/npuchat/engine/quant"
 )
@@ -202,113 +201,5 @@ func (kv *kvSlabs) truncate(n, kvDim int) {
 		kv.values8[l] = kv.values8[l][:n*kvDim]
 		kv.keysD[l] = kv.keysD[l][:nk/b8]
 		kv.valuesD[l] = kv.valuesD[l][:n*kvDim/b8]
-	}
-}
-
-// kvPart is one of a layer's slabs as a KV file stores it (its own
-// checksummed, page-aligned part): the keys (whole blocks) or the
-// values, one element per value or, for q8_0's scales, per 32.
-type kvPart struct {
-	values bool // position-major values, not keys in whole blocks
-	div    int  // values per element
-	elem   int  // bytes per element
-	name   string
-}
-
-// kvParts are a layer's slabs of this model's KV type, in file order.
-func (m *Model) kvParts() []kvPart {
-	switch m.kv {
-	case kvQ8:
-		const b8 = quant.KVBlock8
-		return []kvPart{{false, 1, 1, "keys"}, {false, b8, 2, "key scales"}, {true, 1, 1, "values"}, {true, b8, 2, "value scales"}}
-	case kvF16:
-		return []kvPart{{false, 1, 2, "keys"}, {true, 1, 2, "values"}}
-	}
-	return []kvPart{{false, 1, 4, "keys"}, {true, 1, 4, "values"}}
-}
-
-// elems is the part's elements for n positions.
-func (p kvPart) elems(n, kvDim int) int {
-	if p.values {
-		return n * kvDim / p.div
-	}
-	return roundBlock(n) * kvDim / p.div
-}
-
-// slab is layer l's slab of part i (of kind's kvParts): a *[]float32,
-// *[]uint16 or *[]int8.
-func (kv *kvSlabs) slab(kind kvKind, l, i int) any {
-	switch kind {
-	case kvQ8:
-		return []any{&kv.keys8[l], &kv.keysD[l], &kv.values8[l], &kv.valuesD[l]}[i]
-	case kvF16:
-		return []any{&kv.keys16[l], &kv.values16[l]}[i]
-	}
-	return []any{&kv.keys[l], &kv.values[l]}[i]
-}
-
-// partBytes views a slab's first n elements (within its capacity) as
-// bytes, the slab itself unchanged.
-func partBytes(s any, n int) []byte {
-	switch s := s.(type) {
-	case *[]float32:
-		return f32Bytes((*s)[:n])
-	case *[]uint16:
-		return u16Bytes((*s)[:n])
-	case *[]int8:
-		return i8Bytes((*s)[:n])
-	}
-	panic("partBytes: not a slab")
-}
-
-// setSlabLen slices a slab to n elements (within its capacity).
-func setSlabLen(s any, n int) {
-	switch s := s.(type) {
-	case *[]float32:
-		*s = (*s)[:n]
-	case *[]uint16:
-		*s = (*s)[:n]
-	case *[]int8:
-		*s = (*s)[:n]
-	}
-}
-
-// finiteSlab reports whether a slab's first n elements are finite
-// (8-bit values always are; float16 scales are checked as values).
-func finiteSlab(s any, n int) bool {
-	switch s := s.(type) {
-	case *[]float32:
-		return finiteF32((*s)[:n])
-	case *[]uint16:
-		return finiteF16((*s)[:n])
-	}
-	return true
-}
-
-// newSlabs makes kind's slab slices of layers layers (empty), for a
-// reader to point at memory.
-func newSlabs(kind kvKind, layers int) *kvSlabs {
-	kv := &kvSlabs{}
-	switch kind {
-	case kvQ8:
-		kv.keys8, kv.values8 = make([][]int8, layers), make([][]int8, layers)
-		kv.keysD, kv.valuesD = make([][]uint16, layers), make([][]uint16, layers)
-	case kvF16:
-		kv.keys16, kv.values16 = make([][]uint16, layers), make([][]uint16, layers)
-	default:
-		kv.keys, kv.values = make([][]float32, layers), make([][]float32, layers)
-	}
-	return kv
-}
-
-// pointSlab sets a slab to capElems elements at at, n of them in use.
-func pointSlab(s any, at unsafe.Pointer, capElems, n int) {
-	switch s := s.(type) {
-	case *[]float32:
-		*s = unsafe.Slice((*float32)(at), capElems)[:n]
-	case *[]uint16:
-		*s = unsafe.Slice((*uint16)(at), capElems)[:n]
-	case *[]int8:
-		*s = unsafe.Slice((*int8)(at), capElems)[:n]
 	}
 }

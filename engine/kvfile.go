@@ -24,11 +24,12 @@ import (
 //	head      magic "NPUCHATKV3\n" (11 bytes), uint32 little-endian
 //	          length, then JSON (KVFileHeader), then header.Tokens ×
 //	          uint32, then zeros to a multiple of kvAlign
-//	layers    for each layer: keys (whole 16-position blocks), zeros to a
-//	          multiple of kvAlign, then values, zeros likewise; float32
-//	          or float16 (header.Type) little-endian; for q8_0 four
-//	          parts: the keys' int8 values, their float16 scales, the
-//	          values' int8 values, their scales (kvSlabs' layout)
+//	layers    for each layer its parts (kvParts: the arrays the KV type
+//	          keeps a layer in), each followed by zeros to a multiple of
+//	          kvAlign; for float32 and float16 (header.Type), the keys
+//	          (whole 16-position blocks), then the values, little-endian;
+//	          for q8_0, the keys' int8 values, their float16 scales, the
+//	          values' int8 values, their scales
 //	checksums CRC-32C (Castagnoli) of the head, then of each layer's
 //	          parts (with their zeros), uint32 little-endian each
 //
@@ -60,9 +61,8 @@ func alignUp(n int64) int64 { return (n + kvAlign - 1) / kvAlign * kvAlign }
 type kvLayout struct {
 	head   int64    // bytes of the head, with its zeros
 	parts  []kvPart // a layer's parts (Model.kvParts)
-	fe     []int    // elements of each part of a layer
-	pb     []int64  // bytes of each part of a layer, with their zeros
-	lb     int64    // bytes of a layer
+	sizes  []int64  // their bytes in the file, with their zeros
+	layer  int64    // a layer's bytes
 	layers int
 }
 
@@ -71,28 +71,38 @@ type kvLayout struct {
 func (m *Model) layout(h *KVFileHeader, raw int) kvLayout {
 	lo := kvLayout{head: alignUp(int64(raw)), parts: m.kvParts(), layers: h.Layers}
 	for _, p := range lo.parts {
-		fe := p.elems(h.Tokens, h.KVDim)
-		lo.fe, lo.pb = append(lo.fe, fe), append(lo.pb, alignUp(int64(fe*p.elem)))
-		lo.lb += lo.pb[len(lo.pb)-1]
+		size := alignUp(int64(p.positions(h.Tokens) * p.perPos))
+		lo.sizes = append(lo.sizes, size)
+		lo.layer += size
 	}
 	return lo
 }
 
-// partAt is where layer l's part i starts.
-func (lo kvLayout) partAt(l, i int) int64 {
-	at := lo.head + int64(l)*lo.lb
-	for _, b := range lo.pb[:i] {
-		at += b
+// at is where part i of layer l starts.
+func (lo kvLayout) at(l, i int) int64 {
+	off := lo.head + int64(l)*lo.layer
+	for _, size := range lo.sizes[:i] {
+		off += size
 	}
-	return at
+	return off
 }
 
-// nsums is the number of checksums: the head's and each part's.
-func (lo kvLayout) nsums() int { return 1 + len(lo.parts)*lo.layers }
+// sum is the index of part i of layer l's checksum (0 is the head's);
+// count is how many checksums there are.
+func (lo kvLayout) sum(l, i int) int { return 1 + l*len(lo.parts) + i }
+func (lo kvLayout) count() int       { return 1 + lo.layers*len(lo.parts) }
+
+// name names checksum i's part ("the head", "layer 3 keys").
+func (lo kvLayout) name(i int) string {
+	if i == 0 {
+		return "the head"
+	}
+	return fmt.Sprintf("layer %d %s", (i-1)/len(lo.parts), lo.parts[(i-1)%len(lo.parts)].name)
+}
 
 // sums is where the checksums start, size the file's whole size.
-func (lo kvLayout) sums() int64 { return lo.head + int64(lo.layers)*lo.lb }
-func (lo kvLayout) size() int64 { return lo.sums() + 4*int64(lo.nsums()) }
+func (lo kvLayout) sums() int64 { return lo.head + int64(lo.layers)*lo.layer }
+func (lo kvLayout) size() int64 { return lo.sums() + 4*int64(lo.count()) }
 
 // castagnoli is CRC-32C's table.
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -173,7 +183,7 @@ func (m *Model) WriteKV(w io.Writer, st *StoredKV, identity string) error {
 	}
 	lo := m.layout(&h, len(head))
 	bw := bufio.NewWriterSize(w, 1<<20)
-	sums := make([]byte, 0, 4*lo.nsums())
+	sums := make([]byte, 0, 4*lo.count())
 	// part writes b and the zeros to size bytes, and adds its checksum
 	part := func(b []byte, size int64) {
 		sum := crc32.Update(0, castagnoli, b)
@@ -187,8 +197,8 @@ func (m *Model) WriteKV(w io.Writer, st *StoredKV, identity string) error {
 	}
 	part(head, lo.head)
 	for l := range c.Layers {
-		for i := range lo.parts {
-			part(partBytes(st.kv.slab(m.kv, l, i), lo.fe[i]), lo.pb[i])
+		for i, p := range lo.parts {
+			part(p.bytes(st.kv, l, p.positions(len(st.Tokens))), lo.sizes[i])
 		}
 	}
 	bw.Write(sums)
@@ -289,8 +299,7 @@ func (m *Model) ReadKV(r io.Reader, identity string, opts ReadKVOptions) (*Store
 		return nil, nil, err
 	}
 	lo := m.layout(h, raw)
-	n := h.Tokens
-	keep := keptOf(n, opts)
+	keep := keptOf(h.Tokens, opts)
 	kv := m.newKVSlabs(max(opts.Capacity, keep), nil, 0)
 
 	// the body's parts go to the checker in file order; what is not kept
@@ -298,10 +307,8 @@ func (m *Model) ReadKV(r io.Reader, identity string, opts ReadKVOptions) (*Store
 	// back
 	type piece struct {
 		b       []byte
-		part    int // 0 the head, 1+P·l+i layer l's part i (of P)
-		slab    any // to check for values that are not finite: a slab and its length
-		n       int
-		name    string
+		sum     int                 // which checksum (kvLayout.sum)
+		finite  func(b []byte) bool // nil: not tested
 		scratch bool
 	}
 	const scratchSize = 1 << 20
@@ -310,55 +317,51 @@ func (m *Model) ReadKV(r io.Reader, identity string, opts ReadKVOptions) (*Store
 		free <- make([]byte, scratchSize)
 	}
 	pieces := make(chan piece, 8)
-	sums := make([]uint32, lo.nsums())
+	sums := make([]uint32, lo.count())
 	bad := make(chan error, 1)
 	go func() {
 		var err error
 		for p := range pieces {
-			sums[p.part] = crc32.Update(sums[p.part], castagnoli, p.b)
+			sums[p.sum] = crc32.Update(sums[p.sum], castagnoli, p.b)
 			if p.scratch {
 				free <- p.b[:cap(p.b)]
 				continue
 			}
-			if err == nil && p.slab != nil && !finiteSlab(p.slab, p.n) {
-				err = fmt.Errorf("KV file: %s holds a value that is not finite", p.name)
+			if err == nil && p.finite != nil && !p.finite(p.b) {
+				err = fmt.Errorf("KV file: %s holds a value that is not finite", lo.name(p.sum))
 			}
 		}
 		bad <- err
 	}()
-	read := func(b []byte, part int, slab any, n int, name string) error {
-		if _, err := io.ReadFull(r, b); err != nil {
-			return fmt.Errorf("KV file: %s: %w", name, err)
-		}
-		pieces <- piece{b: b, part: part, slab: slab, n: n, name: name}
-		return nil
-	}
-	skip := func(bytes int64, part int, name string) error {
+	skip := func(bytes int64, sum int) error {
 		for bytes > 0 {
 			b := <-free
 			b = b[:min(bytes, int64(len(b)))]
 			if _, err := io.ReadFull(r, b); err != nil {
-				return fmt.Errorf("KV file: %s: %w", name, err)
+				return fmt.Errorf("KV file: %s: %w", lo.name(sum), err)
 			}
-			pieces <- piece{b: b, part: part, scratch: true}
+			pieces <- piece{b: b, sum: sum, scratch: true}
 			bytes -= int64(len(b))
 		}
 		return nil
 	}
 	sums[0] = sum.Sum32()
-	err = skip(lo.head-int64(raw), 0, "head")
+	err = skip(lo.head-int64(raw), 0)
 	for l := range h.Layers {
 		for i, p := range lo.parts {
 			if err != nil {
 				break
 			}
-			name, part := fmt.Sprintf("layer %d %s", l, p.name), 1+len(lo.parts)*l+i
-			slab, kept := kv.slab(m.kv, l, i), p.elems(keep, h.KVDim)
-			setSlabLen(slab, kept)
-			b := partBytes(slab, kept)
-			if err = read(b, part, slab, kept, name); err == nil {
-				err = skip(lo.pb[i]-int64(len(b)), part, name)
+			// the kept positions straight into the slab, the rest skipped
+			n := p.positions(keep)
+			p.cut(kv, l, n)
+			b := p.bytes(kv, l, n)
+			if _, err = io.ReadFull(r, b); err != nil {
+				err = fmt.Errorf("KV file: %s: %w", lo.name(lo.sum(l, i)), err)
+				break
 			}
+			pieces <- piece{b: b, sum: lo.sum(l, i), finite: p.finite}
+			err = skip(lo.sizes[i]-int64(len(b)), lo.sum(l, i))
 		}
 	}
 	close(pieces)
@@ -370,7 +373,7 @@ func (m *Model) ReadKV(r io.Reader, identity string, opts ReadKVOptions) (*Store
 	if _, err := io.ReadFull(r, want); err != nil {
 		return nil, nil, fmt.Errorf("KV file: checksums: %w", err)
 	}
-	if err := lo.checkSums(want, sums); err != nil {
+	if err := lo.check(want, sums); err != nil {
 		return nil, nil, err
 	}
 	if checkErr != nil {
@@ -387,16 +390,12 @@ func keptOf(n int, opts ReadKVOptions) int {
 	return n
 }
 
-// checkSums compares a file's checksums (want, as stored) with those
+// check compares a file's checksums (want, as stored) with those
 // computed, naming the first part that differs.
-func (lo kvLayout) checkSums(want []byte, got []uint32) error {
+func (lo kvLayout) check(want []byte, got []uint32) error {
 	for i, g := range got {
 		if binary.LittleEndian.Uint32(want[4*i:]) != g {
-			part := "the head"
-			if i > 0 {
-				part = fmt.Sprintf("layer %d's %s", (i-1)/len(lo.parts), lo.parts[(i-1)%len(lo.parts)].name)
-			}
-			return fmt.Errorf("KV file: the checksum of %s does not match (a damaged file)", part)
+			return fmt.Errorf("KV file: the checksum of %s does not match (a damaged file)", lo.name(i))
 		}
 	}
 	return nil
@@ -449,29 +448,6 @@ func finiteF16(x []uint16) bool {
 		}
 	}
 	return true
-}
-
-// f32Bytes and u16Bytes view slices as their bytes (the file is little
-// endian, as every CPU the engine runs on).
-func f32Bytes(x []float32) []byte {
-	if len(x) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), 4*len(x))
-}
-
-func i8Bytes(x []int8) []byte {
-	if len(x) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), len(x))
-}
-
-func u16Bytes(x []uint16) []byte {
-	if len(x) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), 2*len(x))
 }
 
 // Mapped reports whether the sequence's memory is a KV file's pages

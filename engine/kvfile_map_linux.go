@@ -34,7 +34,7 @@ func (m *Model) mapKV(f *os.File, identity string, opts ReadKVOptions) (st *Stor
 	// the head's zeros and the checksums are read; the head is checked
 	// before anything is mapped
 	rest := make([]byte, lo.head-int64(raw))
-	want := make([]byte, 4*lo.nsums())
+	want := make([]byte, 4*lo.count())
 	if _, err := f.ReadAt(rest, int64(raw)); err != nil {
 		return nil, nil, true, fmt.Errorf("KV file: head: %w", err)
 	}
@@ -42,37 +42,37 @@ func (m *Model) mapKV(f *os.File, identity string, opts ReadKVOptions) (st *Stor
 		return nil, nil, true, fmt.Errorf("KV file: checksums: %w", err)
 	}
 	sum.Write(rest)
-	sums := make([]uint32, lo.nsums())
+	sums := make([]uint32, lo.count())
 	sums[0] = sum.Sum32()
-	if err := lo.checkSums(want[:4], sums[:1]); err != nil {
+	if err := lo.check(want[:4], sums[:1]); err != nil {
 		return nil, nil, true, err
 	}
 
-	n := h.Tokens
-	keep := keptOf(n, opts)
+	keep := keptOf(h.Tokens, opts)
 	capPos := roundBlock(max(opts.Capacity, keep, 1))
-	// each slab's room: its part of the file, mapped, then anonymous
+	// each array's room: its part of the file, mapped, then anonymous
 	// memory up to its capacity
-	room := make([]int64, len(lo.parts)) // bytes of part i's slab
-	var layerRoom int64
+	room := make([]int64, len(lo.parts))
+	var layer int64
 	for i, p := range lo.parts {
-		room[i] = alignUp(max(int64(p.elems(capPos, h.KVDim)*p.elem), lo.pb[i]))
-		layerRoom += room[i]
+		room[i] = alignUp(max(int64(capPos*p.perPos), lo.sizes[i]))
+		layer += room[i]
 	}
-	reg, err := kvMaps.take(uintptr(int64(lo.layers) * layerRoom))
+	reg, err := kvMaps.take(uintptr(int64(lo.layers) * layer))
 	if err != nil {
 		return nil, nil, false, nil
 	}
-	slabAt := func(l, i int) unsafe.Pointer {
-		at := unsafe.Add(reg.base, int64(l)*layerRoom)
+	arrayAt := func(l, i int) unsafe.Pointer {
+		off := int64(l) * layer
 		for _, r := range room[:i] {
-			at = unsafe.Add(at, r)
+			off += r
 		}
-		return at
+		return unsafe.Add(reg.base, off)
 	}
 	for l := range lo.layers {
 		for i := range lo.parts {
-			if _, err := unix.MmapPtr(int(f.Fd()), lo.partAt(l, i), slabAt(l, i), uintptr(lo.pb[i]), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_FIXED); err != nil {
+			if _, err := unix.MmapPtr(int(f.Fd()), lo.at(l, i), arrayAt(l, i), uintptr(lo.sizes[i]),
+				unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_FIXED); err != nil {
 				kvMaps.give(reg)
 				return nil, nil, false, nil
 			}
@@ -82,9 +82,6 @@ func (m *Model) mapKV(f *os.File, identity string, opts ReadKVOptions) (st *Stor
 
 	// the checksums of every part, and the kept values' finiteness, on two
 	// threads, the parts dealt out in turn
-	kv := newSlabs(m.kv, lo.layers)
-	kv.capPos, kv.mapped = capPos, true
-	bytesAt := func(p unsafe.Pointer, size int64) []byte { return unsafe.Slice((*byte)(p), size) }
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
 	for k := range errs {
@@ -98,23 +95,19 @@ func (m *Model) mapKV(f *os.File, identity string, opts ReadKVOptions) (st *Stor
 					errs[k] = fmt.Errorf("KV file: changed while it was read (%v)", r)
 				}
 			}()
-			for s := 1 + k; s < len(sums); s += len(errs) {
-				l, i := (s-1)/len(lo.parts), (s-1)%len(lo.parts)
-				p := lo.parts[i]
-				at := slabAt(l, i)
-				sums[s] = crc32.Update(0, castagnoli, bytesAt(at, lo.pb[i]))
-				// the slab, pointed at its pages (each part's slab is
-				// its own: no two threads write the same one)
-				slab := kv.slab(m.kv, l, i)
-				pointSlab(slab, at, p.elems(capPos, h.KVDim), p.elems(keep, h.KVDim))
-				if !finiteSlab(slab, p.elems(keep, h.KVDim)) && errs[k] == nil {
-					errs[k] = fmt.Errorf("KV file: layer %d %s holds a value that is not finite", l, p.name)
+			for j := 1 + k; j < len(sums); j += len(errs) {
+				l, i := (j-1)/len(lo.parts), (j-1)%len(lo.parts)
+				p := &lo.parts[i]
+				b := unsafe.Slice((*byte)(arrayAt(l, i)), lo.sizes[i])
+				sums[j] = crc32.Update(0, castagnoli, b)
+				if p.finite != nil && !p.finite(b[:p.positions(keep)*p.perPos]) && errs[k] == nil {
+					errs[k] = fmt.Errorf("KV file: %s holds a value that is not finite", lo.name(j))
 				}
 			}
 		}()
 	}
 	wg.Wait()
-	if err := lo.checkSums(want, sums); err != nil {
+	if err := lo.check(want, sums); err != nil {
 		kvMaps.give(reg)
 		return nil, nil, true, err
 	}
@@ -125,6 +118,12 @@ func (m *Model) mapKV(f *os.File, identity string, opts ReadKVOptions) (st *Stor
 		}
 	}
 
+	kv := &kvSlabs{capPos: capPos, mapped: true}
+	for l := range lo.layers {
+		for i, p := range lo.parts {
+			p.place(kv, lo.layers, l, arrayAt(l, i), p.positions(keep), capPos)
+		}
+	}
 	// the mapping goes when the slabs do (no session, kept sequence or
 	// file writer holds them any more)
 	runtime.AddCleanup(kv, kvMaps.give, reg)
