@@ -78,7 +78,8 @@ type Notice struct {
 
 // noticesFor says which notifications an event calls for, given the
 // status before it: the model ready, a fallback from the NPU to the CPU
-// (with the reason), a load that failed.
+// (with the reason), a load that failed; a reason in its sentence
+// (errorWords: the whole error is in the log and the windows).
 func noticesFor(prev service.Status, ev service.Event) []Notice {
 	now := ev.Status
 	var out []Notice
@@ -87,13 +88,15 @@ func noticesFor(prev service.Status, ev service.Event) []Notice {
 		if body == "" {
 			body = now.Fallback
 		}
-		out = append(out, Notice{"NPU Chat switched to the CPU", cut("The NPU failed: "+body, 240)})
+		why, _ := errorWords(body)
+		out = append(out, Notice{"NPU Chat switched to the CPU", cut("The NPU failed: "+why, 240)})
 	}
 	if now.State == service.StateOn && prev.State != service.StateOn {
 		out = append(out, Notice{"NPU Chat is ready", fmt.Sprintf("%s is on, on the %s. Click the tray icon to chat.", now.Model, engineName(now.Backend))})
 	}
 	if now.State == service.StateError && prev.State != service.StateError {
-		out = append(out, Notice{"NPU Chat: the model did not load", cut(now.Error, 240)})
+		why, _ := errorWords(now.Error)
+		out = append(out, Notice{"NPU Chat: the model did not load", cut(why, 240)})
 	}
 	return out
 }

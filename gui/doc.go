@@ -28,6 +28,24 @@
 // (FyneApp.toml's, passed by the Makefile and installer/ as
 // -X main.version).
 //
+// The Model submenu (models_menu.go) lists the model library: the
+// tray reads it in a goroutine of its own (at start, after each model or
+// state change, and every few seconds, since a model the page adds
+// sends no event), and marks the loaded model from the status. Adding a
+// model the user has, and choosing the models folder in Settings, go
+// through fyne's own file and folder dialogs (a list of whole names);
+// TestWindowScreenshots drives them under Xvfb by tapping what fyne
+// draws, and tests/tray's TestTrayModelMenuOverDBus switches models
+// through the menu over dbusmenu.
+//
+// Words: an error or a fallback reason is said as its sentence (the
+// most specific part of the Go error chain, as the chat page says it,
+// errorWords) in the menu, the tooltip and notifications; a window
+// folds the whole error under Details; the log has it all. Without a
+// tray icon, the setup window says what is served at the chat's
+// address in the model's state, and is the switch (Start or Stop
+// serving).
+//
 // The tray: a left click starts serving when the model is off and opens
 // the chat when it is on; the icon shows off, loading, on or error
 // (icons drawn by tools/icons), the tooltip says it in words, and

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/npuchat/npuchat/app"
 	"github.com/npuchat/npuchat/config"
+	"github.com/npuchat/npuchat/models/library"
 	"github.com/npuchat/npuchat/npu/check"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
@@ -332,10 +335,16 @@ type harness struct {
 }
 
 func newHarness(t *testing.T, fy fyne.App, f *fakeApp) *harness {
+	return harnessFor(t, fy, f, f)
+}
+
+// harnessFor is newHarness with the tray driving a, which wraps f (a
+// libraryApp, say).
+func harnessFor(t *testing.T, fy fyne.App, f *fakeApp, a App) *harness {
 	h := &harness{t: t, app: f, host: &fakeHost{}, ui: newUIThread(t)}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	h.c = newController(ctx, newLoop(fy), f, h.host, testLogger(t))
+	h.c = newController(ctx, newLoop(fy), a, h.host, testLogger(t))
 	h.c.do = h.ui.do
 	h.c.notify = func(n Notice) {
 		h.mu.Lock()
@@ -476,3 +485,52 @@ func (h *harness) openedURLs() []string {
 }
 
 func (h *harness) String() string { return fmt.Sprintf("menu %q", h.menu()) }
+
+// fakeLibrary is a ModelLibrary that records what the tray asks of it:
+// the models added (their paths, as fyne's dialogs give them) and the
+// models switched to.
+type fakeLibrary struct {
+	mu     sync.Mutex
+	models []library.Model
+	added  []string
+	used   []string
+	roots  library.Roots
+}
+
+func (l *fakeLibrary) Library(ctx context.Context) []library.Model {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.models)
+}
+
+func (l *fakeLibrary) UseModel(ctx context.Context, name string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.used = append(l.used, name)
+	return nil
+}
+
+func (l *fakeLibrary) AddModel(ctx context.Context, path string) (library.Model, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.added = append(l.added, path)
+	m := library.Model{Name: strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)), Path: path, Engines: []string{"cpu"}}
+	l.models = append(l.models, m)
+	return m, nil
+}
+
+func (l *fakeLibrary) LibraryRoots() library.Roots { return l.roots }
+
+// calls returns what was added and switched to so far.
+func (l *fakeLibrary) calls() (added, used []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.added), slices.Clone(l.used)
+}
+
+// libraryApp is the fake app with a model library (the tray then shows
+// its Model submenu).
+type libraryApp struct {
+	*fakeApp
+	*fakeLibrary
+}

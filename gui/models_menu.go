@@ -2,6 +2,7 @@ package gui
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"fyne.io/fyne/v2/storage"
 
 	"github.com/npuchat/npuchat/models/library"
+	"github.com/npuchat/npuchat/service"
 )
 
 // ModelLibrary is what the tray's model section needs of the app: the
@@ -38,17 +40,79 @@ const (
 	labelAddFolder = "Add a model folder…"
 )
 
-// modelLines reads the library for the menu (nil without one).
-func (c *controller) modelLines() []modelLine {
+// libraryEvery is how often the tray reads the library again: a model
+// added or removed on the chat page, or by another tray action, sends
+// no service event, and the menu must still list it.
+const libraryEvery = 3 * time.Second
+
+// followLibrary reads the library now, after each service event that
+// changes the model or its state, and every libraryEvery, in its own
+// goroutine (reading it stats the models' files, and the first read
+// asks FastFlowLM for its layout: never on fyne's goroutine), and
+// shows what it read in the menu. It ends with the controller's
+// context or when stop is closed; kick asks for a read now.
+func (c *controller) followLibrary(kick <-chan struct{}, stop <-chan struct{}) {
 	lib, ok := c.app.(ModelLibrary)
 	if !ok {
+		return
+	}
+	tick := time.NewTicker(libraryEvery)
+	defer tick.Stop()
+	for {
+		lines := readModelLines(c.ctx, lib)
+		c.do(func() { c.setModels(lines) })
+		select {
+		case <-kick:
+		case <-tick.C:
+		case <-stop:
+			return
+		case <-c.ctx.Done():
+			return
+		}
+	}
+}
+
+// readModelLines reads the library for the menu.
+func readModelLines(ctx context.Context, lib ModelLibrary) []modelLine {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out := []modelLine{}
+	for _, m := range lib.Library(ctx) {
+		out = append(out, modelLine{Name: m.Name, Engines: enginesWords(m.Engines)})
+	}
+	return out
+}
+
+// setModels takes in the library as read (on fyne's goroutine).
+func (c *controller) setModels(lines []modelLine) {
+	if reflect.DeepEqual(lines, c.models) {
+		return
+	}
+	c.models = lines
+	c.refreshMenu()
+}
+
+// rereadLibrary asks followLibrary for a read now (it never blocks: a
+// read already asked for will see the change too).
+func (c *controller) rereadLibrary() {
+	select {
+	case c.libraryKick <- struct{}{}:
+	default:
+	}
+}
+
+// modelLines are the library's models for the menu, the loaded one
+// marked from the snapshot (the state the status line shows), so the
+// mark moves with the service's events, not a library read later.
+func (c *controller) modelLines() []modelLine {
+	if c.models == nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
-	defer cancel()
-	var out []modelLine
-	for _, m := range lib.Library(ctx) {
-		out = append(out, modelLine{Name: m.Name, Engines: enginesWords(m.Engines), Loaded: m.Loaded})
+	st := c.snap.Service
+	out := make([]modelLine, len(c.models))
+	for i, l := range c.models {
+		l.Loaded = st.Model == l.Name && (st.State == service.StateOn || st.State == service.StateLoading)
+		out[i] = l
 	}
 	return out
 }
@@ -78,12 +142,15 @@ func (c *controller) modelsSection(lines []modelLine) []*fyne.MenuItem {
 		return nil
 	}
 	var items []*fyne.MenuItem
+	if lines == nil {
+		items = append(items, infoItem("Reading the models…"))
+	}
 	for _, l := range lines {
 		name := l.Name
 		it := fyne.NewMenuItem(radioLabel(l.Name+" ("+l.Engines+")", l.Loaded), func() { c.useModel(lib, name) })
 		items = append(items, it)
 	}
-	if len(items) == 0 {
+	if lines != nil && len(lines) == 0 {
 		items = append(items, infoItem("No model installed"))
 	}
 	items = append(items, fyne.NewMenuItemSeparator(),
@@ -102,6 +169,7 @@ func (c *controller) useModel(lib ModelLibrary, name string) {
 		if err := lib.UseModel(ctx, name); err != nil {
 			c.fail("Could not switch to "+name, err)
 		}
+		c.rereadLibrary()
 		c.do(c.redraw)
 	}()
 }
@@ -111,9 +179,14 @@ func (c *controller) useModel(lib ModelLibrary, name string) {
 // outside the home and models folders) and switched to.
 func (c *controller) addModel(lib ModelLibrary, folder bool) {
 	w := c.fy.NewWindow("Add a model")
-	w.Resize(fyne.NewSize(760, 520))
+	w.SetIcon(AppIcon())
+	w.Resize(addSize)
+	c.addWin = w
 	done := func(path string) {
 		w.Close()
+		if c.addWin == w {
+			c.addWin = nil
+		}
 		if path == "" {
 			return
 		}
@@ -128,8 +201,14 @@ func (c *controller) addModel(lib ModelLibrary, folder bool) {
 			c.useModel(lib, m.Name)
 		}()
 	}
+	// A list, not fyne's default grid: whole names (the grid cuts the
+	// extension, and a model folder's files are told by theirs).
 	var d interface {
 		SetLocation(fyne.ListableURI)
+		SetView(dialog.ViewLayout)
+		SetTitleText(string)
+		SetConfirmText(string)
+		Resize(fyne.Size)
 		Show()
 	}
 	if folder {
@@ -158,6 +237,18 @@ func (c *controller) addModel(lib ModelLibrary, folder bool) {
 			d.SetLocation(l)
 		}
 	}
+	d.SetView(dialog.ListView)
+	d.SetConfirmText("Add")
+	if folder {
+		d.SetTitleText("Add a model folder: Hugging Face (config.json) or FastFlowLM (model.q4nx)")
+	} else {
+		d.SetTitleText("Add a GGUF file")
+	}
 	w.Show()
 	d.Show()
+	d.Resize(addSize)
 }
+
+// addSize is the size of the window of the add dialogs, and of the
+// dialog in it.
+var addSize = fyne.NewSize(760, 520)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/npuchat/npuchat/app"
 	"github.com/npuchat/npuchat/engine/testmodel"
+	"github.com/npuchat/npuchat/models/library"
 	"github.com/npuchat/npuchat/service"
 )
 
@@ -102,4 +104,52 @@ func TestModelMenuListsAndSwitches(t *testing.T) {
 	if m := menu(); !slices.Contains(m, "  ○ alpha (CPU only)") {
 		t.Errorf("alpha still marked after switching to beta: %q", m)
 	}
+}
+
+// TestModelMenuFollowsTheLibrary: a model added to the library behind
+// the tray's back (on the chat page: no service event) shows in the
+// Model submenu within libraryEvery, and goes when it is removed; the
+// loaded model's mark follows the service's status at once, before any
+// read of the library; a library that lists nothing says so.
+func TestModelMenuFollowsTheLibrary(t *testing.T) {
+	f := newFakeApp(t.Cleanup)
+	lib := &fakeLibrary{models: []library.Model{{Name: "minicpm5:2b", Engines: []string{"npu", "cpu"}}}}
+	h := harnessFor(t, test.NewTempApp(t), f, &libraryApp{f, lib})
+	// sub is the Model submenu's lines (run on the UI thread, as
+	// eventually runs its condition).
+	sub := func() []string {
+		h.host.mu.Lock()
+		all := labels(h.host.menu, "")
+		h.host.mu.Unlock()
+		var out []string
+		for _, l := range all {
+			if strings.HasPrefix(l, "  ") {
+				out = append(out, strings.TrimPrefix(l, "  "))
+			}
+		}
+		return out
+	}
+	want := func(what string, lines ...string) {
+		t.Helper()
+		h.eventually(what, func() bool { return slices.Equal(sub(), lines) })
+	}
+	tail := []string{"---", labelAddFile, labelAddFolder}
+	want("the library read", append([]string{"○ minicpm5:2b (NPU and CPU)"}, tail...)...)
+
+	lib.mu.Lock()
+	lib.models = append(lib.models, library.Model{Name: "gamma", Engines: []string{"cpu"}})
+	lib.mu.Unlock()
+	start := time.Now()
+	want("gamma, added on the page", append([]string{"○ minicpm5:2b (NPU and CPU)", "○ gamma (CPU only)"}, tail...)...)
+	if d := time.Since(start); d > libraryEvery+2*time.Second {
+		t.Errorf("the added model showed after %v, more than libraryEvery (%v)", d, libraryEvery)
+	}
+
+	h.tap() // the model on: marked from the status, not a library read
+	want("the loaded model marked", append([]string{"● minicpm5:2b (NPU and CPU)", "○ gamma (CPU only)"}, tail...)...)
+
+	lib.mu.Lock()
+	lib.models = nil
+	lib.mu.Unlock()
+	want("an empty library", append([]string{"No model installed (off)"}, tail...)...)
 }

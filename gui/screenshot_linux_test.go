@@ -61,7 +61,11 @@ func artifactsDir(t *testing.T, sub string) string {
 // (setup.png, settings.png, about.png, menu.png, and setup-notray.png
 // on a desktop without a tray icon, under .artifacts/gui, and the same
 // in fyne's light theme under .artifacts/gui/light) for a person
-// to look at; it checks that each has its size and is not blank, that
+// to look at, and the tray's file dialogs (add-file.png,
+// add-file-models.png, add-folder.png, settings-models-folder.png),
+// driven as a person does: into the models folder, a file or folder
+// picked, Add, and the tray adds and switches to what was picked (or
+// the settings' field takes the folder); it checks that each has its size and is not blank, that
 // the window without a tray fits a 768 px screen with Open the chat in
 // view, and that fyne logged no call-thread error, through the quit.
 func TestWindowScreenshots(t *testing.T) {
@@ -84,7 +88,8 @@ func TestWindowScreenshots(t *testing.T) {
 			if n := strings.Count(string(b), fyneThreadError); n > 0 {
 				t.Errorf("fyne logged %d call-thread errors (a fyne call off fyne's goroutine); see the child's output above", n)
 			}
-			for _, name := range []string{"setup.png", "setup-install-failed.png", "setup-install-failed-details.png", "settings.png", "about.png", "menu.png", "setup-notray.png"} {
+			for _, name := range []string{"setup.png", "setup-install-failed.png", "setup-install-failed-details.png", "settings.png", "about.png", "menu.png",
+				"menu-models.png", "add-file.png", "add-file-models.png", "add-folder.png", "settings-models-folder.png", "setup-notray.png"} {
 				path := filepath.Join(out, name)
 				fh, err := os.Open(path)
 				if err != nil {
@@ -95,7 +100,11 @@ func TestWindowScreenshots(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s: %v", path, err)
 				}
-				if b := img.Bounds(); b.Dx() < 200 || b.Dy() < 200 {
+				least := 200
+				if name == "menu-models.png" {
+					least = 100 // three models and two lines to add one
+				}
+				if b := img.Bounds(); b.Dx() < least || b.Dy() < least {
 					t.Errorf("%s is %v", name, b)
 				}
 				if colours := distinctColours(img); colours < 50 {
@@ -143,10 +152,15 @@ func screenshotChild(dir string) int {
 			Rate: 12_300_000, Files: 2, FilesTotal: 9, OverallBytes: 1_100_000_000, OverallTotal: 2_600_000_000, OverallETASeconds: 230})
 		return nil
 	}
+	lib, err := dialogFiles(os.Getenv("HOME"))
+	if err != nil {
+		log.Error("screenshots", "err", err)
+		return 1
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	host := &fakeHost{}
-	c, runLoop := startTray(ctx, fy, f, host, Options{Logger: log}, func() error { return nil })
+	c, runLoop := startTray(ctx, fy, &libraryApp{f, lib}, host, Options{Logger: log}, func() error { return nil })
 	c.notify = func(n Notice) { log.Info("notice", "title", n.Title, "body", n.Body) }
 	c.openURL = func(*url.URL) error { return nil }
 	shot := make(chan error, 1)
@@ -237,9 +251,37 @@ func shoot(c *controller, fy fyne.App, dir string) error {
 	if _, err := capture(filepath.Join(dir, "menu.png")); err != nil {
 		return err
 	}
+	// Its Model submenu: the library's models, the loaded one marked.
+	var models *fyne.Menu
+	if err := waitFor(30*time.Second, func() bool {
+		fyne.DoAndWait(func() {
+			models = nil
+			for _, it := range c.menu.Items {
+				if it.Label == labelModels && it.ChildMenu != nil && len(it.ChildMenu.Items) > 0 &&
+					strings.HasPrefix(it.ChildMenu.Items[0].Label, radioOn) {
+					models = it.ChildMenu
+				}
+			}
+		})
+		return models != nil
+	}); err != nil {
+		return fmt.Errorf("the Model submenu with the loaded model marked: %w", err)
+	}
+	fyne.DoAndWait(func() {
+		m := widget.NewMenu(models)
+		menuWin.SetContent(m)
+		menuWin.Resize(m.MinSize())
+	})
+	if _, err := capture(filepath.Join(dir, "menu-models.png")); err != nil {
+		return err
+	}
+	fyne.DoAndWait(func() { menuWin.Hide() })
+	if err := shootDialogs(c, dir); err != nil {
+		return err
+	}
 	// A desktop without a tray icon: the setup window with its note,
 	// the chat first, on a 768 px high screen.
-	fyne.DoAndWait(func() { menuWin.Hide(); c.trayMissing(errNoTrayHost) })
+	fyne.DoAndWait(func() { c.trayMissing(errNoTrayHost) })
 	img, err := capture(filepath.Join(dir, "setup-notray.png"))
 	if err != nil {
 		return err

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 
 	"fyne.io/fyne/v2"
 	"fyne.io/fyne/v2/container"
+	"fyne.io/fyne/v2/dialog"
+	"fyne.io/fyne/v2/storage"
 	"fyne.io/fyne/v2/theme"
 	"fyne.io/fyne/v2/widget"
 
@@ -47,6 +50,8 @@ type settingsWindow struct {
 	atStart   *widget.Check
 	atLogin   *widget.Check
 	state     *widget.Label
+	stateMore *folded // the whole error under the state's sentence
+	model     *widget.Label
 	loading   bool // set while reload writes the widgets, so their callbacks do nothing
 	engineFor map[string]backend.Kind
 
@@ -58,10 +63,14 @@ type settingsWindow struct {
 	shown                                                                      map[*widget.Entry]string
 	errs                                                                       map[string]*widget.Label
 	keepAliveWords                                                             *widget.Label
-	note                                                                       *widget.Label
-	save                                                                       *widget.Button
-	current                                                                    config.Settings
-	stop                                                                       func()
+	// chooseDir opens fyne's folder dialog for the models folder
+	// (dirDialog while it is open).
+	chooseDir *widget.Button
+	dirDialog *dialog.FileDialog
+	note      *widget.Label
+	save      *widget.Button
+	current   config.Settings
+	stop      func()
 }
 
 func newSettingsWindow(c *controller) *settingsWindow {
@@ -96,11 +105,14 @@ func newSettingsWindow(c *controller) *settingsWindow {
 		s.reload(c.snap)
 	})
 	s.state = wrapped("")
+	s.stateMore = newFolded()
+	s.model = widget.NewLabel(c.app.Model())
 
 	entry := func() *widget.Entry { e := widget.NewEntry(); return e }
 	s.context, s.parallel, s.keepAlive, s.modelsDir, s.hfEndpoint, s.port = entry(), entry(), entry(), entry(), entry(), entry()
 	s.hfToken, s.apiKey = widget.NewPasswordEntry(), widget.NewPasswordEntry()
 	s.modelsDir.SetPlaceHolder("the data folder's models folder")
+	s.chooseDir = widget.NewButtonWithIcon("Choose…", theme.FolderOpenIcon(), s.chooseModelsDir)
 	s.reachable = widget.NewCheck("Reachable from other devices (needs the API key)", nil)
 	s.keepAliveWords = widget.NewLabel("")
 	s.keepAlive.OnChanged = func(text string) {
@@ -137,13 +149,13 @@ func newSettingsWindow(c *controller) *settingsWindow {
 		widget.NewFormItem("Context length", with(s.context, "context_length", "Tokens, CPU engine; 0 = automatic. Applies the next time the model is loaded.")),
 		widget.NewFormItem("Requests at once", with(s.parallel, "parallel", "Requests the CPU engine answers at once, decoded together; 0 = automatic (by KV memory, at most 4). Applies the next time the model is loaded.")),
 		widget.NewFormItem("Unload when idle", with(container.NewBorder(nil, nil, nil, s.keepAliveWords, s.keepAlive), "keep_alive", "For example 5 minutes, 1 hour, never.")),
-		widget.NewFormItem("Models folder", with(s.modelsDir, "models_dir", "Where new installs go.")),
+		widget.NewFormItem("Models folder", with(container.NewBorder(nil, nil, nil, s.chooseDir, s.modelsDir), "models_dir", "Where new installs go.")),
 		widget.NewFormItem("Hugging Face", with(s.hfEndpoint, "hf_endpoint", "")),
 		widget.NewFormItem("Token", with(s.hfToken, "hf_token", "Kept in a file only you can read; shown masked.")),
 		widget.NewFormItem("Port", with(s.port, "port", "")),
 		widget.NewFormItem("", s.reachable),
 		widget.NewFormItem("API key", with(s.apiKey, "api_key", "The port, reachability and API key apply when NPU Chat next starts.")),
-		widget.NewFormItem("Model", widget.NewLabel(c.app.Model())),
+		widget.NewFormItem("Model", s.model),
 		widget.NewFormItem("Chat page", widget.NewLabel(c.app.ChatURL())),
 		widget.NewFormItem("Logs", wrapped(c.app.LogDir())),
 		widget.NewFormItem("Version", widget.NewLabel(c.app.Version())),
@@ -161,6 +173,7 @@ func newSettingsWindow(c *controller) *settingsWindow {
 		s.atLogin,
 		widget.NewSeparator(),
 		s.state,
+		s.stateMore.fold,
 		container.NewHBox(chat, logs),
 	)
 	s.win.SetContent(container.NewVScroll(container.NewPadded(content)))
@@ -175,6 +188,41 @@ func newSettingsWindow(c *controller) *settingsWindow {
 	}()
 	go func() { <-c.ctx.Done(); stop() }()
 	return s
+}
+
+// chooseModelsDir opens fyne's folder dialog at the models folder
+// written in the field (else the home folder); the folder chosen is
+// written into the field, which Save saves as any other.
+func (s *settingsWindow) chooseModelsDir() {
+	d := dialog.NewFolderOpen(func(u fyne.ListableURI, err error) {
+		s.dirDialog = nil
+		if err != nil || u == nil {
+			return
+		}
+		s.modelsDir.SetText(u.Path())
+		s.note.SetText("Save to use this models folder.")
+	}, s.win)
+	for _, dir := range []string{strings.TrimSpace(s.modelsDir.Text), s.current.ModelsDir, homeDir()} {
+		if dir == "" {
+			continue
+		}
+		if l, err := storage.ListerForURI(storage.NewFileURI(dir)); err == nil {
+			d.SetLocation(l)
+			break
+		}
+	}
+	d.SetView(dialog.ListView)
+	d.SetTitleText("The models folder: where new installs go")
+	d.SetConfirmText("Choose")
+	d.Resize(s.win.Canvas().Size())
+	s.dirDialog = d
+	d.Show()
+}
+
+// homeDir is the user's home folder ("" when it is not known).
+func homeDir() string {
+	h, _ := os.UserHomeDir()
+	return h
 }
 
 // showSettings shows the store's settings in every field that still
@@ -285,7 +333,9 @@ func (s *settingsWindow) saveFields() {
 				s.note.SetText("Not saved: see the field marked.")
 				s.fieldError(fe.Field, fe.Message)
 			case err != nil:
-				s.note.SetText("Not saved: " + err.Error())
+				why, _ := errorWords(err.Error())
+				s.c.log.Warn("save the settings", "err", err)
+				s.note.SetText("Not saved: " + why)
 			default:
 				s.hfToken.SetText("")
 				s.apiKey.SetText("")
@@ -322,7 +372,8 @@ func (s *settingsWindow) reload(snap Snapshot) {
 	on, err := s.c.app.LaunchAtLogin()
 	s.atLogin.SetChecked(on)
 	if err != nil {
-		s.atLogin.SetText("Start NPU Chat when I log in (cannot read the entry: " + err.Error() + ")")
+		why, _ := errorWords(err.Error())
+		s.atLogin.SetText("Start NPU Chat when I log in (its entry cannot be read: " + strings.TrimSuffix(why, ".") + ")")
 	}
 	s.update(snap)
 }
@@ -335,7 +386,11 @@ func (s *settingsWindow) update(snap Snapshot) {
 	s.loading = true
 	s.showEngine()
 	s.loading = was
-	s.state.SetText("Now: " + stateText(snap))
+	text, detail := stateText(snap)
+	s.state.SetText("Now: " + text)
+	s.stateMore.set(detail)
+	// The model switched to from the menu or the page.
+	s.model.SetText(s.c.app.Model())
 }
 
 // showEngine selects the engine in effect (the caller sets loading, so

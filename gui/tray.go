@@ -89,6 +89,13 @@ type controller struct {
 	// tooltipShown is the tooltip set last.
 	tooltipShown string
 	menu         *fyne.Menu
+	// models is the library as read last (followLibrary; nil before the
+	// first read); libraryKick asks for a read now.
+	models      []modelLine
+	libraryKick chan struct{}
+	// addWin is the window of the file dialog "Add a GGUF file…" or
+	// "Add a model folder…" opened last, while it is open.
+	addWin fyne.Window
 
 	setup    *setupWindow
 	settings *settingsWindow
@@ -108,7 +115,7 @@ type menuState struct {
 
 func newController(ctx context.Context, l *loop, a App, host trayHost, log *slog.Logger) *controller {
 	fy := l.fy
-	c := &controller{ctx: ctx, fy: fy, loop: l, app: a, host: host, log: log, do: l.do}
+	c := &controller{ctx: ctx, fy: fy, loop: l, app: a, host: host, log: log, do: l.do, libraryKick: make(chan struct{}, 1)}
 	c.notify = func(n Notice) { fy.SendNotification(fyne.NewNotification(n.Title, n.Body)) }
 	c.openURL = fy.OpenURL
 	c.snap = Snapshot{Service: a.Status(), Server: a.Server()}
@@ -124,7 +131,11 @@ func (c *controller) start() (stop func()) {
 	c.redraw()
 	events, unsubscribe := c.app.Subscribe()
 	server, unwatch := c.app.WatchServer()
-	done := make(chan struct{})
+	done, stopLibrary, libraryDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(libraryDone)
+		c.followLibrary(c.libraryKick, stopLibrary)
+	}()
 	go func() {
 		defer close(done)
 		for {
@@ -148,7 +159,9 @@ func (c *controller) start() (stop func()) {
 	return func() {
 		unsubscribe()
 		unwatch()
+		close(stopLibrary)
 		<-done
+		<-libraryDone
 	}
 }
 
@@ -157,6 +170,10 @@ func (c *controller) start() (stop func()) {
 func (c *controller) onEvent(ev service.Event) {
 	for _, n := range noticesFor(c.snap.Service, ev) {
 		c.notify(n)
+	}
+	if prev := c.snap.Service; prev.Model != ev.Status.Model || prev.State != ev.Status.State ||
+		(ev.Install != nil && ev.Install.State.Ended()) {
+		c.rereadLibrary() // a model switched to, or installed
 	}
 	c.snap.Service = ev.Status
 	if ev.Type == service.EventInstall && ev.Install != nil {
@@ -200,7 +217,8 @@ func installNotice(st install.Status) (Notice, bool) {
 
 func (c *controller) onServer(s ServerStatus) {
 	if s.Err != nil && (c.snap.Server.Err == nil || c.snap.Server.Err.Error() != s.Err.Error()) {
-		c.notify(Notice{"NPU Chat cannot serve", cut(s.Err.Error(), 240)})
+		why, _ := errorWords(s.Err.Error())
+		c.notify(Notice{"NPU Chat cannot serve", cut(why, 240)})
 	}
 	c.snap.Server = s
 	c.redraw()
@@ -479,10 +497,12 @@ func (c *controller) startInstall() {
 	}()
 }
 
-// fail tells the user that an action failed (from any goroutine).
+// fail tells the user that an action failed (from any goroutine): what
+// failed and why in its sentence; the whole error goes to the log.
 func (c *controller) fail(what string, err error) {
 	c.log.Warn(strings.ToLower(what), "err", err)
-	c.do(func() { c.notify(Notice{what, cut(err.Error(), 240)}) })
+	why, _ := errorWords(err.Error())
+	c.do(func() { c.notify(Notice{what, cut(why, 240)}) })
 }
 
 func (c *controller) showSetup() {

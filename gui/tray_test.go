@@ -65,7 +65,8 @@ func TestClickStartsThenOpensTheChat(t *testing.T) {
 	if !slices.Contains(menu, labelStop) || slices.Contains(menu, labelStart) {
 		t.Fatalf("menu when on %q", menu)
 	}
-	if !strings.HasPrefix(menu[1], "NPU not used: npu backend: load minicpm5:2b on npu: ERT_CMD_STATE_TIMEO") || !strings.HasSuffix(menu[1], "(off)") {
+	// The reason in its sentence, not the Go error chain.
+	if menu[1] != "NPU not used: ERT_CMD_STATE_TIMEOUT on the first token. (off)" {
 		t.Fatalf("no fallback reason in %q", menu)
 	}
 	if tt := h.tooltip(); !strings.Contains(tt, "ERT_CMD_STATE_TIMEOUT on the first token") {
@@ -107,7 +108,7 @@ func TestLoadErrorShowsAndRetries(t *testing.T) {
 	h := newHarness(t, test.NewTempApp(t), f)
 	h.tap()
 	h.eventually("the error", func() bool { return h.c.view.Icon == IconError })
-	if s := h.status(); !strings.HasPrefix(s, "Error: load minicpm5:2b on npu: the NPU is not ready") {
+	if s := h.status(); s != "Error: The NPU is not ready (no amdxdna driver)." {
 		t.Fatalf("status %q", s)
 	}
 	if tt := h.tooltip(); !strings.Contains(tt, "(no amdxdna driver)") {
@@ -174,7 +175,7 @@ func TestLaunchAtLoginShowsTheRealEntry(t *testing.T) {
 	f.mu.Unlock()
 	h.click(labelLogin)
 	h.eventually("the failure said", func() bool {
-		return hasNotice(h.notices(), "Could not change launch at login", "permission denied")
+		return hasNotice(h.notices(), "Could not change launch at login", "Permission denied.")
 	})
 	if slices.Contains(h.menu(), "[x] "+labelLogin) {
 		t.Fatalf("a failed write shows as enabled: %q", h.menu())
@@ -286,7 +287,7 @@ func TestInstallThatCannotStartIsSaid(t *testing.T) {
 	h := newHarness(t, test.NewTempApp(t), f)
 	h.click(labelInstall)
 	h.eventually("the refusal said", func() bool {
-		return hasNotice(h.notices(), "Could not install minicpm5:2b", "another install is running (qwen3:4b)")
+		return hasNotice(h.notices(), "Could not install minicpm5:2b", "Another install is running (qwen3:4b); wait for it or cancel it.")
 	})
 }
 
@@ -326,15 +327,23 @@ func TestViewOf(t *testing.T) {
 			Progress: &backend.Progress{Stage: "reading weights", Frac: 0.427}}}, IconLoading, "Loading 42%", "reading weights", true},
 		{"on npu", Snapshot{Service: service.Status{State: service.StateOn, Enabled: true, Backend: "npu", Model: "m"}}, IconOn, "On: NPU", "", true},
 		{"on cpu fallback", Snapshot{Service: service.Status{State: service.StateOn, Enabled: true, Backend: "cpu", Model: "m",
-			Fallback: "FastFlowLM exited"}}, IconOn, "On: CPU", "NPU not used: FastFlowLM exited", true},
+			Fallback: "FastFlowLM exited"}}, IconOn, "On: CPU", "NPU not used: FastFlowLM exited.", true},
 		{"on npu, cpu beside", Snapshot{Service: service.Status{State: service.StateOn, Enabled: true, Backend: "npu", Model: "m",
 			Beside: "cpu", BesideReason: "npu backend cannot do tool calling"}}, IconOn, "On: NPU", "Also on the CPU: npu backend cannot do tool calling", true},
 		{"on remote", Snapshot{Service: service.Status{State: service.StateOn, Enabled: true, Backend: "remote"}}, IconOn, "On: remote", "", true},
-		{"error", Snapshot{Service: service.Status{State: service.StateError, Error: "no weights"}}, IconError, "Error: no weights", "", false},
+		{"error", Snapshot{Service: service.Status{State: service.StateError, Error: "no weights"}}, IconError, "Error: No weights.", "", false},
+		{"error chain", Snapshot{Service: service.Status{State: service.StateError, Error: `load m on cpu: open "/m/model.gguf": read /m/model.gguf: input/output error`}},
+			IconError, "Error: Input/output error.", "", false},
+		{"fallback chain", Snapshot{Service: service.Status{State: service.StateOn, Enabled: true, Backend: "cpu", Model: "m",
+			Fallback: "npu backend: load m on npu: FastFlowLM: the NPU is busy (another program holds it)"}}, IconOn, "On: CPU",
+			"NPU not used: The NPU is busy (another program holds it).", true},
 		{"error cut", Snapshot{Service: service.Status{State: service.StateError, Error: long}}, IconError,
-			cut("Error: "+long, menuLine), "", false},
+			cut("Error: V"+long[1:], menuLine), "", false},
 		{"server error wins", Snapshot{Service: service.Status{State: service.StateOn, Enabled: true, Backend: "cpu"},
-			Server: ServerStatus{Err: errors.New("port taken")}}, IconError, "Error: port taken", "", true},
+			Server: ServerStatus{Err: errors.New("port taken")}}, IconError, "Error: Port taken.", "", true},
+		{"server error chain", Snapshot{Service: service.Status{State: service.StateOff},
+			Server: ServerStatus{Err: errors.New("listen on 127.0.0.1:8001: listen tcp 127.0.0.1:8001: bind: address already in use")}},
+			IconError, "Error: Address already in use.", "", false},
 		{"installing, the whole download", Snapshot{Service: service.Status{State: service.StateOff},
 			Install: &install.Status{Model: "minicpm5:2b", State: install.StateRunning, Phase: "download", File: "model.q4nx",
 				Bytes: 10, Total: 100, Files: 2, FilesTotal: 6, OverallBytes: 990_000_000, OverallTotal: 2_200_000_000, OverallETASeconds: 250}},
@@ -419,10 +428,73 @@ func TestNoTrayHostShowsTheSetupWindow(t *testing.T) {
 		if s == nil || !s.trayCard.Visible() {
 			t.Fatal("the setup window with its no-tray note is not shown")
 		}
-		for _, want := range []string{"serving at http://127.0.0.1:8001/", "gnome-shell-extension-appindicator", errNoTrayHost.Error()} {
+		for _, want := range []string{"The model is off: the chat page at http://127.0.0.1:8001/ opens", "gnome-shell-extension-appindicator"} {
 			if !strings.Contains(s.trayText.Text, want) {
 				t.Errorf("the note lacks %q:\n%s", want, s.trayText.Text)
 			}
 		}
+		// Why, in the bus's terms, is folded under Details.
+		if s.trayWhy.Text != errNoTrayHost.Error() || !s.trayWhyFold.Visible() || s.trayWhyFold.Items[0].Open ||
+			strings.Contains(s.trayText.Text, "StatusNotifierWatcher") {
+			t.Errorf("why %q (folded %v), note:\n%s", s.trayWhy.Text, !s.trayWhyFold.Items[0].Open, s.trayText.Text)
+		}
 	})
+
+	// The window is the switch: Start serving, then Stop serving, and
+	// its words follow the state.
+	step := func(what, button, says string) {
+		t.Helper()
+		h.eventually(what, func() bool {
+			s := h.c.setup
+			return s.serveBtn.Text == button && strings.Contains(s.trayText.Text, says)
+		})
+	}
+	step("off", labelStart, "nothing answers until you press Start serving")
+	h.ui.wait(func() { test.Tap(h.c.setup.serveBtn) })
+	step("serving", labelStop, "It is serving minicpm5:2b at http://127.0.0.1:8001/, and keeps serving when you close this window.")
+	h.ui.wait(func() { test.Tap(h.c.setup.serveBtn) })
+	step("off again", labelStart, "The model is off")
+	if st := f.Status(); st.State != service.StateOff || st.Enabled {
+		t.Errorf("after Stop serving: %+v", st)
+	}
+}
+
+// TestServingTextIsTrueInEachState: the no-tray window says what
+// answers at the chat's address in the model's state, and says "keeps
+// serving" only while something is served.
+func TestServingTextIsTrueInEachState(t *testing.T) {
+	const url = "http://127.0.0.1:8001/"
+	for _, tc := range []struct {
+		name string
+		snap Snapshot
+		want string
+	}{
+		{"serving", Snapshot{Service: service.Status{State: service.StateOn, Enabled: true, Model: "m"}},
+			"It is serving m at " + url + ", and keeps serving when you close this window."},
+		{"loading", Snapshot{Service: service.Status{State: service.StateLoading, Enabled: true, Model: "m"}},
+			"It is loading m and serves it at " + url + " once it is on, also when you close this window."},
+		{"off", Snapshot{Service: service.Status{State: service.StateOff}},
+			"The model is off: the chat page at " + url + " opens, but nothing answers until you press Start serving."},
+		{"idle", Snapshot{Service: service.Status{State: service.StateOff, Enabled: true}},
+			"The model is unloaded while idle; the next question at " + url + " loads it again."},
+		{"failed", Snapshot{Service: service.Status{State: service.StateError, Enabled: true, Error: "load m: out of memory"}},
+			"The model did not load, so the chat at " + url + " cannot answer: press Start serving to try again."},
+		{"not listening", Snapshot{Service: service.Status{State: service.StateOn, Enabled: true}, Server: ServerStatus{Err: errors.New("listen tcp 127.0.0.1:8001: bind: address already in use")}},
+			"Nothing is served at " + url + " now: the chat page and the API could not start (see Chat above)."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := servingText(url, tc.snap)
+			if got != tc.want {
+				t.Errorf("servingText:\n got %s\nwant %s", got, tc.want)
+			}
+			serving := tc.snap.Server.Err == nil && tc.snap.Service.State == service.StateOn
+			if (strings.Contains(got, "keeps serving") || strings.Contains(got, "is serving")) != serving {
+				t.Errorf("%s: says it serves: %s", tc.name, got)
+			}
+			note := noTrayText(url, tc.snap)
+			if !strings.Contains(note, got) || !strings.Contains(note, "Start NPU Chat again to bring this window back, or quit it here.") {
+				t.Errorf("the note does not carry the state's words:\n%s", note)
+			}
+		})
+	}
 }

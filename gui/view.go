@@ -36,7 +36,9 @@ type Snapshot struct {
 }
 
 // View is what the tray shows for a snapshot: computed by [ViewOf],
-// without fyne, so that every line is tested.
+// without fyne, so that every line is tested. An error is said in its
+// sentence (errorWords), never as the whole Go error chain: the windows
+// fold that under Details, and the log has it.
 type View struct {
 	Icon Icon
 	// Tooltip says the state in words.
@@ -85,8 +87,9 @@ func ViewOf(s Snapshot) View {
 		v.Status = "On: " + engineLabel(st.Backend)
 		v.Tooltip = fmt.Sprintf("NPU Chat: on, %s on the %s. Click to open the chat.", st.Model, engine)
 		if st.Fallback != "" {
-			v.Detail = "NPU not used: " + st.Fallback
-			v.Tooltip += " The NPU is not used: " + st.Fallback
+			why, _ := errorWords(st.Fallback)
+			v.Detail = "NPU not used: " + why
+			v.Tooltip += " The NPU is not used: " + why
 		} else if st.Beside != "" {
 			// A second engine answers what the first cannot (tools on
 			// FastFlowLM).
@@ -95,8 +98,9 @@ func ViewOf(s Snapshot) View {
 		}
 	case service.StateError:
 		v.Icon = IconError
-		v.Status = "Error: " + st.Error
-		v.Tooltip = "NPU Chat: error. " + st.Error + " Click to try again."
+		why, _ := errorWords(st.Error)
+		v.Status = "Error: " + why
+		v.Tooltip = "NPU Chat: error. " + why + " Click to try again."
 	default:
 		v.Icon = IconOff
 		v.Status = "Off"
@@ -111,9 +115,10 @@ func ViewOf(s Snapshot) View {
 	if s.Server.Err != nil {
 		// The API cannot listen: nothing works until that is fixed, so
 		// it outranks the model's state.
+		why, _ := errorWords(s.Server.Err.Error())
 		v.Icon = IconError
-		v.Status = "Error: " + s.Server.Err.Error()
-		v.Tooltip = "NPU Chat: the chat page and API are not served. " + s.Server.Err.Error()
+		v.Status = "Error: " + why
+		v.Tooltip = "NPU Chat: the chat page and API are not served. " + why
 	}
 	if st := s.Install; st != nil {
 		switch line := installLine(*st); st.State {

@@ -68,13 +68,21 @@ type setupWindow struct {
 	installBtn        *widget.Button
 
 	serveLine *widget.Label
-	serveBtn  *widget.Button
-	chatBtn   *widget.Button
+	// serveDetail is the whole error of a failed load, a fallback or a
+	// server that cannot listen, folded under its sentence.
+	serveDetail *folded
+	serveBtn    *widget.Button
+	chatBtn     *widget.Button
 
-	// trayCard, shown when the desktop has no tray icon, says so, how
-	// to get one, and offers Quit (there is no tray menu to quit from).
-	trayCard *widget.Card
-	trayText *widget.Label
+	// trayCard, shown when the desktop has no tray icon, says so, what
+	// closing the window leaves running (in the model's state: trayText
+	// follows it), how to get a tray icon, and offers Quit (there is no
+	// tray menu to quit from); why there is none is folded under
+	// Details (trayWhy).
+	trayCard    *widget.Card
+	trayText    *widget.Label
+	trayWhy     *widget.Label
+	trayWhyFold *widget.Accordion
 
 	// The window's parts, arranged by arrange: the heading (title and
 	// intro), and a card for each step.
@@ -118,7 +126,11 @@ func newSetupWindow(c *controller) *setupWindow {
 	s.installBtn.Importance = widget.HighImportance
 
 	s.serveLine = wrapped("")
-	s.serveBtn = widget.NewButtonWithIcon("Start serving", theme.MediaPlayIcon(), c.startServing)
+	s.serveDetail = newFolded()
+	// Start serving, or Stop serving while the model is on or loading
+	// (update sets which): without a tray this window is the only
+	// switch.
+	s.serveBtn = widget.NewButtonWithIcon(labelStart, theme.MediaPlayIcon(), c.startServing)
 	s.chatBtn = widget.NewButtonWithIcon("Open the chat", chatIcon(), c.openChat)
 	s.chatBtn.Importance = widget.HighImportance
 	s.settingsBtn = widget.NewButtonWithIcon("Settings", theme.SettingsIcon(), c.showSettings)
@@ -134,11 +146,14 @@ func newSetupWindow(c *controller) *setupWindow {
 	s.header = container.NewBorder(nil, nil, logo, nil, container.NewVBox(s.title, s.intro))
 
 	s.trayText = wrapped("")
-	s.trayCard = widget.NewCard("No tray icon on this desktop", "", container.NewVBox(s.trayText,
+	s.trayWhy = wrapped("")
+	s.trayWhy.TextStyle = fyne.TextStyle{Monospace: true}
+	s.trayWhyFold = widget.NewAccordion(widget.NewAccordionItem("Details", s.trayWhy))
+	s.trayCard = widget.NewCard("No tray icon on this desktop", "", container.NewVBox(s.trayText, s.trayWhyFold,
 		container.NewHBox(widget.NewButtonWithIcon("Quit NPU Chat", theme.LogoutIcon(), c.quit))))
 	s.npuCard = widget.NewCard("1. The NPU", "", container.NewVBox(s.checkSummary, s.checkList, container.NewHBox(s.checkAgain)))
 	s.modelCard = widget.NewCard("2. The model", "", container.NewVBox(s.installLine, s.installDetailFold, s.installBar, container.NewHBox(s.installBtn)))
-	s.chatCard = widget.NewCard("3. Chat", "", container.NewVBox(s.serveLine, container.NewHBox(s.serveBtn, s.chatBtn, s.settingsBtn)))
+	s.chatCard = widget.NewCard("3. Chat", "", container.NewVBox(s.serveLine, s.serveDetail.fold, container.NewHBox(s.serveBtn, s.chatBtn, s.settingsBtn)))
 
 	s.content = container.NewVBox()
 	s.arrange(false)
@@ -179,7 +194,8 @@ func (s *setupWindow) relayout() {
 // show shows the window and runs the NPU check the first time.
 func (s *setupWindow) show() {
 	if s.c.noTray != nil && !s.trayCard.Visible() {
-		s.trayText.SetText(noTrayText(s.c.app.ChatURL(), s.c.noTray))
+		s.trayText.SetText(noTrayText(s.c.app.ChatURL(), s.c.snap))
+		s.trayWhy.SetText(s.c.noTray.Error())
 		s.arrange(true)
 		s.relayout()
 		s.scroll.ScrollToTop()
@@ -192,13 +208,34 @@ func (s *setupWindow) show() {
 }
 
 // noTrayText is the setup window's word on a desktop without a tray
-// icon: what still works, how to get the icon, and why there is none.
-func noTrayText(url string, why error) string {
-	return "This desktop shows no tray icons, so this window is the way to NPU Chat. " +
-		"NPU Chat keeps serving at " + url + " when you close it; start NPU Chat again to open the chat, " +
-		"or quit it here.\n\nTo get the tray icon on GNOME, install and enable the AppIndicator extension " +
-		"(Debian and Ubuntu: the package gnome-shell-extension-appindicator), then log out and in.\n\n" +
-		"Why: " + why.Error()
+// icon: that this window is the way to NPU Chat, what closing it leaves
+// running in the model's state now (servingText), and how to get the
+// icon. Why there is none is the window's folded Details.
+func noTrayText(url string, snap Snapshot) string {
+	return "This desktop shows no tray icons, so this window is the way to NPU Chat. " + servingText(url, snap) +
+		" Start NPU Chat again to bring this window back, or quit it here." +
+		"\n\nTo get the tray icon on GNOME, install and enable the AppIndicator extension " +
+		"(Debian and Ubuntu: the package gnome-shell-extension-appindicator), then log out and in."
+}
+
+// servingText says what answers at url in the snapshot's state, in
+// words that are true in it: serving only while the model is on (or
+// loading, or idle and loaded on the next request).
+func servingText(url string, snap Snapshot) string {
+	st := snap.Service
+	switch {
+	case snap.Server.Err != nil:
+		return "Nothing is served at " + url + " now: the chat page and the API could not start (see Chat above)."
+	case st.State == service.StateOn:
+		return "It is serving " + st.Model + " at " + url + ", and keeps serving when you close this window."
+	case st.State == service.StateLoading:
+		return "It is loading " + st.Model + " and serves it at " + url + " once it is on, also when you close this window."
+	case st.State == service.StateError:
+		return "The model did not load, so the chat at " + url + " cannot answer: press Start serving to try again."
+	case st.Enabled:
+		return "The model is unloaded while idle; the next question at " + url + " loads it again."
+	}
+	return "The model is off: the chat page at " + url + " opens, but nothing answers until you press Start serving."
 }
 
 // runCheck runs the NPU check in the background.
@@ -224,7 +261,13 @@ func (s *setupWindow) showReport(rep *check.Report, err error) {
 	s.checkAgain.Enable()
 	s.checkList.RemoveAll()
 	if err != nil {
-		s.checkSummary.SetText("The NPU check could not run: " + err.Error())
+		why, detail := errorWords(err.Error())
+		s.checkSummary.SetText("The NPU check could not run: " + why)
+		if detail != "" {
+			l := wrapped(detail)
+			l.TextStyle = fyne.TextStyle{Monospace: true}
+			s.checkList.Add(widget.NewAccordion(widget.NewAccordionItem("Details", l)))
+		}
 		s.relayout()
 		return
 	}
@@ -297,11 +340,20 @@ func (s *setupWindow) update(snap Snapshot, v View) {
 	} else {
 		s.installDetailFold.Show()
 	}
-	s.serveLine.SetText(stateText(snap))
+	text, detail := stateText(snap)
+	s.serveLine.SetText(text)
+	s.serveDetail.set(detail)
 	if v.Serving {
-		s.serveBtn.Disable()
+		s.serveBtn.SetText(labelStop)
+		s.serveBtn.SetIcon(theme.MediaStopIcon())
+		s.serveBtn.OnTapped = s.c.stopServing
 	} else {
-		s.serveBtn.Enable()
+		s.serveBtn.SetText(labelStart)
+		s.serveBtn.SetIcon(theme.MediaPlayIcon())
+		s.serveBtn.OnTapped = s.c.startServing
+	}
+	if s.c.noTray != nil {
+		s.trayText.SetText(noTrayText(s.c.app.ChatURL(), snap))
 	}
 	if snap.Server.Err != nil {
 		s.chatBtn.Disable()
@@ -331,23 +383,57 @@ func installText(st install.Status) string {
 
 // stateText is the model's state for a window: the status line's
 // words, without the menu's length limit, and without the install's line
-// (the setup window shows that apart).
-func stateText(snap Snapshot) string {
+// (the setup window shows that apart). An error or a fallback is its
+// sentence here; detail is the whole error, for a folded Details (""
+// when there is no more to say).
+func stateText(snap Snapshot) (text, detail string) {
 	st := snap.Service
 	switch {
 	case snap.Server.Err != nil:
-		return "Error: " + snap.Server.Err.Error()
+		why, more := errorWords(snap.Server.Err.Error())
+		return "Error: " + why, more
 	case st.State == service.StateError:
-		return "Error: " + st.Error
+		why, more := errorWords(st.Error)
+		return "Error: " + why, more
 	}
 	v := ViewOf(Snapshot{Service: st})
-	text := v.Status
+	text = v.Status
 	if st.State == service.StateOn && st.Fallback != "" {
-		text += "\nNPU not used: " + st.Fallback
+		why, more := errorWords(st.Fallback)
+		text += "\nNPU not used: " + why
+		detail = more
 	} else if v.Detail != "" {
 		text += "\n" + v.Detail
 	}
-	return text
+	return text, detail
+}
+
+// folded is a whole error folded under Details, below its sentence:
+// hidden while there is none, closed again when it changes.
+type folded struct {
+	text *widget.Label
+	fold *widget.Accordion
+}
+
+func newFolded() *folded {
+	f := &folded{text: wrapped("")}
+	f.text.TextStyle = fyne.TextStyle{Monospace: true}
+	f.fold = widget.NewAccordion(widget.NewAccordionItem("Details", f.text))
+	f.fold.Hide()
+	return f
+}
+
+// set shows detail ("" hides the fold).
+func (f *folded) set(detail string) {
+	if detail != f.text.Text {
+		f.text.SetText(detail)
+		f.fold.CloseAll()
+	}
+	if detail == "" {
+		f.fold.Hide()
+	} else {
+		f.fold.Show()
+	}
 }
 
 // newAboutWindow says what NPU Chat is and which version runs.

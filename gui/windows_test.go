@@ -99,8 +99,13 @@ func TestSetupWindowShowsChecksFixesAndInstall(t *testing.T) {
 	f.mu.Unlock()
 	h.ui.wait(func() { test.Tap(h.c.setup.checkAgain) })
 	h.eventually("the failure shown", func() bool {
-		return strings.Contains(h.c.setup.checkSummary.Text, "could not run: read /sys: permission denied")
+		return h.c.setup.checkSummary.Text == "The NPU check could not run: Permission denied."
 	})
+	// The whole error is folded under the sentence.
+	h.ui.wait(func() { words = texts(h.c.setup.win.Content()) })
+	if !containsText(words, "read /sys: permission denied") {
+		t.Errorf("the check's whole error is not under Details:\n%s", strings.Join(words, "\n"))
+	}
 }
 
 // TestSettingsWindowReadsAndWritesTheSettings: the settings window shows
@@ -175,21 +180,51 @@ func TestSettingsWindowShowsTheEngineInEffect(t *testing.T) {
 	}
 }
 
-// TestStateTextIsWhole: windows say the state without the menu's cut.
+// TestStateTextIsWhole: windows say the state without the menu's cut,
+// an error in its sentence with the whole chain as the detail a window
+// folds under Details.
 func TestStateTextIsWhole(t *testing.T) {
 	long := strings.Repeat("FastFlowLM failed again ", 6)
+	chain := "npu backend: load m on npu: FastFlowLM: ERT_CMD_STATE_TIMEOUT on the first token"
 	tests := []struct {
-		snap Snapshot
-		want string
+		snap         Snapshot
+		want, detail string
 	}{
-		{Snapshot{Service: service.Status{State: service.StateOn, Enabled: true, Backend: "cpu", Fallback: long}}, "On: CPU\nNPU not used: " + long},
-		{Snapshot{Service: service.Status{State: service.StateError, Error: long}}, "Error: " + long},
-		{Snapshot{Service: service.Status{State: service.StateOff}, Server: ServerStatus{Err: errors.New(long)}}, "Error: " + long},
-		{Snapshot{Service: service.Status{State: service.StateOff}, Install: &install.Status{State: install.StateRunning}}, "Off"},
+		{Snapshot{Service: service.Status{State: service.StateOn, Enabled: true, Backend: "cpu", Fallback: long}}, "On: CPU\nNPU not used: F" + strings.TrimSpace(long[1:]) + ".", ""},
+		{Snapshot{Service: service.Status{State: service.StateOn, Enabled: true, Backend: "cpu", Fallback: chain}},
+			"On: CPU\nNPU not used: ERT_CMD_STATE_TIMEOUT on the first token.", chain},
+		{Snapshot{Service: service.Status{State: service.StateError, Error: long}}, "Error: F" + strings.TrimSpace(long[1:]) + ".", ""},
+		{Snapshot{Service: service.Status{State: service.StateError, Error: "load m: " + long}}, "Error: F" + strings.TrimSpace(long[1:]) + ".", "load m: " + strings.TrimSpace(long)},
+		{Snapshot{Service: service.Status{State: service.StateOff}, Server: ServerStatus{Err: errors.New(long)}}, "Error: F" + strings.TrimSpace(long[1:]) + ".", ""},
+		{Snapshot{Service: service.Status{State: service.StateOff}, Install: &install.Status{State: install.StateRunning}}, "Off", ""},
 	}
 	for _, tt := range tests {
-		if got := stateText(tt.snap); got != tt.want {
-			t.Errorf("stateText = %q, want %q", got, tt.want)
+		if got, detail := stateText(tt.snap); got != tt.want || detail != tt.detail {
+			t.Errorf("stateText = %q, %q; want %q, %q", got, detail, tt.want, tt.detail)
+		}
+	}
+}
+
+// TestErrorWords: a Go error chain becomes its most specific part as a
+// sentence, and the whole chain its detail; a plain sentence has none.
+func TestErrorWords(t *testing.T) {
+	for _, tc := range []struct{ in, sentence, detail string }{
+		{"", "", ""},
+		{"The disk is full.", "The disk is full.", ""},
+		{"no weights", "No weights.", ""},
+		{"load m: the NPU is not ready (no amdxdna driver: see dmesg)", "The NPU is not ready (no amdxdna driver: see dmesg).",
+			"load m: the NPU is not ready (no amdxdna driver: see dmesg)"},
+		{`Get "https://huggingface.co/x": dial tcp: lookup huggingface.co on 10.0.0.53:53: no such host`, "No such host.",
+			`Get "https://huggingface.co/x": dial tcp: lookup huggingface.co on 10.0.0.53:53: no such host`},
+		{"open x: bad", "Open x: bad.", ""},
+		{"a\n  b:   c is the thing", "C is the thing.", "a b: c is the thing"},
+	} {
+		s, d := errorWords(tc.in)
+		if s != tc.sentence || d != tc.detail {
+			t.Errorf("errorWords(%q) = %q, %q; want %q, %q", tc.in, s, d, tc.sentence, tc.detail)
+		}
+		if strings.Contains(s, "10.0.0.53") {
+			t.Errorf("the sentence %q names the resolver", s)
 		}
 	}
 }

@@ -2,16 +2,21 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/npuchat/npuchat/history"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/backend/fake"
+	"github.com/npuchat/npuchat/service/backend/oaicompat"
 	"github.com/npuchat/npuchat/web"
 	"github.com/npuchat/npuchat/web/webtest"
 )
@@ -254,5 +259,65 @@ func TestCacheShownInStatusAndPs(t *testing.T) {
 		if _, body := do(t, "GET", s.URL+path, ""); !strings.Contains(body, wantJSON) {
 			t.Errorf("%s does not say what the cache holds: %s", path, body)
 		}
+	}
+}
+
+// TestLongChatOnTheRemoteEngine: on the remote engine a chat longer than
+// the context the server reports (vLLM's max_model_len) is sent without
+// its oldest turns; the answer's stats and the page say so, as on the
+// CPU engine, and the server got the system prompt and the last question.
+func TestLongChatOnTheRemoteEngine(t *testing.T) {
+	var mu sync.Mutex
+	var sent []json.RawMessage
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"object":"list","data":[{"id":"minicpm5:2b","object":"model","max_model_len":300}]}`)
+	})
+	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Messages json.RawMessage `json:"messages"`
+		}
+		json.NewDecoder(r.Body).Decode(&body)
+		mu.Lock()
+		sent = append(sent, body.Messages)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, `data: {"choices":[{"index":0,"delta":{"role":"assistant","content":"short answer"},"finish_reason":"stop"}]}`+"\n\n"+
+			`data: {"choices":[],"usage":{"prompt_tokens":250,"completion_tokens":2}}`+"\n\ndata: [DONE]\n\n")
+	})
+	upstream := httptest.NewServer(mux)
+	t.Cleanup(upstream.Close)
+	h := history.NewHandle(filepath.Join(t.TempDir(), "history.db"), history.Options{})
+	t.Cleanup(func() { h.Close() })
+	s := webtest.Start(t, webtest.Config{Web: web.Options{History: h}, NewBackend: func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
+		return oaicompat.New(oaicompat.Options{BaseURL: upstream.URL, Model: model})
+	}})
+	sessions.Store(strings.TrimPrefix(s.URL, "http://"), s.Cookie)
+	api := s.URL + "/api/conversations"
+	_, body := do(t, "POST", api, `{"system_prompt": "Be brief."}`)
+	conv := decodeJSON[history.Conversation](t, body)
+	msgs := fmt.Sprintf("%s/%d/messages", api, conv.ID)
+	var done history.Message
+	for i := range 8 {
+		evs := stream(t, context.Background(), msgs, fmt.Sprintf(`{"content": "question %d %s"}`, i, strings.Repeat("about the cat ", 12)), nil)
+		last := evs[len(evs)-1]
+		if last.Name != "done" {
+			t.Fatalf("turn %d ended with %s: %s", i, last.Name, last.Data)
+		}
+		done = decodeJSON[history.Message](t, string(last.Data))
+	}
+	if done.Stats == nil || done.Stats.OmittedMessages == 0 || done.Stats.ContextLength != 300 {
+		t.Fatalf("the last answer's stats %+v: want messages left out of the context of 300 the server reports", done.Stats)
+	}
+	mu.Lock()
+	last := string(sent[len(sent)-1])
+	mu.Unlock()
+	if !strings.HasPrefix(last, `[{"role":"system","content":"Be brief."}`) || !strings.Contains(last, "question 7") || strings.Contains(last, "question 0 ") {
+		t.Errorf("the server got %s", last)
+	}
+	resp, page := do(t, "GET", fmt.Sprintf("%s/c/%d", s.URL, conv.ID), "")
+	if want := fmt.Sprintf("The model did not see the %d oldest messages", done.Stats.OmittedMessages); resp.StatusCode != 200 || !strings.Contains(page, want) {
+		t.Errorf("the page (%d) does not say %q", resp.StatusCode, want)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/npuchat/npuchat/service/backend"
 )
@@ -101,12 +102,15 @@ func (c *Client) fit(req *backend.Request) (*backend.Request, backend.Fit, int, 
 	if err != nil {
 		return nil, f, limit, err
 	}
-	if f.Omitted == 0 && limit >= server {
+	// the request's own context is smaller than the server's (or the
+	// server's is unknown)
+	own := req.ContextLength > 0 && limit == req.ContextLength && (server <= 0 || limit < server)
+	if f.Omitted == 0 && !own {
 		return req, f, limit, nil
 	}
 	out := *req
 	out.Messages = f.Messages
-	if limit < server {
+	if own {
 		// the request's own context is smaller than the server's: the
 		// answer stops where that context is full
 		if room := limit - f.Tokens; room > 0 && (out.MaxTokens == 0 || out.MaxTokens > room) {
@@ -163,6 +167,10 @@ func (c *Client) reportedContext(ctx context.Context, entries []modelEntry, mode
 		}
 	}
 	root := strings.TrimSuffix(c.base, "/v1")
+	// a server without /props answers 404 at once; one that does not
+	// answer does not hold the load up
+	ctx, cancel := context.WithTimeout(ctx, propsTimeout)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, root+"/props", nil)
 	if err != nil {
 		return 0
@@ -190,6 +198,9 @@ func (c *Client) reportedContext(ctx context.Context, entries []modelEntry, mode
 	}
 	return max(props.NCtx, 0)
 }
+
+// propsTimeout bounds the wait for GET /props at Load.
+const propsTimeout = 5 * time.Second
 
 // modelEntry is one entry of GET /v1/models, with the context fields
 // servers add.

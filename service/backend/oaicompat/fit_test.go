@@ -113,6 +113,16 @@ func TestFitsWithTheModelsTokenizer(t *testing.T) {
 		t.Errorf("max_tokens %v, want the room left in the chat's context (%d)", srv.lastBody()["max_tokens"], 100-n)
 	}
 
+	// a server that says no context: the request's own still fits and
+	// bounds the answer
+	quiet := loaded(t, srv, Options{Count: words})
+	if _, _, res, err = collect(quiet, context.Background(), req); err != nil || res.OmittedMessages == 0 || res.ContextLength != 100 {
+		t.Fatalf("no server context, the request's 100: %v, %d left out, context %d", err, res.OmittedMessages, res.ContextLength)
+	}
+	if mt, _ := srv.lastBody()["max_tokens"].(float64); int(mt) != 100-n {
+		t.Errorf("no server context: max_tokens %v, want %d", srv.lastBody()["max_tokens"], 100-n)
+	}
+
 	before := len(srv.bodies)
 	big := &backend.Request{Messages: []backend.Message{{Role: "system", Content: "Be brief."}, {Role: "user", Content: strings.Repeat("word ", 600)}}}
 	_, _, _, err = collect(c, context.Background(), big)
