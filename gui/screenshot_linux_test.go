@@ -58,7 +58,8 @@ func artifactsDir(t *testing.T, sub string) string {
 
 // TestWindowScreenshots opens the setup, settings and about windows with
 // fyne's real driver on an Xvfb display and saves their screenshots
-// (setup.png, settings.png, about.png, menu.png, and setup-notray.png
+// (setup.png, settings.png, about.png, menu.png, menu-models.png, and
+// setup-notray.png with setup-notray-details.png (the fallback unfolded)
 // on a desktop without a tray icon, under .artifacts/gui, and the same
 // in fyne's light theme under .artifacts/gui/light) for a person
 // to look at, and the tray's file dialogs (add-file.png,
@@ -89,7 +90,7 @@ func TestWindowScreenshots(t *testing.T) {
 				t.Errorf("fyne logged %d call-thread errors (a fyne call off fyne's goroutine); see the child's output above", n)
 			}
 			for _, name := range []string{"setup.png", "setup-install-failed.png", "setup-install-failed-details.png", "settings.png", "about.png", "menu.png",
-				"menu-models.png", "add-file.png", "add-file-models.png", "add-folder.png", "settings-models-folder.png", "setup-notray.png"} {
+				"menu-models.png", "add-file.png", "add-file-models.png", "add-folder.png", "settings-models-folder.png", "setup-notray.png", "setup-notray-details.png"} {
 				path := filepath.Join(out, name)
 				fh, err := os.Open(path)
 				if err != nil {
@@ -298,7 +299,18 @@ func shoot(c *controller, fy fyne.App, dir string) error {
 	if chatBottom > visible {
 		return fmt.Errorf("without a tray, Open the chat is at %v px, below the window's %v px", chatBottom, visible)
 	}
-	return nil
+	// The fallback's whole error, unfolded under its sentence.
+	var detail string
+	fyne.DoAndWait(func() {
+		detail = c.setup.serveDetail.text.Text
+		c.setup.serveDetail.fold.Open(0)
+		c.setup.relayout()
+	})
+	if !strings.Contains(detail, "npu backend: load minicpm5:2b on npu:") {
+		return fmt.Errorf("the serve line's Details hold %q, not the fallback's whole error", detail)
+	}
+	_, err = capture(filepath.Join(dir, "setup-notray-details.png"))
+	return err
 }
 
 // maxWindowHeight is the tallest a window may be to fit on a 768 px
