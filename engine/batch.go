@@ -31,6 +31,11 @@ type Step struct {
 	Session *Session
 	Tokens  []int
 	Logits  bool
+	// Pool, when set (the model's hidden size, and Logits false), gets
+	// each token's last hidden state after the final RMSNorm added to
+	// it: an embedding's mean pool (Model.Embed), computed in a step
+	// beside others.
+	Pool []float64
 
 	Out []float32
 	Err error
@@ -58,7 +63,12 @@ func (b *Batch) Run(steps []Step) {
 		return
 	}
 	b.st.forward(b.m, b.segs)
+	row := 0
 	for j, sg := range b.segs {
+		if pool := steps[b.idx[j]].Pool; pool != nil && !sg.logits {
+			b.m.poolRows(pool, b.st.x[row:row+len(sg.tokens)], b.st.xb[0])
+		}
+		row += len(sg.tokens)
 		s := sg.s
 		s.pos += len(sg.tokens)
 		s.tokens = append(s.tokens, sg.tokens...)

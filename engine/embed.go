@@ -27,6 +27,11 @@ func (m *Model) Embed(ctx context.Context, tokens []int) ([]float32, error) {
 	if err := s.reserve(len(tokens)); err != nil {
 		return nil, fmt.Errorf("embed %d tokens: %w", len(tokens), err)
 	}
+	defer func() {
+		if s.own != nil {
+			s.own.pool.shutdown() // its threads end now, not at a garbage collection
+		}
+	}()
 	c := &m.cfg
 	sum := make([]float64, c.Hidden)
 	norm := make([]float32, c.Hidden)
@@ -38,27 +43,38 @@ func (m *Model) Embed(ctx context.Context, tokens []int) ([]float32, error) {
 		// Without logits, forward leaves each position's last hidden
 		// state (the residual stream after the last layer) in s.own.x.
 		s.forward(rest[:n], s.pos, false)
-		for t := range n {
-			rmsnorm(norm, s.own.x[t], m.outNorm, c.NormEps)
-			for j, v := range norm {
-				sum[j] += float64(v)
-			}
-		}
+		m.poolRows(sum, s.own.x[:n], norm)
 		s.pos += n
 		s.tokens = append(s.tokens, rest[:n]...)
 		rest = rest[n:]
 	}
+	return normalized(sum), nil
+}
+
+// poolRows adds each row's last hidden state after the final RMSNorm
+// (into scratch, of the hidden size) to sum, in row order.
+func (m *Model) poolRows(sum []float64, rows [][]float32, scratch []float32) {
+	for _, x := range rows {
+		rmsnorm(scratch, x, m.outNorm, m.cfg.NormEps)
+		for j, v := range scratch {
+			sum[j] += float64(v)
+		}
+	}
+}
+
+// normalized is sum scaled to unit length (zeros stay zeros).
+func normalized(sum []float64) []float32 {
 	var ss float64
 	for _, v := range sum {
 		ss += v * v
 	}
-	out := make([]float32, c.Hidden)
+	out := make([]float32, len(sum))
 	if ss == 0 {
-		return out, nil
+		return out
 	}
 	r := 1 / math.Sqrt(ss)
 	for j, v := range sum {
 		out[j] = float32(v * r)
 	}
-	return out, nil
+	return out
 }

@@ -24,11 +24,12 @@ import (
 //	head      magic "NPUCHATKV3\n" (11 bytes), uint32 little-endian
 //	          length, then JSON (KVFileHeader), then header.Tokens ×
 //	          uint32, then zeros to a multiple of kvAlign
-//	layers    for each layer: keys (whole 16-position blocks), zeros to a
-//	          multiple of kvAlign, then values, zeros likewise; float32
-//	          or float16 (header.Type) little-endian
-//	checksums CRC-32C (Castagnoli) of the head, then of each layer's keys
-//	          and values (with their zeros), uint32 little-endian each
+//	layers    for each layer its parts (kvParts: the arrays the KV type
+//	          keeps a layer in), each followed by zeros to a multiple of
+//	          kvAlign; for float32 and float16 (header.Type), the keys
+//	          (whole 16-position blocks), then the values, little-endian
+//	checksums CRC-32C (Castagnoli) of the head, then of each layer's
+//	          parts (with their zeros), uint32 little-endian each
 //
 // A reader trusts nothing before the checksums matched: the header's
 // sizes are checked against the model first (a file of another model,
@@ -56,31 +57,50 @@ func alignUp(n int64) int64 { return (n + kvAlign - 1) / kvAlign * kvAlign }
 
 // kvLayout is where a KV file's parts are.
 type kvLayout struct {
-	head   int64 // bytes of the head, with its zeros
-	fk, fv int   // elements of a layer's keys (whole blocks) and values
-	kb, vb int64 // bytes of a layer's keys and values, with their zeros
+	head   int64    // bytes of the head, with its zeros
+	parts  []kvPart // a layer's parts (Model.kvParts)
+	sizes  []int64  // their bytes in the file, with their zeros
+	layer  int64    // a layer's bytes
 	layers int
-	elem   int // bytes of an element
 }
 
 // layout is where the parts of a file of header h are, its head (before
 // the zeros) raw bytes long.
 func (m *Model) layout(h *KVFileHeader, raw int) kvLayout {
-	lo := kvLayout{head: alignUp(int64(raw)), fk: roundBlock(h.Tokens) * h.KVDim, fv: h.Tokens * h.KVDim, layers: h.Layers, elem: 4}
-	if m.kvF16 {
-		lo.elem = 2
+	lo := kvLayout{head: alignUp(int64(raw)), parts: m.kvParts(), layers: h.Layers}
+	for _, p := range lo.parts {
+		size := alignUp(int64(p.positions(h.Tokens) * p.perPos))
+		lo.sizes = append(lo.sizes, size)
+		lo.layer += size
 	}
-	lo.kb, lo.vb = alignUp(int64(lo.fk*lo.elem)), alignUp(int64(lo.fv*lo.elem))
 	return lo
 }
 
-// keysAt and valuesAt are where layer l's keys and values start.
-func (lo kvLayout) keysAt(l int) int64   { return lo.head + int64(l)*(lo.kb+lo.vb) }
-func (lo kvLayout) valuesAt(l int) int64 { return lo.keysAt(l) + lo.kb }
+// at is where part i of layer l starts.
+func (lo kvLayout) at(l, i int) int64 {
+	off := lo.head + int64(l)*lo.layer
+	for _, size := range lo.sizes[:i] {
+		off += size
+	}
+	return off
+}
+
+// sum is the index of part i of layer l's checksum (0 is the head's);
+// count is how many checksums there are.
+func (lo kvLayout) sum(l, i int) int { return 1 + l*len(lo.parts) + i }
+func (lo kvLayout) count() int       { return 1 + lo.layers*len(lo.parts) }
+
+// name names checksum i's part ("the head", "layer 3 keys").
+func (lo kvLayout) name(i int) string {
+	if i == 0 {
+		return "the head"
+	}
+	return fmt.Sprintf("layer %d %s", (i-1)/len(lo.parts), lo.parts[(i-1)%len(lo.parts)].name)
+}
 
 // sums is where the checksums start, size the file's whole size.
-func (lo kvLayout) sums() int64 { return lo.keysAt(lo.layers) }
-func (lo kvLayout) size() int64 { return lo.sums() + 4*int64(1+2*lo.layers) }
+func (lo kvLayout) sums() int64 { return lo.head + int64(lo.layers)*lo.layer }
+func (lo kvLayout) size() int64 { return lo.sums() + 4*int64(lo.count()) }
 
 // castagnoli is CRC-32C's table.
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -161,7 +181,7 @@ func (m *Model) WriteKV(w io.Writer, st *StoredKV, identity string) error {
 	}
 	lo := m.layout(&h, len(head))
 	bw := bufio.NewWriterSize(w, 1<<20)
-	sums := make([]byte, 0, 4*(1+2*c.Layers))
+	sums := make([]byte, 0, 4*lo.count())
 	// part writes b and the zeros to size bytes, and adds its checksum
 	part := func(b []byte, size int64) {
 		sum := crc32.Update(0, castagnoli, b)
@@ -175,12 +195,8 @@ func (m *Model) WriteKV(w io.Writer, st *StoredKV, identity string) error {
 	}
 	part(head, lo.head)
 	for l := range c.Layers {
-		if m.kvF16 {
-			part(u16Bytes(st.kv.keys16[l][:lo.fk]), lo.kb)
-			part(u16Bytes(st.kv.values16[l][:lo.fv]), lo.vb)
-		} else {
-			part(f32Bytes(st.kv.keys[l][:lo.fk]), lo.kb)
-			part(f32Bytes(st.kv.values[l][:lo.fv]), lo.vb)
+		for i, p := range lo.parts {
+			part(p.bytes(st.kv, l, p.positions(len(st.Tokens))), lo.sizes[i])
 		}
 	}
 	bw.Write(sums)
@@ -281,20 +297,16 @@ func (m *Model) ReadKV(r io.Reader, identity string, opts ReadKVOptions) (*Store
 		return nil, nil, err
 	}
 	lo := m.layout(h, raw)
-	n := h.Tokens
-	keep := keptOf(n, opts)
+	keep := keptOf(h.Tokens, opts)
 	kv := m.newKVSlabs(max(opts.Capacity, keep), nil, 0)
-	nk, nv := roundBlock(keep)*h.KVDim, keep*h.KVDim // of them kept
 
 	// the body's parts go to the checker in file order; what is not kept
 	// (and the zeros) is read into scratch buffers that the checker gives
 	// back
 	type piece struct {
 		b       []byte
-		part    int // 0 the head, 1+2l layer l's keys, 2+2l its values
-		f32     []float32
-		f16     []uint16
-		name    string
+		sum     int                 // which checksum (kvLayout.sum)
+		finite  func(b []byte) bool // nil: not tested
 		scratch bool
 	}
 	const scratchSize = 1 << 20
@@ -303,68 +315,51 @@ func (m *Model) ReadKV(r io.Reader, identity string, opts ReadKVOptions) (*Store
 		free <- make([]byte, scratchSize)
 	}
 	pieces := make(chan piece, 8)
-	sums := make([]uint32, 1+2*h.Layers)
+	sums := make([]uint32, lo.count())
 	bad := make(chan error, 1)
 	go func() {
 		var err error
 		for p := range pieces {
-			sums[p.part] = crc32.Update(sums[p.part], castagnoli, p.b)
+			sums[p.sum] = crc32.Update(sums[p.sum], castagnoli, p.b)
 			if p.scratch {
 				free <- p.b[:cap(p.b)]
 				continue
 			}
-			if err == nil && (p.f32 != nil && !finiteF32(p.f32) || p.f16 != nil && !finiteF16(p.f16)) {
-				err = fmt.Errorf("KV file: %s holds a value that is not finite", p.name)
+			if err == nil && p.finite != nil && !p.finite(p.b) {
+				err = fmt.Errorf("KV file: %s holds a value that is not finite", lo.name(p.sum))
 			}
 		}
 		bad <- err
 	}()
-	read := func(b []byte, part int, f32 []float32, f16 []uint16, name string) error {
-		if _, err := io.ReadFull(r, b); err != nil {
-			return fmt.Errorf("KV file: %s: %w", name, err)
-		}
-		pieces <- piece{b: b, part: part, f32: f32, f16: f16, name: name}
-		return nil
-	}
-	skip := func(bytes int64, part int, name string) error {
+	skip := func(bytes int64, sum int) error {
 		for bytes > 0 {
 			b := <-free
 			b = b[:min(bytes, int64(len(b)))]
 			if _, err := io.ReadFull(r, b); err != nil {
-				return fmt.Errorf("KV file: %s: %w", name, err)
+				return fmt.Errorf("KV file: %s: %w", lo.name(sum), err)
 			}
-			pieces <- piece{b: b, part: part, scratch: true}
+			pieces <- piece{b: b, sum: sum, scratch: true}
 			bytes -= int64(len(b))
 		}
 		return nil
 	}
 	sums[0] = sum.Sum32()
-	err = skip(lo.head-int64(raw), 0, "head")
+	err = skip(lo.head-int64(raw), 0)
 	for l := range h.Layers {
-		if err != nil {
-			break
-		}
-		kname, vname := fmt.Sprintf("layer %d keys", l), fmt.Sprintf("layer %d values", l)
-		var kb, vb []byte
-		if m.kvF16 {
-			kv.keys16[l], kv.values16[l] = kv.keys16[l][:nk], kv.values16[l][:nv]
-			kb, vb = u16Bytes(kv.keys16[l]), u16Bytes(kv.values16[l])
-			err = read(kb, 1+2*l, nil, kv.keys16[l], kname)
-		} else {
-			kv.keys[l], kv.values[l] = kv.keys[l][:nk], kv.values[l][:nv]
-			kb, vb = f32Bytes(kv.keys[l]), f32Bytes(kv.values[l])
-			err = read(kb, 1+2*l, kv.keys[l], nil, kname)
-		}
-		if err == nil {
-			err = skip(lo.kb-int64(len(kb)), 1+2*l, kname)
-		}
-		if err == nil && m.kvF16 {
-			err = read(vb, 2+2*l, nil, kv.values16[l], vname)
-		} else if err == nil {
-			err = read(vb, 2+2*l, kv.values[l], nil, vname)
-		}
-		if err == nil {
-			err = skip(lo.vb-int64(len(vb)), 2+2*l, vname)
+		for i, p := range lo.parts {
+			if err != nil {
+				break
+			}
+			// the kept positions straight into the slab, the rest skipped
+			n := p.positions(keep)
+			p.cut(kv, l, n)
+			b := p.bytes(kv, l, n)
+			if _, err = io.ReadFull(r, b); err != nil {
+				err = fmt.Errorf("KV file: %s: %w", lo.name(lo.sum(l, i)), err)
+				break
+			}
+			pieces <- piece{b: b, sum: lo.sum(l, i), finite: p.finite}
+			err = skip(lo.sizes[i]-int64(len(b)), lo.sum(l, i))
 		}
 	}
 	close(pieces)
@@ -376,7 +371,7 @@ func (m *Model) ReadKV(r io.Reader, identity string, opts ReadKVOptions) (*Store
 	if _, err := io.ReadFull(r, want); err != nil {
 		return nil, nil, fmt.Errorf("KV file: checksums: %w", err)
 	}
-	if err := checkSums(want, sums); err != nil {
+	if err := lo.check(want, sums); err != nil {
 		return nil, nil, err
 	}
 	if checkErr != nil {
@@ -393,19 +388,12 @@ func keptOf(n int, opts ReadKVOptions) int {
 	return n
 }
 
-// checkSums compares a file's checksums (want, as stored) with those
+// check compares a file's checksums (want, as stored) with those
 // computed, naming the first part that differs.
-func checkSums(want []byte, got []uint32) error {
+func (lo kvLayout) check(want []byte, got []uint32) error {
 	for i, g := range got {
 		if binary.LittleEndian.Uint32(want[4*i:]) != g {
-			part := "the head"
-			if i > 0 {
-				part = fmt.Sprintf("layer %d's keys", (i-1)/2)
-				if i%2 == 0 {
-					part = fmt.Sprintf("layer %d's values", (i-1)/2)
-				}
-			}
-			return fmt.Errorf("KV file: the checksum of %s does not match (a damaged file)", part)
+			return fmt.Errorf("KV file: the checksum of %s does not match (a damaged file)", lo.name(i))
 		}
 	}
 	return nil
@@ -458,22 +446,6 @@ func finiteF16(x []uint16) bool {
 		}
 	}
 	return true
-}
-
-// f32Bytes and u16Bytes view slices as their bytes (the file is little
-// endian, as every CPU the engine runs on).
-func f32Bytes(x []float32) []byte {
-	if len(x) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), 4*len(x))
-}
-
-func u16Bytes(x []uint16) []byte {
-	if len(x) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), 2*len(x))
 }
 
 // Mapped reports whether the sequence's memory is a KV file's pages

@@ -34,7 +34,7 @@ func (m *Model) mapKV(f *os.File, identity string, opts ReadKVOptions) (st *Stor
 	// the head's zeros and the checksums are read; the head is checked
 	// before anything is mapped
 	rest := make([]byte, lo.head-int64(raw))
-	want := make([]byte, 4*(1+2*lo.layers))
+	want := make([]byte, 4*lo.count())
 	if _, err := f.ReadAt(rest, int64(raw)); err != nil {
 		return nil, nil, true, fmt.Errorf("KV file: head: %w", err)
 	}
@@ -42,32 +42,37 @@ func (m *Model) mapKV(f *os.File, identity string, opts ReadKVOptions) (st *Stor
 		return nil, nil, true, fmt.Errorf("KV file: checksums: %w", err)
 	}
 	sum.Write(rest)
-	sums := make([]uint32, 1+2*lo.layers)
+	sums := make([]uint32, lo.count())
 	sums[0] = sum.Sum32()
-	if err := checkSums(want[:4], sums[:1]); err != nil {
+	if err := lo.check(want[:4], sums[:1]); err != nil {
 		return nil, nil, true, err
 	}
 
-	n := h.Tokens
-	keep := keptOf(n, opts)
+	keep := keptOf(h.Tokens, opts)
 	capPos := roundBlock(max(opts.Capacity, keep, 1))
-	capBytes := int64(capPos * h.KVDim * lo.elem)
-	// each slab's room: its part of the file, mapped, then anonymous
+	// each array's room: its part of the file, mapped, then anonymous
 	// memory up to its capacity
-	kr, vr := alignUp(max(capBytes, lo.kb)), alignUp(max(capBytes, lo.vb))
-	reg, err := kvMaps.take(uintptr(int64(lo.layers) * (kr + vr)))
+	room := make([]int64, len(lo.parts))
+	var layer int64
+	for i, p := range lo.parts {
+		room[i] = alignUp(max(int64(capPos*p.perPos), lo.sizes[i]))
+		layer += room[i]
+	}
+	reg, err := kvMaps.take(uintptr(int64(lo.layers) * layer))
 	if err != nil {
 		return nil, nil, false, nil
 	}
-	keysAt := func(l int) unsafe.Pointer { return unsafe.Add(reg.base, int64(l)*(kr+vr)) }
-	valuesAt := func(l int) unsafe.Pointer { return unsafe.Add(keysAt(l), kr) }
+	arrayAt := func(l, i int) unsafe.Pointer {
+		off := int64(l) * layer
+		for _, r := range room[:i] {
+			off += r
+		}
+		return unsafe.Add(reg.base, off)
+	}
 	for l := range lo.layers {
-		for _, p := range []struct {
-			at   unsafe.Pointer
-			off  int64
-			size int64
-		}{{keysAt(l), lo.keysAt(l), lo.kb}, {valuesAt(l), lo.valuesAt(l), lo.vb}} {
-			if _, err := unix.MmapPtr(int(f.Fd()), p.off, p.at, uintptr(p.size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_FIXED); err != nil {
+		for i := range lo.parts {
+			if _, err := unix.MmapPtr(int(f.Fd()), lo.at(l, i), arrayAt(l, i), uintptr(lo.sizes[i]),
+				unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_FIXED); err != nil {
 				kvMaps.give(reg)
 				return nil, nil, false, nil
 			}
@@ -77,8 +82,6 @@ func (m *Model) mapKV(f *os.File, identity string, opts ReadKVOptions) (st *Stor
 
 	// the checksums of every part, and the kept values' finiteness, on two
 	// threads, the parts dealt out in turn
-	nk, nv := roundBlock(keep)*h.KVDim, keep*h.KVDim
-	bytesAt := func(p unsafe.Pointer, size int64) []byte { return unsafe.Slice((*byte)(p), size) }
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
 	for k := range errs {
@@ -92,30 +95,19 @@ func (m *Model) mapKV(f *os.File, identity string, opts ReadKVOptions) (st *Stor
 					errs[k] = fmt.Errorf("KV file: changed while it was read (%v)", r)
 				}
 			}()
-			for i := 1 + k; i < len(sums); i += len(errs) {
-				l, values := (i-1)/2, i%2 == 0
-				at, size, kept := keysAt(l), lo.kb, nk
-				if values {
-					at, size, kept = valuesAt(l), lo.vb, nv
-				}
-				b := bytesAt(at, size)
-				sums[i] = crc32.Update(0, castagnoli, b)
-				finite := finiteF32(unsafe.Slice((*float32)(at), kept))
-				if lo.elem == 2 {
-					finite = finiteF16(unsafe.Slice((*uint16)(at), kept))
-				}
-				if !finite && errs[k] == nil {
-					what := "keys"
-					if values {
-						what = "values"
-					}
-					errs[k] = fmt.Errorf("KV file: layer %d %s holds a value that is not finite", l, what)
+			for j := 1 + k; j < len(sums); j += len(errs) {
+				l, i := (j-1)/len(lo.parts), (j-1)%len(lo.parts)
+				p := &lo.parts[i]
+				b := unsafe.Slice((*byte)(arrayAt(l, i)), lo.sizes[i])
+				sums[j] = crc32.Update(0, castagnoli, b)
+				if p.finite != nil && !p.finite(b[:p.positions(keep)*p.perPos]) && errs[k] == nil {
+					errs[k] = fmt.Errorf("KV file: %s holds a value that is not finite", lo.name(j))
 				}
 			}
 		}()
 	}
 	wg.Wait()
-	if err := checkSums(want, sums); err != nil {
+	if err := lo.check(want, sums); err != nil {
 		kvMaps.give(reg)
 		return nil, nil, true, err
 	}
@@ -127,18 +119,9 @@ func (m *Model) mapKV(f *os.File, identity string, opts ReadKVOptions) (st *Stor
 	}
 
 	kv := &kvSlabs{capPos: capPos, mapped: true}
-	capElems := capPos * h.KVDim
-	if lo.elem == 2 {
-		kv.keys16, kv.values16 = make([][]uint16, lo.layers), make([][]uint16, lo.layers)
-		for l := range lo.layers {
-			kv.keys16[l] = unsafe.Slice((*uint16)(keysAt(l)), capElems)[:nk]
-			kv.values16[l] = unsafe.Slice((*uint16)(valuesAt(l)), capElems)[:nv]
-		}
-	} else {
-		kv.keys, kv.values = make([][]float32, lo.layers), make([][]float32, lo.layers)
-		for l := range lo.layers {
-			kv.keys[l] = unsafe.Slice((*float32)(keysAt(l)), capElems)[:nk]
-			kv.values[l] = unsafe.Slice((*float32)(valuesAt(l)), capElems)[:nv]
+	for l := range lo.layers {
+		for i, p := range lo.parts {
+			p.place(kv, lo.layers, l, arrayAt(l, i), p.positions(keep), capPos)
 		}
 	}
 	// the mapping goes when the slabs do (no session, kept sequence or

@@ -97,6 +97,9 @@ type Seq struct {
 
 	// owned by the loop
 	expected, slow bool
+	// copied is how many positions of the last Prefill were copied from
+	// a sequence beside (share), written by the loop before its reply
+	copied int
 	// waited is how many steps the last prompt took from the step the
 	// loop took it at to its logits (written before the reply is sent,
 	// read after it is received: for the fairness test)
@@ -109,8 +112,9 @@ type schedReq struct {
 	tokens []int // the tokens left to compute
 	decode bool  // one token of an answer (else a prompt)
 	leave  bool
-	follow bool  // a prompt waiting for another to compute its prefix (share)
-	at     int64 // the steps computed when the loop took it
+	follow bool      // a prompt waiting for another to compute its prefix (share)
+	at     int64     // the steps computed when the loop took it
+	pool   []float64 // an embedding's sum of hidden states (Seq.Embed), else nil
 }
 
 type schedReply struct {
@@ -170,7 +174,48 @@ func (q *Seq) Prefill(ctx context.Context, tokens []int) ([]float32, error) {
 	if err := s.reserve(s.pos + len(tokens)); err != nil {
 		return nil, fmt.Errorf("prefill %d tokens at position %d: %w", len(tokens), s.pos, err)
 	}
+	q.copied = 0
 	return q.ask(ctx, tokens, false)
+}
+
+// Copied is how many positions the last Prefill copied from a sequence
+// beside that shared them, rather than computed (SchedulerStats.Shared).
+func (q *Seq) Copied() int { return q.copied }
+
+// Embed computes the embedding of tokens (as Model.Embed: the final
+// hidden states mean-pooled and L2-normalised) in the sequence's
+// session, which must be empty, in chunks beside the running sequences'
+// steps, taking turns with the prompts; the session then holds the
+// tokens' positions (Discard them). Nothing is shared with a sequence
+// beside: every position's hidden state is the embedding's.
+func (q *Seq) Embed(ctx context.Context, tokens []int) ([]float32, error) {
+	s := q.s
+	if len(tokens) == 0 {
+		return nil, fmt.Errorf("embed: no tokens")
+	}
+	if s.pos != 0 {
+		return nil, fmt.Errorf("embed: the session holds %d positions, want none", s.pos)
+	}
+	if err := s.checkTokens(tokens); err != nil {
+		return nil, fmt.Errorf("embed: %w", err)
+	}
+	if err := s.reserve(len(tokens)); err != nil {
+		return nil, fmt.Errorf("embed %d tokens: %w", len(tokens), err)
+	}
+	pool := make([]float64, s.m.cfg.Hidden)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	q.req = schedReq{q: q, ctx: ctx, tokens: tokens, pool: pool}
+	select {
+	case q.sc.in <- &q.req:
+	case <-q.sc.done:
+		return nil, ErrSchedulerClosed
+	}
+	if r := <-q.reply; r.err != nil {
+		return nil, r.err
+	}
+	return normalized(pool), nil
 }
 
 // Forward computes token at position Pos() in the next step and returns
@@ -347,7 +392,7 @@ func (sc *Scheduler) step() {
 			r := sc.prompts[(first+j)%len(sc.prompts)]
 			n := min(len(r.tokens), budget)
 			budget -= n
-			sc.steps = append(sc.steps, Step{Session: r.q.s, Tokens: r.tokens[:n], Logits: n == len(r.tokens)})
+			sc.steps = append(sc.steps, Step{Session: r.q.s, Tokens: r.tokens[:n], Logits: n == len(r.tokens) && r.pool == nil, Pool: r.pool})
 			sc.reqs = append(sc.reqs, r)
 		}
 		clear(sc.prompts)
@@ -385,6 +430,11 @@ func (sc *Scheduler) step() {
 			q := r.q
 			if !r.decode {
 				q.waited = st.Steps - r.at
+			}
+			if r.pool != nil {
+				// an embedding: nothing more is asked of this sequence
+				sc.replies = append(sc.replies, reply{q, schedReply{}})
+				break
 			}
 			q.expected = true
 			sc.waiting++

@@ -23,15 +23,15 @@ func (sc *Scheduler) share() {
 	for i, r := range sc.pending {
 		r.follow = false
 		s := r.q.s
-		if r.decode || s.cache == nil || s.kv == nil {
-			continue
+		if r.decode || r.pool != nil || s.cache == nil || s.kv == nil {
+			continue // an embedding computes every position: it takes no copy
 		}
 		total := s.pos + len(r.tokens)
 		var lead *schedReq
 		best := 0
 		for j, l := range sc.pending {
 			ls := l.q.s
-			if j == i || ls.cache != s.cache || ls.scope != s.scope || ls.pos < s.pos || (ls.pos == s.pos && j > i) {
+			if j == i || l.pool != nil || ls.cache != s.cache || ls.scope != s.scope || ls.pos < s.pos || (ls.pos == s.pos && j > i) {
 				continue
 			}
 			// at most all but the last prompt token (its logits are the
@@ -55,6 +55,7 @@ func (sc *Scheduler) share() {
 		s.tokens = append([]int(nil), ls.tokens[:best]...)
 		s.pos = best
 		r.tokens = r.tokens[copied:]
+		r.q.copied += copied
 		sc.stats.Lock()
 		sc.stats.Shared += int64(copied)
 		sc.stats.Unlock()

@@ -3,11 +3,16 @@ package engine
 import (
 	"context"
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/npuchat/npuchat/engine/simd"
+	"github.com/npuchat/npuchat/engine/simd/simdtest"
+	"github.com/npuchat/npuchat/engine/testmodel"
 )
 
 // TestSpareRoomLeavesRoomForOthers: the room a session takes beyond its
@@ -137,7 +142,7 @@ func TestSchedulerSharedPrefixComputedOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	var ready sync.WaitGroup
 	ready.Add(len(prompts))
-	var prefilled atomic.Int32
+	var prefilled, copied atomic.Int32
 	for i, p := range prompts {
 		wg.Add(1)
 		go func() {
@@ -153,6 +158,7 @@ func TestSchedulerSharedPrefixComputedOnce(t *testing.T) {
 			ready.Done()
 			ready.Wait() // together
 			l, err := q.Prefill(context.Background(), p)
+			copied.Add(int32(q.Copied()))
 			prefilled.Add(1)
 			for err == nil && (len(got[i]) < steps || prefilled.Load() < int32(len(prompts))) {
 				tok := argmaxF(l)
@@ -178,7 +184,79 @@ func TestSchedulerSharedPrefixComputedOnce(t *testing.T) {
 	st := sc.Stats()
 	t.Logf("%d prompt tokens: %+v", total, st)
 	// scope a: 64 computed once, copied twice; scope b computes its own
+	if int64(copied.Load()) != st.Shared {
+		t.Errorf("the sequences say %d positions were copied, the scheduler %d", copied.Load(), st.Shared)
+	}
 	if st.Shared != 2*64 || st.Prompt != int64(total)-st.Shared {
 		t.Errorf("prompts of %d tokens in all: %d computed, %d copied; want 128 copied (the system prompt's 64 whole-block tokens, for two of the three in its scope)", total, st.Prompt, st.Shared)
 	}
+}
+
+// TestSchedulerEmbedBesideStreams: an embedding computed by the
+// scheduler, in chunks beside two streaming sequences and a prompt, is
+// bit for bit Model.Embed's, and the streams decode what they decode
+// alone; it copies nothing from a sequence of the same tokens beside it.
+func TestSchedulerEmbedBesideStreams(t *testing.T) {
+	simdtest.Each(t, func(t *testing.T, lvl simd.Level) {
+		m := batchModel(t, testmodel.Q4_0, lvl, LoadOptions{})
+		prompts := batchPrompts()
+		doc := cat(prompts[2], prompts[2]) // 90 tokens: several chunks
+		want, err := m.Embed(context.Background(), doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const steps = 12
+		wantTok := make([][]int, 2)
+		for i := range wantTok {
+			wantTok[i], _ = greedyAlone(t, m, [][]int{prompts[0], doc}[i], steps)
+		}
+		c := m.NewKVCache(KVCacheOptions{Budget: m.KVBytes(4096)})
+		sc := m.NewScheduler(SchedulerOptions{Chunk: 8})
+		defer sc.Close()
+		got := make([][]int, 2)
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		started := make(chan struct{})
+		for i := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s := c.NewSession(0)
+				p := [][]int{prompts[0], doc}[i]
+				s.Resume("", p)
+				q := sc.Join(s)
+				defer q.Leave()
+				l, err := q.Prefill(context.Background(), p)
+				for err == nil && len(got[i]) < steps {
+					if i == 0 && len(got[i]) == 2 {
+						close(started)
+					}
+					tok := argmaxF(l)
+					got[i] = append(got[i], tok)
+					l, err = q.Forward(context.Background(), tok)
+				}
+				errs[i] = err
+			}()
+		}
+		<-started
+		s := c.NewSession(0)
+		q := sc.Join(s)
+		vec, err := q.Embed(context.Background(), doc)
+		q.Leave()
+		s.Discard()
+		wg.Wait()
+		if err != nil || len(vec) != len(want) {
+			t.Fatalf("embed through the scheduler: %v, %d values", err, len(vec))
+		}
+		for j := range want {
+			if math.Float32bits(vec[j]) != math.Float32bits(want[j]) {
+				t.Fatalf("embedding value %d: %v beside streams, %v alone", j, vec[j], want[j])
+			}
+		}
+		for i := range got {
+			if errs[i] != nil || fmt.Sprint(got[i]) != fmt.Sprint(wantTok[i]) {
+				t.Errorf("stream %d beside the embedding: %v %v, alone %v", i, got[i], errs[i], wantTok[i])
+			}
+		}
+	})
 }

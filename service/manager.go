@@ -197,6 +197,7 @@ type Manager struct {
 	// mu guards everything below. It is never held while a backend
 	// loads, generates or unloads.
 	mu       sync.Mutex
+	warmTag  string // the CacheTag last warmed (WarmCache), warmed again by the next load
 	seq      uint64 // events sent so far (Status.Seq)
 	enabled  bool   // false when the user switched the model off
 	state    State
@@ -293,6 +294,9 @@ func (m *Manager) Resolve(name string) (string, error) { return m.opts.Resolve(n
 // does not wait for a running answer.
 func (m *Manager) ForgetCache(tag string) {
 	m.mu.Lock()
+	if m.warmTag == tag {
+		m.warmTag = ""
+	}
 	var bes []backend.Backend
 	for _, be := range []backend.Backend{m.be, m.side} {
 		if be != nil {
@@ -312,10 +316,12 @@ func (m *Manager) ForgetCache(tag string) {
 
 // WarmCache asks the loaded backend, if it keeps keys and values on
 // disk, to read those of a CacheTag (a chat just opened) back into
-// memory, so that the chat's next message starts from them at once. It
-// returns at once.
+// memory, so that the chat's next message starts from them at once;
+// while the model loads (the app just started), the backend is asked
+// once it is loaded. It returns at once.
 func (m *Manager) WarmCache(tag string) {
 	m.mu.Lock()
+	m.warmTag = tag
 	be := m.be
 	m.mu.Unlock()
 	if w, ok := be.(backend.CacheWarmer); ok {
@@ -734,6 +740,9 @@ func (m *Manager) load(lctx context.Context, model string, kind backend.Kind, id
 		info.Name = model
 	}
 	m.be, m.beModel, m.info = be, model, &info
+	if w, ok := be.(backend.CacheWarmer); ok && m.warmTag != "" {
+		w.WarmCache(m.warmTag) // the chat open while it loaded
+	}
 	m.stats.LoadSeconds = m.opts.Now().Sub(start).Seconds()
 	if info.Kernels != "" {
 		m.log.Info("model loaded", "model", model, "backend", kind, "kernels", info.Kernels)

@@ -1215,3 +1215,39 @@ func TestSetKeepAliveIsTheOneDefault(t *testing.T) {
 		t.Fatalf("reason %q, want the new keep-alive named", st.Reason)
 	}
 }
+
+// TestWarmCacheWhileLoading: a chat opened while the model loads (the
+// app just started) is warmed once the backend is loaded; one deleted
+// meanwhile is not; one opened when it is loaded is warmed at once.
+func TestWarmCacheWhileLoading(t *testing.T) {
+	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {LoadDelay: 200 * time.Millisecond}}, Options{KeepAlive: -1})
+	if err := r.m.Start("minicpm5:2b"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "loading", func() bool { return r.m.Status().State == StateLoading })
+	r.m.WarmCache("chat-1")
+	r.m.WarmCache("chat-2") // the one open now
+	waitFor(t, "loaded", func() bool { return r.m.Status().State == StateOn })
+	be := r.backends("cpu")[0]
+	if got := fmt.Sprint(be.Warmed()); got != "[chat-2]" {
+		t.Errorf("warmed after loading: %s, want [chat-2]", got)
+	}
+	r.m.WarmCache("chat-3")
+	if got := fmt.Sprint(be.Warmed()); got != "[chat-2 chat-3]" {
+		t.Errorf("warmed when loaded: %s, want [chat-2 chat-3]", got)
+	}
+
+	// deleted while a reload runs: not warmed
+	if err := r.m.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.m.Start("minicpm5:2b"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "loading again", func() bool { return r.m.Status().State == StateLoading })
+	r.m.ForgetCache("chat-3")
+	waitFor(t, "loaded again", func() bool { return r.m.Status().State == StateOn })
+	if bs := r.backends("cpu"); len(bs) != 2 || len(bs[1].Warmed()) != 0 {
+		t.Errorf("a chat deleted while loading was warmed: %v", bs[len(bs)-1].Warmed())
+	}
+}

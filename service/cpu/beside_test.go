@@ -160,6 +160,9 @@ func TestSharedSystemPromptComputedOnce(t *testing.T) {
 	if got.err != nil || got.text != want.text {
 		t.Errorf("beside a stream of the same system prompt: %q %v, alone %q", got.text, got.err, want.text)
 	}
+	if got.cached != int(after.Shared-mid.Shared) {
+		t.Errorf("the answer says %d prompt tokens came from a cache, %d were copied from the stream beside", got.cached, after.Shared-mid.Shared)
+	}
 	computed := (after.Prompt - mid.Prompt)
 	t.Logf("prompt of %d tokens: %d computed while the other streamed, %d copied; before %+v", len(ids), computed, after.Shared-mid.Shared, before)
 	if after.Shared-mid.Shared < int64(len(ids))/2 || computed > int64(len(ids))/2 {

@@ -8,11 +8,13 @@ import (
 )
 
 // Embed implements backend.Embedder: each input is tokenized as plain
-// text (with the model's BOS when it adds one, as llama.cpp does) and run
-// through engine.Model.Embed, in a session of its own: the generations'
-// sessions and the prompt cache stay as they were. It takes one of the
-// places of the requests answered at once (Parallel), in turn with
-// them: it neither waits for the running answers nor holds them up.
+// text (with the model's BOS when it adds one, as llama.cpp does) and
+// its embedding computed as engine.Model.Embed computes it, in a session
+// of its own: the generations' sessions and the prompt cache stay as
+// they were. It takes one of the places of the requests answered at
+// once (Parallel), and the scheduler computes its tokens in chunks
+// beside the running answers, in turn with their prompts: it neither
+// waits for them nor holds them up.
 func (b *Backend) Embed(ctx context.Context, inputs []string) ([][]float32, int, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
@@ -40,7 +42,9 @@ func (b *Backend) Embed(ctx context.Context, inputs []string) ([][]float32, int,
 		if len(ids) > b.maxCtx {
 			return nil, 0, fmt.Errorf("input %d is %d tokens, more than the context of %d: %w", i, len(ids), b.maxCtx, backend.ErrPromptTooLong)
 		}
-		v, err := b.model.Embed(ctx, ids)
+		q := b.sched.Join(b.model.NewSession(len(ids)))
+		v, err := q.Embed(ctx, ids)
+		q.Leave()
 		if err != nil {
 			return nil, 0, fmt.Errorf("embed input %d: %w", i, err)
 		}

@@ -20,6 +20,7 @@ type answer struct {
 	lps    string
 	finish string
 	stop   string
+	cached int // the result's CachedTokens
 	err    error
 }
 
@@ -41,7 +42,7 @@ func generate(ctx context.Context, b *Backend, req *backend.Request, each func(n
 		}
 		return nil
 	})
-	a.text, a.finish, a.stop, a.err = sb.String(), res.FinishReason, res.StopSequence, err
+	a.text, a.finish, a.stop, a.cached, a.err = sb.String(), res.FinishReason, res.StopSequence, res.CachedTokens, err
 	if j, err := json.Marshal(lps); err == nil {
 		a.lps = string(j)
 	}

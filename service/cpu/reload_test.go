@@ -17,7 +17,7 @@ func settledGoroutines(want int) int {
 	return n
 }
 
-// TestReloadLeavesNoGoroutines: loading, answering and unloading a
+// TestReloadLeavesNoGoroutines: loading, answering, embedding and unloading a
 // model, again and again (and loading it over itself), leaves no
 // goroutine running: the scheduler's loop and its threads end with the
 // model, not at some later garbage collection.
@@ -39,6 +39,9 @@ func TestReloadLeavesNoGoroutines(t *testing.T) {
 		req.MaxTokens = 4
 		if a := generate(ctx, b, req, nil); a.err != nil {
 			t.Fatal(a.err)
+		}
+		if _, _, err := b.Embed(ctx, []string{"a cat"}); err != nil {
+			t.Fatal(err)
 		}
 		if err := b.Unload(ctx); err != nil {
 			t.Fatal(err)

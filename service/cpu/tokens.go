@@ -94,7 +94,6 @@ func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Re
 	q := b.sched.Join(sess)
 	defer q.Leave()
 	res.CachedTokens = keep
-	emit = backend.StampPrompt(emit, len(ids), keep)
 	start := time.Now()
 	var logits []float32
 	for {
@@ -113,6 +112,10 @@ func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Re
 		}
 	}
 	res.PrefillDuration = time.Since(start)
+	// what the prompt took from a request beside it (the same system
+	// prompt, being computed) came from a cache too
+	res.CachedTokens += q.Copied()
+	emit = backend.StampPrompt(emit, len(ids), res.CachedTokens)
 	if err != nil {
 		return res, err
 	}
