@@ -171,7 +171,7 @@ func TestTrayModelMenuOverDBus(t *testing.T) {
 	}
 
 	for _, tc := range []struct{ name, other string }{{"alpha", "beta"}, {"beta", "alpha"}} {
-			clickUntil(t, item, "○ "+tc.name+" (CPU only)", func() error { return wantModel(base, tc.name, "loading", "on") })
+		clickUntil(t, item, "○ "+tc.name+" (CPU only)", func() error { return wantModel(base, tc.name, "loading", "on") })
 		desktoptest.Eventually(t, 120*time.Second, tc.name+" on in /api/status", func() error {
 			return wantModel(base, tc.name, "on")
 		})
