@@ -186,3 +186,30 @@ func TestInstallIsNotOfferedForAModelYouAdded(t *testing.T) {
 		return slices.Contains(menu, labelInstall) && !s.installBtn.Disabled() && strings.HasPrefix(s.installLine.Text, "minicpm5:2b: install it")
 	})
 }
+
+// TestLibraryReadsDoNotRebuildTheMenu: reading the library again every
+// libraryEvery rebuilds the menu only when what it lists changed (a
+// rebuild gives every entry a new ID on Linux, and closes a menu being
+// browsed on some panels).
+func TestLibraryReadsDoNotRebuildTheMenu(t *testing.T) {
+	f := newFakeApp(t.Cleanup)
+	lib := &fakeLibrary{models: []library.Model{{Name: "minicpm5:2b", Source: library.SourceNPUChat, Engines: []string{"npu", "cpu"}}}}
+	h := harnessFor(t, test.NewTempApp(t), f, &libraryApp{f, lib})
+	h.tap()
+	h.eventually("on, and marked", func() bool {
+		h.host.mu.Lock()
+		defer h.host.mu.Unlock()
+		return h.c.view.Ready && slices.Contains(labels(h.host.menu, ""), "  ● minicpm5:2b (NPU and CPU)")
+	})
+	time.Sleep(menuEvery + 100*time.Millisecond) // a rebuild due from the load's progress
+	count := func() int {
+		h.host.mu.Lock()
+		defer h.host.mu.Unlock()
+		return h.host.menus
+	}
+	before := count()
+	time.Sleep(2*libraryEvery + 500*time.Millisecond)
+	if after := count(); after != before {
+		t.Errorf("the menu was rebuilt %d times in %v with nothing changed", after-before, 2*libraryEvery)
+	}
+}
