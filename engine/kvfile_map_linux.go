@@ -31,6 +31,9 @@ func (m *Model) mapKV(f *os.File, identity string, opts ReadKVOptions) (st *Stor
 	if err := m.checkKVSize(f, lo); err != nil {
 		return nil, nil, true, err
 	}
+	// a file not in the page cache (after a reboot) is read ahead as a
+	// whole, not a fault at a time (only advice: nothing to do if refused)
+	_ = unix.Fadvise(int(f.Fd()), 0, lo.size(), unix.FADV_WILLNEED)
 	// the head's zeros and the checksums are read; the head is checked
 	// before anything is mapped
 	rest := make([]byte, lo.head-int64(raw))

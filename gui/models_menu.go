@@ -29,7 +29,10 @@ type ModelLibrary interface {
 // is rebuilt when one changes).
 type modelLine struct {
 	Name, Engines string
-	Loaded        bool
+	// Source is where the model comes from (library.SourceAdded, …) and
+	// Path its file or folder.
+	Source, Path string
+	Loaded       bool
 }
 
 // labelModels is the model submenu; labelAddFile and labelAddFolder add
@@ -78,7 +81,7 @@ func readModelLines(ctx context.Context, lib ModelLibrary) []modelLine {
 	defer cancel()
 	out := []modelLine{}
 	for _, m := range lib.Library(ctx) {
-		out = append(out, modelLine{Name: m.Name, Engines: enginesWords(m.Engines)})
+		out = append(out, modelLine{Name: m.Name, Engines: enginesWords(m.Engines), Source: m.Source, Path: m.Path})
 	}
 	return out
 }
@@ -90,6 +93,9 @@ func (c *controller) setModels(lines []modelLine) {
 	}
 	c.models = lines
 	c.refreshMenu()
+	if c.setup != nil {
+		c.setup.update(c.snap, c.view)
+	}
 }
 
 // rereadLibrary asks followLibrary for a read now (it never blocks: a
@@ -115,6 +121,28 @@ func (c *controller) modelLines() []modelLine {
 		out[i] = l
 	}
 	return out
+}
+
+// notInstallable says why Install cannot act on the model served (""
+// when it can): a model the user added, FastFlowLM's own or a remote
+// server's is not NPU Chat's to install or update; NPU Chat's own, or
+// one the library does not list (not installed yet), is.
+func (c *controller) notInstallable() string {
+	name := c.app.Model()
+	for _, l := range c.models {
+		if !strings.EqualFold(l.Name, name) {
+			continue
+		}
+		switch l.Source {
+		case library.SourceAdded:
+			return name + " is a model you added (" + l.Path + "): there is nothing to install or update."
+		case library.SourceFastFlowLM:
+			return name + " is FastFlowLM's own model: FastFlowLM installs and updates it."
+		case library.SourceRemote:
+			return name + " is served by the remote server: there is nothing to install here."
+		}
+	}
+	return ""
 }
 
 // enginesWords says what can run a model, as the page does.

@@ -153,3 +153,63 @@ func TestModelMenuFollowsTheLibrary(t *testing.T) {
 	lib.mu.Unlock()
 	want("an empty library", append([]string{"No model installed (off)"}, tail...)...)
 }
+
+// TestInstallIsNotOfferedForAModelYouAdded: with a model the user added
+// served, the menu's Install is off and the setup window says why
+// instead of offering to install or update it; with NPU Chat's own
+// model it is offered again.
+func TestInstallIsNotOfferedForAModelYouAdded(t *testing.T) {
+	f := newFakeApp(t.Cleanup)
+	f.report = notReady()
+	lib := &fakeLibrary{models: []library.Model{{Name: "minicpm5:2b", Source: library.SourceAdded, Path: "/home/u/m.gguf", Engines: []string{"cpu"}}}}
+	h := harnessFor(t, test.NewTempApp(t), f, &libraryApp{f, lib})
+	h.eventually("Install off", func() bool {
+		h.host.mu.Lock()
+		defer h.host.mu.Unlock()
+		return slices.Contains(labels(h.host.menu, ""), labelInstall+" (off)")
+	})
+	h.click(labelCheck)
+	want := "minicpm5:2b is a model you added (/home/u/m.gguf): there is nothing to install or update."
+	h.eventually("the setup window's word", func() bool {
+		s := h.c.setup
+		return s != nil && s.installLine.Text == want && s.installBtn.Disabled()
+	})
+
+	lib.mu.Lock()
+	lib.models[0].Source = library.SourceNPUChat
+	lib.mu.Unlock()
+	h.eventually("Install offered for NPU Chat's own model", func() bool {
+		h.host.mu.Lock()
+		menu := labels(h.host.menu, "")
+		h.host.mu.Unlock()
+		s := h.c.setup
+		return slices.Contains(menu, labelInstall) && !s.installBtn.Disabled() && strings.HasPrefix(s.installLine.Text, "minicpm5:2b: install it")
+	})
+}
+
+// TestLibraryReadsDoNotRebuildTheMenu: reading the library again every
+// libraryEvery rebuilds the menu only when what it lists changed (a
+// rebuild gives every entry a new ID on Linux, and closes a menu being
+// browsed on some panels).
+func TestLibraryReadsDoNotRebuildTheMenu(t *testing.T) {
+	f := newFakeApp(t.Cleanup)
+	lib := &fakeLibrary{models: []library.Model{{Name: "minicpm5:2b", Source: library.SourceNPUChat, Engines: []string{"npu", "cpu"}}}}
+	h := harnessFor(t, test.NewTempApp(t), f, &libraryApp{f, lib})
+	h.tap()
+	h.eventually("on, and marked", func() bool {
+		h.host.mu.Lock()
+		defer h.host.mu.Unlock()
+		return h.c.view.Ready && slices.Contains(labels(h.host.menu, ""), "  ● minicpm5:2b (NPU and CPU)")
+	})
+	time.Sleep(menuEvery + 100*time.Millisecond) // a rebuild due from the load's progress
+	count := func() int {
+		h.host.mu.Lock()
+		defer h.host.mu.Unlock()
+		return h.host.menus
+	}
+	before := count()
+	time.Sleep(2*libraryEvery + 500*time.Millisecond)
+	if after := count(); after != before {
+		t.Errorf("the menu was rebuilt %d times in %v with nothing changed", after-before, 2*libraryEvery)
+	}
+}

@@ -111,6 +111,9 @@ type menuState struct {
 	Engine backend.Kind
 	Login  bool
 	Models []modelLine // the model submenu (models_menu.go)
+	// NoInstall says why Install cannot act on the model served ("":
+	// it can).
+	NoInstall string
 }
 
 func newController(ctx context.Context, l *loop, a App, host trayHost, log *slog.Logger) *controller {
@@ -252,7 +255,7 @@ func (c *controller) refreshMenu() {
 	if err != nil {
 		c.log.Warn("read the launch-at-login entry", "err", err)
 	}
-	ms := menuState{View: c.view, Engine: c.app.Engine(), Login: login, Models: c.modelLines()}
+	ms := menuState{View: c.view, Engine: c.app.Engine(), Login: login, Models: c.modelLines(), NoInstall: c.notInstallable()}
 	ms.View.Tooltip = "" // not in the menu
 	if c.menu != nil && reflect.DeepEqual(ms, c.drawn) {
 		return
@@ -386,7 +389,7 @@ func (c *controller) engineSection(current backend.Kind) []*fyne.MenuItem {
 // toolsSection installs, checks and sets NPU Chat up.
 func (c *controller) toolsSection(ms menuState) []*fyne.MenuItem {
 	install := fyne.NewMenuItem(labelInstall, c.startInstall)
-	install.Disabled = ms.View.Installing
+	install.Disabled = ms.View.Installing || ms.NoInstall != ""
 	login := fyne.NewMenuItem(labelLogin, func() { c.setLaunchAtLogin(!ms.Login) })
 	login.Checked = ms.Login
 	return []*fyne.MenuItem{
@@ -488,6 +491,10 @@ func (c *controller) setLaunchAtLogin(on bool) {
 // line and the setup window. It does nothing while an install runs.
 func (c *controller) startInstall() {
 	if st := c.snap.Install; st != nil && st.State == install.StateRunning {
+		return
+	}
+	if why := c.notInstallable(); why != "" {
+		c.notify(Notice{"Nothing to install", why})
 		return
 	}
 	go func() {

@@ -309,7 +309,12 @@ func (s *setupWindow) showReport(rep *check.Report, err error) {
 func (s *setupWindow) update(snap Snapshot, v View) {
 	s.installBtn.SetText(labelInstallButton)
 	st := snap.Install
-	if st == nil || st.State == install.StateIdle {
+	why := s.c.notInstallable()
+	if why != "" && (st == nil || st.State != install.StateRunning) {
+		s.installLine.SetText(why)
+		s.installBar.SetValue(0)
+		s.installBtn.Disable()
+	} else if st == nil || st.State == install.StateIdle {
 		s.installLine.SetText(fmt.Sprintf("%s: install it, or update it when a new version is out. Installs resume where they stopped.", s.c.app.Model()))
 		s.installBar.SetValue(0)
 		s.installBtn.Enable()
@@ -328,7 +333,7 @@ func (s *setupWindow) update(snap Snapshot, v View) {
 	// A failure's whole error (addresses, the chain of causes) is
 	// folded under Details, below its sentence.
 	detail := ""
-	if st != nil && st.State == install.StateFailed {
+	if st != nil && st.State == install.StateFailed && why == "" {
 		detail = st.Words().Detail
 	}
 	if detail != s.installDetail.Text {

@@ -20,21 +20,66 @@ type parallelFake struct {
 
 func (p parallelFake) Parallel() int { return p.n }
 
-// parallelManager serves "m" on a parallelFake of n places whose tokens
-// come every delay.
-func parallelManager(t *testing.T, n int, delay time.Duration) (*Manager, *[]parallelFake) {
+// hold keeps the fake's answers from making their next token while it
+// is shut, so a test sees its generations running for as long as it
+// looks, on however slow or busy a machine (no token delay to guess).
+type hold struct {
+	mu sync.Mutex
+	ch chan struct{} // nil while open
+}
+
+// shut makes every answer wait before its next token.
+func (h *hold) shut() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ch == nil {
+		h.ch = make(chan struct{})
+	}
+}
+
+// open lets every answer go on.
+func (h *hold) open() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ch != nil {
+		close(h.ch)
+		h.ch = nil
+	}
+}
+
+// wait is the fake's BeforeToken: it returns once the hold is open, or
+// with the context's error when the request ends first (Stop).
+func (h *hold) wait(ctx context.Context) error {
+	h.mu.Lock()
+	ch := h.ch
+	h.mu.Unlock()
+	if ch == nil {
+		return nil
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// parallelManager serves "m" on a parallelFake of n places whose answers
+// run while the returned hold is open (it starts open).
+func parallelManager(t *testing.T, n int) (*Manager, *[]parallelFake, *hold) {
 	t.Helper()
 	var mu sync.Mutex
 	var made []parallelFake
+	h := &hold{}
 	m := New(Options{QueueSize: 2, KeepAlive: -1, NewBackend: func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
-		b := parallelFake{fake.New(fake.Options{Name: model, Kind: kind, TokenDelay: delay, Reply: func(*backend.Request) string { return "one two three four five six" }}), n}
+		b := parallelFake{fake.New(fake.Options{Name: model, Kind: kind, TokenDelay: time.Millisecond, BeforeToken: h.wait, Reply: func(*backend.Request) string { return "one two three four five six" }}), n}
 		mu.Lock()
 		made = append(made, b)
 		mu.Unlock()
 		return b, nil
 	}})
-	t.Cleanup(func() { m.Close(context.Background()) })
-	return m, &made
+	t.Cleanup(func() { h.open(); m.Close(context.Background()) })
+	return m, &made, h
 }
 
 func gen(m *Manager, ctx context.Context, model string) (backend.Result, error) {
@@ -46,13 +91,14 @@ func gen(m *Manager, ctx context.Context, model string) (backend.Result, error) 
 // the next waits in the queue for a place, and the queue's 429 stays
 // for what does not fit; Stop cancels every running answer.
 func TestParallelGenerations(t *testing.T) {
-	m, made := parallelManager(t, 3, 20*time.Millisecond)
+	m, made, h := parallelManager(t, 3)
 	if _, err := gen(m, t.Context(), "m"); err != nil { // loads it
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	errs := make(chan error, 8)
+	h.shut()
 	for range 5 {
 		go func() { _, err := gen(m, ctx, "m"); errs <- err }()
 	}
@@ -63,6 +109,7 @@ func TestParallelGenerations(t *testing.T) {
 	if _, err := gen(m, ctx, "m"); !errors.Is(err, ErrQueueFull) {
 		t.Errorf("beyond the running and the queue: %v, want ErrQueueFull", err)
 	}
+	h.open()
 	for range 5 {
 		if err := <-errs; err != nil {
 			t.Errorf("generation: %v", err)
@@ -77,6 +124,7 @@ func TestParallelGenerations(t *testing.T) {
 	}
 
 	// Stop cancels all of them at once
+	h.shut()
 	for range 3 {
 		go func() { _, err := gen(m, ctx, "m"); errs <- err }()
 	}
@@ -98,11 +146,12 @@ func TestParallelGenerations(t *testing.T) {
 // does not wait behind an endless stream of joiners: once it waits, no
 // new generation joins the group, and it loads when the group is done.
 func TestParallelGroupDrainsForAnotherModel(t *testing.T) {
-	m, _ := parallelManager(t, 4, 10*time.Millisecond)
+	m, _, h := parallelManager(t, 4)
 	if _, err := gen(m, t.Context(), "a"); err != nil {
 		t.Fatal(err)
 	}
 	errs := make(chan error, 8)
+	h.shut()
 	go func() { _, err := gen(m, t.Context(), "a"); errs <- err }()
 	waitFor(t, "one running", func() bool { return m.Status().Running == 1 })
 	other := make(chan error, 1)
@@ -114,6 +163,7 @@ func TestParallelGroupDrainsForAnotherModel(t *testing.T) {
 	if st := m.Status(); st.Running != 1 {
 		t.Errorf("%d running after another model asked, want 1 (no new joins)", st.Running)
 	}
+	h.open()
 	if err := <-other; err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +177,7 @@ func TestParallelGroupDrainsForAnotherModel(t *testing.T) {
 // TestOneAtATimeWithoutParallel: a
 // backend.Parallel of one place still answers one request at a time.
 func TestOneAtATimeWithoutParallel(t *testing.T) {
-	m, made := parallelManager(t, 1, 5*time.Millisecond)
+	m, made, _ := parallelManager(t, 1)
 	var wg sync.WaitGroup
 	for range 3 {
 		wg.Add(1)
@@ -144,11 +194,12 @@ func TestOneAtATimeWithoutParallel(t *testing.T) {
 // it waits for the slot, no new generation joins the group, and the
 // unload happens when the group is done.
 func TestParallelGroupDrainsForUnload(t *testing.T) {
-	m, made := parallelManager(t, 4, 100*time.Millisecond)
+	m, made, h := parallelManager(t, 4)
 	if _, err := gen(m, t.Context(), "a"); err != nil {
 		t.Fatal(err)
 	}
 	errs := make(chan error, 8)
+	h.shut()
 	go func() { _, err := gen(m, t.Context(), "a"); errs <- err }()
 	waitFor(t, "one running", func() bool { return m.Status().Running == 1 })
 	unloaded := make(chan error, 1)
@@ -164,6 +215,7 @@ func TestParallelGroupDrainsForUnload(t *testing.T) {
 	if st := m.Status(); st.Running != 1 {
 		t.Errorf("%d running while an unload waits, want 1 (no new joins)", st.Running)
 	}
+	h.open()
 	if err := <-unloaded; err != nil {
 		t.Fatal(err)
 	}

@@ -100,7 +100,12 @@ func benchParallel(ctx context.Context, path string, opts engine.LoadOptions, n,
 		return st
 	}
 
-	// a prompt alone
+	// a prompt alone, after one that warms the weights (the first after
+	// the load reads them from the file: it would make the newcomer
+	// beside others look faster than alone)
+	if st := stream(n+1, 1, nil); st.err != nil {
+		return nil, st.err
+	}
 	start := time.Now()
 	if st := stream(n, 1, nil); st.err != nil {
 		return nil, st.err

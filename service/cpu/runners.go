@@ -11,9 +11,10 @@ import (
 // runners are the places of the requests a backend answers at once
 // (Options.Parallel) and their sessions, reused from request to request
 // (a session's KV memory goes back to the KV cache with Keep; what is
-// reused is its logits buffer). A request that needs KV memory the
+// reused is its logits buffer). A prompt that needs KV memory the
 // running ones hold waits for one of them to end (waitRoom), unless all
-// the others wait too.
+// the others wait too; an answer that needs more ends there instead
+// (generateLocked), so that none waits for another's whole answer.
 type runners struct {
 	places int
 	sem    chan struct{}

@@ -102,6 +102,11 @@ func TestInstallWordsOnThePageAreTheStatusWords(t *testing.T) {
 	names = append(slices.DeleteFunc(names, func(n string) bool { return n == "done" }), "done")
 	for _, name := range names {
 		st := sts[name]
+		if st.Model != "minicpm5:2b" {
+			// Another model's install (from the Models view) is not
+			// the install view's: TestCatalogInstallsFastFlowLMModel.
+			continue
+		}
 		js, err := json.Marshal(st)
 		if err != nil {
 			t.Fatal(err)

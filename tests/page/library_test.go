@@ -225,6 +225,9 @@ func TestCatalogInstallsFastFlowLMModel(t *testing.T) {
 	if got := eval[string](b, `document.getElementById('status-text').textContent`); got != "Installing qwen3:0.6b…" {
 		t.Errorf("the status line while qwen3:0.6b installs: %q", got)
 	}
+	if got := eval[string](b, `document.getElementById('install-title').textContent`); strings.Contains(got, "qwen3") {
+		t.Errorf("the install view of minicpm5:2b shows the install of qwen3:0.6b: %q", got)
+	}
 	b.shot("library-catalog-installing")
 	// Installed, switched on, and listed with its engines.
 	const installed = `document.querySelector('[data-testid=library-list] [data-name="qwen3:0.6b"]')`

@@ -13,6 +13,10 @@
 window.NPUInstall = (() => {
   const $ = (id) => document.getElementById(id);
   let st = { state: "idle" };
+  // other is the last status of an install of another model than the
+  // page's (the Models view installs catalog models from their rows):
+  // the status line follows it, the view does not show it.
+  let other = null;
   let page = null; // init's options
   let pollTimer = 0;
 
@@ -20,6 +24,13 @@ window.NPUInstall = (() => {
 
   // show puts a status (the server's JSON, words included) on the view.
   function show(next) {
+    if (page && next.model && next.model.toLowerCase() !== String(page.model()).toLowerCase()) {
+      const was = state();
+      other = next;
+      if (page.changed) page.changed(Object.assign({}, st, { state: state() }), was);
+      return;
+    }
+    if (other && other.state !== "running") other = null;
     const was = st.state;
     st = next;
     const w = next.words || {};
@@ -102,7 +113,14 @@ window.NPUInstall = (() => {
     });
   }
 
-  // model is the model of the last status shown (the one installing:
-  // the Models view installs others than the page's model).
-  return { init, show, load, state: () => st.state, model: () => st.model || "" };
+  // state is the view's install's state, or "running" while another
+  // model installs; model is the model installing (or last shown).
+  function state() {
+    return other && other.state === "running" && st.state !== "running" ? "running" : st.state;
+  }
+  function model() {
+    return (other && other.state === "running" && st.state !== "running" ? other.model : st.model) || "";
+  }
+
+  return { init, show, load, state, model };
 })();

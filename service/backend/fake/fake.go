@@ -45,6 +45,11 @@ type Options struct {
 	// Cached is how many of each prompt's tokens the results say came
 	// from a KV cache (at most the prompt's).
 	Cached int
+	// BeforeToken, when set, runs before each token is made; an error
+	// (the request's context ending) ends the generation with it. Tests
+	// hold answers running with it for as long as they look, however
+	// slow the machine, instead of guessing a TokenDelay.
+	BeforeToken func(ctx context.Context) error
 }
 
 // Backend is the fake backend. It is safe for concurrent use.
@@ -176,6 +181,11 @@ func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(
 		if req.MaxTokens > 0 && i >= req.MaxTokens {
 			res.FinishReason = backend.FinishLength
 			break
+		}
+		if b.opts.BeforeToken != nil {
+			if err := b.opts.BeforeToken(ctx); err != nil {
+				return res, err
+			}
 		}
 		if err := sleep(ctx, b.opts.TokenDelay); err != nil {
 			return res, err
