@@ -92,7 +92,7 @@ func TestChatContextLength(t *testing.T) {
 	if !regexp.MustCompile(`^on CPU \(in-process engine\) · KV cache: [\d,]+ tokens, [\d.]+ [KMG]B$`).MatchString(engine) {
 		t.Errorf("the status line says %q", engine)
 	}
-	if title := eval[string](b, `document.getElementById('status-engine').title`); !regexp.MustCompile(`^\d+ prompts? kept in memory \([\d.]+ [KMG]B of a budget of [\d.]+ [KMG]B\)`).MatchString(title) {
+	if title := eval[string](b, `document.getElementById('status-engine').title`); !regexp.MustCompile(`^\d+ prompts? kept in memory \([\d.]+ [KMG]B of a budget of [\d.]+ [KMG]B\), keys and values as f32`).MatchString(title) {
 		t.Errorf("the status line's tooltip says %q", title)
 	}
 	b.shot("chat-context-128")

@@ -1585,6 +1585,7 @@
     if (c && c.tokens > 0) {
       eng += (eng ? " · " : "") + "KV cache: " + c.tokens.toLocaleString("en-US") + " tokens, " + shortBytes(c.bytes);
       $("status-engine").title = c.sequences + (c.sequences === 1 ? " prompt" : " prompts") + " kept in memory (" + shortBytes(c.bytes) + " of a budget of " + shortBytes(c.budget) + ")" +
+        (c.kv_type ? ", keys and values as " + c.kv_type : "") +
         (c.disk_files > 0 ? "; " + c.disk_files + (c.disk_files === 1 ? " file" : " files") + " on disk (" + shortBytes(c.disk_bytes) + ")" : "");
     }
     $("status-engine").textContent = eng;
