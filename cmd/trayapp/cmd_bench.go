@@ -42,6 +42,10 @@ type benchResult struct {
 	// PeakRSSMB is the process's peak resident memory (VmHWM, Linux
 	// only; 0 where unknown).
 	PeakRSSMB float64 `json:"peak_rss_mb"`
+	// KVType is the KV cache's type ("f32", "f16", "q8_0"), KVChoice
+	// what was asked and why another runs when one does.
+	KVType   string `json:"kv_type"`
+	KVChoice string `json:"kv_choice"`
 }
 
 // runBench implements `npuchat bench`: load a model, prefill a synthetic
@@ -139,9 +143,9 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 		}
 		return 0
 	}
-	fmt.Fprintf(env.Stdout, "model    %s (%s)\nthreads  %d, SIMD %s, %s activations\nsimd     %s\nload     %.2f s\n"+
+	fmt.Fprintf(env.Stdout, "model    %s (%s)\nthreads  %d, SIMD %s, %s activations, KV cache %s\nsimd     %s\nload     %.2f s\n"+
 		"prefill  %d tokens, %.2f tok/s\ndecode   %d tokens, %.2f tok/s\npeak RSS %.0f MB\n",
-		res.Model, res.Format, res.Threads, res.SIMD, res.Activations, res.SIMDChoice, res.LoadSeconds,
+		res.Model, res.Format, res.Threads, res.SIMD, res.Activations, res.KVChoice, res.SIMDChoice, res.LoadSeconds,
 		res.PromptTokens, res.PrefillTokS, res.GenTokens, res.DecodeTokS, res.PeakRSSMB)
 	return 0
 }
@@ -161,6 +165,7 @@ func bench(ctx context.Context, path string, opts engine.LoadOptions, promptToke
 	defer m.Close()
 	res.LoadSeconds = time.Since(start).Seconds()
 	res.Threads, res.SIMD, res.SIMDChoice, res.DecodeBytes = m.Threads(), m.SIMD(), m.SIMDChoice().String(), m.DecodeBytes()
+	res.KVType, res.KVChoice = m.KVType(), m.KVTypeChoice()
 	cfg := m.Config()
 	res.Format = cfg.Format
 	if promptTokens+genTokens > 1<<16 {

@@ -45,8 +45,18 @@ func TestBench(t *testing.T) {
 		}
 	}
 	code, out, _ := runCmd(t, "bench", "--model", model, "--prompt-tokens", "3", "--gen-tokens", "2")
-	if code != 0 || !strings.Contains(out, "decode   2 tokens") {
+	if code != 0 || !strings.Contains(out, "decode   2 tokens") || !strings.Contains(out, "KV cache f32") {
 		t.Errorf("text output (exit %d): %q", code, out)
+	}
+	// --kv-cache-type: this model's 16-dimension heads keep f16 for
+	// q8_0, and the output says so; a bad type is an error
+	code, out, _ = runCmd(t, "bench", "--model", model, "--prompt-tokens", "3", "--gen-tokens", "2", "--kv-cache-type", "q8_0", "--json")
+	var res benchResult
+	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil || res.KVType != "f16" || !strings.Contains(res.KVChoice, "q8_0 asked: head dimension 16") {
+		t.Errorf("--kv-cache-type q8_0 (exit %d): %q", code, out)
+	}
+	if code, _, errs := runCmd(t, "bench", "--model", model, "--kv-cache-type", "q4"); code == 0 || !strings.Contains(errs, "f32, f16, q8_0") {
+		t.Errorf("--kv-cache-type q4: exit %d, %q", code, errs)
 	}
 }
 
