@@ -108,7 +108,21 @@ func run(ctx context.Context, env *Env, args []string) int {
 		usage(env.Stderr, cmds)
 		return 2
 	}
-	return c.run(ctx, env, args[1:])
+	return offMain(func() int { return c.run(ctx, env, args[1:]) })
+}
+
+// offMain runs a subcommand on a goroutine of its own and returns its
+// exit code. None of them is the GUI, and main's goroutine is locked to
+// the main thread (fyne's GLFW driver does that in an init, for the
+// tray): a locked goroutine that yields, as the engine's pool does while
+// it polls between matrix products, hands its thread's processor to
+// another thread and sleeps until the OS wakes it again, tens of
+// microseconds in a VM, a few hundred times a token (`npuchat bench`
+// decoded 7-13 % slower for it; docs/performance.md, 2026-12-04).
+func offMain(f func() int) int {
+	code := make(chan int, 1)
+	go func() { code <- f() }()
+	return <-code
 }
 
 func usage(w io.Writer, cmds map[string]command) {
