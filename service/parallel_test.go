@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -82,6 +83,15 @@ func parallelManager(t *testing.T, n int) (*Manager, *[]parallelFake, *hold) {
 	return m, &made, h
 }
 
+// arrived waits until n generations are running or waiting.
+func arrived(t *testing.T, m *Manager, n int) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("%d generations running or waiting", n), func() bool {
+		st := m.Status()
+		return st.Running+st.Waiting == n
+	})
+}
+
 func gen(m *Manager, ctx context.Context, model string) (backend.Result, error) {
 	return m.Generate(ctx, &backend.Request{Model: model, Prompt: "hi"}, GenerateOptions{}, func(backend.Token) error { return nil })
 }
@@ -99,8 +109,11 @@ func TestParallelGenerations(t *testing.T) {
 	defer cancel()
 	errs := make(chan error, 8)
 	h.shut()
-	for range 5 {
+	// one at a time: five arriving at once could all count as waiting
+	// before the group opens, and the queue of two would refuse three
+	for i := range 5 {
 		go func() { _, err := gen(m, ctx, "m"); errs <- err }()
+		arrived(t, m, i+1)
 	}
 	waitFor(t, "three running and two waiting", func() bool {
 		st := m.Status()
@@ -125,8 +138,9 @@ func TestParallelGenerations(t *testing.T) {
 
 	// Stop cancels all of them at once
 	h.shut()
-	for range 3 {
+	for i := range 3 {
 		go func() { _, err := gen(m, ctx, "m"); errs <- err }()
+		arrived(t, m, i+1)
 	}
 	waitFor(t, "three running", func() bool { return m.Status().Running == 3 })
 	if err := m.Stop(t.Context()); err != nil {
