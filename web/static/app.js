@@ -33,6 +33,7 @@
     return h;
   }
   async function api(method, path, body, tries) {
+    const sent = key(); // a refusal of a key replaced meanwhile is retried with the new one, not asked again
     const r = await fetch(path, { method, headers: headers(), body: body === undefined ? undefined : JSON.stringify(body) });
     // The history and the settings need the session the tray's link
     // starts (or the API key, when the server has one: it says so with
@@ -44,7 +45,7 @@
       err.code = "session_required";
       throw err;
     }
-    if (r.status === 401 && (tries || 0) < 3 && (await askKey(!!key()))) {
+    if (r.status === 401 && (tries || 0) < 3 && (key() !== sent || (await askKey(!!key())))) {
       return api(method, path, body, (tries || 0) + 1);
     }
     if (r.status === 204) return null;
