@@ -531,11 +531,21 @@ func (s *Server) selectVersion(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, e)
 }
 
+// ceilMillis is d in whole milliseconds, rounded up: a first token under
+// a millisecond (a prompt from the KV cache on a small model) shows as
+// 1 ms, not as 0, which the page reads as "not measured".
+func ceilMillis(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}
+
 // answerStats are what the page shows under an answer.
 func (s *Server) answerStats(a *answer) history.Stats {
 	st := history.Stats{Model: a.Model, Engine: string(a.Backend), Fallback: a.Fallback, FinishReason: a.Result.FinishReason,
 		PromptTokens: a.Result.PromptTokens, CompletionTokens: a.Result.CompletionTokens,
-		TTFTMillis: a.FirstToken.Milliseconds(), TokensPerSecond: a.TokensPerSecond(),
+		TTFTMillis: ceilMillis(a.FirstToken), TokensPerSecond: a.TokensPerSecond(),
 		CachedTokens: a.Result.CachedTokens, OmittedMessages: a.Result.OmittedMessages}
 	if st.CompletionTokens == 0 {
 		st.CompletionTokens = a.Pieces

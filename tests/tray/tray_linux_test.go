@@ -176,9 +176,9 @@ func TestTrayOverDBus(t *testing.T) {
 	})
 
 	// "Stop serving" switches the model off.
-	if err := item.Click(menu.Find("Stop serving")); err != nil {
-		t.Fatal(err)
-	}
+	// Clicks go to the menu as read at the moment (clickUntil): the
+	// menu is rebuilt with new IDs on each change of state.
+	clickUntil(t, item, "Stop serving", func() error { return wantState(base, "off") })
 	desktoptest.Eventually(t, 60*time.Second, "/api/status off", func() error { return wantState(base, "off") })
 	menu = waitMenu(t, item, "Off")
 	checkIcon(t, item, gui.IconOff)
@@ -187,9 +187,7 @@ func TestTrayOverDBus(t *testing.T) {
 	// mark is that entry; removed behind the tray's back, the next
 	// click writes it again.
 	entry := filepath.Join(home, ".config", "autostart", "npuchat.desktop")
-	if err := item.Click(menu.Find("Launch at login")); err != nil {
-		t.Fatal(err)
-	}
+	clickUntil(t, item, "Launch at login", func() error { _, err := os.Stat(entry); return err })
 	desktoptest.Eventually(t, 60*time.Second, "the autostart entry and its check mark", func() error {
 		b, err := os.ReadFile(entry)
 		if err != nil {
@@ -208,9 +206,12 @@ func TestTrayOverDBus(t *testing.T) {
 		menu = m
 		return nil
 	})
-	if err := item.Click(menu.Find("Launch at login")); err != nil {
-		t.Fatal(err)
-	}
+	clickUntil(t, item, "Launch at login", func() error {
+		if _, err := os.Stat(entry); !os.IsNotExist(err) {
+			return fmt.Errorf("%s: %v", entry, err)
+		}
+		return nil
+	})
 	desktoptest.Eventually(t, 60*time.Second, "the autostart entry removed", func() error {
 		if _, err := os.Stat(entry); !os.IsNotExist(err) {
 			return fmt.Errorf("%s: %v", entry, err)
@@ -230,7 +231,11 @@ func TestTrayOverDBus(t *testing.T) {
 	// windows as the app quits is where fyne calls went off fyne's
 	// goroutine).
 	for _, label := range []string{"Check NPU…", "Settings…", "About NPU Chat"} {
-		if err := item.Click(menu.Find(label)); err != nil {
+		m, err := item.Menu() // as it is now
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := item.Click(m.Find(label)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -246,7 +251,9 @@ func TestTrayOverDBus(t *testing.T) {
 	})
 
 	// "Quit" ends the process, with exit status 0, within 5 seconds.
-	if err := item.Click(menu.Find("Quit")); err != nil {
+	if m, err := item.Menu(); err != nil {
+		t.Fatal(err)
+	} else if err := item.Click(m.Find("Quit")); err != nil {
 		t.Fatal(err)
 	}
 	select {
