@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/npuchat/npuchat/errtext"
 
 	"github.com/npuchat/npuchat/history"
 )
@@ -124,7 +124,7 @@ func fallbackLine(m history.Message) string {
 	if m.Stats == nil || m.Stats.Fallback == "" {
 		return ""
 	}
-	return "Answered on the " + EngineName(m.Stats.Engine) + " instead of the NPU: " + sentence(lastPart(withoutCommand(m.Stats.Fallback)))
+	return "Answered on the " + EngineName(m.Stats.Engine) + " instead of the NPU: " + errtext.Sentence(errtext.LastPart(withoutCommand(m.Stats.Fallback)))
 }
 
 // runCommand is advice to run an npuchat command in a server's message,
@@ -134,46 +134,6 @@ var runCommand = regexp.MustCompile("(?i)[;,]?\\s*(run|try) [`']?npuchat [^.;)]*
 
 // withoutCommand is s without advice to run an npuchat command.
 func withoutCommand(s string) string { return strings.TrimSpace(runCommand.ReplaceAllString(s, "")) }
-
-// lastPart is the last, most specific part of a Go error chain "a: b:
-// c" (a ": " inside parentheses belongs to its part; a last part too
-// short to say anything keeps the one before it), as app.js's
-// firstSentence does.
-func lastPart(s string) string {
-	var parts []string
-	depth, from := 0, 0
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '(' || c == '[':
-			depth++
-		case (c == ')' || c == ']') && depth > 0:
-			depth--
-		case c == ':' && i+1 < len(s) && s[i+1] == ' ' && depth == 0:
-			parts = append(parts, s[from:i])
-			from = i + 2
-		}
-	}
-	parts = append(parts, s[from:])
-	last := strings.TrimSpace(parts[len(parts)-1])
-	if utf8.RuneCountInString(last) < 12 && len(parts) > 1 {
-		last = strings.TrimSpace(parts[len(parts)-2]) + ": " + last
-	}
-	return last
-}
-
-// sentence starts s with a capital and ends it with a full stop.
-func sentence(s string) string {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return ""
-	}
-	r, n := utf8.DecodeRuneInString(s)
-	s = string(unicode.ToUpper(r)) + s[n:]
-	if !strings.HasSuffix(s, ".") && !strings.HasSuffix(s, "!") && !strings.HasSuffix(s, "?") {
-		s += "."
-	}
-	return s
-}
 
 // EngineName names a backend kind for people.
 func EngineName(kind string) string {
