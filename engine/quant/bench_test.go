@@ -78,3 +78,42 @@ func BenchmarkDotQ8(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkPackedDecode measures the one-vector (decode) packed kernels
+// of every level this CPU has, per type, on a 2048-column matrix of
+// 64 MiB or so, more than the caches hold, one thread: the bytes per
+// second it reports are how fast one core streams weights through the
+// kernel (go test -bench PackedDecode -run '^$' ./engine/quant; compare
+// with tools/membw -threads 1).
+func BenchmarkPackedDecode(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	const cols = 2048
+	x := randomBatch(r, 1, cols)
+	for _, typ := range []Type{Q4_0, Q4_1, Q4_1BF16, Q8_0} {
+		rb, _ := typ.RowBytes(cols)
+		rows := (64 << 20) / rb / GroupRows * GroupRows
+		data := make([]byte, rows*rb)
+		one := randomRow(r, typ, cols)
+		for i := range rows {
+			copy(data[i*rb:], one)
+		}
+		for _, l := range []simd.Level{simd.AVX512, simd.AVXVNNI, simd.AVX2} {
+			if !simd.Host().Has(l) || !HasPackedKernel(l, typ) {
+				continue
+			}
+			p, _, err := Pack(l, typ, rows, cols, data, nil, 0, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			out := make([]float32, p.TileLen(1))
+			b.Run(typ.String()+"/"+l.String(), func(b *testing.B) {
+				b.SetBytes(int64(len(p.Data)))
+				for b.Loop() {
+					for g := range p.Groups() {
+						p.MulQ8(l, g, x, 0, 1, out)
+					}
+				}
+			})
+		}
+	}
+}

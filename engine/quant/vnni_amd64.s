@@ -279,6 +279,15 @@ gemmQ4_1BF16VNNIx1block:
 	VZEROUPPER
 	RET
 
+// LD64(o, y, z) loads the 64 bytes at o(SI) into z (y its low half) as two 32-byte halves.
+// Q8_0 blocks are 544 bytes, so every other block's register rows start
+// 32 bytes into a cache line: a 512-bit load of such a row touches two
+// lines, which a core with full-width 512-bit loads (Zen 5) pays for as
+// a split load; each 32-byte half lies in one line. (Decode only: the
+// many-vector kernel loads a block once for all its vectors.)
+#define LD64(o, y, z) \
+	VMOVDQU o(SI), y; VINSERTI64X4 $1, o+32(SI), z, z
+
 // func gemmQ8_0VNNIx1(w *byte, nb int, qs *int8, qstride int, d *float32, sum *int32, s *float32, dstride int, ntok int, out *float32)
 // (ntok is 1; out is not read, only written)
 TEXT ·gemmQ8_0VNNIx1(SB), NOSPLIT, $0-80
@@ -290,14 +299,14 @@ TEXT ·gemmQ8_0VNNIx1(SB), NOSPLIT, $0-80
 gemmQ8_0VNNIx1block:
 	PF9
 	VCVTPH2PS (SI), Z8
-	VMOVDQU64 32(SI), Z0
-	VMOVDQU64 96(SI), Z1
-	VMOVDQU64 160(SI), Z2
-	VMOVDQU64 224(SI), Z3
-	VMOVDQU64 288(SI), Z4
-	VMOVDQU64 352(SI), Z5
-	VMOVDQU64 416(SI), Z6
-	VMOVDQU64 480(SI), Z7
+	LD64(32, Y0, Z0)
+	LD64(96, Y1, Z1)
+	LD64(160, Y2, Z2)
+	LD64(224, Y3, Z3)
+	LD64(288, Y4, Z4)
+	LD64(352, Y5, Z5)
+	LD64(416, Y6, Z6)
+	LD64(480, Y7, Z7)
 	VPSLLD.BCST $7, (BX)(R13*1), Z10
 	VPSUBD Z10, Z30, Z10
 	DP8
