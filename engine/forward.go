@@ -91,7 +91,7 @@ func (st *stepper) forward(m *Model, segs []segment) {
 			rmsnorm(norm[t], x[t], w.ffnNorm, c.NormEps)
 		}
 		st.mul.mul(st.pool, norm, product{hb, &w.gate}, product{hb2, &w.up})
-		st.mul.swiglu(st.pool, hb, hb2)
+		st.mul.swiglu(st.pool, m.simd.Level, hb, hb2)
 		st.mul.mul(st.pool, hb, product{xb2, &w.down})
 		for t := range n {
 			scale(xb2[t], float32(c.ResidualScale))
@@ -166,16 +166,6 @@ func (m *Model) rope(v []float32, n int, cos, sin []float32) {
 			x[a] = x0*cos[i] - x1*sin[i]
 			x[b] = x0*sin[i] + x1*cos[i]
 		}
-	}
-}
-
-func silu(x float32) float32 { return x / (1 + float32(math.Exp(float64(-x)))) }
-
-// swiglu sets h[i] = silu(h[i]) · u[i].
-func swiglu(h, u []float32) {
-	u = u[:len(h)]
-	for i, g := range h {
-		h[i] = silu(g) * u[i]
 	}
 }
 

@@ -102,8 +102,12 @@ type mulTask struct {
 	glu  gluTask // the SwiGLU between the feed-forward products
 }
 
-// gluTask is swiglu over a batch of rows, split by ranges of values.
-type gluTask struct{ h, u [][]float32 }
+// gluTask is SwiGLU over a batch of rows, split by ranges of values,
+// with the model's kernels (quant.SwiGLU at level l).
+type gluTask struct {
+	h, u [][]float32
+	l    simd.Level
+}
 
 func (g *gluTask) part(k, n int) {
 	size := len(g.h[0])
@@ -111,16 +115,16 @@ func (g *gluTask) part(k, n int) {
 	for lo < hi {
 		t, i := lo/size, lo%size
 		e := min(size, i+hi-lo)
-		swiglu(g.h[t][i:e], g.u[t][i:e])
+		quant.SwiGLU(g.l, g.h[t][i:e], g.u[t][i:e])
 		lo += e - i
 	}
 }
 
 // swiglu sets h[t][i] = silu(h[t][i]) · u[t][i] for every row t, on
-// pool pl (math.Exp over 6144 values a layer is too much to leave to one
-// thread between two products).
-func (k *mulTask) swiglu(pl *pool, h, u [][]float32) {
-	k.glu = gluTask{h, u}
+// pool pl with level l's kernels (the exp of 6144 values a layer is too
+// much to leave to one thread between two products).
+func (k *mulTask) swiglu(pl *pool, l simd.Level, h, u [][]float32) {
+	k.glu = gluTask{h, u, l}
 	pl.run(&k.glu)
 	k.glu = gluTask{}
 }

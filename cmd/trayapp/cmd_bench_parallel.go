@@ -78,13 +78,20 @@ func benchParallel(ctx context.Context, path string, opts engine.LoadOptions, n,
 		return p
 	}
 	// stream runs one sequence: prompt k, then gen greedy tokens;
-	// started is closed after its first few decode tokens.
-	stream := func(k, gen int, started chan<- struct{}) streamTimes {
+	// started is closed after its first few decode tokens. With ready,
+	// it decodes only once every stream of ready has its first token
+	// (so that n streams decode together, however the goroutines were
+	// scheduled while they prefilled).
+	stream := func(k, gen int, started chan<- struct{}, ready *sync.WaitGroup) streamTimes {
 		var st streamTimes
 		q := sc.Join(m.NewSession(ctxLen))
 		defer q.Leave()
 		logits, err := q.Prefill(ctx, prompt(k))
 		st.first = time.Now()
+		if ready != nil {
+			ready.Done()
+			ready.Wait()
+		}
 		for i := 0; err == nil && i < gen; i++ {
 			if i == 2 && started != nil {
 				close(started)
@@ -103,11 +110,11 @@ func benchParallel(ctx context.Context, path string, opts engine.LoadOptions, n,
 	// a prompt alone, after one that warms the weights (the first after
 	// the load reads them from the file: it would make the newcomer
 	// beside others look faster than alone)
-	if st := stream(n+1, 1, nil); st.err != nil {
+	if st := stream(n+1, 1, nil, nil); st.err != nil {
 		return nil, st.err
 	}
 	start := time.Now()
-	if st := stream(n, 1, nil); st.err != nil {
+	if st := stream(n, 1, nil, nil); st.err != nil {
 		return nil, st.err
 	} else {
 		res.AloneSeconds = st.first.Sub(start).Seconds()
@@ -115,11 +122,12 @@ func benchParallel(ctx context.Context, path string, opts engine.LoadOptions, n,
 
 	// n streams together
 	times := make([]streamTimes, n)
-	var wg sync.WaitGroup
+	var wg, ready sync.WaitGroup
+	ready.Add(n)
 	start = time.Now()
 	for k := range n {
 		wg.Add(1)
-		go func() { defer wg.Done(); times[k] = stream(k, genTokens, nil) }()
+		go func() { defer wg.Done(); times[k] = stream(k, genTokens, nil, &ready) }()
 	}
 	wg.Wait()
 	from, to := times[0].first, times[0].last // when all decode
@@ -156,13 +164,13 @@ func benchParallel(ctx context.Context, path string, opts engine.LoadOptions, n,
 	for k := range n - 1 {
 		starts[k] = make(chan struct{})
 		wg.Add(1)
-		go func() { defer wg.Done(); others[k] = stream(k, 2*genTokens+8, starts[k]) }()
+		go func() { defer wg.Done(); others[k] = stream(k, 2*genTokens+8, starts[k], nil) }()
 	}
 	for _, c := range starts {
 		<-c // every other is decoding
 	}
 	start = time.Now()
-	st := stream(n, 1, nil)
+	st := stream(n, 1, nil, nil)
 	res.NewcomerSeconds = st.first.Sub(start).Seconds()
 	wg.Wait()
 	if st.err != nil {

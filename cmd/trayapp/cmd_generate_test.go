@@ -11,13 +11,22 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/npuchat/npuchat/engine/simd"
 	"github.com/npuchat/npuchat/engine/testmodel"
 )
 
 func runCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	env := &Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
+	// the command sees no environment but the test CPU ceiling
+	// (scripts/test-ceilings runs these tests as smaller CPUs)
+	getenv := func(k string) string {
+		if k == simd.EnvCeiling {
+			return os.Getenv(k)
+		}
+		return ""
+	}
+	env := &Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: getenv}
 	code = run(context.Background(), env, args)
 	return code, out.String(), errb.String()
 }

@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/npuchat/npuchat/engine/simd"
 	"github.com/npuchat/npuchat/engine/testmodel"
 	"github.com/npuchat/npuchat/gui/desktoptest"
 	"github.com/npuchat/npuchat/web/webtest"
@@ -38,7 +40,8 @@ func serveInProcessArgs(t *testing.T, args []string) string {
 func serveInProcessLink(t *testing.T, args []string) (url, link string) {
 	t.Helper()
 	home := t.TempDir()
-	envs := map[string]string{"HOME": home, "NPUCHAT_DATA": filepath.Join(home, "data"), "FLM_MODEL_PATH": filepath.Join(home, "flm")}
+	envs := map[string]string{"HOME": home, "NPUCHAT_DATA": filepath.Join(home, "data"), "FLM_MODEL_PATH": filepath.Join(home, "flm"),
+		simd.EnvCeiling: os.Getenv(simd.EnvCeiling)} // scripts/test-ceilings
 	pr, pw := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int)

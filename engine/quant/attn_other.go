@@ -15,3 +15,7 @@ func attnExpAVX2(s *float32, nb int, mask *int32, m float32, sum *float32, const
 func (a *Attn) scoresAVX2(sc *AttnScratch, r, nb, ss int) { panic("no SIMD") }
 
 func (a *Attn) pvAVX2(sc *AttnScratch, r, ss int) { panic("no SIMD") }
+
+func swigluAVX512(h, u *float32, n int) { panic("no SIMD") }
+
+func swigluAVX2(h, u *float32, n int, consts *float32) { panic("no SIMD") }

@@ -1,0 +1,112 @@
+// SwiGLU kernels (glu.go): h[i] = silu(h[i]) · u[i], with silu(x) =
+// x / (1 + e) for x ≥ 0 and x·e / (1 + e) for x < 0, e = expf(−|x|) in
+// attnExp's operations (the same constants and order). DO NOT reorder
+// the float operations: every result equals swigluGo's bit for bit.
+
+#include "textflag.h"
+
+// EXPF512 sets Z7 = expf(Z1) for Z1 ≤ 0 (Z1-Z6 are overwritten), the
+// constants where attnExp keeps them: Z20 lo, Z21 log2e, Z22 c1, Z23 c2,
+// Z24-Z29 p0-p5, Z19 1, Z18 127.
+#define EXPF512 \
+	VMAXPS Z20, Z1, Z1; VMULPS Z21, Z1, Z2; VCVTPS2DQ Z2, Z3; VCVTDQ2PS Z3, Z4; \
+	VMULPS Z22, Z4, Z5; VSUBPS Z5, Z1, Z1; VMULPS Z23, Z4, Z5; VSUBPS Z5, Z1, Z1; \
+	VMULPS Z1, Z1, Z6; \
+	VMULPS Z24, Z1, Z7; VADDPS Z25, Z7, Z7; \
+	VMULPS Z1, Z7, Z7; VADDPS Z26, Z7, Z7; \
+	VMULPS Z1, Z7, Z7; VADDPS Z27, Z7, Z7; \
+	VMULPS Z1, Z7, Z7; VADDPS Z28, Z7, Z7; \
+	VMULPS Z1, Z7, Z7; VADDPS Z29, Z7, Z7; \
+	VMULPS Z6, Z7, Z7; VADDPS Z1, Z7, Z7; VADDPS Z19, Z7, Z7; \
+	VPADDD Z18, Z3, Z3; VPSLLD $23, Z3, Z3; VMULPS Z3, Z7, Z7
+
+// func swigluAVX512(h, u *float32, n int)
+// 16 values at a time, the last partial 16 under a mask (masked loads
+// do not touch the memory past n).
+TEXT ·swigluAVX512(SB), NOSPLIT, $0-24
+	MOVQ h+0(FP), DI
+	MOVQ u+8(FP), SI
+	MOVQ n+16(FP), CX
+	MOVL $0xC2AE0000, AX; VPBROADCASTD AX, Z20 // lo
+	MOVL $0x3FB8AA3B, AX; VPBROADCASTD AX, Z21 // log2e
+	MOVL $0x3F318000, AX; VPBROADCASTD AX, Z22 // c1
+	MOVL $0xB95E8083, AX; VPBROADCASTD AX, Z23 // c2
+	MOVL $0x39506967, AX; VPBROADCASTD AX, Z24 // p0
+	MOVL $0x3AB743CE, AX; VPBROADCASTD AX, Z25 // p1
+	MOVL $0x3C088908, AX; VPBROADCASTD AX, Z26 // p2
+	MOVL $0x3D2AA9C1, AX; VPBROADCASTD AX, Z27 // p3
+	MOVL $0x3E2AAAAA, AX; VPBROADCASTD AX, Z28 // p4
+	MOVL $0x3F000000, AX; VPBROADCASTD AX, Z29 // p5
+	MOVL $0x3F800000, AX; VPBROADCASTD AX, Z19 // 1
+	MOVL $127, AX; VPBROADCASTD AX, Z18
+	MOVL $0x80000000, AX; VPBROADCASTD AX, Z17 // the sign bit
+	VPXORD Z16, Z16, Z16
+	MOVQ $0xFFFF, AX
+	KMOVW AX, K1
+
+gloop:
+	CMPQ CX, $16
+	JGE gfull
+	MOVQ $1, AX
+	SHLQ CX, AX
+	DECQ AX
+	KMOVW AX, K1
+
+gfull:
+	VMOVUPS.Z (DI), K1, Z0 // x
+	VPORD Z17, Z0, Z1      // −|x|
+	EXPF512                // e in Z7
+	VMULPS Z7, Z0, Z8      // x·e
+	VCMPPS $1, Z16, Z0, K2 // x < 0
+	VMOVAPS Z8, K2, Z0     // num: x·e where x < 0, else x
+	VADDPS Z19, Z7, Z7     // 1 + e
+	VDIVPS Z7, Z0, Z0      // silu
+	VMOVUPS.Z (SI), K1, Z9
+	VMULPS Z9, Z0, Z0
+	VMOVUPS Z0, K1, (DI)
+	ADDQ $64, DI
+	ADDQ $64, SI
+	SUBQ $16, CX
+	JG gloop
+	VZEROUPPER
+	RET
+
+// func swigluAVX2(h, u *float32, n int, consts *float32)
+// 8 values at a time (n a multiple of 8); R11 points at attnConsts (8
+// copies each: lo, log2e, c1, c2, p0…p5, 1, 127), read as operands.
+TEXT ·swigluAVX2(SB), NOSPLIT, $0-32
+	MOVQ h+0(FP), DI
+	MOVQ u+8(FP), SI
+	MOVQ n+16(FP), CX
+	MOVQ consts+24(FP), R11
+	VPCMPEQD Y15, Y15, Y15
+	VPSLLD $31, Y15, Y15 // the sign bit
+	VXORPS Y14, Y14, Y14
+
+g2loop:
+	VMOVUPS (DI), Y0 // x
+	VORPS Y15, Y0, Y1 // −|x|
+	VMAXPS 0(R11), Y1, Y1
+	VMULPS 32(R11), Y1, Y2; VCVTPS2DQ Y2, Y3; VCVTDQ2PS Y3, Y4
+	VMULPS 64(R11), Y4, Y5; VSUBPS Y5, Y1, Y1; VMULPS 96(R11), Y4, Y5; VSUBPS Y5, Y1, Y1
+	VMULPS Y1, Y1, Y6
+	VMULPS 128(R11), Y1, Y7; VADDPS 160(R11), Y7, Y7
+	VMULPS Y1, Y7, Y7; VADDPS 192(R11), Y7, Y7
+	VMULPS Y1, Y7, Y7; VADDPS 224(R11), Y7, Y7
+	VMULPS Y1, Y7, Y7; VADDPS 256(R11), Y7, Y7
+	VMULPS Y1, Y7, Y7; VADDPS 288(R11), Y7, Y7
+	VMULPS Y6, Y7, Y7; VADDPS Y1, Y7, Y7; VADDPS 320(R11), Y7, Y7
+	VPADDD 352(R11), Y3, Y3; VPSLLD $23, Y3, Y3; VMULPS Y3, Y7, Y7 // e
+	VMULPS Y7, Y0, Y8         // x·e
+	VCMPPS $1, Y14, Y0, Y9    // x < 0
+	VBLENDVPS Y9, Y8, Y0, Y0  // num
+	VADDPS 320(R11), Y7, Y7   // 1 + e
+	VDIVPS Y7, Y0, Y0         // silu
+	VMULPS (SI), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, DI
+	ADDQ $32, SI
+	SUBQ $8, CX
+	JNZ g2loop
+	VZEROUPPER
+	RET

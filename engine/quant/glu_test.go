@@ -1,0 +1,78 @@
+package quant
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/npuchat/npuchat/engine/simd"
+	"github.com/npuchat/npuchat/engine/simd/simdtest"
+)
+
+// TestSiLU: silu is x·σ(x) within a few float32 ulps (relative to the
+// larger of the result and 1e-30, so that results which underflow
+// towards 0 for very negative x count as right), including the special
+// values that take its branches.
+func TestSiLU(t *testing.T) {
+	ref := func(x float32) float64 { return float64(x) / (1 + math.Exp(-float64(x))) }
+	cases := []float32{0, float32(math.Copysign(0, -1)), 1, -1, 1e-6, -1e-6, 5, -5, 20, -20, 80, -80, 87, -87, 88, -88, 100, -100, 1e4, -1e4}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for range 20000 {
+		cases = append(cases, float32(rng.NormFloat64()*8))
+	}
+	worst := 0.0
+	for _, x := range cases {
+		got, want := silu(x), ref(x)
+		if math.IsNaN(float64(got)) || math.IsInf(float64(got), 0) {
+			t.Fatalf("silu(%v) = %v", x, got)
+		}
+		if want == 0 && got != 0 && math.Abs(float64(got)) > 1e-30 {
+			t.Errorf("silu(%v) = %v, want 0", x, got)
+		}
+		ulp := math.Abs(float64(math.Nextafter32(float32(want), float32(math.Inf(1)))) - float64(float32(want)))
+		if want == 0 || ulp == 0 || math.Abs(want) < 1e-30 {
+			continue
+		}
+		worst = max(worst, math.Abs(float64(got)-want)/ulp)
+	}
+	if worst > 4 {
+		t.Errorf("silu within %.2f ulps of x/(1+exp(-x)), want ≤ 4", worst)
+	}
+	t.Logf("silu within %.2f ulps", worst)
+	if got := silu(float32(math.Copysign(0, -1))); got != 0 || !math.Signbit(float64(got)) {
+		t.Errorf("silu(-0) = %v, want -0", got)
+	}
+}
+
+// TestSwiGLUKernels: every level's SwiGLU gives swigluGo's bits, for
+// lengths around the kernels' 8 and 16 values (their tails), with the
+// branches' special values, and writes nothing past len(h).
+func TestSwiGLUKernels(t *testing.T) {
+	simdtest.Each(t, func(t *testing.T, l simd.Level) {
+		rng := rand.New(rand.NewPCG(9, uint64(l)))
+		for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 17, 31, 33, 100, 6144} {
+			h := make([]float32, n+16)
+			u := make([]float32, n+16)
+			for i := range h {
+				h[i] = float32(rng.NormFloat64() * 6)
+				u[i] = float32(rng.NormFloat64())
+			}
+			specials := []float32{0, float32(math.Copysign(0, -1)), -87, -88, 88, -1e4, 1e4, 1e-6}
+			for i := range min(n, len(specials)) {
+				h[i] = specials[i]
+			}
+			want := append([]float32(nil), h...)
+			swigluGo(want[:n], u[:n])
+			got := append([]float32(nil), h...)
+			SwiGLU(l, got[:n], u[:n])
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					if i >= n {
+						t.Fatalf("n=%d: value %d past the end changed: %v, was %v", n, i, got[i], want[i])
+					}
+					t.Fatalf("n=%d: h[%d] = silu(%v)·%v = %v, want %v (swigluGo)", n, i, h[i], u[i], got[i], want[i])
+				}
+			}
+		}
+	})
+}
