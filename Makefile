@@ -35,9 +35,9 @@ vet:
 
 test: setup vet templ-check test-go test-installers
 
-# test-go runs every test, then the engine's again at each SIMD level
-# below the best this CPU has (scripts/test-ceilings: NPUCHAT_CPU_CEILING),
-# and names the levels it cannot reach here.
+# test-go runs every test, then those that run the engine again at each
+# SIMD level below the best this CPU has (scripts/test-ceilings:
+# NPUCHAT_CPU_CEILING), and names the levels it cannot reach here.
 test-go:
 	$(GO) test -count=1 -timeout 30m ./...
 	@GO=$(GO) ./scripts/test-ceilings
