@@ -4,6 +4,7 @@
 // results are equal bit for bit.
 
 #include "textflag.h"
+#include "expf_amd64.h"
 
 // SCORE multiplies the 16 keys in Z8 by row h's query value (broadcast
 // from off(AX)) and adds the product to row h's accumulator acc.
@@ -130,18 +131,7 @@ TEXT ·attnExp(SB), NOSPLIT, $0-40
 	MOVQ tail+16(FP), R11
 	VBROADCASTSS m+24(FP), Z31
 	MOVQ sum+32(FP), DX
-	MOVL $0xC2AE0000, AX; VPBROADCASTD AX, Z20 // lo
-	MOVL $0x3FB8AA3B, AX; VPBROADCASTD AX, Z21 // log2e
-	MOVL $0x3F318000, AX; VPBROADCASTD AX, Z22 // c1
-	MOVL $0xB95E8083, AX; VPBROADCASTD AX, Z23 // c2
-	MOVL $0x39506967, AX; VPBROADCASTD AX, Z24 // p0
-	MOVL $0x3AB743CE, AX; VPBROADCASTD AX, Z25 // p1
-	MOVL $0x3C088908, AX; VPBROADCASTD AX, Z26 // p2
-	MOVL $0x3D2AA9C1, AX; VPBROADCASTD AX, Z27 // p3
-	MOVL $0x3E2AAAAA, AX; VPBROADCASTD AX, Z28 // p4
-	MOVL $0x3F000000, AX; VPBROADCASTD AX, Z29 // p5
-	MOVL $0x3F800000, AX; VPBROADCASTD AX, Z19 // 1
-	MOVL $127, AX; VPBROADCASTD AX, Z18
+	EXPF_CONSTS512
 	VPXORD Z0, Z0, Z0
 	MOVQ $0xFFFF, AX
 	KMOVW AX, K1
