@@ -47,9 +47,12 @@ type parallelStream struct {
 // streamTimes is what one stream saw: when its first token came, when
 // its last did.
 type streamTimes struct {
-	first, last time.Time
-	tokens      []time.Time // when each decoded token's logits came
-	err         error
+	// first is when the prompt's logits came, decode when decoding
+	// started (after the others' first tokens, with a barrier), last
+	// when the last token came
+	first, decode, last time.Time
+	tokens              []time.Time // when each decoded token's logits came
+	err                 error
 }
 
 // benchParallel loads the model and runs: a prompt alone (its first
@@ -92,6 +95,7 @@ func benchParallel(ctx context.Context, path string, opts engine.LoadOptions, n,
 			ready.Done()
 			ready.Wait()
 		}
+		st.decode = time.Now()
 		for i := 0; err == nil && i < gen; i++ {
 			if i == 2 && started != nil {
 				close(started)
@@ -130,14 +134,14 @@ func benchParallel(ctx context.Context, path string, opts engine.LoadOptions, n,
 		go func() { defer wg.Done(); times[k] = stream(k, genTokens, nil, &ready) }()
 	}
 	wg.Wait()
-	from, to := times[0].first, times[0].last // when all decode
+	from, to := times[0].decode, times[0].last // when all decode
 	for _, st := range times {
 		if st.err != nil {
 			return nil, st.err
 		}
-		from, to = maxTime(from, st.first), minTime(to, st.last)
+		from, to = maxTime(from, st.decode), minTime(to, st.last)
 		res.Streams = append(res.Streams, parallelStream{FirstTokenSeconds: st.first.Sub(start).Seconds(),
-			DecodeTokS: rate(genTokens, st.last.Sub(st.first))})
+			DecodeTokS: rate(genTokens, st.last.Sub(st.decode))})
 	}
 	tokens := 0
 	for _, st := range times {
@@ -150,9 +154,9 @@ func benchParallel(ctx context.Context, path string, opts engine.LoadOptions, n,
 	if tokens == 0 || !to.After(from) {
 		// the streams never decoded all at once (too few --gen-tokens):
 		// every token over the whole run
-		first, last := times[0].first, times[0].last
+		first, last := times[0].decode, times[0].last
 		for _, st := range times {
-			first, last = minTime(first, st.first), maxTime(last, st.last)
+			first, last = minTime(first, st.decode), maxTime(last, st.last)
 		}
 		tokens, from, to = n*genTokens, first, last
 	}

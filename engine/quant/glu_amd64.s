@@ -1,6 +1,7 @@
 // SwiGLU kernels (glu.go): h[i] = silu(h[i]) · u[i], with silu(x) =
 // x / (1 + e) for x ≥ 0 and x·e / (1 + e) for x < 0, e = expf(−|x|) in
-// attnExp's operations (the same constants and order). DO NOT reorder
+// attnExp's operations (the same constants and order), or 0 where −|x|
+// is below expf's range. DO NOT reorder
 // the float operations: every result equals swigluGo's bit for bit.
 
 #include "textflag.h"
@@ -44,7 +45,9 @@ gloop:
 gfull:
 	VMOVUPS.Z (DI), K1, Z0 // x
 	VPORD Z17, Z0, Z1      // −|x|
+	VCMPPS $1, Z20, Z1, K3 // −|x| < lo: e is 0 there
 	EXPF512                // e in Z7
+	VMOVAPS Z16, K3, Z7
 	VMULPS Z7, Z0, Z8      // x·e
 	VCMPPS $1, Z16, Z0, K2 // x < 0
 	VMOVAPS Z8, K2, Z0     // num: x·e where x < 0, else x
@@ -75,6 +78,7 @@ TEXT ·swigluAVX2(SB), NOSPLIT, $0-32
 g2loop:
 	VMOVUPS (DI), Y0 // x
 	VORPS Y15, Y0, Y1 // −|x|
+	VCMPPS $1, 0(R11), Y1, Y10 // −|x| < lo: e is 0 there
 	VMAXPS 0(R11), Y1, Y1
 	VMULPS 32(R11), Y1, Y2; VCVTPS2DQ Y2, Y3; VCVTDQ2PS Y3, Y4
 	VMULPS 64(R11), Y4, Y5; VSUBPS Y5, Y1, Y1; VMULPS 96(R11), Y4, Y5; VSUBPS Y5, Y1, Y1
@@ -86,6 +90,7 @@ g2loop:
 	VMULPS Y1, Y7, Y7; VADDPS 288(R11), Y7, Y7
 	VMULPS Y6, Y7, Y7; VADDPS Y1, Y7, Y7; VADDPS 320(R11), Y7, Y7
 	VPADDD 352(R11), Y3, Y3; VPSLLD $23, Y3, Y3; VMULPS Y3, Y7, Y7 // e
+	VANDNPS Y7, Y10, Y7
 	VMULPS Y7, Y0, Y8         // x·e
 	VCMPPS $1, Y14, Y0, Y9    // x < 0
 	VBLENDVPS Y9, Y8, Y0, Y0  // num

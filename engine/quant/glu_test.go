@@ -39,8 +39,20 @@ func TestSiLU(t *testing.T) {
 		t.Errorf("silu within %.2f ulps of x/(1+exp(-x)), want ≤ 4", worst)
 	}
 	t.Logf("silu within %.2f ulps", worst)
-	if got := silu(float32(math.Copysign(0, -1))); got != 0 || !math.Signbit(float64(got)) {
-		t.Errorf("silu(-0) = %v, want -0", got)
+	for _, c := range []struct{ x, want float32 }{
+		{float32(math.Copysign(0, -1)), float32(math.Copysign(0, -1))},
+		{-1e30, float32(math.Copysign(0, -1))},
+		{-math.MaxFloat32, float32(math.Copysign(0, -1))},
+		{1e30, 1e30},
+		{math.MaxFloat32, math.MaxFloat32},
+		{float32(math.Inf(1)), float32(math.Inf(1))},
+	} {
+		if got := silu(c.x); math.Float32bits(got) != math.Float32bits(c.want) {
+			t.Errorf("silu(%v) = %v, want %v", c.x, got, c.want)
+		}
+	}
+	if got := silu(float32(math.NaN())); !math.IsNaN(float64(got)) {
+		t.Errorf("silu(NaN) = %v", got)
 	}
 }
 
@@ -57,9 +69,13 @@ func TestSwiGLUKernels(t *testing.T) {
 				h[i] = float32(rng.NormFloat64() * 6)
 				u[i] = float32(rng.NormFloat64())
 			}
-			specials := []float32{0, float32(math.Copysign(0, -1)), -87, -88, 88, -1e4, 1e4, 1e-6}
+			// the branches' and the range's edges, at the start and
+			// again in the last values (the kernels' tails)
+			specials := []float32{0, float32(math.Copysign(0, -1)), -87, -87.5, -88, 88, -1e4, 1e4, 1e-6,
+				-1e30, 1e30, math.MaxFloat32, -math.MaxFloat32, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN())}
 			for i := range min(n, len(specials)) {
 				h[i] = specials[i]
+				h[n-1-i] = specials[i]
 			}
 			want := append([]float32(nil), h...)
 			swigluGo(want[:n], u[:n])
