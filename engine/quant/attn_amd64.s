@@ -144,30 +144,7 @@ eloop:
 efull:
 	VMOVUPS (DI), Z1
 	VSUBPS Z31, Z1, Z1   // x = s - m
-	VMAXPS Z20, Z1, Z1   // max(x, lo)
-	VMULPS Z21, Z1, Z2   // x·log2e
-	VCVTPS2DQ Z2, Z3     // n, round to nearest even
-	VCVTDQ2PS Z3, Z4
-	VMULPS Z22, Z4, Z5
-	VSUBPS Z5, Z1, Z1    // r = x - n·c1
-	VMULPS Z23, Z4, Z5
-	VSUBPS Z5, Z1, Z1    // r -= n·c2
-	VMULPS Z1, Z1, Z6    // z = r·r
-	VMULPS Z24, Z1, Z7
-	VADDPS Z25, Z7, Z7
-	VMULPS Z1, Z7, Z7
-	VADDPS Z26, Z7, Z7
-	VMULPS Z1, Z7, Z7
-	VADDPS Z27, Z7, Z7
-	VMULPS Z1, Z7, Z7
-	VADDPS Z28, Z7, Z7
-	VMULPS Z1, Z7, Z7
-	VADDPS Z29, Z7, Z7
-	VMULPS Z6, Z7, Z7
-	VADDPS Z1, Z7, Z7
-	VADDPS Z19, Z7, Z7
-	VPADDD Z18, Z3, Z3
-	VPSLLD $23, Z3, Z3   // 2^n
+	EXPF512
 	VMULPS.Z Z3, Z7, K1, Z7
 	VMOVUPS Z7, (DI)
 	VADDPS Z7, Z0, Z0

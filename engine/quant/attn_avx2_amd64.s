@@ -5,6 +5,7 @@
 // equal bit for bit.
 
 #include "textflag.h"
+#include "expf_amd64.h"
 
 // The 16 keys or values of one dimension or position into Y8, Y9.
 #define AK32 VMOVUPS (BX), Y8; VMOVUPS 32(BX), Y9
@@ -78,17 +79,8 @@ atloop: \
 // lanes off mask zeroed, added to sum. R11 points at the constants, 8
 // copies each: lo, log2e, c1, c2, p0…p5, 1, 127.
 #define AEXP(off, sum, mask) \
-	VMOVUPS off(DI), Y1; VSUBPS Y15, Y1, Y1; VMAXPS 0(R11), Y1, Y1; \
-	VMULPS 32(R11), Y1, Y2; VCVTPS2DQ Y2, Y3; VCVTDQ2PS Y3, Y4; \
-	VMULPS 64(R11), Y4, Y5; VSUBPS Y5, Y1, Y1; VMULPS 96(R11), Y4, Y5; VSUBPS Y5, Y1, Y1; \
-	VMULPS Y1, Y1, Y6; \
-	VMULPS 128(R11), Y1, Y7; VADDPS 160(R11), Y7, Y7; \
-	VMULPS Y1, Y7, Y7; VADDPS 192(R11), Y7, Y7; \
-	VMULPS Y1, Y7, Y7; VADDPS 224(R11), Y7, Y7; \
-	VMULPS Y1, Y7, Y7; VADDPS 256(R11), Y7, Y7; \
-	VMULPS Y1, Y7, Y7; VADDPS 288(R11), Y7, Y7; \
-	VMULPS Y6, Y7, Y7; VADDPS Y1, Y7, Y7; VADDPS 320(R11), Y7, Y7; \
-	VPADDD 352(R11), Y3, Y3; VPSLLD $23, Y3, Y3; VMULPS Y3, Y7, Y7; VANDPS mask, Y7, Y7; \
+	VMOVUPS off(DI), Y1; VSUBPS Y15, Y1, Y1; \
+	EXPF256; VMULPS Y3, Y7, Y7; VANDPS mask, Y7, Y7; \
 	VMOVUPS Y7, off(DI); VADDPS Y7, sum, sum
 
 // func attnScores4F32AVX2(qt *float32, hd int, k *float32, kstride int, nb int, mask *int32, scale float32, s *float32, sstride int, mx *float32)

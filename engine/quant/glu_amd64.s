@@ -7,20 +7,6 @@
 #include "textflag.h"
 #include "expf_amd64.h"
 
-// EXPF512 sets Z7 = expf(Z1) for Z1 ≤ 0 (Z1-Z6 are overwritten), the
-// constants where EXPF_CONSTS512 puts them.
-#define EXPF512 \
-	VMAXPS Z20, Z1, Z1; VMULPS Z21, Z1, Z2; VCVTPS2DQ Z2, Z3; VCVTDQ2PS Z3, Z4; \
-	VMULPS Z22, Z4, Z5; VSUBPS Z5, Z1, Z1; VMULPS Z23, Z4, Z5; VSUBPS Z5, Z1, Z1; \
-	VMULPS Z1, Z1, Z6; \
-	VMULPS Z24, Z1, Z7; VADDPS Z25, Z7, Z7; \
-	VMULPS Z1, Z7, Z7; VADDPS Z26, Z7, Z7; \
-	VMULPS Z1, Z7, Z7; VADDPS Z27, Z7, Z7; \
-	VMULPS Z1, Z7, Z7; VADDPS Z28, Z7, Z7; \
-	VMULPS Z1, Z7, Z7; VADDPS Z29, Z7, Z7; \
-	VMULPS Z6, Z7, Z7; VADDPS Z1, Z7, Z7; VADDPS Z19, Z7, Z7; \
-	VPADDD Z18, Z3, Z3; VPSLLD $23, Z3, Z3; VMULPS Z3, Z7, Z7
-
 // func swigluAVX512(h, u *float32, n int)
 // 16 values at a time, the last partial 16 under a mask (masked loads
 // do not touch the memory past n).
@@ -46,7 +32,8 @@ gfull:
 	VMOVUPS.Z (DI), K1, Z0 // x
 	VPORD Z17, Z0, Z1      // −|x|
 	VCMPPS $1, Z20, Z1, K3 // −|x| < lo: e is 0 there
-	EXPF512                // e in Z7
+	EXPF512
+	VMULPS Z3, Z7, Z7      // e
 	VMOVAPS Z16, K3, Z7
 	VMULPS Z7, Z0, Z8      // x·e
 	VCMPPS $1, Z16, Z0, K2 // x < 0
@@ -64,8 +51,7 @@ gfull:
 	RET
 
 // func swigluAVX2(h, u *float32, n int, consts *float32)
-// 8 values at a time (n a multiple of 8); R11 points at attnConsts (8
-// copies each: lo, log2e, c1, c2, p0…p5, 1, 127), read as operands.
+// 8 values at a time (n a multiple of 8); R11 points at attnConsts.
 TEXT ·swigluAVX2(SB), NOSPLIT, $0-32
 	MOVQ h+0(FP), DI
 	MOVQ u+8(FP), SI
@@ -79,17 +65,8 @@ g2loop:
 	VMOVUPS (DI), Y0 // x
 	VORPS Y15, Y0, Y1 // −|x|
 	VCMPPS $1, 0(R11), Y1, Y10 // −|x| < lo: e is 0 there
-	VMAXPS 0(R11), Y1, Y1
-	VMULPS 32(R11), Y1, Y2; VCVTPS2DQ Y2, Y3; VCVTDQ2PS Y3, Y4
-	VMULPS 64(R11), Y4, Y5; VSUBPS Y5, Y1, Y1; VMULPS 96(R11), Y4, Y5; VSUBPS Y5, Y1, Y1
-	VMULPS Y1, Y1, Y6
-	VMULPS 128(R11), Y1, Y7; VADDPS 160(R11), Y7, Y7
-	VMULPS Y1, Y7, Y7; VADDPS 192(R11), Y7, Y7
-	VMULPS Y1, Y7, Y7; VADDPS 224(R11), Y7, Y7
-	VMULPS Y1, Y7, Y7; VADDPS 256(R11), Y7, Y7
-	VMULPS Y1, Y7, Y7; VADDPS 288(R11), Y7, Y7
-	VMULPS Y6, Y7, Y7; VADDPS Y1, Y7, Y7; VADDPS 320(R11), Y7, Y7
-	VPADDD 352(R11), Y3, Y3; VPSLLD $23, Y3, Y3; VMULPS Y3, Y7, Y7 // e
+	EXPF256
+	VMULPS Y3, Y7, Y7 // e
 	VANDNPS Y7, Y10, Y7
 	VMULPS Y7, Y0, Y8         // x·e
 	VCMPPS $1, Y14, Y0, Y9    // x < 0
