@@ -1267,6 +1267,13 @@
       $("composer").requestSubmit();
     }
   });
+  // The line break of an Enter that sent: a key event sent as keydown
+  // and then a separate "char" (DevTools' Input.dispatchKeyEvent, which
+  // chromedp uses) types it after keydown's preventDefault, sometimes
+  // after the sent message already emptied the box.
+  input.addEventListener("keypress", (e) => {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) e.preventDefault();
+  });
   function autosize() {
     if (!input.value) {
       input.style.height = "";
