@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"regexp"
+	"sort"
 	"strconv"
 
 	"github.com/npuchat/npuchat/engine/q4nx"
@@ -152,6 +153,7 @@ func makePlan(f *os.File, h *stHeader, s *shape, kvHeads int, o Options) (*plan,
 		}
 	}
 	if len(missing) > 0 {
+		sort.Strings(missing)
 		if len(missing) > 3 {
 			missing = append(missing[:3], fmt.Sprintf("and %d more", len(missing)-3))
 		}
