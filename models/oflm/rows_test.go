@@ -30,7 +30,11 @@ func TestGatherRowsMovesWholeRows(t *testing.T) {
 	}{
 		{"identity", 64, 256, func(n int) []int { return identity(n) }},
 		{"reversed, padded columns", 96, 288, func(n int) []int { x := identity(n); slices.Reverse(x); return x }},
-		{"shuffled", 128, 512, func(n int) []int { x := identity(n); r.Shuffle(len(x), func(i, j int) { x[i], x[j] = x[j], x[i] }); return x }},
+		{"shuffled", 128, 512, func(n int) []int {
+			x := identity(n)
+			r.Shuffle(len(x), func(i, j int) { x[i], x[j] = x[j], x[i] })
+			return x
+		}},
 		{"repeated rows", 32, 256, func(n int) []int { return append(append(identity(n), identity(n)...), identity(n)...) }},
 		{"llama.cpp rows of head_dim 128, KV ×4", 256, 256, func(n int) []int { return qkRows(2, 128, 4, true) }},
 	} {
