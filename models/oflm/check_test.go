@@ -1,0 +1,153 @@
+package oflm
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/npuchat/npuchat/engine/testmodel"
+)
+
+// The fixtures: testdata/minicpm5-2b-manifest.json holds the documented
+// fields of OpenFlowLM-Next's MiniCPM5-2B-NPU2 open_kernels/manifest.json
+// (spec, max_ctx_default, hf_config_check, hf_config_defaults; see
+// docs/oflm.md); defaults-manifest.json exercises the rest of oflm's check
+// (a default for an absent key, layer_types). configs/port-qwen3.json is
+// julianmb/minicpm5-xdna2's configs/config.json, the port's.
+
+func TestCheckPack(t *testing.T) {
+	minicpm := filepath.Join("testdata", "minicpm5-2b-manifest.json")
+	qwen35 := filepath.Join("testdata", "defaults-manifest.json")
+	cases := []struct {
+		name, config, manifest string
+		want                   []string // mismatching keys
+		says                   []string // in the messages
+	}{
+		{"the port as published", "port-qwen3.json", minicpm, []string{"model_type"},
+			[]string{`config.json model_type "qwen3" is not one this kernel set serves (["llama"])`}},
+		{"the original model's 2 KV heads", "original-2kv.json", minicpm, []string{"num_key_value_heads"},
+			[]string{"config.json num_key_value_heads = 2, the kernel set was built for 8"}},
+		{"2048.0 is 2048; a missing key", "floats-no-intermediate.json", minicpm, []string{"intermediate_size"},
+			[]string{"config.json lacks intermediate_size (the kernel set was built for 6144)"}},
+		{"layer_types from the interval, a default for an absent key", "qwen35-interval.json", qwen35, nil, nil},
+		{"layer_types and values wrong", "qwen35-wrong.json", qwen35, []string{"head_dim", "layer_types", "partial_rotary_factor"},
+			[]string{"head_dim = 128, the kernel set was built for 256"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			b, err := os.ReadFile(filepath.Join("testdata", "configs", c.config))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "config.json"), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ms, err := CheckPack(dir, c.manifest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var keys []string
+			for _, m := range ms {
+				keys = append(keys, m.Key)
+			}
+			if !slices.Equal(keys, c.want) {
+				t.Errorf("mismatches %v (%s), want %v", keys, Describe(ms), c.want)
+			}
+			for _, s := range c.says {
+				if !strings.Contains(Describe(ms), s) {
+					t.Errorf("%q does not say %q", Describe(ms), s)
+				}
+			}
+		})
+	}
+	if _, err := CheckPack(t.TempDir(), minicpm); err == nil {
+		t.Error("a folder without config.json passed")
+	}
+	if _, err := CheckConfig([]byte(`{}`), []byte(`{"family":"llama3"}`)); err == nil {
+		t.Error("a manifest without hf_config_check passed")
+	}
+}
+
+// TestConvertedConfigFitsTheKernelSet: the port's real config.json, as
+// Convert rewrites it, passes the real kernel manifest's check; so does a
+// converted small pack against a manifest for its own shape, while its
+// source and a container whose config.json misstates its KV heads do not.
+func TestConvertedConfigFitsTheKernelSet(t *testing.T) {
+	dir := t.TempDir()
+	b, err := os.ReadFile(filepath.Join("testdata", "configs", "port-qwen3.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := readShape(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := s.llamaConfig(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	man, err := os.ReadFile(filepath.Join("testdata", "minicpm5-2b-manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms, err := CheckConfig(cfg, man); err != nil || len(ms) > 0 {
+		t.Errorf("the converted MiniCPM5-2B config: %s %v", Describe(ms), err)
+	}
+
+	w, err := testmodel.Random(3, testmodel.MiniCPM5Small())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := w.Shape
+	small := map[string]any{"hf_config_check": map[string]any{
+		"model_type": []string{"llama"}, "hidden_size": sh.Hidden, "num_hidden_layers": sh.Layers, "vocab_size": sh.Vocab,
+		"num_attention_heads": sh.Heads, "num_key_value_heads": 8, "intermediate_size": sh.FFN,
+	}}
+	mb, _ := json.Marshal(small)
+	manPath := filepath.Join(t.TempDir(), "manifest.json")
+	if err := os.WriteFile(manPath, mb, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := writeSource(t, w, port)
+	for _, c := range []struct {
+		name string
+		dir  func() string
+		want []string
+	}{
+		{"converted", func() string {
+			dst := filepath.Join(t.TempDir(), "oflm")
+			if _, err := Convert(context.Background(), src, dst, Options{}); err != nil {
+				t.Fatal(err)
+			}
+			return dst
+		}, nil},
+		{"the port itself", func() string { return src }, []string{"model_type"}},
+		{"config.json's KV heads wrong", func() string {
+			dst := filepath.Join(t.TempDir(), "oflm")
+			if _, err := Convert(context.Background(), src, dst, Options{mut: mutation{configKV: 2}}); err != nil {
+				t.Fatal(err)
+			}
+			return dst
+		}, []string{"num_key_value_heads"}},
+	} {
+		ms, err := CheckPack(c.dir(), manPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		for _, m := range ms {
+			keys = append(keys, m.Key)
+		}
+		if !slices.Equal(keys, c.want) {
+			t.Errorf("%s: mismatches %v (%s), want %v", c.name, keys, Describe(ms), c.want)
+		}
+	}
+}
