@@ -201,3 +201,23 @@ func Describe(ms []Mismatch) string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// manifestKVHeads reads the KV head count a kernel manifest's
+// hf_config_check asks for (0 when it does not check it).
+func manifestKVHeads(kernelManifest []byte) (int, error) {
+	var m struct {
+		Check struct {
+			KV *int `json:"num_key_value_heads"`
+		} `json:"hf_config_check"`
+	}
+	if err := json.Unmarshal(kernelManifest, &m); err != nil {
+		return 0, err
+	}
+	if m.Check.KV == nil {
+		return 0, nil
+	}
+	if *m.Check.KV <= 0 {
+		return 0, fmt.Errorf("hf_config_check num_key_value_heads %d", *m.Check.KV)
+	}
+	return *m.Check.KV, nil
+}

@@ -151,3 +151,43 @@ func TestConvertedConfigFitsTheKernelSet(t *testing.T) {
 		}
 	}
 }
+
+// TestConvertForKernelManifest: given the kernel set's manifest, Convert
+// writes the KV heads it asks for and refuses, before writing anything, a
+// model the kernel set was not built for.
+func TestConvertForKernelManifest(t *testing.T) {
+	w, err := testmodel.Random(5, testmodel.MiniCPM5Small())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh := w.Shape
+	manifest := func(hidden int) string {
+		b, _ := json.Marshal(map[string]any{"hf_config_check": map[string]any{
+			"model_type": []string{"llama"}, "hidden_size": hidden, "num_hidden_layers": sh.Layers, "vocab_size": sh.Vocab,
+			"num_attention_heads": sh.Heads, "num_key_value_heads": 8, "intermediate_size": sh.FFN,
+		}})
+		p := filepath.Join(t.TempDir(), "manifest.json")
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	src := writeSource(t, w, testmodel.FLMOptions{LlamaRows: true}) // 2 KV heads
+	fits := manifest(sh.Hidden)
+	dst := filepath.Join(t.TempDir(), "oflm")
+	if _, err := Convert(context.Background(), src, dst, Options{KernelManifest: fits}); err != nil {
+		t.Fatal(err)
+	}
+	if ms, err := CheckPack(dst, fits); err != nil || len(ms) > 0 {
+		t.Errorf("converted for the manifest, then checked against it: %s %v", Describe(ms), err)
+	}
+
+	other := filepath.Join(t.TempDir(), "oflm")
+	_, err = Convert(context.Background(), src, other, Options{KernelManifest: manifest(2 * sh.Hidden)})
+	if err == nil || !strings.Contains(err.Error(), "hidden_size = 256, the kernel set was built for 512") {
+		t.Fatalf("a kernel set for another hidden size: %v", err)
+	}
+	if _, err := os.Stat(other); !os.IsNotExist(err) {
+		t.Errorf("a refused conversion created %s (%v)", other, err)
+	}
+}

@@ -39,6 +39,11 @@ type Options struct {
 	KVHeads int
 	// SourceRows is the source's Q/K row order ("" is RowsLlamaCpp).
 	SourceRows RowOrder
+	// KernelManifest, when set, is the open kernel set's manifest.json
+	// the container is for: KVHeads (when 0) is taken from its
+	// hf_config_check, and the converted config.json is held against
+	// that check before anything is written (a mismatch is an error).
+	KernelManifest string
 	// Progress, when not nil, is called as model.q4nx is written with the
 	// bytes written so far and the file's size.
 	Progress func(done, total int64)
@@ -116,7 +121,18 @@ func convert(ctx context.Context, src, dst string, opts Options) (Result, error)
 	if err != nil {
 		return Result{}, err
 	}
+	var kernels []byte
+	if opts.KernelManifest != "" {
+		if kernels, err = os.ReadFile(opts.KernelManifest); err != nil {
+			return Result{}, fmt.Errorf("kernel manifest: %w", err)
+		}
+	}
 	kv := opts.KVHeads
+	if kv == 0 && kernels != nil {
+		if kv, err = manifestKVHeads(kernels); err != nil {
+			return Result{}, fmt.Errorf("kernel manifest %s: %w", opts.KernelManifest, err)
+		}
+	}
 	if kv == 0 {
 		kv = s.KVHeads
 	}
@@ -144,6 +160,15 @@ func convert(ctx context.Context, src, dst string, opts Options) (Result, error)
 	cfg, err := s.llamaConfig(cfgKV)
 	if err != nil {
 		return Result{}, fmt.Errorf("config.json: %w", err)
+	}
+	if kernels != nil {
+		ms, err := CheckConfig(cfg, kernels)
+		if err != nil {
+			return Result{}, fmt.Errorf("kernel manifest %s: %w", opts.KernelManifest, err)
+		}
+		if len(ms) > 0 {
+			return Result{}, fmt.Errorf("this model does not fit the kernel set of %s: %s", opts.KernelManifest, Describe(ms))
+		}
 	}
 	tok, err := tokenizerConfig(src, s.EOS)
 	if err != nil {
