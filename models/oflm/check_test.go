@@ -106,16 +106,7 @@ func TestConvertedConfigFitsTheKernelSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sh := w.Shape
-	small := map[string]any{"hf_config_check": map[string]any{
-		"model_type": []string{"llama"}, "hidden_size": sh.Hidden, "num_hidden_layers": sh.Layers, "vocab_size": sh.Vocab,
-		"num_attention_heads": sh.Heads, "num_key_value_heads": 8, "intermediate_size": sh.FFN,
-	}}
-	mb, _ := json.Marshal(small)
-	manPath := filepath.Join(t.TempDir(), "manifest.json")
-	if err := os.WriteFile(manPath, mb, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	manPath := smallManifest(t, w.Shape, w.Shape.Hidden)
 	src := writeSource(t, w, port)
 	for _, c := range []struct {
 		name string
@@ -129,7 +120,16 @@ func TestConvertedConfigFitsTheKernelSet(t *testing.T) {
 			}
 			return dst
 		}, nil},
-		{"the port itself", func() string { return src }, []string{"model_type"}},
+		{"the port itself", func() string { return src }, []string{"model_type", "model.q4nx model.layers.0.self_attn.q_norm.weight"}},
+		{"2 KV heads kept", func() string {
+			dst := filepath.Join(t.TempDir(), "oflm")
+			if _, err := Convert(context.Background(), writeSource(t, w, testmodel.FLMOptions{LlamaRows: true}), dst, Options{}); err != nil {
+				t.Fatal(err)
+			}
+			return dst
+		}, []string{"num_key_value_heads",
+			"model.q4nx model.layers.0.self_attn.k_proj.weight", "model.q4nx model.layers.0.self_attn.v_proj.weight",
+			"model.q4nx model.layers.1.self_attn.k_proj.weight", "model.q4nx model.layers.1.self_attn.v_proj.weight"}},
 		{"config.json's KV heads wrong", func() string {
 			dst := filepath.Join(t.TempDir(), "oflm")
 			if _, err := Convert(context.Background(), src, dst, Options{mut: mutation{configKV: 2}}); err != nil {
@@ -161,17 +161,7 @@ func TestConvertForKernelManifest(t *testing.T) {
 		t.Fatal(err)
 	}
 	sh := w.Shape
-	manifest := func(hidden int) string {
-		b, _ := json.Marshal(map[string]any{"hf_config_check": map[string]any{
-			"model_type": []string{"llama"}, "hidden_size": hidden, "num_hidden_layers": sh.Layers, "vocab_size": sh.Vocab,
-			"num_attention_heads": sh.Heads, "num_key_value_heads": 8, "intermediate_size": sh.FFN,
-		}})
-		p := filepath.Join(t.TempDir(), "manifest.json")
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	manifest := func(hidden int) string { return smallManifest(t, sh, hidden) }
 	src := writeSource(t, w, testmodel.FLMOptions{LlamaRows: true}) // 2 KV heads
 	fits := manifest(sh.Hidden)
 	dst := filepath.Join(t.TempDir(), "oflm")
@@ -190,4 +180,55 @@ func TestConvertForKernelManifest(t *testing.T) {
 	if _, err := os.Stat(other); !os.IsNotExist(err) {
 		t.Errorf("a refused conversion created %s (%v)", other, err)
 	}
+}
+
+// smallManifest writes a kernel manifest for a small model of shape sh
+// (with the given hidden size in its check), shaped like MiniCPM5-2B's:
+// 8 KV heads, qk_norm false, the dense layers' packing plan with chunk
+// counts from the shape.
+func smallManifest(t *testing.T, sh testmodel.Shape, hidden int) string {
+	t.Helper()
+	nch := func(rows, cols int) int { return rows / 32 * ((cols + 255) / 256) }
+	hd, kv := sh.HeadDim, 8
+	op := func(tensor string, rows, cols int) map[string]any {
+		return map[string]any{"op": "std_perm", "tensor": "model.layers.{l}." + tensor, "nch": nch(rows, cols), "in_dim": cols}
+	}
+	layers := make([]string, sh.Layers)
+	for i := range layers {
+		layers[i] = "dense"
+	}
+	m := map[string]any{
+		"spec": map[string]any{"family": "llama3", "qk_norm": false},
+		"hf_config_check": map[string]any{
+			"model_type": []string{"llama"}, "hidden_size": hidden, "num_hidden_layers": sh.Layers, "vocab_size": sh.Vocab,
+			"num_attention_heads": sh.Heads, "num_key_value_heads": kv, "intermediate_size": sh.FFN,
+		},
+		"layers": layers,
+		"layer_types": map[string]any{"dense": map[string]any{"pack": map[string]any{
+			"pool": []any{
+				op("self_attn.q_proj.weight", sh.Heads*hd, sh.Hidden), op("self_attn.k_proj.weight", kv*hd, sh.Hidden),
+				op("self_attn.v_proj.weight", kv*hd, sh.Hidden), op("self_attn.o_proj.weight", sh.Hidden, sh.Heads*hd),
+				op("mlp.up_proj.weight", sh.FFN, sh.Hidden), op("mlp.gate_proj.weight", sh.FFN, sh.Hidden),
+				op("mlp.down_proj.weight", sh.Hidden, sh.FFN),
+			},
+			"consts": []any{
+				map[string]any{"op": "put", "tensor": "model.layers.{l}.input_layernorm.weight", "cap": 2 * sh.Hidden},
+				map[string]any{"op": "put", "tensor": "model.layers.{l}.post_attention_layernorm.weight", "cap": 2 * sh.Hidden},
+			},
+		}}},
+		"pack": map[string]any{
+			"lm_head": map[string]any{"ops": []any{map[string]any{"op": "std_perm", "tensor": "lm_head.weight", "nch": nch(sh.Vocab, sh.Hidden)}}},
+			"embed":   map[string]any{"tensor": "model.embed_tokens.weight", "dim": sh.Hidden},
+			"norm":    map[string]any{"tensor": "model.norm.weight", "bytes": 2 * sh.Hidden},
+		},
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "manifest.json")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
