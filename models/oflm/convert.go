@@ -204,6 +204,11 @@ func convert(ctx context.Context, src, dst string, opts Options) (Result, error)
 	for _, name := range copied {
 		b, err := os.ReadFile(filepath.Join(src, name))
 		if errors.Is(err, os.ErrNotExist) && name == "chat_template.jinja" {
+			// oflm would prefer a template left by an earlier
+			// conversion to the one in tokenizer_config.json.
+			if err := os.Remove(filepath.Join(dst, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return Result{}, err
+			}
 			continue
 		}
 		if err != nil {

@@ -108,6 +108,14 @@ func TestConvertWritesOflmFolder(t *testing.T) {
 	_, src := smallPort(t)
 	before := folderSums(t, src)
 	dst := filepath.Join(t.TempDir(), "models", "MiniCPM5-2B-NPU2")
+	// A template an earlier conversion left: the source has none (its
+	// template is in tokenizer_config.json), so it must go.
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dst, "chat_template.jinja"), []byte("stale"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	var calls int
 	var last, total int64
 	r, err := Convert(context.Background(), src, dst, Options{Progress: func(d, n int64) { calls, last, total = calls+1, d, n }})
@@ -505,5 +513,28 @@ func TestContainerHeader(t *testing.T) {
 	}
 	if h.DataStart+end != st.Size() {
 		t.Errorf("data ends at %d, the file at %d", h.DataStart+end, st.Size())
+	}
+}
+
+// TestChatTemplateCopied: a source's chat_template.jinja (oflm reads it
+// before tokenizer_config.json's template) is copied and listed in the
+// manifest.
+func TestChatTemplateCopied(t *testing.T) {
+	_, src := smallPort(t)
+	tmpl := []byte("{{ messages }}")
+	if err := os.WriteFile(filepath.Join(src, "chat_template.jinja"), tmpl, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "oflm")
+	r, err := Convert(context.Background(), src, dst, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(dst, "chat_template.jinja"))
+	if err != nil || string(got) != string(tmpl) {
+		t.Fatalf("chat_template.jinja: %q, %v", got, err)
+	}
+	if !slices.ContainsFunc(r.Files, func(f FileSum) bool { return f.Name == "chat_template.jinja" }) {
+		t.Errorf("the manifest does not list chat_template.jinja: %v", r.Files)
 	}
 }
