@@ -96,6 +96,9 @@ func readHeader(f io.ReaderAt, size int64) (*stHeader, error) {
 			if d < 0 {
 				return nil, fmt.Errorf("tensor %s: negative dimension in shape %v", name, t.Shape)
 			}
+			if d > 0 && elems > dataLen/d {
+				return nil, fmt.Errorf("tensor %s: shape %v is larger than the file", name, t.Shape)
+			}
 			elems *= d
 		}
 		if elems*es != t.Size() {
