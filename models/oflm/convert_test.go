@@ -306,7 +306,7 @@ func TestInterruptedConversion(t *testing.T) {
 func TestConvertUpToDate(t *testing.T) {
 	_, src := smallPort(t)
 	dst := filepath.Join(t.TempDir(), "oflm")
-	if _, err := Convert(context.Background(), src, dst, Options{}); err != nil {
+	if err := Prepare(context.Background(), src, dst, nil); err != nil {
 		t.Fatal(err)
 	}
 	stat := func() os.FileInfo {
