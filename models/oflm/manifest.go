@@ -27,12 +27,12 @@ type FileSum struct {
 // output.
 type sourceID struct {
 	Dir     string      `json:"dir"`
-	Files   []sourceFil `json:"files"`
+	Files   []sourceFile `json:"files"`
 	KVHeads int         `json:"kv_heads"`
 	Rows    RowOrder    `json:"source_rows"`
 }
 
-type sourceFil struct {
+type sourceFile struct {
 	Name    string `json:"name"`
 	Size    int64  `json:"size"`
 	ModTime int64  `json:"mtime_ns"`
@@ -72,7 +72,7 @@ func identify(src string, o Options, kv int) (sourceID, error) {
 		if err != nil {
 			return sourceID{}, err
 		}
-		id.Files = append(id.Files, sourceFil{Name: name, Size: st.Size(), ModTime: st.ModTime().UnixNano()})
+		id.Files = append(id.Files, sourceFile{Name: name, Size: st.Size(), ModTime: st.ModTime().UnixNano()})
 	}
 	return id, nil
 }
