@@ -26,10 +26,10 @@ type FileSum struct {
 // files by size and modification time, and the options that shape the
 // output.
 type sourceID struct {
-	Dir     string      `json:"dir"`
+	Dir     string       `json:"dir"`
 	Files   []sourceFile `json:"files"`
-	KVHeads int         `json:"kv_heads"`
-	Rows    RowOrder    `json:"source_rows"`
+	KVHeads int          `json:"kv_heads"`
+	Rows    RowOrder     `json:"source_rows"`
 }
 
 type sourceFile struct {
