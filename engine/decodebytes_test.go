@@ -44,5 +44,12 @@ func TestDecodeBytes(t *testing.T) {
 		if got := m.DecodeBytes(); got != want {
 			t.Errorf("%s: %d bytes per decoded token, want %d", lvl, got, want)
 		}
+		var macs int64
+		for _, s := range shapes[1:] { // the output matrix is not a prompt token's
+			macs += int64(s[0] * s[1])
+		}
+		if got := m.PrefillMACs(); got != macs {
+			t.Errorf("%s: %d multiply-adds per prompt token, want %d", lvl, got, macs)
+		}
 	})
 }

@@ -39,6 +39,9 @@ type benchResult struct {
 	// DecodeBytes is the weight bytes one decoded token reads
 	// (engine.Model.DecodeBytes): scripts/bench's memory ceiling.
 	DecodeBytes int64 `json:"decode_bytes"`
+	// PrefillMACs is the multiply-adds one prompt token costs
+	// (engine.Model.PrefillMACs): scripts/bench's arithmetic ceiling.
+	PrefillMACs int64 `json:"prefill_macs"`
 	// PeakRSSMB is the process's peak resident memory (VmHWM, Linux
 	// only; 0 where unknown).
 	PeakRSSMB float64 `json:"peak_rss_mb"`
@@ -165,6 +168,7 @@ func bench(ctx context.Context, path string, opts engine.LoadOptions, promptToke
 	defer m.Close()
 	res.LoadSeconds = time.Since(start).Seconds()
 	res.Threads, res.SIMD, res.SIMDChoice, res.DecodeBytes = m.Threads(), m.SIMD(), m.SIMDChoice().String(), m.DecodeBytes()
+	res.PrefillMACs = m.PrefillMACs()
 	res.KVType, res.KVChoice = m.KVType(), m.KVTypeChoice()
 	cfg := m.Config()
 	res.Format = cfg.Format

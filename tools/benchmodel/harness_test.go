@@ -25,7 +25,7 @@ n=$(cat "` + dir + `/` + name + `.n" 2>/dev/null || echo 0); n=$((n+1)); echo $n
 echo ` + name + ` >> "` + log + `"
 set -- ` + speeds + `
 shift $((n-1))
-echo "{\"simd\":\"avx2\",\"load_s\":0.5,\"prefill_tok_s\":$1,\"decode_tok_s\":$1,\"decode_bytes\":500000000,\"peak_rss_mb\":100}"
+echo "{\"simd\":\"avx2\",\"load_s\":0.5,\"prefill_tok_s\":$1,\"decode_tok_s\":$1,\"decode_bytes\":500000000,\"prefill_macs\":1000000000,\"peak_rss_mb\":100}"
 `
 		if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
 			t.Fatal(err)
@@ -39,7 +39,7 @@ echo "{\"simd\":\"avx2\",\"load_s\":0.5,\"prefill_tok_s\":$1,\"decode_tok_s\":$1
 		t.Fatal(err)
 	}
 	cmd := exec.Command("../../scripts/bench", "--runs", "3", model)
-	cmd.Env = append(os.Environ(), "NPUCHAT_BIN="+engine, "LLAMAREF="+llama, "BENCH_SAMPLE_SECONDS=0", "MEMBW_BIN="+fakeMembw(t, dir, "10"))
+	cmd.Env = append(os.Environ(), "NPUCHAT_BIN="+engine, "LLAMAREF="+llama, "BENCH_SAMPLE_SECONDS=0", "MEMBW_BIN="+fakeMembw(t, dir, "10"), "DOTPEAK_BIN="+fakeDotpeak(t, dir, "100"))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("scripts/bench: %v\n%s", err, out)
@@ -49,13 +49,18 @@ echo "{\"simd\":\"avx2\",\"load_s\":0.5,\"prefill_tok_s\":$1,\"decode_tok_s\":$1
 		t.Errorf("runs in order %v, want alternating", got)
 	}
 	// medians: engine 20, llama.cpp 10 → 2.00x; 500 MB per token at
-	// 10 GB/s is 20 tok/s: the engine at 100% of the memory ceiling
-	want := "| m.gguf | 20.0 | 10.0 | 2.00x | 20.0 | 10.0 | 2.00x | 500 | 100% | 50% | 0.50 | 0.50 | 100 | 100 |"
+	// 10 GB/s is 20 tok/s: the engine at 100% of the memory ceiling;
+	// 10⁹ multiply-adds per prompt token at an int8 peak of 100 G/s is
+	// 100 tok/s: prefill at 20% and 10% of it
+	want := "| m.gguf | 20.0 | 10.0 | 2.00x | 20.0 | 10.0 | 2.00x | 500 | 100% | 50% | 20% | 10% | 0.50 | 0.50 | 100 | 100 |"
 	if !strings.Contains(string(out), want) {
 		t.Errorf("no row %q in\n%s", want, out)
 	}
 	if !strings.Contains(string(out), "| 1 | engine | m.gguf |") || !strings.Contains(string(out), " of 6 |") {
 		t.Errorf("per-run lines or run count missing:\n%s", out)
+	}
+	if !strings.Contains(string(out), "100.0 G/s before the runs, 100.0 G/s after") {
+		t.Errorf("int8 peak not reported:\n%s", out)
 	}
 	if !strings.Contains(string(out), "10.0 GB/s before the runs, 10.0 GB/s after") {
 		t.Errorf("bandwidth not reported:\n%s", out)
@@ -81,7 +86,7 @@ func TestBenchTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("../../scripts/bench", "--runs", "1", "--timeout", "1", model)
-	cmd.Env = append(os.Environ(), "NPUCHAT_BIN="+slow, "LLAMAREF="+slow, "BENCH_SAMPLE_SECONDS=0", "MEMBW_BIN="+fakeMembw(t, dir, "10"))
+	cmd.Env = append(os.Environ(), "NPUCHAT_BIN="+slow, "LLAMAREF="+slow, "BENCH_SAMPLE_SECONDS=0", "MEMBW_BIN="+fakeMembw(t, dir, "10"), "DOTPEAK_BIN="+fakeDotpeak(t, dir, "100"))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("scripts/bench: %v\n%s", err, out)
@@ -174,7 +179,7 @@ func TestBenchLlamaCPU(t *testing.T) {
 			}
 			cmd := exec.Command("../../scripts/bench", append(append([]string{"--runs", "1"}, tt.args...), model)...)
 			cmd.Env = append(os.Environ(), "NPUCHAT_BIN="+engine, "LLAMAREF="+llama, "LLAMAREF_LIB="+tt.libs, "BENCH_SAMPLE_SECONDS=0",
-				"MEMBW_BIN="+fakeMembw(t, dir, "10"))
+				"MEMBW_BIN="+fakeMembw(t, dir, "10"), "DOTPEAK_BIN="+fakeDotpeak(t, dir, "100"))
 			out, err := cmd.CombinedOutput()
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(string(out), tt.wantErr) {
@@ -204,6 +209,17 @@ func fakeMembw(t *testing.T, dir, gbs string) string {
 	t.Helper()
 	p := filepath.Join(dir, "membw")
 	if err := os.WriteFile(p, []byte("#!/bin/sh\necho '{\"threads\":2,\"read_gb_s\":"+gbs+"}'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// fakeDotpeak writes a tools/dotpeak that reports gmacs 10⁹ int8
+// multiply-adds per second at any level.
+func fakeDotpeak(t *testing.T, dir, gmacs string) string {
+	t.Helper()
+	p := filepath.Join(dir, "dotpeak")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\necho '{\"level\":\"avx2\",\"threads\":2,\"int8_gmac_s\":"+gmacs+"}'\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -262,7 +278,7 @@ func TestBenchSIMD(t *testing.T) {
 			}
 			cmd := exec.Command("../../scripts/bench", append(append([]string{"--runs", "1"}, tt.args...), model)...)
 			cmd.Env = append(os.Environ(), "NPUCHAT_BIN="+engine, "LLAMAREF="+llama, "LLAMAREF_LIB="+libs, "BENCH_SAMPLE_SECONDS=0",
-				"MEMBW_BIN="+fakeMembw(t, dir, "10"))
+				"MEMBW_BIN="+fakeMembw(t, dir, "10"), "DOTPEAK_BIN="+fakeDotpeak(t, dir, "100"))
 			out, err := cmd.CombinedOutput()
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(string(out), tt.wantErr) {
