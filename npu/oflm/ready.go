@@ -1,0 +1,89 @@
+package oflm
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/npuchat/npuchat/npu/check"
+)
+
+// Readiness says whether oflm can serve a model on this machine: oflm's
+// own verdict (validate --json) combined with NPU Chat's checks of the
+// device, the render group and the memlock limit.
+type Readiness struct {
+	Ready bool
+	// Version is oflm's version, when it answered.
+	Version string
+	// Problems say, for a person, what is missing and how to fix it.
+	Problems []string
+}
+
+// Summary is one line: "ready", or the problems.
+func (r Readiness) Summary() string {
+	if r.Ready {
+		return "ready"
+	}
+	return strings.Join(r.Problems, "; ")
+}
+
+// neededChecks are the NPU checks (npu/check) the oflm route depends on
+// beyond what oflm validates: the device (L1, W1), access to its node
+// through the render group (L4, L5), and the memlock limit (L13, run with
+// the model's size: oflm locks size + 512 MB, and 8 MB fails with "mmap
+// err=-11"; unlimited is what the sources recommend).
+var neededChecks = []string{"L1", "L4", "L5", "L13", "W1"}
+
+// Assess combines validate's report (nil when it could not run) with
+// NPU Chat's check report (nil when it was not run).
+func Assess(v *Validation, rep *check.Report) Readiness {
+	var r Readiness
+	if v == nil {
+		r.Problems = append(r.Problems, "oflm validate did not run")
+	} else if !v.Ready || !v.RuntimeOK {
+		for _, p := range v.Problems() {
+			r.Problems = append(r.Problems, "oflm validate: "+p)
+		}
+	}
+	if rep != nil {
+		for _, id := range neededChecks {
+			c := rep.Check(id)
+			if c == nil || c.Status == check.Pass || c.Status == check.Warn {
+				continue
+			}
+			p := fmt.Sprintf("[%s] %s: %s", c.ID, c.Title, c.Found)
+			if c.Fix != "" {
+				p += ". Fix: " + c.Fix
+			}
+			r.Problems = append(r.Problems, p)
+		}
+	}
+	r.Ready = len(r.Problems) == 0
+	return r
+}
+
+// Check runs `oflm version --json` and `oflm validate --json` with exe
+// and NPU Chat's NPU check with opts (its Root a recorded system, and
+// ModelBytes the registry entry's size), and assesses them.
+func Check(ctx context.Context, exe string, opts check.Options) Readiness {
+	var r Readiness
+	ver, verr := Version(ctx, exe)
+	v, err := Validate(ctx, exe)
+	rep, cerr := check.Run(ctx, opts)
+	if cerr != nil {
+		rep = nil
+	}
+	r = Assess(v, rep)
+	r.Version = ver
+	if err != nil {
+		r.Problems = append([]string{err.Error()}, r.Problems[1:]...)
+	}
+	if verr != nil {
+		r.Problems = append(r.Problems, verr.Error())
+	}
+	if cerr != nil {
+		r.Problems = append(r.Problems, "NPU check: "+cerr.Error())
+	}
+	r.Ready = len(r.Problems) == 0
+	return r
+}
