@@ -199,3 +199,32 @@ func TestCheckRecordedMachine(t *testing.T) {
 		t.Errorf("summary %q blames validate, which passed", r.Summary())
 	}
 }
+
+func TestRoute(t *testing.T) {
+	tests := []struct {
+		name    string
+		findErr error
+		r       Readiness
+		line    string
+		fix     string
+	}{
+		{name: "ready", r: Readiness{Ready: true, Version: "0.1.0"}, line: "MiniCPM5-2B: NPU via oflm (ready)"},
+		{name: "not ready", r: Readiness{Problems: []string{"oflm validate: memlock limit 8 MB is too low (set it to unlimited)"}},
+			line: "MiniCPM5-2B: NPU via oflm, not ready: oflm validate: memlock limit 8 MB is too low (set it to unlimited)",
+			fix:  "Fix what is listed"},
+		{name: "no oflm", findErr: &NotFoundError{Tried: []string{"PATH"}},
+			line: "MiniCPM5-2B: no NPU route: oflm (OpenFlowLM-Next), the one route that decodes it on the NPU, is not installed",
+			fix:  "Install oflm as " + InstallLink},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rt := Route(tt.findErr, tt.r)
+			if !strings.HasPrefix(rt.Line(), tt.line) || rt.Ready != tt.r.Ready {
+				t.Errorf("Line = %q (ready %v), want %q", rt.Line(), rt.Ready, tt.line)
+			}
+			if !strings.Contains(rt.Fix, tt.fix) {
+				t.Errorf("Fix = %q, want %q", rt.Fix, tt.fix)
+			}
+		})
+	}
+}

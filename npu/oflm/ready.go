@@ -87,3 +87,24 @@ func Check(ctx context.Context, exe string, opts check.Options) Readiness {
 	r.Ready = len(r.Problems) == 0
 	return r
 }
+
+// Route is the NPU check's line for MiniCPM5-2B's oflm route: findErr is
+// Locator.Find's error, r the readiness of the oflm found.
+func Route(findErr error, r Readiness) check.Route {
+	rt := check.Route{Models: "MiniCPM5-2B", Via: "oflm"}
+	switch {
+	case findErr != nil:
+		rt.Via = ""
+		rt.Status = "oflm (OpenFlowLM-Next), the one route that decodes it on the NPU, is not installed; FastFlowLM cannot run it (FastFlowLM #712)"
+		rt.Fix = "Install oflm as " + InstallLink + " says (NPU Chat does not download or bundle it), then run `npuchat check` again. Until then MiniCPM5-2B runs on the CPU."
+	case !r.Ready:
+		rt.Status = r.Summary()
+		rt.Fix = "Fix what is listed, then run `npuchat check` again. Until then MiniCPM5-2B runs on the CPU."
+	default:
+		rt.Ready, rt.Status = true, "ready"
+		if r.Version != "" {
+			rt.Status = "ready, oflm " + r.Version
+		}
+	}
+	return rt
+}
