@@ -459,8 +459,8 @@ func (b *Backend) processError(what string, c *child, cause error) error {
 	return &ProcessError{msg: sb.String(), Log: lines, Exited: c.Exited(), Cause: cause}
 }
 
-// Generate runs one request on oflm's /v1/chat/completions, always
-// streamed, with a tight max_tokens (the request's, else
+// Generate runs one request on oflm's /v1/chat/completions (a raw prompt
+// on /v1/completions), always streamed, with a tight max_tokens (the request's, else
 // Options.MaxTokens, within the served context). oflm ignores "stop", so
 // the text is cut here at EndMarkers and at the request's stop strings,
 // even when one is split across chunks, and the connection is then
@@ -472,11 +472,6 @@ func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(
 	}
 	if err := backend.CheckSupported(req, b.Info().Capabilities, "oflm, the NPU engine (use the CPU engine for this: --engine cpu)"); err != nil {
 		return backend.Result{}, err
-	}
-	if req.Messages == nil {
-		// oflm serves chats; a raw prompt would go to /v1/completions, whose
-		// stop handling is not documented.
-		return backend.Result{}, fmt.Errorf("oflm serves chats only, not raw prompts: %w", backend.ErrBadRequest)
 	}
 	b.mu.Lock()
 	state, c, client, lastErr := b.state, b.cur, b.client, b.lastErr

@@ -213,6 +213,25 @@ func TestCutAndClose(t *testing.T) {
 	}
 }
 
+// TestRawPrompt: a prompt without a chat goes to /v1/completions, cut
+// and capped the same way.
+func TestRawPrompt(t *testing.T) {
+	r := newRig(t, "runon,hold")
+	r.load(t)
+	text, thinking, res, err := r.generate(&backend.Request{Prompt: "once upon", MaxTokens: 20})
+	if err != nil {
+		t.Fatalf("Generate: %v", err)
+	}
+	if text != "Fake oflm heard: once upon" || thinking != "" || res.FinishReason != backend.FinishStop {
+		t.Errorf("text %q thinking %q finish %q", text, thinking, res.FinishReason)
+	}
+	body := r.ctl.Wait("request", 1).Body
+	if body["prompt"] != "once upon" || body["stream"] != true || body["max_tokens"] != float64(20) {
+		t.Errorf("request %v", body)
+	}
+	r.ctl.Wait("disconnected", 1)
+}
+
 // TestCrashMidAnswer: oflm dying mid-answer is a device failure with its
 // last output, the backend goes to failed, and a new Load starts it again.
 func TestCrashMidAnswer(t *testing.T) {

@@ -141,7 +141,7 @@ func (l Locator) Find(configured string) (Found, error) {
 // Version runs `oflm version --json` and returns its version
 // ({ "version": "0.1.0" }).
 func Version(ctx context.Context, exe string) (string, error) {
-	out, err := runJSON(ctx, exe, "version", "--json")
+	out, err := runJSON(ctx, exe, nil, "version", "--json")
 	if err != nil {
 		return "", fmt.Errorf("oflm version: %w", err)
 	}
@@ -221,7 +221,7 @@ func (v *Validation) Problems() []string {
 // Validate runs `oflm validate --json`. It exits 1 when not ready; the
 // report is read either way.
 func Validate(ctx context.Context, exe string) (*Validation, error) {
-	out, err := runJSON(ctx, exe, "validate", "--json")
+	out, err := runJSON(ctx, exe, nil, "validate", "--json")
 	var ee *exec.ExitError
 	if err != nil && !(errors.As(err, &ee) && len(bytes.TrimSpace(out)) > 0) {
 		return nil, fmt.Errorf("oflm validate: %w", err)
@@ -233,10 +233,39 @@ func Validate(ctx context.Context, exe string) (*Validation, error) {
 	return &v, nil
 }
 
-// runJSON runs exe with args and returns its standard output; the error
-// carries its standard error.
-func runJSON(ctx context.Context, exe string, args ...string) ([]byte, error) {
+// Listed is one model of `oflm list --json`.
+type Listed struct {
+	// Tag is the registry tag ("minicpm5:2b"; list reports it as name).
+	Tag string `json:"name"`
+	// Installed says whether oflm finds every file of the entry.
+	Installed bool `json:"installed"`
+}
+
+// List runs `oflm list --json` with env added to this process's
+// environment (Layout.ServeEnv, so that it reads NPU Chat's registry and
+// folder): what oflm itself will serve.
+func List(ctx context.Context, exe string, env []string) ([]Listed, error) {
+	out, err := runJSON(ctx, exe, env, "list", "--json")
+	if err != nil {
+		return nil, fmt.Errorf("oflm list: %w", err)
+	}
+	var l struct {
+		Models []Listed `json:"models"`
+	}
+	if err := json.Unmarshal(out, &l); err != nil {
+		return nil, fmt.Errorf("oflm list --json: unexpected output %q: %w", snippet(out), err)
+	}
+	return l.Models, nil
+}
+
+// runJSON runs exe with args, and env added to this process's
+// environment, and returns its standard output; the error carries its
+// standard error.
+func runJSON(ctx context.Context, exe string, env []string, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, exe, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

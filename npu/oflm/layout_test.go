@@ -1,6 +1,7 @@
 package oflm
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -177,6 +178,33 @@ func TestRegister(t *testing.T) {
 	}
 	if bak, err := os.ReadFile(l.Registry + ".bak"); err != nil || !strings.Contains(string(bak), `"models": {}`) {
 		t.Errorf(".bak = %q, %v; want the registry before NPU Chat's first change", bak, err)
+	}
+}
+
+// TestListSeesRegistration: oflm itself (the fake's `list --json`, which
+// reads the registry and folder ServeEnv names) lists the registered model
+// as installed, and as not installed when a file is gone.
+func TestListSeesRegistration(t *testing.T) {
+	inst := install(t)
+	env := inst.layout.ServeEnv(inst.kernels)
+	installedNow := func() (bool, bool) {
+		models, err := List(context.Background(), fakeExe, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range models {
+			if m.Tag == Tag {
+				return true, m.Installed
+			}
+		}
+		return false, false
+	}
+	if listed, ok := installedNow(); !listed || !ok {
+		t.Fatalf("%s listed %v installed %v", Tag, listed, ok)
+	}
+	os.Remove(filepath.Join(inst.layout.ModelDir(Folder), "tokenizer.json"))
+	if listed, ok := installedNow(); !listed || ok {
+		t.Errorf("without tokenizer.json: listed %v installed %v", listed, ok)
 	}
 }
 

@@ -16,7 +16,7 @@
 // stopped by a kill), never reads a request's "stop", and filters its
 // end-of-sequence ids out of the text. While serving it answers GET
 // /api/ps, /api/tags, /v1/models, /api/version, /v1/version and POST
-// /v1/chat/completions (streamed SSE with reasoning_content deltas, then
+// /v1/completions and /v1/chat/completions (streamed SSE with reasoning_content deltas, then
 // a final chunk with finish_reason and usage, then [DONE]; or one JSON
 // answer when stream is false, oflm's default).
 //
@@ -427,7 +427,8 @@ func (s *server) routes() http.Handler {
 	ver := func(w http.ResponseWriter, r *http.Request) { writeJSON(w, 200, map[string]any{"version": version}) }
 	mux.HandleFunc("GET /api/version", ver)
 	mux.HandleFunc("GET /v1/version", ver)
-	mux.HandleFunc("POST /v1/chat/completions", s.chat)
+	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.complete(w, r, true) })
+	mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.complete(w, r, false) })
 	return mux
 }
 
@@ -448,12 +449,15 @@ type chatRequest struct {
 		Role    string `json:"role"`
 		Content string `json:"content"`
 	} `json:"messages"`
-	Stream              bool `json:"stream"`
-	MaxTokens           int  `json:"max_tokens"`
-	MaxCompletionTokens int  `json:"max_completion_tokens"`
+	Prompt              string `json:"prompt"`
+	Stream              bool   `json:"stream"`
+	MaxTokens           int    `json:"max_tokens"`
+	MaxCompletionTokens int    `json:"max_completion_tokens"`
 }
 
-func (s *server) chat(w http.ResponseWriter, r *http.Request) {
+// complete answers /v1/chat/completions (chat) and /v1/completions (a raw
+// prompt: no reasoning_content, "text" chunks).
+func (s *server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 	body, _ := io.ReadAll(r.Body)
 	var raw map[string]any
 	json.Unmarshal(body, &raw)
@@ -482,8 +486,8 @@ func (s *server) chat(w http.ResponseWriter, r *http.Request) {
 	} else if req.MaxCompletionTokens > 0 {
 		limit = req.MaxCompletionTokens
 	}
-	heard := ""
-	prompt := 0
+	heard := req.Prompt
+	prompt := len(strings.Fields(req.Prompt))
 	for _, m := range req.Messages {
 		prompt += len(strings.Fields(m.Content)) + 4
 		if m.Role == "user" {
@@ -491,6 +495,9 @@ func (s *server) chat(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	thinking := []string{"The user wrote to me. ", "I answer."}
+	if !chat {
+		thinking = nil
+	}
 	answer := []string{"Fake", " oflm", " heard:"}
 	for _, w := range strings.Fields(heard) {
 		answer = append(answer, " "+w)
@@ -517,8 +524,13 @@ func (s *server) chat(w http.ResponseWriter, r *http.Request) {
 		if r.Context().Err() != nil {
 			return false
 		}
-		b, _ := json.Marshal(map[string]any{"id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": req.Model,
-			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": nil}}})
+		chunk := map[string]any{"id": "chatcmpl-fake", "object": "chat.completion.chunk", "model": req.Model,
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": nil}}}
+		if !chat {
+			chunk["object"] = "text_completion"
+			chunk["choices"] = []any{map[string]any{"index": 0, "text": delta["content"], "finish_reason": nil}}
+		}
+		b, _ := json.Marshal(chunk)
 		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
 			return false
 		}
