@@ -293,7 +293,10 @@ func (b *Backend) launchOnce(ctx context.Context, progress func(backend.Progress
 	if b.opts.ContextLength > 0 {
 		args = append(args, "--ctx-len", strconv.Itoa(b.opts.ContextLength))
 	}
-	args = append(args, "--quiet")
+	// --cors 0: oflm's server, like FLM's, allows any origin by default
+	// (vm_args.hpp: --cors 1), which would let any web page read answers
+	// from this private port; NPU Chat's own server faces browsers.
+	args = append(args, "--cors", "0", "--quiet")
 	cmd := exec.Command(b.opts.Executable, args...)
 	env := b.opts.BaseEnv
 	if env == nil {

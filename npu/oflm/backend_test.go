@@ -72,7 +72,7 @@ func TestServe(t *testing.T) {
 	}
 	serve := r.ctl.Wait("serve", 1)
 	port := serve.Args[4]
-	wantArgs := []string{Tag, "--host", "127.0.0.1", "--port", port, "--ctx-len", "4096", "--quiet"}
+	wantArgs := []string{Tag, "--host", "127.0.0.1", "--port", port, "--ctx-len", "4096", "--cors", "0", "--quiet"}
 	if !slices.Equal(serve.Args, wantArgs) {
 		t.Errorf("serve args = %q, want %q", serve.Args, wantArgs)
 	}

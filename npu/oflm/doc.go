@@ -16,7 +16,7 @@
 //     finds the open kernel set where oflm looks, ServeEnv is the
 //     environment `oflm serve` needs (OFLM_* and the legacy FLM_*).
 //   - Backend is a backend.Backend: `oflm serve <tag> --host 127.0.0.1
-//     --port <free> --ctx-len <n> --quiet` as a child that dies with NPU
+//     --port <free> --ctx-len <n> --cors 0 --quiet` as a child that dies with NPU
 //     Chat (npu/childproc), healthy when its port answers and GET /api/ps
 //     names the tag ("model-faker" is a failed load). It always streams,
 //     sends a tight max_tokens, cuts the text at <|im_end|>,
