@@ -507,9 +507,10 @@ func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(
 		return res, err
 	}
 	// The connection broke: say whether the process died with it (the
-	// broken stream arrives a moment before the exit is seen).
+	// broken stream arrives a moment before the exit is seen; a live
+	// process that broke the connection costs this wait once).
 	if oe != nil && oe.Cause != nil {
-		t := time.NewTimer(500 * time.Millisecond)
+		t := time.NewTimer(2 * time.Second)
 		select {
 		case <-c.Done():
 		case <-t.C:

@@ -295,7 +295,12 @@ func TestSlowStart(t *testing.T) {
 	r := newRig(t, oflmtest.ModeSlowStart)
 	done := make(chan error, 1)
 	go func() { done <- r.be.Load(context.Background(), nil) }()
-	r.ctl.Wait("gate", 1)
+	for ev := range r.states {
+		if ev.State == StateStarting {
+			break
+		}
+	}
+	r.ctl.Wait("gate", 1) // oflm is loading: its port is not open yet
 	select {
 	case err := <-done:
 		t.Fatalf("Load returned while oflm was loading: %v", err)
