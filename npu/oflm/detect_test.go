@@ -212,6 +212,8 @@ func TestRoute(t *testing.T) {
 		{name: "not ready", r: Readiness{Problems: []string{"oflm validate: memlock limit 8 MB is too low (set it to unlimited)"}},
 			line: "MiniCPM5-2B: NPU via oflm, not ready: oflm validate: memlock limit 8 MB is too low (set it to unlimited)",
 			fix:  "Fix what is listed"},
+		{name: "configured oflm gone", findErr: errors.New("the configured oflm /x/oflm does not exist or is not a file"),
+			line: "MiniCPM5-2B: no NPU route: the configured oflm /x/oflm does not exist", fix: "Set the path of oflm again"},
 		{name: "no oflm", findErr: &NotFoundError{Tried: []string{"PATH"}},
 			line: "MiniCPM5-2B: no NPU route: oflm (OpenFlowLM-Next), the one route that decodes it on the NPU, is not installed",
 			fix:  "Install oflm as " + InstallLink},
@@ -226,5 +228,28 @@ func TestRoute(t *testing.T) {
 				t.Errorf("Fix = %q, want %q", rt.Fix, tt.fix)
 			}
 		})
+	}
+}
+
+// TestProbe: the oflm line of the NPU check, from the executable found to
+// the route, on a recorded machine.
+func TestProbe(t *testing.T) {
+	t.Setenv("FAKEOFLM_MODE", "")
+	t.Setenv("FAKEOFLM_PLATFORM", "")
+	tree := filepath.Join("..", "check", "testdata", "trees", "memlock-low")
+	noPath := Locator{LookPath: func(string) (string, error) { return "", errors.New("not on PATH") },
+		Stat: func(name string) (os.FileInfo, error) {
+			if name == fakeExe {
+				return os.Stat(name)
+			}
+			return nil, os.ErrNotExist
+		}}
+	found, r, rt := Probe(context.Background(), noPath, fakeExe, check.Options{Root: tree, ModelBytes: 2e9})
+	if found.Path != fakeExe || r.Ready || rt.Via != "oflm" || rt.Ready || !strings.Contains(rt.Status, "[L13]") {
+		t.Errorf("Probe with oflm on a machine with low memlock = %+v, %+v, %q", found, r, rt.Line())
+	}
+	_, r, rt = Probe(context.Background(), noPath, "", check.Options{Root: tree})
+	if r.Ready || rt.Via != "" || !strings.Contains(rt.Fix, InstallLink) {
+		t.Errorf("Probe without oflm = %+v, %q %q", r, rt.Line(), rt.Fix)
 	}
 }

@@ -2,6 +2,7 @@ package oflm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -92,7 +93,12 @@ func Check(ctx context.Context, exe string, opts check.Options) Readiness {
 // Locator.Find's error, r the readiness of the oflm found.
 func Route(findErr error, r Readiness) check.Route {
 	rt := check.Route{Models: "MiniCPM5-2B", Via: "oflm"}
+	var nf *NotFoundError
 	switch {
+	case findErr != nil && !errors.As(findErr, &nf):
+		rt.Via = ""
+		rt.Status = findErr.Error()
+		rt.Fix = "Set the path of oflm again, or clear it to use the installed one (" + InstallLink + ")."
 	case findErr != nil:
 		rt.Via = ""
 		rt.Status = "oflm (OpenFlowLM-Next), the one route that decodes it on the NPU, is not installed; FastFlowLM cannot run it (FastFlowLM #712)"
@@ -107,4 +113,17 @@ func Route(findErr error, r Readiness) check.Route {
 		}
 	}
 	return rt
+}
+
+// Probe is the whole oflm part of the NPU check in one call: it finds oflm
+// (configured first; see Locator.Find), runs its version and validate and
+// NPU Chat's checks with opts, and returns what it found, its readiness
+// and the route line for check.Report.Routes.
+func Probe(ctx context.Context, loc Locator, configured string, opts check.Options) (Found, Readiness, check.Route) {
+	found, err := loc.Find(configured)
+	if err != nil {
+		return found, Readiness{Problems: []string{err.Error()}}, Route(err, Readiness{})
+	}
+	r := Check(ctx, found.Path, opts)
+	return found, r, Route(nil, r)
 }
