@@ -11,7 +11,8 @@ import (
 var groupOrder = []string{GroupHardware, GroupDriver, GroupWindows, GroupAccess, GroupNPU, GroupLimits, GroupRuntime}
 
 // WriteJSON writes the report as indented JSON. Field names are stable:
-// ready, os, summary, npu, checks[].{id,title,group,status,found,need,fix}.
+// ready, os, summary, npu, checks[].{id,title,group,status,found,need,fix},
+// routes[].{models,via,ready,status,fix}.
 func WriteJSON(w io.Writer, r *Report) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
@@ -48,6 +49,7 @@ func WriteText(w io.Writer, r *Report) error {
 	if hidden > 0 {
 		fmt.Fprintf(&sb, "\n(%d more checks skipped: they need an NPU)\n", hidden)
 	}
+	writeRoutes(&sb, r.Routes)
 	// Fixes in check order, failures first; checks with the same fix share
 	// a line. When the hardware itself is missing or unsupported, nothing
 	// else is worth doing, so only its fix is listed.

@@ -86,6 +86,9 @@ type Report struct {
 	NPU *NPU `json:"npu,omitempty"`
 	// Checks are in id order.
 	Checks []Check `json:"checks"`
+	// Routes say which NPU route serves which models (routes.go); the
+	// caller adds them.
+	Routes []Route `json:"routes,omitempty"`
 }
 
 // Check returns the check with the given id, or nil.

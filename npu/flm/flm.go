@@ -46,6 +46,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/npuchat/npuchat/npu/childproc"
 	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/backend/oaicompat"
 )
@@ -142,7 +143,7 @@ type Event struct {
 // Backend is FastFlowLM serving one model. Make one with New.
 type Backend struct {
 	opts Options
-	log  *logRing
+	log  *childproc.LogRing
 	http *http.Client
 
 	lifecycle sync.Mutex // serialises Load and Unload
@@ -190,7 +191,7 @@ func New(opts Options) (*Backend, error) {
 	if r.ResetAfter <= 0 {
 		r.ResetAfter = time.Minute
 	}
-	b := &Backend{opts: opts, log: newLogRing(opts.Log, opts.LogLines), http: opts.HTTPClient, state: StateStopped}
+	b := &Backend{opts: opts, log: childproc.NewLogRing(opts.Log, opts.LogLines), http: opts.HTTPClient, state: StateStopped}
 	if b.http == nil {
 		b.http = &http.Client{}
 	}
@@ -242,7 +243,7 @@ func (b *Backend) PID() int {
 	if b.cur == nil {
 		return 0
 	}
-	return b.cur.pid
+	return b.cur.PID
 }
 
 // BaseURL is the running child's address (http://127.0.0.1:port), or "".
@@ -296,7 +297,7 @@ func (b *Backend) Load(ctx context.Context, progress func(backend.Progress)) err
 	b.mu.Lock()
 	b.cur, b.client, b.stopSup, b.supDone, b.lastErr = c, client, stop, done, nil
 	b.mu.Unlock()
-	b.setState(Event{State: StateReady, PID: c.pid})
+	b.setState(Event{State: StateReady, PID: c.PID})
 	go b.supervise(supCtx, c, done)
 	return nil
 }
@@ -371,18 +372,18 @@ func (b *Backend) launchOnce(ctx context.Context, progress func(backend.Progress
 	report(backend.Progress{Stage: "starting FastFlowLM"})
 	seq := b.log.Seq()
 	b.log.Note(fmt.Sprintf("starting %s %s", b.opts.Executable, strings.Join(args, " ")))
-	c, err := startChild(cmd)
+	p, err := childproc.Start(cmd)
 	if err != nil {
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 			return nil, nil, fmt.Errorf("start FastFlowLM: %s not found (is FastFlowLM installed?): %w", b.opts.Executable, err)
 		}
 		return nil, nil, fmt.Errorf("start FastFlowLM %s: %w", b.opts.Executable, err)
 	}
-	c.port, c.logSeq = port, seq
+	c := &child{Process: p, port: port, logSeq: seq}
 	b.mu.Lock()
 	b.cur = c // so that PID and Unload see a child that is still starting
 	b.mu.Unlock()
-	b.setState(Event{State: StateStarting, PID: c.pid, Attempt: attempt})
+	b.setState(Event{State: StateStarting, PID: c.PID, Attempt: attempt})
 
 	fail := func(err error) (*child, *oaicompat.Client, error) {
 		b.stopChild(context.Background(), c)
@@ -433,7 +434,7 @@ func (b *Backend) waitReady(ctx context.Context, c *child, report func(backend.P
 	url := "http://127.0.0.1:" + strconv.Itoa(c.port) + "/api/tags"
 	for {
 		select {
-		case <-c.done:
+		case <-c.Done():
 			return b.processError("exited while starting", c, nil)
 		case <-ctx.Done():
 			return ctx.Err()
@@ -474,9 +475,9 @@ func (b *Backend) ping(ctx context.Context, url string) bool {
 func (b *Backend) processError(what string, c *child, cause error) error {
 	lines := b.log.Since(c.logSeq, 12)
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "FastFlowLM (flm serve %s, pid %d) %s", b.opts.Model, c.pid, what)
-	if c.exited() {
-		fmt.Fprintf(&sb, " (%s)", c.exitStatus())
+	fmt.Fprintf(&sb, "FastFlowLM (flm serve %s, pid %d) %s", b.opts.Model, c.PID, what)
+	if c.Exited() {
+		fmt.Fprintf(&sb, " (%s)", c.ExitStatus())
 	}
 	if cause != nil {
 		fmt.Fprintf(&sb, ": %v", cause)
@@ -484,7 +485,7 @@ func (b *Backend) processError(what string, c *child, cause error) error {
 	if len(lines) > 0 {
 		sb.WriteString("; its last output:\n\t" + strings.Join(lines, "\n\t"))
 	}
-	return &ProcessError{msg: sb.String(), Log: lines, Exited: c.exited(), Cause: cause}
+	return &ProcessError{msg: sb.String(), Log: lines, Exited: c.Exited(), Cause: cause}
 }
 
 // ProcessError is a failure of the `flm serve` process: it exited while
@@ -514,7 +515,7 @@ func (b *Backend) supervise(ctx context.Context, c *child, done chan struct{}) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-c.done:
+		case <-c.Done():
 		}
 		crash := b.processError("exited", c, nil)
 		b.mu.Lock()
@@ -526,7 +527,7 @@ func (b *Backend) supervise(ctx context.Context, c *child, done chan struct{}) {
 			b.cur, b.client = nil, nil
 		}
 		b.mu.Unlock()
-		c.release()
+		c.Release()
 		if time.Since(c.readyAt) >= b.opts.Restart.ResetAfter {
 			attempt = 0
 		}
@@ -559,7 +560,7 @@ func (b *Backend) supervise(ctx context.Context, c *child, done chan struct{}) {
 				b.mu.Lock()
 				b.cur, b.client = nc, client
 				b.mu.Unlock()
-				b.setState(Event{State: StateReady, PID: nc.pid, Attempt: attempt})
+				b.setState(Event{State: StateReady, PID: nc.PID, Attempt: attempt})
 				c = nc
 				break
 			}
@@ -604,11 +605,11 @@ func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(
 	var oe *oaicompat.Error
 	if errors.As(err, &oe) && oe.Cause != nil {
 		select {
-		case <-c.done:
+		case <-c.Done():
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-	if c.exited() {
+	if c.Exited() {
 		return res, b.processError("died during the request", c, err)
 	}
 	if lines := b.log.Since(seq, 8); len(lines) > 0 {
@@ -663,15 +664,15 @@ func (b *Backend) Unload(ctx context.Context) error {
 // SIGTERM after half of StopGrace, SIGKILL after StopGrace; on Windows a
 // kill at once.
 func (b *Backend) stopChild(ctx context.Context, c *child) error {
-	defer c.release()
-	if c.exited() {
+	defer c.Release()
+	if c.Exited() {
 		return nil
 	}
 	wait := func(d time.Duration) bool {
 		t := time.NewTimer(d)
 		defer t.Stop()
 		select {
-		case <-c.done:
+		case <-c.Done():
 			return true
 		case <-t.C:
 			return false
@@ -679,28 +680,28 @@ func (b *Backend) stopChild(ctx context.Context, c *child) error {
 			return false
 		}
 	}
-	if err := c.interrupt(); err != nil {
-		b.log.Note(fmt.Sprintf("could not ask flm (pid %d) to stop (%v); killing it", c.pid, err))
+	if err := c.Interrupt(); err != nil {
+		b.log.Note(fmt.Sprintf("could not ask flm (pid %d) to stop (%v); killing it", c.PID, err))
 	} else {
-		b.log.Note(fmt.Sprintf("asked flm (pid %d) to stop", c.pid))
+		b.log.Note(fmt.Sprintf("asked flm (pid %d) to stop", c.PID))
 		if wait(b.opts.StopGrace / 2) {
 			return nil
 		}
-		if ctx.Err() == nil && c.terminate() == nil && wait(b.opts.StopGrace-b.opts.StopGrace/2) {
+		if ctx.Err() == nil && c.Terminate() == nil && wait(b.opts.StopGrace-b.opts.StopGrace/2) {
 			return nil
 		}
-		b.log.Note(fmt.Sprintf("flm (pid %d) did not stop; killing it", c.pid))
+		b.log.Note(fmt.Sprintf("flm (pid %d) did not stop; killing it", c.PID))
 	}
-	if err := c.kill(); err != nil && !c.exited() {
-		return fmt.Errorf("kill FastFlowLM (pid %d): %w", c.pid, err)
+	if err := c.Kill(); err != nil && !c.Exited() {
+		return fmt.Errorf("kill FastFlowLM (pid %d): %w", c.PID, err)
 	}
 	t := time.NewTimer(10 * time.Second)
 	defer t.Stop()
 	select {
-	case <-c.done:
+	case <-c.Done():
 		return nil
 	case <-t.C:
-		return fmt.Errorf("FastFlowLM (pid %d) is still running after a kill", c.pid)
+		return fmt.Errorf("FastFlowLM (pid %d) is still running after a kill", c.PID)
 	}
 }
 

@@ -731,3 +731,35 @@ func TestIdleTimeout(t *testing.T) {
 		t.Errorf("empty messages: %v", err)
 	}
 }
+
+// TestReasoningContent: a server's reasoning_content deltas reach the
+// caller as Thinking, apart from the answer's text, in order.
+func TestReasoningContent(t *testing.T) {
+	srv := newFakeServer(t, serveFile(t, "oflm_reasoning.sse"))
+	c := loaded(t, srv, Options{})
+	var thinking, text []string
+	res, err := c.Generate(context.Background(), chat("hi"), func(tok backend.Token) error {
+		if tok.Thinking != "" {
+			if len(text) > 0 {
+				t.Errorf("thinking %q after the answer began", tok.Thinking)
+			}
+			thinking = append(thinking, tok.Thinking)
+		}
+		if tok.Text != "" {
+			text = append(text, tok.Text)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Generate: %v", err)
+	}
+	if got := strings.Join(thinking, ""); got != "The user greets. Answer briefly." {
+		t.Errorf("thinking = %q", got)
+	}
+	if got := strings.Join(text, ""); got != "Hello!" {
+		t.Errorf("text = %q", got)
+	}
+	if res.FinishReason != backend.FinishStop || res.CompletionTokens != 7 {
+		t.Errorf("result = %+v", res)
+	}
+}

@@ -35,8 +35,11 @@ type wireChunk struct {
 	Choices []struct {
 		Index int `json:"index"`
 		Delta struct {
-			Content   *string        `json:"content"`
-			ToolCalls []wireToolCall `json:"tool_calls"`
+			Content *string `json:"content"`
+			// ReasoningContent is a reasoning model's thinking, sent apart
+			// from the answer (vLLM, OpenFlowLM's server: research/oflm.md §6).
+			ReasoningContent *string        `json:"reasoning_content"`
+			ToolCalls        []wireToolCall `json:"tool_calls"`
 		} `json:"delta"`
 		Message *struct {
 			Content   *string        `json:"content"`
@@ -218,6 +221,11 @@ func (g *generation) chunk(ch *wireChunk) (done bool, err error) {
 			g.calls.add(c.Message.ToolCalls)
 		}
 		g.logprobs = append(g.logprobs, c.Logprobs.convert()...)
+		if r := c.Delta.ReasoningContent; r != nil && *r != "" {
+			if err := g.think(*r); err != nil {
+				return false, err
+			}
+		}
 		var piece string
 		switch {
 		case c.Delta.Content != nil:
@@ -254,6 +262,22 @@ func (g *generation) heard() {
 	if g.alive != nil {
 		g.alive()
 	}
+}
+
+// think passes reasoning text to emit as Thinking and counts it: the
+// caller has received something, so the request cannot be retried
+// elsewhere whole. Stop strings do not apply to it.
+func (g *generation) think(text string) error {
+	if g.first.IsZero() {
+		g.first = time.Now()
+	}
+	if g.emit != nil {
+		if err := g.emit(backend.Token{Thinking: text, ID: -1}); err != nil {
+			return err
+		}
+	}
+	g.emitted++
+	return nil
 }
 
 // send passes text to emit and counts it.

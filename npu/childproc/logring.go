@@ -1,4 +1,4 @@
-package flm
+package childproc
 
 import (
 	"io"
@@ -6,10 +6,10 @@ import (
 	"sync"
 )
 
-// logRing copies the child's output to a log writer and keeps its last
-// lines, so that an error can quote what FastFlowLM said before it failed.
+// LogRing copies the child's output to a log writer and keeps its last
+// lines, so that an error can quote what the child said before it failed.
 // It is safe for concurrent writes (stdout and stderr share it).
-type logRing struct {
+type LogRing struct {
 	mu      sync.Mutex
 	w       io.Writer // may be nil
 	lines   []string  // ring of the last cap(lines) lines
@@ -22,16 +22,18 @@ const (
 	maxLogPartial = 8192 // a "line" longer than this is cut into pieces
 )
 
-func newLogRing(w io.Writer, keep int) *logRing {
+// NewLogRing makes a LogRing that copies to w (nil: nowhere) and keeps
+// the last keep lines (default 200).
+func NewLogRing(w io.Writer, keep int) *LogRing {
 	if keep <= 0 {
 		keep = 200
 	}
-	return &logRing{w: w, lines: make([]string, 0, keep)}
+	return &LogRing{w: w, lines: make([]string, 0, keep)}
 }
 
 // Write copies p to the log writer and records its lines. It never fails:
 // a broken log must not break the child's pipe.
-func (r *logRing) Write(p []byte) (int, error) {
+func (r *LogRing) Write(p []byte) (int, error) {
 	n := len(p)
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -58,7 +60,7 @@ func (r *logRing) Write(p []byte) (int, error) {
 
 // Note records a line of NPU Chat's own (e.g. "starting flm serve ...") in
 // the log and the ring.
-func (r *logRing) Note(line string) {
+func (r *LogRing) Note(line string) {
 	r.Write([]byte("npuchat: " + line + "\n"))
 }
 
@@ -72,7 +74,7 @@ func indexByte(p []byte, b byte) int {
 }
 
 // add records one line; r.mu is held.
-func (r *logRing) add(line string) {
+func (r *LogRing) add(line string) {
 	line = strings.TrimRight(line, "\r")
 	if len(line) > maxLogLine {
 		line = line[:maxLogLine] + "…"
@@ -86,7 +88,7 @@ func (r *logRing) add(line string) {
 }
 
 // Seq is the count of lines recorded so far.
-func (r *logRing) Seq() uint64 {
+func (r *LogRing) Seq() uint64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.total
@@ -94,7 +96,7 @@ func (r *logRing) Seq() uint64 {
 
 // Since returns at most max of the lines recorded after Seq returned seq,
 // the newest last, plus the unfinished line if any.
-func (r *logRing) Since(seq uint64, max int) []string {
+func (r *LogRing) Since(seq uint64, max int) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := r.total - min(seq, r.total)

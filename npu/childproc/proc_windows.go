@@ -1,4 +1,4 @@
-package flm
+package childproc
 
 import (
 	"errors"
@@ -10,15 +10,15 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-// startChild starts cmd without a console window, in a new process group
+// Start starts cmd without a console window, in a new process group
 // (so that a Ctrl+C in NPU Chat's console does not reach it), and puts it in a job
 // object with JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE: when this process ends,
 // however it ends, Windows closes the job handle and kills everything in
 // the job, as Lemonade does for its `flm serve` children.
 //
-// The child runs for a moment before it joins the job; FLM starts no
+// The child runs for a moment before it joins the job; flm and oflm start no
 // processes of its own at start, so nothing escapes in that moment.
-func startChild(cmd *exec.Cmd) (*child, error) {
+func Start(cmd *exec.Cmd) (*Process, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		CreationFlags: windows.CREATE_NEW_PROCESS_GROUP | windows.CREATE_NO_WINDOW,
 		HideWindow:    true,
@@ -38,8 +38,8 @@ func startChild(cmd *exec.Cmd) (*child, error) {
 		windows.CloseHandle(job)
 		return nil, err
 	}
-	c := &child{cmd: cmd, done: make(chan struct{}), pid: cmd.Process.Pid, job: job}
-	h, err := windows.OpenProcess(windows.PROCESS_SET_QUOTA|windows.PROCESS_TERMINATE, false, uint32(c.pid))
+	c := &Process{Cmd: cmd, done: make(chan struct{}), PID: cmd.Process.Pid, job: job}
+	h, err := windows.OpenProcess(windows.PROCESS_SET_QUOTA|windows.PROCESS_TERMINATE, false, uint32(c.PID))
 	if err == nil {
 		err = windows.AssignProcessToJobObject(job, h)
 		windows.CloseHandle(h)
@@ -48,7 +48,7 @@ func startChild(cmd *exec.Cmd) (*child, error) {
 		cmd.Process.Kill()
 		cmd.Wait()
 		windows.CloseHandle(job)
-		return nil, fmt.Errorf("put flm in a job object: %w", err)
+		return nil, fmt.Errorf("put %s in a job object: %w", cmd.Path, err)
 	}
 	go func() {
 		c.waitErr = cmd.Wait()
@@ -64,22 +64,22 @@ func startChild(cmd *exec.Cmd) (*child, error) {
 // a graceful stop would save.
 var errNoGracefulStop = errors.New("a process without a console cannot be asked to stop")
 
-// interrupt cannot ask the child to stop on Windows; the caller kills it.
-func (c *child) interrupt() error { return errNoGracefulStop }
+// Interrupt cannot ask the child to stop on Windows; the caller kills it.
+func (c *Process) Interrupt() error { return errNoGracefulStop }
 
-// terminate cannot either.
-func (c *child) terminate() error { return errNoGracefulStop }
+// Terminate cannot either.
+func (c *Process) Terminate() error { return errNoGracefulStop }
 
-// kill ends every process in the child's job at once.
-func (c *child) kill() error {
+// Kill ends every process in the child's job at once.
+func (c *Process) Kill() error {
 	if err := windows.TerminateJobObject(c.job, 1); err != nil {
-		return c.cmd.Process.Kill()
+		return c.Cmd.Process.Kill()
 	}
 	return nil
 }
 
-// release closes the job handle (which kills anything left in the job).
-func (c *child) release() {
+// Release closes the job handle (which kills anything left in the job).
+func (c *Process) Release() {
 	if c.job != 0 {
 		windows.CloseHandle(c.job)
 		c.job = 0

@@ -1,4 +1,4 @@
-package flm
+package childproc
 
 import (
 	"os/exec"
@@ -6,7 +6,7 @@ import (
 	"syscall"
 )
 
-// startChild starts cmd so that it dies with this process: the kernel
+// Start starts cmd so that it dies with this process: the kernel
 // sends it SIGKILL when its parent goes (Pdeathsig), and it leads its own
 // process group, so that stopping it also stops anything it started (the
 // portable FLM's `flm` is a wrapper script around `flm-real`).
@@ -16,9 +16,9 @@ import (
 // thread whose goroutine exits while locked to it, so the child is started
 // from a goroutine locked to its thread that stays there, in Wait, until
 // the child has exited.
-func startChild(cmd *exec.Cmd) (*child, error) {
+func Start(cmd *exec.Cmd) (*Process, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	c := &child{cmd: cmd, done: make(chan struct{})}
+	c := &Process{Cmd: cmd, done: make(chan struct{})}
 	started := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -34,25 +34,25 @@ func startChild(cmd *exec.Cmd) (*child, error) {
 	if err := <-started; err != nil {
 		return nil, err
 	}
-	c.pid = cmd.Process.Pid
+	c.PID = cmd.Process.Pid
 	return c, nil
 }
 
-// interrupt asks the child's process group to stop as Ctrl+C would
-// (SIGINT: FLM's serve loop waits for it, "Press Ctrl+C to stop").
-func (c *child) interrupt() error {
-	return syscall.Kill(-c.pid, syscall.SIGINT)
+// Interrupt asks the child's process group to stop as Ctrl+C would
+// (SIGINT; FLM's serve loop waits for it, "Press Ctrl+C to stop").
+func (c *Process) Interrupt() error {
+	return syscall.Kill(-c.PID, syscall.SIGINT)
 }
 
-// terminate asks the child's process group to stop (SIGTERM).
-func (c *child) terminate() error {
-	return syscall.Kill(-c.pid, syscall.SIGTERM)
+// Terminate asks the child's process group to stop (SIGTERM).
+func (c *Process) Terminate() error {
+	return syscall.Kill(-c.PID, syscall.SIGTERM)
 }
 
-// kill ends the child's process group at once (SIGKILL).
-func (c *child) kill() error {
-	return syscall.Kill(-c.pid, syscall.SIGKILL)
+// Kill ends the child's process group at once (SIGKILL).
+func (c *Process) Kill() error {
+	return syscall.Kill(-c.PID, syscall.SIGKILL)
 }
 
-// release frees what startChild held beyond the process itself.
-func (c *child) release() {}
+// Release frees what Start held beyond the process itself.
+func (c *Process) Release() {}

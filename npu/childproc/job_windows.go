@@ -1,4 +1,4 @@
-package flm
+package childproc
 
 import "golang.org/x/sys/windows"
 

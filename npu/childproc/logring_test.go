@@ -1,4 +1,4 @@
-package flm
+package childproc
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 
 func TestLogRing(t *testing.T) {
 	var sink bytes.Buffer
-	r := newLogRing(&sink, 3)
+	r := NewLogRing(&sink, 3)
 	seq0 := r.Seq()
 	for _, w := range []string{"one\n", "tw", "o\r\nthree\nfour\n", "fi"} {
 		if n, err := r.Write([]byte(w)); n != len(w) || err != nil {
@@ -39,7 +39,7 @@ func TestLogRing(t *testing.T) {
 		t.Errorf("Seq = %d", r.Seq())
 	}
 
-	long := newLogRing(nil, 2)
+	long := NewLogRing(nil, 2)
 	long.Write([]byte(strings.Repeat("x", maxLogPartial+10)))
 	got := long.Since(0, 5)
 	if len(got) != 1 || len(got[0]) > maxLogLine+len("…") {

@@ -1,5 +1,5 @@
 //go:build !windows
 
-package flm
+package childproc
 
 type jobHandle = uintptr

@@ -1,0 +1,251 @@
+package oflm
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestNewLayout(t *testing.T) {
+	tests := []struct {
+		name, goos, env, home string
+		root, registry        string
+	}{
+		{name: "OFLM_MODEL_PATH is the parent of models", goos: "linux", env: "/data/oflm", home: "/home/u",
+			root: "/data/oflm", registry: "/data/oflm/model_list.json"},
+		{name: "Linux default", goos: "linux", home: "/home/u", root: "/home/u/.config/oflm", registry: "/home/u/.config/oflm/model_list.json"},
+		{name: "Windows default", goos: "windows", home: `C:\Users\u`, root: `C:\Users\u\.oflm`, registry: `C:\Users\u\.oflm\model_list.json`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, err := NewLayout(tt.goos, func(k string) string {
+				if k == "OFLM_MODEL_PATH" {
+					return tt.env
+				}
+				return "/not/this/" + k // FLM's variables are not oflm's folder
+			}, tt.home, "")
+			if err != nil || l.Root != tt.root || l.Registry != tt.registry {
+				t.Fatalf("NewLayout = %+v, %v; want root %s registry %s", l, err, tt.root, tt.registry)
+			}
+		})
+	}
+	if _, err := NewLayout("linux", nil, "", ""); err == nil {
+		t.Error("no home and no OFLM_MODEL_PATH: no error")
+	}
+}
+
+func TestFindKernels(t *testing.T) {
+	type setup struct {
+		packaged, modelDir, xclbinEnv, userRoot bool
+		brokenModelDir, escaping                bool
+	}
+	tests := []struct {
+		name    string
+		s       setup
+		want    string // which set: packaged, model, env, user
+		wantErr string
+	}{
+		{name: "packaged set first", s: setup{packaged: true, modelDir: true, userRoot: true}, want: "packaged"},
+		{name: "the model folder's next", s: setup{modelDir: true, xclbinEnv: true}, want: "model"},
+		{name: "OFLM_XCLBIN_PATH", s: setup{xclbinEnv: true, userRoot: true}, want: "env"},
+		{name: "oflm's folder", s: setup{userRoot: true}, want: "user"},
+		{name: "a set missing a file does not count", s: setup{brokenModelDir: true, userRoot: true}, want: "user"},
+		{name: "none", wantErr: "no open kernel set for " + Folder},
+		{name: "a manifest naming files outside its folder", s: setup{escaping: true}, wantErr: "outside its folder"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			base := t.TempDir()
+			exe := filepath.Join(base, "opt", "bin", "oflm")
+			l := Layout{Root: filepath.Join(base, "home", ".config", "oflm"), Exe: exe}
+			modelDir := l.ModelDir(Folder)
+			envRoot := filepath.Join(base, "xcl")
+			places := map[string]string{
+				"packaged": filepath.Join(base, "opt", "share", "oflm", "xclbins", Folder, "open_kernels"),
+				"model":    filepath.Join(modelDir, "open_kernels"),
+				"env":      filepath.Join(envRoot, "xclbins", Folder, "open_kernels"),
+				"user":     filepath.Join(l.Root, "xclbins", Folder, "open_kernels"),
+			}
+			if tt.s.packaged {
+				copyTree(t, "open_kernels", places["packaged"])
+			}
+			if tt.s.modelDir || tt.s.brokenModelDir || tt.s.escaping {
+				copyTree(t, "open_kernels", places["model"])
+			}
+			if tt.s.brokenModelDir {
+				os.Remove(filepath.Join(places["model"], "ln", "insts.bin"))
+			}
+			if tt.s.escaping {
+				os.WriteFile(filepath.Join(places["model"], "manifest.json"),
+					[]byte(`{"max_ctx_default":4096,"contexts":{"dx":"../../../../etc/passwd"}}`), 0o644)
+			}
+			if tt.s.xclbinEnv {
+				copyTree(t, "open_kernels", places["env"])
+			}
+			if tt.s.userRoot {
+				copyTree(t, "open_kernels", places["user"])
+			}
+			getenv := func(k string) string {
+				if k == "OFLM_XCLBIN_PATH" && tt.s.xclbinEnv {
+					return filepath.Join(envRoot, "xclbins") // a trailing xclbins is stripped
+				}
+				return ""
+			}
+			ks, err := l.FindKernels(getenv, modelDir, Folder)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("FindKernels = %+v, %v; want an error with %q", ks, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ks.Dir != filepath.Clean(places[tt.want]) {
+				t.Errorf("found %s, want the %s set %s", ks.Dir, tt.want, places[tt.want])
+			}
+			if ks.Manifest.MaxCtxDefault != 4096 || len(ks.Manifest.Files()) != 4 {
+				t.Errorf("manifest %+v", ks.Manifest)
+			}
+			wantRoot := map[string]string{"packaged": filepath.Join(base, "opt", "share", "oflm"), "model": "", "env": envRoot, "user": l.Root}[tt.want]
+			if ks.Root != wantRoot {
+				t.Errorf("root %q, want %q", ks.Root, wantRoot)
+			}
+		})
+	}
+}
+
+// TestRegister writes the registry entry over an existing user registry,
+// keeping everything else in it.
+func TestRegister(t *testing.T) {
+	inst := install(t) // registers once into a new file
+	l := inst.layout
+	other := `{
+  "model_path": "models",
+  "custom": true,
+  "models": {
+    "qwen3": {"4b": {"name": "Qwen3-4B-NPU2", "size": 4000000000}},
+    "minicpm5": {"2b": {"name": "old", "label": ["mine"]}}
+  }
+}
+`
+	if err := os.WriteFile(l.Registry, []byte(other), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := l.Register(Registration{Kernels: inst.kernels, OFLMVersion: "0.1.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(l.Registry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		Custom bool                                  `json:"custom"`
+		Models map[string]map[string]json.RawMessage `json:"models"`
+	}
+	if err := json.Unmarshal(b, &list); err != nil {
+		t.Fatalf("registry %s: %v", b, err)
+	}
+	if !list.Custom || string(list.Models["qwen3"]["4b"]) != `{"name": "Qwen3-4B-NPU2", "size": 4000000000}` {
+		t.Errorf("other keys or entries lost:\n%s", b)
+	}
+	var e struct {
+		Name       string   `json:"name"`
+		Files      []string `json:"files"`
+		Size       int64    `json:"size"`
+		Context    int      `json:"default_context_length"`
+		Prefill    int      `json:"max_prefill_len"`
+		MinVersion string   `json:"oflm_min_version"`
+		FileURL    *string  `json:"file_url"`
+		Label      []string `json:"label"`
+		Details    struct{ Family, Format string }
+	}
+	if err := json.Unmarshal(list.Models["minicpm5"]["2b"], &e); err != nil {
+		t.Fatal(err)
+	}
+	wantFiles := []string{"config.json", "model.q4nx", "tokenizer.json", "tokenizer_config.json"}
+	if e.Name != Folder || strings.Join(e.Files, ",") != strings.Join(wantFiles, ",") || e.Size != 2e9 ||
+		e.Context != 4096 || e.Prefill != 4096 || e.MinVersion != "0.1.0" || e.FileURL == nil ||
+		e.Details.Family != "llama3" || e.Details.Format != "NPU2" || len(e.Label) != 1 {
+		t.Errorf("entry %+v\n%s", e, list.Models["minicpm5"]["2b"])
+	}
+	if reg.ContextLength != 4096 || reg.Dir != l.ModelDir(Folder) {
+		t.Errorf("Registered %+v", reg)
+	}
+	if bak, err := os.ReadFile(l.Registry + ".bak"); err != nil || !strings.Contains(string(bak), `"models": {}`) {
+		t.Errorf(".bak = %q, %v; want the registry before NPU Chat's first change", bak, err)
+	}
+}
+
+// TestListSeesRegistration: oflm itself (the fake's `list --json`, which
+// reads the registry and folder ServeEnv names) lists the registered model
+// as installed, and as not installed when a file is gone.
+func TestListSeesRegistration(t *testing.T) {
+	inst := install(t)
+	env := inst.layout.ServeEnv(inst.kernels)
+	installedNow := func() (bool, bool) {
+		models, err := List(context.Background(), fakeExe, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range models {
+			if m.Tag == Tag {
+				return true, m.Installed
+			}
+		}
+		return false, false
+	}
+	if listed, ok := installedNow(); !listed || !ok {
+		t.Fatalf("%s listed %v installed %v", Tag, listed, ok)
+	}
+	os.Remove(filepath.Join(inst.layout.ModelDir(Folder), "tokenizer.json"))
+	if listed, ok := installedNow(); !listed || ok {
+		t.Errorf("without tokenizer.json: listed %v installed %v", listed, ok)
+	}
+}
+
+func TestRegisterRefuses(t *testing.T) {
+	tests := []struct {
+		name    string
+		change  func(t *testing.T, inst installed)
+		wantErr string
+	}{
+		{name: "the qwen3-relabelled pack", wantErr: `config.json says model_type "qwen3"; the kernel set serves ["llama"]`,
+			change: func(t *testing.T, inst installed) {
+				b, _ := os.ReadFile(filepath.Join("testdata", "qwen3_config.json"))
+				os.WriteFile(filepath.Join(inst.layout.ModelDir(Folder), "config.json"), b, 0o644)
+			}},
+		{name: "weights missing", wantErr: "model.q4nx is missing",
+			change: func(t *testing.T, inst installed) {
+				os.Remove(filepath.Join(inst.layout.ModelDir(Folder), "model.q4nx"))
+			}},
+		{name: "eos_token_id not a list", wantErr: "eos_token_id must be a list",
+			change: func(t *testing.T, inst installed) {
+				os.WriteFile(filepath.Join(inst.layout.ModelDir(Folder), "tokenizer_config.json"),
+					[]byte(`{"eos_token": "<|im_end|>", "eos_token_id": 1}`), 0o644)
+			}},
+		{name: "a broken registry is left alone", wantErr: "is not valid JSON",
+			change: func(t *testing.T, inst installed) { os.WriteFile(inst.layout.Registry, []byte(`{"models": `), 0o644) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			inst := install(t)
+			tt.change(t, inst)
+			before, _ := os.ReadFile(inst.layout.Registry)
+			_, err := inst.layout.Register(Registration{Kernels: inst.kernels})
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("Register: %v; want an error with %q", err, tt.wantErr)
+			}
+			if after, _ := os.ReadFile(inst.layout.Registry); string(after) != string(before) {
+				t.Errorf("the registry changed:\n%s", after)
+			}
+		})
+	}
+	if _, err := (Layout{Root: t.TempDir()}).Register(Registration{Folder: "../x", Kernels: &KernelSet{}}); err == nil {
+		t.Error("a folder outside models/ was accepted")
+	}
+}
