@@ -114,6 +114,7 @@ type Host struct {
 	order   []string
 	servers map[string]*entry
 	busy    sync.WaitGroup // starts and stops under way
+	watches sync.WaitGroup // watch goroutines
 }
 
 // entry is one configured server and its running session.
@@ -308,6 +309,7 @@ func (h *Host) Close() error {
 	if h.closed {
 		h.mu.Unlock()
 		h.busy.Wait()
+		h.watches.Wait()
 		return nil
 	}
 	h.closed = true
@@ -317,6 +319,7 @@ func (h *Host) Close() error {
 	}
 	h.mu.Unlock()
 	h.busy.Wait()
+	h.watches.Wait()
 	return nil
 }
 
@@ -389,7 +392,7 @@ func (h *Host) acquire(ctx context.Context, name string) (*entry, *session, erro
 		e.live = s
 		e.inflight++
 		<-e.sem
-		h.busy.Add(1)
+		h.watches.Add(1)
 		go h.watch(e, s)
 		h.mu.Unlock()
 		h.busy.Done()
@@ -450,7 +453,7 @@ func (h *Host) stopLocked(e *entry) {
 // e's session ended by itself (the server exited or broke the protocol):
 // the error is kept and the session stopped.
 func (h *Host) watch(e *entry, s *session) {
-	defer h.busy.Done()
+	defer h.watches.Done()
 	select {
 	case <-s.ended:
 	case <-s.life.Done():
@@ -571,8 +574,8 @@ func (h *Host) callError(ctx, callCtx context.Context, e *entry, s *session, wha
 	}
 	ferr := fmt.Errorf("MCP server %q: %s: %w", name, what, s.brokenError(e.cfg, h.opts.StopGrace))
 	h.mu.Lock()
+	e.fail(ferr)
 	if e.live == s {
-		e.fail(ferr)
 		h.stopLocked(e)
 	}
 	h.mu.Unlock()
