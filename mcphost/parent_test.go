@@ -15,7 +15,9 @@ import (
 // not if the thread that forked it ended), prints "CHURNED", and waits to
 // be killed.
 func orphanParent() int {
-	s := stdioServerFor(os.Getenv("MCPHOST_TEST_EXE"), "child", "server")
+	// A stubborn server: it outlives the end of its input, so only the
+	// parent-death signal can end it.
+	s := stdioServerFor(os.Getenv("MCPHOST_TEST_EXE"), "child", "stubborn")
 	h, err := New([]Server{s}, Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
