@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -38,21 +37,6 @@ func status(t *testing.T, h *Host, name string) Status {
 	}
 	t.Fatalf("no status for %q", name)
 	return Status{}
-}
-
-// gone reports whether no process has pid (one this test process has
-// reaped, or a zombie nobody will).
-func gone(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return true
-	}
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return true
-	}
-	// "pid (comm) S ...": the state follows the last ')'.
-	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-	return len(f) > 0 && f[0] == "Z"
 }
 
 func call(t *testing.T, h *Host, server, tool, args string) Result {
