@@ -148,9 +148,16 @@ const maxTokenLen = 4096
 
 // Check validates a list of servers as the settings would keep it: every
 // problem found, each a *FieldError (errors.Join; nil when all is well).
-// A program named without a path must be on PATH now; one given by path
-// must exist.
-func Check(servers []Server) error {
+// A program named without a path must be on PATH now, one given by path
+// must exist, and so must the working folder: Check is for saving the
+// settings, when the person is there to fix them.
+func Check(servers []Server) error { return check(servers, true) }
+
+// check is Check; without files it leaves out what depends on this
+// computer's files and PATH (a Host started from a desktop session may
+// see another PATH than the Settings page did: a missing program is then
+// that server's error when it starts, not a reason to run no server).
+func check(servers []Server, files bool) error {
 	var errs []error
 	seen := map[string]int{}
 	for i, s := range servers {
@@ -174,13 +181,13 @@ func Check(servers []Server) error {
 			continue
 		}
 		if s.Stdio() {
-			if msg := checkCommand(s.Command); msg != "" {
+			if msg := checkCommand(s.Command, files); msg != "" {
 				bad("command", "%s", msg)
 			}
 			if msg := checkEnv(s.Env); msg != "" {
 				bad("env", "%s", msg)
 			}
-			if msg := checkDir(s.Dir); msg != "" {
+			if msg := checkDir(s.Dir, files); msg != "" {
 				bad("dir", "%s", msg)
 			}
 			if s.Token != "" {
@@ -219,9 +226,9 @@ func checkName(name string) string {
 }
 
 // checkCommand refuses a program that cannot be run: an empty one, a
-// relative path (it would depend on NPU Chat's working folder), a name
-// not on PATH, or a path that is not a file.
-func checkCommand(cmd []string) string {
+// relative path (it would depend on NPU Chat's working folder), and with
+// files, a name not on PATH or a path that is not a file.
+func checkCommand(cmd []string, files bool) string {
 	prog := cmd[0]
 	for _, a := range cmd {
 		if strings.ContainsRune(a, 0) {
@@ -231,6 +238,8 @@ func checkCommand(cmd []string) string {
 	switch {
 	case strings.TrimSpace(prog) == "":
 		return "the first element of command is the program to run; it is empty"
+	case filepath.IsAbs(prog) && !files:
+		return ""
 	case filepath.IsAbs(prog):
 		fi, err := os.Stat(prog)
 		switch {
@@ -242,6 +251,8 @@ func checkCommand(cmd []string) string {
 		return ""
 	case strings.ContainsAny(prog, `/\`):
 		return fmt.Sprintf("write the whole path of the program (starting with / or a drive letter), or a name on PATH, got %q", prog)
+	case !files:
+		return ""
 	}
 	if _, err := exec.LookPath(prog); err != nil {
 		return fmt.Sprintf("the program %q is not on PATH (%s): install it, or write its whole path", prog, os.Getenv("PATH"))
@@ -264,13 +275,17 @@ func checkEnv(env map[string]string) string {
 	return ""
 }
 
-// checkDir refuses a working folder that is not a whole path to a folder.
-func checkDir(dir string) string {
+// checkDir refuses a working folder that is not a whole path (with
+// files: to a folder).
+func checkDir(dir string, files bool) string {
 	if dir == "" {
 		return ""
 	}
 	if !filepath.IsAbs(dir) {
 		return fmt.Sprintf("write the whole path of a folder (starting with / or a drive letter), got %q", dir)
+	}
+	if !files {
+		return ""
 	}
 	fi, err := os.Stat(dir)
 	switch {

@@ -73,7 +73,12 @@ func TestCheck(t *testing.T) {
 			if !errors.As(err, &fe) || fe.Field != c.field || !strings.Contains(fe.Message, c.words) {
 				t.Fatalf("got %v, want %s: …%s…", err, c.field, c.words)
 			}
-			if _, err := New(c.servers, Options{}); err == nil {
+			_, err = New(c.servers, Options{})
+			files := strings.Contains(c.words, "PATH") || strings.Contains(c.words, "there is no") || strings.Contains(c.words, "is a folder")
+			if files && err != nil {
+				t.Errorf("New refused what depends on this computer's files: %v", err)
+			}
+			if !files && err == nil {
 				t.Error("New took it")
 			}
 		})

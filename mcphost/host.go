@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os/exec"
 	"strings"
 	"sync"
 	"time"
@@ -140,10 +142,11 @@ type session struct {
 	stopMu sync.Once
 }
 
-// New makes a Host for servers (checked with Check). No server starts
-// until it is used.
+// New makes a Host for servers, checked as Check does except for the
+// files (a program missing now is that server's error when it starts).
+// No server starts until it is used.
 func New(servers []Server, opts Options) (*Host, error) {
-	if err := Check(servers); err != nil {
+	if err := check(servers, false); err != nil {
 		return nil, fmt.Errorf("MCP servers: %w", err)
 	}
 	if opts.CallTimeout <= 0 {
@@ -182,11 +185,11 @@ func New(servers []Server, opts Options) (*Host, error) {
 	return h, nil
 }
 
-// Update replaces the configuration (checked with Check): servers that
+// Update replaces the configuration (checked as New does): servers that
 // are gone, turned off, or run differently now are stopped; the others
 // keep running, with their tools.
 func (h *Host) Update(servers []Server) error {
-	if err := Check(servers); err != nil {
+	if err := check(servers, false); err != nil {
 		return fmt.Errorf("MCP servers: %w", err)
 	}
 	h.mu.Lock()
@@ -490,7 +493,11 @@ func (h *Host) start(ctx context.Context, cfg Server) (*session, error) {
 		p, err := spawn(cfg, h.opts.BaseEnv, h.opts.StopGrace)
 		if err != nil {
 			s.end()
-			return nil, fmt.Errorf("start MCP server %q: run %s: %w", cfg.Name, cfg.Command[0], err)
+			hint := ""
+			if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+				hint = ": install it, or write its whole path in Settings"
+			}
+			return nil, fmt.Errorf("start MCP server %q: run %s: %w: %v%s", cfg.Name, cfg.Command[0], ErrServerFailed, err, hint)
 		}
 		s.proc = p
 		transport = &mcp.IOTransport{Reader: readOnly{p.stdout}, Writer: p.stdin, MaxLineLength: maxMessageBytes}
@@ -537,7 +544,11 @@ func (h *Host) startError(ctx, connectCtx context.Context, cfg Server, s *sessio
 	case h.ctx.Err() != nil:
 		return ErrClosed
 	case s.proc != nil:
-		return fmt.Errorf("start MCP server %q: %w: the MCP handshake failed (%v)%s", cfg.Name, ErrServerFailed, plainErr(err), s.procWords(h.opts.StopGrace))
+		hint := ""
+		if strings.Contains(err.Error(), "invalid character") {
+			hint = ": it wrote something that is not an MCP message on its standard output (is it an MCP server? its logs must go to standard error)"
+		}
+		return fmt.Errorf("start MCP server %q: %w: the MCP handshake failed (%v)%s%s", cfg.Name, ErrServerFailed, plainErr(err), hint, s.procWords(h.opts.StopGrace))
 	}
 	return fmt.Errorf("connect to MCP server %q at %s: %w: %s", cfg.Name, cfg.URL, ErrServerFailed, httpWords(err))
 }

@@ -202,7 +202,7 @@ func TestCrashMidCall(t *testing.T) {
 func TestGarbage(t *testing.T) {
 	h := newHost(t, []Server{stdioServer(t, "chatty", "garbage"), stdioServer(t, "stray", "server")}, Options{})
 	_, err := h.ListTools(context.Background(), "chatty")
-	if !errors.Is(err, ErrServerFailed) || !strings.Contains(err.Error(), "handshake") {
+	if !errors.Is(err, ErrServerFailed) || !strings.Contains(err.Error(), "handshake") || !strings.Contains(err.Error(), "not an MCP message") {
 		t.Errorf("not MCP: %v, want a failed handshake", err)
 	}
 	_, err = h.CallTool(context.Background(), "stray", "garble", nil)
@@ -409,5 +409,31 @@ func TestTLSVerified(t *testing.T) {
 	_, err := h.ListTools(context.Background(), "tls")
 	if !errors.Is(err, ErrServerFailed) || !strings.Contains(err.Error(), "certificate") {
 		t.Errorf("untrusted certificate: %v", err)
+	}
+}
+
+// TestUnreachable: a program that is not there (any more) and an address
+// where nothing listens are errors of those servers, said for a person;
+// the Host and its other servers go on.
+func TestUnreachable(t *testing.T) {
+	closed := newHTTPServer(t, "", false)
+	closed.Close()
+	missing := Server{Name: "missing", Command: []string{filepath.Join(t.TempDir(), "uninstalled-server")}, Enabled: true}
+	h := newHost(t, []Server{missing, {Name: "down", URL: closed.URL, Enabled: true}, stdioServer(t, "ok", "server")}, Options{})
+	cases := []struct{ server, words string }{
+		{"missing", "install it, or write its whole path in Settings"},
+		{"down", "nothing listens at that address"},
+	}
+	for _, c := range cases {
+		_, err := h.ListTools(context.Background(), c.server)
+		if !errors.Is(err, ErrServerFailed) || !strings.Contains(err.Error(), c.words) {
+			t.Errorf("%s: %v, want ErrServerFailed saying %q", c.server, err, c.words)
+		}
+		if st := status(t, h, c.server); st.LastError != err.Error() {
+			t.Errorf("%s: last error %q", c.server, st.LastError)
+		}
+	}
+	if res := call(t, h, "ok", "echo", `{"text":"fine"}`); res.Text() != "echo: fine" {
+		t.Errorf("the other server: %q", res.Text())
 	}
 }
