@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -435,5 +436,39 @@ func TestUnreachable(t *testing.T) {
 	}
 	if res := call(t, h, "ok", "echo", `{"text":"fine"}`); res.Text() != "echo: fine" {
 		t.Errorf("the other server: %q", res.Text())
+	}
+}
+
+// TestHandshakeTimeout: a server that never finishes the handshake is
+// stopped at ConnectTimeout with an error that says so.
+func TestHandshakeTimeout(t *testing.T) {
+	started := startLog{started: make(chan int, 1)}
+	h := newHost(t, []Server{stdioServer(t, "silent", "silent")}, Options{ConnectTimeout: 300 * time.Millisecond, Log: slog.New(started)})
+	_, err := h.ListTools(context.Background(), "silent")
+	if !errors.Is(err, ErrServerFailed) || !strings.Contains(err.Error(), "did not finish the MCP handshake within 300ms") {
+		t.Fatalf("silent server: %v", err)
+	}
+	if pid := <-started.started; !gone(pid) {
+		t.Errorf("the silent server (pid %d) still runs", pid)
+	}
+}
+
+// TestCloseDuringStart: Close while a server is starting ends the start
+// and returns when its process is gone.
+func TestCloseDuringStart(t *testing.T) {
+	started := startLog{started: make(chan int, 1)}
+	h := newHost(t, []Server{stdioServer(t, "silent", "silent")}, Options{Log: slog.New(started)})
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.ListTools(context.Background(), "silent")
+		done <- err
+	}()
+	pid := <-started.started
+	h.Close()
+	if !gone(pid) {
+		t.Errorf("the starting server (pid %d) still runs after Close", pid)
+	}
+	if err := <-done; !errors.Is(err, ErrClosed) {
+		t.Errorf("the start under way: %v, want ErrClosed", err)
 	}
 }

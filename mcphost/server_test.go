@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -34,6 +35,10 @@ func TestMain(m *testing.M) {
 	case "garbage":
 		// Not MCP at all: a greeting on stdout, then wait for stdin to close.
 		fmt.Println("Hello! Type a command:")
+		io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	case "silent":
+		// Reads its input and never answers: a handshake that never ends.
 		io.Copy(io.Discard, os.Stdin)
 		os.Exit(0)
 	case "parent":
@@ -263,3 +268,22 @@ func (c *fakeClock) all() []*fakeTimer {
 	defer c.mu.Unlock()
 	return append([]*fakeTimer(nil), c.timers...)
 }
+
+// startLog is a slog handler that tells started when the Host logs that a
+// server process started.
+type startLog struct{ started chan int }
+
+func (l startLog) Enabled(context.Context, slog.Level) bool { return true }
+func (l startLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == "MCP server started" {
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "pid" {
+				l.started <- int(a.Value.Int64())
+			}
+			return true
+		})
+	}
+	return nil
+}
+func (l startLog) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l startLog) WithGroup(string) slog.Handler      { return l }
