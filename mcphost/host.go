@@ -36,7 +36,9 @@ type Options struct {
 	// server's input, and after SIGTERM (default 2 s).
 	StopGrace time.Duration
 	// BaseEnv is a program's environment before its Server.Env; nil is
-	// NPU Chat's own.
+	// the few variables the official SDKs pass on (HOME, PATH, USER…;
+	// on Windows APPDATA, PATH, USERPROFILE…), not NPU Chat's whole
+	// environment.
 	BaseEnv []string
 	// Version is NPU Chat's version, told to servers as the client's.
 	Version string
@@ -353,7 +355,7 @@ func (h *Host) acquire(ctx context.Context, name string) (*entry, *session, erro
 			h.mu.Unlock()
 			return e, s, nil
 		case e.live != nil:
-			// It ended by itself; the watcher is stopping it.
+			// It ended by itself; its watcher stops it.
 			e.live = nil
 		}
 		h.mu.Unlock()
@@ -452,9 +454,9 @@ func (h *Host) stopLocked(e *entry) {
 	}()
 }
 
-// watch waits for s's connection to end; one that ends while it is still
-// e's session ended by itself (the server exited or broke the protocol):
-// the error is kept and the session stopped.
+// watch waits for s's connection to end. One that ends before s was
+// stopped ended by itself (the server exited or broke the protocol): the
+// error is kept and the session stopped.
 func (h *Host) watch(e *entry, s *session) {
 	defer h.watches.Done()
 	select {
@@ -463,8 +465,7 @@ func (h *Host) watch(e *entry, s *session) {
 		return
 	}
 	h.mu.Lock()
-	mine := e.live == s
-	if mine {
+	if e.live == s {
 		e.live = nil
 		if e.idleStop != nil {
 			e.idleStop()
@@ -472,8 +473,8 @@ func (h *Host) watch(e *entry, s *session) {
 		}
 	}
 	h.mu.Unlock()
-	if !mine {
-		return
+	if s.life.Err() != nil {
+		return // stopped on purpose meanwhile: whoever stopped it stops it
 	}
 	err := s.brokenError(e.cfg, h.opts.StopGrace)
 	h.mu.Lock()

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -470,5 +471,40 @@ func TestCloseDuringStart(t *testing.T) {
 	}
 	if err := <-done; !errors.Is(err, ErrClosed) {
 		t.Errorf("the start under way: %v, want ErrClosed", err)
+	}
+}
+
+// TestChildEnvironment: a server gets the few variables the official
+// SDKs pass on and its own env, not the rest of NPU Chat's environment;
+// BaseEnv replaces the inherited part.
+func TestChildEnvironment(t *testing.T) {
+	t.Setenv("HF_TOKEN", "hf_secret")
+	t.Setenv("HOME", "/home/tester")
+	t.Setenv("PATH", "/usr/bin:/bin")
+	s := stdioServer(t, "env", "server", "MY_SETTING", "on", "PATH", "/opt/tools")
+	h := newHost(t, []Server{s}, Options{})
+	got := strings.Split(call(t, h, "env", "env", "{}").Text(), "\n")
+	slices.Sort(got)
+	want := []string{"MCPHOST_TEST_ROLE=server", "MY_SETTING=on", "PATH=/opt/tools"}
+	inherited := []string{"HOME", "LOGNAME", "SHELL", "TERM", "USER"}
+	if runtime.GOOS == "windows" {
+		inherited = []string{"APPDATA", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PROCESSOR_ARCHITECTURE",
+			"SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "USERNAME", "USERPROFILE"}
+	}
+	for _, name := range inherited {
+		if v, ok := os.LookupEnv(name); ok {
+			want = append(want, name+"="+v)
+		}
+	}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("environment\n%q\nwant\n%q", got, want)
+	}
+
+	h2 := newHost(t, []Server{s}, Options{BaseEnv: []string{"ONLY=this", "MY_SETTING=off"}})
+	got = strings.Split(call(t, h2, "env", "env", "{}").Text(), "\n")
+	slices.Sort(got)
+	if want := []string{"MCPHOST_TEST_ROLE=server", "MY_SETTING=on", "ONLY=this", "PATH=/opt/tools"}; !slices.Equal(got, want) {
+		t.Errorf("with BaseEnv: %q, want %q", got, want)
 	}
 }

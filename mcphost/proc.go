@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -58,10 +59,39 @@ func spawn(s Server, baseEnv []string, waitDelay time.Duration) (*process, error
 	return p, nil
 }
 
-// childEnv is base (os.Environ() when nil) with extra set over it.
+// inheritedEnv are the variables of NPU Chat's environment a server
+// gets by default: the lists of the official TypeScript and Python SDKs
+// (DEFAULT_INHERITED_ENV_VARS), which Claude's desktop app and others
+// follow. The rest (NPU Chat's API key, a Hugging Face token, proxies)
+// is not a third-party program's business; Server.Env adds what one
+// needs.
+var inheritedEnv = map[string][]string{
+	"windows": {"APPDATA", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PATH", "PROCESSOR_ARCHITECTURE",
+		"SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "USERNAME", "USERPROFILE"},
+	"": {"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"},
+}
+
+// defaultEnv is the inherited part of this process's environment; values
+// that start with "()" (bash's exported functions) are left out, as the
+// SDKs do.
+func defaultEnv() []string {
+	names := inheritedEnv[runtime.GOOS]
+	if names == nil {
+		names = inheritedEnv[""]
+	}
+	var env []string
+	for _, name := range names {
+		if v, ok := os.LookupEnv(name); ok && !strings.HasPrefix(v, "()") {
+			env = append(env, name+"="+v)
+		}
+	}
+	return env
+}
+
+// childEnv is base (defaultEnv() when nil) with extra set over it.
 func childEnv(base []string, extra map[string]string) []string {
 	if base == nil {
-		base = os.Environ()
+		base = defaultEnv()
 	}
 	env := make([]string, 0, len(base)+len(extra))
 	for _, kv := range base {

@@ -128,6 +128,10 @@ func testServer(g *gate) *mcp.Server {
 		func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, any, error) {
 			return nil, nil, fmt.Errorf("the disk is full")
 		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "env", Description: "Says the environment."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, any, error) {
+			return text(strings.Join(os.Environ(), "\n")), nil, nil
+		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "pid", Description: "Says the server's process id."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, any, error) {
 			return text(fmt.Sprint(os.Getpid())), nil, nil
