@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -230,7 +231,7 @@ func (h *Host) Status() []Status {
 	for _, name := range h.order {
 		e := h.servers[name]
 		st := Status{Name: name, Enabled: e.cfg.Enabled, Trusted: e.cfg.Trusted,
-			Tools: append([]Tool(nil), e.tools...), LastError: e.lastErr, LastErrorAt: e.lastAt}
+			Tools: slices.Clone(e.tools), LastError: e.lastErr, LastErrorAt: e.lastAt}
 		if e.live != nil && !e.live.isEnded() {
 			st.Running = true
 			if e.live.proc != nil {
@@ -270,10 +271,13 @@ func (h *Host) ListTools(ctx context.Context, server string) (tools []Tool, err 
 		}
 		cursor = res.NextCursor
 	}
+	if tools == nil {
+		tools = []Tool{} // listed, and none: not "never listed"
+	}
 	h.mu.Lock()
 	e.tools = tools
 	h.mu.Unlock()
-	return tools, nil
+	return slices.Clone(tools), nil
 }
 
 // CallTool calls tool on server with args (a JSON object; empty is {}),
@@ -387,7 +391,8 @@ func (h *Host) acquire(ctx context.Context, name string) (*entry, *session, erro
 			h.busy.Done()
 			return nil, nil, err
 		}
-		if h.closed || h.servers[name] != e {
+		if h.closed || h.servers[name] != e || !e.cfg.Enabled {
+			// Closed, replaced or turned off while it started.
 			<-e.sem
 			h.mu.Unlock()
 			s.stop(h.opts.StopGrace)
