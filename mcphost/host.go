@@ -137,12 +137,32 @@ type entry struct {
 // session is one running server: the SDK's session, the process of a
 // stdio server, and the context whose end stops both.
 type session struct {
-	cs     *mcp.ClientSession
-	proc   *process // nil for a URL server
-	life   context.Context
-	end    context.CancelFunc
-	ended  chan struct{} // closed when the connection has ended
-	stopMu sync.Once
+	cs    *mcp.ClientSession
+	proc  *process // nil for a URL server
+	life  context.Context
+	end   context.CancelFunc
+	ended chan struct{} // closed when the connection has ended
+	// waitErr is why the connection ended (nil for the end of the
+	// server's output), once ended is closed.
+	waitErr error
+	stopMu  sync.Once
+
+	mu    sync.Mutex
+	broke error // why it ended by itself, once its watcher knows
+}
+
+// setBroke keeps why the session ended by itself.
+func (s *session) setBroke(err error) {
+	s.mu.Lock()
+	s.broke = err
+	s.mu.Unlock()
+}
+
+// brokeErr is why the session ended by itself, or nil.
+func (s *session) brokeErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.broke
 }
 
 // New makes a Host for servers, checked as Check does except for the
@@ -482,6 +502,7 @@ func (h *Host) watch(e *entry, s *session) {
 		return // stopped on purpose meanwhile: whoever stopped it stops it
 	}
 	err := s.brokenError(e.cfg, h.opts.StopGrace)
+	s.setBroke(err)
 	h.mu.Lock()
 	e.fail(err)
 	h.mu.Unlock()
@@ -534,7 +555,7 @@ func (h *Host) start(ctx context.Context, cfg Server) (*session, error) {
 	}
 	s.cs = cs
 	go func() {
-		cs.Wait()
+		s.waitErr = cs.Wait()
 		close(s.ended)
 	}()
 	return s, nil
@@ -569,6 +590,9 @@ func (h *Host) callError(ctx, callCtx context.Context, e *entry, s *session, wha
 		return fmt.Errorf("MCP server %q: %s: %w", name, what, ctx.Err())
 	case h.ctx.Err() != nil:
 		return fmt.Errorf("MCP server %q: %s: %w", name, what, ErrClosed)
+	case s.brokeErr() != nil:
+		// Its watcher saw it end first, and is stopping it.
+		return fmt.Errorf("MCP server %q: %s: %w", name, what, s.brokeErr())
 	case s.life.Err() != nil:
 		return fmt.Errorf("MCP server %q: %s: %w: it was stopped during the call", name, what, ErrServerFailed)
 	case errors.Is(callCtx.Err(), context.DeadlineExceeded):
@@ -609,10 +633,13 @@ func (s *session) brokenError(cfg Server, grace time.Duration) error {
 	if s.proc == nil {
 		return fmt.Errorf("%w: the connection to %s ended", ErrServerFailed, cfg.URL)
 	}
+	if s.isEnded() && s.waitErr != nil {
+		return fmt.Errorf("%w: the server wrote something that is not an MCP message on its standard output (%s; a server must write only MCP messages there, and its logs to standard error)%s; it was stopped and will be started again on the next use", ErrServerFailed, plainErr(s.waitErr), s.procWords(0))
+	}
 	if s.proc.waitExit(grace) {
 		return fmt.Errorf("%w: the server stopped (%s); it will be started again on the next use", ErrServerFailed, s.proc.exitWords())
 	}
-	return fmt.Errorf("%w: the server wrote something that is not an MCP message on its standard output (a server must write only MCP messages there, and its logs to standard error)%s; it was stopped and will be started again on the next use", ErrServerFailed, s.procWords(0))
+	return fmt.Errorf("%w: the server closed its output but still runs%s; it was stopped and will be started again on the next use", ErrServerFailed, s.procWords(0))
 }
 
 // procWords is "; " and how the process ended (waiting up to grace for
@@ -720,18 +747,19 @@ func (b *bearer) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // httpWords says why a URL server could not be reached, with a hint for
-// the usual causes.
+// the usual causes (the SDK words an HTTP status as its text:
+// "Unauthorized").
 func httpWords(err error) string {
 	msg := plainErr(err)
 	switch {
-	case strings.Contains(msg, "401") || strings.Contains(msg, "Unauthorized"):
-		return msg + ": the server wants a token, or refused this one: set the right token in Settings"
-	case strings.Contains(msg, "403") || strings.Contains(msg, "Forbidden"):
-		return msg + ": the server refused access with this token"
-	case strings.Contains(msg, "certificate"):
-		return msg + ": its TLS certificate is not valid for this address (NPU Chat always checks it)"
 	case strings.Contains(msg, "connection refused"):
 		return msg + ": nothing listens at that address; is the server running?"
+	case strings.Contains(msg, "certificate"):
+		return msg + ": its TLS certificate is not valid for this address (NPU Chat always checks it)"
+	case strings.Contains(msg, http.StatusText(http.StatusUnauthorized)):
+		return msg + ": the server wants a token, or refused this one: set the right token in Settings"
+	case strings.Contains(msg, http.StatusText(http.StatusForbidden)):
+		return msg + ": the server refused access with this token"
 	}
 	return msg
 }
