@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -373,10 +375,14 @@ func TestHTTPServer(t *testing.T) {
 			t.Errorf("the error shows the token: %v", err)
 		}
 	}
-	for _, a := range hs.authHeaders() {
+	headers := hs.authHeaders()
+	for _, a := range headers {
 		if a != "" && a != "Bearer secret-token-0123456789" && a != "Bearer not-the-token-0123456789" {
 			t.Errorf("Authorization %q", a)
 		}
+	}
+	if !slices.Contains(headers, "Bearer secret-token-0123456789") {
+		t.Errorf("the token was never sent: %q", headers)
 	}
 }
 
@@ -506,5 +512,49 @@ func TestChildEnvironment(t *testing.T) {
 	slices.Sort(got)
 	if want := []string{"MCPHOST_TEST_ROLE=server", "MY_SETTING=on", "ONLY=this", "PATH=/opt/tools"}; !slices.Equal(got, want) {
 		t.Errorf("with BaseEnv: %q, want %q", got, want)
+	}
+}
+
+// TestConcurrentFirstUse: calls that arrive together at a stopped server
+// start it once and all use it.
+func TestConcurrentFirstUse(t *testing.T) {
+	h := newHost(t, []Server{stdioServer(t, "one", "server")}, Options{})
+	const n = 8
+	pids := make(chan string, n)
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			res, err := h.CallTool(context.Background(), "one", "pid", nil)
+			errs <- err
+			pids <- res.Text()
+		}()
+	}
+	seen := map[string]bool{}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+		seen[<-pids] = true
+	}
+	if len(seen) != 1 || !seen[strconv.Itoa(status(t, h, "one").PID)] {
+		t.Errorf("servers that answered: %v, running: %d", seen, status(t, h, "one").PID)
+	}
+}
+
+// TestTokenStaysWithItsHost: a server that redirects elsewhere is not
+// followed, and the other host never sees the token.
+func TestTokenStaysWithItsHost(t *testing.T) {
+	other := newHTTPServer(t, "", false)
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/mcp", http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(redirect.Close)
+	h := newHost(t, []Server{{Name: "moved", URL: redirect.URL + "/mcp", Enabled: true, Token: "tok-0123456789abcdef"}}, Options{})
+	_, err := h.ListTools(context.Background(), "moved")
+	if !errors.Is(err, ErrServerFailed) || !strings.Contains(err.Error(), "follows no redirect to another server") {
+		t.Errorf("redirect: %v", err)
+	}
+	if got := other.authHeaders(); len(got) != 0 {
+		t.Errorf("the other host was asked, with Authorization %q", got)
 	}
 }
