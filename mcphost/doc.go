@@ -43,6 +43,10 @@
 //     (to its process group, which it leads), another StopGrace, then
 //     SIGKILL. On Windows, where a process without a console cannot be
 //     asked to stop, its job object is terminated after the first wait.
+//   - It inherits only the variables the official SDKs pass on (HOME,
+//     PATH, USER…; APPDATA, PATH, USERPROFILE… on Windows), then its
+//     Server.Env: NPU Chat's API key or a Hugging Face token in its own
+//     environment never reaches a third-party program.
 //   - Its standard error is kept (the last few KiB) and quoted in errors.
 //   - A server that exits, crashes or writes something that is not MCP on
 //     its output is stopped and its error kept (Status.LastError); it is
