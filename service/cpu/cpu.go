@@ -74,6 +74,11 @@ type Options struct {
 	// together (0: as many as the KV budget holds at 4,096 tokens each,
 	// at most DefaultParallel; at most MaxParallel).
 	Parallel int
+	// Speculative is the decoding of requests that do not say
+	// (backend.Request.Speculative): engine.SpeculativeAuto guesses
+	// tokens ahead (engine.Decoder), off or "" decodes plainly (the
+	// default until the worst case is measured on a quiet machine).
+	Speculative engine.Speculative
 }
 
 // DefaultParallel is the most requests answered at once by default.
