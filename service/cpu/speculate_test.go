@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/npuchat/npuchat/engine"
@@ -158,5 +159,66 @@ func TestSpeculativeSetting(t *testing.T) {
 				t.Errorf("setting %q, request %q: %d tokens guessed", tc.set, tc.req, a.Drafted)
 			}
 		})
+	}
+}
+
+// TestSpeculativeBesideOthers: requests answered at once, each guessing
+// on its own (speculative auto), get the answers they get alone and
+// plain: greedy, with a stop string, sampled within a JSON schema, with
+// logprobs.
+func TestSpeculativeBesideOthers(t *testing.T) {
+	b := toolModel(t)
+	text := "red green blue, red green blue, red green blue, red green"
+	schema := `{"type":"object","properties":{"city":{"type":"string","maxLength":6},"days":{"type":"integer"}},"required":["city","days"],"additionalProperties":false}`
+	g := greedy(text)
+	g.MaxTokens = 48
+	st := greedy(text)
+	st.MaxTokens = 48
+	js := sampled(4, "as JSON: "+text)
+	js.MaxTokens = 60
+	js.Format = &backend.Format{Type: backend.FormatSchema, Schema: json.RawMessage(schema)}
+	lp := sampled(8, text)
+	lp.MaxTokens, lp.Logprobs, lp.TopLogprobs = 40, true, 2
+	reqs := []*backend.Request{g, st, js, lp}
+	want := make([]answer, len(reqs))
+	for i, r := range reqs {
+		r.Speculative = "off"
+		if want[i] = generate(t.Context(), b, r, nil); want[i].err != nil {
+			t.Fatalf("request %d alone: %v", i, want[i].err)
+		}
+		if i == 0 {
+			st.Stop = []string{want[0].text[len(want[0].text)/2:][:3]}
+		}
+	}
+	if want[1].stop == "" {
+		t.Fatalf("the stop string did not stop the answer alone: %+v", want[1])
+	}
+	b.kv.Clear()
+	got := make([]answer, len(reqs))
+	drafted := make([]int, len(reqs))
+	var wg sync.WaitGroup
+	for i, r := range reqs {
+		wg.Go(func() {
+			rr := *r
+			rr.Speculative = "auto"
+			var res backend.Result
+			got[i] = generate(t.Context(), b, &rr, nil, &res)
+			drafted[i] = res.DraftTokens
+		})
+	}
+	wg.Wait()
+	var total int
+	for i := range reqs {
+		g, w := got[i], want[i]
+		if g.err != nil || g.text != w.text || g.finish != w.finish || g.stop != w.stop || g.lps != w.lps || fmt.Sprint(g.ids) != fmt.Sprint(w.ids) {
+			t.Errorf("request %d guessing beside others: %q (%s %q, %v)\nalone, plain: %q (%s %q)", i, g.text, g.finish, g.stop, g.err, w.text, w.finish, w.stop)
+		}
+		total += drafted[i]
+	}
+	if total == 0 {
+		t.Error("no request guessed: the test checks nothing")
+	}
+	if st := b.SchedulerStats(); st.MostSequences < 2 {
+		t.Errorf("the requests never ran in one step: %+v", st)
 	}
 }
