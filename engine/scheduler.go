@@ -57,7 +57,7 @@ type Scheduler struct {
 // SchedulerStats count what a Scheduler computed.
 type SchedulerStats struct {
 	Steps   int64 // batched steps
-	Decodes int64 // decode tokens, over all steps
+	Decodes int64 // decode tokens (a Decoder's guesses too), over all steps
 	Prompt  int64 // prompt tokens, over all steps
 	// Shared counts prompt tokens not computed: their keys and values
 	// were copied from a sequence beside that shares them (share).
@@ -433,7 +433,7 @@ func (sc *Scheduler) step() {
 	st.MostSequences = max(st.MostSequences, len(sc.steps))
 	for i := range sc.steps {
 		if sc.reqs[i].decode {
-			st.Decodes++
+			st.Decodes += int64(len(sc.steps[i].Tokens)) // a Decoder's check: the token and its guesses
 		} else {
 			st.Prompt += int64(len(sc.steps[i].Tokens))
 		}

@@ -43,6 +43,9 @@ type DecodeOptions struct {
 // default (llama.cpp's --draft-max default).
 const DefaultMaxDraft = 16
 
+// firstDraft is the length of a Decoder's first guess.
+const firstDraft = 4
+
 // The draft's n-gram: the last tokens (at least minMatch, at most
 // maxMatch) are looked for earlier in the sequence, and what followed
 // their latest, longest occurrence is the guess.
@@ -113,10 +116,10 @@ func (st DecodeStats) AcceptRate() float64 {
 // A Decoder is for one generation: Settle it at the end, before the
 // session is kept or continued.
 type Decoder struct {
-	s    *Session
-	q    *Seq // the scheduler that computes s, or nil: s alone
-	mode Speculative
-	max  int
+	s        *Session
+	q        *Seq // the scheduler that computes s, or nil: s alone
+	mode     Speculative
+	maxDraft int
 
 	// draft are the guesses computed after the last token given, rows
 	// their logits: rows[0] after that token, rows[i] after draft[i-1];
@@ -150,7 +153,7 @@ func newDecoder(s *Session, q *Seq, opts DecodeOptions) *Decoder {
 		mx = DefaultMaxDraft
 	}
 	mx = min(mx, maxBatch-1)
-	return &Decoder{s: s, q: q, mode: mode, max: mx, k: min(4, mx), pause: firstPause}
+	return &Decoder{s: s, q: q, mode: mode, maxDraft: mx, k: min(firstDraft, mx), pause: firstPause}
 }
 
 // Stats returns the guesses' counts so far.
@@ -257,7 +260,7 @@ func (d *Decoder) drop() error {
 // kept none.
 func (d *Decoder) judge(kept, drafted int) {
 	if kept == drafted {
-		d.k = min(2*d.k, d.max)
+		d.k = min(2*d.k, d.maxDraft)
 	} else {
 		d.k = max(1, kept+1)
 	}
