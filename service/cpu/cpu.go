@@ -136,6 +136,17 @@ type Backend struct {
 	wmu      sync.Mutex
 	warmNext string
 	warming  bool
+	// drafted and accepted count the tokens guessed ahead and kept over
+	// every generation since New (DraftCounts).
+	drafted, accepted atomic.Int64
+}
+
+// DraftCounts returns the tokens guessed ahead and the guesses kept
+// over every generation so far (speculative decoding; llama.cpp's
+// draft_n and draft_n_accepted, summed): the acceptance rate for the
+// status and the log.
+func (b *Backend) DraftCounts() (drafted, accepted int64) {
+	return b.drafted.Load(), b.accepted.Load()
 }
 
 // cacheRefs are the loaded model's KV cache and disk cache.

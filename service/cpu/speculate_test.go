@@ -141,7 +141,8 @@ func withScope(r *backend.Request, scope, mode string) *backend.Request {
 }
 
 // TestSpeculativeSetting: the backend's setting decodes requests that
-// do not say; a request's own choice wins.
+// do not say; a request's own choice wins; DraftCounts sums the
+// results' counts.
 func TestSpeculativeSetting(t *testing.T) {
 	path := models(t)["gguf"]
 	text := strings.Repeat("one two three four five six seven ", 6)
@@ -152,11 +153,18 @@ func TestSpeculativeSetting(t *testing.T) {
 	}{{"", "", false}, {engine.SpeculativeAuto, "", true}, {engine.SpeculativeAuto, "off", false}, {engine.SpeculativeOff, "auto", true}} {
 		t.Run(fmt.Sprintf("%s-%s", tc.set, tc.req), func(t *testing.T) {
 			b := load(t, Options{Path: path, Speculative: tc.set})
-			r := greedy(text)
-			r.MaxTokens = 64
-			a := answerOf(t, b, withScope(r, "", tc.req))
-			if (a.Drafted > 0) != tc.guess {
-				t.Errorf("setting %q, request %q: %d tokens guessed", tc.set, tc.req, a.Drafted)
+			var sum specAnswer
+			for _, scope := range []string{"a", "b"} {
+				r := greedy(text)
+				r.MaxTokens = 64
+				a := answerOf(t, b, withScope(r, scope, tc.req))
+				if (a.Drafted > 0) != tc.guess {
+					t.Errorf("setting %q, request %q: %d tokens guessed", tc.set, tc.req, a.Drafted)
+				}
+				sum.Drafted, sum.Accepted = sum.Drafted+a.Drafted, sum.Accepted+a.Accepted
+			}
+			if d, a := b.DraftCounts(); d != int64(sum.Drafted) || a != int64(sum.Accepted) {
+				t.Errorf("DraftCounts %d, %d; the results say %d, %d", d, a, sum.Drafted, sum.Accepted)
 			}
 		})
 	}

@@ -106,6 +106,8 @@ func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Re
 		}
 		st := dec.Stats()
 		res.DraftTokens, res.DraftAccepted = st.Drafted, st.Accepted
+		b.drafted.Add(int64(st.Drafted))
+		b.accepted.Add(int64(st.Accepted))
 	}()
 	res.CachedTokens = keep
 	start := time.Now()
