@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -314,4 +315,45 @@ func TestDecoderInScheduler(t *testing.T) {
 			t.Errorf("guesses %+v: want none in the sequence that is off, some kept in the others", stats)
 		}
 	})
+}
+
+// TestDecoderShortOfKVMemory: when a KV cache's budget has no room for
+// a check's guesses, the token is computed alone (the same logits as a
+// session of its own), until the budget is full, where Forward fails
+// with ErrKVBudget as Session.Forward does.
+func TestDecoderShortOfKVMemory(t *testing.T) {
+	m := batchModel(t, testmodel.Q8_0, simd.None, LoadOptions{})
+	c := m.NewKVCache(KVCacheOptions{Budget: m.KVBytes(96)})
+	other := c.NewSession(48) // holds 48 positions of the 96
+	if _, err := other.Prefill(make([]int, 40)); err != nil {
+		t.Fatal(err)
+	}
+	s := c.NewSession(0)
+	loop := []int{5, 6, 7, 8, 9, 10, 11, 12}
+	prompt := append(slices.Clone(loop), loop[:4]...) // 12 tokens: 48 positions reserved (the rest of the budget)
+	l, err := s.Prefill(prompt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var teacher []int
+	for i := 4; len(teacher) < 40; i++ {
+		teacher = append(teacher, loop[i%len(loop)])
+	}
+	want := logitsOf(t, m, append(slices.Clone(prompt), teacher...))[len(prompt)-1:]
+	d := s.NewDecoder(DecodeOptions{})
+	var n int
+	for n = 0; n < len(teacher); n++ {
+		if !sameBits(l, want[n]) {
+			t.Fatalf("token %d: logits differ from a session of its own", n)
+		}
+		if l, err = d.Forward(context.Background(), teacher[n]); err != nil {
+			break
+		}
+	}
+	if !errors.Is(err, ErrKVBudget) || s.Pos() != 48 {
+		t.Fatalf("after %d tokens at position %d: %v, want ErrKVBudget at position 48 (the budget's 96 less the other's 48)", n, s.Pos(), err)
+	}
+	if st := d.Stats(); st.Accepted == 0 {
+		t.Errorf("guesses %+v: none kept before the budget filled", st)
+	}
 }
