@@ -69,6 +69,14 @@ type benchDecode struct {
 	Copy bool
 }
 
+// answer names the decoded tokens: "greedy" or "copy".
+func (d benchDecode) answer() string {
+	if d.Copy {
+		return "copy"
+	}
+	return "greedy"
+}
+
 // runBench implements `npuchat bench`: load a model, prefill a synthetic
 // prompt, decode greedily, and report the speeds. Token ids are synthetic
 // (speed does not depend on them) and EOS does not stop decoding.
@@ -139,7 +147,7 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 			fmt.Fprintln(env.Stderr, "npuchat bench: --parallel must be 1 to 64")
 			return 2
 		}
-		r, err := benchParallel(ctx, *model, opts, *parallel, *promptTokens, *genTokens)
+		r, err := benchParallel(ctx, *model, opts, *parallel, *promptTokens, *genTokens, benchDecode{Speculative: spec, Copy: *answer == "copy"})
 		return benchReport(env, *asJSON, r, err, printParallel)
 	}
 	if *chats > 0 {
@@ -183,7 +191,7 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 // dec says. profile, when not nil, starts a CPU profile after loading.
 func bench(ctx context.Context, path string, opts engine.LoadOptions, promptTokens, genTokens int, dec benchDecode, profile func() error) (*benchResult, error) {
 	res := &benchResult{Model: path, Activations: "q8", PromptTokens: promptTokens, GenTokens: genTokens,
-		Speculative: string(dec.Speculative), Answer: map[bool]string{false: "greedy", true: "copy"}[dec.Copy]}
+		Speculative: string(dec.Speculative), Answer: dec.answer()}
 	if res.Speculative == "" {
 		res.Speculative = string(engine.SpeculativeOff)
 	}

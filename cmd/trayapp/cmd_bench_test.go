@@ -218,8 +218,21 @@ func TestBenchParallel(t *testing.T) {
 			t.Errorf("stream %d: %+v", i, s)
 		}
 	}
+	if r.Speculative != "off" || r.DraftN != 0 {
+		t.Errorf("guessed without --speculative: %+v", r)
+	}
+	// each stream guesses on its own: an answer that copies its prompt
+	// is guessed nearly whole
+	code, out, errs = runCmd(t, "bench", "--model", model, "--parallel", "2", "--prompt-tokens", "20", "--gen-tokens", "24", "--threads", "2",
+		"--speculative", "auto", "--answer", "copy", "--json")
+	if err := json.Unmarshal([]byte(out), &r); code != 0 || err != nil {
+		t.Fatalf("--speculative auto: exit %d, %v: %s %s", code, err, out, errs)
+	}
+	if r.Speculative != "auto" || r.Answer != "copy" || r.DraftAccepted < 2*16 || r.DraftAccepted > r.DraftN {
+		t.Errorf("--speculative auto --answer copy: %+v", r)
+	}
 	code, out, _ = runCmd(t, "bench", "--model", model, "--parallel", "2", "--prompt-tokens", "5", "--gen-tokens", "3")
-	if code != 0 || !strings.Contains(out, "aggregate decode") || !strings.Contains(out, "newcomer first token") {
+	if code != 0 || !strings.Contains(out, "aggregate decode") || !strings.Contains(out, "newcomer first token") || !strings.Contains(out, "guesses off: 0 of 0 kept") {
 		t.Errorf("table (exit %d):\n%s", code, out)
 	}
 	if code, _, _ := runCmd(t, "bench", "--model", model, "--parallel", "-1"); code != 2 {
