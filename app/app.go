@@ -48,6 +48,8 @@ type Flags struct {
 	FLMRoot   string
 	// KVCacheType overrides the kv_cache_type setting for this run.
 	KVCacheType string
+	// Speculative overrides the speculative setting for this run.
+	Speculative string
 	// Parallel is how many requests the CPU engine answers at once, as
 	// the parallel setting has it ("0" automatic; "" the setting).
 	Parallel string
@@ -305,6 +307,12 @@ func applyFlags(cfg *config.Config, f Flags, getenv func(string) string) (localM
 		}
 		// as --keep-alive: shown in Settings, never saved unless changed there
 		cfg.KVCacheType = f.KVCacheType
+	}
+	if f.Speculative != "" {
+		if err := config.CheckSpeculative(f.Speculative); err != nil {
+			return "", fmt.Errorf("--speculative: %w", err)
+		}
+		cfg.Speculative = f.Speculative // like --kv-cache-type
 	}
 	if !ValidEngine(cfg.Engine) {
 		return "", fmt.Errorf("--engine %q is not one of %s", cfg.Engine, backend.EngineNames())

@@ -89,11 +89,11 @@ func (a *App) newBackend(ctx context.Context, model string, kind backend.Kind) (
 	case backend.CPU:
 		if m, ok := a.flmModel(model); ok {
 			return cpu.New(cpu.Options{Path: m.Dir, Name: model, Threads: a.cfg.Threads, CacheDir: a.engineCache(), MemAvailable: a.memAvailable,
-				KVDir: a.kvCache(), Log: a.log, MaxContext: a.settings.Get().ContextLength, Parallel: a.settings.Get().Parallel, KVCacheType: a.settings.Get().KVCacheType, ParameterSize: m.Params, Quantization: m.Quant}), nil
+				KVDir: a.kvCache(), Log: a.log, MaxContext: a.settings.Get().ContextLength, Parallel: a.settings.Get().Parallel, KVCacheType: a.settings.Get().KVCacheType, Speculative: engine.Speculative(a.settings.Get().Speculative), ParameterSize: m.Params, Quantization: m.Quant}), nil
 		}
 		if path, ok := a.local.path(model); ok {
 			return cpu.New(cpu.Options{Path: path, Name: model, Threads: a.cfg.Threads, CacheDir: a.engineCache(), MemAvailable: a.memAvailable,
-				KVDir: a.kvCache(), Log: a.log, MaxContext: a.settings.Get().ContextLength, Parallel: a.settings.Get().Parallel, KVCacheType: a.settings.Get().KVCacheType}), nil
+				KVDir: a.kvCache(), Log: a.log, MaxContext: a.settings.Get().ContextLength, Parallel: a.settings.Get().Parallel, KVCacheType: a.settings.Get().KVCacheType, Speculative: engine.Speculative(a.settings.Get().Speculative)}), nil
 		}
 		inst, err := models.Locate(a.cfg, model)
 		if err != nil {
@@ -101,7 +101,7 @@ func (a *App) newBackend(ctx context.Context, model string, kind backend.Kind) (
 		}
 		opts := cpu.Options{Path: inst.Dir, Name: model, Threads: a.cfg.Threads, ParameterSize: strings.ToUpper(inst.Model.Size),
 			CacheDir: a.engineCache(), MemAvailable: a.memAvailable, KVDir: a.kvCache(), Log: a.log,
-			MaxContext: a.settings.Get().ContextLength, Parallel: a.settings.Get().Parallel, KVCacheType: a.settings.Get().KVCacheType}
+			MaxContext: a.settings.Get().ContextLength, Parallel: a.settings.Get().Parallel, KVCacheType: a.settings.Get().KVCacheType, Speculative: engine.Speculative(a.settings.Get().Speculative)}
 		if inst.Format == "flm-q4nx" {
 			// Compute the original model, not the port's changes.
 			opts.SkipQKNorm = inst.Model.Port.InjectedQKNorm

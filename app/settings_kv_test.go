@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/npuchat/npuchat/service"
+	"github.com/npuchat/npuchat/service/backend"
 )
 
 // TestSettingsKVInfo: the settings view's KV cost of a context, read
@@ -58,5 +59,45 @@ func TestKVCacheTypeFlag(t *testing.T) {
 		Logger: slog.New(slog.DiscardHandler), Version: "test"})
 	if err == nil || !strings.Contains(err.Error(), "--kv-cache-type") || !strings.Contains(err.Error(), "f32, f16, q8_0") {
 		t.Errorf("--kv-cache-type q4: %v", err)
+	}
+}
+
+// TestSpeculativeFlag: --speculative auto (Flags.Speculative) is the
+// setting in effect for the run: the CPU engine guesses ahead for a
+// request that does not say (the result counts the guesses), and a
+// request of its own that is off does not; without the flag it does
+// not guess; a mode that is not one is an error naming the flag.
+func TestSpeculativeFlag(t *testing.T) {
+	prompt := strings.Repeat("one two three four five six seven ", 8)
+	ask := func(a *App, mode string) backend.Result {
+		t.Helper()
+		res, err := a.mgr.Generate(context.Background(), &backend.Request{Model: "tiny", MaxTokens: 48, Speculative: mode,
+			Messages: []backend.Message{{Role: "user", Content: prompt}}}, service.GenerateOptions{}, func(backend.Token) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	for _, flag := range []string{"auto", ""} {
+		a := newApp(t, testEnv(t), Flags{Model: tinyModel(t), Name: "tiny", Engine: "cpu", Speculative: flag})
+		if got := a.settings.Get().Speculative; got != flag {
+			t.Errorf("--speculative %q: the setting in effect is %q", flag, got)
+		}
+		if err := a.StartModel(); err != nil {
+			t.Fatal(err)
+		}
+		waitState(t, a, service.StateOn)
+		if res := ask(a, ""); (res.DraftTokens > 0) != (flag == "auto") {
+			t.Errorf("--speculative %q: %d tokens guessed", flag, res.DraftTokens)
+		}
+		if res := ask(a, "off"); res.DraftTokens != 0 {
+			t.Errorf("--speculative %q, request off: %d tokens guessed", flag, res.DraftTokens)
+		}
+	}
+	env := testEnv(t)
+	_, err := New(context.Background(), Options{Getenv: func(k string) string { return env[k] }, Flags: Flags{Addr: "127.0.0.1:0", Speculative: "on"},
+		Logger: slog.New(slog.DiscardHandler), Version: "test"})
+	if err == nil || !strings.Contains(err.Error(), "--speculative") || !strings.Contains(err.Error(), "off, auto") {
+		t.Errorf("--speculative on: %v", err)
 	}
 }

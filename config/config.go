@@ -108,6 +108,13 @@ type Settings struct {
 	// llama.cpp's q8_0 blocks: twice f16's tokens in the same memory).
 	// It applies at the next load.
 	KVCacheType string `json:"kv_cache_type,omitempty"`
+	// Speculative is how the CPU engine decodes requests that do not
+	// say (SpeculativeModes): "auto" guesses tokens ahead from the text
+	// so far and checks them in one step (the same answer, sooner when
+	// it repeats earlier text), "off" or "" decodes one token a step
+	// (the default until the worst case is measured). It applies at
+	// the next load.
+	Speculative string `json:"speculative,omitempty"`
 	// Chat holds the chat page's default generation settings (each
 	// conversation may override them).
 	Chat ChatDefaults `json:"chat,omitzero"`
@@ -231,6 +238,9 @@ func Load(getenv Env, goos string) (*Config, error) {
 	c.KeepAliveDur = ka
 	if err := CheckKVCacheType(c.KVCacheType); err != nil {
 		return nil, fmt.Errorf("config: kv_cache_type in %s: %w", c.SettingsPath, err)
+	}
+	if err := CheckSpeculative(c.Speculative); err != nil {
+		return nil, fmt.Errorf("config: speculative in %s: %w", c.SettingsPath, err)
 	}
 
 	c.Settings.HFEndpoint = strings.TrimRight(strings.TrimSpace(c.Settings.HFEndpoint), "/")

@@ -169,6 +169,19 @@ func CheckKVCacheType(t string) error {
 	return fmt.Errorf("KV cache type %q: choose one of %s", t, strings.Join(KVCacheTypes, ", "))
 }
 
+// SpeculativeModes are the speculative setting's values, the default
+// first (engine.Speculative's; "" is the default).
+var SpeculativeModes = []string{"off", "auto"}
+
+// CheckSpeculative refuses a speculative setting that is not one of
+// SpeculativeModes.
+func CheckSpeculative(m string) error {
+	if m == "" || slices.Contains(SpeculativeModes, m) {
+		return nil
+	}
+	return fmt.Errorf("speculative %q: choose one of %s", m, strings.Join(SpeculativeModes, ", "))
+}
+
 // MaxParallel bounds the parallel setting (requests answered at once).
 const MaxParallel = 16
 
@@ -197,6 +210,9 @@ func check(s Settings) error {
 	}
 	if err := CheckKVCacheType(s.KVCacheType); err != nil {
 		return bad("kv_cache_type", "%v", err)
+	}
+	if err := CheckSpeculative(s.Speculative); err != nil {
+		return bad("speculative", "%v", err)
 	}
 	c := s.Chat
 	if t := c.Temperature; t != nil && (*t < 0 || *t > 2) {

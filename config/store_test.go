@@ -84,6 +84,7 @@ func TestStoreRefusesABadValueAtItsField(t *testing.T) {
 		{func(s *Settings) { s.ContextLength = MaxContextLength + 1 }, "context_length"},
 		{func(s *Settings) { s.KVCacheType = "q4_0" }, "kv_cache_type"},
 		{func(s *Settings) { s.KVCacheType = "F16" }, "kv_cache_type"},
+		{func(s *Settings) { s.Speculative = "on" }, "speculative"},
 		{func(s *Settings) { s.Parallel = -1 }, "parallel"},
 		{func(s *Settings) { s.Parallel = MaxParallel + 1 }, "parallel"},
 	} {

@@ -36,9 +36,15 @@ type Step struct {
 	// it: an embedding's mean pool (Model.Embed), computed in a step
 	// beside others.
 	Pool []float64
+	// AllLogits asks for every token's logits (a Decoder checking its
+	// guesses in one step): Run sets Outs, one row per token (the
+	// session's buffers, valid until its next step), and Out to the
+	// last row.
+	AllLogits bool
 
-	Out []float32
-	Err error
+	Out  []float32
+	Outs [][]float32
+	Err  error
 }
 
 // errTwice is a session given twice to one Run.
@@ -51,12 +57,12 @@ func (b *Batch) Run(steps []Step) {
 	b.segs, b.idx = b.segs[:0], b.idx[:0]
 	for i := range steps {
 		sp := &steps[i]
-		sp.Out, sp.Err = nil, nil
+		sp.Out, sp.Outs, sp.Err = nil, nil, nil
 		if err := b.check(steps[:i], sp); err != nil {
 			sp.Err = err
 			continue
 		}
-		b.segs = append(b.segs, segment{s: sp.Session, tokens: sp.Tokens, pos: sp.Session.pos, logits: sp.Logits})
+		b.segs = append(b.segs, segment{s: sp.Session, tokens: sp.Tokens, pos: sp.Session.pos, logits: sp.Logits && !sp.AllLogits, all: sp.AllLogits})
 		b.idx = append(b.idx, i)
 	}
 	if len(b.segs) == 0 {
@@ -65,14 +71,19 @@ func (b *Batch) Run(steps []Step) {
 	b.st.forward(b.m, b.segs)
 	row := 0
 	for j, sg := range b.segs {
-		if pool := steps[b.idx[j]].Pool; pool != nil && !sg.logits {
+		if pool := steps[b.idx[j]].Pool; pool != nil && !sg.logits && !sg.all {
 			b.m.poolRows(pool, b.st.x[row:row+len(sg.tokens)], b.st.xb[0])
 		}
 		row += len(sg.tokens)
 		s := sg.s
 		s.pos += len(sg.tokens)
 		s.tokens = append(s.tokens, sg.tokens...)
-		if sg.logits {
+		switch {
+		case sg.all:
+			sp := &steps[b.idx[j]]
+			sp.Outs = s.rows[:len(sg.tokens)]
+			sp.Out = sp.Outs[len(sp.Outs)-1]
+		case sg.logits:
 			steps[b.idx[j]].Out = s.logits
 		}
 	}

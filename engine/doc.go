@@ -6,7 +6,10 @@
 // Load opens a model; a Session holds one sequence's KV cache and runs the
 // forward pass (forward.go, written to be read against the equations). A
 // KVCache keeps many sequences' keys and values within one memory budget
-// and resumes a prompt from the longest prefix it holds (kvcache.go).
+// and resumes a prompt from the longest prefix it holds (kvcache.go). A
+// Decoder decodes a session guessing tokens ahead from the tokens it
+// holds and checking the guesses in one step, with plain decoding's
+// logits (speculate.go).
 // Subpackages hold the file formats (gguf, safetensors, q4nx), the weight
 // block formats and kernels (quant), memory mapping (mmapfile) and the
 // sampler (sample). docs/engine.md describes the design and what is exact.

@@ -7,8 +7,13 @@ import "math"
 // stepper. Without logits it stops before the output projection
 // (prefill); otherwise the logits are the last token's.
 func (s *Session) forward(tokens []int, pos int, logits bool) {
+	s.forwardSeg(segment{s: s, tokens: tokens, pos: pos, logits: logits})
+}
+
+// forwardSeg computes one segment of the session on its own stepper.
+func (s *Session) forwardSeg(sg segment) {
 	st := s.stepper()
-	st.one[0] = segment{s: s, tokens: tokens, pos: pos, logits: logits}
+	st.one[0] = sg
 	st.forward(s.m, st.one[:])
 	st.one[0] = segment{}
 }
@@ -105,14 +110,25 @@ func (st *stepper) forward(m *Model, segs []segment) {
 	t = 0
 	for _, sg := range segs {
 		t += len(sg.tokens)
-		if !sg.logits {
-			continue
+		switch {
+		case sg.all:
+			// every token's logits, each into its row of the session's
+			// (a row's product is the same however many are computed)
+			rows := batchRows(&sg.s.rows, len(sg.tokens), c.VocabSize)
+			for i, out := range rows {
+				r := x[t-len(sg.tokens)+i]
+				rmsnorm(r, r, m.outNorm, c.NormEps)
+				scale(r, float32(1/c.LogitScale))
+				st.last = append(st.last, r)
+				st.outs = append(st.outs, out)
+			}
+		case sg.logits:
+			last := x[t-1]
+			rmsnorm(last, last, m.outNorm, c.NormEps)
+			scale(last, float32(1/c.LogitScale))
+			st.last = append(st.last, last)
+			st.outs = append(st.outs, sg.s.logits)
 		}
-		last := x[t-1]
-		rmsnorm(last, last, m.outNorm, c.NormEps)
-		scale(last, float32(1/c.LogitScale))
-		st.last = append(st.last, last)
-		st.outs = append(st.outs, sg.s.logits)
 	}
 	if len(st.last) > 0 {
 		st.mul.mul(st.pool, st.last, product{st.outs, &m.output})

@@ -57,7 +57,7 @@ type Scheduler struct {
 // SchedulerStats count what a Scheduler computed.
 type SchedulerStats struct {
 	Steps   int64 // batched steps
-	Decodes int64 // decode tokens, over all steps
+	Decodes int64 // decode tokens (a Decoder's guesses too), over all steps
 	Prompt  int64 // prompt tokens, over all steps
 	// Shared counts prompt tokens not computed: their keys and values
 	// were copied from a sequence beside that shares them (share).
@@ -111,6 +111,7 @@ type schedReq struct {
 	ctx    context.Context
 	tokens []int // the tokens left to compute
 	decode bool  // one token of an answer (else a prompt)
+	all    bool  // a decode of several tokens, each one's logits wanted (Seq.check)
 	leave  bool
 	follow bool      // a prompt waiting for another to compute its prefix (share)
 	at     int64     // the steps computed when the loop took it
@@ -119,6 +120,7 @@ type schedReq struct {
 
 type schedReply struct {
 	logits []float32
+	rows   [][]float32 // every token's logits, for a request with all
 	err    error
 }
 
@@ -230,6 +232,30 @@ func (q *Seq) Forward(ctx context.Context, token int) ([]float32, error) {
 		return nil, fmt.Errorf("position %d: %w", s.pos, err)
 	}
 	return q.ask(ctx, q.one[:], true)
+}
+
+// check computes tokens at positions Pos(), Pos()+1, … in the next
+// step, as one decode, and returns every token's logits (rows valid
+// until the sequence's next step): a Decoder's check of its guesses.
+func (q *Seq) check(ctx context.Context, tokens []int) ([][]float32, error) {
+	s := q.s
+	if err := s.checkTokens(tokens); err != nil {
+		return nil, err
+	}
+	if err := s.reserve(s.pos + len(tokens)); err != nil {
+		return nil, fmt.Errorf("%d tokens at position %d: %w", len(tokens), s.pos, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	q.req = schedReq{q: q, ctx: ctx, tokens: tokens, decode: true, all: true}
+	select {
+	case q.sc.in <- &q.req:
+	case <-q.sc.done:
+		return nil, ErrSchedulerClosed
+	}
+	r := <-q.reply
+	return r.rows, r.err
 }
 
 // Leave tells the scheduler not to wait for the sequence's next step
@@ -367,7 +393,7 @@ func (sc *Scheduler) step() {
 	sc.steps, sc.reqs = sc.steps[:0], sc.reqs[:0]
 	for _, r := range sc.pending {
 		if r.decode {
-			sc.steps = append(sc.steps, Step{Session: r.q.s, Tokens: r.tokens, Logits: true})
+			sc.steps = append(sc.steps, Step{Session: r.q.s, Tokens: r.tokens, Logits: true, AllLogits: r.all})
 			sc.reqs = append(sc.reqs, r)
 		}
 	}
@@ -407,7 +433,7 @@ func (sc *Scheduler) step() {
 	st.MostSequences = max(st.MostSequences, len(sc.steps))
 	for i := range sc.steps {
 		if sc.reqs[i].decode {
-			st.Decodes++
+			st.Decodes += int64(len(sc.steps[i].Tokens)) // a Decoder's check: the token and its guesses
 		} else {
 			st.Prompt += int64(len(sc.steps[i].Tokens))
 		}
@@ -439,7 +465,7 @@ func (sc *Scheduler) step() {
 			q.expected = true
 			sc.waiting++
 			sc.exp = append(sc.exp, q)
-			sc.replies = append(sc.replies, reply{q, schedReply{logits: sp.Out}})
+			sc.replies = append(sc.replies, reply{q, schedReply{logits: sp.Out, rows: sp.Outs}})
 		}
 	}
 	keep = sc.pending[:0]

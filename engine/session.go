@@ -36,6 +36,9 @@ type Session struct {
 	// logits are the last position's vocabulary logits (a step that
 	// asked for them writes them here).
 	logits []float32
+	// rows are each token's logits of a step that asked for all of
+	// them (a Decoder checking its guesses), one row per token.
+	rows [][]float32
 	// own is the session's scratch and threads for steps of its own
 	// (Prefill, Forward), made at the first; a Batch computes its
 	// sessions with its own stepper instead.

@@ -24,12 +24,15 @@ type stepper struct {
 }
 
 // segment is one session's part of a step: tokens at positions pos,
-// pos+1, … of s, and whether the last one's logits are wanted.
+// pos+1, … of s, and whether the last one's logits are wanted (or, with
+// all, every token's: a speculative step's check of its guesses, into
+// the session's rows).
 type segment struct {
 	s      *Session
 	tokens []int
 	pos    int
 	logits bool
+	all    bool
 }
 
 // rowRef is the session and position of one token of a step.

@@ -49,6 +49,35 @@ type benchResult struct {
 	// what was asked and why another runs when one does.
 	KVType   string `json:"kv_type"`
 	KVChoice string `json:"kv_choice"`
+	// Speculative is the decode's guessing (auto or off), Answer what
+	// the decoded tokens are: "greedy" (the model's argmax) or "copy"
+	// (the prompt again, as a model quoting it writes it).
+	Speculative string `json:"speculative"`
+	Answer      string `json:"answer"`
+	// DraftN and DraftAccepted are the tokens guessed and the guesses
+	// kept (llama.cpp's timings draft_n and draft_n_accepted),
+	// AcceptRate the share kept.
+	DraftN        int     `json:"draft_n"`
+	DraftAccepted int     `json:"draft_n_accepted"`
+	AcceptRate    float64 `json:"accept_rate"`
+}
+
+// benchDecode is how bench decodes: with guesses or not, and which
+// tokens.
+type benchDecode struct {
+	Speculative engine.Speculative
+	// Copy decodes the prompt again instead of the greedy tokens: the
+	// answer of a model that quotes it (random weights do not; the
+	// speed does not depend on which tokens are decoded).
+	Copy bool
+}
+
+// answer names the decoded tokens: "greedy" or "copy".
+func (d benchDecode) answer() string {
+	if d.Copy {
+		return "copy"
+	}
+	return "greedy"
 }
 
 // runBench implements `npuchat bench`: load a model, prefill a synthetic
@@ -74,9 +103,11 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 	chats := fs.Int("chats", 0, "instead: this many chats of --chat-tokens tokens visited in turn twice (answers of --answer-tokens, then --new-tokens more): tokens prefilled and first-token time per visit")
 	chatTokens := fs.Int("chat-tokens", 1500, "with --chats: each chat's first prompt")
 	answerTokens := fs.Int("answer-tokens", 16, "with --chats: the answer decoded at each visit")
+	speculative := fs.String("speculative", "off", "decode guessing ahead from the tokens seen (auto) or not (off); the guesses drafted and kept are reported")
+	answer := fs.String("answer", "greedy", "the decoded tokens: greedy (the model's choice; random weights repeat themselves only now and then) or copy (the prompt again, as a model quoting it)")
 	parallel := fs.Int("parallel", 0, "instead: this many streams of --prompt-tokens and --gen-tokens decoded together (batched): aggregate and per-stream decode tok/s, and the first token time of a newcomer while parallel-1 others stream")
 	fs.Usage = func() {
-		fmt.Fprintln(env.Stderr, "Usage: npuchat bench --model PATH [--threads N] [--prompt-tokens N] [--gen-tokens N] [--json]")
+		fmt.Fprintln(env.Stderr, "Usage: npuchat bench --model PATH [--threads N] [--prompt-tokens N] [--gen-tokens N] [--speculative auto|off] [--answer greedy|copy] [--json]")
 		fmt.Fprintln(env.Stderr, "       npuchat bench --model PATH --reopen N [--new-tokens N] [--threads N] [--json]")
 		fmt.Fprintln(env.Stderr, "       npuchat bench --model PATH --chats N [--chat-tokens N] [--answer-tokens N] [--new-tokens N] [--threads N] [--json]")
 		fmt.Fprintln(env.Stderr, "       npuchat bench --model PATH --parallel N [--prompt-tokens N] [--gen-tokens N] [--threads N] [--json]")
@@ -94,6 +125,11 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 	}
 	if *promptTokens < 1 || *genTokens < 1 || *threads < 0 {
 		fmt.Fprintln(env.Stderr, "npuchat bench: --prompt-tokens and --gen-tokens must be at least 1, --threads not negative")
+		return 2
+	}
+	spec, err := engine.ParseSpeculative(*speculative)
+	if err != nil || *answer != "greedy" && *answer != "copy" {
+		fmt.Fprintln(env.Stderr, "npuchat bench: --speculative must be auto or off, --answer greedy or copy")
 		return 2
 	}
 	var profile func() error
@@ -114,7 +150,7 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 			fmt.Fprintln(env.Stderr, "npuchat bench: --parallel must be 1 to 64")
 			return 2
 		}
-		r, err := benchParallel(ctx, *model, opts, *parallel, *promptTokens, *genTokens)
+		r, err := benchParallel(ctx, *model, opts, *parallel, *promptTokens, *genTokens, benchDecode{Speculative: spec, Copy: *answer == "copy"})
 		return benchReport(env, *asJSON, r, err, printParallel)
 	}
 	if *chats > 0 {
@@ -134,7 +170,7 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 		return benchReport(env, *asJSON, r, err, printReopen)
 	}
 	res, err := bench(ctx, *model, opts,
-		*promptTokens, *genTokens, profile)
+		*promptTokens, *genTokens, benchDecode{Speculative: spec, Copy: *answer == "copy"}, profile)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "npuchat bench: %v\n", err)
 		return 1
@@ -147,16 +183,21 @@ func runBench(ctx context.Context, env *Env, args []string) int {
 		return 0
 	}
 	fmt.Fprintf(env.Stdout, "model    %s (%s)\nthreads  %d, SIMD %s, %s activations, KV cache %s\nsimd     %s\nload     %.2f s\n"+
-		"prefill  %d tokens, %.2f tok/s\ndecode   %d tokens, %.2f tok/s\npeak RSS %.0f MB\n",
+		"prefill  %d tokens, %.2f tok/s\ndecode   %d tokens (%s), %.2f tok/s\nguesses  %s: %d of %d kept (%.0f%%)\npeak RSS %.0f MB\n",
 		res.Model, res.Format, res.Threads, res.SIMD, res.Activations, res.KVChoice, res.SIMDChoice, res.LoadSeconds,
-		res.PromptTokens, res.PrefillTokS, res.GenTokens, res.DecodeTokS, res.PeakRSSMB)
+		res.PromptTokens, res.PrefillTokS, res.GenTokens, res.Answer, res.DecodeTokS,
+		res.Speculative, res.DraftAccepted, res.DraftN, 100*res.AcceptRate, res.PeakRSSMB)
 	return 0
 }
 
-// bench measures one load, one prefill and one decode run.
-// profile, when not nil, starts a CPU profile after loading.
-func bench(ctx context.Context, path string, opts engine.LoadOptions, promptTokens, genTokens int, profile func() error) (*benchResult, error) {
-	res := &benchResult{Model: path, Activations: "q8", PromptTokens: promptTokens, GenTokens: genTokens}
+// bench measures one load, one prefill and one decode run, decoded as
+// dec says. profile, when not nil, starts a CPU profile after loading.
+func bench(ctx context.Context, path string, opts engine.LoadOptions, promptTokens, genTokens int, dec benchDecode, profile func() error) (*benchResult, error) {
+	res := &benchResult{Model: path, Activations: "q8", PromptTokens: promptTokens, GenTokens: genTokens,
+		Speculative: string(dec.Speculative), Answer: dec.answer()}
+	if res.Speculative == "" {
+		res.Speculative = string(engine.SpeculativeOff)
+	}
 	if opts.FloatActivations {
 		res.Activations = "f32"
 	}
@@ -196,15 +237,22 @@ func bench(ctx context.Context, path string, opts engine.LoadOptions, promptToke
 	}
 	res.PrefillTokS = rate(promptTokens, time.Since(start))
 	start = time.Now()
-	for range genTokens {
+	d := s.NewDecoder(engine.DecodeOptions{Speculative: engine.Speculative(res.Speculative)})
+	for i := range genTokens {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if logits, err = s.Forward(argmaxOf(logits)); err != nil {
+		tok := argmaxOf(logits)
+		if dec.Copy {
+			tok = prompt[i%len(prompt)]
+		}
+		if logits, err = d.Forward(ctx, tok); err != nil {
 			return nil, err
 		}
 	}
 	res.DecodeTokS = rate(genTokens, time.Since(start))
+	st := d.Stats()
+	res.DraftN, res.DraftAccepted, res.AcceptRate = st.Drafted, st.Accepted, st.AcceptRate()
 	res.PeakRSSMB = float64(peakRSS()) / (1 << 20)
 	return res, nil
 }

@@ -36,6 +36,13 @@ type parallelResult struct {
 	AloneSeconds    float64 `json:"alone_first_token_s"`
 	// MostSequences is the most sequences one step computed.
 	MostSequences int `json:"most_sequences"`
+	// Speculative and Answer are as bench's (each stream guesses on
+	// its own); DraftN and DraftAccepted sum the together run's streams'
+	// guesses drafted and kept.
+	Speculative   string `json:"speculative"`
+	Answer        string `json:"answer"`
+	DraftN        int    `json:"draft_n"`
+	DraftAccepted int    `json:"draft_n_accepted"`
 }
 
 // parallelStream is one stream of the together run.
@@ -52,13 +59,14 @@ type streamTimes struct {
 	// when the last token came
 	first, decode, last time.Time
 	tokens              []time.Time // when each decoded token's logits came
+	guesses             engine.DecodeStats
 	err                 error
 }
 
 // benchParallel loads the model and runs: a prompt alone (its first
 // token time); n streams of promptTokens and genTokens starting
 // together; and, while n-1 streams decode, a newcomer's prompt.
-func benchParallel(ctx context.Context, path string, opts engine.LoadOptions, n, promptTokens, genTokens int) (*parallelResult, error) {
+func benchParallel(ctx context.Context, path string, opts engine.LoadOptions, n, promptTokens, genTokens int, dec benchDecode) (*parallelResult, error) {
 	m, err := engine.Load(path, opts)
 	if err != nil {
 		return nil, err
@@ -66,7 +74,10 @@ func benchParallel(ctx context.Context, path string, opts engine.LoadOptions, n,
 	defer m.Close()
 	cfg := m.Config()
 	res := &parallelResult{Model: path, Threads: m.Threads(), SIMD: m.SIMD(), KVType: m.KVType(), Parallel: n,
-		PromptTokens: promptTokens, GenTokens: genTokens}
+		PromptTokens: promptTokens, GenTokens: genTokens, Speculative: string(dec.Speculative), Answer: dec.answer()}
+	if res.Speculative == "" {
+		res.Speculative = string(engine.SpeculativeOff)
+	}
 	ctxLen := promptTokens + 3*genTokens + 16
 	if s := m.NewSession(ctxLen); s.MaxContext() < ctxLen {
 		return nil, fmt.Errorf("the model's context holds %d positions, fewer than %d", s.MaxContext(), ctxLen)
@@ -89,7 +100,9 @@ func benchParallel(ctx context.Context, path string, opts engine.LoadOptions, n,
 		var st streamTimes
 		q := sc.Join(m.NewSession(ctxLen))
 		defer q.Leave()
-		logits, err := q.Prefill(ctx, prompt(k))
+		d := q.NewDecoder(engine.DecodeOptions{Speculative: engine.Speculative(res.Speculative)})
+		p := prompt(k)
+		logits, err := q.Prefill(ctx, p)
 		st.first = time.Now()
 		if ready != nil {
 			ready.Done()
@@ -101,13 +114,17 @@ func benchParallel(ctx context.Context, path string, opts engine.LoadOptions, n,
 				close(started)
 				started = nil
 			}
-			logits, err = q.Forward(ctx, argmaxOf(logits))
+			tok := argmaxOf(logits)
+			if dec.Copy {
+				tok = p[i%len(p)]
+			}
+			logits, err = d.Forward(ctx, tok)
 			st.tokens = append(st.tokens, time.Now())
 		}
 		if started != nil {
 			close(started)
 		}
-		st.last, st.err = time.Now(), err
+		st.last, st.err, st.guesses = time.Now(), err, d.Stats()
 		return st
 	}
 
@@ -142,6 +159,8 @@ func benchParallel(ctx context.Context, path string, opts engine.LoadOptions, n,
 		from, to = maxTime(from, st.decode), minTime(to, st.last)
 		res.Streams = append(res.Streams, parallelStream{FirstTokenSeconds: st.first.Sub(start).Seconds(),
 			DecodeTokS: rate(genTokens, st.last.Sub(st.decode))})
+		res.DraftN += st.guesses.Drafted
+		res.DraftAccepted += st.guesses.Accepted
 	}
 	tokens := 0
 	for _, st := range times {
@@ -207,7 +226,7 @@ func maxTime(a, b time.Time) time.Time {
 func printParallel(w io.Writer, r *parallelResult) {
 	fmt.Fprintf(w, "model     %s\nthreads   %d, SIMD %s, KV %s\nstreams   %d × (%d prompt + %d decoded tokens), at most %d sequences in one step\n",
 		r.Model, r.Threads, r.SIMD, r.KVType, r.Parallel, r.PromptTokens, r.GenTokens, r.MostSequences)
-	fmt.Fprintf(w, "aggregate decode %.2f tok/s\n", r.AggregateTokS)
+	fmt.Fprintf(w, "aggregate decode %.2f tok/s (%s); guesses %s: %d of %d kept\n", r.AggregateTokS, r.Answer, r.Speculative, r.DraftAccepted, r.DraftN)
 	fmt.Fprintf(w, "%-7s %14s %16s\n", "stream", "decode tok/s", "first token s")
 	for i, s := range r.Streams {
 		fmt.Fprintf(w, "%-7d %14.2f %16.3f\n", i, s.DecodeTokS, s.FirstTokenSeconds)

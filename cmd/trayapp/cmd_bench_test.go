@@ -218,11 +218,72 @@ func TestBenchParallel(t *testing.T) {
 			t.Errorf("stream %d: %+v", i, s)
 		}
 	}
+	if r.Speculative != "off" || r.DraftN != 0 {
+		t.Errorf("guessed without --speculative: %+v", r)
+	}
+	// each stream guesses on its own: an answer that copies its prompt
+	// is guessed nearly whole
+	code, out, errs = runCmd(t, "bench", "--model", model, "--parallel", "2", "--prompt-tokens", "20", "--gen-tokens", "24", "--threads", "2",
+		"--speculative", "auto", "--answer", "copy", "--json")
+	if err := json.Unmarshal([]byte(out), &r); code != 0 || err != nil {
+		t.Fatalf("--speculative auto: exit %d, %v: %s %s", code, err, out, errs)
+	}
+	if r.Speculative != "auto" || r.Answer != "copy" || r.DraftAccepted < 2*16 || r.DraftAccepted > r.DraftN {
+		t.Errorf("--speculative auto --answer copy: %+v", r)
+	}
 	code, out, _ = runCmd(t, "bench", "--model", model, "--parallel", "2", "--prompt-tokens", "5", "--gen-tokens", "3")
-	if code != 0 || !strings.Contains(out, "aggregate decode") || !strings.Contains(out, "newcomer first token") {
+	if code != 0 || !strings.Contains(out, "aggregate decode") || !strings.Contains(out, "newcomer first token") || !strings.Contains(out, "guesses off: 0 of 0 kept") {
 		t.Errorf("table (exit %d):\n%s", code, out)
 	}
 	if code, _, _ := runCmd(t, "bench", "--model", model, "--parallel", "-1"); code != 2 {
 		t.Errorf("--parallel -1: exit %d, want 2", code)
+	}
+}
+
+// TestBenchSpeculative: bench --speculative auto reports the tokens
+// guessed and kept: nearly all of an answer that copies the prompt
+// (--answer copy), none with off; the text says them beside tok/s; a
+// bad setting is a usage error.
+func TestBenchSpeculative(t *testing.T) {
+	w, err := testmodel.Random(3, testmodel.MiniCPM5Small())
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := filepath.Join(t.TempDir(), "m.gguf")
+	if err := testmodel.WriteGGUF(model, w, testmodel.Q4_0); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		spec, answer string
+		kept         func(r benchResult) bool
+	}{
+		// of 40 tokens, the first two are not guessed (a guess needs two
+		// tokens seen before) and each check computes one token besides
+		// its guesses (4 checks: 4, 8, 16 guesses, then the room left)
+		{"auto", "copy", func(r benchResult) bool { return r.DraftAccepted >= 30 && r.AcceptRate > 0.8 }},
+		{"off", "copy", func(r benchResult) bool { return r.DraftN == 0 && r.DraftAccepted == 0 }},
+		{"auto", "greedy", func(r benchResult) bool { return r.DraftAccepted <= r.DraftN }},
+	} {
+		code, out, errs := runCmd(t, "bench", "--model", model, "--prompt-tokens", "48", "--gen-tokens", "40", "--threads", "1",
+			"--speculative", tc.spec, "--answer", tc.answer, "--json")
+		if code != 0 {
+			t.Fatalf("%s %s: exit %d: %s", tc.spec, tc.answer, code, errs)
+		}
+		var res benchResult
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("output %q: %v", out, err)
+		}
+		if res.Speculative != tc.spec || res.Answer != tc.answer || res.GenTokens != 40 || !(res.DecodeTokS > 0) || !tc.kept(res) {
+			t.Errorf("--speculative %s --answer %s: %+v", tc.spec, tc.answer, res)
+		}
+	}
+	code, out, _ := runCmd(t, "bench", "--model", model, "--prompt-tokens", "8", "--gen-tokens", "8", "--speculative", "auto", "--answer", "copy")
+	if code != 0 || !strings.Contains(out, "decode   8 tokens (copy), ") || !strings.Contains(out, "\nguesses  auto: ") {
+		t.Errorf("text output (exit %d): %q", code, out)
+	}
+	for _, bad := range [][]string{{"--speculative", "on"}, {"--answer", "loop"}} {
+		if code, _, errs := runCmd(t, append([]string{"bench", "--model", model}, bad...)...); code != 2 || !strings.Contains(errs, "auto or off") {
+			t.Errorf("%v: exit %d, %q", bad, code, errs)
+		}
 	}
 }

@@ -26,6 +26,10 @@ type generateResult struct {
 	PrefillTokS float64 `json:"prefill_tok_s"`
 	DecodeTokS  float64 `json:"decode_tok_s"`
 	StopReason  string  `json:"stop_reason"` // "eos", "length" or "context"
+	// DraftN and DraftAccepted are the tokens guessed ahead and the
+	// guesses kept (--speculative auto).
+	DraftN        int `json:"draft_n"`
+	DraftAccepted int `json:"draft_n_accepted"`
 }
 
 // runGenerate implements `npuchat generate`: one prompt through the
@@ -50,6 +54,7 @@ func runGenerate(ctx context.Context, env *Env, args []string) int {
 	noFold := fs.Bool("no-fold-kv", false, "keep replicated KV heads")
 	rope := fs.String("rope", "", "override the RoPE pairing: neox or normal")
 	asJSON := fs.Bool("json", false, `print {"tokens":[...],"text":...,"prefill_tok_s":...,"decode_tok_s":...}`)
+	speculative := fs.String("speculative", "off", "auto: guess tokens ahead from the tokens seen and check them in one step (the same tokens and logits); off: one token a step")
 	dump := fs.String("dump-logits", "", "write each step's logits (float32 little-endian, one vocab-size row per generated step) to this file")
 	fs.Usage = func() {
 		fmt.Fprintln(env.Stderr, "Usage: npuchat generate --model PATH (--prompt-tokens 1,2,3 | --prompt TEXT) [flags]")
@@ -83,6 +88,10 @@ func runGenerate(ctx context.Context, env *Env, args []string) int {
 	}
 	if *maxTokens < 1 {
 		fmt.Fprintln(env.Stderr, "npuchat generate: --max-tokens must be at least 1")
+		return 2
+	}
+	if _, err := engine.ParseSpeculative(*speculative); err != nil {
+		fmt.Fprintf(env.Stderr, "npuchat generate: --speculative: %v\n", err)
 		return 2
 	}
 	// The server's in-process backend, so that the command and the API
@@ -132,7 +141,7 @@ func runGenerate(ctx context.Context, env *Env, args []string) int {
 	res := &generateResult{Tokens: []int{}}
 	obs.Token = func(id int) { res.Tokens = append(res.Tokens, id) }
 	var text strings.Builder
-	req := &backend.Request{MaxTokens: *maxTokens, Sampling: backend.Sampling{
+	req := &backend.Request{MaxTokens: *maxTokens, Speculative: *speculative, Sampling: backend.Sampling{
 		Temperature: *temperature, TopK: *topK, TopP: *topP, MinP: *minP, RepeatPenalty: *repeat,
 		Seed: *seed, HasSeed: *seed >= 0,
 	}}
@@ -151,6 +160,7 @@ func runGenerate(ctx context.Context, env *Env, args []string) int {
 	res.Text = text.String()
 	res.PrefillTokS = round2(out.PrefillTokensPerSecond())
 	res.DecodeTokS = round2(out.DecodeTokensPerSecond())
+	res.DraftN, res.DraftAccepted = out.DraftTokens, out.DraftAccepted
 	switch {
 	case out.FinishReason == backend.FinishStop:
 		res.StopReason = "eos"
@@ -167,8 +177,8 @@ func runGenerate(ctx context.Context, env *Env, args []string) int {
 		return 0
 	}
 	fmt.Fprintln(env.Stdout, res.Text)
-	fmt.Fprintf(env.Stderr, "%d prompt tokens, %d generated (%s); prefill %.2f tok/s, decode %.2f tok/s\n",
-		len(ids), len(res.Tokens), res.StopReason, res.PrefillTokS, res.DecodeTokS)
+	fmt.Fprintf(env.Stderr, "%d prompt tokens, %d generated (%s); prefill %.2f tok/s, decode %.2f tok/s; %d of %d guessed tokens kept\n",
+		len(ids), len(res.Tokens), res.StopReason, res.PrefillTokS, res.DecodeTokS, res.DraftAccepted, res.DraftN)
 	return 0
 }
 

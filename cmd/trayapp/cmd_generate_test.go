@@ -179,3 +179,52 @@ func TestGenerateAnswersAsTheServer(t *testing.T) {
 		t.Fatalf("stop reason %s, finish_reason %s", gen.StopReason, api.Choices[0].FinishReason)
 	}
 }
+
+// TestGenerateSpeculative: generate --speculative auto gives the tokens
+// and, byte for byte, the logits (--dump-logits) of --speculative off,
+// and reports the guesses; a bad mode is a usage error.
+func TestGenerateSpeculative(t *testing.T) {
+	w, err := testmodel.Random(11, testmodel.MiniCPM5Small())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	model := filepath.Join(dir, "m.gguf")
+	if err := testmodel.WriteGGUF(model, w, testmodel.Q8_0); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		Tokens        []int `json:"tokens"`
+		DraftN        int   `json:"draft_n"`
+		DraftAccepted int   `json:"draft_n_accepted"`
+	}
+	gen := func(mode string) (result, []byte) {
+		t.Helper()
+		dump := filepath.Join(dir, mode+".bin")
+		code, out, errs := runCmd(t, "generate", "--model", model, "--prompt-tokens", "5,6,7,8,9,5,6,7,8,9,5,6", "--max-tokens", "64",
+			"--json", "--dump-logits", dump, "--threads", "1", "--speculative", mode)
+		if code != 0 {
+			t.Fatalf("--speculative %s: exit %d: %s", mode, code, errs)
+		}
+		var r result
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("output %q: %v", out, err)
+		}
+		b, err := os.ReadFile(dump)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r, b
+	}
+	off, offLogits := gen("off")
+	auto, autoLogits := gen("auto")
+	if fmt.Sprint(auto.Tokens) != fmt.Sprint(off.Tokens) || !bytes.Equal(autoLogits, offLogits) {
+		t.Errorf("auto: %v, off: %v (logits equal: %v)", auto.Tokens, off.Tokens, bytes.Equal(autoLogits, offLogits))
+	}
+	if off.DraftN != 0 || auto.DraftN == 0 || auto.DraftAccepted > auto.DraftN {
+		t.Errorf("guesses: off %+v, auto %+v", off, auto)
+	}
+	if code, _, errs := runCmd(t, "generate", "--model", model, "--prompt-tokens", "5", "--speculative", "yes"); code != 2 || !strings.Contains(errs, "auto or off") {
+		t.Errorf("--speculative yes: exit %d, %q", code, errs)
+	}
+}

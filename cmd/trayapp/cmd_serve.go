@@ -20,6 +20,7 @@ func serverFlags(fs *flag.FlagSet) *app.Flags {
 	fs.StringVar(&f.RemoteURL, "remote-url", "", "base URL of an OpenAI-compatible server, for --engine remote")
 	fs.StringVar(&f.KeepAlive, "keep-alive", "", "how long an idle model stays loaded, e.g. 5m; -1 keeps it loaded")
 	fs.StringVar(&f.KVCacheType, "kv-cache-type", "", "how the CPU engine keeps keys and values: f32 (default, llama.cpp-exact), f16 (half the memory) or q8_0 (8-bit, twice f16's tokens)")
+	fs.StringVar(&f.Speculative, "speculative", "", "how the CPU engine decodes: auto (guess tokens ahead from the text so far and check them in one step: the same answer) or off (default: the setting, else off)")
 	fs.StringVar(&f.Parallel, "parallel", "", "requests the CPU engine answers at once, decoded together: 0 automatic (as many as the KV memory holds, at most 4) or 1 to 16 (default: the setting)")
 	fs.StringVar(&f.FLMRoot, "flm-root", "", "FastFlowLM folder to use instead of looking for it (a portable copy)")
 	return f

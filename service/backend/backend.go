@@ -120,6 +120,11 @@ type Request struct {
 	// chat template takes enable_thinking (CapThinking); nil leaves the
 	// template's default. Other backends ignore it.
 	Think *bool
+	// Speculative is "auto" (guess tokens ahead from the text so far and
+	// check the guesses in one step: the same answer, sooner when it
+	// repeats earlier text), "off" (plain decoding) or "" (the backend's
+	// setting). Backends that do not guess ignore it.
+	Speculative string
 }
 
 // Token is one piece of generated text.
@@ -184,6 +189,10 @@ type Result struct {
 	StopSequence    string
 	PrefillDuration time.Duration
 	DecodeDuration  time.Duration
+	// DraftTokens is how many tokens were guessed ahead and checked,
+	// DraftAccepted how many of those the model wrote (llama.cpp's
+	// timings draft_n and draft_n_accepted); 0 without guessing.
+	DraftTokens, DraftAccepted int
 	// Backend is the Kind of the backend that produced the answer (the
 	// service sets it when it falls back from one backend to another).
 	Backend Kind

@@ -74,6 +74,11 @@ type Options struct {
 	// together (0: as many as the KV budget holds at 4,096 tokens each,
 	// at most DefaultParallel; at most MaxParallel).
 	Parallel int
+	// Speculative is the decoding of requests that do not say
+	// (backend.Request.Speculative): engine.SpeculativeAuto guesses
+	// tokens ahead (engine.Decoder), off or "" decodes plainly (the
+	// default until the worst case is measured on a quiet machine).
+	Speculative engine.Speculative
 }
 
 // DefaultParallel is the most requests answered at once by default.
@@ -131,6 +136,17 @@ type Backend struct {
 	wmu      sync.Mutex
 	warmNext string
 	warming  bool
+	// drafted and accepted count the tokens guessed ahead and kept over
+	// every generation since New (DraftCounts).
+	drafted, accepted atomic.Int64
+}
+
+// DraftCounts returns the tokens guessed ahead and the guesses kept
+// over every generation so far (speculative decoding; llama.cpp's
+// draft_n and draft_n_accepted, summed): the acceptance rate for the
+// status and the log.
+func (b *Backend) DraftCounts() (drafted, accepted int64) {
+	return b.drafted.Load(), b.accepted.Load()
 }
 
 // cacheRefs are the loaded model's KV cache and disk cache.

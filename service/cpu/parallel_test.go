@@ -24,13 +24,14 @@ type answer struct {
 	err    error
 }
 
-// generate runs req on b, calling each(n) after the n-th piece of text.
-func generate(ctx context.Context, b *Backend, req *backend.Request, each func(n int)) answer {
+// generate runs req on b, calling each(n) after the n-th piece of text;
+// the result goes to res[0] when given.
+func generate(ctx context.Context, b *Backend, req *backend.Request, each func(n int), res ...*backend.Result) answer {
 	var a answer
 	var sb strings.Builder
 	var lps []backend.Logprob
 	n := 0
-	res, err := b.Generate(ctx, req, func(tok backend.Token) error {
+	r, err := b.Generate(ctx, req, func(tok backend.Token) error {
 		sb.WriteString(tok.Text)
 		if tok.ID >= 0 {
 			a.ids = append(a.ids, tok.ID)
@@ -42,7 +43,10 @@ func generate(ctx context.Context, b *Backend, req *backend.Request, each func(n
 		}
 		return nil
 	})
-	a.text, a.finish, a.stop, a.cached, a.err = sb.String(), res.FinishReason, res.StopSequence, res.CachedTokens, err
+	a.text, a.finish, a.stop, a.cached, a.err = sb.String(), r.FinishReason, r.StopSequence, r.CachedTokens, err
+	if len(res) > 0 {
+		*res[0] = r
+	}
 	if j, err := json.Marshal(lps); err == nil {
 		a.lps = string(j)
 	}

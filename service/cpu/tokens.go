@@ -93,6 +93,22 @@ func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Re
 	defer b.keepUnlessForgotten(req.CacheTag, mark, sess.Keep, sess.Discard)
 	q := b.sched.Join(sess)
 	defer q.Leave()
+	mode, err := b.speculative(req)
+	if err != nil {
+		return res, err
+	}
+	// the decoder's guesses not written are dropped before the session
+	// is kept (deferred after the keeping: it runs first)
+	dec := q.NewDecoder(engine.DecodeOptions{Speculative: mode})
+	defer func() {
+		if serr := dec.Settle(); serr != nil && err == nil {
+			err = serr
+		}
+		st := dec.Stats()
+		res.DraftTokens, res.DraftAccepted = st.Drafted, st.Accepted
+		b.drafted.Add(int64(st.Drafted))
+		b.accepted.Add(int64(st.Accepted))
+	}()
 	res.CachedTokens = keep
 	start := time.Now()
 	var logits []float32
@@ -174,10 +190,10 @@ func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Re
 			break
 		}
 		seen := b.run.ends()
-		logits, err = q.Forward(ctx, next)
+		logits, err = dec.Forward(ctx, next)
 		if err != nil && errors.Is(err, engine.ErrKVBudget) && b.run.ends() != seen {
 			// a request beside it ended meanwhile: its memory may be free
-			logits, err = q.Forward(ctx, next)
+			logits, err = dec.Forward(ctx, next)
 		}
 		if err != nil {
 			// short of KV memory (held by the requests beside it) or at
@@ -201,4 +217,20 @@ func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Re
 		res.FinishReason = backend.FinishToolCalls
 	}
 	return res, nil
+}
+
+// speculative is req's decoding: its own, else the backend's setting
+// (off when unset).
+func (b *Backend) speculative(req *backend.Request) (engine.Speculative, error) {
+	if req.Speculative == "" {
+		if b.opts.Speculative == "" {
+			return engine.SpeculativeOff, nil
+		}
+		return b.opts.Speculative, nil
+	}
+	mode, err := engine.ParseSpeculative(req.Speculative)
+	if err != nil {
+		return "", fmt.Errorf("%v: %w", err, backend.ErrBadRequest)
+	}
+	return mode, nil
 }
