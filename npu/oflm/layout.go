@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/npuchat/npuchat/jsonedit"
 	"github.com/npuchat/npuchat/models/flm"
+	modeloflm "github.com/npuchat/npuchat/models/oflm"
 )
 
 // The model this route serves, as NPU Chat registers it.
@@ -71,8 +71,6 @@ type Manifest struct {
 	SpecHash string `json:"spec_hash"`
 	// MaxCtxDefault is the context the set was built and tested for.
 	MaxCtxDefault int `json:"max_ctx_default"`
-	// HFConfigCheck is what the model's config.json must say.
-	HFConfigCheck map[string]json.RawMessage `json:"hf_config_check"`
 	// Contexts name the xclbin files, Kernels their instruction files,
 	// relative to the set's folder.
 	Contexts map[string]string `json:"contexts"`
@@ -196,53 +194,6 @@ func (l Layout) FindKernels(getenv func(string) string, modelDir, folder string)
 		folder, strings.Join(why, "; "))
 }
 
-// CheckConfig compares a model folder's config.json with the kernel set's
-// hf_config_check, as oflm does at load (Manifest::check_model), so that a
-// mismatch is said before oflm is started: the qwen3-relabelled pack that
-// FastFlowLM runs fails here with model_type "qwen3".
-func (m *Manifest) CheckConfig(configJSON []byte) error {
-	var cfg map[string]json.RawMessage
-	if err := json.Unmarshal(configJSON, &cfg); err != nil {
-		return fmt.Errorf("config.json: %w", err)
-	}
-	keys := make([]string, 0, len(m.HFConfigCheck))
-	for k := range m.HFConfigCheck {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		want := m.HFConfigCheck[k]
-		got, ok := cfg[k]
-		if !ok {
-			return fmt.Errorf("config.json has no %s (the kernel set needs %s)", k, want)
-		}
-		var allowed []json.RawMessage
-		if json.Unmarshal(want, &allowed) != nil {
-			allowed = []json.RawMessage{want}
-		}
-		match := false
-		for _, a := range allowed {
-			if sameJSON(a, got) {
-				match = true
-			}
-		}
-		if !match {
-			return fmt.Errorf("config.json says %s %s; the kernel set serves %s", k, got, want)
-		}
-	}
-	return nil
-}
-
-func sameJSON(a, b json.RawMessage) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	xb, _ := json.Marshal(x)
-	yb, _ := json.Marshal(y)
-	return string(xb) == string(yb)
-}
-
 // requiredFiles are what oflm-add requires in a model folder, and
 // optionalFiles what it registers when present (oflm_add/__init__.py
 // @f3b9cda).
@@ -280,8 +231,8 @@ type Registered struct {
 // max_prefill_len, with details.family llama3, written over an existing
 // entry key by key; every other entry and key of the file is kept. The
 // file is written atomically (a .bak keeps what was there before NPU
-// Chat's first change). The folder must hold oflm's required files, and
-// its config.json must pass the kernel set's check.
+// Chat's first change). The folder must hold oflm's required files and
+// pass models/oflm.CheckPack against the kernel set's manifest.json.
 func (l Layout) Register(r Registration) (*Registered, error) {
 	if r.Tag == "" {
 		r.Tag = Tag
@@ -312,12 +263,16 @@ func (l Layout) Register(r Registration) (*Registered, error) {
 		reg.Files = append(reg.Files, f)
 		reg.Size += fi.Size()
 	}
-	cfg, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	// The one check of a pack against a kernel set, the one the
+	// conversion makes (models/oflm): config.json as oflm's
+	// Manifest::check_model holds it, and model.q4nx against the set's
+	// packing plan when its manifest has one.
+	ms, err := modeloflm.CheckPack(dir, filepath.Join(r.Kernels.Dir, "manifest.json"))
 	if err != nil {
 		return nil, fmt.Errorf("register %s: %w", r.Tag, err)
 	}
-	if err := r.Kernels.Manifest.CheckConfig(cfg); err != nil {
-		return nil, fmt.Errorf("register %s: %s does not fit the open kernel set %s: %w", r.Tag, dir, r.Kernels.Dir, err)
+	if len(ms) > 0 {
+		return nil, fmt.Errorf("register %s: %s does not fit the open kernel set %s: %s", r.Tag, dir, r.Kernels.Dir, modeloflm.Describe(ms))
 	}
 	if err := checkTokenizerConfig(filepath.Join(dir, "tokenizer_config.json")); err != nil {
 		return nil, fmt.Errorf("register %s: %w", r.Tag, err)

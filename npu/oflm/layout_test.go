@@ -214,7 +214,7 @@ func TestRegisterRefuses(t *testing.T) {
 		change  func(t *testing.T, inst installed)
 		wantErr string
 	}{
-		{name: "the qwen3-relabelled pack", wantErr: `config.json says model_type "qwen3"; the kernel set serves ["llama"]`,
+		{name: "the qwen3-relabelled pack", wantErr: `config.json model_type "qwen3" is not one this kernel set serves (["llama"])`,
 			change: func(t *testing.T, inst installed) {
 				b, _ := os.ReadFile(filepath.Join("testdata", "qwen3_config.json"))
 				os.WriteFile(filepath.Join(inst.layout.ModelDir(Folder), "config.json"), b, 0o644)
@@ -247,5 +247,81 @@ func TestRegisterRefuses(t *testing.T) {
 	}
 	if _, err := (Layout{Root: t.TempDir()}).Register(Registration{Folder: "../x", Kernels: &KernelSet{}}); err == nil {
 		t.Error("a folder outside models/ was accepted")
+	}
+}
+
+// editJSONFile rewrites the JSON object in path through f.
+func editJSONFile(t *testing.T, path string, f func(map[string]any)) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	f(m)
+	if b, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRegisterChecksAsOflm: Register holds the folder against the kernel
+// set the way oflm does at load, with the same check the conversion
+// makes (models/oflm.CheckPack): a key the manifest's hf_config_defaults
+// supplies may be absent, a checked list (layer_types) is compared as a
+// whole, and a value outside it is refused.
+func TestRegisterChecksAsOflm(t *testing.T) {
+	fullAttention := make([]any, 42)
+	for i := range fullAttention {
+		fullAttention[i] = "full_attention"
+	}
+	tests := []struct {
+		name     string
+		manifest func(map[string]any)
+		config   func(map[string]any)
+		wantErr  string // "" when Register accepts it
+	}{
+		{name: "a key the manifest defaults, absent",
+			manifest: func(m map[string]any) {
+				m["hf_config_check"].(map[string]any)["head_dim"] = 128
+				m["hf_config_defaults"] = map[string]any{"head_dim": 128}
+			},
+			config: func(c map[string]any) { delete(c, "head_dim") }},
+		{name: "a key the manifest defaults otherwise, absent", wantErr: "head_dim = 64 (absent: its default)",
+			manifest: func(m map[string]any) {
+				m["hf_config_check"].(map[string]any)["head_dim"] = 128
+				m["hf_config_defaults"] = map[string]any{"head_dim": 64}
+			},
+			config: func(c map[string]any) { delete(c, "head_dim") }},
+		{name: "layer_types, the same list",
+			manifest: func(m map[string]any) { m["hf_config_check"].(map[string]any)["layer_types"] = fullAttention },
+			config:   func(c map[string]any) { c["layer_types"] = fullAttention }},
+		{name: "layer_types, one element of it", wantErr: "layer_types",
+			manifest: func(m map[string]any) { m["hf_config_check"].(map[string]any)["layer_types"] = fullAttention },
+			config:   func(c map[string]any) { c["layer_types"] = "full_attention" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			inst := install(t)
+			dir := inst.layout.ModelDir(Folder)
+			editJSONFile(t, filepath.Join(inst.kernels.Dir, "manifest.json"), tt.manifest)
+			editJSONFile(t, filepath.Join(dir, "config.json"), tt.config)
+			ks, err := ReadKernelSet(inst.kernels.Dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = inst.layout.Register(Registration{Kernels: ks})
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("Register refused a folder oflm accepts: %v", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Errorf("Register: %v; want an error with %q", err, tt.wantErr)
+			}
+		})
 	}
 }
