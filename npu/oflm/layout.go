@@ -135,7 +135,8 @@ type kernelPlace struct{ dir, root string }
 
 // kernelPlaces lists where oflm looks for the open kernel set of the model
 // in modelDir named folder, packaged set first: <exe>/../share/oflm
-// (Linux packages; the exe's own folder on Windows), the model folder's
+// (Linux packages; the exe's own folder on Windows; <exe> with its links
+// resolved, as oflm sees itself), the model folder's
 // open_kernels, then the xclbin roots ($OFLM_XCLBIN_PATH without a trailing
 // xclbins, the oflm folder, the exe's folder).
 func (l Layout) kernelPlaces(getenv func(string) string, modelDir, folder string) []kernelPlace {
@@ -145,7 +146,15 @@ func (l Layout) kernelPlaces(getenv func(string) string, modelDir, folder string
 	var out []kernelPlace
 	exeDir := ""
 	if l.Exe != "" {
-		exeDir = filepath.Dir(l.Exe)
+		// oflm finds its packaged sets from its own resolved path
+		// (readlink /proc/self/exe: utils.cpp get_executable_directory),
+		// so a /usr/bin/oflm that links into /opt/openflowlm/bin finds
+		// /opt/openflowlm/share/oflm, not /usr/share/oflm.
+		exe := l.Exe
+		if r, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = r
+		}
+		exeDir = filepath.Dir(exe)
 		out = append(out, under(filepath.Join(exeDir, "..", "share", "oflm")), under(exeDir))
 	}
 	out = append(out, kernelPlace{dir: filepath.Join(modelDir, "open_kernels")})

@@ -41,6 +41,10 @@ func TestFindKernels(t *testing.T) {
 	type setup struct {
 		packaged, modelDir, xclbinEnv, userRoot bool
 		brokenModelDir, escaping                bool
+		// linkedExe: the oflm found is /usr/bin/oflm, a link to
+		// /opt/bin/oflm (oflm's packages: /usr/bin/oflm beside the
+		// /opt/openflowlm prefix).
+		linkedExe bool
 	}
 	tests := []struct {
 		name    string
@@ -49,6 +53,7 @@ func TestFindKernels(t *testing.T) {
 		wantErr string
 	}{
 		{name: "packaged set first", s: setup{packaged: true, modelDir: true, userRoot: true}, want: "packaged"},
+		{name: "packaged set of a linked oflm", s: setup{packaged: true, userRoot: true, linkedExe: true}, want: "packaged"},
 		{name: "the model folder's next", s: setup{modelDir: true, xclbinEnv: true}, want: "model"},
 		{name: "OFLM_XCLBIN_PATH", s: setup{xclbinEnv: true, userRoot: true}, want: "env"},
 		{name: "oflm's folder", s: setup{userRoot: true}, want: "user"},
@@ -61,6 +66,20 @@ func TestFindKernels(t *testing.T) {
 			base := t.TempDir()
 			exe := filepath.Join(base, "opt", "bin", "oflm")
 			l := Layout{Root: filepath.Join(base, "home", ".config", "oflm"), Exe: exe}
+			if tt.s.linkedExe {
+				l.Exe = filepath.Join(base, "usr", "bin", "oflm")
+				for _, d := range []string{filepath.Dir(exe), filepath.Dir(l.Exe)} {
+					if err := os.MkdirAll(d, 0o755); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := os.WriteFile(exe, []byte("oflm"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(exe, l.Exe); err != nil {
+					t.Fatalf("link %s: %v", l.Exe, err)
+				}
+			}
 			modelDir := l.ModelDir(Folder)
 			envRoot := filepath.Join(base, "xcl")
 			places := map[string]string{
