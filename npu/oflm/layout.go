@@ -388,8 +388,9 @@ func contains(list []string, s string) bool {
 // only FLM_*, newer ones OFLM_* first; research/oflm.md §2), the open
 // engine forced (OFLM_LLAMA_ENGINE=open, so that a missing kernel set
 // fails loudly rather than falling back to the closed library), the
-// kernel set named (OFLM_OPEN_KERNELS_DIR, which has no FLM_ spelling),
-// and the update check off.
+// kernel set named (OFLM_OPEN_KERNELS_DIR, and FLM_OPEN_KERNELS_DIR for
+// builds from before the rename, whose engine.cpp reads only that), and
+// the update check off.
 func (l Layout) ServeEnv(kernels *KernelSet) []string {
 	env := []string{
 		"OFLM_MODEL_PATH=" + l.Root, "FLM_MODEL_PATH=" + l.Root,
@@ -398,7 +399,10 @@ func (l Layout) ServeEnv(kernels *KernelSet) []string {
 		"OFLM_DISABLE_UPDATE_CHECK=1", "FLM_DISABLE_UPDATE_CHECK=1",
 	}
 	if kernels != nil {
-		env = append(env, "OFLM_OPEN_KERNELS_DIR="+kernels.Dir)
+		// Newer oflm reads OFLM_OPEN_KERNELS_DIR with no fallback; builds
+		// from before the rename read FLM_OPEN_KERNELS_DIR (engine.cpp
+		// find_kernels: AG @f3b9cda, Cyronius @4465c53).
+		env = append(env, "OFLM_OPEN_KERNELS_DIR="+kernels.Dir, "FLM_OPEN_KERNELS_DIR="+kernels.Dir)
 		if kernels.Root != "" {
 			env = append(env, "OFLM_XCLBIN_PATH="+kernels.Root, "FLM_XCLBIN_PATH="+kernels.Root)
 		}

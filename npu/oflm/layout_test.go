@@ -344,3 +344,35 @@ func TestRegisterChecksAsOflm(t *testing.T) {
 		})
 	}
 }
+
+// TestServeEnv: whichever generation of oflm runs, it finds the folder,
+// the registry and the kernel set in ServeEnv by the names it reads:
+// newer builds OFLM_* (engine.cpp @f3b9cda reads OFLM_OPEN_KERNELS_DIR
+// with no fallback), builds from before the rename only FLM_*
+// (utils.cpp @06a0458, engine.cpp Cyronius @4465c53).
+func TestServeEnv(t *testing.T) {
+	l := Layout{Root: "/home/u/.config/oflm", Registry: "/home/u/.config/oflm/model_list.json"}
+	ks := &KernelSet{Dir: "/opt/openflowlm/share/oflm/xclbins/MiniCPM5-2B-NPU2/open_kernels", Root: "/opt/openflowlm/share/oflm"}
+	env := map[string]string{}
+	for _, kv := range l.ServeEnv(ks) {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	for _, prefix := range []string{"OFLM_", "FLM_"} {
+		want := map[string]string{
+			"MODEL_PATH":           l.Root,
+			"CONFIG_PATH":          l.Registry,
+			"XCLBIN_PATH":          ks.Root,
+			"OPEN_KERNELS_DIR":     ks.Dir,
+			"DISABLE_UPDATE_CHECK": "1",
+		}
+		for k, v := range want {
+			if env[prefix+k] != v {
+				t.Errorf("%s%s = %q, want %q", prefix, k, env[prefix+k], v)
+			}
+		}
+	}
+	if env["OFLM_LLAMA_ENGINE"] != "open" {
+		t.Errorf("OFLM_LLAMA_ENGINE = %q, want open", env["OFLM_LLAMA_ENGINE"])
+	}
+}
