@@ -134,7 +134,9 @@ func ReadKernelSet(dir string) (*KernelSet, error) {
 type kernelPlace struct{ dir, root string }
 
 // kernelPlaces lists where oflm looks for the open kernel set of the model
-// in modelDir named folder, packaged set first: <exe>/../share/oflm
+// in modelDir named folder: a set the person named ($OFLM_OPEN_KERNELS_DIR,
+// else the pre-rename $FLM_OPEN_KERNELS_DIR: oflm's find_kernels looks
+// there before anything else), then the packaged set: <exe>/../share/oflm
 // (Linux packages; the exe's own folder on Windows; <exe> with its links
 // resolved, as oflm sees itself), the model folder's
 // open_kernels, then the xclbin roots ($OFLM_XCLBIN_PATH without a trailing
@@ -144,6 +146,14 @@ func (l Layout) kernelPlaces(getenv func(string) string, modelDir, folder string
 		return kernelPlace{dir: filepath.Join(root, "xclbins", folder, "open_kernels"), root: root}
 	}
 	var out []kernelPlace
+	if getenv != nil {
+		for _, name := range []string{"OFLM_OPEN_KERNELS_DIR", "FLM_OPEN_KERNELS_DIR"} {
+			if x := getenv(name); x != "" {
+				out = append(out, kernelPlace{dir: x})
+				break
+			}
+		}
+	}
 	exeDir := ""
 	if l.Exe != "" {
 		// oflm finds its packaged sets from its own resolved path

@@ -41,6 +41,9 @@ func TestFindKernels(t *testing.T) {
 	type setup struct {
 		packaged, modelDir, xclbinEnv, userRoot bool
 		brokenModelDir, escaping                bool
+		// kernelsEnv: $OFLM_OPEN_KERNELS_DIR (legacyKernelsEnv: the
+		// pre-rename $FLM_OPEN_KERNELS_DIR) names a set.
+		kernelsEnv, legacyKernelsEnv bool
 		// linkedExe: the oflm found is /usr/bin/oflm, a link to
 		// /opt/bin/oflm (oflm's packages: /usr/bin/oflm beside the
 		// /opt/openflowlm prefix).
@@ -52,6 +55,8 @@ func TestFindKernels(t *testing.T) {
 		want    string // which set: packaged, model, env, user
 		wantErr string
 	}{
+		{name: "a set named by OFLM_OPEN_KERNELS_DIR first", s: setup{kernelsEnv: true, packaged: true, modelDir: true}, want: "named"},
+		{name: "a set named by FLM_OPEN_KERNELS_DIR first", s: setup{legacyKernelsEnv: true, packaged: true}, want: "named"},
 		{name: "packaged set first", s: setup{packaged: true, modelDir: true, userRoot: true}, want: "packaged"},
 		{name: "packaged set of a linked oflm", s: setup{packaged: true, userRoot: true, linkedExe: true}, want: "packaged"},
 		{name: "the model folder's next", s: setup{modelDir: true, xclbinEnv: true}, want: "model"},
@@ -87,6 +92,10 @@ func TestFindKernels(t *testing.T) {
 				"model":    filepath.Join(modelDir, "open_kernels"),
 				"env":      filepath.Join(envRoot, "xclbins", Folder, "open_kernels"),
 				"user":     filepath.Join(l.Root, "xclbins", Folder, "open_kernels"),
+				"named":    filepath.Join(base, "my-build", "open_kernels"),
+			}
+			if tt.s.kernelsEnv || tt.s.legacyKernelsEnv {
+				copyTree(t, "open_kernels", places["named"])
 			}
 			if tt.s.packaged {
 				copyTree(t, "open_kernels", places["packaged"])
@@ -108,8 +117,11 @@ func TestFindKernels(t *testing.T) {
 				copyTree(t, "open_kernels", places["user"])
 			}
 			getenv := func(k string) string {
-				if k == "OFLM_XCLBIN_PATH" && tt.s.xclbinEnv {
+				switch {
+				case k == "OFLM_XCLBIN_PATH" && tt.s.xclbinEnv:
 					return filepath.Join(envRoot, "xclbins") // a trailing xclbins is stripped
+				case k == "OFLM_OPEN_KERNELS_DIR" && tt.s.kernelsEnv, k == "FLM_OPEN_KERNELS_DIR" && tt.s.legacyKernelsEnv:
+					return places["named"]
 				}
 				return ""
 			}
