@@ -77,9 +77,14 @@ type Manifest struct {
 	Kernels  map[string]struct {
 		Insts string `json:"insts"`
 	} `json:"kernels"`
+	// GGUF, when present, is the nested manifest of the set's GGUF
+	// route; its files count too.
+	GGUF *Manifest `json:"gguf"`
 }
 
-// Files lists the files the manifest names, relative to its folder.
+// Files lists the files the manifest names, relative to its folder, as
+// oflm's Manifest::files does: every context, every kernel's insts, and
+// the nested GGUF manifest's (manifest.cpp @105d644).
 func (m *Manifest) Files() []string {
 	var out []string
 	for _, f := range m.Contexts {
@@ -89,6 +94,9 @@ func (m *Manifest) Files() []string {
 		if k.Insts != "" {
 			out = append(out, k.Insts)
 		}
+	}
+	if m.GGUF != nil {
+		out = append(out, m.GGUF.Files()...)
 	}
 	return out
 }

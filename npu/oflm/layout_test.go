@@ -41,6 +41,9 @@ func TestFindKernels(t *testing.T) {
 	type setup struct {
 		packaged, modelDir, xclbinEnv, userRoot bool
 		brokenModelDir, escaping                bool
+		// ggufMissing: the model folder's set has a nested gguf manifest
+		// naming a file that is not there.
+		ggufMissing bool
 		// kernelsEnv: $OFLM_OPEN_KERNELS_DIR (legacyKernelsEnv: the
 		// pre-rename $FLM_OPEN_KERNELS_DIR) names a set.
 		kernelsEnv, legacyKernelsEnv bool
@@ -63,6 +66,7 @@ func TestFindKernels(t *testing.T) {
 		{name: "OFLM_XCLBIN_PATH", s: setup{xclbinEnv: true, userRoot: true}, want: "env"},
 		{name: "oflm's folder", s: setup{userRoot: true}, want: "user"},
 		{name: "a set missing a file does not count", s: setup{brokenModelDir: true, userRoot: true}, want: "user"},
+		{name: "a set missing a file its gguf manifest names does not count", s: setup{ggufMissing: true, userRoot: true}, want: "user"},
 		{name: "none", wantErr: "no open kernel set for " + Folder},
 		{name: "a manifest naming files outside its folder", s: setup{escaping: true}, wantErr: "outside its folder"},
 	}
@@ -99,6 +103,12 @@ func TestFindKernels(t *testing.T) {
 			}
 			if tt.s.packaged {
 				copyTree(t, "open_kernels", places["packaged"])
+			}
+			if tt.s.ggufMissing {
+				copyTree(t, "open_kernels", places["model"])
+				editJSONFile(t, filepath.Join(places["model"], "manifest.json"), func(m map[string]any) {
+					m["gguf"] = map[string]any{"contexts": map[string]string{"dx": "gguf/dx.xclbin"}}
+				})
 			}
 			if tt.s.modelDir || tt.s.brokenModelDir || tt.s.escaping {
 				copyTree(t, "open_kernels", places["model"])
