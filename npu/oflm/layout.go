@@ -258,8 +258,10 @@ type Registered struct {
 // max_prefill_len, with details.family llama3, written over an existing
 // entry key by key; every other entry and key of the file is kept. The
 // file is written atomically (a .bak keeps what was there before NPU
-// Chat's first change). The folder must hold oflm's required files and
-// pass models/oflm.CheckPack against the kernel set's manifest.json.
+// Chat's first change). The folder must hold oflm's required files, a
+// conversion's manifest (models/oflm.ManifestFile) there must verify,
+// and it must pass models/oflm.CheckPack against the kernel set's
+// manifest.json.
 func (l Layout) Register(r Registration) (*Registered, error) {
 	if r.Tag == "" {
 		r.Tag = Tag
@@ -289,6 +291,15 @@ func (l Layout) Register(r Registration) (*Registered, error) {
 		}
 		reg.Files = append(reg.Files, f)
 		reg.Size += fi.Size()
+	}
+	// A folder models/oflm converted carries the conversion's manifest,
+	// which must still verify: a file changed or cut short since would
+	// fail in oflm or compute garbage. (This reads every file once.) A
+	// pack prepared another way has no such manifest.
+	if _, err := os.Stat(filepath.Join(dir, modeloflm.ManifestFile)); err == nil {
+		if _, err := modeloflm.Verify(dir); err != nil {
+			return nil, fmt.Errorf("register %s: the weights in %s are damaged or unfinished; prepare the weights again: %w", r.Tag, dir, err)
+		}
 	}
 	// The one check of a pack against a kernel set, the one the
 	// conversion makes (models/oflm): config.json as oflm's

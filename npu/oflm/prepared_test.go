@@ -6,20 +6,18 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/npuchat/npuchat/engine/testmodel"
 	modeloflm "github.com/npuchat/npuchat/models/oflm"
 )
 
-// TestPreparedFolderRegisters is where models/oflm and this package meet:
-// the folder Convert writes at Layout.ModelDir(Folder), for a kernel set
-// found where oflm looks, registers as it is (the same kernel manifest
-// check passes), the registry entry lists exactly the files Convert wrote
-// (not its own manifest) with their sizes counted, and oflm itself (the
-// fake's `list --json`, which checks every listed file) sees the model
-// installed. The conversion's folder stays verified.
-func TestPreparedFolderRegisters(t *testing.T) {
+// prepare converts a MiniCPM5-shaped test pack with models/oflm.Convert
+// into a new oflm folder, for an open kernel set under that folder built
+// for its shape.
+func prepare(t *testing.T) (Layout, *KernelSet, string, modeloflm.Result) {
+	t.Helper()
 	shape := testmodel.MiniCPM5Small()
 	w, err := testmodel.Random(5, shape)
 	if err != nil {
@@ -69,6 +67,18 @@ func TestPreparedFolderRegisters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return l, ks, dir, res
+}
+
+// TestPreparedFolderRegisters is where models/oflm and this package meet:
+// the folder Convert writes at Layout.ModelDir(Folder), for a kernel set
+// found where oflm looks, registers as it is (the same kernel manifest
+// check passes), the registry entry lists exactly the files Convert wrote
+// (not its own manifest) with their sizes counted, and oflm itself (the
+// fake's `list --json`, which checks every listed file) sees the model
+// installed. The conversion's folder stays verified.
+func TestPreparedFolderRegisters(t *testing.T) {
+	l, ks, dir, res := prepare(t)
 	reg, err := l.Register(Registration{Kernels: ks})
 	if err != nil {
 		t.Fatalf("Register on the folder Convert wrote: %v", err)
@@ -102,5 +112,29 @@ func TestPreparedFolderRegisters(t *testing.T) {
 	}
 	if _, err := modeloflm.Verify(dir); err != nil {
 		t.Errorf("after Register: %v", err)
+	}
+}
+
+// TestRegisterRefusesADamagedConversion: a folder whose conversion
+// manifest no longer verifies (a file changed or cut short since) is not
+// registered, and the message says to prepare the weights again.
+func TestRegisterRefusesADamagedConversion(t *testing.T) {
+	l, ks, dir, _ := prepare(t)
+	f, err := os.OpenFile(filepath.Join(dir, "model.q4nx"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := f.Stat()
+	if err := f.Truncate(st.Size() - 1); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	before, _ := os.ReadFile(l.Registry)
+	_, err = l.Register(Registration{Kernels: ks})
+	if err == nil || !strings.Contains(err.Error(), "prepare the weights again") {
+		t.Fatalf("Register on a damaged conversion: %v", err)
+	}
+	if after, _ := os.ReadFile(l.Registry); string(after) != string(before) {
+		t.Errorf("the registry changed:\n%s", after)
 	}
 }
