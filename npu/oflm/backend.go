@@ -436,6 +436,7 @@ type ProcessError struct {
 	Cause  error    // the request's own error, when a request failed
 }
 
+// Error is the failure with the child's last output.
 func (e *ProcessError) Error() string { return e.msg }
 
 // Unwrap returns backend.ErrDeviceFailed and the cause.
