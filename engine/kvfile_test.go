@@ -12,8 +12,7 @@ import (
 )
 
 // kvReaders are the ways to read a KV file: ReadKV from a stream,
-// ReadKVFile from a file (mapped where the system allows), and
-// ReadKVFile's way where it does not (copied).
+// ReadKVFile from a file.
 var kvReaders = []struct {
 	name string
 	read func(t *testing.T, m *Model, file []byte, identity string, opts ReadKVOptions) (*StoredKV, *KVFileHeader, error)
@@ -23,9 +22,6 @@ var kvReaders = []struct {
 	}},
 	{"file", func(t *testing.T, m *Model, file []byte, identity string, opts ReadKVOptions) (*StoredKV, *KVFileHeader, error) {
 		return m.ReadKVFile(kvTempFile(t, file), identity, opts)
-	}},
-	{"file copied", func(t *testing.T, m *Model, file []byte, identity string, opts ReadKVOptions) (*StoredKV, *KVFileHeader, error) {
-		return m.copyKVFile(kvTempFile(t, file), identity, opts)
 	}},
 }
 
@@ -37,7 +33,7 @@ func kvTempFile(t *testing.T, file []byte) *os.File {
 	if err := os.WriteFile(p, file, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(p)
+	f, err := OpenKVFile(p)
 	if err != nil {
 		t.Fatal(err)
 	}
