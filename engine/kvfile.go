@@ -254,10 +254,16 @@ func (m *Model) readKVHead(r io.Reader, identity string, sum hash.Hash) (*KVFile
 	case h.Tokens <= 0 || h.Tokens > 1<<24:
 		return nil, nil, 0, fmt.Errorf("KV file of %d tokens", h.Tokens)
 	}
-	tb := make([]byte, 4*h.Tokens)
-	if _, err := io.ReadFull(r, tb); err != nil {
+	// the tokens as they arrive, not a buffer of the size the header
+	// claims: a short file claiming 2²⁴ tokens costs what it holds
+	var tbuf bytes.Buffer
+	if n, err := io.Copy(&tbuf, io.LimitReader(r, 4*int64(h.Tokens))); err != nil || n != 4*int64(h.Tokens) {
+		if err == nil {
+			err = io.ErrUnexpectedEOF
+		}
 		return nil, nil, 0, fmt.Errorf("KV file: tokens: %w", err)
 	}
+	tb := tbuf.Bytes()
 	tokens := make([]int, h.Tokens)
 	for i := range tokens {
 		t := binary.LittleEndian.Uint32(tb[4*i:])

@@ -2,10 +2,12 @@ package engine
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"unsafe"
@@ -325,5 +327,45 @@ func TestKVFileOfAnotherType(t *testing.T) {
 				t.Errorf("%s file read by a %s model: %v, want refused as another shape naming %s", wrote, reads, err, wrote)
 			}
 		}
+	}
+}
+
+// TestKVFileClaimCostsNothing: a short file whose header claims 2²⁴
+// tokens is refused having allocated about what it holds, not the 64 MB
+// of tokens (nor the keys and values) the header asks for.
+func TestKVFileClaimCostsNothing(t *testing.T) {
+	m := kvModel(t, LoadOptions{})
+	file := kvFileBytes(t, m, keptSequence(t, m, seqTokens(50, 20)))
+	hl := int(binary.LittleEndian.Uint32(file[len(kvMagic):]))
+	hj := file[len(kvMagic)+4 : len(kvMagic)+4+hl]
+	claim := bytes.Replace(hj, []byte(`"tokens":20,`), []byte(`"tokens":16777216,`), 1)
+	if bytes.Equal(claim, hj) {
+		t.Fatalf("no token count in the header %s", hj)
+	}
+	forged := append([]byte(kvMagic), binary.LittleEndian.AppendUint32(nil, uint32(len(claim)))...)
+	forged = append(append(forged, claim...), file[len(kvMagic)+4+hl:]...)
+	for _, rd := range []struct {
+		name string
+		read func() error
+	}{
+		{"header", func() error { _, _, err := m.ReadKVHeader(bytes.NewReader(forged), "model-id"); return err }},
+		{"stream", func() error { _, _, err := m.ReadKV(bytes.NewReader(forged), "model-id", ReadKVOptions{}); return err }},
+		{"file", func() error {
+			_, _, err := m.ReadKVFile(kvTempFile(t, forged), "model-id", ReadKVOptions{})
+			return err
+		}},
+	} {
+		t.Run(rd.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			err := rd.read()
+			runtime.ReadMemStats(&after)
+			if err == nil {
+				t.Fatal("a file claiming 2²⁴ tokens it does not hold was read")
+			}
+			if got := after.TotalAlloc - before.TotalAlloc; got > 8<<20 {
+				t.Errorf("refusing a %d-byte file allocated %d MB (%v)", len(forged), got>>20, err)
+			}
+		})
 	}
 }
