@@ -44,8 +44,8 @@ type runners struct {
 }
 
 // newRunners makes places for places requests, whose sessions are
-// kv's, like first (kept for reuse).
-// wait bounds a request's wait for KV memory (0: DefaultKVWait).
+// kv's, like first (kept for reuse); wait bounds a request's wait for
+// KV memory (0: DefaultKVWait).
 func newRunners(places int, kv *engine.KVCache, first *engine.Session, wait time.Duration) *runners {
 	if wait <= 0 {
 		wait = DefaultKVWait
