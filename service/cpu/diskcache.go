@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -295,7 +296,9 @@ func (d *diskCache) lookup(scope string, prompt []int, inMemory int) *engine.Sto
 	}
 	f, err := engine.OpenKVFile(best)
 	if err != nil {
-		d.log.Warn("KV disk cache: ignoring a file", "path", best, "err", err)
+		if !errors.Is(err, fs.ErrNotExist) { // gone (deleted with its chat) is not news
+			d.log.Warn("KV disk cache: ignoring a file", "path", best, "err", err)
+		}
 		d.forget(best)
 		return nil
 	}
@@ -344,7 +347,9 @@ func (d *diskCache) warm(tag string, kv *engine.KVCache, insert func(*engine.Sto
 	}
 	f, err := engine.OpenKVFile(e.path)
 	if err != nil {
-		d.log.Warn("KV disk cache: ignoring a file", "path", e.path, "err", err)
+		if !errors.Is(err, fs.ErrNotExist) { // gone (deleted with its chat) is not news
+			d.log.Warn("KV disk cache: ignoring a file", "path", e.path, "err", err)
+		}
 		d.forget(e.path)
 		return false
 	}
