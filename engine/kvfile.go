@@ -253,6 +253,10 @@ func (m *Model) readKVHead(r io.Reader, identity string, sum hash.Hash) (*KVFile
 			h.Layers, h.KVDim, h.Type, c.Layers, c.KVHeads*c.HeadDim, m.KVType())
 	case h.Tokens <= 0 || h.Tokens > 1<<24:
 		return nil, nil, 0, fmt.Errorf("KV file of %d tokens", h.Tokens)
+	case c.ContextLength > 0 && h.Tokens > c.ContextLength:
+		// no session holds more (NewSession): not a file of this model,
+		// and one that claims it would be read whole for its checksums
+		return nil, nil, 0, fmt.Errorf("KV file of %d tokens, more than the model's context of %d", h.Tokens, c.ContextLength)
 	}
 	// the tokens as they arrive, not a buffer of the size the header
 	// claims: a short file claiming 2²⁴ tokens costs what it holds

@@ -369,3 +369,25 @@ func TestKVFileClaimCostsNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestKVFileLongerThanTheContext: a file that claims more tokens than
+// the model's context (which no session holds, so no disk cache wrote)
+// is refused at its header, before its body (gigabytes, were it real) is
+// read for its checksums.
+func TestKVFileLongerThanTheContext(t *testing.T) {
+	m := kvModel(t, LoadOptions{})
+	n := m.Config().ContextLength
+	if n <= 0 {
+		t.Fatal("the test model has no context length")
+	}
+	file := kvFileBytes(t, m, keptSequence(t, m, seqTokens(51, 20)))
+	hl := int(binary.LittleEndian.Uint32(file[len(kvMagic):]))
+	hj := file[len(kvMagic)+4 : len(kvMagic)+4+hl]
+	claim := bytes.Replace(hj, []byte(`"tokens":20,`), []byte(fmt.Sprintf(`"tokens":%d,`, n+1)), 1)
+	forged := append([]byte(kvMagic), binary.LittleEndian.AppendUint32(nil, uint32(len(claim)))...)
+	forged = append(forged, claim...)
+	forged = append(forged, make([]byte, 4*(n+1))...) // its tokens: all there
+	if _, _, err := m.ReadKVHeader(bytes.NewReader(forged), "model-id"); err == nil || !strings.Contains(err.Error(), "context") {
+		t.Errorf("a header of %d tokens, the context %d: %v; want refused for the context", n+1, n, err)
+	}
+}
