@@ -320,4 +320,10 @@ var (
 	ErrNotLoaded = errors.New("model not loaded")
 	// ErrBadRequest: a request parameter the backend cannot honour (HTTP 400).
 	ErrBadRequest = errors.New("bad request")
+	// ErrKVMemoryFull: the memory for the keys and values a prompt or an
+	// answer needs is held by the requests running beside it, and none
+	// freed it in time (HTTP 503 with Retry-After). The answer is not
+	// cut short and reported as finished: the request fails, and the
+	// same request may succeed later.
+	ErrKVMemoryFull = errors.New("not enough free memory for this chat's keys and values (the requests running beside it hold it); try again shortly")
 )

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/npuchat/npuchat/engine"
 	"github.com/npuchat/npuchat/engine/chat"
@@ -79,7 +80,15 @@ type Options struct {
 	// tokens ahead (engine.Decoder), off or "" decodes plainly (the
 	// default until the worst case is measured on a quiet machine).
 	Speculative engine.Speculative
+	// KVWait bounds how long a prompt or an answer short of KV memory
+	// waits for the requests beside it to free some before it fails
+	// with backend.ErrKVMemoryFull (0: DefaultKVWait).
+	KVWait time.Duration
 }
+
+// DefaultKVWait is how long a request short of KV memory waits for the
+// requests beside it by default.
+const DefaultKVWait = 30 * time.Second
 
 // DefaultParallel is the most requests answered at once by default.
 const DefaultParallel = 4
@@ -340,7 +349,7 @@ func (b *Backend) Load(ctx context.Context, progress func(backend.Progress)) err
 	}
 	b.model, b.tok, b.tcfg, b.tmpl = m, tok, tcfg, tmpl
 	b.kv, b.disk, b.maxCtx, b.maxTokenBytes = kv, disk, sess.MaxContext(), longest
-	b.sched, b.run = m.NewScheduler(engine.SchedulerOptions{}), newRunners(parallel, kv, sess)
+	b.sched, b.run = m.NewScheduler(engine.SchedulerOptions{}), newRunners(parallel, kv, sess, b.opts.KVWait)
 	b.cache.Store(&cacheRefs{kv, disk})
 	b.mu.Unlock()
 	if oldErr != nil && b.opts.Log != nil {
