@@ -31,8 +31,8 @@
 //     first event, a flush and a write deadline per event).
 //
 // A generation handler is one call of s.generate with its API's id
-// prefix and decoder (generate.go): generate takes a queue place and
-// reads the body with s.admit (it answers 429 itself when the queue is
+// prefix and decoder (generate.go): generate reads the body and takes a
+// queue place with s.admit (it answers 429 itself when the queue is
 // full, and the ticket goes in service.GenerateOptions.Ticket), decodes
 // the body into a call (an error is written by s.fail in the route's
 // shape), makes an answer (newAnswer: id, the model name as sent, the
@@ -84,11 +84,10 @@
 //
 // # Slow and hostile clients, shutdown
 //
-// A generation request takes a place in the service's queue before its
-// body is read (admit, body.go): a full queue answers 429 without holding
-// the body, and a body that does not arrive within Options.AdmitTimeout
-// (5 s) gives the place up with 408, so that connections sending headers
-// and no body cannot keep everyone out. Bodies are capped in size (413
+// A generation request takes a place in the service's queue only once its
+// whole body has arrived (admit, body.go), so that connections sending
+// headers and no body cannot keep anyone out; a queue already full
+// answers 429 before the body is read. Bodies are capped in size (413
 // from Content-Length, before "100 Continue"; the routes without a queue
 // at what they need, readSmall) and in time (Options.BodyTimeout, 408).
 // A chat has one writer at a time (chatwriter.go). Every write of
