@@ -67,6 +67,16 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, f api) {
 		return
 	}
 	c.opts.Ticket = ticket
+	if c.req != nil {
+		param := "response_format"
+		if strings.HasPrefix(r.URL.Path, "/api/") {
+			param = "format"
+		}
+		if err := s.checkSchemaFits(c.req, param); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	}
 	if c.instead != nil {
 		if err := c.instead(r.Context(), ticket); err != nil {
 			s.fail(w, r, err)

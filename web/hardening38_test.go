@@ -13,6 +13,7 @@ import (
 
 	"github.com/npuchat/npuchat/history"
 	"github.com/npuchat/npuchat/service"
+	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/backend/fake"
 	"github.com/npuchat/npuchat/web"
 )
@@ -87,5 +88,54 @@ func TestAnswerThatCannotStartTakesTheMessageBack(t *testing.T) {
 	stream(t, context.Background(), messages, `{"content": "second"}`, nil)
 	if got := stored(); len(got) != 4 || got[2].Content != "second" {
 		t.Errorf("with room again: %+v", got)
+	}
+}
+
+// TestSchemaThatCannotFitIsRefused (issue 38, item 8): a JSON schema
+// with minLength 1e9 was accepted and ran to max_tokens, its answer cut
+// and invalid. A schema whose smallest document cannot fit in max_tokens
+// (or the context) is a 400 naming the keyword; so is one nested
+// without end. Schemas that fit run as before.
+func TestSchemaThatCannotFitIsRefused(t *testing.T) {
+	ts := startServer(t, fake.Options{Capabilities: []string{backend.CapCompletion, backend.CapJSON}, Reply: func(*backend.Request) string { return `{"a": "xyz"}` }},
+		web.Options{}, service.Options{})
+	nested := strings.Repeat(`{"type": "array", "items": `, 150) + `{"type": "string"}` + strings.Repeat(`}`, 150)
+	for _, c := range []struct {
+		name, schema string
+		maxTokens    int // 0: none (the context, 4096, bounds the answer)
+		status       int
+		names        string
+	}{
+		{"minLength 1e9", `{"type": "string", "minLength": 1e9}`, 100, 400, "#/minLength"},
+		{"minLength 1e9 without max_tokens", `{"type": "object", "properties": {"a": {"type": "string", "minLength": 1e9}}, "required": ["a"]}`, 0, 400, "#/properties/a/minLength"},
+		{"minItems of minLength", `{"type": "array", "minItems": 1000, "items": {"type": "string", "minLength": 100}}`, 1000, 400, "#/minItems"},
+		{"huge minItems", `{"type": "object", "properties": {"a": {"type": "array", "minItems": 1e15, "items": {"type": "integer"}}}, "required": ["a"]}`, 0, 400, "minItems"},
+		{"through a $ref", `{"$defs": {"big": {"type": "string", "minLength": 999999}}, "type": "object", "properties": {"a": {"$ref": "#/$defs/big"}}, "required": ["a"]}`, 0, 400, "minLength"},
+		{"every alternative too large", `{"anyOf": [{"type": "string", "minLength": 900000}, {"type": "array", "minItems": 900000}]}`, 0, 400, "minLength"},
+		{"nested without end", nested, 100, 400, "nests"},
+		{"fits", `{"type": "object", "properties": {"a": {"type": "string", "minLength": 3}}, "required": ["a"]}`, 100, 200, ""},
+		{"fits in the bound", `{"type": "string", "minLength": 6000}`, 100, 200, ""},
+		{"optional large property", `{"type": "object", "properties": {"a": {"type": "string", "minLength": 1e9}}}`, 100, 200, ""},
+		{"one small alternative", `{"anyOf": [{"type": "string", "minLength": 1e9}, {"type": "null"}]}`, 100, 200, ""},
+		{"huge maxLength", `{"type": "string", "maxLength": 1e9}`, 100, 200, ""},
+		{"recursive $ref", `{"$defs": {"n": {"type": "object", "properties": {"next": {"$ref": "#/$defs/n"}}}}, "$ref": "#/$defs/n"}`, 100, 200, ""},
+	} {
+		mt := ""
+		if c.maxTokens > 0 {
+			mt = fmt.Sprintf(`, "max_tokens": %d`, c.maxTokens)
+		}
+		resp, body := do(t, "POST", ts.URL+"/v1/chat/completions", `{"model": "minicpm5:2b", "messages": [{"role": "user", "content": "hi"}]`+mt+
+			`, "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": `+c.schema+`}}}`)
+		if resp.StatusCode != c.status || !strings.Contains(body, c.names) {
+			t.Errorf("%s: %d %s; want %d naming %q", c.name, resp.StatusCode, body, c.status, c.names)
+		}
+		if c.status == 400 && !strings.Contains(body, "response_format") {
+			t.Errorf("%s: the error does not name response_format: %s", c.name, body)
+		}
+	}
+	// Ollama's format is the same check, under its own name.
+	resp, body := do(t, "POST", ts.URL+"/api/chat", `{"model": "minicpm5:2b", "stream": false, "messages": [{"role": "user", "content": "hi"}], "options": {"num_predict": 50}, "format": {"type": "string", "minLength": 1e9}}`)
+	if resp.StatusCode != 400 || !strings.Contains(body, "format") || !strings.Contains(body, "minLength") {
+		t.Errorf("Ollama format with minLength 1e9: %d %s", resp.StatusCode, body)
 	}
 }
