@@ -80,7 +80,16 @@
 // state, mean-pooled and L2-normalised (engine.Model.Embed), and the
 // model's capabilities say "embedding". FastFlowLM computes none, so the
 // CPU engine beside it answers them; with no engine that can, the
-// answer is a 400 in the route's shape that says so (embed.go).
+// answer is a 400 in the route's shape that says so (embed.go). One
+// request takes at most 256 inputs and 16,384 tokens in all
+// (cpu.DefaultMaxEmbedTokens); more is a 400 that says to split them
+// over several requests, which take turns with everyone else's.
+//
+// # JSON schemas
+//
+// A response_format (Ollama: format) schema whose smallest document
+// cannot fit in max_tokens, or the context, is a 400 naming the keyword
+// (schemasize.go).
 //
 // # Slow and hostile clients, shutdown
 //

@@ -74,7 +74,16 @@ type Options struct {
 	// together (0: as many as the KV budget holds at 4,096 tokens each,
 	// at most DefaultParallel; at most MaxParallel).
 	Parallel int
+	// MaxEmbedTokens bounds the tokens of one embeddings request, all
+	// its inputs together (0: DefaultMaxEmbedTokens).
+	MaxEmbedTokens int
 }
+
+// DefaultMaxEmbedTokens is the most tokens one embeddings request may
+// take, all its inputs together: 256 inputs of 3,900 tokens held a place
+// of the engine for over 5 minutes. A client with more splits them over
+// several requests, which take turns with everyone else's.
+const DefaultMaxEmbedTokens = 16384
 
 // DefaultParallel is the most requests answered at once by default.
 const DefaultParallel = 4
