@@ -31,12 +31,13 @@ func TestPageRoutesAnswerOnlyThePage(t *testing.T) {
 	own := ts.URL
 	otherPort := "http://127.0.0.1:9999"
 	chat := `{"model": "minicpm5:2b", "messages": [{"role": "user", "content": "hi"}]}`
-	cases := []struct {
+	type pageCase struct {
 		name, method, url, body string
 		hdr                     []string
 		status                  int
 		code                    string
-	}{
+	}
+	cases := []pageCase{
 		{"own origin creates a chat", "POST", ts.URL + "/api/conversations", `{}`, []string{"Origin", own, "Sec-Fetch-Site", "same-origin"}, 201, ""},
 		{"another port's origin", "POST", ts.URL + "/api/conversations", `{}`, []string{"Origin", otherPort, "Sec-Fetch-Site", "same-site"}, 403, "forbidden_origin"},
 		{"another port's origin, no fetch metadata", "POST", ts.URL + "/api/conversations", `{}`, []string{"Origin", otherPort}, 403, "forbidden_origin"},
@@ -70,6 +71,12 @@ func TestPageRoutesAnswerOnlyThePage(t *testing.T) {
 		{"API from another port", "POST", ts.URL + "/v1/chat/completions", chat, []string{"Origin", otherPort, "Sec-Fetch-Site", "same-site"}, 200, ""},
 		{"Ollama API from another port", "GET", ts.URL + "/api/tags", "", []string{"Origin", otherPort, "Sec-Fetch-Site", "same-site"}, 200, ""},
 	}
+	// Every origin ("*") opens the API, not the page's routes.
+	star := startServer(t, fake.Options{}, web.Options{History: h, Origins: []string{"*"}}, service.Options{})
+	cases = append(cases,
+		pageCase{"origins * and another port", "POST", star.URL + "/api/conversations", `{}`, []string{"Origin", otherPort, "Sec-Fetch-Site", "same-site"}, 403, "forbidden_origin"},
+		pageCase{"origins * and the API", "GET", star.URL + "/v1/models", "", []string{"Origin", "https://anywhere.example", "Sec-Fetch-Site", "cross-site"}, 200, ""},
+	)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			resp, body := do(t, c.method, c.url, c.body, c.hdr...)

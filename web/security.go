@@ -224,7 +224,7 @@ func splitHost(v string) (host string, port int, ok bool) {
 // only (not page, the chat page's own routes), http(s) origins on any
 // loopback host and port, as Ollama allows them.
 func (s *Server) originAllowed(origin, host string, page bool) bool {
-	if s.configuredOrigin(origin) {
+	if s.configuredOrigin(origin, page) {
 		return true
 	}
 	u, err := url.Parse(origin)
@@ -240,9 +240,11 @@ func (s *Server) originAllowed(origin, host string, page bool) bool {
 }
 
 // configuredOrigin reports whether origin is one of Options.Origins.
-func (s *Server) configuredOrigin(origin string) bool {
+// "*" (every origin) opens the API's routes only: the page's own routes
+// (page) answer only origins named one by one.
+func (s *Server) configuredOrigin(origin string, page bool) bool {
 	for _, o := range s.opts.Origins {
-		if o == "*" || strings.EqualFold(strings.TrimRight(o, "/"), origin) {
+		if (o == "*" && !page) || strings.EqualFold(strings.TrimRight(o, "/"), origin) {
 			return true
 		}
 	}
@@ -293,7 +295,7 @@ func (s *Server) fetchSiteRefused(r *http.Request) string {
 			return ""
 		}
 	case "same-site", "cross-site":
-		if o := r.Header.Get("Origin"); o != "" && s.configuredOrigin(o) {
+		if o := r.Header.Get("Origin"); o != "" && s.configuredOrigin(o, true) {
 			return ""
 		}
 	}
