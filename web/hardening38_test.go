@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"net/http"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/npuchat/npuchat/history"
 	"github.com/npuchat/npuchat/service"
@@ -137,5 +139,55 @@ func TestSchemaThatCannotFitIsRefused(t *testing.T) {
 	resp, body := do(t, "POST", ts.URL+"/api/chat", `{"model": "minicpm5:2b", "stream": false, "messages": [{"role": "user", "content": "hi"}], "options": {"num_predict": 50}, "format": {"type": "string", "minLength": 1e9}}`)
 	if resp.StatusCode != 400 || !strings.Contains(body, "format") || !strings.Contains(body, "minLength") {
 		t.Errorf("Ollama format with minLength 1e9: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestAnswerThatCannotStartSaysTheMessageStayed: when the message cannot
+// be taken back either (here another program holds the history's write
+// lock), the error says the message is in the chat, and it is.
+func TestAnswerThatCannotStartSaysTheMessageStayed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "history.db")
+	var (
+		full    atomic.Bool
+		lockErr error
+		lock    *sql.Conn
+	)
+	ctx := context.Background()
+	other, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	h := history.NewHandle(path, history.Options{BusyTimeout: 20 * time.Millisecond, OpenJournal: func(p string) (history.JournalFile, error) {
+		if full.Load() {
+			if lock == nil {
+				// Another program takes the write lock as the disk fills.
+				if lock, lockErr = other.Conn(ctx); lockErr == nil {
+					_, lockErr = lock.ExecContext(ctx, "BEGIN IMMEDIATE")
+				}
+			}
+			return nil, &os.PathError{Op: "open", Path: p, Err: syscall.ENOSPC}
+		}
+		return os.OpenFile(p, os.O_CREATE|os.O_TRUNC|os.O_WRONLY|os.O_APPEND, 0o600)
+	}})
+	t.Cleanup(func() { h.Close() })
+	ts := startServer(t, fake.Options{}, web.Options{History: h}, service.Options{})
+	_, body := do(t, "POST", ts.URL+"/api/conversations", `{}`)
+	c := decodeJSON[history.Conversation](t, body)
+	messages := fmt.Sprintf("%s/api/conversations/%d/messages", ts.URL, c.ID)
+	full.Store(true)
+	resp, body := do(t, "POST", messages, `{"content": "kept"}`)
+	if lockErr != nil {
+		t.Fatalf("take the lock: %v", lockErr)
+	}
+	lock.ExecContext(ctx, "ROLLBACK")
+	lock.Close()
+	if resp.StatusCode < 400 || !strings.Contains(body, "Your message is stored in the chat but has no answer") {
+		t.Errorf("%d %s; want an error that says the message stayed", resp.StatusCode, body)
+	}
+	_, list := do(t, "GET", messages, "")
+	msgs := decodeJSON[struct{ Messages []history.Message }](t, list).Messages
+	if len(msgs) == 0 || msgs[0].Content != "kept" {
+		t.Errorf("the chat holds %+v; the error said the message stayed", msgs)
 	}
 }
