@@ -14,6 +14,33 @@
 // routes (session.go: a one-time link sets it), body limits) is
 // middleware in this package.
 //
+// # Who may use what
+//
+// NPU Chat listens on loopback. What it protects, and from whom:
+//
+//   - The OpenAI, Ollama and Anthropic routes are open on loopback by
+//     design, as Ollama's are: any local program, any local account, and
+//     pages on any loopback origin (CORS) may generate, unless an API key
+//     is set (Options.APIKey), which they then need.
+//   - The page's own routes (pageRoute: every other /api/ route) answer
+//     only the page itself: its own origin, scheme, host and port
+//     (another loopback port is the same site to a browser, so the
+//     SameSite=Strict cookie goes along with a request from
+//     http://127.0.0.1:9999), checked by Origin and Sec-Fetch-Site, and
+//     JSON bodies only (a PDF on the PDF route), which no page elsewhere
+//     can send without a CORS preflight that is refused.
+//   - The history, its export, settings, log, library, attachments and
+//     installs (sessionRoute) need the session the one-time link starts
+//     (or the API key): another local account reaches the port but has
+//     no session. The cookie is named for the port, so two NPU Chats on
+//     two ports keep their own; a browser sends every port's cookies to
+//     every port of a host, so a program of another account listening on
+//     another loopback port could read this one's cookie from a page the
+//     person opens there: the session protects against requests, not
+//     against a hostile local server the person browses to.
+//   - The Host check (DNS rebinding) takes a loopback name, or a
+//     configured host, with no port or this server's exact port.
+//
 // # One generation path
 //
 // Every API that generates text goes through one driver, Server.drive
