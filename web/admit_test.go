@@ -5,6 +5,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
+	"runtime/metrics"
 	"strings"
 	"sync"
 	"testing"
@@ -60,6 +62,42 @@ func (l *pipeListener) dial(ctx context.Context, _, _ string) (net.Conn, error) 
 	}
 }
 
+// pipeServer starts a server over a fake backend on a pipeListener in
+// the calling synctest bubble; it stops, and every connection it was
+// given closes, when the test ends.
+func pipeServer(t *testing.T, wo web.Options, queue int) (*service.Manager, *pipeListener, *[]net.Conn) {
+	reg := &service.Registry{}
+	reg.Add(service.Entry{Desc: service.ModelDesc{Name: "minicpm5:2b", Installed: true, ContextLength: 4096}})
+	mgr := service.New(service.Options{
+		Resolve: reg.Resolve, Models: reg.Models, KeepAlive: -1, QueueSize: queue,
+		Engines: func(string) []backend.Kind { return []backend.Kind{backend.CPU} },
+		NewBackend: func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
+			return fake.New(fake.Options{Name: model, Kind: kind}), nil
+		},
+	})
+	wo.Addr = "127.0.0.1:8001"
+	srv, err := web.NewServer(mgr, wo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := newPipeListener()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln, nil) }()
+	conns := &[]net.Conn{}
+	t.Cleanup(func() { // also after a failure: the bubble must end with nothing blocked
+		for _, c := range *conns {
+			c.Close()
+		}
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+		mgr.Close(context.Background())
+	})
+	return mgr, ln, conns
+}
+
 // TestBodilessConnectionsCannotRefuseAChat (issue 38, item 5): nine
 // connections that sent headers and part of a body held every place in
 // the queue until the admit timeout, and reconnecting at once kept
@@ -70,35 +108,8 @@ func (l *pipeListener) dial(ctx context.Context, _, _ string) (net.Conn, error) 
 // still end with 408 at the body timeout, having held no place.
 func TestBodilessConnectionsCannotRefuseAChat(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		reg := &service.Registry{}
-		reg.Add(service.Entry{Desc: service.ModelDesc{Name: "minicpm5:2b", Installed: true, ContextLength: 4096}})
-		mgr := service.New(service.Options{
-			Resolve: reg.Resolve, Models: reg.Models, KeepAlive: -1, QueueSize: 2,
-			Engines: func(string) []backend.Kind { return []backend.Kind{backend.CPU} },
-			NewBackend: func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
-				return fake.New(fake.Options{Name: model, Kind: kind}), nil
-			},
-		})
-		srv, err := web.NewServer(mgr, web.Options{Addr: "127.0.0.1:8001", BodyTimeout: time.Minute, QueuedBodyBytes: 1 << 20})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ln := newPipeListener()
-		ctx, cancel := context.WithCancel(context.Background())
-		served := make(chan error, 1)
-		go func() { served <- srv.Serve(ctx, ln, nil) }()
-		var conns []net.Conn
-		t.Cleanup(func() { // also after a failure: the bubble must end with nothing blocked
-			for _, c := range conns {
-				c.Close()
-			}
-			cancel()
-			if err := <-served; err != nil {
-				t.Errorf("serve: %v", err)
-			}
-			mgr.Close(context.Background())
-		})
-
+		mgr, ln, conns := pipeServer(t, web.Options{BodyTimeout: time.Minute, QueuedBodyBytes: 1 << 20}, 2)
+		ctx := context.Background()
 		const holders, bigHolders = 9, 3
 		head := "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:8001\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"model\": "
 		answers := make(chan string, holders+bigHolders)
@@ -107,7 +118,7 @@ func TestBodilessConnectionsCannotRefuseAChat(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			conns = append(conns, conn)
+			*conns = append(*conns, conn)
 			go func() {
 				if _, err := io.WriteString(conn, head); err != nil {
 					answers <- "write: " + err.Error()
@@ -125,7 +136,7 @@ func TestBodilessConnectionsCannotRefuseAChat(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			conns = append(conns, conn)
+			*conns = append(*conns, conn)
 			go func() {
 				if _, err := io.WriteString(conn, bigHead); err != nil {
 					answers <- "write: " + err.Error()
@@ -173,6 +184,40 @@ func TestBodilessConnectionsCannotRefuseAChat(t *testing.T) {
 			if got := <-answers; !strings.Contains(got, " 408 ") {
 				t.Errorf("a holder's answer at the body timeout: %q", got)
 			}
+		}
+	})
+}
+
+// TestBodilessConnectionsHoldLittleMemory: a place in the queue no longer
+// bounds how many bodies are being read, so what one costs is bounded
+// instead: a connection that declares an 8 MB body and sends none holds
+// a few KiB (its buffer grows with what comes), not its Content-Length
+// nor the 256 KiB a body may hold without the budget.
+func TestBodilessConnectionsHoldLittleMemory(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, ln, conns := pipeServer(t, web.Options{BodyTimeout: time.Minute}, 2)
+		heap := func() uint64 {
+			runtime.GC()
+			s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+			metrics.Read(s)
+			return s[0].Value.Uint64()
+		}
+		synctest.Wait()
+		before := heap()
+		const holders = 200
+		head := "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:8001\r\nContent-Type: application/json\r\nContent-Length: 8000000\r\n\r\n{"
+		for range holders {
+			conn, err := ln.dial(context.Background(), "", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			*conns = append(*conns, conn)
+			go io.WriteString(conn, head)
+		}
+		synctest.Wait() // every holder's handler waits for the rest of its body
+		grew := heap() - min(before, heap())
+		if per := grew / holders; per > 64<<10 {
+			t.Errorf("each connection holding a declared 8 MB body holds %d KiB (%d MiB for %d)", per>>10, grew>>20, holders)
 		}
 	})
 }

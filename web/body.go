@@ -164,8 +164,9 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) (*service.Ticket,
 	return ticket, body, true
 }
 
-// readQueued reads a generation body as it arrives, never holding more
-// than has come (a Content-Length is not trusted to size the buffer).
+// readQueued reads a generation body as it arrives, never holding much
+// more than has come (a Content-Length is not trusted to size the
+// buffer).
 // Beyond its first freeBody bytes the buffer grows only with room in
 // s.bodies; without room, or once the queue is full, the rest of the
 // body is read and dropped and the request refused (429, the connection
@@ -177,9 +178,11 @@ func (s *Server) readQueued(w http.ResponseWriter, r *http.Request) ([]byte, err
 	}
 	var held int64
 	defer func() { s.bodies.give(held) }()
+	// The buffer starts at 4 KiB and doubles as bytes come: a
+	// connection that declares 8 MB and sends nothing holds 4 KiB.
 	size := int64(4 << 10)
 	if r.ContentLength > 0 {
-		size = min(r.ContentLength, freeBody)
+		size = min(r.ContentLength, size)
 	}
 	buf := make([]byte, 0, size)
 	for {
