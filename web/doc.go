@@ -123,7 +123,11 @@
 // A generation request takes a place in the service's queue only once its
 // whole body has arrived (admit, body.go), so that connections sending
 // headers and no body cannot keep anyone out; a queue already full
-// answers 429 before the body is read. Bodies are capped in size (413
+// answers 429 before the body is read. A body being read holds memory
+// as it comes (from 4 KiB), and beyond its first 256 KiB only within
+// Options.QueuedBodyBytes for all of them; a large body that finds it
+// used up is read to its end, dropped and answered 429. Bodies are
+// capped in size (413
 // from Content-Length, before "100 Continue"; the routes without a queue
 // at what they need, readSmall) and in time (Options.BodyTimeout, 408).
 // A chat has one writer at a time (chatwriter.go). Every write of
