@@ -166,9 +166,8 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) (*service.Ticket,
 
 // readQueued reads a generation body as it arrives, never holding much
 // more than has come (a Content-Length is not trusted to size the
-// buffer).
-// Beyond its first freeBody bytes the buffer grows only with room in
-// s.bodies; without room, or once the queue is full, the rest of the
+// buffer). Beyond its first freeBody bytes the buffer grows only with
+// room in s.bodies; without room, or once the queue is full, the rest of the
 // body is read and dropped and the request refused (429, the connection
 // still usable), so that a burst of large bodies holds at most
 // Options.QueuedBodyBytes between them.

@@ -52,7 +52,7 @@ func (s *Server) secure(h http.Handler) http.Handler {
 			if !s.originAllowed(origin, r.Host, page) {
 				msg := "Origin " + clip(origin, 200) + " is not allowed; add it to NPUCHAT_ORIGINS to let that page use the API"
 				if page {
-					msg = "Origin " + clip(origin, 200) + " is not allowed: the chat page's own routes answer only the page itself (" + s.pageOrigin(r.Host) + "); other pages may use the OpenAI and Ollama routes"
+					msg = "Origin " + clip(origin, 200) + " is not allowed: the chat page's own routes answer only the page itself (" + pageOrigin(r.Host) + "); other pages may use the OpenAI and Ollama routes"
 				}
 				writeError(sw, r, http.StatusForbidden, "forbidden_origin", msg)
 				return
@@ -252,7 +252,7 @@ func (s *Server) configuredOrigin(origin string, page bool) bool {
 }
 
 // pageOrigin is the chat page's origin for a request to host.
-func (s *Server) pageOrigin(host string) string {
+func pageOrigin(host string) string {
 	return "http://" + host
 }
 
