@@ -49,10 +49,8 @@ func (s *Server) checkSchemaFits(req *backend.Request, param string) error {
 	if req.Format == nil || req.Format.Type != backend.FormatSchema {
 		return nil
 	}
-	var root any
-	dec := json.NewDecoder(bytes.NewReader(req.Format.Schema))
-	dec.UseNumber()
-	if err := dec.Decode(&root); err != nil {
+	root, err := decodeSchema(req.Format.Schema)
+	if err != nil {
 		return badRequest(param, "%s is not a JSON schema: %v", param, err)
 	}
 	if d := jsonDepth(root, 0); d > 2*maxSchemaDepth {
@@ -79,6 +77,16 @@ func (s *Server) checkSchemaFits(req *backend.Request, param string) error {
 			param, sizeText(size), kw, what, budget, kw, what)
 	}
 	return nil
+}
+
+// decodeSchema decodes a schema with its numbers as json.Number (count
+// reads them).
+func decodeSchema(raw []byte) (any, error) {
+	var root any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	err := dec.Decode(&root)
+	return root, err
 }
 
 // contextFallback is the context assumed for a model whose context is
@@ -182,8 +190,13 @@ func (z *schemaSizer) sizeOf(t string, s map[string]any, path string, depth int)
 		props, _ := s["properties"].(map[string]any)
 		req, _ := s["required"].([]any)
 		total := int64(2)
-		for i, r := range req {
+		seen := map[string]bool{}
+		for _, r := range req {
 			name, _ := r.(string)
+			if seen[name] {
+				continue // named twice, written once
+			}
+			seen[name] = true
 			var n int64 = 1
 			if p, ok := props[name]; ok {
 				var err error
@@ -192,8 +205,8 @@ func (z *schemaSizer) sizeOf(t string, s map[string]any, path string, depth int)
 				}
 			}
 			total = add(total, add(jsonLen(name)+1, n))
-			if i > 0 {
-				total = add(total, 1)
+			if len(seen) > 1 {
+				total = add(total, 1) // the comma before it
 			}
 		}
 		return total, nil
