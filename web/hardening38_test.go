@@ -96,10 +96,11 @@ func TestAnswerThatCannotStartTakesTheMessageBack(t *testing.T) {
 // TestSchemaThatCannotFitIsRefused (issue 38, item 8): a JSON schema
 // with minLength 1e9 was accepted and ran to max_tokens, its answer cut
 // and invalid. A schema whose smallest document cannot fit in max_tokens
-// (or the context) is a 400 naming the keyword; so is one nested
-// without end. Schemas that fit run as before.
+// (or the context) is a 400 naming the keyword, a response format's or
+// a forced tool call's; so is one nested without end. Schemas that fit
+// run as before.
 func TestSchemaThatCannotFitIsRefused(t *testing.T) {
-	ts := startServer(t, fake.Options{Capabilities: []string{backend.CapCompletion, backend.CapJSON}, Reply: func(*backend.Request) string { return `{"a": "xyz"}` }},
+	ts := startServer(t, fake.Options{Capabilities: []string{backend.CapCompletion, backend.CapJSON, backend.CapTools}, Reply: func(*backend.Request) string { return `{"a": "xyz"}` }},
 		web.Options{}, service.Options{})
 	nested := strings.Repeat(`{"type": "array", "items": `, 150) + `{"type": "string"}` + strings.Repeat(`}`, 150)
 	for _, c := range []struct {
@@ -133,6 +134,23 @@ func TestSchemaThatCannotFitIsRefused(t *testing.T) {
 		}
 		if c.status == 400 && !strings.Contains(body, "response_format") {
 			t.Errorf("%s: the error does not name response_format: %s", c.name, body)
+		}
+	}
+	// A forced tool call is held to its parameters' schema the same way.
+	huge := `{"type": "function", "function": {"name": "huge", "parameters": {"type": "object", "properties": {"a": {"type": "string", "minLength": 1e9}}, "required": ["a"]}}}`
+	small := `{"type": "function", "function": {"name": "small", "parameters": {"type": "object", "properties": {"a": {"type": "string"}}}}}`
+	for _, c := range []struct {
+		name, tools, choice string
+		status              int
+	}{
+		{"required, one tool too large", "[" + huge + "]", `"required"`, 400},
+		{"the large function named", "[" + small + "," + huge + "]", `{"type": "function", "function": {"name": "huge"}}`, 400},
+		{"required, another tool fits", "[" + huge + "," + small + "]", `"required"`, 200},
+		{"auto", "[" + huge + "]", `"auto"`, 200},
+	} {
+		resp, body := do(t, "POST", ts.URL+"/v1/chat/completions", `{"model": "minicpm5:2b", "max_tokens": 100, "messages": [{"role": "user", "content": "hi"}], "tools": `+c.tools+`, "tool_choice": `+c.choice+`}`)
+		if resp.StatusCode != c.status || c.status == 400 && (!strings.Contains(body, "function.parameters") || !strings.Contains(body, "minLength")) {
+			t.Errorf("tools, %s: %d %s; want %d", c.name, resp.StatusCode, body, c.status)
 		}
 	}
 	// Ollama's format is the same check, under its own name.

@@ -41,20 +41,63 @@ type schemaSizer struct {
 	largest  int64
 }
 
-// checkSchemaFits refuses a schema response format whose smallest
-// document cannot fit in the request's answer budget: max_tokens, else
-// the context (the request's, else the model's, else contextFallback).
-// param is the request's name for the format.
+// checkSchemaFits refuses a request whose answer a JSON schema holds to
+// a document that cannot fit in its answer budget: max_tokens, else the
+// context (the request's, else the model's, else contextFallback). The
+// schemas that bind an answer: a schema response format (param is the
+// request's name for it), and a forced tool call's parameters
+// (tool_choice "required": the smallest of the tools'; a named
+// function: its own).
 func (s *Server) checkSchemaFits(req *backend.Request, param string) error {
-	if req.Format == nil || req.Format.Type != backend.FormatSchema {
-		return nil
+	budget, what := int64(req.MaxTokens), "max_tokens"
+	if budget <= 0 {
+		budget, what = int64(s.contextOf(req)), "the context"
 	}
-	root, err := decodeSchema(req.Format.Schema)
+	fits := func(raw json.RawMessage, param string) error {
+		size, kw, err := schemaMin(raw)
+		if err != nil {
+			return badRequest(param, "%s: %v", param, err)
+		}
+		if size <= budget*maxCharsPerToken {
+			return nil
+		}
+		return badRequest(param, "%s: the smallest document the schema allows is %s characters long (%s), more than %s (%d tokens) can hold; lower %s or raise %s",
+			param, sizeText(size), kw, what, budget, kw, what)
+	}
+	if req.Format != nil && req.Format.Type == backend.FormatSchema {
+		if err := fits(req.Format.Schema, param); err != nil {
+			return err
+		}
+	}
+	var first error
+	for i, t := range req.Tools {
+		forced := req.ToolChoice.Mode == backend.ToolRequired || req.ToolChoice.Mode == backend.ToolFunction && req.ToolChoice.Name == t.Name
+		if !forced {
+			continue
+		}
+		if len(t.Parameters) == 0 && req.ToolChoice.Mode == backend.ToolRequired {
+			return nil // any object: {} fits
+		}
+		err := fits(t.Parameters, fmt.Sprintf("tools[%d].function.parameters", i))
+		if err == nil && req.ToolChoice.Mode == backend.ToolRequired {
+			return nil // one tool the forced call fits in is enough
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// schemaMin is the length of the smallest document a schema allows and
+// the keyword that makes it largest.
+func schemaMin(raw json.RawMessage) (int64, string, error) {
+	root, err := decodeSchema(raw)
 	if err != nil {
-		return badRequest(param, "%s is not a JSON schema: %v", param, err)
+		return 0, "", fmt.Errorf("not a JSON schema: %v", err)
 	}
 	if d := jsonDepth(root, 0); d > 2*maxSchemaDepth {
-		return badRequest(param, "%s: the schema nests %d levels deep, more than %d; flatten it", param, d, 2*maxSchemaDepth)
+		return 0, "", fmt.Errorf("the schema nests %d levels deep, more than %d; flatten it", d, 2*maxSchemaDepth)
 	}
 	z := &schemaSizer{visiting: map[string]bool{}}
 	if m, ok := root.(map[string]any); ok {
@@ -62,21 +105,13 @@ func (s *Server) checkSchemaFits(req *backend.Request, param string) error {
 	}
 	size, err := z.size(root, "#", 0)
 	if err != nil {
-		return badRequest(param, "%s: %v", param, err)
+		return 0, "", err
 	}
-	budget, what := int64(req.MaxTokens), "max_tokens"
-	if budget <= 0 {
-		budget, what = int64(s.contextOf(req)), "the context"
+	kw := z.keyword
+	if kw == "" {
+		kw = "the schema"
 	}
-	if size > budget*maxCharsPerToken {
-		kw := z.keyword
-		if kw == "" {
-			kw = "the schema"
-		}
-		return badRequest(param, "%s: the smallest document the schema allows is %s characters long (%s), more than %s (%d tokens) can hold; lower %s or raise %s",
-			param, sizeText(size), kw, what, budget, kw, what)
-	}
-	return nil
+	return size, kw, nil
 }
 
 // decodeSchema decodes a schema with its numbers as json.Number (count
