@@ -19,12 +19,14 @@ import (
 	"time"
 )
 
-// The chat history, its export, the settings and the log belong to the
-// person at the desktop, not to every local account that can reach the
-// loopback port. The tray ("Open the chat", a second launch) and
-// `npuchat serve` (the link it prints) open the page through a one-time
-// link, /open?t=TOKEN, that sets a session cookie; the page's own routes
-// (sessionRoute) then need that cookie, or the API key when one is set.
+// The chat history, its export, the settings, the log, the library and
+// installs belong to the person at the desktop, not to every local
+// account that can reach the loopback port. The tray ("Open the chat", a
+// second launch) and `npuchat serve` (the link it prints) open the page
+// through a one-time link, /open?t=TOKEN, that sets a session cookie
+// named for the port; those routes (sessionRoute) then need that
+// cookie, or the API key when one is set. Which origins and bodies the
+// page's routes take is security.go's (pageRoute).
 // The OpenAI, Ollama and Anthropic routes stay as they were: open on
 // loopback unless a key is set.
 //
