@@ -335,6 +335,7 @@ func TestShutdownStoresTheAnswerAsInterrupted(t *testing.T) {
 	go func() {
 		defer close(done)
 		req, _ := http.NewRequest("POST", fmt.Sprintf("%s/api/conversations/%d/messages", url, c.ID), strings.NewReader(`{"content": "go on"}`))
+		req.Header.Set("Content-Type", "application/json")
 		withSession(req)
 		resp, err := http.DefaultClient.Do(req)
 		if err == nil {

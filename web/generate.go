@@ -51,7 +51,7 @@ type api struct {
 
 // generate is the one entry of the generation APIs (OpenAI chat and
 // completions, Responses, Anthropic Messages, Ollama chat and generate):
-// it takes a place in the queue and reads the body (admit), decodes it
+// it reads the body and takes a place in the queue (admit), decodes it
 // with the API's decoder, and drives the answer. Every error before the
 // first byte is written by s.fail, in the shape the route's API uses.
 func (s *Server) generate(w http.ResponseWriter, r *http.Request, f api) {
@@ -67,6 +67,16 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, f api) {
 		return
 	}
 	c.opts.Ticket = ticket
+	if c.req != nil {
+		param := "response_format"
+		if strings.HasPrefix(r.URL.Path, "/api/") {
+			param = "format"
+		}
+		if err := s.checkSchemaFits(c.req, param); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	}
 	if c.instead != nil {
 		if err := c.instead(r.Context(), ticket); err != nil {
 			s.fail(w, r, err)

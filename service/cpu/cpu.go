@@ -84,11 +84,20 @@ type Options struct {
 	// waits for the requests beside it to free some before it fails
 	// with backend.ErrKVMemoryFull (0: DefaultKVWait).
 	KVWait time.Duration
+	// MaxEmbedTokens bounds the tokens of one embeddings request, all
+	// its inputs together (0: DefaultMaxEmbedTokens).
+	MaxEmbedTokens int
 }
 
 // DefaultKVWait is how long a request short of KV memory waits for the
 // requests beside it by default.
 const DefaultKVWait = 30 * time.Second
+
+// DefaultMaxEmbedTokens is the most tokens one embeddings request may
+// take, all its inputs together: 256 inputs of 3,900 tokens held a place
+// of the engine for over 5 minutes. A client with more splits them over
+// several requests, which take turns with everyone else's.
+const DefaultMaxEmbedTokens = 16384
 
 // DefaultParallel is the most requests answered at once by default.
 const DefaultParallel = 4

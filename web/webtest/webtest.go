@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 
@@ -126,7 +127,7 @@ func Login(base, link string) (string, error) {
 	}
 	resp.Body.Close()
 	for _, c := range resp.Cookies() {
-		if c.Name == "npuchat_session" {
+		if strings.HasPrefix(c.Name, web.SessionCookiePrefix) {
 			return c.Name + "=" + c.Value, nil
 		}
 	}
