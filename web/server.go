@@ -13,6 +13,7 @@ import (
 
 	"github.com/npuchat/npuchat/config"
 	"github.com/npuchat/npuchat/history"
+	"github.com/npuchat/npuchat/pdftext"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/install"
 )
@@ -77,6 +78,8 @@ type Server struct {
 	sessions *Sessions
 	// chats are the conversations answering now (chatwriter.go).
 	chats chatWriters
+	// pdfs reads PDF attachments, two at a time (attachments.go).
+	pdfs *pdftext.Extractor
 
 	// stopping is closed when shutdown begins: event streams end, and
 	// answers that fail from then on say the server is shutting down.
@@ -131,7 +134,7 @@ func NewServer(mgr *service.Manager, opts Options) (*Server, error) {
 		opts.Sessions = NewSessions("", nil)
 	}
 	end, endFn := context.WithCancelCause(context.Background())
-	return &Server{mgr: mgr, opts: opts, log: opts.Logger, sessions: opts.Sessions, stopping: make(chan struct{}), endAnswers: end, endAnswersFn: endFn}, nil
+	return &Server{mgr: mgr, opts: opts, log: opts.Logger, sessions: opts.Sessions, pdfs: newPDFExtractor(), stopping: make(chan struct{}), endAnswers: end, endAnswersFn: endFn}, nil
 }
 
 // Handler returns the root handler: routes behind the security checks.
