@@ -258,7 +258,7 @@ type cmap struct {
 	g       *guard
 	space   [4][]byteRange    // codespace range
 	bfrange []bfrange         // in the file's order: the first match wins
-	bfchar  map[string]string // source code -> UTF-16BE replacement; the first definition wins
+	bfchar  map[string]string // source code -> UTF-16BE replacement
 }
 
 func (m *cmap) Decode(raw string) (text string) {
@@ -364,11 +364,14 @@ func readCmap(toUnicode Value) *cmap {
 			if n < 0 {
 				panic("missing beginbfchar")
 			}
-			// The stack holds the block's pairs last first: the first
-			// definition of a code is set last.
+			// A code defined twice keeps the definition upstream's list
+			// matched first: the earlier block's, and within a block
+			// the later pair's (pairs are popped last first).
 			for i := 0; i < n && stk.Len() >= 2; i++ {
 				repl, orig := stk.Pop().RawString(), stk.Pop().RawString()
-				m.bfchar[orig] = repl
+				if _, ok := m.bfchar[orig]; !ok {
+					m.bfchar[orig] = repl
+				}
 			}
 		case "beginbfrange":
 			n = int(stk.Pop().Int64())
