@@ -15,14 +15,25 @@ import (
 )
 
 // TestHostilePDFs reads files made to cost memory or time without
-// bound: each must end quickly with an error that says what is wrong,
-// having decoded no more than the caps allow.
+// bound: each must end with an error that says what is wrong, before its
+// time limit, having decoded no more than the caps allow (opening a
+// stream counts 2 KiB).
 func TestHostilePDFs(t *testing.T) {
 	const mib = 1 << 20
 	spaces := bytes.Repeat([]byte(" "), 64*mib) // a zip bomb: 64 MiB in about 64 KiB
 	bomb := pdftexttest.File(pdftexttest.Pages(pdftexttest.Stream(spaces, true)), "")
 	four := pdftexttest.Stream(bytes.Repeat([]byte(" "), 4*mib), true)
 	eight := pdftexttest.File(pdftexttest.Pages(four, four, four, four, four, four, four, four), "")
+
+	// A page whose Contents lists one stream 100,000 times.
+	refs := strings.Repeat("5 0 R ", 100000)
+	manyOpens := pdftexttest.File([]string{
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+		"<< /Type /Page /Parent 2 0 R /Contents 4 0 R >>",
+		"[" + refs + "]",
+		pdftexttest.Stream([]byte("BT ET "), true),
+	}, "")
 
 	// A page tree whose Pages node names itself as its kid, and one whose
 	// child names its parent.
@@ -76,6 +87,7 @@ func TestHostilePDFs(t *testing.T) {
 		{name: "zip bomb, default caps", data: bomb, err: "decodes to more than 16 MiB", decoded: 16*mib + 1},
 		{name: "zip bomb, 1 MiB cap", data: bomb, lim: Limits{StreamBytes: mib}, err: "decodes to more than 1 MiB", decoded: mib + 1},
 		{name: "eight 4 MiB streams, 16 MiB per file", data: eight, lim: Limits{FileBytes: 16 * mib}, err: "more than 16 MiB together", decoded: 16*mib + 1},
+		{name: "one stream opened 100000 times", data: manyOpens, err: "more than 64 MiB together", decoded: 64*mib + 1},
 		{name: "page tree names itself", data: self, err: "loop"},
 		{name: "page tree child names its parent", data: cycle, err: "loop"},
 		{name: "one page twice", data: twice, err: "loop"},

@@ -11,7 +11,8 @@
 // font change, and had no way to stop when its caller gave up.
 //
 // Here every reader of decoded stream data counts its bytes against a
-// per-stream and a per-file cap (Limits.StreamBytes, Limits.TotalBytes),
+// per-stream and a per-file cap (Limits.StreamBytes, Limits.TotalBytes;
+// opening a stream costs 2 KiB of the file's cap by itself),
 // every loop that reads, resolves or decodes checks the context, every
 // chain of references (page tree kids and parents, object streams'
 // Extends, cross-reference sections' Prev, an object whose resolution

@@ -58,6 +58,7 @@ type guard struct {
 	ctx     context.Context
 	lim     Limits
 	decoded int64 // decoded stream bytes so far
+	spent   int64 // decoded plus what stream opens cost: held to lim.TotalBytes
 	ticks   uint
 }
 
@@ -76,6 +77,18 @@ func (g *guard) tick() {
 	g.ticks++
 	if g.ticks&255 == 0 {
 		g.check()
+	}
+}
+
+// streamOpenCost is what opening a stream costs of Limits.TotalBytes
+// before any byte is decoded (so 64 MiB allows 32,768 opens).
+const streamOpenCost = 2 << 10
+
+// spend counts n bytes against the file's cap.
+func (g *guard) spend(n int64) {
+	g.spent += n
+	if g.spent > g.lim.TotalBytes {
+		panic(stop{&LimitError{What: "file", Limit: g.lim.TotalBytes}})
 	}
 }
 
@@ -101,18 +114,19 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	c.g.check()
 	// Never ask for more than the caps leave plus one byte, so a bomb is
 	// never decoded past them.
-	room := min(c.g.lim.StreamBytes-c.n, c.g.lim.TotalBytes-c.g.decoded) + 1
+	room := min(c.g.lim.StreamBytes-c.n, c.g.lim.TotalBytes-c.g.spent) + 1
 	if int64(len(p)) > room {
 		p = p[:room]
 	}
 	n, err := c.r.Read(p)
 	c.n += int64(n)
 	c.g.decoded += int64(n)
+	c.g.spent += int64(n)
 	switch {
 	case c.n > c.g.lim.StreamBytes:
 		c.err = stop{&LimitError{What: "stream", Limit: c.g.lim.StreamBytes}}
 		panic(c.err)
-	case c.g.decoded > c.g.lim.TotalBytes:
+	case c.g.spent > c.g.lim.TotalBytes:
 		c.err = stop{&LimitError{What: "file", Limit: c.g.lim.TotalBytes}}
 		panic(c.err)
 	}

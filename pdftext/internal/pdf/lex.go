@@ -36,6 +36,11 @@ type keyword string
 // a recoverable panic instead of a fatal process crash.
 const maxObjectDepth = 1000
 
+// maxObjectLen bounds the elements of one array or dictionary: each costs
+// tens of bytes in memory for a few in the file, and no real PDF object
+// (a Kids, Widths or TJ array) comes near.
+const maxObjectLen = 1 << 20
+
 // A buffer holds buffered input bytes from the PDF file.
 type buffer struct {
 	r           io.Reader // source of data
@@ -486,6 +491,9 @@ func (b *buffer) readArray() object {
 		if tok == nil || tok == io.EOF || tok == keyword("]") {
 			break
 		}
+		if len(x) >= maxObjectLen {
+			b.errorf("an array of more than %d elements", maxObjectLen)
+		}
 		b.unreadToken(tok)
 		x = append(x, b.readObject())
 	}
@@ -506,6 +514,9 @@ func (b *buffer) readDict() object {
 		if !ok {
 			b.errorf("unexpected non-name key %T(%v) parsing dictionary", tok, tok)
 			continue
+		}
+		if len(x) >= maxObjectLen {
+			b.errorf("a dictionary of more than %d entries", maxObjectLen)
 		}
 		x[n] = b.readObject()
 	}

@@ -15,7 +15,7 @@ import (
 // operands and a CMap's blocks at most 100 pairs (PDF 32000-1:2008, 9.10.3
 // and Adobe TN 5411), so a stream that piles up more is refused rather
 // than held in memory.
-const maxStack = 1 << 14
+const maxStack = 1 << 16
 
 // Len is the number of values on the stack.
 
@@ -77,11 +77,7 @@ func Interpret(strm Value, do func(stk *Stack, op string)) {
 	}
 	g := strm.r.g
 	if strm.Kind() == Array {
-		readers := make([]io.Reader, 0, strm.Len())
-		for i := 0; i < strm.Len(); i++ {
-			readers = append(readers, strm.Index(i).Reader())
-		}
-		rd = io.MultiReader(readers...)
+		rd = &streamsReader{streams: strm, g: g}
 	} else {
 		rd = strm.Reader()
 	}
@@ -202,4 +198,36 @@ func readObjectRecover(b *buffer) (obj object, ok bool) {
 		}
 	}()
 	return b.readObject(), true
+}
+
+// streamsReader reads an array of streams (a page's Contents) as one,
+// opening each stream only when the one before has ended: a file can
+// list a million streams, and each open decoder costs memory.
+type streamsReader struct {
+	streams Value
+	g       *guard
+	next    int
+	cur     io.Reader
+}
+
+func (s *streamsReader) Read(p []byte) (int, error) {
+	for {
+		s.g.tick()
+		if s.cur == nil {
+			if s.next >= s.streams.Len() {
+				return 0, io.EOF
+			}
+			s.cur = s.streams.Index(s.next).Reader()
+			s.next++
+		}
+		n, err := s.cur.Read(p)
+		if err == io.EOF {
+			s.cur = nil
+			if n == 0 {
+				continue
+			}
+			err = nil
+		}
+		return n, err
+	}
 }

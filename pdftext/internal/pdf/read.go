@@ -823,6 +823,10 @@ func (v Value) Reader() io.ReadCloser {
 	if !ok {
 		return &errorReadCloser{fmt.Errorf("stream not present")}
 	}
+	// Every open costs the file's budget something, however short the
+	// stream: a decoder's state is tens of KiB, and a page can list the
+	// same stream a million times.
+	v.r.g.spend(streamOpenCost)
 	streamLen := v.Key("Length").Int64()
 	if streamLen < 0 {
 		panic(fmt.Errorf("stream with a negative Length"))
