@@ -38,3 +38,37 @@ func FuzzExtract(f *testing.F) {
 		}
 	})
 }
+
+// FuzzPageContent: any bytes as a page's content stream and as its
+// font's ToUnicode CMap (where a valid file can put anything) are read
+// within the limits, without a crash.
+func FuzzPageContent(f *testing.F) {
+	f.Add([]byte("BT /F1 12 Tf 72 720 Td (Hello) Tj T* [(a) -20 (b)] TJ ET"), []byte("1 begincodespacerange <00> <FF> endcodespacerange 1 beginbfchar <41> <0042> endbfchar"))
+	f.Add([]byte("q 1 0 0 1 0 0 cm BT /F1 0 Tf <414243> Tj ET Q Q Q"), []byte("1 beginbfrange <41> <43> [<0061> <0062>] endbfrange"))
+	f.Add([]byte("BT /F1 12 Tf (a\\051\\\n) ' 1 2 (b) \" ET"), []byte("begincmap /x 1 dict begin /y 2 def end endcmap"))
+	f.Add([]byte("<< /A [1 2 [3 <<>>]] >> BT <abc"), []byte("2 beginbfchar <01> endbfchar"))
+	lim := Limits{Pages: 2, Chars: 2000, Time: 10 * time.Second, StreamBytes: 1 << 20, FileBytes: 4 << 20}
+	f.Fuzz(func(t *testing.T, content, cmap []byte) {
+		data := pdftexttest.File([]string{
+			"<< /Type /Catalog /Pages 2 0 R >>",
+			"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+			"<< /Type /Page /Parent 2 0 R /Resources << /Font << /F1 4 0 R >> >> /Contents 6 0 R >>",
+			"<< /Type /Font /Subtype /Type1 /BaseFont /X /FirstChar 0 /LastChar 255 /Widths [500 600] /ToUnicode 5 0 R >>",
+			pdftexttest.Stream(cmap, false),
+			pdftexttest.Stream(content, false),
+		}, "")
+		res, st, err := extract(context.Background(), data, lim)
+		if st.decoded > lim.FileBytes+1 {
+			t.Errorf("decoded %d bytes, past the cap of %d", st.decoded, lim.FileBytes)
+		}
+		if err != nil {
+			if strings.Contains(err.Error(), "took longer") {
+				t.Errorf("ran into the time limit: %v", err)
+			}
+			return
+		}
+		if n := len([]rune(res.Text)); n > lim.Chars {
+			t.Errorf("%d characters, past the limit of %d", n, lim.Chars)
+		}
+	})
+}
