@@ -282,8 +282,10 @@ func migrate(ctx context.Context, db *sql.DB, v int) error {
 // private before SQLite opens it never gets a file another local account
 // can read. Files an older NPU Chat left 0644 are tightened here too.
 func private(path string) error {
-	if err := chmod(filepath.Dir(path), 0o700); err != nil {
-		return err
+	if dir := filepath.Dir(path); dir != "." { // never the working folder of a bare name
+		if err := chmod(dir, 0o700); err != nil {
+			return err
+		}
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err == nil {
