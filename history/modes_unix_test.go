@@ -81,3 +81,39 @@ func TestFileModes(t *testing.T) {
 	write(st3)
 	check("after close")
 }
+
+// TestNewHandleTightensAtStart: a history an older version left open
+// (folder 0755, files 0644) is private as soon as the handle exists,
+// before anything opens it.
+func TestNewHandleTightensAtStart(t *testing.T) {
+	defer syscall.Umask(syscall.Umask(0o022))
+	dir := filepath.Join(t.TempDir(), "npuchat")
+	path := filepath.Join(dir, "history.db")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files := []string{path, path + "-wal", path + "-shm"}
+	for _, f := range files {
+		if err := os.WriteFile(f, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	NewHandle(path, Options{})
+	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o700 {
+		t.Errorf("folder %v, want 0700", fi.Mode().Perm())
+	}
+	for _, f := range files {
+		if fi, _ := os.Stat(f); fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s is %v, want 0600", filepath.Base(f), fi.Mode().Perm())
+		}
+	}
+	// A handle for a history that does not exist yet makes nothing.
+	none := filepath.Join(t.TempDir(), "later", "history.db")
+	NewHandle(none, Options{})
+	if _, err := os.Stat(filepath.Dir(none)); !os.IsNotExist(err) {
+		t.Errorf("NewHandle made %s: %v", filepath.Dir(none), err)
+	}
+}

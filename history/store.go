@@ -280,18 +280,25 @@ func migrate(ctx context.Context, db *sql.DB, v int) error {
 // there is none: SQLite creates a file 0644 less the umask, and gives a
 // new -wal or -shm the mode of the database file, so a database made
 // private before SQLite opens it never gets a file another local account
-// can read. Files an older NPU Chat left 0644 are tightened here too.
+// can read.
 func private(path string) error {
-	if dir := filepath.Dir(path); dir != "." { // never the working folder of a bare name
-		if err := chmod(dir, 0o700); err != nil {
-			return err
-		}
-	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err == nil {
 		f.Close()
 	} else if !errors.Is(err, os.ErrExist) {
 		return err
+	}
+	return tighten(path)
+}
+
+// tighten makes the database's folder 0700 and those of its files that
+// exist (the database, -wal, -shm, -journal) 0600: an older NPU Chat
+// left them 0644 in a 0755 folder.
+func tighten(path string) error {
+	if dir := filepath.Dir(path); dir != "." { // never the working folder of a bare name
+		if err := chmod(dir, 0o700); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
 	}
 	for _, sfx := range []string{"", "-wal", "-shm", "-journal"} {
 		fi, err := os.Lstat(path + sfx)
