@@ -180,25 +180,25 @@ func explain(lim Limits, err error) error {
 // font. (Page.Text follows the whole text state: Tm, Td, T*.)
 func pageText(texts []pdf.Text) string {
 	sort.SliceStable(texts, func(i, j int) bool { return texts[i].Y > texts[j].Y })
-	var rows [][]pdf.Text
-	for _, t := range texts {
-		if n := len(rows); n > 0 && math.Abs(rows[n-1][0].Y-t.Y) <= math.Max(1, t.FontSize/3) {
-			rows[n-1] = append(rows[n-1], t)
-			continue
-		}
-		rows = append(rows, []pdf.Text{t})
-	}
 	var lines []string
-	for _, row := range rows {
+	var line strings.Builder
+	for start := 0; start < len(texts); {
+		// A row is the run of pieces within tolerance of its first.
+		end := start + 1
+		for end < len(texts) && math.Abs(texts[start].Y-texts[end].Y) <= math.Max(1, texts[end].FontSize/3) {
+			end++
+		}
+		row := texts[start:end]
+		start = end
 		sort.SliceStable(row, func(i, j int) bool { return row[i].X < row[j].X })
-		var line strings.Builder
-		end := math.Inf(-1)
+		line.Reset()
+		right, last := math.Inf(-1), rune(-1)
 		for _, w := range row {
-			if line.Len() > 0 && w.X-end > w.FontSize*0.2 && !strings.HasSuffix(line.String(), " ") && !strings.HasPrefix(w.S, " ") {
+			if line.Len() > 0 && w.X-right > w.FontSize*0.2 && last != ' ' && w.R != ' ' {
 				line.WriteByte(' ')
 			}
-			line.WriteString(w.S)
-			end = w.X + w.W
+			line.WriteRune(w.R)
+			right, last = w.X+w.W, w.R
 		}
 		if s := strings.TrimRight(line.String(), " "); s != "" {
 			lines = append(lines, s)

@@ -7,7 +7,6 @@ package pdf
 import (
 	"errors"
 	"fmt"
-	"strings"
 )
 
 // maxGState bounds the graphics state stack (q without Q): the PDF
@@ -108,11 +107,6 @@ func (p Page) Font(name string) Font {
 type Font struct {
 	V   Value
 	enc TextEncoding
-}
-
-// BaseFont returns the font's name (BaseFont property).
-func (f Font) BaseFont() string {
-	return f.V.Key("BaseFont").Name()
 }
 
 // FirstChar returns the code point of the first character in the font.
@@ -412,14 +406,14 @@ func (x matrix) mul(y matrix) matrix {
 	return z
 }
 
-// A Text represents a single piece of text drawn on a page.
+// A Text is one character drawn on a page (40 bytes: a page's text is
+// held as these until it is put in rows).
 type Text struct {
-	Font     string  // the font used
 	FontSize float64 // the font size, in points (1/72 of an inch)
 	X        float64 // the X coordinate, in points, increasing left to right
 	Y        float64 // the Y coordinate, in points, increasing bottom to top
-	W        float64 // the width of the text, in points
-	S        string  // the actual UTF-8 text
+	W        float64 // the width of the character, in points
+	R        rune    // the character
 }
 
 type gstate struct {
@@ -511,13 +505,8 @@ func (p Page) content(budget int, out *[]Text) {
 			}
 			n++
 
-			f := g.Tf.BaseFont()
-			if i := strings.Index(f, "+"); i >= 0 {
-				f = f[i+1:]
-			}
-
 			Trm := matrix{{g.Tfs * g.Th, 0, 0}, {0, g.Tfs, 0}, {0, g.Trise, 1}}.mul(g.Tm).mul(g.CTM)
-			*out = append(*out, Text{f, Trm[0][0], Trm[2][0], Trm[2][1], w0 / 1000 * Trm[0][0], string(ch)})
+			*out = append(*out, Text{Trm[0][0], Trm[2][0], Trm[2][1], w0 / 1000 * Trm[0][0], ch})
 
 			tx := w0/1000*g.Tfs + g.Tc
 			tx *= g.Th
