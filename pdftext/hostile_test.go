@@ -180,9 +180,10 @@ func (c *endsAfter) Err() error {
 	return nil
 }
 
-// TestExtractStopsWhenItsContextEnds: the parser asks its context inside
-// its loops, so an extraction ended mid-stream returns then, having
-// decoded a small part of the stream, with the context's error.
+// TestExtractStopsWhenItsContextEnds: the parser asks its context and
+// its deadline inside its loops, so an extraction ended mid-stream
+// returns then, having decoded a small part of the stream, with the
+// context's error or the time limit's.
 func TestExtractStopsWhenItsContextEnds(t *testing.T) {
 	content := strings.Repeat("1 0 0 1 0 0 cm q Q ", 4<<20/19)
 	data := pdftexttest.File(pdftexttest.Pages(pdftexttest.Stream([]byte(content), true)), "")
@@ -195,6 +196,16 @@ func TestExtractStopsWhenItsContextEnds(t *testing.T) {
 		if st.decoded > 1<<20 {
 			t.Errorf("after %d checks: decoded %d bytes of %d, want it stopped early", after, st.decoded, len(content))
 		}
+	}
+	// The time limit is checked the same way: one of a nanosecond has
+	// passed at the first check (or, on a coarse clock, at one of the
+	// thousands of checks of this stream).
+	_, st, err := extract(context.Background(), data, Limits{Time: time.Nanosecond})
+	if err == nil || !strings.Contains(err.Error(), "took longer than 1ns") {
+		t.Fatalf("with a 1ns limit: err = %v", err)
+	}
+	if st.decoded >= int64(len(content)) {
+		t.Errorf("with a 1ns limit: decoded the whole stream (%d bytes)", st.decoded)
 	}
 }
 
