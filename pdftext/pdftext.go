@@ -29,9 +29,10 @@ type Limits struct {
 
 // DefaultLimits fit a chat attachment: a model reads far less than this.
 // A page's text rarely takes 100 KiB of content stream, and a 500-page
-// book's streams together a few tens of MiB; the caps are well above, and
-// what they hold in memory at once is one 4 KiB buffer per stream plus
-// the text kept.
+// book's streams together a few tens of MiB; the caps are well above.
+// Decoding streams (4 KiB at a time), not holding them: what an
+// extraction holds is the objects it has parsed, the decoded object
+// streams, and a page's characters (40 bytes each, at most Chars).
 var DefaultLimits = Limits{Pages: 500, Chars: 1 << 20, Time: 15 * time.Second, StreamBytes: 16 << 20, FileBytes: 64 << 20}
 
 // maxObjects bounds the cross-reference table: a PDF the page may send
