@@ -156,7 +156,7 @@ func (a *App) flmInstalled(ctx context.Context) []flmModel {
 	if l == nil || l.SystemList == "" || l.ModelsDir == "" {
 		return nil
 	}
-	b, err := os.ReadFile(l.SystemList)
+	b, err := flmfiles.ReadList(l.SystemList)
 	if err != nil {
 		return nil
 	}

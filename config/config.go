@@ -46,13 +46,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/npuchat/npuchat/safefile"
 	"github.com/npuchat/npuchat/service/backend"
 )
 
@@ -329,34 +329,8 @@ func (c *Config) readSettings() error {
 // order mark that Notepad's "UTF-8 with BOM" puts first (invisible, and
 // not JSON). Everything that parses the settings file reads it here.
 func ReadSettingsFile(path string) ([]byte, error) {
-	b, err := readRegularFile(path, maxSettingsBytes)
+	b, err := safefile.ReadFile(path, maxSettingsBytes)
 	return bytes.TrimPrefix(b, []byte("\ufeff")), err
-}
-
-// readRegularFile reads a regular file of at most limit bytes. Anything
-// else is refused without blocking: a FIFO or a device at the settings
-// path would otherwise hang start-up (and the signal handlers that are
-// not installed yet).
-func readRegularFile(path string, limit int64) ([]byte, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%s); replace it with a settings file or delete it", path, fi.Mode().Type())
-	}
-	if fi.Size() > limit {
-		return nil, fmt.Errorf("%s is %d bytes, more than a settings file can be (%d)", path, fi.Size(), limit)
-	}
-	f, err := openNoBlock(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s changed into something that is not a regular file while being opened", path)
-	}
-	return io.ReadAll(io.LimitReader(f, limit))
 }
 
 // ReadSettings reads the settings file at path alone (no environment,
@@ -557,7 +531,7 @@ func hfToken(getenv Env, goos, home string) (token, from string) {
 		}
 		path = JoinOS(goos, hfHome, "token")
 	}
-	b, err := os.ReadFile(path)
+	b, err := safefile.ReadFile(path, maxTokenBytes)
 	if err != nil || strings.TrimSpace(string(b)) == "" {
 		return "", ""
 	}

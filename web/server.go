@@ -14,6 +14,7 @@ import (
 
 	"github.com/npuchat/npuchat/config"
 	"github.com/npuchat/npuchat/history"
+	"github.com/npuchat/npuchat/pdftext"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/install"
 )
@@ -81,6 +82,8 @@ type Server struct {
 	chats chatWriters
 	// bodies is the memory generation bodies being read hold (body.go).
 	bodies *bodyBudget
+	// pdfs reads PDF attachments, two at a time (attachments.go).
+	pdfs *pdftext.Extractor
 
 	// stopping is closed when shutdown begins: event streams end, and
 	// answers that fail from then on say the server is shutting down.
@@ -139,7 +142,7 @@ func NewServer(mgr *service.Manager, opts Options) (*Server, error) {
 		opts.Sessions = NewSessions("", nil)
 	}
 	end, endFn := context.WithCancelCause(context.Background())
-	return &Server{mgr: mgr, opts: opts, log: opts.Logger, sessions: opts.Sessions, stopping: make(chan struct{}), endAnswers: end, endAnswersFn: endFn, port: addrPort(opts.Addr),
+	return &Server{mgr: mgr, opts: opts, log: opts.Logger, sessions: opts.Sessions, stopping: make(chan struct{}), endAnswers: end, endAnswersFn: endFn, port: addrPort(opts.Addr), pdfs: newPDFExtractor(),
 		bodies: &bodyBudget{max: opts.QueuedBodyBytes}}, nil
 }
 

@@ -56,7 +56,7 @@ type fileJSON struct {
 // overwritten until it is fixed or removed).
 func Open(path string) (*File, error) {
 	f := &File{path: path}
-	b, err := os.ReadFile(path)
+	b, err := readFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return f, nil
 	}
