@@ -4,6 +4,7 @@ package history
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -115,5 +116,47 @@ func TestNewHandleTightensAtStart(t *testing.T) {
 	NewHandle(none, Options{})
 	if _, err := os.Stat(filepath.Dir(none)); !os.IsNotExist(err) {
 		t.Errorf("NewHandle made %s: %v", filepath.Dir(none), err)
+	}
+}
+
+// TestJournalFIFOIsSkipped: a FIFO where a killed answer's journal was
+// (another program's, or a hostile one) does not block Open for ever:
+// it is skipped and the answer keeps what the database has.
+func TestJournalFIFOIsSkipped(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "history.db")
+	st, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := st.Create(ctx, "", Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.AddUser(ctx, c.ID, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	a, err := st.StartAnswer(ctx, c.ID, "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.AppendText(ctx, a.ID, "Hello"); err != nil {
+		t.Fatal(err)
+	}
+	st.Close() // as a kill leaves it
+	journal := filepath.Join(path+"-answers", fmt.Sprint(a.ID)+suffixes[streamText])
+	if err := os.Remove(journal); err != nil {
+		t.Fatalf("no journal where the answer's was expected: %v", err)
+	}
+	if err := syscall.Mkfifo(journal, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	again, err := Open(ctx, path, Options{}) // blocked for ever before
+	if err != nil {
+		t.Fatalf("open with a FIFO journal: %v", err)
+	}
+	defer again.Close()
+	if _, err := again.Message(ctx, a.ID); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/npuchat/npuchat/safefile"
 )
 
 // The chat history, its export, the settings, the log, the library and
@@ -72,7 +74,7 @@ func NewSessions(file string, now func() time.Time) *Sessions {
 	if file == "" {
 		return s
 	}
-	b, err := os.ReadFile(file)
+	b, err := safefile.ReadFile(file, maxSessionsBytes)
 	if err != nil {
 		return s
 	}
@@ -273,3 +275,7 @@ func (s *Server) allowedPage(r *http.Request) bool {
 	}
 	return s.opts.APIKey != "" && s.keyOK(r)
 }
+
+// maxSessionsBytes caps the sessions file (a line per session, 30 days of
+// them): a FIFO, device or huge file there is read as no sessions.
+const maxSessionsBytes = 4 << 20
