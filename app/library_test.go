@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/npuchat/npuchat/engine/testmodel"
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/models/library"
 	"github.com/npuchat/npuchat/service"
-	"github.com/npuchat/npuchat/service/backend"
 )
 
 // tinyGGUF writes a small random GGUF model at path.
@@ -144,14 +144,14 @@ func TestFastFlowLMCatalogModelsEnginesAndOffers(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name        string
-		engines     []backend.Kind
+		engines     []enginekind.Kind
 		installable bool
 	}{
-		{"minicpm5:2b", []backend.Kind{backend.NPU, backend.CPU}, true},
-		{"qwen3:0.6b", []backend.Kind{backend.NPU, backend.CPU}, true},
-		{"llama3.2:1b", []backend.Kind{backend.NPU}, false},
-		{"qwen2.5-it:3b", []backend.Kind{backend.NPU}, false},
-		{"gemma3:4b", []backend.Kind{backend.NPU}, false},
+		{"minicpm5:2b", []enginekind.Kind{enginekind.NPU, enginekind.CPU}, true},
+		{"qwen3:0.6b", []enginekind.Kind{enginekind.NPU, enginekind.CPU}, true},
+		{"llama3.2:1b", []enginekind.Kind{enginekind.NPU}, false},
+		{"qwen2.5-it:3b", []enginekind.Kind{enginekind.NPU}, false},
+		{"gemma3:4b", []enginekind.Kind{enginekind.NPU}, false},
 	} {
 		if got := a.engines(tc.name); !slices.Equal(got, tc.engines) {
 			t.Errorf("%s: engines %v, want %v", tc.name, got, tc.engines)

@@ -53,7 +53,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/npuchat/npuchat/service/backend"
+	"github.com/npuchat/npuchat/enginekind"
 )
 
 // Defaults.
@@ -216,12 +216,12 @@ func Load(getenv Env, goos string) (*Config, error) {
 		c.Model = DefaultModel
 	}
 	if c.Engine == "" {
-		c.Engine = string(backend.Auto)
+		c.Engine = string(enginekind.Auto)
 	}
 	if c.QueueSize <= 0 {
 		c.QueueSize = DefaultQueueSize
 	}
-	if _, err := backend.ParseEngine(c.Engine); err != nil {
+	if _, err := enginekind.ParseEngine(c.Engine); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	ka, err := ParseKeepAlive(c.KeepAlive)

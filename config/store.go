@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/eventbus"
-	"github.com/npuchat/npuchat/service/backend"
 )
 
 // Store owns the settings while NPU Chat runs: the one place they are
@@ -180,10 +180,10 @@ func check(s Settings) error {
 	bad := func(field, format string, a ...any) error {
 		return &FieldError{Field: field, Message: fmt.Sprintf(format, a...)}
 	}
-	switch kind, err := backend.ParseEngine(s.Engine); {
+	switch kind, err := enginekind.ParseEngine(s.Engine); {
 	case err != nil:
-		return bad("engine", "engine must be one of %s, got %q", backend.EngineNames(), s.Engine)
-	case kind == backend.Remote && s.RemoteURL == "":
+		return bad("engine", "engine must be one of %s, got %q", enginekind.EngineNames(), s.Engine)
+	case kind == enginekind.Remote && s.RemoteURL == "":
 		return bad("engine", "the remote engine needs a remote server's URL (remote_url in the settings file, NPUCHAT_REMOTE_URL or --remote-url)")
 	}
 	if _, err := ParseKeepAlive(s.KeepAlive); err != nil {

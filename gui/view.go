@@ -5,8 +5,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/service"
-	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/install"
 )
 
@@ -170,9 +170,9 @@ func installFrac(st install.Status) float64 {
 }
 
 // engineLabel is a backend kind as the status line writes it.
-func engineLabel(kind backend.Kind) string {
+func engineLabel(kind enginekind.Kind) string {
 	switch kind {
-	case backend.NPU, backend.CPU:
+	case enginekind.NPU, enginekind.CPU:
 		return strings.ToUpper(string(kind))
 	case "":
 		return "?"
@@ -181,11 +181,11 @@ func engineLabel(kind backend.Kind) string {
 }
 
 // engineName is a backend kind in a sentence ("the NPU").
-func engineName(kind backend.Kind) string {
+func engineName(kind enginekind.Kind) string {
 	switch kind {
-	case backend.NPU, backend.CPU:
+	case enginekind.NPU, enginekind.CPU:
 		return strings.ToUpper(string(kind))
-	case backend.Remote:
+	case enginekind.Remote:
 		return "remote server"
 	}
 	return string(kind)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/history"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
@@ -307,7 +308,7 @@ func TestShutdownStoresTheAnswerAsInterrupted(t *testing.T) {
 	reg.Add(service.Entry{Desc: service.ModelDesc{Name: "minicpm5:2b", Installed: true}})
 	mgr := service.New(service.Options{
 		Resolve: reg.Resolve, Models: reg.Models, KeepAlive: -1,
-		NewBackend: func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
+		NewBackend: func(_ context.Context, model string, kind enginekind.Kind) (backend.Backend, error) {
 			return fake.New(fake.Options{Name: model, Kind: kind, TokenDelay: 20 * time.Millisecond,
 				Reply: func(*backend.Request) string { return strings.Repeat("word ", 500) }}), nil
 		},

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/backend/fake"
@@ -405,7 +406,7 @@ func TestShutdownEndsAnswersExplicitly(t *testing.T) {
 			reg.Add(service.Entry{Desc: service.ModelDesc{Name: "minicpm5:2b", Installed: true}})
 			mgr := service.New(service.Options{
 				Resolve: reg.Resolve, Models: reg.Models, KeepAlive: -1,
-				NewBackend: func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
+				NewBackend: func(_ context.Context, model string, kind enginekind.Kind) (backend.Backend, error) {
 					return fake.New(fake.Options{Name: model, Kind: kind, TokenDelay: 30 * time.Millisecond}), nil
 				},
 			})
@@ -474,7 +475,7 @@ func TestShutdownLetsShortAnswersFinish(t *testing.T) {
 	reg.Add(service.Entry{Desc: service.ModelDesc{Name: "minicpm5:2b", Installed: true}})
 	mgr := service.New(service.Options{
 		Resolve: reg.Resolve, Models: reg.Models, KeepAlive: -1,
-		NewBackend: func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
+		NewBackend: func(_ context.Context, model string, kind enginekind.Kind) (backend.Backend, error) {
 			return fake.New(fake.Options{Name: model, Kind: kind, TokenDelay: 50 * time.Millisecond}), nil
 		},
 	})

@@ -1,10 +1,19 @@
-// Package library keeps the model files the user added from outside NPU
-// Chat's folders (a GGUF file, a Hugging Face folder, a FastFlowLM model
-// folder), remembered in a small JSON file in the data folder, written
-// atomically; and it is the only way a path typed or browsed on the page
-// or in the tray becomes a model: Roots confines every path to the
-// user's home and the models folders, after following links, so that no
-// "..", symlink or absolute path leads outside them.
+// Package library is the one owner of NPU Chat's models: which exist,
+// where their files are, what can run each and which is current.
+// Library resolves every source once (NPU Chat's catalog and what is
+// installed of it, FastFlowLM's own model_list.json, the files the user
+// added, a --model path, what a remote server serves) into Entries,
+// keeps the current model in the settings (config.Store), and publishes
+// Changed on the process's event bus when either changes, so that the
+// tray and the page follow without polling.
+//
+// The models the user added from outside NPU Chat's folders (a GGUF
+// file, a Hugging Face folder, a FastFlowLM model folder) are
+// remembered in a small JSON file in the data folder (File), written
+// atomically; and the library is the only way a path typed or browsed
+// on the page or in the tray becomes a model: Roots confines every path
+// to the user's home and the models folders, after following links, so
+// that no "..", symlink or absolute path leads outside them.
 //
 // Forgetting a model removes it from the file only: files the user
 // added are never deleted.
@@ -31,8 +40,8 @@ const (
 	FormatFLM  = "q4nx"        // a FastFlowLM folder: config.json, model.q4nx, tokenizer
 )
 
-// Entry is one model the user added.
-type Entry struct {
+// Record is one model the user added, as library.json keeps it.
+type Record struct {
 	Name   string    `json:"name"`
 	Path   string    `json:"path"`
 	Format string    `json:"format"`
@@ -44,11 +53,11 @@ type Entry struct {
 type File struct {
 	path    string
 	mu      sync.Mutex
-	entries []Entry
+	entries []Record
 }
 
 type fileJSON struct {
-	Models []Entry `json:"models"`
+	Models []Record `json:"models"`
 }
 
 // Open reads the library file at path; a missing file is an empty
@@ -75,7 +84,7 @@ func Open(path string) (*File, error) {
 func (f *File) Path() string { return f.path }
 
 // Entries lists the added models in the order they were added.
-func (f *File) Entries() []Entry {
+func (f *File) Entries() []Record {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.entries)
@@ -83,10 +92,10 @@ func (f *File) Entries() []Entry {
 
 // Add remembers e (replacing an entry of the same name or path) and
 // writes the file.
-func (f *File) Add(e Entry) error {
+func (f *File) Add(e Record) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	next := slices.DeleteFunc(slices.Clone(f.entries), func(o Entry) bool {
+	next := slices.DeleteFunc(slices.Clone(f.entries), func(o Record) bool {
 		return strings.EqualFold(o.Name, e.Name) || o.Path == e.Path
 	})
 	next = append(next, e)
@@ -102,7 +111,7 @@ func (f *File) Add(e Entry) error {
 func (f *File) Forget(name string) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	next := slices.DeleteFunc(slices.Clone(f.entries), func(o Entry) bool { return strings.EqualFold(o.Name, name) })
+	next := slices.DeleteFunc(slices.Clone(f.entries), func(o Record) bool { return strings.EqualFold(o.Name, name) })
 	if len(next) == len(f.entries) {
 		return false, nil
 	}
@@ -113,9 +122,9 @@ func (f *File) Forget(name string) (bool, error) {
 	return true, nil
 }
 
-func (f *File) write(entries []Entry) error {
+func (f *File) write(entries []Record) error {
 	if entries == nil {
-		entries = []Entry{}
+		entries = []Record{}
 	}
 	b, err := json.MarshalIndent(fileJSON{Models: entries}, "", "  ")
 	if err != nil {
@@ -131,7 +140,7 @@ func (f *File) write(entries []Entry) error {
 }
 
 // Lookup returns the entry named name.
-func (f *File) Lookup(name string) (Entry, bool) {
+func (f *File) Lookup(name string) (Record, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, e := range f.entries {
@@ -139,5 +148,5 @@ func (f *File) Lookup(name string) (Entry, bool) {
 			return e, true
 		}
 	}
-	return Entry{}, false
+	return Record{}, false
 }

@@ -141,7 +141,7 @@ func TestFileRemembersAndForgets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Add(Entry{Name: "m", Path: model, Format: FormatGGUF, Added: time.Unix(1, 0)}); err != nil {
+	if err := f.Add(Record{Name: "m", Path: model, Format: FormatGGUF, Added: time.Unix(1, 0)}); err != nil {
 		t.Fatal(err)
 	}
 	f2, err := Open(p)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/backend/fake"
@@ -37,7 +38,7 @@ type Server struct {
 // small generated model).
 type Config struct {
 	Fake       fake.Options
-	NewBackend func(ctx context.Context, model string, kind backend.Kind) (backend.Backend, error)
+	NewBackend func(ctx context.Context, model string, kind enginekind.Kind) (backend.Backend, error)
 	Web        web.Options
 	Service    service.Options
 	// Models are the served models; default one, "minicpm5:2b", with
@@ -63,11 +64,11 @@ func Start(t testing.TB, cfg Config) *Server {
 	mo := cfg.Service
 	mo.Resolve, mo.Models = reg.Resolve, reg.Models
 	if mo.Engines == nil {
-		mo.Engines = func(string) []backend.Kind { return []backend.Kind{backend.CPU} }
+		mo.Engines = func(string) []enginekind.Kind { return []enginekind.Kind{enginekind.CPU} }
 	}
 	mo.NewBackend = cfg.NewBackend
 	if mo.NewBackend == nil {
-		mo.NewBackend = func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
+		mo.NewBackend = func(_ context.Context, model string, kind enginekind.Kind) (backend.Backend, error) {
 			fo := cfg.Fake
 			fo.Name, fo.Kind = model, kind
 			b := fake.New(fo)

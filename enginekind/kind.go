@@ -1,4 +1,13 @@
-package backend
+// Package enginekind names the engines that run a model (the backend
+// kinds: cpu, npu, remote, ...) and the engine setting's choices. It is
+// a leaf: the settings (config), the model library, the service and the
+// backends all import it, and it imports nothing of NPU Chat's.
+//
+// Adding a kind is one row in table (and its constant): the setting's
+// allow-list, its menus and its messages read the table. The app then
+// makes a backend of the new kind in its one backend constructor
+// (app.newBackend).
+package enginekind
 
 import (
 	"fmt"
@@ -26,14 +35,40 @@ const (
 // model, else the CPU. It is an engine setting, not a backend's kind.
 const Auto Kind = "auto"
 
+// row is one kind and whether a person can choose it as the engine
+// setting.
+type row struct {
+	kind    Kind
+	setting bool
+}
+
+// table is every kind, in the order the menus show the settable ones.
+func table() []row {
+	return []row{
+		{Auto, true},
+		{NPU, true},
+		{CPU, true},
+		{Remote, true},
+		{Fake, false},
+	}
+}
+
 // Engines are the engine settings a person can choose, in the order the
 // menus show them: the one list every allow-list and menu reads.
-func Engines() []Kind { return []Kind{Auto, NPU, CPU, Remote} }
+func Engines() []Kind {
+	var out []Kind
+	for _, r := range table() {
+		if r.setting {
+			out = append(out, r.kind)
+		}
+	}
+	return out
+}
 
 // EngineNames is the list of Engines for a message ("auto, npu, cpu,
 // remote").
 func EngineNames() string {
-	names := make([]string, 0, 4)
+	var names []string
 	for _, k := range Engines() {
 		names = append(names, string(k))
 	}
