@@ -25,6 +25,7 @@ import (
 	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/backend/fake"
 	"github.com/npuchat/npuchat/service/install"
+	"github.com/npuchat/npuchat/service/servicetest"
 )
 
 // The assembled app is what the tray drives, in its own types (no
@@ -79,8 +80,8 @@ func newFakeApp(cleanup func(func())) *fakeApp {
 	}
 	f.store = config.NewStore(&config.Config{SettingsPath: filepath.Join(dir, "settings.json"), Settings: config.Settings{Addr: config.DefaultAddr}})
 	cleanup(func() { f.store.Close(); os.RemoveAll(dir) })
-	reg := &service.Registry{}
-	reg.Add(service.Entry{Desc: service.ModelDesc{Name: "minicpm5:2b", Installed: true}})
+	reg := &servicetest.Registry{}
+	reg.Add(servicetest.Entry{Desc: service.ModelDesc{Name: "minicpm5:2b", Installed: true}})
 	f.mgr = service.New(service.Options{
 		Resolve:   reg.Resolve,
 		Models:    reg.Models,

@@ -30,11 +30,19 @@ type rig struct {
 func newRig(t *testing.T, engines []string, kinds map[string]fake.Options, mo Options) *rig {
 	t.Helper()
 	r := &rig{fakes: map[string][]*fake.Backend{}, opts: kinds, made: map[string]int{}}
-	reg := &Registry{}
-	reg.Add(Entry{Desc: ModelDesc{Name: "minicpm5:2b", Installed: true}, Aliases: []string{"MiniCPM5-2B-NPU2"}})
-	reg.Add(Entry{Desc: ModelDesc{Name: "other:1b", Installed: true}})
-	mo.Resolve = reg.Resolve
-	mo.Models = reg.Models
+	// Two models, as the model library resolves them: by name, alias
+	// or family.
+	names := map[string]string{"minicpm5:2b": "minicpm5:2b", "minicpm5-2b-npu2": "minicpm5:2b", "minicpm5": "minicpm5:2b",
+		"other:1b": "other:1b", "other": "other:1b"}
+	mo.Resolve = func(name string) (string, error) {
+		if n, ok := names[strings.ToLower(strings.TrimSpace(name))]; ok {
+			return n, nil
+		}
+		return "", fmt.Errorf("model %q: %w; available: minicpm5:2b, other:1b", name, ErrUnknownModel)
+	}
+	mo.Models = func() []ModelDesc {
+		return []ModelDesc{{Name: "minicpm5:2b", Installed: true}, {Name: "other:1b", Installed: true}}
+	}
 	mo.Engines = func(string) []enginekind.Kind {
 		ks := make([]enginekind.Kind, len(engines))
 		for i, e := range engines {

@@ -19,6 +19,7 @@ import (
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/backend/fake"
+	"github.com/npuchat/npuchat/service/servicetest"
 	"github.com/npuchat/npuchat/web"
 )
 
@@ -304,8 +305,8 @@ func TestRefusedEditKeepsTheConversation(t *testing.T) {
 // when the server shuts down (Quit, SIGTERM) is kept, cut, with
 // cut_reason "interrupted" (the server stopped), not "failed".
 func TestShutdownStoresTheAnswerAsInterrupted(t *testing.T) {
-	reg := &service.Registry{}
-	reg.Add(service.Entry{Desc: service.ModelDesc{Name: "minicpm5:2b", Installed: true}})
+	reg := &servicetest.Registry{}
+	reg.Add(servicetest.Entry{Desc: service.ModelDesc{Name: "minicpm5:2b", Installed: true}})
 	mgr := service.New(service.Options{
 		Resolve: reg.Resolve, Models: reg.Models, KeepAlive: -1,
 		NewBackend: func(_ context.Context, model string, kind enginekind.Kind) (backend.Backend, error) {

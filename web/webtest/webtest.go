@@ -15,6 +15,7 @@ import (
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/backend/fake"
+	"github.com/npuchat/npuchat/service/servicetest"
 	"github.com/npuchat/npuchat/web"
 )
 
@@ -43,15 +44,15 @@ type Config struct {
 	Service    service.Options
 	// Models are the served models; default one, "minicpm5:2b", with
 	// the alias "MiniCPM5-2B-NPU2".
-	Models []service.Entry
+	Models []servicetest.Entry
 }
 
 // Start starts a server; it stops when the test ends.
 func Start(t testing.TB, cfg Config) *Server {
 	t.Helper()
-	reg := &service.Registry{}
+	reg := &servicetest.Registry{}
 	if len(cfg.Models) == 0 {
-		cfg.Models = []service.Entry{{
+		cfg.Models = []servicetest.Entry{{
 			Desc: service.ModelDesc{Name: "minicpm5:2b", Installed: true, Family: "llama", ParameterSize: "2B", Quantization: "Q4_1",
 				Format: "q4nx", Size: 2023518368, ContextLength: 4096},
 			Aliases: []string{"MiniCPM5-2B-NPU2"},
