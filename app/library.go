@@ -18,17 +18,17 @@ import (
 // list, the files the user added and the settings.
 func (a *App) openLibrary(ctx context.Context) (*library.Library, error) {
 	return library.New(ctx, library.Options{
-		Catalog:   a.cat,
-		Locate:    func(name string) (*models.Installed, error) { return models.Locate(a.installConfig(), name) },
-		FLMLayout: a.flmLayout,
-		Describe:  describe,
-		File:      filepath.Join(a.cfg.DataDir, "library.json"),
-		Store:     a.settings,
-		Bus:       a.bus,
-		Home:      a.home(),
-		ModelsDir: func() string { return a.cfg.ModelsDirFor(a.settings.Get()) },
-		Now:       a.opts.Now,
-		Log:       a.log,
+		Catalog:    a.cat,
+		Locate:     func(name string) (*models.Installed, error) { return models.Locate(a.installConfig(), name) },
+		FLMLayout:  a.flmLayout,
+		Describe:   describe,
+		Store:      a.settings,
+		LegacyFile: filepath.Join(a.cfg.DataDir, "library.json"),
+		Bus:        a.bus,
+		Home:       a.home(),
+		ModelsDir:  func() string { return a.cfg.ModelsDirFor(a.settings.Get()) },
+		Now:        a.opts.Now,
+		Log:        a.log,
 	})
 }
 

@@ -111,6 +111,19 @@ type Settings struct {
 	// Chat holds the chat page's default generation settings (each
 	// conversation may override them).
 	Chat ChatDefaults `json:"chat,omitzero"`
+	// AddedModels are the model files and folders the user added to the
+	// model library (models/library keeps them; forgetting one removes
+	// it here, never its files).
+	AddedModels []AddedModel `json:"added_models,omitempty"`
+}
+
+// AddedModel is a GGUF file, Hugging Face folder or FastFlowLM folder
+// the user added to the model library, served under Name.
+type AddedModel struct {
+	Name   string    `json:"name"`
+	Path   string    `json:"path"`
+	Format string    `json:"format,omitempty"`
+	Added  time.Time `json:"added,omitzero"`
 }
 
 // ChatDefaults are the chat page's default generation settings; nil

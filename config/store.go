@@ -226,7 +226,29 @@ func check(s Settings) error {
 	if s.Threads < 0 {
 		return bad("threads", "threads must be 0 (all cores) or more, got %d", s.Threads)
 	}
+	if msg := checkAddedModels(s.AddedModels); msg != "" {
+		return bad("added_models", "%s", msg)
+	}
 	return nil
+}
+
+// checkAddedModels says what is wrong with the list of added models
+// ("" when nothing): each needs a name of its own and a whole path.
+func checkAddedModels(ms []AddedModel) string {
+	seen := map[string]bool{}
+	for _, m := range ms {
+		key := strings.ToLower(m.Name)
+		switch {
+		case strings.TrimSpace(m.Name) == "":
+			return fmt.Sprintf("the model added from %q has no name", m.Path)
+		case seen[key]:
+			return fmt.Sprintf("two added models are named %q: rename or remove one", m.Name)
+		case !filepath.IsAbs(m.Path):
+			return fmt.Sprintf("the added model %q has no whole path (%q)", m.Name, m.Path)
+		}
+		seen[key] = true
+	}
+	return ""
 }
 
 // diff lists the changes that make the settings file say after where
@@ -277,6 +299,9 @@ func diff(prefix string, before, after reflect.Value) []Change {
 func clone(s Settings) Settings {
 	if s.Origins != nil {
 		s.Origins = append([]string{}, s.Origins...)
+	}
+	if s.AddedModels != nil {
+		s.AddedModels = append([]AddedModel{}, s.AddedModels...)
 	}
 	s.Chat = ChatDefaults{Temperature: clonePtr(s.Chat.Temperature), TopP: clonePtr(s.Chat.TopP), MaxTokens: clonePtr(s.Chat.MaxTokens)}
 	return s

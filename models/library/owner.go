@@ -137,10 +137,12 @@ type Options struct {
 	// Describe reads a model's facts from its files (the CPU engine's
 	// reader); an error means the CPU engine cannot read it.
 	Describe func(path string) (Facts, error)
-	// File is the file of the models the user added (library.json).
-	File string
-	// Store holds the current model (the model setting).
+	// Store holds the current model (the model setting) and the models
+	// the user added (added_models).
 	Store *config.Store
+	// LegacyFile is the library.json of earlier versions: its models
+	// move into the store once, and it is renamed to LegacyFile+".moved".
+	LegacyFile string
 	// Bus receives Changed.
 	Bus *eventbus.Bus
 	// Home and ModelsDir are the user's home and NPU Chat's models
@@ -156,11 +158,6 @@ type Options struct {
 // concurrent use.
 type Library struct {
 	opts Options
-	// file is the models the user added; nil when it cannot be read
-	// (fileErr says why: nothing is added or forgotten until it is
-	// fixed, and the rest of the library works).
-	file    *File
-	fileErr error
 
 	// edit orders the changes (Rescan, Add, Forget, ...): each builds
 	// the next set from the last.
@@ -174,9 +171,9 @@ type Library struct {
 	current string
 }
 
-// New opens the library file and scans the sources. A library file that
-// cannot be read is logged and left alone: the other sources are listed,
-// and adding or forgetting a model says what is wrong with the file.
+// New moves the models of a legacy library file into the settings and
+// scans the sources. A legacy file that cannot be read or moved is
+// logged and left alone for a person to fix.
 func New(ctx context.Context, opts Options) (*Library, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -197,8 +194,8 @@ func New(ctx context.Context, opts Options) (*Library, error) {
 	if opts.Store != nil {
 		l.current = opts.Store.Get().Model
 	}
-	if l.file, l.fileErr = Open(opts.File); l.fileErr != nil {
-		opts.Log.Warn("model library", "err", l.fileErr)
+	if err := l.migrate(ctx); err != nil {
+		opts.Log.Warn("model library: the models added earlier stay in their old file", "err", err)
 	}
 	l.Rescan(ctx)
 	return l, nil
@@ -313,7 +310,7 @@ func (l *Library) fromFLMList(ctx context.Context) []Entry {
 	if lay == nil || lay.SystemList == "" || lay.ModelsDir == "" {
 		return nil
 	}
-	b, err := readList(lay.SystemList)
+	b, err := readFile(lay.SystemList)
 	if err != nil {
 		l.opts.Log.Warn("FastFlowLM's model list", "path", lay.SystemList, "err", err)
 		return nil
@@ -347,23 +344,55 @@ func (l *Library) fromFLMList(ctx context.Context) []Entry {
 	return out
 }
 
-// records are the models the user added (none while the file cannot be
-// read).
-func (l *Library) records() []Record {
-	if l.file == nil {
+// records are the models the user added, as the settings keep them.
+func (l *Library) records() []config.AddedModel {
+	if l.opts.Store == nil {
 		return nil
 	}
-	return l.file.Entries()
+	return l.opts.Store.Get().AddedModels
 }
 
-// readList reads a FastFlowLM model list (the one place this package
-// opens it).
-func readList(path string) ([]byte, error) { return os.ReadFile(path) }
+// editRecords changes the models the user added in the settings.
+func (l *Library) editRecords(ctx context.Context, change func([]config.AddedModel) []config.AddedModel) error {
+	if l.opts.Store == nil {
+		return errors.New("the model library keeps no settings here")
+	}
+	_, err := l.opts.Store.Update(ctx, func(s *config.Settings) error {
+		s.AddedModels = change(slices.Clone(s.AddedModels))
+		return nil
+	})
+	return err
+}
+
+// migrate moves the models of the legacy library.json into the
+// settings, once: the file is renamed after, so a model forgotten later
+// never comes back from it.
+func (l *Library) migrate(ctx context.Context) error {
+	if l.opts.LegacyFile == "" || l.opts.Store == nil {
+		return nil
+	}
+	old, err := readLegacy(l.opts.LegacyFile)
+	if err != nil || old == nil {
+		return err
+	}
+	err = l.editRecords(ctx, func(ms []config.AddedModel) []config.AddedModel {
+		for _, m := range old {
+			if !slices.ContainsFunc(ms, func(o config.AddedModel) bool { return strings.EqualFold(o.Name, m.Name) || o.Path == m.Path }) {
+				ms = append(ms, m)
+			}
+		}
+		return ms
+	})
+	if err != nil {
+		return fmt.Errorf("move %s into the settings: %w", l.opts.LegacyFile, err)
+	}
+	return os.Rename(l.opts.LegacyFile, l.opts.LegacyFile+".moved")
+}
 
 // fromFile resolves a model the user added earlier. One whose file is
 // gone stays listed with a note (it may be on a drive not mounted now)
 // and cannot be served.
-func (l *Library) fromFile(r Record) Entry {
+func (l *Library) fromFile(r config.AddedModel) Entry {
 	e := Entry{Name: r.Name, Source: SourceAdded, Path: r.Path, Format: r.Format, Remove: "forget",
 		Engines: []enginekind.Kind{enginekind.CPU}}
 	fi, err := os.Stat(r.Path)
@@ -620,10 +649,7 @@ func (l *Library) Add(ctx context.Context, path string) (Entry, error) {
 	}
 	l.edit.Lock()
 	defer l.edit.Unlock()
-	if l.file == nil {
-		return Entry{}, fmt.Errorf("the model library is not open: %w", l.fileErr)
-	}
-	for _, r := range l.file.Entries() {
+	for _, r := range l.records() {
 		if r.Path == real {
 			return l.entry(r.Name)
 		}
@@ -632,8 +658,9 @@ func (l *Library) Add(ctx context.Context, path string) (Entry, error) {
 	if err != nil {
 		return Entry{}, err
 	}
-	if err := l.file.Add(Record{Name: name, Path: real, Format: format, Added: l.opts.Now()}); err != nil {
-		return Entry{}, err
+	rec := config.AddedModel{Name: name, Path: real, Format: format, Added: l.opts.Now()}
+	if err := l.editRecords(ctx, func(ms []config.AddedModel) []config.AddedModel { return append(ms, rec) }); err != nil {
+		return Entry{}, fmt.Errorf("add %s: %w", real, err)
 	}
 	l.opts.Log.Info("model library: added", "model", name, "path", real, "format", format)
 	l.rebuild(ctx)
@@ -670,12 +697,11 @@ func (l *Library) Forget(ctx context.Context, name string) error {
 		l.extra = slices.DeleteFunc(l.extra, func(o Entry) bool { return strings.EqualFold(o.Name, name) })
 		l.mu.Unlock()
 	}
-	if l.file != nil {
-		if _, err := l.file.Forget(name); err != nil {
-			return err
-		}
-	} else if !e.ForRun {
-		return fmt.Errorf("the model library is not open: %w", l.fileErr)
+	err = l.editRecords(ctx, func(ms []config.AddedModel) []config.AddedModel {
+		return slices.DeleteFunc(ms, func(o config.AddedModel) bool { return strings.EqualFold(o.Name, name) })
+	})
+	if err != nil && !e.ForRun {
+		return fmt.Errorf("forget %s: %w", name, err)
 	}
 	l.opts.Log.Info("model library: forgot (its files stay)", "model", name, "path", e.Path)
 	l.rebuild(ctx)

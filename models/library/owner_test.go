@@ -76,11 +76,11 @@ func newRig(t *testing.T) *rig {
 			}
 			return Facts{}, errors.New("not a model the engine reads")
 		},
-		File:      filepath.Join(r.home, "data", "library.json"),
-		Store:     r.store,
-		Bus:       r.bus,
-		Home:      r.home,
-		ModelsDir: func() string { return filepath.Join(r.home, "models") },
+		Store:      r.store,
+		LegacyFile: filepath.Join(r.home, "data", "library.json"),
+		Bus:        r.bus,
+		Home:       r.home,
+		ModelsDir:  func() string { return filepath.Join(r.home, "models") },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -244,6 +244,9 @@ func TestChangedAndCurrent(t *testing.T) {
 	default:
 		t.Error("switching the model published nothing")
 	}
+	if added := r.store.Get().AddedModels; len(added) != 1 || added[0].Name != "tiny-model" || added[0].Path != gguf {
+		t.Errorf("the settings keep %+v, want the added tiny-model", added)
+	}
 	if r.lib.Current() != "tiny-model" || r.store.Get().Model != "tiny-model" {
 		t.Errorf("current %q, settings %q", r.lib.Current(), r.store.Get().Model)
 	}
@@ -256,6 +259,9 @@ func TestChangedAndCurrent(t *testing.T) {
 	}
 	if _, err := r.lib.Resolve("tiny-model"); err == nil {
 		t.Error("a forgotten model still resolves")
+	}
+	if added := r.store.Get().AddedModels; len(added) != 0 {
+		t.Errorf("the settings still keep %+v", added)
 	}
 	if err := r.lib.Forget(ctx, "qwen3:0.6b"); err == nil {
 		t.Error("FastFlowLM's model was forgotten")
