@@ -10,6 +10,7 @@ import (
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/storage"
 
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/models/library"
 	"github.com/npuchat/npuchat/service"
 )
@@ -140,20 +141,20 @@ func (c *controller) notInstallable() string {
 	return ""
 }
 
-// enginesWords says what can run a model, as the page does.
+// enginesWords says what can run a model, as the page does ("NPU and
+// CPU", "CPU only").
 func enginesWords(e []string) string {
-	npu, cpu := false, false
+	var names []string
 	for _, k := range e {
-		npu = npu || k == "npu"
-		cpu = cpu || k == "cpu"
+		names = append(names, enginekind.Kind(k).Name())
 	}
-	switch {
-	case npu && cpu:
-		return "NPU and CPU"
-	case npu:
-		return "NPU only"
+	switch len(names) {
+	case 0:
+		return "nothing here runs it"
+	case 1:
+		return names[0] + " only"
 	}
-	return "CPU only"
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 // modelsSection is the tray menu's model submenu: each installed model

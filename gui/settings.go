@@ -81,8 +81,8 @@ func newSettingsWindow(c *controller) *settingsWindow {
 
 	var labels []string
 	for _, e := range engineChoices(c.app.Engine()) {
-		labels = append(labels, e.label)
-		s.engineFor[e.label] = e.kind
+		labels = append(labels, e.Label)
+		s.engineFor[e.Label] = e.Kind
 	}
 	s.engine = widget.NewRadioGroup(labels, func(label string) {
 		if s.loading || label == "" {

@@ -43,21 +43,9 @@ const (
 	labelQuit     = "Quit"
 )
 
-// engineChoice is an engine the menu and the settings window offer.
-type engineChoice struct {
-	kind  enginekind.Kind
-	label string
-}
-
-// engineChoices are the engines offered, remote only when it is the
-// setting (it needs a URL, set on the command line).
-func engineChoices(current enginekind.Kind) []engineChoice {
-	cs := []engineChoice{{enginekind.Auto, "Auto (NPU, else CPU)"}, {enginekind.NPU, "NPU"}, {enginekind.CPU, "CPU"}}
-	if current == enginekind.Remote {
-		cs = append(cs, engineChoice{enginekind.Remote, "Remote server"})
-	}
-	return cs
-}
+// engineChoices are the engines offered (enginekind's table: remote
+// only when it is the setting, since it needs a URL set elsewhere).
+func engineChoices(current enginekind.Kind) []enginekind.Choice { return enginekind.Choices(current) }
 
 // controller is the tray: it follows the service through one
 // subscription and draws the icon, tooltip, menu and windows from one
@@ -376,8 +364,8 @@ func radioLabel(label string, chosen bool) string {
 func (c *controller) engineSection(current enginekind.Kind) []*fyne.MenuItem {
 	items := []*fyne.MenuItem{infoItem(labelEngine)}
 	for _, e := range engineChoices(current) {
-		kind := e.kind
-		items = append(items, fyne.NewMenuItem(radioLabel(e.label, current == kind), func() { c.setEngine(kind) }))
+		kind := e.Kind
+		items = append(items, fyne.NewMenuItem(radioLabel(e.Label, current == kind), func() { c.setEngine(kind) }))
 	}
 	return items
 }

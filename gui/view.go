@@ -171,25 +171,14 @@ func installFrac(st install.Status) float64 {
 
 // engineLabel is a backend kind as the status line writes it.
 func engineLabel(kind enginekind.Kind) string {
-	switch kind {
-	case enginekind.NPU, enginekind.CPU:
-		return strings.ToUpper(string(kind))
-	case "":
+	if kind == "" {
 		return "?"
 	}
-	return string(kind)
+	return kind.Short()
 }
 
 // engineName is a backend kind in a sentence ("the NPU").
-func engineName(kind enginekind.Kind) string {
-	switch kind {
-	case enginekind.NPU, enginekind.CPU:
-		return strings.ToUpper(string(kind))
-	case enginekind.Remote:
-		return "remote server"
-	}
-	return string(kind)
-}
+func engineName(kind enginekind.Kind) string { return kind.Name() }
 
 // cut shortens s to at most n characters, ending with an ellipsis, and
 // keeps it on one line.
