@@ -170,3 +170,49 @@ func TestFastFlowLMCatalogModelsEnginesAndOffers(t *testing.T) {
 		}
 	}
 }
+
+// TestLibraryChangesAreAnnounced: whatever changes the library (a model
+// added or forgotten on the page, another switched to) is announced on
+// WatchLibrary, with the current model, so that the tray never polls.
+func TestLibraryChangesAreAnnounced(t *testing.T) {
+	env := testEnv(t)
+	env["NPUCHAT_ENGINE"] = "cpu"
+	ctx := context.Background()
+	one := filepath.Join(env["HOME"], "models", "one.gguf")
+	tinyGGUF(t, one, 1)
+	a := newApp(t, env, Flags{})
+	changes, stop := a.WatchLibrary()
+	defer stop()
+	next := func(what string) library.Changed {
+		t.Helper()
+		select {
+		case c := <-changes:
+			return c
+		default:
+			t.Fatalf("%s announced nothing", what)
+		}
+		return library.Changed{}
+	}
+	if _, err := a.AddModel(ctx, filepath.Join(t.TempDir(), "x.gguf")); err == nil {
+		t.Fatal("a path outside the folders was added")
+	}
+	if _, err := a.AddModel(ctx, one); err != nil {
+		t.Fatal(err)
+	}
+	if c := next("add"); c.Current != "minicpm5:2b" {
+		t.Errorf("after the add: %+v", c)
+	}
+	if err := a.UseModel(ctx, "one"); err != nil {
+		t.Fatal(err)
+	}
+	if c := next("a switch"); c.Current != "one" || a.Model() != "one" {
+		t.Errorf("after the switch: %+v, model %q", c, a.Model())
+	}
+	if err := a.RemoveModel(ctx, "one"); err != nil {
+		t.Fatal(err)
+	}
+	next("forget")
+	if _, ok := libraryNamed(a.Library(ctx), "one"); ok {
+		t.Error("one still listed after forgetting it")
+	}
+}
