@@ -141,7 +141,12 @@ func (a *App) RemoveModel(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if m.Remove == "" {
+	switch {
+	case m.Remove == "" && m.Source == library.SourceAdded:
+		return fmt.Errorf("%s was given with --model for this run: it is not in the library, so there is nothing to remove", name)
+	case m.Remove == "" && m.Source == library.SourceRemote:
+		return fmt.Errorf("%s is served by the remote server: there is nothing to remove here", name)
+	case m.Remove == "":
 		return fmt.Errorf("%s is FastFlowLM's model (in its model list): remove it with FastFlowLM", name)
 	}
 	if st := a.mgr.Status(); st.Model == name && st.State != service.StateOff {

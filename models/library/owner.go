@@ -692,15 +692,10 @@ func (l *Library) Forget(ctx context.Context, name string) error {
 	if e.Remove != "forget" {
 		return fmt.Errorf("%s is not a model you added: it cannot be forgotten", name)
 	}
-	if e.ForRun {
-		l.mu.Lock()
-		l.extra = slices.DeleteFunc(l.extra, func(o Entry) bool { return strings.EqualFold(o.Name, name) })
-		l.mu.Unlock()
-	}
 	err = l.editRecords(ctx, func(ms []config.AddedModel) []config.AddedModel {
 		return slices.DeleteFunc(ms, func(o config.AddedModel) bool { return strings.EqualFold(o.Name, name) })
 	})
-	if err != nil && !e.ForRun {
+	if err != nil {
 		return fmt.Errorf("forget %s: %w", name, err)
 	}
 	l.opts.Log.Info("model library: forgot (its files stay)", "model", name, "path", e.Path)

@@ -324,6 +324,9 @@ func TestAddForRunAndRemote(t *testing.T) {
 	if r.store.Get().Model != "minicpm5:2b" {
 		t.Errorf("--model was saved as the model: %q", r.store.Get().Model)
 	}
+	if err := r.lib.Forget(ctx, "given"); err == nil || e.Remove != "" {
+		t.Errorf("a --model path was forgotten (%v) or is removable (%q): it is not in the settings", err, e.Remove)
+	}
 	r.lib.SetRemote(ctx, "http://bigbox:8000/v1", []string{"big:70b", "minicpm5:2b"})
 	big := r.entry(t, "big:70b")
 	if big.Source != SourceRemote || !slices.Equal(big.Engines, []enginekind.Kind{enginekind.Remote}) || big.Path != "http://bigbox:8000/v1" {
