@@ -188,9 +188,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	if a.cat, err = catalog.Load(); err != nil {
 		return fail(err)
 	}
-	if a.lib, err = a.openLibrary(ctx); err != nil {
-		return fail(err)
-	}
+	a.lib = a.openLibrary(ctx)
 	if localModel != "" {
 		if _, err := a.lib.AddForRun(ctx, localModel, opts.Flags.Name); err != nil {
 			return fail(err)

@@ -16,7 +16,7 @@ import (
 
 // openLibrary opens the model library over the catalog, FastFlowLM's
 // list, the files the user added and the settings.
-func (a *App) openLibrary(ctx context.Context) (*library.Library, error) {
+func (a *App) openLibrary(ctx context.Context) *library.Library {
 	return library.New(ctx, library.Options{
 		Catalog:    a.cat,
 		Locate:     func(name string) (*models.Installed, error) { return models.Locate(a.installConfig(), name) },

@@ -150,10 +150,7 @@ func TestLegacyLibraryFileMoves(t *testing.T) {
 		write(t, legacy, body)
 		store := config.NewStore(&config.Config{SettingsPath: filepath.Join(d, "settings.json")})
 		t.Cleanup(store.Close)
-		l, err := New(context.Background(), Options{Store: store, LegacyFile: legacy, Home: d})
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := New(context.Background(), Options{Store: store, LegacyFile: legacy, Home: d})
 		_, resolveErr := l.Resolve("m")
 		_, statErr := os.Stat(legacy)
 		if damaged {
@@ -178,10 +175,7 @@ func TestLegacyLibraryFileMoves(t *testing.T) {
 		if _, err := os.Stat(model); err != nil {
 			t.Errorf("forget deleted the model file: %v", err)
 		}
-		l2, err := New(context.Background(), Options{Store: store, LegacyFile: legacy, Home: d})
-		if err != nil {
-			t.Fatal(err)
-		}
+		l2 := New(context.Background(), Options{Store: store, LegacyFile: legacy, Home: d})
 		if _, err := l2.Resolve("m"); err == nil {
 			t.Error("a forgotten model came back from the old file")
 		}

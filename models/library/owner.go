@@ -174,7 +174,7 @@ type Library struct {
 // New moves the models of a legacy library file into the settings and
 // scans the sources. A legacy file that cannot be read or moved is
 // logged and left alone for a person to fix.
-func New(ctx context.Context, opts Options) (*Library, error) {
+func New(ctx context.Context, opts Options) *Library {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -198,7 +198,7 @@ func New(ctx context.Context, opts Options) (*Library, error) {
 		opts.Log.Warn("model library: the models added earlier stay in their old file", "err", err)
 	}
 	l.Rescan(ctx)
-	return l, nil
+	return l
 }
 
 // Rescan reads every source again (an install, an uninstall, a changed
@@ -240,10 +240,8 @@ func (l *Library) rebuild(ctx context.Context) {
 	extra := slices.Clone(l.extra)
 	l.mu.RUnlock()
 	for _, e := range extra {
-		if e.Source == SourceRemote {
-			if i := slices.IndexFunc(next, func(o Entry) bool { return o.matches(e.Name) }); i >= 0 {
-				continue
-			}
+		if e.Source == SourceRemote && slices.ContainsFunc(next, func(o Entry) bool { return o.matches(e.Name) }) {
+			continue // the library's own model of that name
 		}
 		put(e)
 	}

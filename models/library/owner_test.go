@@ -55,7 +55,7 @@ func newRig(t *testing.T) *rig {
 		t.Fatal(err)
 	}
 	r.changes = eventbus.Subscribe(r.bus, eventbus.Options[Changed]{Buffer: 64})
-	r.lib, err = New(context.Background(), Options{
+	r.lib = New(context.Background(), Options{
 		Catalog: cat,
 		Locate: func(name string) (*models.Installed, error) {
 			m, err := cat.Lookup(name)
