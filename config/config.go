@@ -52,8 +52,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/safefile"
-	"github.com/npuchat/npuchat/service/backend"
 )
 
 // Defaults.
@@ -118,6 +118,19 @@ type Settings struct {
 	// Chat holds the chat page's default generation settings (each
 	// conversation may override them).
 	Chat ChatDefaults `json:"chat,omitzero"`
+	// AddedModels are the model files and folders the user added to the
+	// model library (models/library keeps them; forgetting one removes
+	// it here, never its files).
+	AddedModels []AddedModel `json:"added_models,omitempty"`
+}
+
+// AddedModel is a GGUF file, Hugging Face folder or FastFlowLM folder
+// the user added to the model library, served under Name.
+type AddedModel struct {
+	Name   string    `json:"name"`
+	Path   string    `json:"path"`
+	Format string    `json:"format,omitempty"`
+	Added  time.Time `json:"added,omitzero"`
 }
 
 // ChatDefaults are the chat page's default generation settings; nil
@@ -223,12 +236,12 @@ func Load(getenv Env, goos string) (*Config, error) {
 		c.Model = DefaultModel
 	}
 	if c.Engine == "" {
-		c.Engine = string(backend.Auto)
+		c.Engine = string(enginekind.Auto)
 	}
 	if c.QueueSize <= 0 {
 		c.QueueSize = DefaultQueueSize
 	}
-	if _, err := backend.ParseEngine(c.Engine); err != nil {
+	if _, err := enginekind.ParseEngine(c.Engine); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	ka, err := ParseKeepAlive(c.KeepAlive)

@@ -13,9 +13,11 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/backend/fake"
+	"github.com/npuchat/npuchat/service/servicetest"
 	"github.com/npuchat/npuchat/web"
 )
 
@@ -66,12 +68,12 @@ func (l *pipeListener) dial(ctx context.Context, _, _ string) (net.Conn, error) 
 // the calling synctest bubble; it stops, and every connection it was
 // given closes, when the test ends.
 func pipeServer(t *testing.T, wo web.Options, queue int) (*service.Manager, *pipeListener, *[]net.Conn) {
-	reg := &service.Registry{}
-	reg.Add(service.Entry{Desc: service.ModelDesc{Name: "minicpm5:2b", Installed: true, ContextLength: 4096}})
+	reg := &servicetest.Registry{}
+	reg.Add(servicetest.Entry{Desc: service.ModelDesc{Name: "minicpm5:2b", Installed: true, ContextLength: 4096}})
 	mgr := service.New(service.Options{
 		Resolve: reg.Resolve, Models: reg.Models, KeepAlive: -1, QueueSize: queue,
-		Engines: func(string) []backend.Kind { return []backend.Kind{backend.CPU} },
-		NewBackend: func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
+		Engines: func(string) []enginekind.Kind { return []enginekind.Kind{enginekind.CPU} },
+		NewBackend: func(_ context.Context, model string, kind enginekind.Kind) (backend.Backend, error) {
 			return fake.New(fake.Options{Name: model, Kind: kind}), nil
 		},
 	})

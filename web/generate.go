@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/think"
@@ -128,7 +129,7 @@ type answer struct {
 	Start time.Time
 	// Backend is the kind of the backend running the request ("cpu",
 	// "npu", "remote", "fake"), known before the first piece.
-	Backend backend.Kind
+	Backend enginekind.Kind
 	// Fallback says why the preferred backend is not the one answering
 	// ("" when it is).
 	Fallback string
@@ -206,7 +207,7 @@ func (s *Server) drive(w http.ResponseWriter, r *http.Request, a *answer, c *cal
 	}
 	opts := c.opts
 	onRun := opts.OnRun
-	opts.OnRun = func(kind backend.Kind, fallback string) {
+	opts.OnRun = func(kind enginekind.Kind, fallback string) {
 		a.Backend, a.Fallback = kind, fallback
 		if onRun != nil {
 			onRun(kind, fallback)

@@ -14,9 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/backend/fake"
+	"github.com/npuchat/npuchat/service/servicetest"
 	"github.com/npuchat/npuchat/web"
 )
 
@@ -403,11 +405,11 @@ func TestShutdownEndsAnswersExplicitly(t *testing.T) {
 	}
 	for _, c := range running {
 		t.Run(c.name, func(t *testing.T) {
-			reg := &service.Registry{}
-			reg.Add(service.Entry{Desc: service.ModelDesc{Name: "minicpm5:2b", Installed: true}})
+			reg := &servicetest.Registry{}
+			reg.Add(servicetest.Entry{Desc: service.ModelDesc{Name: "minicpm5:2b", Installed: true}})
 			mgr := service.New(service.Options{
 				Resolve: reg.Resolve, Models: reg.Models, KeepAlive: -1,
-				NewBackend: func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
+				NewBackend: func(_ context.Context, model string, kind enginekind.Kind) (backend.Backend, error) {
 					return fake.New(fake.Options{Name: model, Kind: kind, TokenDelay: 30 * time.Millisecond}), nil
 				},
 			})
@@ -472,11 +474,11 @@ func TestShutdownEndsAnswersExplicitly(t *testing.T) {
 // TestShutdownLetsShortAnswersFinish: an answer that ends within the
 // grace is sent whole.
 func TestShutdownLetsShortAnswersFinish(t *testing.T) {
-	reg := &service.Registry{}
-	reg.Add(service.Entry{Desc: service.ModelDesc{Name: "minicpm5:2b", Installed: true}})
+	reg := &servicetest.Registry{}
+	reg.Add(servicetest.Entry{Desc: service.ModelDesc{Name: "minicpm5:2b", Installed: true}})
 	mgr := service.New(service.Options{
 		Resolve: reg.Resolve, Models: reg.Models, KeepAlive: -1,
-		NewBackend: func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
+		NewBackend: func(_ context.Context, model string, kind enginekind.Kind) (backend.Backend, error) {
 			return fake.New(fake.Options{Name: model, Kind: kind, TokenDelay: 50 * time.Millisecond}), nil
 		},
 	})

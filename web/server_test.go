@@ -18,6 +18,7 @@ import (
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/backend/fake"
+	"github.com/npuchat/npuchat/service/servicetest"
 	"github.com/npuchat/npuchat/web"
 	"github.com/npuchat/npuchat/web/webtest"
 )
@@ -717,7 +718,7 @@ func TestOllamaShowHasTheCLIsKeys(t *testing.T) {
 // answer (installed models), not the catalog's offers, which a client
 // that picks the first listed model would otherwise pick and fail with.
 func TestModelListsOnlyInstalled(t *testing.T) {
-	ts := webtest.Start(t, webtest.Config{Models: []service.Entry{
+	ts := webtest.Start(t, webtest.Config{Models: []servicetest.Entry{
 		{Desc: service.ModelDesc{Name: "qwen3:0.6b", Installed: true, Format: "q4nx"}},
 		{Desc: service.ModelDesc{Name: "minicpm5:2b"}},
 		{Desc: service.ModelDesc{Name: "llama3.2:1b"}},

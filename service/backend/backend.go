@@ -12,6 +12,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/npuchat/npuchat/enginekind"
 )
 
 // Backend runs one model. A Backend is made for one model by its package's
@@ -24,7 +26,7 @@ import (
 type Backend interface {
 	// Kind names the backend for people and logs (CPU, NPU, Remote or
 	// Fake).
-	Kind() Kind
+	Kind() enginekind.Kind
 	// Load makes the model ready to generate. It reports progress through
 	// progress (which may be nil) and returns when the model is ready or
 	// loading failed. A cancelled ctx abandons loading.
@@ -195,7 +197,7 @@ type Result struct {
 	DraftTokens, DraftAccepted int
 	// Backend is the Kind of the backend that produced the answer (the
 	// service sets it when it falls back from one backend to another).
-	Backend Kind
+	Backend enginekind.Kind
 	// Fallback says why the preferred backend did not produce the
 	// answer ("" when it did); set by the service.
 	Fallback string

@@ -20,6 +20,7 @@ import (
 	"github.com/npuchat/npuchat/engine/chat"
 	"github.com/npuchat/npuchat/engine/grammar"
 	"github.com/npuchat/npuchat/engine/tokenizer"
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/service/backend"
 )
 
@@ -279,7 +280,7 @@ func (b *Backend) CacheStats() backend.CacheStats {
 func New(opts Options) *Backend { return &Backend{opts: opts} }
 
 // Kind implements backend.Backend.
-func (b *Backend) Kind() backend.Kind { return backend.CPU }
+func (b *Backend) Kind() enginekind.Kind { return enginekind.CPU }
 
 // Load implements backend.Backend: it maps the weights and reads the
 // tokenizer and chat template next to them (or inside a GGUF file).
@@ -560,7 +561,7 @@ func renderOpts(b *Backend, req *backend.Request) chat.RenderOptions {
 func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(backend.Token) error) (res backend.Result, err error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	res.Backend = backend.CPU
+	res.Backend = enginekind.CPU
 	if b.model == nil {
 		return res, backend.ErrNotLoaded
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/npuchat/npuchat/engine"
 	"github.com/npuchat/npuchat/engine/sample"
 	"github.com/npuchat/npuchat/engine/tokenizer"
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/service/backend"
 )
 
@@ -35,12 +36,12 @@ func (b *Backend) GenerateTokens(ctx context.Context, prompt []int, req *backend
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if b.model == nil {
-		return backend.Result{Backend: backend.CPU}, backend.ErrNotLoaded
+		return backend.Result{Backend: enginekind.CPU}, backend.ErrNotLoaded
 	}
 	if vocab := b.model.Config().VocabSize; vocab > 0 {
 		for _, id := range prompt {
 			if id < 0 || id >= vocab {
-				return backend.Result{Backend: backend.CPU}, fmt.Errorf("token id %d is outside the vocabulary (0..%d): %w", id, vocab-1, backend.ErrBadRequest)
+				return backend.Result{Backend: enginekind.CPU}, fmt.Errorf("token id %d is outside the vocabulary (0..%d): %w", id, vocab-1, backend.ErrBadRequest)
 			}
 		}
 	}
@@ -52,7 +53,7 @@ func (b *Backend) GenerateTokens(ctx context.Context, prompt []int, req *backend
 // (b.run), its steps computed with theirs (b.sched). b.mu must be held
 // (for reading) and the model loaded.
 func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Request, obs Observer, emit func(backend.Token) error) (res backend.Result, err error) {
-	res.Backend = backend.CPU
+	res.Backend = enginekind.CPU
 	res.PromptTokens = len(ids)
 	// the request's own context, at most the loaded one
 	limit := backend.ContextFor(req, b.maxCtx)
