@@ -16,7 +16,7 @@
 //	NPUCHAT_CONFIG     settings file path
 //	NPUCHAT_API_KEY    require this Bearer key on the API
 //	NPUCHAT_ORIGINS    extra allowed browser origins, comma separated
-//	NPUCHAT_ENGINE     auto, npu, cpu or remote
+//	NPUCHAT_ENGINE     auto, npu, oflm, flm, cpu or remote
 //	NPUCHAT_REMOTE_URL base URL of a remote OpenAI-compatible server
 //	NPUCHAT_KEEP_ALIVE idle time before the model is unloaded (e.g. 5m, -1 = never)
 //	NPUCHAT_LOG_LEVEL  debug, info, warn or error
@@ -70,7 +70,7 @@ const (
 type Settings struct {
 	Addr      string `json:"addr,omitempty"`
 	Model     string `json:"model,omitempty"`      // model served by default
-	Engine    string `json:"engine,omitempty"`     // auto, npu, cpu, remote
+	Engine    string `json:"engine,omitempty"`     // auto, npu, oflm, flm, cpu, remote
 	RemoteURL string `json:"remote_url,omitempty"` // for the remote engine
 	RemoteKey string `json:"remote_key,omitempty"` // Bearer key for the remote engine
 	KeepAlive string `json:"keep_alive,omitempty"` // Go duration; "-1" or "-1s" keeps it loaded

@@ -26,8 +26,16 @@ type Kind string
 const (
 	// CPU is the in-process engine (service/cpu).
 	CPU Kind = "cpu"
-	// NPU is FastFlowLM on the NPU, as a child process (npu/flm).
+	// NPU is FastFlowLM on the NPU, as a child process (npu/flm). As the
+	// engine setting it means the NPU by whichever route serves the
+	// model (OFLM or FastFlowLM): see Routes.
 	NPU Kind = "npu"
+	// OFLM is OpenFlowLM-Next (oflm) on the NPU, as a child process
+	// (npu/oflm): the route that decodes MiniCPM5-2B there.
+	OFLM Kind = "oflm"
+	// FLM is the engine setting that forces the FastFlowLM route; its
+	// backend's kind is NPU.
+	FLM Kind = "flm"
 	// Remote is an OpenAI-compatible server a person names (oaicompat).
 	Remote Kind = "remote"
 	// Fake is the scripted backend of the tests (backend/fake).
@@ -49,16 +57,22 @@ type row struct {
 	// label is its line in the tray's Engine menu; short its name in the
 	// status line; name its name in a sentence.
 	label, short, name string
+	// routes are the backend kinds the setting runs a model on (nil: the
+	// kind itself); npu marks a backend kind that runs on the NPU.
+	routes []Kind
+	npu    bool
 }
 
 // table is every kind, in the order the menus show the settable ones.
 func table() []row {
 	return []row{
-		{Auto, true, true, "Auto (NPU, else CPU)", "auto", "auto"},
-		{NPU, true, true, "NPU", "NPU", "NPU"},
-		{CPU, true, true, "CPU", "CPU", "CPU"},
-		{Remote, true, false, "Remote server", "remote", "remote server"},
-		{Fake, false, false, "Fake", "fake", "fake engine"},
+		{kind: Auto, setting: true, menu: true, label: "Auto (NPU, else CPU)", short: "auto", name: "auto"},
+		{kind: NPU, setting: true, menu: true, label: "NPU", short: "NPU", name: "NPU", routes: []Kind{OFLM, NPU}, npu: true},
+		{kind: OFLM, setting: true, menu: true, label: "NPU (oflm)", short: "NPU (oflm)", name: "NPU through oflm", npu: true},
+		{kind: FLM, setting: true, menu: true, label: "NPU (FastFlowLM)", short: "NPU (FastFlowLM)", name: "NPU through FastFlowLM", routes: []Kind{NPU}},
+		{kind: CPU, setting: true, menu: true, label: "CPU", short: "CPU", name: "CPU"},
+		{kind: Remote, setting: true, label: "Remote server", short: "remote", name: "remote server"},
+		{kind: Fake, label: "Fake", short: "fake", name: "fake engine"},
 	}
 }
 
@@ -77,6 +91,23 @@ func (k Kind) Short() string { return lookup(k).short }
 
 // Name is the kind's name in a sentence ("NPU", "remote server").
 func (k Kind) Name() string { return lookup(k).name }
+
+// Routes are the backend kinds an engine setting runs a model on, best
+// first: NPU is every NPU route (OFLM, then FastFlowLM's), FLM is
+// FastFlowLM's (kind NPU), any other kind is itself. Auto has none of
+// its own (everything that can run the model).
+func (k Kind) Routes() []Kind {
+	if k == Auto {
+		return nil
+	}
+	if r := lookup(k); r.routes != nil {
+		return append([]Kind(nil), r.routes...)
+	}
+	return []Kind{k}
+}
+
+// OnNPU reports whether a backend of kind k runs on the NPU.
+func (k Kind) OnNPU() bool { return lookup(k).npu }
 
 // Choice is an engine setting the tray's Engine menu offers.
 type Choice struct {
@@ -108,8 +139,8 @@ func Engines() []Kind {
 	return out
 }
 
-// EngineNames is the list of Engines for a message ("auto, npu, cpu,
-// remote").
+// EngineNames is the list of Engines for a message ("auto, npu, oflm,
+// flm, cpu, remote").
 func EngineNames() string {
 	var names []string
 	for _, k := range Engines() {

@@ -26,7 +26,7 @@ type App interface {
 	// StopModel switches the model off.
 	StopModel(ctx context.Context) error
 
-	// Engine is the engine setting: auto, npu, cpu or remote.
+	// Engine is the engine setting: one of enginekind.Engines.
 	Engine() enginekind.Kind
 	// SetEngine changes and saves the engine setting.
 	SetEngine(ctx context.Context, kind enginekind.Kind) error

@@ -45,7 +45,7 @@ func TestSettingsAPI(t *testing.T) {
 		t.Fatalf("%d updates for one PUT", store.updates)
 	}
 	for _, bad := range []struct{ body, want string }{
-		{`{"engine": "gpu"}`, "engine must be one of auto, npu, cpu, remote"},
+		{`{"engine": "gpu"}`, "engine must be one of auto, npu, oflm, flm, cpu, remote"},
 		{`{"engine": "remote"}`, "needs a remote server's URL"},
 		{`{"keep_alive": "soon"}`, "write a duration such as 5m"},
 		{`{"chat": {"top_p": 3}}`, "top_p must be between 0 and 1"},

@@ -16,7 +16,7 @@ func serverFlags(fs *flag.FlagSet) *app.Flags {
 	fs.StringVar(&f.Addr, "addr", "", "address to listen on (default $NPUCHAT_ADDR or 127.0.0.1:8001)")
 	fs.StringVar(&f.Model, "model", "", "model to serve: a catalog name such as minicpm5:2b, or a GGUF file, Hugging Face folder or FastFlowLM model folder")
 	fs.StringVar(&f.Name, "name", "", "name to serve a --model file or folder under (default: its base name)")
-	fs.StringVar(&f.Engine, "engine", "", "engine: auto, npu, cpu or remote (default $NPUCHAT_ENGINE or auto)")
+	fs.StringVar(&f.Engine, "engine", "", "engine: auto, npu (whichever NPU route serves the model), oflm or flm (one NPU route), cpu or remote (default $NPUCHAT_ENGINE or auto)")
 	fs.StringVar(&f.RemoteURL, "remote-url", "", "base URL of an OpenAI-compatible server, for --engine remote")
 	fs.StringVar(&f.KeepAlive, "keep-alive", "", "how long an idle model stays loaded, e.g. 5m; -1 keeps it loaded")
 	fs.StringVar(&f.KVCacheType, "kv-cache-type", "", "how the CPU engine keeps keys and values: f32 (default, llama.cpp-exact), f16 (half the memory) or q8_0 (8-bit, twice f16's tokens)")

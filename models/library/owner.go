@@ -65,6 +65,9 @@ type Entry struct {
 	Port catalog.Port
 	// FLM is how FastFlowLM serves it; nil when FastFlowLM cannot.
 	FLM *FLMRoute
+	// OFLM is how oflm serves it (Options.OFLM); nil when oflm is not
+	// found or no prepared folder verifies.
+	OFLM *OFLMRoute
 	// Catalog is its catalog entry (nil for other sources).
 	Catalog *catalog.Model
 	// Facts are what the engine read from its files (Options.Describe).
@@ -87,6 +90,13 @@ type FLMRoute struct {
 	Bytes int64
 }
 
+// OFLMRoute is how oflm (OpenFlowLM-Next) serves a model: the folder
+// its weights were prepared in (models/oflm.Convert).
+type OFLMRoute struct {
+	// Exe is the oflm found; Dir the prepared folder.
+	Exe, Dir string
+}
+
 // Facts are what the engine reads from a model's files without loading
 // it.
 type Facts struct {
@@ -98,11 +108,18 @@ type Facts struct {
 }
 
 // EnginesFor are the engines to try for the model under an engine
-// setting, best first: what can run it (Auto), the setting when it can,
+// setting, best first: what can run it (Auto), the setting's routes
+// that can (enginekind.Kind.Routes: npu is every NPU route, oflm first),
 // else what can (a local file on the CPU whatever the setting).
 func (e Entry) EnginesFor(setting enginekind.Kind) []enginekind.Kind {
-	if setting != enginekind.Auto && slices.Contains(e.Engines, setting) {
-		return []enginekind.Kind{setting}
+	var out []enginekind.Kind
+	for _, k := range setting.Routes() {
+		if slices.Contains(e.Engines, k) {
+			out = append(out, k)
+		}
+	}
+	if len(out) > 0 {
+		return out
 	}
 	return slices.Clone(e.Engines)
 }
@@ -134,6 +151,9 @@ type Options struct {
 	// FLMLayout is FastFlowLM's layout, nil when FastFlowLM is not
 	// found (its own models are then not listed).
 	FLMLayout func(ctx context.Context) *flm.Layout
+	// OFLM is the oflm route of a catalog model, nil when there is none
+	// (oflm not found, or no prepared folder that verifies); nil: never.
+	OFLM func(name string) *OFLMRoute
 	// Describe reads a model's facts from its files (the CPU engine's
 	// reader); an error means the CPU engine cannot read it.
 	Describe func(path string) (Facts, error)
@@ -261,8 +281,21 @@ func (l *Library) rebuild(ctx context.Context) {
 	}
 }
 
-// fromCatalog resolves a catalog model: installed or not, and where.
+// fromCatalog resolves a catalog model: installed or not, and where;
+// oflm, when it serves the model, first among its engines.
 func (l *Library) fromCatalog(m *catalog.Model) Entry {
+	e := l.fromCatalogFiles(m)
+	if l.opts.OFLM != nil {
+		if r := l.opts.OFLM(m.Name); r != nil {
+			e.OFLM = r
+			e.Engines = append([]enginekind.Kind{enginekind.OFLM}, slices.DeleteFunc(e.Engines, func(k enginekind.Kind) bool { return k == enginekind.OFLM })...)
+		}
+	}
+	return e
+}
+
+// fromCatalogFiles resolves a catalog model's own files.
+func (l *Library) fromCatalogFiles(m *catalog.Model) Entry {
 	e := Entry{Name: m.Name, Aliases: []string{m.FLMName()}, Source: SourceNPUChat, Catalog: m, Description: m.Description,
 		Family: m.Family, ParameterSize: strings.ToUpper(m.Size), ContextLength: m.FLMContext(),
 		FLM: &FLMRoute{Tag: m.FLMTag(), Folder: m.FLMName(), Bytes: m.FLMBytes()}, Remove: "uninstall"}

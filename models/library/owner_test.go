@@ -28,6 +28,8 @@ type rig struct {
 	bus             *eventbus.Bus
 	lib             *Library
 	changes         *eventbus.Subscriber[Changed]
+	// oflm is the oflm route Options.OFLM gives minicpm5:2b (nil: none).
+	oflm *OFLMRoute
 }
 
 func newRig(t *testing.T) *rig {
@@ -66,6 +68,12 @@ func newRig(t *testing.T) *rig {
 				return nil, errors.New(name + " is not installed: run npuchat install " + name)
 			}
 			return &models.Installed{Model: m, Dir: port, Format: "flm-q4nx", Weights: []string{"model.q4nx"}}, nil
+		},
+		OFLM: func(name string) *OFLMRoute {
+			if name != "minicpm5:2b" {
+				return nil
+			}
+			return r.oflm
 		},
 		FLMLayout: func(context.Context) *flm.Layout {
 			return &flm.Layout{Exe: "/usr/bin/flm", ModelsDir: r.flmModels, SystemList: filepath.Join(r.home, "flm", "model_list.json")}
@@ -171,6 +179,7 @@ func TestEnginesFor(t *testing.T) {
 	both := Entry{Engines: []enginekind.Kind{enginekind.NPU, enginekind.CPU}}
 	npuOnly := Entry{Engines: []enginekind.Kind{enginekind.NPU}}
 	cpuOnly := Entry{Engines: []enginekind.Kind{enginekind.CPU}}
+	all := Entry{Engines: []enginekind.Kind{enginekind.OFLM, enginekind.NPU, enginekind.CPU}}
 	for _, tc := range []struct {
 		e       Entry
 		setting enginekind.Kind
@@ -182,10 +191,57 @@ func TestEnginesFor(t *testing.T) {
 		{npuOnly, enginekind.CPU, []enginekind.Kind{enginekind.NPU}},
 		{cpuOnly, enginekind.NPU, []enginekind.Kind{enginekind.CPU}},
 		{cpuOnly, enginekind.Auto, []enginekind.Kind{enginekind.CPU}},
+		{all, enginekind.Auto, []enginekind.Kind{enginekind.OFLM, enginekind.NPU, enginekind.CPU}},
+		{all, enginekind.NPU, []enginekind.Kind{enginekind.OFLM, enginekind.NPU}},
+		{all, enginekind.OFLM, []enginekind.Kind{enginekind.OFLM}},
+		{all, enginekind.FLM, []enginekind.Kind{enginekind.NPU}},
+		{all, enginekind.CPU, []enginekind.Kind{enginekind.CPU}},
+		{both, enginekind.NPU, []enginekind.Kind{enginekind.NPU}},
+		{both, enginekind.FLM, []enginekind.Kind{enginekind.NPU}},
+		{both, enginekind.OFLM, []enginekind.Kind{enginekind.NPU, enginekind.CPU}},
+		{cpuOnly, enginekind.OFLM, []enginekind.Kind{enginekind.CPU}},
 	} {
 		if got := tc.e.EnginesFor(tc.setting); !slices.Equal(got, tc.want) {
 			t.Errorf("%v under %s: %v, want %v", tc.e.Engines, tc.setting, got, tc.want)
 		}
+	}
+}
+
+// TestOFLMRoute: when Options.OFLM gives minicpm5:2b a route (oflm found,
+// its prepared folder verified), oflm comes first among the engines that
+// can run it and a rescan says so; when the route goes, so does oflm.
+func TestOFLMRoute(t *testing.T) {
+	r := newRig(t)
+	r.installed = true
+	r.lib.Rescan(context.Background())
+	r.drain()
+	if e := r.entry(t, "minicpm5:2b"); e.OFLM != nil || slices.Contains(e.Engines, enginekind.OFLM) {
+		t.Fatalf("no route, yet %+v", e)
+	}
+	r.oflm = &OFLMRoute{Exe: "/usr/bin/oflm", Dir: filepath.Join(r.home, "oflm", "models", "MiniCPM5-2B-NPU2")}
+	r.lib.Rescan(context.Background())
+	if r.drain() == 0 {
+		t.Error("the new route was not published")
+	}
+	e := r.entry(t, "minicpm5:2b")
+	if e.OFLM == nil || e.OFLM.Dir != r.oflm.Dir || !slices.Equal(e.Engines, []enginekind.Kind{enginekind.OFLM, enginekind.NPU, enginekind.CPU}) {
+		t.Fatalf("with the route: %+v", e)
+	}
+	if !slices.Equal(e.Model().Engines, []string{"oflm", "npu", "cpu"}) {
+		t.Errorf("the page's engines: %v", e.Model().Engines)
+	}
+	if q := r.entry(t, "qwen3:0.6b"); slices.Contains(q.Engines, enginekind.OFLM) {
+		t.Errorf("qwen3:0.6b got the oflm route: %v", q.Engines)
+	}
+	r.installed = false // not installed for FastFlowLM: the prepared folder still serves
+	r.lib.Rescan(context.Background())
+	if e := r.entry(t, "minicpm5:2b"); e.OFLM == nil || e.Engines[0] != enginekind.OFLM {
+		t.Errorf("not installed for FastFlowLM: %+v", e)
+	}
+	r.oflm = nil
+	r.lib.Rescan(context.Background())
+	if e := r.entry(t, "minicpm5:2b"); e.OFLM != nil || slices.Contains(e.Engines, enginekind.OFLM) {
+		t.Errorf("the route is gone, yet %+v", e)
 	}
 }
 
