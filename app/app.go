@@ -26,6 +26,7 @@ import (
 	"github.com/npuchat/npuchat/models/catalog"
 	flmfiles "github.com/npuchat/npuchat/models/flm"
 	"github.com/npuchat/npuchat/npu/flm"
+	"github.com/npuchat/npuchat/npu/oflm"
 	"github.com/npuchat/npuchat/npu/xrt"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/cpu"
@@ -46,6 +47,9 @@ type Flags struct {
 	RemoteURL string
 	KeepAlive string
 	FLMRoot   string
+	// OFLM is the oflm executable to run instead of finding it (PATH,
+	// then its packaged locations).
+	OFLM string
 	// KVCacheType overrides the kv_cache_type setting for this run.
 	KVCacheType string
 	// Speculative overrides the speculative setting for this run.
@@ -111,12 +115,17 @@ type App struct {
 	lib        *library.Library
 	layoutOnce sync.Once
 	layout     *flmfiles.Layout
-	// flmLog receives FastFlowLM's output (logs/flm.log).
-	flmLog io.WriteCloser
+	// flmLog receives FastFlowLM's output (logs/flm.log), oflmLog oflm's
+	// (logs/oflm.log).
+	flmLog, oflmLog io.WriteCloser
 	// closeLog closes the log file (nil with Options.Logger).
 	closeLog func()
 	// lastNPU is the FastFlowLM backend made last, for its process id.
 	lastNPU atomic.Pointer[flm.Backend]
+	// lastOFLM is the oflm backend made last; preparing is set while
+	// StartPrepareOFLM runs.
+	lastOFLM  atomic.Pointer[oflm.Backend]
+	preparing atomic.Bool
 	// login is the launch-at-login entry.
 	login autostart.Entry
 	// settings owns the settings (config.Store): the page and the tray
@@ -183,6 +192,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		a.login = autostart.ForOS(opts.GOOS, opts.Getenv)
 	}
 	a.flmLog = &lumberjack.Logger{Filename: filepath.Join(cfg.LogDir, "flm.log"), MaxSize: 10, MaxBackups: 3}
+	a.oflmLog = &lumberjack.Logger{Filename: filepath.Join(cfg.LogDir, "oflm.log"), MaxSize: 10, MaxBackups: 3}
 	fail := func(err error) (*App, error) {
 		a.closeFiles()
 		return nil, err
@@ -477,6 +487,7 @@ func (a *App) closeFiles() {
 		a.history.Close()
 	}
 	a.flmLog.Close()
+	a.oflmLog.Close()
 	if a.closeLog != nil {
 		a.closeLog()
 	}

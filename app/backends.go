@@ -55,7 +55,7 @@ func (a *App) capabilities(model string) []string {
 	var caps []string
 	for _, kind := range a.engines(model) {
 		switch kind {
-		case enginekind.NPU:
+		case enginekind.NPU, enginekind.OFLM:
 			caps = append(caps, flm.Capabilities()...)
 		case enginekind.Remote:
 			caps = append(caps, oaicompat.RemoteCapabilities()...)
@@ -104,6 +104,8 @@ func (a *App) newBackend(ctx context.Context, e library.Entry, s config.Settings
 			MaxContext: s.ContextLength, Parallel: s.Parallel, KVCacheType: s.KVCacheType, Speculative: engine.Speculative(s.Speculative)}), nil
 	case enginekind.NPU:
 		return a.newNPUBackend(ctx, e)
+	case enginekind.OFLM:
+		return a.newOFLMBackend(ctx, e)
 	case enginekind.Remote:
 		return oaicompat.New(oaicompat.Options{BaseURL: s.RemoteURL, APIKey: s.RemoteKey, Model: e.Name, Kind: enginekind.Remote})
 	default:

@@ -21,6 +21,7 @@ func (a *App) openLibrary(ctx context.Context) *library.Library {
 		Catalog:    a.cat,
 		Locate:     func(name string) (*models.Installed, error) { return models.Locate(a.installConfig(), name) },
 		FLMLayout:  a.flmLayout,
+		OFLM:       a.oflmRoute,
 		Describe:   describe,
 		Store:      a.settings,
 		LegacyFile: filepath.Join(a.cfg.DataDir, "library.json"),
@@ -90,6 +91,7 @@ func (a *App) Library(ctx context.Context) []library.Model {
 		if st.Model == m.Name && (st.State == service.StateOn || st.State == service.StateLoading) {
 			m.Loaded, m.State = true, string(st.State)
 		}
+		m.OFLM = a.oflmOffer(ctx, e)
 		out = append(out, m)
 	}
 	return out

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/npuchat/npuchat/app"
@@ -23,13 +24,16 @@ func serverFlags(fs *flag.FlagSet) *app.Flags {
 	fs.StringVar(&f.Speculative, "speculative", "", "how the CPU engine decodes: auto (guess tokens ahead from the text so far and check them in one step: the same answer) or off (default: the setting, else off)")
 	fs.StringVar(&f.Parallel, "parallel", "", "requests the CPU engine answers at once, decoded together: 0 automatic (as many as the KV memory holds, at most 4) or 1 to 16 (default: the setting)")
 	fs.StringVar(&f.FLMRoot, "flm-root", "", "FastFlowLM folder to use instead of looking for it (a portable copy)")
+	fs.StringVar(&f.OFLM, "oflm", "", "the oflm (OpenFlowLM-Next) executable to run instead of finding it on PATH or where its packages install it")
 	return f
 }
 
-// appOptions are the app's options for this process.
-func appOptions(env *Env, flags app.Flags) app.Options {
-	opts := app.Options{Getenv: env.Getenv, Flags: flags, Version: version, Stderr: env.Stderr, Executable: env.Executable}
-	if env.Executable != "" {
+// appOptions are the app's options for this process; sysroot, when
+// set, is a tree `npuchat check --record` wrote, read for the NPU route
+// instead of this machine (XRT is then not probed either).
+func appOptions(env *Env, flags app.Flags, sysroot string) app.Options {
+	opts := app.Options{Getenv: env.Getenv, Flags: flags, Version: version, Stderr: env.Stderr, Executable: env.Executable, NPUSysroot: sysroot}
+	if env.Executable != "" && sysroot == "" {
 		// The XRT probe runs in a child (this program), so that a
 		// crashing XRT cannot take the server down.
 		opts.XRT = xrt.ChildProber{Command: []string{env.Executable, "check", xrtProbeChild}}
@@ -44,6 +48,7 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 	fs.SetOutput(env.Stderr)
 	flags := serverFlags(fs)
 	lazy := fs.Bool("lazy", false, "load the model on the first request instead of at start")
+	sysroot := fs.String("sysroot", "", "a tree recorded by `npuchat check --record` stands in for this machine's NPU device, driver and system files (the check, registration and serving of the NPU routes); flm and oflm are still found as usual")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -51,12 +56,18 @@ func runServe(ctx context.Context, env *Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "npuchat serve: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	return serve(ctx, env, *flags, *lazy)
+	if *sysroot != "" {
+		if fi, err := os.Stat(*sysroot); err != nil || !fi.IsDir() {
+			fmt.Fprintf(env.Stderr, "npuchat serve: --sysroot %s is not a folder; give one `npuchat check --record DIR` wrote\n", *sysroot)
+			return 2
+		}
+	}
+	return serve(ctx, env, *flags, *lazy, *sysroot)
 }
 
-// serve runs the app headless until ctx ends.
-func serve(ctx context.Context, env *Env, flags app.Flags, lazy bool) int {
-	a, err := app.New(ctx, appOptions(env, flags))
+// serve runs the app headless until ctx ends (sysroot: see appOptions).
+func serve(ctx context.Context, env *Env, flags app.Flags, lazy bool, sysroot string) int {
+	a, err := app.New(ctx, appOptions(env, flags, sysroot))
 	if err != nil {
 		fmt.Fprintln(env.Stderr, "npuchat serve:", err)
 		return 2

@@ -32,7 +32,7 @@ func runDefault(ctx context.Context, env *Env, args []string) int {
 	}
 	if !hasDisplay(env.GOOS, env.Getenv) {
 		fynelocale.Undo() // no GUI: the environment as it was (see the package)
-		return serve(ctx, env, *flags, *lazy)
+		return serve(ctx, env, *flags, *lazy, "")
 	}
 	var given []string // serve's flags on the command line, for a second launch to name
 	fs.Visit(func(f *flag.Flag) {
@@ -107,7 +107,7 @@ func runTray(ctx context.Context, env *Env, flags app.Flags, hidden bool, given 
 		a.Logger().Info("a second launch asked for the chat")
 		return a.OpenChatWhenServing(ctx)
 	})
-	a, startErr = app.New(ctx, appOptions(env, flags))
+	a, startErr = app.New(ctx, appOptions(env, flags, ""))
 	close(settled)
 	if startErr != nil {
 		return trayStartFailed(ctx, env, flags, startErr, 2)
@@ -161,7 +161,7 @@ func secondLaunch(ctx context.Context, env *Env, dir string, hidden bool, given 
 // no console. It returns code, the exit status.
 func trayStartFailed(ctx context.Context, env *Env, flags app.Flags, err error, code int) int {
 	fmt.Fprintln(env.Stderr, "npuchat:", err)
-	logFile, logErr := app.LogStartupError(appOptions(env, flags), err)
+	logFile, logErr := app.LogStartupError(appOptions(env, flags, ""), err)
 	if logErr != nil {
 		fmt.Fprintln(env.Stderr, "npuchat: the error could not be written to the log:", logErr)
 	}

@@ -57,17 +57,18 @@ type command struct {
 // a package variable, so that nothing is global.
 func commands() map[string]command {
 	return map[string]command{
-		"serve":     {"serve the API and the chat page (headless)", runServe},
-		"open":      {"open the running NPU Chat's chat page (a fresh one-time link)", runOpen},
-		"check":     {"check the NPU, its driver, firmware and limits", runCheck},
-		"install":   {"download a model and install it into FastFlowLM's folders", runInstall},
-		"uninstall": {"remove an installed model", runUninstall},
-		"models":    {"list the catalog and what is installed", runModels},
-		"generate":  {"run one prompt through the in-process engine", runGenerate},
-		"tokenize":  {"print the token ids of a text, or decode ids", runTokenize},
-		"bench":     {"measure prefill and decode speed", runBench},
-		"version":   {"print the version", runVersion},
-		"help":      {"show this help", nil},
+		"serve":        {"serve the API and the chat page (headless)", runServe},
+		"open":         {"open the running NPU Chat's chat page (a fresh one-time link)", runOpen},
+		"check":        {"check the NPU, its driver, firmware and limits", runCheck},
+		"install":      {"download a model and install it into FastFlowLM's folders", runInstall},
+		"prepare-oflm": {"prepare the installed minicpm5:2b for the NPU through oflm (OpenFlowLM-Next)", runPrepareOFLM},
+		"uninstall":    {"remove an installed model", runUninstall},
+		"models":       {"list the catalog and what is installed", runModels},
+		"generate":     {"run one prompt through the in-process engine", runGenerate},
+		"tokenize":     {"print the token ids of a text, or decode ids", runTokenize},
+		"bench":        {"measure prefill and decode speed", runBench},
+		"version":      {"print the version", runVersion},
+		"help":         {"show this help", nil},
 	}
 }
 

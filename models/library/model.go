@@ -29,6 +29,31 @@ type Model struct {
 	// Note says why something is missing (a file moved away, a model
 	// the CPU cannot run).
 	Note string `json:"note,omitempty"`
+	// OFLM is where the model's oflm route stands, for the model oflm
+	// can serve (MiniCPM5-2B); nil for the others.
+	OFLM *OFLMOffer `json:"oflm,omitempty"`
+}
+
+// The states of an OFLMOffer.
+const (
+	// OFLMPrepared: the weights are prepared; oflm serves the model.
+	OFLMPrepared = "prepared"
+	// OFLMReady: oflm is installed and ready; the weights can be prepared.
+	OFLMReady = "ready"
+	// OFLMNotReady: oflm is installed but not ready (Note says why).
+	OFLMNotReady = "not-ready"
+	// OFLMMissing: oflm is not installed (Note says so, Link where to
+	// get it; NPU Chat never downloads it).
+	OFLMMissing = "missing"
+)
+
+// OFLMOffer is what the Models view says of a model's oflm route: its
+// State (OFLMPrepared, ...), why not in Note, and oflm's install
+// instructions in Link.
+type OFLMOffer struct {
+	State string `json:"state"`
+	Note  string `json:"note,omitempty"`
+	Link  string `json:"link,omitempty"`
 }
 
 // Offer is one model the catalog offers, as the page lists it before

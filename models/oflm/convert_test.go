@@ -582,3 +582,35 @@ func TestChatTemplateCopied(t *testing.T) {
 		t.Errorf("the manifest does not list chat_template.jinja: %v", r.Files)
 	}
 }
+
+// TestPrepared: the quick check passes on a finished conversion and fails
+// on no conversion, a file cut short and a missing file.
+func TestPrepared(t *testing.T) {
+	_, src := smallPort(t)
+	dst := filepath.Join(t.TempDir(), "oflm")
+	if err := Prepared(dst); err == nil {
+		t.Error("an empty folder is prepared")
+	}
+	if err := Prepare(context.Background(), src, dst, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := Prepared(dst); err != nil {
+		t.Fatalf("a finished conversion: %v", err)
+	}
+	st, err := os.Stat(filepath.Join(dst, weightsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(filepath.Join(dst, weightsFile), st.Size()-1); err != nil {
+		t.Fatal(err)
+	}
+	if err := Prepared(dst); err == nil || !strings.Contains(err.Error(), weightsFile) {
+		t.Errorf("model.q4nx cut short: %v", err)
+	}
+	if err := os.Remove(filepath.Join(dst, weightsFile)); err != nil {
+		t.Fatal(err)
+	}
+	if err := Prepared(dst); err == nil {
+		t.Error("model.q4nx missing, yet prepared")
+	}
+}

@@ -141,3 +141,30 @@ func Verify(dir string) ([]FileSum, error) {
 	}
 	return files, nil
 }
+
+// Prepared is the quick check of a finished conversion: dir's manifest
+// is there and every file it lists has the recorded size. It reads no
+// file's content (Verify hashes them): it is what a model list asks on
+// every scan; serving verifies in full (npu/oflm Register).
+func Prepared(dir string) error {
+	m, err := readManifest(dir)
+	if err != nil {
+		return fmt.Errorf("prepared %s: %w", dir, err)
+	}
+	if len(m.Files) == 0 {
+		return fmt.Errorf("prepared %s: %s lists no files", dir, ManifestFile)
+	}
+	for _, want := range m.Files {
+		if filepath.Base(want.Name) != want.Name || want.Name == "." || want.Name == ".." {
+			return fmt.Errorf("prepared %s: %s names %q, not a file of this folder", dir, ManifestFile, want.Name)
+		}
+		st, err := os.Stat(filepath.Join(dir, want.Name))
+		if err != nil {
+			return fmt.Errorf("prepared %s: %w", dir, err)
+		}
+		if st.Size() != want.Size {
+			return fmt.Errorf("prepared %s: %s is %d bytes; the conversion wrote %d", dir, want.Name, st.Size(), want.Size)
+		}
+	}
+	return nil
+}

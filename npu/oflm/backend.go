@@ -141,8 +141,8 @@ func New(opts Options) (*Backend, error) {
 	return b, nil
 }
 
-// Kind is enginekind.NPU: the NPU, by the oflm route.
-func (b *Backend) Kind() enginekind.Kind { return enginekind.NPU }
+// Kind is enginekind.OFLM: the NPU, by the oflm route.
+func (b *Backend) Kind() enginekind.Kind { return enginekind.OFLM }
 
 // Info describes the model.
 func (b *Backend) Info() backend.ModelInfo {
