@@ -122,10 +122,10 @@ type App struct {
 	closeLog func()
 	// lastNPU is the FastFlowLM backend made last, for its process id.
 	lastNPU atomic.Pointer[flm.Backend]
-	// lastOFLM is the oflm backend made last; preparing is set while
-	// StartPrepareOFLM runs.
-	lastOFLM  atomic.Pointer[oflm.Backend]
-	preparing atomic.Bool
+	// lastOFLM is the oflm backend made last; prep is where the page's
+	// preparation of the weights for oflm stands.
+	lastOFLM atomic.Pointer[oflm.Backend]
+	prep     prepStatus
 	// login is the launch-at-login entry.
 	login autostart.Entry
 	// settings owns the settings (config.Store): the page and the tray

@@ -194,6 +194,10 @@ func (p pageLibrary) Browse(dir string) (*library.Listing, error) {
 }
 func (p pageLibrary) Offers(ctx context.Context) []library.Offer { return p.a.Offers(ctx) }
 
+// PrepareOFLM starts preparing the model for oflm (web's optional
+// OFLMPreparer): POST /api/library/{name}/prepare-oflm.
+func (p pageLibrary) PrepareOFLM(name string) error { return p.a.StartPrepareOFLM(name) }
+
 // resolve is the library's Resolve with the service's ErrUnknownModel
 // (the web layer answers 404 for it).
 func (a *App) resolve(name string) (string, error) {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/npuchat/npuchat/config"
@@ -83,9 +84,13 @@ func (a *App) oflmOffer(ctx context.Context, e library.Entry) *library.OFLMOffer
 	if e.Name != oflm.Tag || (e.OFLM == nil && e.Format != library.FormatFLM) {
 		return nil
 	}
+	if running, msg, frac, _ := a.prep.get(); running {
+		return &library.OFLMOffer{State: library.OFLMPreparing, Note: msg, Frac: frac}
+	}
 	if e.OFLM != nil {
 		return &library.OFLMOffer{State: library.OFLMPrepared}
 	}
+	_, _, _, failed := a.prep.get()
 	found, err := a.findOFLM()
 	if err != nil {
 		return &library.OFLMOffer{State: library.OFLMMissing, Note: err.Error(), Link: oflm.InstallLink}
@@ -100,7 +105,61 @@ func (a *App) oflmOffer(ctx context.Context, e library.Entry) *library.OFLMOffer
 	if !r.Ready {
 		return &library.OFLMOffer{State: library.OFLMNotReady, Note: r.Summary(), Link: oflm.InstallLink}
 	}
+	if failed != "" {
+		return &library.OFLMOffer{State: library.OFLMReady, Note: "The last preparation " + failed}
+	}
 	return &library.OFLMOffer{State: library.OFLMReady}
+}
+
+// prepStatus is where the page's preparation for oflm stands
+// (StartPrepareOFLM), for the Models view. Safe for concurrent use.
+type prepStatus struct {
+	mu      sync.Mutex
+	running bool
+	msg     string
+	frac    float64
+	failed  string // the last run's error, "" after a good one
+}
+
+// start marks a run begun; false when one runs already.
+func (p *prepStatus) start() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.running {
+		return false
+	}
+	p.running, p.msg, p.frac, p.failed = true, "", 0, ""
+	return true
+}
+
+func (p *prepStatus) set(msg string, pr *backend.Progress) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.msg = msg
+	if pr != nil {
+		p.frac = pr.Frac
+		if pr.Total > 0 {
+			p.msg = fmt.Sprintf("%s: %d%% of model.q4nx written", msg, pr.Done*100/pr.Total)
+		}
+	}
+}
+
+func (p *prepStatus) fail(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.failed = "failed: " + err.Error()
+}
+
+func (p *prepStatus) stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.running = false
+}
+
+func (p *prepStatus) get() (running bool, msg string, frac float64, failed string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.running, p.msg, p.frac, p.failed
 }
 
 // newOFLMBackend makes the oflm backend for a model with an oflm route
@@ -195,7 +254,7 @@ func (a *App) PrepareOFLM(ctx context.Context, progress func(done, total int64))
 }
 
 // errPreparing is StartPrepareOFLM's while a preparation runs.
-var errPreparing = errors.New("the weights are being prepared for oflm already")
+var errPreparing = errors.New("the weights are being prepared for oflm already; wait for it to finish")
 
 // StartPrepareOFLM runs PrepareOFLM in the background for the page:
 // its progress and its end go out as EventPrepare events, and when it
@@ -206,19 +265,19 @@ func (a *App) StartPrepareOFLM(name string) error {
 	if name != oflm.Tag {
 		return fmt.Errorf("only %s can be prepared for oflm", oflm.Tag)
 	}
-	if !a.preparing.CompareAndSwap(false, true) {
-		return errPreparing
-	}
 	if _, err := a.findOFLM(); err != nil {
-		a.preparing.Store(false)
 		return fmt.Errorf("prepare %s for the NPU (oflm): %w", name, err)
 	}
+	if !a.prep.start() {
+		return errPreparing
+	}
 	publish := func(msg string, p *backend.Progress) {
+		a.prep.set(msg, p)
 		a.mgr.Publish(service.Event{Type: EventPrepare, Message: msg, Progress: p})
 	}
 	publish("preparing "+name+" for the NPU (oflm)", &backend.Progress{Stage: "converting model.q4nx"})
 	go func() {
-		defer a.preparing.Store(false)
+		defer a.prep.stop()
 		var last time.Time
 		_, dir, err := a.PrepareOFLM(context.Background(), func(done, total int64) {
 			if now := time.Now(); done < total && now.Sub(last) < 100*time.Millisecond {
@@ -234,6 +293,7 @@ func (a *App) StartPrepareOFLM(name string) error {
 		if err != nil {
 			a.log.Warn("prepare for oflm", "model", name, "err", err)
 			publish("failed: "+err.Error(), nil)
+			a.prep.fail(err)
 			return
 		}
 		a.log.Info("prepared for oflm", "model", name, "dir", dir)

@@ -5,7 +5,6 @@ package app
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http/httptest"
 	"os"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/npuchat/npuchat/engine/testmodel"
 	"github.com/npuchat/npuchat/enginekind"
+	"github.com/npuchat/npuchat/models/library"
 	modeloflm "github.com/npuchat/npuchat/models/oflm"
 	"github.com/npuchat/npuchat/npu/flm/flmtest"
 	"github.com/npuchat/npuchat/npu/oflm"
@@ -244,9 +244,13 @@ func TestPrepareOFLM(t *testing.T) {
 	t.Run("without oflm", func(t *testing.T) {
 		r := newNPURig(t)
 		a := r.app(t, "")
-		err := a.StartPrepareOFLM("minicpm5:2b")
-		if err == nil || !strings.Contains(err.Error(), oflm.InstallLink) || !strings.Contains(err.Error(), "not installed") {
-			t.Fatalf("without oflm: %v", err)
+		code, body := prepareAPI(t, a, "minicpm5:2b")
+		if code != 409 || !strings.Contains(body, oflm.InstallLink) || !strings.Contains(body, "not installed") {
+			t.Fatalf("without oflm: %d %s", code, body)
+		}
+		m := pageModel(t, a)
+		if m.OFLM == nil || m.OFLM.State != library.OFLMMissing || m.OFLM.Link != oflm.InstallLink {
+			t.Fatalf("the Models view without oflm: %+v", m.OFLM)
 		}
 		if _, err := os.Stat(filepath.Join(r.env["HOME"], ".config", "oflm")); !os.IsNotExist(err) {
 			t.Fatalf("oflm's folder was made: %v", err)
@@ -261,11 +265,11 @@ func TestPrepareOFLM(t *testing.T) {
 		}
 		events, cancel := a.mgr.Subscribe()
 		defer cancel()
-		if err := a.StartPrepareOFLM("qwen3:0.6b"); err == nil {
-			t.Error("another model was accepted")
+		if code, body := prepareAPI(t, a, "qwen3:0.6b"); code != 409 {
+			t.Errorf("another model: %d %s", code, body)
 		}
-		if err := a.StartPrepareOFLM("minicpm5:2b"); err != nil {
-			t.Fatal(err)
+		if code, body := prepareAPI(t, a, "minicpm5:2b"); code != 202 {
+			t.Fatalf("prepare: %d %s", code, body)
 		}
 		progressed := false
 		for ev := range events {
@@ -312,26 +316,55 @@ func TestPrepareOFLM(t *testing.T) {
 	})
 }
 
+// prepareAPI is the Models view's button: POST
+// /api/library/{name}/prepare-oflm.
+func prepareAPI(t *testing.T, a *App, name string) (int, string) {
+	w := httptest.NewRecorder()
+	req := httptest.NewRequest("POST", "http://127.0.0.1/api/library/"+name+"/prepare-oflm", nil)
+	req.AddCookie(pageSession(t, a))
+	a.WebServer().Handler().ServeHTTP(w, req)
+	return w.Code, w.Body.String()
+}
+
+// pageModel is minicpm5:2b as GET /api/library lists it for the Models
+// view.
+func pageModel(t *testing.T, a *App) library.Model {
+	t.Helper()
+	w := httptest.NewRecorder()
+	req := httptest.NewRequest("GET", "http://127.0.0.1/api/library", nil)
+	req.AddCookie(pageSession(t, a))
+	a.WebServer().Handler().ServeHTTP(w, req)
+	var out struct{ Models []library.Model }
+	if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil || w.Code != 200 {
+		t.Fatalf("/api/library: %d %s", w.Code, w.Body)
+	}
+	for _, m := range out.Models {
+		if m.Name == "minicpm5:2b" {
+			return m
+		}
+	}
+	t.Fatalf("minicpm5:2b is not listed: %s", w.Body)
+	return library.Model{}
+}
+
 // TestOFLMPageModels: the Models view's list says, for minicpm5:2b, what
-// the oflm route needs next.
+// the oflm route needs next: ready to prepare, not ready (the recorded
+// machine's memlock too low, with oflm's install instructions), and
+// prepared.
 func TestOFLMPageModels(t *testing.T) {
 	r := newOFLMRig(t)
-	a := r.app(t, "")
-	find := func() string {
-		for _, m := range a.Library(context.Background()) {
-			if m.Name == "minicpm5:2b" && m.OFLM != nil {
-				return fmt.Sprint(m.OFLM.State)
-			}
-		}
-		return ""
+	if m := pageModel(t, r.app(t, "../npu/check/testdata/trees/memlock-low")); m.OFLM == nil || m.OFLM.State != library.OFLMNotReady ||
+		!strings.Contains(m.OFLM.Note, "L13") || m.OFLM.Link != oflm.InstallLink {
+		t.Fatalf("on a machine with too little memlock: %+v", m.OFLM)
 	}
-	if got := find(); got != "ready" {
-		t.Fatalf("before preparing: %q", got)
+	a := r.app(t, "")
+	if m := pageModel(t, a); m.OFLM == nil || m.OFLM.State != library.OFLMReady {
+		t.Fatalf("before preparing: %+v", m.OFLM)
 	}
 	if _, _, err := a.PrepareOFLM(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
-	if got := find(); got != "prepared" {
-		t.Fatalf("after preparing: %q", got)
+	if m := pageModel(t, a); m.OFLM == nil || m.OFLM.State != library.OFLMPrepared || !slices.Equal(m.Engines, []string{"oflm", "npu", "cpu"}) {
+		t.Fatalf("after preparing: %+v %v", m.OFLM, m.Engines)
 	}
 }

@@ -89,6 +89,29 @@ func (s *Server) libraryUse(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, s.mgr.Status())
 }
 
+// OFLMPreparer is what a Library may also do: prepare a model's weights
+// for the NPU through oflm in the background (progress in the model's
+// "oflm" record of GET /api/library), then switch to them.
+type OFLMPreparer interface {
+	PrepareOFLM(name string) error
+}
+
+// libraryPrepareOFLM is POST /api/library/{name}/prepare-oflm: starts
+// the preparation; 202 with the model list, 409 when it cannot start
+// (oflm missing, another running, another model), with the reason.
+func (s *Server) libraryPrepareOFLM(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.opts.Library.(OFLMPreparer)
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	if err := p.PrepareOFLM(r.PathValue("name")); err != nil {
+		writeError(w, r, http.StatusConflict, "cannot_prepare", err.Error())
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"models": s.opts.Library.List(r.Context())})
+}
+
 // libraryRemove is DELETE /api/library/{name}: forgets an added model
 // (its files stay) or uninstalls NPU Chat's own.
 func (s *Server) libraryRemove(w http.ResponseWriter, r *http.Request) {

@@ -211,6 +211,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/library/browse", s.libraryBrowse)
 	mux.HandleFunc("GET /api/library/catalog", s.libraryCatalog)
 	mux.HandleFunc("POST /api/library/{name}/use", s.libraryUse)
+	mux.HandleFunc("POST /api/library/{name}/prepare-oflm", s.libraryPrepareOFLM)
 	mux.HandleFunc("DELETE /api/library/{name}", s.libraryRemove)
 	mux.HandleFunc("GET /api/settings", s.getSettings)
 	mux.HandleFunc("PUT /api/settings", s.putSettings)

@@ -42,6 +42,9 @@ const (
 	OFLMReady = "ready"
 	// OFLMNotReady: oflm is installed but not ready (Note says why).
 	OFLMNotReady = "not-ready"
+	// OFLMPreparing: the weights are being prepared (Note says how
+	// far, Frac is the fraction done).
+	OFLMPreparing = "preparing"
 	// OFLMMissing: oflm is not installed (Note says so, Link where to
 	// get it; NPU Chat never downloads it).
 	OFLMMissing = "missing"
@@ -49,11 +52,12 @@ const (
 
 // OFLMOffer is what the Models view says of a model's oflm route: its
 // State (OFLMPrepared, ...), why not in Note, and oflm's install
-// instructions in Link.
+// instructions in Link; Frac is how far a preparation is (0..1).
 type OFLMOffer struct {
-	State string `json:"state"`
-	Note  string `json:"note,omitempty"`
-	Link  string `json:"link,omitempty"`
+	State string  `json:"state"`
+	Note  string  `json:"note,omitempty"`
+	Link  string  `json:"link,omitempty"`
+	Frac  float64 `json:"frac,omitempty"`
 }
 
 // Offer is one model the catalog offers, as the page lists it before

@@ -36,7 +36,7 @@
   };
   function enginesText(e) {
     if (e.includes("remote")) return "the remote server";
-    const npu = e.includes("npu");
+    const npu = e.includes("npu") || e.includes("oflm");
     const cpu = e.includes("cpu");
     if (npu && cpu) return "NPU and CPU";
     return npu ? "NPU only" : "CPU only";
@@ -89,6 +89,7 @@
       if (m.path) li.appendChild(el("p", "library-path form-note", m.path));
       if (m.note) li.appendChild(el("p", "library-warn form-note", m.note));
       const row = el("div", "library-actions");
+      if (m.oflm) li.appendChild(oflmBox(m, row));
       if (!m.loaded) {
         const use = el("button", "btn primary", "Use");
         use.type = "button";
@@ -107,6 +108,64 @@
       }
       li.appendChild(row);
       list.appendChild(li);
+    }
+  }
+
+  // ---- The NPU by oflm (OpenFlowLM-Next) ----
+  // For the model oflm can serve (MiniCPM5-2B): what its oflm route needs
+  // next, and the one button that prepares the weights and switches to
+  // them (POST /api/library/{name}/prepare-oflm; progress in the list).
+  let oflmTimer = 0;
+  function oflmBox(m, row) {
+    const o = m.oflm;
+    const box = el("div", "library-oflm");
+    box.setAttribute("data-testid", "library-oflm");
+    box.dataset.state = o.state;
+    const say = (text, cls) => box.appendChild(el("p", "form-note" + (cls ? " " + cls : ""), text));
+    if (o.state === "prepared") say("Prepared for the NPU through oflm (OpenFlowLM-Next).");
+    if (o.state === "preparing") {
+      const p = el("progress");
+      p.max = 1;
+      p.value = o.frac || 0;
+      p.setAttribute("aria-label", "Preparing " + m.name + " for the NPU (oflm)");
+      box.appendChild(p);
+      say(o.note || "Preparing for the NPU (oflm)…");
+      clearTimeout(oflmTimer);
+      oflmTimer = setTimeout(load, 1000);
+    }
+    if (o.state === "not-ready") say("oflm (OpenFlowLM-Next) is installed but not ready: " + (o.note || ""), "library-warn");
+    if (o.state === "missing") say("To run " + m.name + " on the NPU, install oflm (OpenFlowLM-Next): FastFlowLM cannot run it. NPU Chat does not download or bundle oflm.", "library-warn");
+    if (o.state === "ready" && o.note) say(o.note, "library-warn");
+    if (o.link && /^https:\/\//.test(o.link) && (o.state === "missing" || o.state === "not-ready")) {
+      const a = el("a", "", "oflm's install instructions");
+      a.href = o.link;
+      a.target = "_blank";
+      a.rel = "noopener noreferrer";
+      const p = el("p", "form-note");
+      p.appendChild(a);
+      box.appendChild(p);
+    }
+    if (o.state === "ready") {
+      const b = el("button", "btn", "Prepare for the NPU (oflm)");
+      b.type = "button";
+      b.setAttribute("data-testid", "library-prepare-oflm");
+      b.setAttribute("aria-label", "Prepare " + m.name + " for the NPU (oflm)");
+      b.addEventListener("click", () => prepareOFLM(m.name, b));
+      row.appendChild(b);
+    }
+    return box;
+  }
+
+  async function prepareOFLM(name, button) {
+    button.disabled = true;
+    try {
+      const r = await api("POST", "/api/library/" + encodeURIComponent(name) + "/prepare-oflm");
+      models = r.models || models;
+      note.textContent = "Preparing " + name + " for the NPU (oflm); it switches to it when done.";
+      render();
+    } catch (e) {
+      button.disabled = false;
+      note.textContent = e.message;
     }
   }
 
