@@ -17,6 +17,7 @@ import (
 	"github.com/npuchat/npuchat/models/library"
 	"github.com/npuchat/npuchat/npu/check"
 	"github.com/npuchat/npuchat/npu/flm"
+	"github.com/npuchat/npuchat/npu/oflm"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/backend/oaicompat"
@@ -219,7 +220,21 @@ func (a *App) CheckNPU(ctx context.Context) (*check.Report, error) {
 	if e, ok := a.lib.Lookup(a.Model()); ok && e.FLM != nil {
 		size = e.FLM.Bytes
 	}
-	return a.checkNPU(ctx, size)
+	rep, err := a.checkNPU(ctx, size)
+	if err != nil {
+		return nil, err
+	}
+	// Which NPU route serves which models: oflm for MiniCPM5-2B (its
+	// readiness with the model's size, 2 GB as its registry entry
+	// says), FastFlowLM for its own.
+	_, _, route := oflm.Probe(ctx, a.oflmLocator(), a.opts.Flags.OFLM,
+		check.Options{Root: a.opts.NPUSysroot, Getenv: a.opts.Getenv, ModelBytes: 2e9, XRT: a.opts.XRT})
+	exe := ""
+	if l := a.flmLayout(ctx); l != nil {
+		exe = l.Exe
+	}
+	rep.Routes = append(rep.Routes, route, check.FLMRoute(exe, rep))
+	return rep, nil
 }
 
 // LooksLikePath tells a file or folder from a model name: names have no

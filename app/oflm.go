@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -30,18 +29,7 @@ const EventPrepare service.EventKind = "prepare"
 // oflmLocator finds oflm as the rest of the app reads the environment:
 // PATH is Options.Getenv's.
 func (a *App) oflmLocator() oflm.Locator {
-	return oflm.Locator{GOOS: a.opts.GOOS, LookPath: func(file string) (string, error) {
-		for _, dir := range filepath.SplitList(a.opts.Getenv("PATH")) {
-			if dir == "" {
-				continue
-			}
-			p := filepath.Join(dir, file)
-			if fi, err := os.Stat(p); err == nil && !fi.IsDir() && (a.opts.GOOS == "windows" || fi.Mode()&0o111 != 0) {
-				return p, nil
-			}
-		}
-		return "", fmt.Errorf("%s is not on PATH", file)
-	}}
+	return oflm.Locator{GOOS: a.opts.GOOS, LookPath: oflm.LookPathIn(a.opts.Getenv("PATH"), a.opts.GOOS)}
 }
 
 // findOFLM finds the oflm to run: the configured one (--oflm), else as

@@ -368,3 +368,26 @@ func TestOFLMPageModels(t *testing.T) {
 		t.Fatalf("after preparing: %+v %v", m.OFLM, m.Engines)
 	}
 }
+
+// TestCheckNamesTheRoutes: the NPU check (GET /api/check, the tray's
+// Check NPU, npuchat check) says which route serves which models: oflm
+// for MiniCPM5-2B, ready on a recorded ready machine with the fake oflm
+// found, and what to do without it.
+func TestCheckNamesTheRoutes(t *testing.T) {
+	r := newOFLMRig(t)
+	rep, err := r.app(t, "").CheckNPU(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Routes) != 2 || rep.Routes[0].Via != "oflm" || !rep.Routes[0].Ready || rep.Routes[1].Via != "FLM" {
+		t.Fatalf("routes %+v", rep.Routes)
+	}
+	r.env["PATH"] = filepath.Join(t.TempDir(), "no-bin")
+	rep, err = r.app(t, "").CheckNPU(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rt := rep.Routes[0]; rt.Via != "" || rt.Ready || !strings.Contains(rt.Fix, oflm.InstallLink) {
+		t.Fatalf("without oflm: %+v", rt)
+	}
+}

@@ -5,9 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/npuchat/npuchat/npu/check"
+	"github.com/npuchat/npuchat/npu/oflm"
 	"github.com/npuchat/npuchat/npu/xrt"
 )
 
@@ -71,6 +73,7 @@ func runCheck(ctx context.Context, env *Env, args []string) int {
 		fmt.Fprintf(env.Stderr, "npuchat check: %v\n", err)
 		return 2
 	}
+	report.Routes = routes(ctx, env, opts, report)
 	if *asJSON {
 		err = check.WriteJSON(env.Stdout, report)
 	} else {
@@ -87,4 +90,22 @@ func runCheck(ctx context.Context, env *Env, args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// routes are the NPU routes lines of the report: oflm for MiniCPM5-2B
+// (its readiness for a 2 GB model, its registry entry's size) and
+// FastFlowLM for its own models; flm and oflm are found as serve finds
+// them.
+func routes(ctx context.Context, env *Env, opts check.Options, rep *check.Report) []check.Route {
+	o := opts
+	o.ModelBytes = 2e9
+	loc := oflm.Locator{GOOS: runtime.GOOS, LookPath: oflm.LookPathIn(env.Getenv("PATH"), runtime.GOOS)}
+	_, _, oflmRoute := oflm.Probe(ctx, loc, "", o)
+	exe := ""
+	if in, _ := newInstaller(env, ""); in != nil {
+		if l := in.Layout(ctx); l != nil {
+			exe = l.Exe
+		}
+	}
+	return []check.Route{oflmRoute, check.FLMRoute(exe, rep)}
 }

@@ -134,6 +134,15 @@ func TestPrepareOFLMCLI(t *testing.T) {
 		t.Errorf("serve --sysroot with no tree: %d\n%s", code, errs)
 	}
 
+	// npuchat check names the route, and how to get it when oflm is missing.
+	ready := filepath.Join("..", "..", "npu", "check", "testdata", "trees", "strix-halo-ready")
+	if code, out, errs := c.run("check", "--sysroot", ready); code != 0 || !strings.Contains(out, "MiniCPM5-2B: NPU via oflm (ready)") {
+		t.Errorf("check: %d\n%s\n%s", code, out, errs)
+	}
+	if _, out, _ := noOFLM.run("check", "--sysroot", ready); !strings.Contains(out, "MiniCPM5-2B: no NPU route") || !strings.Contains(out, oflm.InstallLink) {
+		t.Errorf("check without oflm:\n%s", out)
+	}
+
 	for _, tc := range []struct {
 		tree, backend, answer, fallback string
 	}{

@@ -33,6 +33,24 @@ type Locator struct {
 	InstallFolder func() (string, error)
 }
 
+// LookPathIn is a Locator.LookPath that searches the folders of path (a
+// PATH value, e.g. from the environment NPU Chat was given) for an
+// executable file, as exec.LookPath searches this process's PATH.
+func LookPathIn(path, goos string) func(file string) (string, error) {
+	return func(file string) (string, error) {
+		for _, dir := range filepath.SplitList(path) {
+			if dir == "" {
+				continue
+			}
+			p := filepath.Join(dir, file)
+			if fi, err := os.Stat(p); err == nil && !fi.IsDir() && (goos == "windows" || fi.Mode()&0o111 != 0) {
+				return p, nil
+			}
+		}
+		return "", fmt.Errorf("%s is not on PATH", file)
+	}
+}
+
 // Found is an oflm executable and how it was found.
 type Found struct {
 	Path string

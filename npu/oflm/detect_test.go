@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -251,5 +252,31 @@ func TestProbe(t *testing.T) {
 	_, r, rt = Probe(context.Background(), noPath, "", check.Options{Root: tree})
 	if r.Ready || rt.Via != "" || !strings.Contains(rt.Fix, InstallLink) {
 		t.Errorf("Probe without oflm = %+v, %q %q", r, rt.Line(), rt.Fix)
+	}
+}
+
+// TestLookPathIn: the PATH given is searched in order for an executable
+// file; a folder or a file without the executable bit is skipped.
+func TestLookPathIn(t *testing.T) {
+	a, b, c := t.TempDir(), t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(a, "oflm"), []byte("x"), 0o644) // not executable
+	os.Mkdir(filepath.Join(b, "oflm"), 0o755)                  // a folder
+	os.WriteFile(filepath.Join(c, "oflm"), []byte("x"), 0o755)
+	path := strings.Join([]string{"", a, b, c}, string(os.PathListSeparator))
+	if runtime.GOOS == "windows" {
+		// No executable bits to read: the first file is taken.
+		if got, err := LookPathIn(path, "windows")("oflm"); err != nil || got != filepath.Join(a, "oflm") {
+			t.Errorf("windows: %q, %v", got, err)
+		}
+		return
+	}
+	if got, err := LookPathIn(path, "linux")("oflm"); err != nil || got != filepath.Join(c, "oflm") {
+		t.Errorf("linux: %q, %v", got, err)
+	}
+	if got, err := LookPathIn(path, "windows")("oflm"); err != nil || got != filepath.Join(a, "oflm") {
+		t.Errorf("windows (no executable bit): %q, %v", got, err)
+	}
+	if _, err := LookPathIn(strings.Join([]string{a, b}, string(os.PathListSeparator)), "linux")("oflm"); err == nil {
+		t.Error("found an oflm that is not executable")
 	}
 }
