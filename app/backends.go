@@ -44,7 +44,7 @@ func (a *App) engines(model string) []enginekind.Kind {
 	if eng == enginekind.Auto {
 		return []enginekind.Kind{enginekind.NPU, enginekind.CPU}
 	}
-	return []enginekind.Kind{eng}
+	return eng.Routes()
 }
 
 // capabilities is service.Options.Capabilities: what model will be able

@@ -256,6 +256,9 @@ func (a *App) StartPrepareOFLM(name string) error {
 	if _, err := a.findOFLM(); err != nil {
 		return fmt.Errorf("prepare %s for the NPU (oflm): %w", name, err)
 	}
+	if e, ok := a.lib.Lookup(name); !ok || !e.Installed || e.Format != library.FormatFLM {
+		return fmt.Errorf("prepare %s for the NPU (oflm): its FastFlowLM pack (%s) is not installed; install it first", name, oflm.Folder)
+	}
 	if !a.prep.start() {
 		return errPreparing
 	}
