@@ -161,6 +161,12 @@ func parseOllamaOptions(opts map[string]any, req *backend.Request) error {
 		}
 		req.ContextLength = int(*nc)
 	}
+	if v, ok := opts["speculative"]; ok {
+		raw, _ := json.Marshal(v) // a value decoded from JSON encodes
+		if req.Speculative, err = parseSpeculative("options.speculative", raw); err != nil {
+			return err
+		}
+	}
 	if v, ok := opts["stop"]; ok && v != nil {
 		var stops []string
 		switch s := v.(type) {
