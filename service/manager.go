@@ -110,11 +110,37 @@ type Status struct {
 	// Cache is what the serving backend's KV cache holds (when it keeps
 	// one: the CPU engine).
 	Cache *backend.CacheStats `json:"cache,omitempty"`
+	// Drafts counts the serving backend's guessed tokens (speculative
+	// decoding), when it guesses and has guessed any.
+	Drafts *DraftStats `json:"drafts,omitempty"`
 	// Seq grows with every event the service sends: of two statuses
 	// read at different times (an event and a GET /api/status whose
 	// answers may arrive in either order), the one with the larger Seq
 	// is the newer, and a client never shows an older one over it.
 	Seq uint64 `json:"seq"`
+}
+
+// DraftStats are a model's speculative decoding counts since it was
+// loaded: tokens guessed ahead and checked, how many of them the model
+// kept, and the share kept (0..1).
+type DraftStats struct {
+	Drafted    int64   `json:"drafted"`
+	Accepted   int64   `json:"accepted"`
+	AcceptRate float64 `json:"accept_rate"`
+}
+
+// draftStats reads a backend's counts, nil when it does not guess or
+// has not guessed yet.
+func draftStats(be backend.Backend) *DraftStats {
+	dc, ok := be.(backend.DraftCounter)
+	if !ok {
+		return nil
+	}
+	d, a := dc.DraftCounts()
+	if d <= 0 {
+		return nil
+	}
+	return &DraftStats{Drafted: d, Accepted: a, AcceptRate: float64(a) / float64(d)}
 }
 
 // Stats are counters and the last measured speeds.
@@ -358,6 +384,9 @@ func (m *Manager) statusLocked() Status {
 	if cr, ok := m.be.(backend.CacheReporter); ok && m.state == StateOn {
 		c := cr.CacheStats()
 		s.Cache = &c
+	}
+	if m.state == StateOn {
+		s.Drafts = draftStats(m.be)
 	}
 	return s
 }
@@ -932,5 +961,15 @@ func (m *Manager) record(res backend.Result) {
 	}
 	if v := res.DecodeTokensPerSecond(); v > 0 {
 		m.stats.DecodeTokPerSec = v
+	}
+	if res.DraftTokens > 0 {
+		// The acceptance rate, of this answer and of the model so far
+		// (when the serving backend answered: not one beside it).
+		args := []any{"model", m.model, "backend", res.Backend, "drafted", res.DraftTokens, "accepted", res.DraftAccepted,
+			"rate", fmt.Sprintf("%.0f%%", 100*float64(res.DraftAccepted)/float64(res.DraftTokens))}
+		if d := draftStats(m.be); d != nil && res.Backend == m.kind {
+			args = append(args, "model_rate", fmt.Sprintf("%.0f%% of %d", 100*d.AcceptRate, d.Drafted))
+		}
+		m.log.Info("tokens guessed", args...)
 	}
 }

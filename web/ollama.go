@@ -358,6 +358,10 @@ type ollamaModel struct {
 	// Cache is NPU Chat's own, in /api/ps: what the KV cache holds
 	// (prompts, tokens, bytes in memory and on disk).
 	Cache *backend.CacheStats `json:"cache,omitempty"`
+	// Drafts is NPU Chat's own, in /api/ps: the tokens the model guessed
+	// ahead since it was loaded (speculative decoding), how many it
+	// kept, and the acceptance rate; absent before the first guess.
+	Drafts *service.DraftStats `json:"drafts,omitempty"`
 }
 
 // ollamaDetails is a model's "details".
@@ -415,7 +419,7 @@ func (s *Server) ollamaPs(w http.ResponseWriter, r *http.Request) {
 		if st.Info != nil {
 			m.ContextLength = st.Info.ContextLength
 		}
-		m.Cache = st.Cache
+		m.Cache, m.Drafts = st.Cache, st.Drafts
 		list = append(list, m)
 	}
 	writeJSON(w, http.StatusOK, ollamaModelList{Models: list})

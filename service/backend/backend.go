@@ -224,6 +224,15 @@ type CacheReporter interface {
 	CacheStats() CacheStats
 }
 
+// DraftCounter is a backend that guesses tokens ahead (speculative
+// decoding, the CPU engine's): DraftCounts are the tokens guessed and
+// the guesses kept over every generation since it was made, for the
+// acceptance rate in the status, /api/ps and the log. It must not wait
+// for a running Generate.
+type DraftCounter interface {
+	DraftCounts() (drafted, accepted int64)
+}
+
 // Parallel is a backend that answers several generations at once (the
 // CPU engine's batched decoding): the service lets up to Parallel()
 // requests run on it together instead of one after the other.
