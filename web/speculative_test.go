@@ -8,32 +8,41 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/npuchat/npuchat/engine"
 	"github.com/npuchat/npuchat/engine/testmodel"
+	"github.com/npuchat/npuchat/history"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/backend/fake"
 	"github.com/npuchat/npuchat/service/cpu"
+	"github.com/npuchat/npuchat/web"
 	"github.com/npuchat/npuchat/web/webtest"
 )
 
 // specServer serves a small random model with the in-process engine,
-// speculative decoding off unless a request asks (the default setting).
-func specServer(t *testing.T) *webtest.Server {
+// the server's speculative setting set (off when "", the default), and
+// a history.
+func specServer(t *testing.T, setting engine.Speculative) *webtest.Server {
 	t.Helper()
 	w, err := testmodel.Random(7, testmodel.MiniCPM5Small())
 	if err != nil {
 		t.Fatal(err)
 	}
+	h := history.NewHandle(filepath.Join(t.TempDir(), "history.db"), history.Options{})
+	t.Cleanup(func() { h.Close() })
 	path := filepath.Join(t.TempDir(), "spec.gguf")
 	if err := testmodel.WriteGGUF(path, w, testmodel.F32); err != nil {
 		t.Fatal(err)
 	}
-	return webtest.Start(t, webtest.Config{
+	ts := webtest.Start(t, webtest.Config{
 		NewBackend: func(_ context.Context, model string, _ backend.Kind) (backend.Backend, error) {
-			return cpu.New(cpu.Options{Path: path, Name: model, Threads: 1}), nil
+			return cpu.New(cpu.Options{Path: path, Name: model, Threads: 1, Speculative: setting}), nil
 		},
 		Service: service.Options{KeepAlive: -1},
+		Web:     web.Options{History: h},
 	})
+	sessions.Store(strings.TrimPrefix(ts.URL, "http://"), ts.Cookie) // the page's session, for do and stream
+	return ts
 }
 
 // specRepeating is a prompt whose greedy continuation, with random
@@ -159,7 +168,7 @@ func decodeInto[T any](t *testing.T, s string, v *T) *T {
 // draft_count and draft_accepted_count, in whole and streamed answers),
 // consistent with each other; "off" carries none.
 func TestSpeculativeThroughTheAPIs(t *testing.T) {
-	ts := specServer(t)
+	ts := specServer(t, "")
 	msgs := fmt.Sprintf(`[{"role":"user","content":%q}]`, specRepeating)
 	cases := []struct {
 		name, path string
@@ -271,5 +280,41 @@ func TestSpeculativeBadValue(t *testing.T) {
 		if resp.StatusCode != 200 {
 			t.Errorf("speculative %s: %d %s", ok, resp.StatusCode, out)
 		}
+	}
+}
+
+// TestSpeculativeInTheChat: with the server's setting auto, a chat's
+// answer to a repeating message stores how many of its tokens were
+// guessed (the done event's stats draft_tokens and draft_accepted), and
+// the page's answer line says "n of m tokens guessed" beside tok/s;
+// with the setting off, neither.
+func TestSpeculativeInTheChat(t *testing.T) {
+	for _, setting := range []engine.Speculative{engine.SpeculativeAuto, engine.SpeculativeOff} {
+		t.Run(string(setting), func(t *testing.T) {
+			ts := specServer(t, setting)
+			_, body := do(t, "POST", ts.URL+"/api/conversations", `{"temperature": 0, "max_tokens": 48}`)
+			conv := decodeJSON[history.Conversation](t, body)
+			evs := stream(t, context.Background(), fmt.Sprintf("%s/api/conversations/%d/messages", ts.URL, conv.ID),
+				fmt.Sprintf(`{"content": %q}`, specRepeating), nil)
+			last := evs[len(evs)-1]
+			if last.Name != "done" {
+				t.Fatalf("the answer ended with %s: %s", last.Name, last.Data)
+			}
+			st := decodeJSON[history.Message](t, string(last.Data)).Stats
+			_, page := do(t, "GET", fmt.Sprintf("%s/c/%d", ts.URL, conv.ID), "")
+			line := fmt.Sprintf("%d of %d tokens guessed", st.DraftAccepted, st.CompletionTokens)
+			if setting == engine.SpeculativeOff {
+				if st.DraftTokens != 0 || strings.Contains(page, "tokens guessed") {
+					t.Errorf("setting off: stats %+v, or the page says tokens were guessed", st)
+				}
+				return
+			}
+			if st.DraftTokens <= 0 || st.DraftAccepted > st.DraftTokens || st.DraftAccepted > st.CompletionTokens {
+				t.Fatalf("stats %+v, want tokens guessed, 0 <= kept <= guessed", st)
+			}
+			if !strings.Contains(page, line) {
+				t.Errorf("the page does not say %q", line)
+			}
+		})
 	}
 }

@@ -181,6 +181,9 @@
     if (!st || !st.engine) return "";
     const parts = [];
     if (st.tokens_per_second > 0) parts.push(st.tokens_per_second.toFixed(1) + " tok/s");
+    // Speculative decoding: how many of the answer's tokens were
+    // guessed ahead and kept (page.go's guessedText).
+    if (st.draft_tokens > 0) parts.push((st.draft_accepted || 0).toLocaleString("en-US") + " of " + st.completion_tokens.toLocaleString("en-US") + " tokens guessed");
     if (st.ttft_ms > 0) parts.push("first token " + st.ttft_ms + " ms");
     parts.push(engineName(st.engine));
     if (st.context_length > 0) parts.push("context " + (st.prompt_tokens + st.completion_tokens) + " / " + st.context_length);
