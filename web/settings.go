@@ -40,6 +40,11 @@ type PageSettings struct {
 	// KVCacheTypes; f32 the default); it applies at the next load.
 	KVCacheType  string   `json:"kv_cache_type"`
 	KVCacheTypes []string `json:"kv_cache_types,omitempty"`
+	// Speculative is how the CPU engine decodes requests that do not say
+	// (one of config.SpeculativeModes; off the default): auto guesses
+	// tokens from earlier text and checks them in one pass, the same
+	// answer. It applies at the next load.
+	Speculative string `json:"speculative"`
 	// ServeAtStart switches the model on when NPU Chat starts.
 	ServeAtStart bool `json:"serve_at_start"`
 	// HFEndpoint is the Hugging Face endpoint or mirror set here ("":
@@ -150,6 +155,9 @@ func pageSettings(c config.Settings, d Details) PageSettings {
 	if p.KVCacheType == "" {
 		p.KVCacheType = config.KVCacheTypes[0]
 	}
+	if p.Speculative = c.Speculative; p.Speculative == "" {
+		p.Speculative = config.SpeculativeModes[0]
+	}
 	if d.Hub.Endpoint != "" {
 		p.HFEndpointFallback, p.HFEndpointFrom = d.Hub.Endpoint, d.Hub.EndpointFrom
 	}
@@ -227,6 +235,9 @@ func (s *Server) putSettings(w http.ResponseWriter, r *http.Request) {
 		c.Engine, c.KeepAlive, c.ContextLength, c.Parallel, c.Chat = in.Engine, in.KeepAlive, in.ContextLength, in.Parallel, in.Chat
 		if in.KVCacheType != c.KVCacheType && (in.KVCacheType != config.KVCacheTypes[0] || c.KVCacheType != "") {
 			c.KVCacheType = in.KVCacheType // the default named stays unset
+		}
+		if in.Speculative != c.Speculative && (in.Speculative != config.SpeculativeModes[0] || c.Speculative != "") {
+			c.Speculative = in.Speculative // the default named stays unset
 		}
 		c.ServeAtStart, c.HFEndpoint, c.ModelsDir, c.Addr = in.ServeAtStart, in.HFEndpoint, in.ModelsDir, addr
 		if in.HFToken != nil {

@@ -27,10 +27,10 @@ func TestSettingsAPI(t *testing.T) {
 	store := newTestSettings(cfg)
 	s := startServer(t, fake.Options{}, web.Options{Settings: store, LogFile: filepath.Join(dir, "npuchat.log")}, service.Options{})
 	_, body := do(t, "GET", s.URL+"/api/settings", "")
-	if got := decodeJSON[web.PageSettings](t, body); got.Engine != "auto" || got.KeepAlive != "5m0s" {
+	if got := decodeJSON[web.PageSettings](t, body); got.Engine != "auto" || got.KeepAlive != "5m0s" || got.Speculative != "off" {
 		t.Fatalf("settings: %s", body)
 	}
-	resp, body := do(t, "PUT", s.URL+"/api/settings", `{"engine": "cpu", "keep_alive": "1h", "context_length": 8192, "kv_cache_type": "q8_0", "chat": {"temperature": 0.2, "max_tokens": 64}}`)
+	resp, body := do(t, "PUT", s.URL+"/api/settings", `{"engine": "cpu", "keep_alive": "1h", "context_length": 8192, "kv_cache_type": "q8_0", "speculative": "auto", "chat": {"temperature": 0.2, "max_tokens": 64}}`)
 	if resp.StatusCode != 200 {
 		t.Fatalf("put: %d %s", resp.StatusCode, body)
 	}
@@ -38,7 +38,7 @@ func TestSettingsAPI(t *testing.T) {
 	b, _ := os.ReadFile(path)
 	json.Unmarshal(b, &file)
 	chat, _ := file["chat"].(map[string]any)
-	if file["engine"] != "cpu" || file["keep_alive"] != "1h" || file["threads"] != 3.0 || file["context_length"] != 8192.0 || file["kv_cache_type"] != "q8_0" || chat["temperature"] != 0.2 || chat["max_tokens"] != 64.0 {
+	if file["engine"] != "cpu" || file["keep_alive"] != "1h" || file["threads"] != 3.0 || file["context_length"] != 8192.0 || file["kv_cache_type"] != "q8_0" || file["speculative"] != "auto" || chat["temperature"] != 0.2 || chat["max_tokens"] != 64.0 {
 		t.Fatalf("settings file after the change: %s", b)
 	}
 	if store.updates != 1 {
@@ -51,6 +51,7 @@ func TestSettingsAPI(t *testing.T) {
 		{`{"chat": {"top_p": 3}}`, "top_p must be between 0 and 1"},
 		{`{"context_length": 100}`, "context_length must be 0 (automatic) or between 512"},
 		{`{"kv_cache_type": "q4"}`, `"param":"kv_cache_type"`},
+		{`{"speculative": "always"}`, `"param":"speculative"`},
 	} {
 		resp, body := do(t, "PUT", s.URL+"/api/settings", bad.body)
 		if resp.StatusCode != 400 || !strings.Contains(body, bad.want) {

@@ -207,6 +207,7 @@
     document.querySelectorAll('input[name="engine"]').forEach((r) => (r.checked = r.value === s.engine));
     $("set-context").value = s.context_length || 0;
     $("set-kv-cache-type").value = s.kv_cache_type || "f32";
+    $("set-speculative").value = s.speculative || "off";
     contextHelp(s);
     showKV();
     $("set-parallel").value = s.parallel || 0;
@@ -289,6 +290,7 @@
       keep_alive: keepAliveValue(),
       context_length: num("set-context", Number) || 0,
       kv_cache_type: $("set-kv-cache-type").value,
+      speculative: $("set-speculative").value,
       parallel: num("set-parallel", Number) || 0,
       serve_at_start: $("set-serve-at-start").checked,
       models_dir: $("set-models-dir").value.trim(),
@@ -320,6 +322,8 @@
       if (before && after.engine !== before.engine) notes.push("The engine changed: a model that was on is loaded again on it.");
       if (before && after.kv_cache_type !== before.kv_cache_type)
         notes.push("The KV cache type applies the next time the model is loaded" + (after.kv && after.kv.loaded && after.kv.kv_type ? " (the model on now keeps " + after.kv.kv_type + " until then)." : "."));
+      if (before && after.speculative !== before.speculative)
+        notes.push("Speculative decoding " + (after.speculative === "auto" ? "on" : "off") + " applies the next time the model is loaded.");
       if (before && after.context_length !== before.context_length)
         notes.push("The context length applies the next time the model is loaded" + (after.kv && after.kv.loaded ? " (the model on now keeps " + int(after.kv.context) + " tokens until then)." : "."));
       if (before && after.parallel !== before.parallel)
