@@ -249,12 +249,13 @@ func TestSettingsWindowFollowsTheStore(t *testing.T) {
 	h.ui.wait(func() { s.modelsDir.SetText("/home/me/mod") })
 	if _, err := f.UpdateSettings(context.Background(), func(c *config.Settings) error {
 		c.KeepAlive, c.ContextLength, c.ModelsDir, c.Parallel, c.KVCacheType = "1h30m", 8192, "/srv/models", 3, "q8_0"
+		c.Speculative = "auto"
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
 	h.eventually("the page's change shown", func() bool {
-		return s.keepAlive.Text == "1 hour 30 minutes" && s.context.Text == "8192" && s.parallel.Text == "3" && s.kvType.Selected == "q8_0"
+		return s.keepAlive.Text == "1 hour 30 minutes" && s.context.Text == "8192" && s.parallel.Text == "3" && s.kvType.Selected == "q8_0" && s.speculative.Selected == "Auto"
 	})
 	h.ui.wait(func() {
 		if s.modelsDir.Text != "/home/me/mod" {
@@ -287,6 +288,7 @@ func TestSettingsWindowFollowsTheStore(t *testing.T) {
 		s.hfToken.SetText("hf_trayToken0123456789")
 		s.keepAlive.SetText("never")
 		s.kvType.SetSelected("f16")
+		s.speculative.SetSelected("Off")
 		test.Tap(s.save)
 	})
 	h.eventually("saved", func() bool {
@@ -298,6 +300,9 @@ func TestSettingsWindowFollowsTheStore(t *testing.T) {
 	}
 	if got.KVCacheType != "f16" {
 		t.Errorf("the KV cache type after Save: %q, want f16", got.KVCacheType)
+	}
+	if got.Speculative != "off" {
+		t.Errorf("speculative after Save: %q, want off", got.Speculative)
 	}
 	if got.HFEndpoint != "https://hf-mirror.com" || got.HFToken.Reveal() != "hf_trayToken0123456789" || got.KeepAliveDuration() >= 0 {
 		t.Fatalf("the store after Save: endpoint %q token %q keep-alive %v", got.HFEndpoint, got.HFToken.Masked(), got.KeepAliveDuration())
