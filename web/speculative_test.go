@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/npuchat/npuchat/engine"
@@ -19,10 +22,28 @@ import (
 	"github.com/npuchat/npuchat/web/webtest"
 )
 
+// lockedLog is a log the service writes while a test reads it.
+type lockedLog struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
 // specServer serves a small random model with the in-process engine,
 // the server's speculative setting set (off when "", the default), and
-// a history.
-func specServer(t *testing.T, setting engine.Speculative) *webtest.Server {
+// a history; log is the service's log.
+func specServer(t *testing.T, setting engine.Speculative) (ts *webtest.Server, log *lockedLog) {
 	t.Helper()
 	w, err := testmodel.Random(7, testmodel.MiniCPM5Small())
 	if err != nil {
@@ -34,15 +55,16 @@ func specServer(t *testing.T, setting engine.Speculative) *webtest.Server {
 	if err := testmodel.WriteGGUF(path, w, testmodel.F32); err != nil {
 		t.Fatal(err)
 	}
-	ts := webtest.Start(t, webtest.Config{
+	log = &lockedLog{}
+	ts = webtest.Start(t, webtest.Config{
 		NewBackend: func(_ context.Context, model string, _ backend.Kind) (backend.Backend, error) {
 			return cpu.New(cpu.Options{Path: path, Name: model, Threads: 1, Speculative: setting}), nil
 		},
-		Service: service.Options{KeepAlive: -1},
+		Service: service.Options{KeepAlive: -1, Logger: slog.New(slog.NewTextHandler(log, nil))},
 		Web:     web.Options{History: h},
 	})
 	sessions.Store(strings.TrimPrefix(ts.URL, "http://"), ts.Cookie) // the page's session, for do and stream
-	return ts
+	return ts, log
 }
 
 // specRepeating is a prompt whose greedy continuation, with random
@@ -168,7 +190,7 @@ func decodeInto[T any](t *testing.T, s string, v *T) *T {
 // draft_count and draft_accepted_count, in whole and streamed answers),
 // consistent with each other; "off" carries none.
 func TestSpeculativeThroughTheAPIs(t *testing.T) {
-	ts := specServer(t, "")
+	ts, log := specServer(t, "")
 	msgs := fmt.Sprintf(`[{"role":"user","content":%q}]`, specRepeating)
 	cases := []struct {
 		name, path string
@@ -248,6 +270,12 @@ func TestSpeculativeThroughTheAPIs(t *testing.T) {
 	if d == nil || d.Drafted <= 0 || d.Accepted > d.Drafted || d.Rate != float64(d.Accepted)/float64(d.Drafted) {
 		t.Errorf("/api/ps drafts %+v, want the guesses counted: %s", d, out)
 	}
+	// the log: a line per answer that guessed (auto), with its rate and
+	// the model's; none for off
+	lines := regexp.MustCompile(`msg="tokens guessed" model=minicpm5:2b backend=cpu drafted=(\d+) accepted=(\d+) rate=\d+% model_rate="\d+% of \d+"`).FindAllString(log.String(), -1)
+	if len(lines) != len(cases) {
+		t.Errorf("%d 'tokens guessed' lines in the log for %d answers that guessed:\n%s", len(lines), len(cases), log)
+	}
 }
 
 // TestSpeculativeBadValue: a speculative value that is not auto, off,
@@ -291,7 +319,7 @@ func TestSpeculativeBadValue(t *testing.T) {
 func TestSpeculativeInTheChat(t *testing.T) {
 	for _, setting := range []engine.Speculative{engine.SpeculativeAuto, engine.SpeculativeOff} {
 		t.Run(string(setting), func(t *testing.T) {
-			ts := specServer(t, setting)
+			ts, _ := specServer(t, setting)
 			_, body := do(t, "POST", ts.URL+"/api/conversations", `{"temperature": 0, "max_tokens": 48}`)
 			conv := decodeJSON[history.Conversation](t, body)
 			evs := stream(t, context.Background(), fmt.Sprintf("%s/api/conversations/%d/messages", ts.URL, conv.ID),
