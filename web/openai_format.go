@@ -111,6 +111,11 @@ type openAIUsage struct {
 	// many it did not, under the names OpenAI uses for its Predicted
 	// Outputs; absent otherwise.
 	CompletionTokensDetails *openAICompletionDetail `json:"completion_tokens_details,omitempty"`
+	// DraftN and DraftNAccepted are the same counts under llama.cpp's
+	// timings names (the tokens guessed and checked, those kept); absent
+	// when nothing was guessed.
+	DraftN         *int `json:"draft_n,omitempty"`
+	DraftNAccepted *int `json:"draft_n_accepted,omitempty"`
 }
 
 // openAICompletionDetail is usage.completion_tokens_details.
@@ -136,6 +141,7 @@ func usageOf(res backend.Result) *openAIUsage {
 	if res.DraftTokens > 0 {
 		u.CompletionTokensDetails = &openAICompletionDetail{AcceptedPredictionTokens: res.DraftAccepted,
 			RejectedPredictionTokens: res.DraftTokens - res.DraftAccepted}
+		u.DraftN, u.DraftNAccepted = &res.DraftTokens, &res.DraftAccepted
 	}
 	return u
 }

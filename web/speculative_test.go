@@ -79,6 +79,8 @@ type specGot struct {
 	drafted, accepted   int
 	rejected, accepted2 int // usage.completion_tokens_details (OpenAI)
 	details             bool
+	// usage.draft_n and draft_n_accepted (OpenAI)
+	usageDrafted, usageAccepted int
 }
 
 // openAIFinal is the part of an OpenAI answer or chunk the test reads.
@@ -93,7 +95,9 @@ type openAIFinal struct {
 		} `json:"delta"`
 	} `json:"choices"`
 	Usage *struct {
-		Details *struct {
+		DraftN         *int `json:"draft_n"`
+		DraftNAccepted *int `json:"draft_n_accepted"`
+		Details        *struct {
 			Accepted int `json:"accepted_prediction_tokens"`
 			Rejected int `json:"rejected_prediction_tokens"`
 		} `json:"completion_tokens_details"`
@@ -122,6 +126,13 @@ func (o openAIFinal) into(t *testing.T, g *specGot) {
 	}
 	if o.Usage != nil && o.Usage.Details != nil {
 		g.details, g.accepted2, g.rejected = true, o.Usage.Details.Accepted, o.Usage.Details.Rejected
+		if o.Usage.DraftN == nil || o.Usage.DraftNAccepted == nil {
+			t.Errorf("usage has completion_tokens_details but not draft_n and draft_n_accepted")
+		} else {
+			g.usageDrafted, g.usageAccepted = *o.Usage.DraftN, *o.Usage.DraftNAccepted
+		}
+	} else if o.Usage != nil && (o.Usage.DraftN != nil || o.Usage.DraftNAccepted != nil) {
+		t.Errorf("usage has draft_n but not completion_tokens_details")
 	}
 }
 
@@ -185,7 +196,7 @@ func decodeInto[T any](t *testing.T, s string, v *T) *T {
 // TestSpeculativeThroughTheAPIs (issue 34, items 3 and 4): through the
 // real routes and the in-process engine, greedy, a request with
 // speculative "auto" gets the same text as one with "off"; its answer
-// carries the guess counts (OpenAI's timings draft_n and
+// carries the guess counts (OpenAI's timings and usage draft_n and
 // draft_n_accepted and usage.completion_tokens_details, Ollama's
 // draft_count and draft_accepted_count, in whole and streamed answers),
 // consistent with each other; "off" carries none.
@@ -243,7 +254,8 @@ func TestSpeculativeThroughTheAPIs(t *testing.T) {
 				t.Errorf("speculative auto: counts %+v, want drafted > 0 and 0 <= accepted <= drafted", spec)
 			}
 			if c.openAI { // every OpenAI case has usage (streams ask for it)
-				if !spec.details || spec.accepted2 != spec.accepted || spec.rejected != spec.drafted-spec.accepted {
+				if !spec.details || spec.accepted2 != spec.accepted || spec.rejected != spec.drafted-spec.accepted ||
+					spec.usageDrafted != spec.drafted || spec.usageAccepted != spec.accepted {
 					t.Errorf("usage.completion_tokens_details %+v disagrees with timings (drafted %d, accepted %d)", spec, spec.drafted, spec.accepted)
 				}
 			}
