@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -22,12 +21,13 @@ import (
 
 	"github.com/npuchat/npuchat/autostart"
 	"github.com/npuchat/npuchat/config"
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/eventbus"
 	"github.com/npuchat/npuchat/models/catalog"
+	flmfiles "github.com/npuchat/npuchat/models/flm"
 	"github.com/npuchat/npuchat/npu/flm"
 	"github.com/npuchat/npuchat/npu/xrt"
 	"github.com/npuchat/npuchat/service"
-	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/cpu"
 	"github.com/npuchat/npuchat/web"
 	"gopkg.in/natefinch/lumberjack.v2"
@@ -103,20 +103,14 @@ type App struct {
 	opts Options
 	cfg  *config.Config
 	log  *slog.Logger
-	reg  *service.Registry
 	mgr  *service.Manager
 	cat  *catalog.Catalog
 	srv  *web.Server
-	// local maps names served from files on disk to their paths; lib
-	// remembers the models the user added (library.json); flmModels
-	// are FastFlowLM's own installed models (flmMu); layout is
-	// FastFlowLM's layout, found once (layoutOnce).
-	local      localModels
-	lib        *library.File
-	flmMu      sync.Mutex
-	flmModels  map[string]flmModel
+	// lib is the one owner of the models and of which is current;
+	// layout is FastFlowLM's layout, found once (layoutOnce).
+	lib        *library.Library
 	layoutOnce sync.Once
-	layout     *fastflowLayout
+	layout     *flmfiles.Layout
 	// flmLog receives FastFlowLM's output (logs/flm.log).
 	flmLog io.WriteCloser
 	// closeLog closes the log file (nil with Options.Logger).
@@ -135,9 +129,8 @@ type App struct {
 	// server is the web server's state; its changes go out on bus
 	// (WatchServer).
 	server ServerStatus
-	// current is the model switched to last (UseModel); "" until then.
-	current string
-	bus     *eventbus.Bus
+	// bus carries the server's state and the library's changes.
+	bus *eventbus.Bus
 	// stop ends Run's serving; running is closed when the web server
 	// has returned.
 	stop    context.CancelFunc
@@ -176,7 +169,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &App{opts: opts, cfg: cfg, reg: &service.Registry{}, flmModels: map[string]flmModel{}, bus: eventbus.New()}
+	a := &App{opts: opts, cfg: cfg, bus: eventbus.New()}
 	a.server = ServerStatus{Addr: cfg.Addr, URL: chatURL(cfg.Addr)}
 	a.settings = config.NewStore(cfg)
 	a.log = opts.Logger
@@ -197,27 +190,18 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	if a.cat, err = catalog.Load(); err != nil {
 		return fail(err)
 	}
-	for _, m := range a.cat.All() {
-		a.reg.Add(service.Entry{
-			Desc:    service.ModelDesc{Name: m.Name},
-			Aliases: []string{m.FLMName()},
-			Refresh: func() service.ModelDesc { return a.describe(m) },
-		})
-	}
-	if err := a.loadLibrary(ctx); err != nil {
-		a.log.Warn("model library", "err", err)
-	}
+	a.lib = a.openLibrary(ctx)
 	if localModel != "" {
-		if err := a.addLocal(localModel, opts.Flags.Name); err != nil {
+		if _, err := a.lib.AddForRun(ctx, localModel, opts.Flags.Name); err != nil {
 			return fail(err)
 		}
 	}
 	a.mgr = service.New(service.Options{
-		Resolve:      a.reg.Resolve,
-		DefaultModel: a.cfg.Model,
-		Models:       a.reg.Models,
+		Resolve:      a.resolve,
+		DefaultModel: a.lib.Current(),
+		Models:       a.models,
 		Engines:      a.engines,
-		NewBackend:   a.newBackend,
+		NewBackend:   a.backendFor,
 		Beside:       a.beside,
 		Capabilities: a.capabilities,
 		ForgetCache: func(tag string) {
@@ -230,7 +214,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		Logger:    a.log,
 		Now:       opts.Now,
 	})
-	if cfg.Engine == string(backend.Remote) {
+	if cfg.Engine == string(enginekind.Remote) {
 		a.addRemoteModels(ctx)
 	}
 	// The chat page's history, installs and settings.
@@ -243,6 +227,11 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		// Each status goes out as the service's install event (it fails
 		// only once the service is closed: nothing to tell then).
 		Publish: func(st install.Status) {
+			if st.State.Ended() {
+				// The library lists what the install left before anyone
+				// hears it ended.
+				a.lib.Rescan(context.Background())
+			}
 			a.mgr.Publish(service.Event{Type: service.EventInstall, Message: st.Message, Install: &st})
 		},
 		Logger: a.log,
@@ -315,9 +304,9 @@ func applyFlags(cfg *config.Config, f Flags, getenv func(string) string) (localM
 		cfg.Speculative = f.Speculative // like --kv-cache-type
 	}
 	if !ValidEngine(cfg.Engine) {
-		return "", fmt.Errorf("--engine %q is not one of %s", cfg.Engine, backend.EngineNames())
+		return "", fmt.Errorf("--engine %q is not one of %s", cfg.Engine, enginekind.EngineNames())
 	}
-	if cfg.Engine == string(backend.Remote) && cfg.RemoteURL == "" {
+	if cfg.Engine == string(enginekind.Remote) && cfg.RemoteURL == "" {
 		return "", noRemoteURL(cfg.SettingsPath, f.Engine != "", getenv("NPUCHAT_ENGINE") != "")
 	}
 	if f.Model != "" && LooksLikePath(f.Model) {
@@ -340,34 +329,6 @@ func noRemoteURL(settings string, fromFlag, fromEnv bool) error {
 		return fmt.Errorf("the environment variable NPUCHAT_ENGINE=remote is set, but no remote server's address is: set NPUCHAT_REMOTE_URL too (or put \"remote_url\" in %s), e.g. NPUCHAT_REMOTE_URL=%s; or unset NPUCHAT_ENGINE", settings, example)
 	}
 	return fmt.Errorf("the settings file %s says \"engine\": \"remote\" but has no \"remote_url\": add \"remote_url\": \"%s\" (the remote server's address) to it, or set NPUCHAT_REMOTE_URL; or change \"engine\" to \"auto\" there", settings, example)
-}
-
-// addLocal registers a GGUF file, Hugging Face folder or FastFlowLM
-// folder under name (its base name when empty) and makes it the model.
-func (a *App) addLocal(path, name string) error {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return err
-	}
-	fi, err := os.Stat(abs)
-	if err != nil {
-		return fmt.Errorf("--model %s: %w", path, err)
-	}
-	if name == "" {
-		name = strings.TrimSuffix(filepath.Base(abs), filepath.Ext(abs))
-	}
-	desc := service.ModelDesc{
-		Name: name, Installed: true, Path: abs, Size: fi.Size(), ModifiedAt: fi.ModTime(),
-		Format: formatOf(abs, fi),
-	}
-	// Family and context length without loading, for /api/show.
-	if info, err := cpu.Describe(abs); err == nil {
-		desc.Family, desc.ContextLength, desc.Shape = info.Family, info.ContextLength, info.Shape
-	}
-	a.reg.Add(service.Entry{Desc: desc})
-	a.cfg.Model = name
-	a.local.set(name, abs)
-	return nil
 }
 
 // Manager is the service: the model's state, its events, generation.
@@ -393,25 +354,14 @@ func (a *App) Version() string { return a.opts.Version }
 
 // Model is the model served by default (a catalog name or a --model
 // file's name).
-func (a *App) Model() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.current != "" {
-		return a.current
-	}
-	return a.cfg.Model
-}
+func (a *App) Model() string { return a.lib.Current() }
 
 // ModelInstalled reports whether the default model's files are here (a
 // --model file always is), so that the tray knows to offer the setup
 // window.
 func (a *App) ModelInstalled() bool {
-	for _, d := range a.mgr.Models() {
-		if d.Name == a.Model() {
-			return d.Installed
-		}
-	}
-	return false
+	e, ok := a.lib.Lookup(a.Model())
+	return ok && e.Installed
 }
 
 // LogDir is the folder of the log files (npuchat.log, flm.log), for the

@@ -2,16 +2,19 @@ package app
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/npuchat/npuchat/config"
 	"github.com/npuchat/npuchat/engine"
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/models"
-	"github.com/npuchat/npuchat/models/catalog"
+	flmfiles "github.com/npuchat/npuchat/models/flm"
+	"github.com/npuchat/npuchat/models/library"
 	"github.com/npuchat/npuchat/npu/check"
 	"github.com/npuchat/npuchat/npu/flm"
 	"github.com/npuchat/npuchat/service"
@@ -21,31 +24,26 @@ import (
 )
 
 // ValidEngine reports whether kind is an engine setting (one of
-// backend.Engines).
+// enginekind.Engines).
 func ValidEngine(kind string) bool {
-	_, err := backend.ParseEngine(kind)
+	_, err := enginekind.ParseEngine(kind)
 	return err == nil && kind != ""
 }
 
-// engines lists the backends to try for a model, best first, from the
-// engine setting.
-func (a *App) engines(model string) []backend.Kind {
+// engines lists the backends to try for a model, best first: what can
+// run it (its library entry) under the engine setting.
+func (a *App) engines(model string) []enginekind.Kind {
 	eng := a.Engine()
-	if _, ok := a.local.path(model); ok && eng != backend.Remote {
-		return []backend.Kind{backend.CPU} // a file on disk: only the in-process engine reads it
+	if eng == enginekind.Remote {
+		return []enginekind.Kind{enginekind.Remote}
 	}
-	if m, ok := a.flmModel(model); ok && eng != backend.Remote {
-		return flmBackendKinds(m, eng)
+	if e, ok := a.lib.Lookup(model); ok {
+		return e.EnginesFor(eng)
 	}
-	if m, err := a.cat.Lookup(model); err == nil && m.Name == model && m.CPUNote() != "" && eng != backend.Remote {
-		return []backend.Kind{backend.NPU} // FastFlowLM's model the CPU engine cannot compute
+	if eng == enginekind.Auto {
+		return []enginekind.Kind{enginekind.NPU, enginekind.CPU}
 	}
-	switch eng {
-	case backend.NPU, backend.CPU, backend.Remote:
-		return []backend.Kind{eng}
-	default:
-		return []backend.Kind{backend.NPU, backend.CPU}
-	}
+	return []enginekind.Kind{eng}
 }
 
 // capabilities is service.Options.Capabilities: what model will be able
@@ -53,26 +51,19 @@ func (a *App) engines(model string) []backend.Kind {
 // without loading it. The NPU (FastFlowLM) adds plain completion only;
 // in auto mode the service sends what it cannot do to the CPU engine.
 func (a *App) capabilities(model string) []string {
+	e, _ := a.lib.Lookup(model)
 	var caps []string
 	for _, kind := range a.engines(model) {
 		switch kind {
-		case backend.NPU:
+		case enginekind.NPU:
 			caps = append(caps, flm.Capabilities()...)
-		case backend.Remote:
+		case enginekind.Remote:
 			caps = append(caps, oaicompat.RemoteCapabilities()...)
-		case backend.CPU:
-			path, ok := a.local.path(model)
-			if m, isFLM := a.flmModel(model); isFLM {
-				path, ok = m.Dir, true
+		case enginekind.CPU:
+			if !e.Installed {
+				continue // not installed: unknown until it is
 			}
-			if !ok {
-				inst, err := models.Locate(a.cfg, model)
-				if err != nil {
-					continue // not installed: unknown until it is
-				}
-				path = inst.Dir
-			}
-			c, err := cpu.Capabilities(path)
+			c, err := cpu.Capabilities(e.Path)
 			if err != nil {
 				a.log.Debug("capabilities", "model", model, "err", err)
 				continue
@@ -83,90 +74,102 @@ func (a *App) capabilities(model string) []string {
 	return caps
 }
 
-// newBackend makes the backend of a kind for a model.
-func (a *App) newBackend(ctx context.Context, model string, kind backend.Kind) (backend.Backend, error) {
+// backendFor is service.Options.NewBackend: the backend of a kind for
+// the model's library entry, with the settings in effect now.
+func (a *App) backendFor(ctx context.Context, model string, kind enginekind.Kind) (backend.Backend, error) {
+	e, ok := a.lib.Lookup(model)
+	if !ok && kind != enginekind.Remote {
+		_, err := a.resolve(model)
+		return nil, err
+	}
+	if !ok {
+		e = library.Entry{Name: model}
+	}
+	return a.newBackend(ctx, e, a.settings.Get(), kind)
+}
+
+// newBackend makes the backend of a kind for a library entry under the
+// settings s. A new kind of engine is one more case here (and its row
+// in enginekind).
+func (a *App) newBackend(ctx context.Context, e library.Entry, s config.Settings, kind enginekind.Kind) (backend.Backend, error) {
 	switch kind {
-	case backend.CPU:
-		if m, ok := a.flmModel(model); ok {
-			return cpu.New(cpu.Options{Path: m.Dir, Name: model, Threads: a.cfg.Threads, CacheDir: a.engineCache(), MemAvailable: a.memAvailable,
-				KVDir: a.kvCache(), Log: a.log, MaxContext: a.settings.Get().ContextLength, Parallel: a.settings.Get().Parallel, KVCacheType: a.settings.Get().KVCacheType, Speculative: engine.Speculative(a.settings.Get().Speculative), ParameterSize: m.Params, Quantization: m.Quant}), nil
+	case enginekind.CPU:
+		if !e.Installed {
+			return nil, notInstalled{e.Missing}
 		}
-		if path, ok := a.local.path(model); ok {
-			return cpu.New(cpu.Options{Path: path, Name: model, Threads: a.cfg.Threads, CacheDir: a.engineCache(), MemAvailable: a.memAvailable,
-				KVDir: a.kvCache(), Log: a.log, MaxContext: a.settings.Get().ContextLength, Parallel: a.settings.Get().Parallel, KVCacheType: a.settings.Get().KVCacheType, Speculative: engine.Speculative(a.settings.Get().Speculative)}), nil
-		}
-		inst, err := models.Locate(a.cfg, model)
-		if err != nil {
-			return nil, notInstalled{err}
-		}
-		opts := cpu.Options{Path: inst.Dir, Name: model, Threads: a.cfg.Threads, ParameterSize: strings.ToUpper(inst.Model.Size),
-			CacheDir: a.engineCache(), MemAvailable: a.memAvailable, KVDir: a.kvCache(), Log: a.log,
-			MaxContext: a.settings.Get().ContextLength, Parallel: a.settings.Get().Parallel, KVCacheType: a.settings.Get().KVCacheType, Speculative: engine.Speculative(a.settings.Get().Speculative)}
-		if inst.Format == "flm-q4nx" {
+		return cpu.New(cpu.Options{Path: e.Path, Name: e.Name, ParameterSize: e.ParameterSize, Quantization: e.Quantization,
 			// Compute the original model, not the port's changes.
-			opts.SkipQKNorm = inst.Model.Port.InjectedQKNorm
-			opts.RopeLayout = engine.RopeLayout(inst.Model.Port.RopeLayout)
-			opts.Quantization = "Q4_1"
-		}
-		return cpu.New(opts), nil
-	case backend.NPU:
-		return a.newNPUBackend(ctx, model)
-	case backend.Remote:
-		return oaicompat.New(oaicompat.Options{BaseURL: a.cfg.RemoteURL, APIKey: a.cfg.RemoteKey, Model: model, Kind: backend.Remote})
+			SkipQKNorm: e.Port.InjectedQKNorm, RopeLayout: engine.RopeLayout(e.Port.RopeLayout),
+			Threads: a.cfg.Threads, CacheDir: a.engineCache(), MemAvailable: a.memAvailable, KVDir: a.kvCache(), Log: a.log,
+			MaxContext: s.ContextLength, Parallel: s.Parallel, KVCacheType: s.KVCacheType, Speculative: engine.Speculative(s.Speculative)}), nil
+	case enginekind.NPU:
+		return a.newNPUBackend(ctx, e)
+	case enginekind.Remote:
+		return oaicompat.New(oaicompat.Options{BaseURL: s.RemoteURL, APIKey: s.RemoteKey, Model: e.Name, Kind: enginekind.Remote})
 	default:
-		return nil, fmt.Errorf("%s: no %s engine", model, kind)
+		return nil, fmt.Errorf("%s: no %s engine", e.Name, kind)
 	}
 }
 
 // newNPUBackend makes the FastFlowLM backend, after checking that the
 // NPU is ready and FastFlowLM and the model are installed; each "no"
 // says what to do, and the service falls back to the CPU with it.
-func (a *App) newNPUBackend(ctx context.Context, model string) (backend.Backend, error) {
-	if _, ok := a.local.path(model); ok {
-		return nil, fmt.Errorf("%s is a local file: only the cpu engine runs those", model)
-	}
-	if fm, ok := a.flmModel(model); ok {
-		return a.newFLMOwnBackend(ctx, fm)
-	}
-	m, err := a.cat.Lookup(model)
-	if err != nil {
-		return nil, err
+func (a *App) newNPUBackend(ctx context.Context, e library.Entry) (backend.Backend, error) {
+	if e.FLM == nil {
+		return nil, fmt.Errorf("%s is a local file: only the cpu engine runs those", e.Name)
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	rep, err := a.checkNPU(ctx, flmSize(m))
+	rep, err := a.checkNPU(ctx, e.FLM.Bytes)
 	if err != nil {
 		return nil, fmt.Errorf("NPU check: %w", err)
 	}
 	if !rep.Ready {
 		return nil, fmt.Errorf("the NPU is not ready (%s); run npuchat check for the fixes", strings.TrimSuffix(rep.Summary, "."))
 	}
-	in, err := models.NewInstaller(a.cfg, models.Options{FLMRoot: a.cfg.FLMRoot, Getenv: a.opts.Getenv, GOOS: a.opts.GOOS})
-	if err != nil {
-		return nil, err
+	// FastFlowLM's own models are served with its own list; NPU Chat's
+	// with the list NPU Chat registers them in (PrepareFLM writes it).
+	var layout *flmfiles.Layout
+	if e.FLM.OwnList {
+		layout = a.flmLayout(ctx)
+		if layout == nil || layout.Exe == "" {
+			return nil, errors.New("FastFlowLM is not installed")
+		}
+	} else {
+		in, err := models.NewInstaller(a.cfg, models.Options{FLMRoot: a.cfg.FLMRoot, Getenv: a.opts.Getenv, GOOS: a.opts.GOOS})
+		if err != nil {
+			return nil, err
+		}
+		if layout, err = in.PrepareFLM(ctx); err != nil {
+			return nil, err
+		}
 	}
-	layout, err := in.PrepareFLM(ctx)
-	if err != nil {
-		return nil, err
-	}
-	dir := layout.ModelDir(m.FLMName())
+	dir := layout.ModelDir(e.FLM.Folder)
 	if dir == "" {
 		return nil, fmt.Errorf("FastFlowLM's models folder is unknown: %w", layout.ModelsDirErr)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "model.q4nx")); err != nil {
-		return nil, fmt.Errorf("%s is not installed for FastFlowLM; install it from the Models view", model)
+		return nil, fmt.Errorf("%s is not installed for FastFlowLM; install it from the Models view", e.Name)
 	}
 	exe := layout.Exe
 	if a.opts.FLMExecutable != "" {
 		exe = a.opts.FLMExecutable
 	}
+	var env []string
+	if !e.FLM.OwnList {
+		env = layout.ServeEnv()
+	}
+	quant := e.Quantization
+	if quant == "" {
+		quant = "Q4_1"
+	}
 	be, err := flm.New(flm.Options{
 		Executable: exe,
-		Model:      m.FLMTag(),
-		Env:        layout.ServeEnv(),
+		Model:      e.FLM.Tag,
+		Env:        env,
 		Log:        a.flmLog,
-		Info: backend.ModelInfo{Name: model, Family: m.Family, ParameterSize: strings.ToUpper(m.Size), Quantization: "Q4_1",
-			Format: "q4nx", Path: dir, ContextLength: flmContext(m)},
+		Info: backend.ModelInfo{Name: e.Name, Family: e.Family, ParameterSize: e.ParameterSize, Quantization: quant,
+			Format: "q4nx", Path: dir, ContextLength: e.ContextLength},
 		Count: a.flmCounter(dir),
 		OnState: func(ev flm.Event) {
 			a.log.Info("FastFlowLM", "state", ev.State, "pid", ev.PID, "attempt", ev.Attempt, "err", ev.Err)
@@ -211,26 +214,10 @@ func (a *App) checkNPU(ctx context.Context, modelBytes int64) (*check.Report, er
 // `npuchat check`, the tray's "Check NPU…" and GET /api/check).
 func (a *App) CheckNPU(ctx context.Context) (*check.Report, error) {
 	size := int64(0)
-	if m, err := a.cat.Lookup(a.Model()); err == nil {
-		size = flmSize(m)
+	if e, ok := a.lib.Lookup(a.Model()); ok && e.FLM != nil {
+		size = e.FLM.Bytes
 	}
 	return a.checkNPU(ctx, size)
-}
-
-// formatOf names a local model's file format from its path.
-func formatOf(path string, fi os.FileInfo) string {
-	switch {
-	case !fi.IsDir() && strings.EqualFold(filepath.Ext(path), ".gguf"):
-		return "gguf"
-	case !fi.IsDir() && strings.EqualFold(filepath.Ext(path), ".q4nx"):
-		return "q4nx"
-	case fi.IsDir():
-		if _, err := os.Stat(filepath.Join(path, "model.q4nx")); err == nil {
-			return "q4nx"
-		}
-		return "safetensors"
-	}
-	return ""
 }
 
 // LooksLikePath tells a file or folder from a model name: names have no
@@ -243,32 +230,6 @@ func LooksLikePath(s string) bool {
 	return strings.HasSuffix(l, ".gguf") || strings.HasSuffix(l, ".q4nx") || s == "." || s == ".."
 }
 
-// describe reports a catalog model as the API lists it.
-func (a *App) describe(m *catalog.Model) service.ModelDesc {
-	d := service.ModelDesc{Name: m.Name, Description: m.Description, Family: m.Family, ParameterSize: strings.ToUpper(m.Size),
-		ContextLength: flmContext(m)}
-	inst, err := models.Locate(a.cfg, m.Name)
-	if err != nil {
-		return d
-	}
-	d.Installed, d.Path = true, inst.Dir
-	switch inst.Format {
-	case "flm-q4nx":
-		d.Format, d.Quantization = "q4nx", "Q4_1"
-	default:
-		d.Format = "safetensors"
-	}
-	for _, w := range inst.Weights {
-		if fi, err := os.Stat(filepath.Join(inst.Dir, w)); err == nil {
-			d.Size += fi.Size()
-			if fi.ModTime().After(d.ModifiedAt) {
-				d.ModifiedAt = fi.ModTime()
-			}
-		}
-	}
-	return d
-}
-
 // notInstalled marks a models error as the service's ErrNotInstalled,
 // keeping its message (which says how to install).
 type notInstalled struct{ err error }
@@ -276,45 +237,22 @@ type notInstalled struct{ err error }
 func (e notInstalled) Error() string   { return e.err.Error() }
 func (e notInstalled) Unwrap() []error { return []error{e.err, service.ErrNotInstalled} }
 
-// flmSize is the model's size in bytes from its FastFlowLM entry (what
-// FastFlowLM raises memlock by), or 0 when the entry has none.
-func flmSize(m *catalog.Model) int64 {
-	var e struct {
-		Size int64 `json:"size"`
-	}
-	json.Unmarshal(m.FLM.Entry, &e)
-	return e.Size
-}
-
-// flmContext is the model's default context length from its FastFlowLM
-// entry (0 when absent).
-func flmContext(m *catalog.Model) int {
-	var e struct {
-		Context int `json:"default_context_length"`
-	}
-	json.Unmarshal(m.FLM.Entry, &e)
-	return e.Context
-}
-
-// addRemoteModels registers what the remote server serves (for the
-// remote engine), so that clients can name those models; the configured
-// model is registered even when the server cannot be reached yet.
+// addRemoteModels lists what the remote server serves (for the remote
+// engine) in the library, so that clients can name those models; the
+// configured model is listed even when the server cannot be reached yet.
 func (a *App) addRemoteModels(ctx context.Context) {
-	names := []string{a.cfg.Model}
-	if c, err := oaicompat.New(oaicompat.Options{BaseURL: a.cfg.RemoteURL, APIKey: a.cfg.RemoteKey, Kind: "remote"}); err == nil {
+	s := a.settings.Get()
+	names := []string{a.Model()}
+	if c, err := oaicompat.New(oaicompat.Options{BaseURL: s.RemoteURL, APIKey: s.RemoteKey, Kind: enginekind.Remote}); err == nil {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		if ids, err := c.Models(ctx); err == nil {
 			names = append(names, ids...)
 		} else {
-			a.log.Warn("remote server's models", "url", a.cfg.RemoteURL, "err", err)
+			a.log.Warn("remote server's models", "url", s.RemoteURL, "err", err)
 		}
 	}
-	for _, n := range names {
-		if _, err := a.reg.Resolve(n); err != nil {
-			a.reg.Add(service.Entry{Desc: service.ModelDesc{Name: n, Installed: true, Format: "remote"}})
-		}
-	}
+	a.lib.SetRemote(ctx, s.RemoteURL, names)
 }
 
 // kvCache is the folder of the CPU engine's KV disk cache, beside the

@@ -1,5 +1,5 @@
 // Package app is NPU Chat assembled: the configuration, the model
-// catalog and registry, the backends (the in-process CPU engine,
+// library (models/library), the backends (the in-process CPU engine,
 // FastFlowLM on the NPU, a remote server), the service that runs them,
 // the web server, and the logs. `npuchat serve` and the tray run the same
 // App; the tray adds its icon, menu and windows on top (package gui),
@@ -22,8 +22,13 @@
 // UpdateSettings, which pushes the keep-alive and the engine into the
 // service), the web server's state (WatchServer) and the install runner
 // (whose OnDone switches on a model the page asked to install). The
-// service's Manager owns the model's state and its events; each owner
-// publishes on its own eventbus.Bus.
+// model library alone answers which models exist, where their files
+// are, what can run each and which is current (ModelLibrary,
+// WatchLibrary); the app only makes a backend for one of its entries
+// (newBackend). The service's Manager owns the model's state and its
+// events. The library's changes and the server's state go out on the
+// app's eventbus.Bus; the Manager and the settings store publish on
+// their own.
 //
 // Run returns when its ctx ends or Shutdown is called; Shutdown is
 // bounded (ShutdownTimeout) so that Quit and SIGTERM end the process

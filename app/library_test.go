@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/npuchat/npuchat/engine/testmodel"
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/models/library"
 	"github.com/npuchat/npuchat/service"
-	"github.com/npuchat/npuchat/service/backend"
 )
 
 // tinyGGUF writes a small random GGUF model at path.
@@ -144,14 +144,14 @@ func TestFastFlowLMCatalogModelsEnginesAndOffers(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name        string
-		engines     []backend.Kind
+		engines     []enginekind.Kind
 		installable bool
 	}{
-		{"minicpm5:2b", []backend.Kind{backend.NPU, backend.CPU}, true},
-		{"qwen3:0.6b", []backend.Kind{backend.NPU, backend.CPU}, true},
-		{"llama3.2:1b", []backend.Kind{backend.NPU}, false},
-		{"qwen2.5-it:3b", []backend.Kind{backend.NPU}, false},
-		{"gemma3:4b", []backend.Kind{backend.NPU}, false},
+		{"minicpm5:2b", []enginekind.Kind{enginekind.NPU, enginekind.CPU}, true},
+		{"qwen3:0.6b", []enginekind.Kind{enginekind.NPU, enginekind.CPU}, true},
+		{"llama3.2:1b", []enginekind.Kind{enginekind.NPU}, false},
+		{"qwen2.5-it:3b", []enginekind.Kind{enginekind.NPU}, false},
+		{"gemma3:4b", []enginekind.Kind{enginekind.NPU}, false},
 	} {
 		if got := a.engines(tc.name); !slices.Equal(got, tc.engines) {
 			t.Errorf("%s: engines %v, want %v", tc.name, got, tc.engines)
@@ -168,5 +168,51 @@ func TestFastFlowLMCatalogModelsEnginesAndOffers(t *testing.T) {
 		if d.Installed {
 			t.Errorf("%s is listed as installed", d.Name)
 		}
+	}
+}
+
+// TestLibraryChangesAreAnnounced: whatever changes the library (a model
+// added or forgotten on the page, another switched to) is announced on
+// WatchLibrary, with the current model, so that the tray never polls.
+func TestLibraryChangesAreAnnounced(t *testing.T) {
+	env := testEnv(t)
+	env["NPUCHAT_ENGINE"] = "cpu"
+	ctx := context.Background()
+	one := filepath.Join(env["HOME"], "models", "one.gguf")
+	tinyGGUF(t, one, 1)
+	a := newApp(t, env, Flags{})
+	changes, stop := a.WatchLibrary()
+	defer stop()
+	next := func(what string) library.Changed {
+		t.Helper()
+		select {
+		case c := <-changes:
+			return c
+		default:
+			t.Fatalf("%s announced nothing", what)
+		}
+		return library.Changed{}
+	}
+	if _, err := a.AddModel(ctx, filepath.Join(t.TempDir(), "x.gguf")); err == nil {
+		t.Fatal("a path outside the folders was added")
+	}
+	if _, err := a.AddModel(ctx, one); err != nil {
+		t.Fatal(err)
+	}
+	if c := next("add"); c.Current != "minicpm5:2b" {
+		t.Errorf("after the add: %+v", c)
+	}
+	if err := a.UseModel(ctx, "one"); err != nil {
+		t.Fatal(err)
+	}
+	if c := next("a switch"); c.Current != "one" || a.Model() != "one" {
+		t.Errorf("after the switch: %+v, model %q", c, a.Model())
+	}
+	if err := a.RemoveModel(ctx, "one"); err != nil {
+		t.Fatal(err)
+	}
+	next("forget")
+	if _, ok := libraryNamed(a.Library(ctx), "one"); ok {
+		t.Error("one still listed after forgetting it")
 	}
 }

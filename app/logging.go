@@ -45,7 +45,7 @@ func newLogger(stderr io.Writer, dir, level string) (*slog.Logger, func(), error
 // makeLogDir makes the log folder, or says which one could not be made
 // and what to do.
 func makeLogDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("the logs folder %s cannot be made (%w): NPU Chat needs a data folder it can write; fix its permissions or set NPUCHAT_DATA to another folder", dir, err)
 	}
 	return nil

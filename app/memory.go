@@ -5,13 +5,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/npuchat/npuchat/service/backend"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/models"
 )
 
@@ -25,8 +25,8 @@ const besideHeadroom = 1 << 30
 // now holds its weights and a headroom. Where free memory cannot be read
 // (neither Linux nor Windows), it is allowed, and the engine's own load
 // errors say the rest.
-func (a *App) beside(model string, kind backend.Kind) error {
-	if kind != backend.CPU {
+func (a *App) beside(model string, kind enginekind.Kind) error {
+	if kind != enginekind.CPU {
 		return nil
 	}
 	need := int64(besideHeadroom)

@@ -141,7 +141,7 @@ func (a *App) Run(ctx context.Context, ro RunOptions) error {
 		defer close(served)
 		serveErr = a.srv.Serve(runCtx, ln, func(bound string) {
 			a.setServer(ServerStatus{Listening: true, Addr: bound, URL: chatURL(bound)})
-			a.log.Info("serving", "url", chatURL(bound), "model", a.cfg.Model, "engine", a.Engine(), "data", a.cfg.DataDir)
+			a.log.Info("serving", "url", chatURL(bound), "model", a.Model(), "engine", a.Engine(), "data", a.cfg.DataDir)
 			if ro.Ready != nil {
 				ro.Ready(chatURL(bound))
 			}

@@ -7,10 +7,9 @@ import (
 
 	"github.com/npuchat/npuchat/config"
 	"github.com/npuchat/npuchat/engine"
-	"github.com/npuchat/npuchat/models"
-	"github.com/npuchat/npuchat/models/catalog"
+	"github.com/npuchat/npuchat/enginekind"
+	"github.com/npuchat/npuchat/models/library"
 	"github.com/npuchat/npuchat/service"
-	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/cpu"
 	"github.com/npuchat/npuchat/web"
 )
@@ -39,6 +38,9 @@ func (a *App) UpdateSettings(ctx context.Context, change func(*config.Settings) 
 	if err != nil {
 		return after, err
 	}
+	if a.cfg.ModelsDirFor(before) != a.cfg.ModelsDirFor(after) {
+		a.lib.Rescan(ctx) // NPU Chat's models are looked for in the new folder
+	}
 	if before.KeepAliveDuration() != after.KeepAliveDuration() {
 		a.mgr.SetKeepAlive(after.KeepAliveDuration())
 	}
@@ -52,29 +54,29 @@ func (a *App) UpdateSettings(ctx context.Context, change func(*config.Settings) 
 
 // engineOf is the engine a settings value names (auto when none; the
 // store refuses a name that is not one).
-func engineOf(s config.Settings) backend.Kind {
-	k, err := backend.ParseEngine(s.Engine)
+func engineOf(s config.Settings) enginekind.Kind {
+	k, err := enginekind.ParseEngine(s.Engine)
 	if err != nil {
-		return backend.Auto
+		return enginekind.Auto
 	}
 	return k
 }
 
-// Engine is the engine setting in effect: one of backend.Engines.
-func (a *App) Engine() backend.Kind { return engineOf(a.settings.Get()) }
+// Engine is the engine setting in effect: one of enginekind.Engines.
+func (a *App) Engine() enginekind.Kind { return engineOf(a.settings.Get()) }
 
 // SetEngine changes the engine (the tray's Engine menu, the settings
 // window) and saves it. A model that is on or loading is loaded again
 // on the new engine.
-func (a *App) SetEngine(ctx context.Context, kind backend.Kind) error {
+func (a *App) SetEngine(ctx context.Context, kind enginekind.Kind) error {
 	_, err := a.UpdateSettings(ctx, func(s *config.Settings) error { s.Engine = string(kind); return nil })
 	return err
 }
 
 // switchEngine puts a new engine into effect (UpdateSettings saved it).
-func (a *App) switchEngine(ctx context.Context, kind backend.Kind) error {
+func (a *App) switchEngine(ctx context.Context, kind enginekind.Kind) error {
 	a.log.Info("engine changed", "engine", kind)
-	if kind == backend.Remote {
+	if kind == enginekind.Remote {
 		// What the remote server serves, as at a start on it.
 		a.addRemoteModels(ctx)
 	}
@@ -172,17 +174,15 @@ func (a *App) kvInfo() *web.KVInfo {
 	typ := a.settings.Get().KVCacheType
 	info := &web.KVInfo{Model: model, Block: cpu.KVBlock}
 	var size int64
-	path, ok := a.local.path(model)
-	var port *catalog.Model
-	if !ok {
-		if inst, err := models.Locate(a.cfg, model); err == nil {
-			path, port = inst.Dir, inst.Model
-		}
+	e, _ := a.lib.Lookup(model)
+	path, port := e.Path, e.Port
+	if !e.Installed || e.Source == library.SourceRemote {
+		path = ""
 	}
 	shape, err := cpu.ReadKVShape(path)
 	if path != "" && err == nil {
-		if port != nil && port.Port.KVReplication > 1 && shape.KVHeads == port.Port.KVHeadsReplicated {
-			shape.KVHeads = port.Port.KVHeadsOriginal // the engine folds the port's copies back
+		if port.KVReplication > 1 && shape.KVHeads == port.KVHeadsReplicated {
+			shape.KVHeads = port.KVHeadsOriginal // the engine folds the port's copies back
 		}
 		info.Layers, info.KVHeads, info.HeadDim, info.ModelMax = shape.Layers, shape.KVHeads, shape.HeadDim, shape.ContextMax
 		info.BytesPerToken, info.KVType = shape.BytesPerToken(typ), shape.KVType(typ)

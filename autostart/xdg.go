@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/npuchat/npuchat/safefile"
 )
 
 // XDG is the Linux entry: an autostart desktop file in Dir.
@@ -24,7 +26,7 @@ func (x *XDG) Path() string { return filepath.Join(x.Dir, DesktopFileName) }
 // not switched off with Hidden=true or X-GNOME-Autostart-enabled=false
 // (what desktop settings write when a user turns an entry off).
 func (x *XDG) Enabled() (bool, error) {
-	b, err := os.ReadFile(x.Path())
+	b, err := safefile.ReadFile(x.Path(), maxDesktopBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}
@@ -154,3 +156,7 @@ func desktopEntry(b []byte) map[string]string {
 	}
 	return keys
 }
+
+// maxDesktopBytes caps the autostart desktop entry NPU Chat wrote (a
+// dozen lines).
+const maxDesktopBytes = 64 << 10

@@ -46,14 +46,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"github.com/npuchat/npuchat/service/backend"
+	"github.com/npuchat/npuchat/enginekind"
+	"github.com/npuchat/npuchat/safefile"
 )
 
 // Defaults.
@@ -118,6 +118,19 @@ type Settings struct {
 	// Chat holds the chat page's default generation settings (each
 	// conversation may override them).
 	Chat ChatDefaults `json:"chat,omitzero"`
+	// AddedModels are the model files and folders the user added to the
+	// model library (models/library keeps them; forgetting one removes
+	// it here, never its files).
+	AddedModels []AddedModel `json:"added_models,omitempty"`
+}
+
+// AddedModel is a GGUF file, Hugging Face folder or FastFlowLM folder
+// the user added to the model library, served under Name.
+type AddedModel struct {
+	Name   string    `json:"name"`
+	Path   string    `json:"path"`
+	Format string    `json:"format,omitempty"`
+	Added  time.Time `json:"added,omitzero"`
 }
 
 // ChatDefaults are the chat page's default generation settings; nil
@@ -223,12 +236,12 @@ func Load(getenv Env, goos string) (*Config, error) {
 		c.Model = DefaultModel
 	}
 	if c.Engine == "" {
-		c.Engine = string(backend.Auto)
+		c.Engine = string(enginekind.Auto)
 	}
 	if c.QueueSize <= 0 {
 		c.QueueSize = DefaultQueueSize
 	}
-	if _, err := backend.ParseEngine(c.Engine); err != nil {
+	if _, err := enginekind.ParseEngine(c.Engine); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	ka, err := ParseKeepAlive(c.KeepAlive)
@@ -329,34 +342,8 @@ func (c *Config) readSettings() error {
 // order mark that Notepad's "UTF-8 with BOM" puts first (invisible, and
 // not JSON). Everything that parses the settings file reads it here.
 func ReadSettingsFile(path string) ([]byte, error) {
-	b, err := readRegularFile(path, maxSettingsBytes)
+	b, err := safefile.ReadFile(path, maxSettingsBytes)
 	return bytes.TrimPrefix(b, []byte("\ufeff")), err
-}
-
-// readRegularFile reads a regular file of at most limit bytes. Anything
-// else is refused without blocking: a FIFO or a device at the settings
-// path would otherwise hang start-up (and the signal handlers that are
-// not installed yet).
-func readRegularFile(path string, limit int64) ([]byte, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%s); replace it with a settings file or delete it", path, fi.Mode().Type())
-	}
-	if fi.Size() > limit {
-		return nil, fmt.Errorf("%s is %d bytes, more than a settings file can be (%d)", path, fi.Size(), limit)
-	}
-	f, err := openNoBlock(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s changed into something that is not a regular file while being opened", path)
-	}
-	return io.ReadAll(io.LimitReader(f, limit))
 }
 
 // ReadSettings reads the settings file at path alone (no environment,
@@ -557,7 +544,7 @@ func hfToken(getenv Env, goos, home string) (token, from string) {
 		}
 		path = JoinOS(goos, hfHome, "token")
 	}
-	b, err := os.ReadFile(path)
+	b, err := safefile.ReadFile(path, maxTokenBytes)
 	if err != nil || strings.TrimSpace(string(b)) == "" {
 		return "", ""
 	}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/npuchat/npuchat/safefile"
 )
 
 // Secret is a value that is never shown or logged whole: the Hugging
@@ -62,7 +64,7 @@ const maxTokenBytes = 4096
 
 // readToken reads the token file; none is no token.
 func readToken(path string) (Secret, error) {
-	b, err := readRegularFile(path, maxTokenBytes)
+	b, err := safefile.ReadFile(path, maxTokenBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return "", nil
 	}

@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/eventbus"
-	"github.com/npuchat/npuchat/service/backend"
 )
 
 // Store owns the settings while NPU Chat runs: the one place they are
@@ -193,10 +193,10 @@ func check(s Settings) error {
 	bad := func(field, format string, a ...any) error {
 		return &FieldError{Field: field, Message: fmt.Sprintf(format, a...)}
 	}
-	switch kind, err := backend.ParseEngine(s.Engine); {
+	switch kind, err := enginekind.ParseEngine(s.Engine); {
 	case err != nil:
-		return bad("engine", "engine must be one of %s, got %q", backend.EngineNames(), s.Engine)
-	case kind == backend.Remote && s.RemoteURL == "":
+		return bad("engine", "engine must be one of %s, got %q", enginekind.EngineNames(), s.Engine)
+	case kind == enginekind.Remote && s.RemoteURL == "":
 		return bad("engine", "the remote engine needs a remote server's URL (remote_url in the settings file, NPUCHAT_REMOTE_URL or --remote-url)")
 	}
 	if _, err := ParseKeepAlive(s.KeepAlive); err != nil {
@@ -242,7 +242,29 @@ func check(s Settings) error {
 	if s.Threads < 0 {
 		return bad("threads", "threads must be 0 (all cores) or more, got %d", s.Threads)
 	}
+	if msg := checkAddedModels(s.AddedModels); msg != "" {
+		return bad("added_models", "%s", msg)
+	}
 	return nil
+}
+
+// checkAddedModels says what is wrong with the list of added models
+// ("" when nothing): each needs a name of its own and a whole path.
+func checkAddedModels(ms []AddedModel) string {
+	seen := map[string]bool{}
+	for _, m := range ms {
+		key := strings.ToLower(m.Name)
+		switch {
+		case strings.TrimSpace(m.Name) == "":
+			return fmt.Sprintf("the model added from %q has no name", m.Path)
+		case seen[key]:
+			return fmt.Sprintf("two added models are named %q: rename or remove one", m.Name)
+		case !filepath.IsAbs(m.Path):
+			return fmt.Sprintf("the added model %q has no whole path (%q)", m.Name, m.Path)
+		}
+		seen[key] = true
+	}
+	return ""
 }
 
 // diff lists the changes that make the settings file say after where
@@ -293,6 +315,9 @@ func diff(prefix string, before, after reflect.Value) []Change {
 func clone(s Settings) Settings {
 	if s.Origins != nil {
 		s.Origins = append([]string{}, s.Origins...)
+	}
+	if s.AddedModels != nil {
+		s.AddedModels = append([]AddedModel{}, s.AddedModels...)
 	}
 	s.Chat = ChatDefaults{Temperature: clonePtr(s.Chat.Temperature), TopP: clonePtr(s.Chat.TopP), MaxTokens: clonePtr(s.Chat.MaxTokens)}
 	return s

@@ -48,6 +48,10 @@ func TestStoreUpdateWritesWhatChangedAlone(t *testing.T) {
 		{"false is written", "{\n  \"serve_at_start\": true\n}\n", Settings{ServeAtStart: true},
 			func(s *Settings) { s.ServeAtStart = false },
 			"{\n  \"serve_at_start\": false\n}\n"},
+		{"an added model, and the list emptied", "{\n  \"added_models\": [{\"name\": \"old\", \"path\": \"/m/old.gguf\"}]\n}\n",
+			Settings{AddedModels: []AddedModel{{Name: "old", Path: "/m/old.gguf"}}},
+			func(s *Settings) { s.AddedModels = nil },
+			"{\n}\n"},
 		{"a nested default, set and removed", "{\n  \"chat\": {\n    \"top_p\": 0.9\n  }\n}\n", Settings{Chat: ChatDefaults{TopP: new(float64)}},
 			func(s *Settings) { s.Chat.TopP = nil; s.Chat.Temperature = &temp },
 			"{\n  \"chat\": {\n    \"temperature\": 0.7\n  }\n}\n"},
@@ -87,6 +91,11 @@ func TestStoreRefusesABadValueAtItsField(t *testing.T) {
 		{func(s *Settings) { s.Speculative = "on" }, "speculative"},
 		{func(s *Settings) { s.Parallel = -1 }, "parallel"},
 		{func(s *Settings) { s.Parallel = MaxParallel + 1 }, "parallel"},
+		{func(s *Settings) { s.AddedModels = []AddedModel{{Name: "", Path: "/m/a.gguf"}} }, "added_models"},
+		{func(s *Settings) { s.AddedModels = []AddedModel{{Name: "a", Path: "m/a.gguf"}} }, "added_models"},
+		{func(s *Settings) {
+			s.AddedModels = []AddedModel{{Name: "a", Path: "/m/a.gguf"}, {Name: "A", Path: "/m/b.gguf"}}
+		}, "added_models"},
 	} {
 		s, path := newStore(t, "{}", Settings{Engine: "auto"})
 		updates, stop := s.Subscribe()

@@ -82,7 +82,6 @@ type kvSlabs struct {
 	keys8, values8   [][]int8
 	keysD, valuesD   [][]uint16
 	capPos           int
-	mapped           bool // the memory is a KV file's pages (ReadKVFile)
 }
 
 // kvBytesPerPos is the memory one position takes in a sequence's KV:

@@ -8,10 +8,13 @@ import (
 	"github.com/npuchat/npuchat/engine/quant"
 )
 
-// ErrKVBudget is returned (wrapped, and wrapping ErrContextFull) when a
-// session's keys and values need more memory than its KVCache's budget
-// can free for it.
-var ErrKVBudget = fmt.Errorf("the KV cache's memory budget is full: %w", ErrContextFull)
+// ErrKVBudget is returned (wrapped) when a session's keys and values
+// need more memory than its KVCache's budget can free for it: the
+// sessions beside it hold the rest (kept sequences are dropped for it
+// first). It is not ErrContextFull: the context has room, and memory
+// may be free again when a session beside ends, so a caller waits or
+// refuses; it never ends an answer as though its context were full.
+var ErrKVBudget = errors.New("the KV cache's memory budget is full")
 
 // KVCache keeps the keys and values of many sequences within one memory
 // budget: the sessions it made (the sequences being computed) and the

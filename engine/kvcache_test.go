@@ -293,7 +293,7 @@ func testKVCacheBudgetHolds(t *testing.T, m *Model) {
 			t.Fatalf("step %d: prefill %d at %d: %v", step, len(p)-n, n, err)
 		}
 		for range r.IntN(8) {
-			if _, err := s.Forward(1 + r.IntN(300)); err != nil && !errors.Is(err, ErrContextFull) {
+			if _, err := s.Forward(1 + r.IntN(300)); err != nil && !errors.Is(err, ErrContextFull) && !errors.Is(err, ErrKVBudget) {
 				t.Fatal(err)
 			}
 		}
@@ -367,5 +367,73 @@ func TestKVCacheQ8HoldsTwice(t *testing.T) {
 				t.Errorf("q8_0 vs %s, %s: %.2fx, want %.2fx", tc.than, what, got, tc.want)
 			}
 		}
+	}
+}
+
+// TestKVBudgetIsNotContextFull: a session short of KV memory that a
+// session beside it holds, its context far from full, fails with
+// ErrKVBudget and never ErrContextFull (which ends an answer as its
+// context's length), computing alone (Session) or in a Scheduler (Seq),
+// prompt or answer; once the other is gone it computes on, exactly.
+func TestKVBudgetIsNotContextFull(t *testing.T) {
+	m := kvModelOf(t, tinyShape(), LoadOptions{})
+	sc := m.NewScheduler(SchedulerOptions{})
+	defer sc.Close()
+	type computer struct {
+		prefill func(s *Session, tokens []int) ([]float32, error)
+		forward func(s *Session, token int) ([]float32, error)
+	}
+	for _, c := range []struct {
+		name string
+		computer
+	}{
+		{"session", computer{
+			func(s *Session, tokens []int) ([]float32, error) { return s.Prefill(tokens) },
+			func(s *Session, token int) ([]float32, error) { return s.Forward(token) }}},
+		{"scheduler", computer{
+			func(s *Session, tokens []int) ([]float32, error) { return sc.Join(s).Prefill(t.Context(), tokens) },
+			func(s *Session, token int) ([]float32, error) { return sc.Join(s).Forward(t.Context(), token) }}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cache := m.NewKVCache(KVCacheOptions{Budget: m.KVBytes(64)})
+			holder, short := cache.NewSession(0), cache.NewSession(0)
+			if _, err := c.prefill(holder, seqTokens(1, 48)); err != nil {
+				t.Fatal(err)
+			}
+			prompt := seqTokens(2, 40)
+			_, err := c.prefill(short, prompt)
+			if !errors.Is(err, ErrKVBudget) || errors.Is(err, ErrContextFull) {
+				t.Fatalf("a prompt of %d (context %d) beside a session holding 48 of 64 positions: %v; want ErrKVBudget, not ErrContextFull",
+					len(prompt), short.MaxContext(), err)
+			}
+			if _, err := c.prefill(short, prompt[:16]); err != nil {
+				t.Fatal(err)
+			}
+			for i := 16; ; i++ {
+				if i == len(prompt) {
+					t.Fatal("the answer never ran short of the memory the session beside holds")
+				}
+				_, err := c.forward(short, prompt[i])
+				if err == nil {
+					continue
+				}
+				if !errors.Is(err, ErrKVBudget) || errors.Is(err, ErrContextFull) {
+					t.Fatalf("an answer at position %d (context %d) short of memory: %v; want ErrKVBudget, not ErrContextFull", i, short.MaxContext(), err)
+				}
+				holder.Discard()
+				if _, err := c.prefill(short, prompt[i:]); err != nil {
+					t.Fatalf("with the memory free again: %v", err)
+				}
+				l, err := c.forward(short, 7)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fmt.Sprint(l) != freshLogits(t, m, append(append([]int(nil), prompt...), 7)) {
+					t.Error("computed on after the memory was short: logits differ from a fresh computation")
+				}
+				break
+			}
+			short.Discard()
+		})
 	}
 }

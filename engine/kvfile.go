@@ -18,8 +18,9 @@ import (
 // The KV file format (Model.WriteKV, Model.ReadKV, Model.ReadKVFile):
 // one kept sequence's tokens, keys and values, exactly as they are in
 // memory, so that a sequence read back computes what it computed; every
-// part starts at a multiple of kvAlign (4 KB) so that a reader can map
-// the file's pages as the slabs themselves instead of copying them:
+// part starts at a multiple of kvAlign (4 KB) so that a reader could map
+// the file's pages as the slabs themselves (ReadKVFile does not, and
+// says why):
 //
 //	head      magic "NPUCHATKV3\n" (11 bytes), uint32 little-endian
 //	          length, then JSON (KVFileHeader), then header.Tokens ×
@@ -50,8 +51,7 @@ import (
 const kvMagic = "NPUCHATKV3\n"
 
 // kvAlign is what every part of a KV file starts at a multiple of: a
-// page on x86-64 and most arm64 systems (ReadKVFile copies instead where
-// pages are larger).
+// page on x86-64 and most arm64 systems.
 const kvAlign = 4096
 
 // alignUp rounds n up to a multiple of kvAlign.
@@ -139,7 +139,7 @@ const (
 // earlier version of the format (which this one refuses, so that a disk
 // cache can delete it).
 func IsOldKVFile(path string) bool {
-	f, err := os.Open(path)
+	f, err := OpenKVFile(path)
 	if err != nil {
 		return false
 	}
@@ -253,11 +253,21 @@ func (m *Model) readKVHead(r io.Reader, identity string, sum hash.Hash) (*KVFile
 			h.Layers, h.KVDim, h.Type, c.Layers, c.KVHeads*c.HeadDim, m.KVType())
 	case h.Tokens <= 0 || h.Tokens > 1<<24:
 		return nil, nil, 0, fmt.Errorf("KV file of %d tokens", h.Tokens)
+	case c.ContextLength > 0 && h.Tokens > c.ContextLength:
+		// no session holds more (NewSession): not a file of this model,
+		// and one that claims it would be read whole for its checksums
+		return nil, nil, 0, fmt.Errorf("KV file of %d tokens, more than the model's context of %d", h.Tokens, c.ContextLength)
 	}
-	tb := make([]byte, 4*h.Tokens)
-	if _, err := io.ReadFull(r, tb); err != nil {
+	// the tokens as they arrive, not a buffer of the size the header
+	// claims: a short file claiming 2²⁴ tokens costs what it holds
+	var tbuf bytes.Buffer
+	if n, err := io.Copy(&tbuf, io.LimitReader(r, 4*int64(h.Tokens))); err != nil || n != 4*int64(h.Tokens) {
+		if err == nil {
+			err = io.ErrUnexpectedEOF
+		}
 		return nil, nil, 0, fmt.Errorf("KV file: tokens: %w", err)
 	}
+	tb := tbuf.Bytes()
 	tokens := make([]int, h.Tokens)
 	for i := range tokens {
 		t := binary.LittleEndian.Uint32(tb[4*i:])
@@ -356,6 +366,7 @@ func (m *Model) ReadKV(r io.Reader, identity string, opts ReadKVOptions) (*Store
 			n := p.positions(keep)
 			p.cut(kv, l, n)
 			b := p.bytes(kv, l, n)
+			populate(b) // the slab's memory in one call, not a fault per page as it is read into
 			if _, err = io.ReadFull(r, b); err != nil {
 				err = fmt.Errorf("KV file: %s: %w", lo.name(lo.sum(l, i)), err)
 				break
@@ -450,57 +461,60 @@ func finiteF16(x []uint16) bool {
 	return true
 }
 
-// Mapped reports whether the sequence's memory is a KV file's pages
-// (ReadKVFile mapped it) rather than memory of its own.
-func (st *StoredKV) Mapped() bool { return st != nil && st.kv != nil && st.kv.mapped }
-
-// ReadKVFile is ReadKV of a file, faster: where it can (Linux, 4 KB
-// pages), it maps the file's pages as the slabs instead of copying them
-// (privately: what the session writes later is its own, never the
-// file's), checks their checksums on two threads, and hands back
-// sequences whose memory is the page cache's until written. Reading
-// into fresh memory costs a page fault per 4 KB, which in a virtual
-// machine is the host's fault too: about 40,000 of them for a
-// 2,000-token chat of a 2B model, most of a read's time
-// (docs/performance.md). Elsewhere it is ReadKV.
+// ReadKVFile is ReadKV of a file opened by OpenKVFile: its size is
+// checked against its header before memory is allocated for the
+// positions the header claims, then its bytes are read (pread) into the
+// sequence's own memory and checked there.
 //
-// The file must not be cut short while the sequence lives (the disk
-// cache only ever replaces or deletes its files, which leaves a mapping
-// whole): the pages past the new end would be gone.
+// The file is never mapped. A mapping's pages stay the file's: any
+// process of the user (a backup or sync tool, a second NPU Chat on the
+// same folder) could cut the file short under a session that reads them
+// (a fault that ends the whole process) or change bytes after their
+// checksum matched (values that reach an answer unchecked). Memory of
+// the sequence's own holds exactly what was checked, whatever happens to
+// the file afterwards. What that costs the reopen path: a copy from the
+// page cache and the faults of fresh memory, where a mapping shared the
+// page cache's pages; ReadKV asks for the memory in one call
+// (populate) rather than a fault per page.
 func (m *Model) ReadKVFile(f *os.File, identity string, opts ReadKVOptions) (*StoredKV, *KVFileHeader, error) {
-	st, h, mapped, err := m.mapKV(f, identity, opts)
-	if mapped {
-		return st, h, err
-	}
-	return m.copyKVFile(f, identity, opts)
-}
-
-// copyKVFile is ReadKVFile where the file is not mapped: ReadKV of it,
-// once its size is the one its header says.
-func (m *Model) copyKVFile(f *os.File, identity string, opts ReadKVOptions) (*StoredKV, *KVFileHeader, error) {
-	// the file's size must be the one its header says before memory is
-	// allocated for the positions the header claims
-	h, _, raw, err := m.readKVHead(bufio.NewReaderSize(io.NewSectionReader(f, 0, 1<<62), 1<<16), identity, nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := m.checkKVSize(f, m.layout(h, raw)); err != nil {
-		return nil, nil, err
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return nil, nil, fmt.Errorf("KV file: %w", err)
-	}
-	return m.ReadKV(bufio.NewReaderSize(f, 1<<16), identity, opts)
-}
-
-// checkKVSize refuses a file whose size is not the one its layout says.
-func (m *Model) checkKVSize(f *os.File, lo kvLayout) error {
 	fi, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("KV file: %w", err)
+		return nil, nil, fmt.Errorf("KV file: %w", err)
 	}
-	if fi.Size() != lo.size() {
-		return fmt.Errorf("KV file of %d bytes, its header says %d (cut short or damaged)", fi.Size(), lo.size())
+	if !fi.Mode().IsRegular() {
+		return nil, nil, fmt.Errorf("KV file: %s is not a regular file (%s)", fi.Name(), fi.Mode().Type())
 	}
-	return nil
+	size := fi.Size()
+	h, _, raw, err := m.readKVHead(bufio.NewReaderSize(io.NewSectionReader(f, 0, size), 1<<16), identity, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	if want := m.layout(h, raw).size(); size != want {
+		return nil, nil, fmt.Errorf("KV file of %d bytes, its header says %d (cut short or damaged)", size, want)
+	}
+	// a section of the size checked: a file grown meanwhile reads as the
+	// one checked, one cut short as an early end (an error)
+	return m.ReadKV(bufio.NewReaderSize(io.NewSectionReader(f, 0, size), 1<<16), identity, opts)
+}
+
+// OpenKVFile opens a KV file for ReadKVFile or ReadKVHeader without ever
+// waiting: a FIFO, a device or a folder named like a KV file (anything
+// but a regular file) is refused at once, and so is a symbolic link in
+// its place. A KV file's size is checked against its header as it is
+// read.
+func OpenKVFile(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, openKVFlags, 0)
+	if err != nil {
+		return nil, fmt.Errorf("KV file: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("KV file: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("KV file: %s is not a regular file (%s)", path, fi.Mode().Type())
+	}
+	return f, nil
 }

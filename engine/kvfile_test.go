@@ -2,18 +2,19 @@ package engine
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"unsafe"
 )
 
 // kvReaders are the ways to read a KV file: ReadKV from a stream,
-// ReadKVFile from a file (mapped where the system allows), and
-// ReadKVFile's way where it does not (copied).
+// ReadKVFile from a file.
 var kvReaders = []struct {
 	name string
 	read func(t *testing.T, m *Model, file []byte, identity string, opts ReadKVOptions) (*StoredKV, *KVFileHeader, error)
@@ -23,9 +24,6 @@ var kvReaders = []struct {
 	}},
 	{"file", func(t *testing.T, m *Model, file []byte, identity string, opts ReadKVOptions) (*StoredKV, *KVFileHeader, error) {
 		return m.ReadKVFile(kvTempFile(t, file), identity, opts)
-	}},
-	{"file copied", func(t *testing.T, m *Model, file []byte, identity string, opts ReadKVOptions) (*StoredKV, *KVFileHeader, error) {
-		return m.copyKVFile(kvTempFile(t, file), identity, opts)
 	}},
 }
 
@@ -37,7 +35,7 @@ func kvTempFile(t *testing.T, file []byte) *os.File {
 	if err := os.WriteFile(p, file, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(p)
+	f, err := OpenKVFile(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,5 +327,67 @@ func TestKVFileOfAnotherType(t *testing.T) {
 				t.Errorf("%s file read by a %s model: %v, want refused as another shape naming %s", wrote, reads, err, wrote)
 			}
 		}
+	}
+}
+
+// TestKVFileClaimCostsNothing: a short file whose header claims 2²⁴
+// tokens is refused having allocated about what it holds, not the 64 MB
+// of tokens (nor the keys and values) the header asks for.
+func TestKVFileClaimCostsNothing(t *testing.T) {
+	m := kvModel(t, LoadOptions{})
+	file := kvFileBytes(t, m, keptSequence(t, m, seqTokens(50, 20)))
+	hl := int(binary.LittleEndian.Uint32(file[len(kvMagic):]))
+	hj := file[len(kvMagic)+4 : len(kvMagic)+4+hl]
+	claim := bytes.Replace(hj, []byte(`"tokens":20,`), []byte(`"tokens":16777216,`), 1)
+	if bytes.Equal(claim, hj) {
+		t.Fatalf("no token count in the header %s", hj)
+	}
+	forged := append([]byte(kvMagic), binary.LittleEndian.AppendUint32(nil, uint32(len(claim)))...)
+	forged = append(append(forged, claim...), file[len(kvMagic)+4+hl:]...)
+	for _, rd := range []struct {
+		name string
+		read func() error
+	}{
+		{"header", func() error { _, _, err := m.ReadKVHeader(bytes.NewReader(forged), "model-id"); return err }},
+		{"stream", func() error { _, _, err := m.ReadKV(bytes.NewReader(forged), "model-id", ReadKVOptions{}); return err }},
+		{"file", func() error {
+			_, _, err := m.ReadKVFile(kvTempFile(t, forged), "model-id", ReadKVOptions{})
+			return err
+		}},
+	} {
+		t.Run(rd.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			err := rd.read()
+			runtime.ReadMemStats(&after)
+			if err == nil {
+				t.Fatal("a file claiming 2²⁴ tokens it does not hold was read")
+			}
+			if got := after.TotalAlloc - before.TotalAlloc; got > 8<<20 {
+				t.Errorf("refusing a %d-byte file allocated %d MB (%v)", len(forged), got>>20, err)
+			}
+		})
+	}
+}
+
+// TestKVFileLongerThanTheContext: a file that claims more tokens than
+// the model's context (which no session holds, so no disk cache wrote)
+// is refused at its header, before its body (gigabytes, were it real) is
+// read for its checksums.
+func TestKVFileLongerThanTheContext(t *testing.T) {
+	m := kvModel(t, LoadOptions{})
+	n := m.Config().ContextLength
+	if n <= 0 {
+		t.Fatal("the test model has no context length")
+	}
+	file := kvFileBytes(t, m, keptSequence(t, m, seqTokens(51, 20)))
+	hl := int(binary.LittleEndian.Uint32(file[len(kvMagic):]))
+	hj := file[len(kvMagic)+4 : len(kvMagic)+4+hl]
+	claim := bytes.Replace(hj, []byte(`"tokens":20,`), []byte(fmt.Sprintf(`"tokens":%d,`, n+1)), 1)
+	forged := append([]byte(kvMagic), binary.LittleEndian.AppendUint32(nil, uint32(len(claim)))...)
+	forged = append(forged, claim...)
+	forged = append(forged, make([]byte, 4*(n+1))...) // its tokens: all there
+	if _, _, err := m.ReadKVHeader(bytes.NewReader(forged), "model-id"); err == nil || !strings.Contains(err.Error(), "context") {
+		t.Errorf("a header of %d tokens, the context %d: %v; want refused for the context", n+1, n, err)
 	}
 }

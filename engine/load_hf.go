@@ -16,6 +16,7 @@ import (
 	"github.com/npuchat/npuchat/engine/quant"
 	"github.com/npuchat/npuchat/engine/safetensors"
 	"github.com/npuchat/npuchat/engine/simd"
+	"github.com/npuchat/npuchat/safefile"
 )
 
 // hfConfig is the part of a Hugging Face config.json the engine reads.
@@ -48,11 +49,21 @@ var hfArchs = map[string]bool{"llama": true, "mistral": true, "qwen2": true, "qw
 // architecture (a config.json model_type, a FastFlowLM details.family).
 func SupportedArch(arch string) bool { return hfArchs[strings.ToLower(arch)] }
 
+// Caps on a Hugging Face folder's JSON files (read through safefile, so
+// that a FIFO, device or giant file in a folder a person chose is refused
+// instead of blocking or filling memory): config.json and
+// generation_config.json are a few KiB; model.safetensors.index.json
+// lists every tensor once (under 1 MiB for the largest models).
+const (
+	maxHFConfigBytes = 16 << 20
+	maxHFIndexBytes  = 64 << 20
+)
+
 // readHFConfig turns config.json into a Config (with Hugging Face's NEOX
 // RoPE pairing, which matches the unpermuted rows of safetensors files).
 func readHFConfig(dir, format string) (Config, bool, error) {
 	path := filepath.Join(dir, "config.json")
-	raw, err := os.ReadFile(path)
+	raw, err := safefile.ReadFile(path, maxHFConfigBytes)
 	if err != nil {
 		return Config{}, false, err
 	}
@@ -126,7 +137,7 @@ func readHFConfig(dir, format string) (Config, bool, error) {
 		return Config{}, false, fmt.Errorf("%s: eos_token_id: %w", path, err)
 	}
 	// generation_config.json often lists more end ids (MiniCPM5: [1, 130073]).
-	if raw, err := os.ReadFile(filepath.Join(dir, "generation_config.json")); err == nil {
+	if raw, err := safefile.ReadFile(filepath.Join(dir, "generation_config.json"), maxHFConfigBytes); err == nil {
 		var g struct {
 			EOS json.RawMessage `json:"eos_token_id"`
 		}
@@ -277,7 +288,7 @@ func loadHF(dir string, opts LoadOptions) (_ *Model, err error) {
 		}
 	}()
 	shards := []string{"model.safetensors"}
-	if raw, err := os.ReadFile(filepath.Join(dir, "model.safetensors.index.json")); err == nil {
+	if raw, err := safefile.ReadFile(filepath.Join(dir, "model.safetensors.index.json"), maxHFIndexBytes); err == nil {
 		var idx struct {
 			WeightMap map[string]string `json:"weight_map"`
 		}

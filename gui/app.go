@@ -5,9 +5,9 @@ import (
 	"fmt"
 
 	"github.com/npuchat/npuchat/app"
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/npu/check"
 	"github.com/npuchat/npuchat/service"
-	"github.com/npuchat/npuchat/service/backend"
 )
 
 // App is what the tray and its windows drive: the assembled application
@@ -27,9 +27,9 @@ type App interface {
 	StopModel(ctx context.Context) error
 
 	// Engine is the engine setting: auto, npu, cpu or remote.
-	Engine() backend.Kind
+	Engine() enginekind.Kind
 	// SetEngine changes and saves the engine setting.
-	SetEngine(ctx context.Context, kind backend.Kind) error
+	SetEngine(ctx context.Context, kind enginekind.Kind) error
 	// ServeAtStart is the "serve at start" setting.
 	ServeAtStart() bool
 	// SetServeAtStart changes and saves it.

@@ -17,12 +17,15 @@ import (
 
 	"github.com/npuchat/npuchat/app"
 	"github.com/npuchat/npuchat/config"
+	"github.com/npuchat/npuchat/enginekind"
+	"github.com/npuchat/npuchat/eventbus"
 	"github.com/npuchat/npuchat/models/library"
 	"github.com/npuchat/npuchat/npu/check"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/backend/fake"
 	"github.com/npuchat/npuchat/service/install"
+	"github.com/npuchat/npuchat/service/servicetest"
 )
 
 // The assembled app is what the tray drives, in its own types (no
@@ -36,7 +39,7 @@ type fakeApp struct {
 	mgr *service.Manager
 
 	mu       sync.Mutex
-	engine   backend.Kind
+	engine   enginekind.Kind
 	atStart  bool
 	login    bool
 	loginErr error
@@ -49,7 +52,7 @@ type fakeApp struct {
 	installs  int // StartInstall calls
 	server    ServerStatus
 	serverCh  chan ServerStatus
-	setEngine []backend.Kind
+	setEngine []enginekind.Kind
 	engineErr error // SetEngine's error (a settings file it cannot write)
 	checks    int
 	chats     int // OpenChat calls
@@ -77,22 +80,22 @@ func newFakeApp(cleanup func(func())) *fakeApp {
 	}
 	f.store = config.NewStore(&config.Config{SettingsPath: filepath.Join(dir, "settings.json"), Settings: config.Settings{Addr: config.DefaultAddr}})
 	cleanup(func() { f.store.Close(); os.RemoveAll(dir) })
-	reg := &service.Registry{}
-	reg.Add(service.Entry{Desc: service.ModelDesc{Name: "minicpm5:2b", Installed: true}})
+	reg := &servicetest.Registry{}
+	reg.Add(servicetest.Entry{Desc: service.ModelDesc{Name: "minicpm5:2b", Installed: true}})
 	f.mgr = service.New(service.Options{
 		Resolve:   reg.Resolve,
 		Models:    reg.Models,
 		KeepAlive: time.Hour,
-		Engines: func(string) []backend.Kind {
+		Engines: func(string) []enginekind.Kind {
 			switch f.Engine() {
 			case "npu":
-				return []backend.Kind{backend.NPU}
+				return []enginekind.Kind{enginekind.NPU}
 			case "cpu":
-				return []backend.Kind{backend.CPU}
+				return []enginekind.Kind{enginekind.CPU}
 			}
-			return []backend.Kind{backend.NPU, backend.CPU}
+			return []enginekind.Kind{enginekind.NPU, enginekind.CPU}
 		},
-		NewBackend: func(ctx context.Context, model string, kind backend.Kind) (backend.Backend, error) {
+		NewBackend: func(ctx context.Context, model string, kind enginekind.Kind) (backend.Backend, error) {
 			f.mu.Lock()
 			npuErr := f.npuErr
 			f.mu.Unlock()
@@ -128,13 +131,13 @@ func (f *fakeApp) OpenChat() error {
 func (f *fakeApp) LogDir() string  { return "/tmp/npuchat-logs" }
 func (f *fakeApp) Version() string { return "1.2.3" }
 
-func (f *fakeApp) Engine() backend.Kind {
+func (f *fakeApp) Engine() enginekind.Kind {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.engine
 }
 
-func (f *fakeApp) SetEngine(ctx context.Context, kind backend.Kind) error {
+func (f *fakeApp) SetEngine(ctx context.Context, kind enginekind.Kind) error {
 	f.mu.Lock()
 	f.setEngine = append(f.setEngine, kind)
 	if kind == "remote" {
@@ -495,6 +498,31 @@ type fakeLibrary struct {
 	added  []string
 	used   []string
 	roots  library.Roots
+	bus    *eventbus.Bus // made at the first WatchLibrary or change
+}
+
+// changes is the bus the fake announces its changes on.
+func (l *fakeLibrary) changes() *eventbus.Bus {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.bus == nil {
+		l.bus = eventbus.New()
+	}
+	return l.bus
+}
+
+func (l *fakeLibrary) WatchLibrary() (<-chan library.Changed, func()) {
+	s := eventbus.Subscribe(l.changes(), eventbus.Options[library.Changed]{})
+	return s.Events(), s.Close
+}
+
+// set changes the models as change says and announces it, as the
+// library does for a change on the page.
+func (l *fakeLibrary) set(change func([]library.Model) []library.Model) {
+	l.mu.Lock()
+	l.models = change(l.models)
+	l.mu.Unlock()
+	eventbus.Publish(l.changes(), library.Changed{})
 }
 
 func (l *fakeLibrary) Library(ctx context.Context) []library.Model {
@@ -515,7 +543,9 @@ func (l *fakeLibrary) AddModel(ctx context.Context, path string) (library.Model,
 	defer l.mu.Unlock()
 	l.added = append(l.added, path)
 	m := library.Model{Name: strings.TrimSuffix(filepath.Base(path), filepath.Ext(path)), Path: path, Engines: []string{"cpu"}}
-	l.models = append(l.models, m)
+	l.mu.Unlock()
+	l.set(func(ms []library.Model) []library.Model { return append(ms, m) })
+	l.mu.Lock()
 	return m, nil
 }
 

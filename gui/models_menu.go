@@ -10,6 +10,7 @@ import (
 	"fyne.io/fyne/v2/dialog"
 	"fyne.io/fyne/v2/storage"
 
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/models/library"
 	"github.com/npuchat/npuchat/service"
 )
@@ -23,6 +24,10 @@ type ModelLibrary interface {
 	UseModel(ctx context.Context, name string) error
 	AddModel(ctx context.Context, path string) (library.Model, error)
 	LibraryRoots() library.Roots
+	// WatchLibrary delivers a value each time the library changes (a
+	// model added, forgotten, installed or uninstalled, the current
+	// model switched), on the page, in the tray or anywhere else.
+	WatchLibrary() (changes <-chan library.Changed, stop func())
 }
 
 // modelLine is one model as the menu shows it, for menuState (the menu
@@ -43,30 +48,28 @@ const (
 	labelAddFolder = "Add a model folder…"
 )
 
-// libraryEvery is how often the tray reads the library again: a model
-// added or removed on the chat page, or by another tray action, sends
-// no service event, and the menu must still list it.
-const libraryEvery = 3 * time.Second
-
-// followLibrary reads the library now, after each service event that
-// changes the model or its state, and every libraryEvery, in its own
-// goroutine (reading it stats the models' files, and the first read
-// asks FastFlowLM for its layout: never on fyne's goroutine), and
-// shows what it read in the menu. It ends with the controller's
-// context or when stop is closed; kick asks for a read now.
-func (c *controller) followLibrary(kick <-chan struct{}, stop <-chan struct{}) {
+// followLibrary reads the library now and after each change it
+// announces (WatchLibrary), in its own goroutine (reading it stats the
+// models' files: never on fyne's goroutine), and shows what it read in
+// the menu. It ends with the controller's context or when stop is
+// closed.
+func (c *controller) followLibrary(stop <-chan struct{}) {
 	lib, ok := c.app.(ModelLibrary)
 	if !ok {
 		return
 	}
-	tick := time.NewTicker(libraryEvery)
-	defer tick.Stop()
+	// Subscribed before the first read: a change while reading is read
+	// again.
+	changes, unwatch := lib.WatchLibrary()
+	defer unwatch()
 	for {
 		lines := readModelLines(c.ctx, lib)
 		c.do(func() { c.setModels(lines) })
 		select {
-		case <-kick:
-		case <-tick.C:
+		case _, ok := <-changes:
+			if !ok {
+				return
+			}
 		case <-stop:
 			return
 		case <-c.ctx.Done():
@@ -86,8 +89,10 @@ func readModelLines(ctx context.Context, lib ModelLibrary) []modelLine {
 	return out
 }
 
-// setModels takes in the library as read (on fyne's goroutine).
+// setModels takes in the library as read (on fyne's goroutine); the
+// menu is rebuilt only when what it lists changed.
 func (c *controller) setModels(lines []modelLine) {
+	c.libraryReads++
 	if reflect.DeepEqual(lines, c.models) {
 		return
 	}
@@ -95,15 +100,6 @@ func (c *controller) setModels(lines []modelLine) {
 	c.refreshMenu()
 	if c.setup != nil {
 		c.setup.update(c.snap, c.view)
-	}
-}
-
-// rereadLibrary asks followLibrary for a read now (it never blocks: a
-// read already asked for will see the change too).
-func (c *controller) rereadLibrary() {
-	select {
-	case c.libraryKick <- struct{}{}:
-	default:
 	}
 }
 
@@ -145,20 +141,20 @@ func (c *controller) notInstallable() string {
 	return ""
 }
 
-// enginesWords says what can run a model, as the page does.
+// enginesWords says what can run a model, as the page does ("NPU and
+// CPU", "CPU only").
 func enginesWords(e []string) string {
-	npu, cpu := false, false
+	var names []string
 	for _, k := range e {
-		npu = npu || k == "npu"
-		cpu = cpu || k == "cpu"
+		names = append(names, enginekind.Kind(k).Name())
 	}
-	switch {
-	case npu && cpu:
-		return "NPU and CPU"
-	case npu:
-		return "NPU only"
+	switch len(names) {
+	case 0:
+		return "nothing here runs it"
+	case 1:
+		return names[0] + " only"
 	}
-	return "CPU only"
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 // modelsSection is the tray menu's model submenu: each installed model
@@ -197,7 +193,6 @@ func (c *controller) useModel(lib ModelLibrary, name string) {
 		if err := lib.UseModel(ctx, name); err != nil {
 			c.fail("Could not switch to "+name, err)
 		}
-		c.rereadLibrary()
 		c.do(c.redraw)
 	}()
 }

@@ -2,6 +2,7 @@ package gui
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -108,7 +109,8 @@ func TestModelMenuListsAndSwitches(t *testing.T) {
 
 // TestModelMenuFollowsTheLibrary: a model added to the library behind
 // the tray's back (on the chat page: no service event) shows in the
-// Model submenu within libraryEvery, and goes when it is removed; the
+// Model submenu when the library announces it, and goes when it is
+// removed; the
 // loaded model's mark follows the service's status at once, before any
 // read of the library; a library that lists nothing says so.
 func TestModelMenuFollowsTheLibrary(t *testing.T) {
@@ -136,21 +138,15 @@ func TestModelMenuFollowsTheLibrary(t *testing.T) {
 	tail := []string{"---", labelAddFile, labelAddFolder}
 	want("the library read", append([]string{"○ minicpm5:2b (NPU and CPU)"}, tail...)...)
 
-	lib.mu.Lock()
-	lib.models = append(lib.models, library.Model{Name: "gamma", Engines: []string{"cpu"}})
-	lib.mu.Unlock()
-	start := time.Now()
+	lib.set(func(ms []library.Model) []library.Model {
+		return append(ms, library.Model{Name: "gamma", Engines: []string{"cpu"}})
+	})
 	want("gamma, added on the page", append([]string{"○ minicpm5:2b (NPU and CPU)", "○ gamma (CPU only)"}, tail...)...)
-	if d := time.Since(start); d > libraryEvery+2*time.Second {
-		t.Errorf("the added model showed after %v, more than libraryEvery (%v)", d, libraryEvery)
-	}
 
 	h.tap() // the model on: marked from the status, not a library read
 	want("the loaded model marked", append([]string{"● minicpm5:2b (NPU and CPU)", "○ gamma (CPU only)"}, tail...)...)
 
-	lib.mu.Lock()
-	lib.models = nil
-	lib.mu.Unlock()
+	lib.set(func([]library.Model) []library.Model { return nil })
 	want("an empty library", append([]string{"No model installed (off)"}, tail...)...)
 }
 
@@ -175,9 +171,7 @@ func TestInstallIsNotOfferedForAModelYouAdded(t *testing.T) {
 		return s != nil && s.installLine.Text == want && s.installBtn.Disabled()
 	})
 
-	lib.mu.Lock()
-	lib.models[0].Source = library.SourceNPUChat
-	lib.mu.Unlock()
+	lib.set(func(ms []library.Model) []library.Model { ms[0].Source = library.SourceNPUChat; return ms })
 	h.eventually("Install offered for NPU Chat's own model", func() bool {
 		h.host.mu.Lock()
 		menu := labels(h.host.menu, "")
@@ -187,29 +181,47 @@ func TestInstallIsNotOfferedForAModelYouAdded(t *testing.T) {
 	})
 }
 
-// TestLibraryReadsDoNotRebuildTheMenu: reading the library again every
-// libraryEvery rebuilds the menu only when what it lists changed (a
-// rebuild gives every entry a new ID on Linux, and closes a menu being
-// browsed on some panels).
+// TestLibraryReadsDoNotRebuildTheMenu: a library change that leaves
+// what the menu lists as it was (another model's file touched, the same
+// list read again) rebuilds nothing (a rebuild gives every entry a new
+// ID on Linux, and closes a menu being browsed on some panels); one
+// that changes it rebuilds the menu.
 func TestLibraryReadsDoNotRebuildTheMenu(t *testing.T) {
 	f := newFakeApp(t.Cleanup)
 	lib := &fakeLibrary{models: []library.Model{{Name: "minicpm5:2b", Source: library.SourceNPUChat, Engines: []string{"npu", "cpu"}}}}
 	h := harnessFor(t, test.NewTempApp(t), f, &libraryApp{f, lib})
 	h.tap()
-	h.eventually("on, and marked", func() bool {
+	// On, marked, and no rebuild left to come from the load's progress.
+	h.eventually("on, marked and drawn", func() bool {
 		h.host.mu.Lock()
 		defer h.host.mu.Unlock()
-		return h.c.view.Ready && slices.Contains(labels(h.host.menu, ""), "  ● minicpm5:2b (NPU and CPU)")
+		return h.c.view.Ready && !h.c.menuDue && slices.Contains(labels(h.host.menu, ""), "  ● minicpm5:2b (NPU and CPU)")
 	})
-	time.Sleep(menuEvery + 100*time.Millisecond) // a rebuild due from the load's progress
-	count := func() int {
+	var reads, before int
+	h.ui.wait(func() {
+		reads = h.c.libraryReads
+		h.host.mu.Lock()
+		before = h.host.menus
+		h.host.mu.Unlock()
+	})
+	for i := 1; i <= 3; i++ {
+		lib.set(func(ms []library.Model) []library.Model { return slices.Clone(ms) })
+		h.eventually(fmt.Sprintf("read %d taken in", i), func() bool { return h.c.libraryReads >= reads+i })
+	}
+	h.ui.wait(func() {
 		h.host.mu.Lock()
 		defer h.host.mu.Unlock()
-		return h.host.menus
-	}
-	before := count()
-	time.Sleep(2*libraryEvery + 500*time.Millisecond)
-	if after := count(); after != before {
-		t.Errorf("the menu was rebuilt %d times in %v with nothing changed", after-before, 2*libraryEvery)
-	}
+		if h.host.menus != before || h.c.menuDue {
+			t.Errorf("the menu was rebuilt %d times (one due: %v) by reads that changed nothing", h.host.menus-before, h.c.menuDue)
+		}
+	})
+
+	lib.set(func(ms []library.Model) []library.Model {
+		return append(ms, library.Model{Name: "gamma", Engines: []string{"cpu"}})
+	})
+	h.eventually("a changed list rebuilt", func() bool {
+		h.host.mu.Lock()
+		defer h.host.mu.Unlock()
+		return h.host.menus > before && slices.Contains(labels(h.host.menu, ""), "  ○ gamma (CPU only)")
+	})
 }

@@ -16,7 +16,7 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/npuchat/npuchat/config"
-	"github.com/npuchat/npuchat/service/backend"
+	"github.com/npuchat/npuchat/enginekind"
 )
 
 // SettingsStore is the app's one settings store (config.Store, through
@@ -53,7 +53,7 @@ type settingsWindow struct {
 	stateMore *folded // the whole error under the state's sentence
 	model     *widget.Label
 	loading   bool // set while reload writes the widgets, so their callbacks do nothing
-	engineFor map[string]backend.Kind
+	engineFor map[string]enginekind.Kind
 
 	// The fields a Save writes, with what each showed last (a field
 	// whose text is still that follows the store; one being edited
@@ -78,13 +78,13 @@ type settingsWindow struct {
 }
 
 func newSettingsWindow(c *controller) *settingsWindow {
-	s := &settingsWindow{c: c, engineFor: map[string]backend.Kind{}, shown: map[*widget.Entry]string{}, errs: map[string]*widget.Label{}}
+	s := &settingsWindow{c: c, engineFor: map[string]enginekind.Kind{}, shown: map[*widget.Entry]string{}, errs: map[string]*widget.Label{}}
 	s.win = newWindow(c, "NPU Chat settings", fyne.NewSize(600, 760))
 
 	var labels []string
 	for _, e := range engineChoices(c.app.Engine()) {
-		labels = append(labels, e.label)
-		s.engineFor[e.label] = e.kind
+		labels = append(labels, e.Label)
+		s.engineFor[e.Label] = e.Kind
 	}
 	s.engine = widget.NewRadioGroup(labels, func(label string) {
 		if s.loading || label == "" {

@@ -12,8 +12,8 @@ import (
 
 	"fyne.io/fyne/v2"
 
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/service"
-	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/install"
 )
 
@@ -43,21 +43,9 @@ const (
 	labelQuit     = "Quit"
 )
 
-// engineChoice is an engine the menu and the settings window offer.
-type engineChoice struct {
-	kind  backend.Kind
-	label string
-}
-
-// engineChoices are the engines offered, remote only when it is the
-// setting (it needs a URL, set on the command line).
-func engineChoices(current backend.Kind) []engineChoice {
-	cs := []engineChoice{{backend.Auto, "Auto (NPU, else CPU)"}, {backend.NPU, "NPU"}, {backend.CPU, "CPU"}}
-	if current == backend.Remote {
-		cs = append(cs, engineChoice{backend.Remote, "Remote server"})
-	}
-	return cs
-}
+// engineChoices are the engines offered (enginekind's table: remote
+// only when it is the setting, since it needs a URL set elsewhere).
+func engineChoices(current enginekind.Kind) []enginekind.Choice { return enginekind.Choices(current) }
 
 // controller is the tray: it follows the service through one
 // subscription and draws the icon, tooltip, menu and windows from one
@@ -90,9 +78,9 @@ type controller struct {
 	tooltipShown string
 	menu         *fyne.Menu
 	// models is the library as read last (followLibrary; nil before the
-	// first read); libraryKick asks for a read now.
-	models      []modelLine
-	libraryKick chan struct{}
+	// first read); libraryReads counts the reads taken in (setModels).
+	models       []modelLine
+	libraryReads int
 	// addWin is the window of the file dialog "Add a GGUF file…" or
 	// "Add a model folder…" opened last, while it is open.
 	addWin fyne.Window
@@ -108,7 +96,7 @@ type controller struct {
 // menuState is what a menu build depends on.
 type menuState struct {
 	View   View
-	Engine backend.Kind
+	Engine enginekind.Kind
 	Login  bool
 	Models []modelLine // the model submenu (models_menu.go)
 	// NoInstall says why Install cannot act on the model served ("":
@@ -118,7 +106,7 @@ type menuState struct {
 
 func newController(ctx context.Context, l *loop, a App, host trayHost, log *slog.Logger) *controller {
 	fy := l.fy
-	c := &controller{ctx: ctx, fy: fy, loop: l, app: a, host: host, log: log, do: l.do, libraryKick: make(chan struct{}, 1)}
+	c := &controller{ctx: ctx, fy: fy, loop: l, app: a, host: host, log: log, do: l.do}
 	c.notify = func(n Notice) { fy.SendNotification(fyne.NewNotification(n.Title, n.Body)) }
 	c.openURL = fy.OpenURL
 	c.snap = Snapshot{Service: a.Status(), Server: a.Server()}
@@ -137,7 +125,7 @@ func (c *controller) start() (stop func()) {
 	done, stopLibrary, libraryDone := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(libraryDone)
-		c.followLibrary(c.libraryKick, stopLibrary)
+		c.followLibrary(stopLibrary)
 	}()
 	go func() {
 		defer close(done)
@@ -173,10 +161,6 @@ func (c *controller) start() (stop func()) {
 func (c *controller) onEvent(ev service.Event) {
 	for _, n := range noticesFor(c.snap.Service, ev) {
 		c.notify(n)
-	}
-	if prev := c.snap.Service; prev.Model != ev.Status.Model || prev.State != ev.Status.State ||
-		(ev.Install != nil && ev.Install.State.Ended()) {
-		c.rereadLibrary() // a model switched to, or installed
 	}
 	c.snap.Service = ev.Status
 	if ev.Type == service.EventInstall && ev.Install != nil {
@@ -377,11 +361,11 @@ func radioLabel(label string, chosen bool) string {
 
 // engineSection is the engine setting as a radio group under its
 // heading: choosing one saves it (the app reloads a model that is on).
-func (c *controller) engineSection(current backend.Kind) []*fyne.MenuItem {
+func (c *controller) engineSection(current enginekind.Kind) []*fyne.MenuItem {
 	items := []*fyne.MenuItem{infoItem(labelEngine)}
 	for _, e := range engineChoices(current) {
-		kind := e.kind
-		items = append(items, fyne.NewMenuItem(radioLabel(e.label, current == kind), func() { c.setEngine(kind) }))
+		kind := e.Kind
+		items = append(items, fyne.NewMenuItem(radioLabel(e.Label, current == kind), func() { c.setEngine(kind) }))
 	}
 	return items
 }
@@ -468,7 +452,7 @@ func folderURL(abs string) *url.URL {
 
 // setEngine saves the engine setting; the app reloads a model that is
 // on with the new engine.
-func (c *controller) setEngine(kind backend.Kind) {
+func (c *controller) setEngine(kind enginekind.Kind) {
 	go func() {
 		ctx, cancel := context.WithTimeout(c.ctx, time.Minute)
 		defer cancel()

@@ -9,6 +9,7 @@ import (
 
 	"fyne.io/fyne/v2/test"
 
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/install"
@@ -149,7 +150,7 @@ func TestEngineMenuFollowsTheSetting(t *testing.T) {
 	f.mu.Lock()
 	got := slices.Clone(f.setEngine)
 	f.mu.Unlock()
-	if !slices.Equal(got, []backend.Kind{backend.CPU}) {
+	if !slices.Equal(got, []enginekind.Kind{enginekind.CPU}) {
 		t.Fatalf("SetEngine calls %q", got)
 	}
 }

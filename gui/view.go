@@ -5,8 +5,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/service"
-	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/install"
 )
 
@@ -170,26 +170,15 @@ func installFrac(st install.Status) float64 {
 }
 
 // engineLabel is a backend kind as the status line writes it.
-func engineLabel(kind backend.Kind) string {
-	switch kind {
-	case backend.NPU, backend.CPU:
-		return strings.ToUpper(string(kind))
-	case "":
+func engineLabel(kind enginekind.Kind) string {
+	if kind == "" {
 		return "?"
 	}
-	return string(kind)
+	return kind.Short()
 }
 
 // engineName is a backend kind in a sentence ("the NPU").
-func engineName(kind backend.Kind) string {
-	switch kind {
-	case backend.NPU, backend.CPU:
-		return strings.ToUpper(string(kind))
-	case backend.Remote:
-		return "remote server"
-	}
-	return string(kind)
-}
+func engineName(kind enginekind.Kind) string { return kind.Name() }
 
 // cut shortens s to at most n characters, ending with an ellipsis, and
 // keeps it on one line.

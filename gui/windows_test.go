@@ -13,8 +13,8 @@ import (
 	"fyne.io/fyne/v2/widget"
 
 	"github.com/npuchat/npuchat/config"
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/service"
-	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/install"
 )
 
@@ -175,7 +175,7 @@ func TestSettingsWindowShowsTheEngineInEffect(t *testing.T) {
 	f.mu.Lock()
 	calls := slices.Clone(f.setEngine)
 	f.mu.Unlock()
-	if !slices.Equal(calls, []backend.Kind{backend.CPU}) {
+	if !slices.Equal(calls, []enginekind.Kind{enginekind.CPU}) {
 		t.Fatalf("showing the engine called SetEngine: %q", calls)
 	}
 }

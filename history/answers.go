@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/npuchat/npuchat/safefile"
 )
 
 // An answer streams into a journal of its own, not into the database:
@@ -62,6 +64,11 @@ const (
 )
 
 var suffixes = [2]string{".txt", ".think.txt"}
+
+// maxJournalBytes caps one answer's journal when it is recovered: an
+// answer is bounded by the context (a few MB of text at most), so a
+// bigger file was not written by NPU Chat.
+const maxJournalBytes = 64 << 20
 
 func newJournals(dbPath string, open func(string) (JournalFile, error)) *journals {
 	if open == nil {
@@ -211,7 +218,12 @@ func (s *Store) recoverJournals(ctx context.Context) error {
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(s.answers.dir, e.Name()))
+		b, err := safefile.ReadFile(filepath.Join(s.answers.dir, e.Name()), maxJournalBytes)
+		if errors.Is(err, safefile.ErrNotRegular) || errors.Is(err, safefile.ErrTooLarge) {
+			// not a journal NPU Chat wrote (a FIFO would block the open
+			// for ever): the answer keeps what the database has
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("history: read the answer journal %s: %w", e.Name(), err)
 		}

@@ -24,11 +24,15 @@ type Handle struct {
 }
 
 // NewHandle returns a handle for the database at path; nothing is opened
-// yet.
+// yet, but a folder and database files that exist are made private at
+// once (folder 0700, files 0600), so that a history an older NPU Chat
+// left readable is not readable until its first use. (Open does it
+// again, and says when it cannot.)
 func NewHandle(path string, opts Options) *Handle {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	_ = tighten(path) // best effort: Open does it again and says what fails
 	return &Handle{path: path, opts: opts, RetryEvery: 2 * time.Second}
 }
 

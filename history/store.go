@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -210,6 +211,9 @@ func open(ctx context.Context, path string, opts Options) (*Store, string, error
 	if err := checkHeader(path); err != nil {
 		return nil, "corrupt", err
 	}
+	if err := private(path); err != nil {
+		return nil, "", fmt.Errorf("history: make %s private: %w", path, err)
+	}
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", opts.BusyTimeout.Milliseconds()))
 	q.Add("_pragma", "foreign_keys(1)")
@@ -274,6 +278,59 @@ func migrate(ctx context.Context, db *sql.DB, v int) error {
 		return err
 	}
 	return tx.Commit()
+}
+
+// private makes the database's folder 0700 and its files 0600, creating
+// the database file (empty, which SQLite takes for a new database) when
+// there is none: SQLite creates a file 0644 less the umask, and gives a
+// new -wal or -shm the mode of the database file, so a database made
+// private before SQLite opens it never gets a file another local account
+// can read.
+func private(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err == nil {
+		f.Close()
+	} else if !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	return tighten(path)
+}
+
+// tighten makes the database's folder 0700 and those of its files that
+// exist (the database, -wal, -shm, -journal) 0600: an older NPU Chat
+// left them 0644 in a 0755 folder.
+func tighten(path string) error {
+	if dir := filepath.Dir(path); dir != "." { // never the working folder of a bare name
+		if err := chmod(dir, 0o700); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	for _, sfx := range []string{"", "-wal", "-shm", "-journal"} {
+		fi, err := os.Lstat(path + sfx)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if fi.Mode().IsRegular() && fi.Mode().Perm()&0o077 != 0 {
+			if err := chmod(path+sfx, 0o600); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// chmod is os.Chmod, except that a file system that cannot hold modes
+// (a FAT or network mount refusing chmod) is left as it is rather than
+// keeping the history from opening.
+func chmod(path string, mode os.FileMode) error {
+	err := os.Chmod(path, mode)
+	if errors.Is(err, fs.ErrPermission) || errors.Is(err, errors.ErrUnsupported) {
+		return nil
+	}
+	return err
 }
 
 // checkHeader refuses a non-empty file that does not start as a SQLite

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/npuchat/npuchat/safefile"
 )
 
 // Channel is how a second launch reaches the first: the first listens,
@@ -96,7 +98,7 @@ func (LoopbackChannel) Listen(dir string) (net.Listener, string, error) {
 
 // Dial implements Channel.
 func (LoopbackChannel) Dial(ctx context.Context, dir string) (net.Conn, string, error) {
-	b, err := os.ReadFile(filepath.Join(dir, addrName))
+	b, err := safefile.ReadFile(filepath.Join(dir, addrName), maxAddrBytes)
 	if err != nil {
 		return nil, "", err
 	}
@@ -111,3 +113,6 @@ func (LoopbackChannel) Dial(ctx context.Context, dir string) (net.Conn, string, 
 
 // Remove implements Channel.
 func (LoopbackChannel) Remove(dir string) { os.Remove(filepath.Join(dir, addrName)) }
+
+// maxAddrBytes caps the address file ("127.0.0.1:PORT SECRET").
+const maxAddrBytes = 4 << 10

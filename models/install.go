@@ -656,7 +656,7 @@ func systemEntry(layout *flm.Layout, m *catalog.Model) *catalog.Model {
 	if layout.SystemList == "" {
 		return nil
 	}
-	b, err := os.ReadFile(layout.SystemList)
+	b, err := flm.ReadList(layout.SystemList)
 	if err != nil {
 		return nil
 	}
@@ -677,7 +677,7 @@ func systemEntry(layout *flm.Layout, m *catalog.Model) *catalog.Model {
 
 // checkList fails when a model list cannot be read or is not valid JSON.
 func checkList(path string) error {
-	b, err := os.ReadFile(path)
+	b, err := flm.ReadList(path)
 	if err != nil {
 		return fmt.Errorf("read FastFlowLM's model list: %w", err)
 	}

@@ -299,7 +299,7 @@ func (in *Installer) Status(ctx context.Context) ([]Status, error) {
 				}
 			}
 			for _, l := range lists {
-				b, err := os.ReadFile(l)
+				b, err := flm.ReadList(l)
 				if err != nil {
 					continue
 				}

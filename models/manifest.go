@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/npuchat/npuchat/config"
+	"github.com/npuchat/npuchat/models/flm"
+	"github.com/npuchat/npuchat/safefile"
 )
 
 // Manifest records one installed model: where its files are, the hashes
@@ -89,7 +91,7 @@ func manifestPath(cfg *config.Config, model, source string) string {
 // loadManifest reads a model's manifest; a missing one gives nil, nil.
 func loadManifest(cfg *config.Config, model, source string) (*Manifest, error) {
 	path := manifestPath(cfg, model, source)
-	b, err := os.ReadFile(path)
+	b, err := safefile.ReadFile(path, flm.MaxJSONBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

@@ -277,7 +277,7 @@ func (in *Installer) register(ctx context.Context, m *catalog.Model, layout *flm
 			return
 		}
 		for _, p := range append([]string{list}, from...) {
-			b, err := os.ReadFile(p)
+			b, err := flm.ReadList(p)
 			if err != nil {
 				continue
 			}
@@ -330,7 +330,7 @@ func (in *Installer) register(ctx context.Context, m *catalog.Model, layout *flm
 func (in *Installer) writeOwnList(layout *flm.Layout, extra []flm.Entry) (bool, error) {
 	var base []byte
 	if layout.SystemList != "" {
-		b, err := os.ReadFile(layout.SystemList)
+		b, err := flm.ReadList(layout.SystemList)
 		if err != nil {
 			return false, fmt.Errorf("read FastFlowLM's model list: %w", err)
 		}
@@ -338,7 +338,7 @@ func (in *Installer) writeOwnList(layout *flm.Layout, extra []flm.Entry) (bool, 
 			return false, fmt.Errorf("FastFlowLM's model list %s is not valid JSON (%v); fix it or reinstall FastFlowLM; nothing was changed", layout.SystemList, err)
 		}
 		base = b
-	} else if b, err := os.ReadFile(layout.OwnList); err == nil {
+	} else if b, err := flm.ReadList(layout.OwnList); err == nil {
 		if _, err := jsonedit.ParseObject(b); err == nil {
 			base = b
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/service/backend"
 )
 
@@ -56,7 +57,7 @@ func (m *Manager) route(ctx context.Context, model string, be backend.Backend, r
 // loadBeside makes and loads a backend of kind for model beside the
 // serving one; the state stays on. Stop abandons it as it does a load
 // (beginLoadLocked). The caller holds the slot.
-func (m *Manager) loadBeside(ctx context.Context, model string, kind backend.Kind, why string) (backend.Backend, error) {
+func (m *Manager) loadBeside(ctx context.Context, model string, kind enginekind.Kind, why string) (backend.Backend, error) {
 	m.mu.Lock()
 	if m.be == nil { // switched off while the old one unloaded
 		m.mu.Unlock()
@@ -92,7 +93,7 @@ func (m *Manager) loadBeside(ctx context.Context, model string, kind backend.Kin
 // runBeside runs r on the backend beside the serving one. A device
 // failure there unloads it and marks its engine failed for the model
 // (the serving backend is not affected).
-func (m *Manager) runBeside(ctx context.Context, side backend.Backend, why string, r *backend.Request, onRun func(kind backend.Kind, fallback string), emit func(backend.Token) error) (backend.Result, error) {
+func (m *Manager) runBeside(ctx context.Context, side backend.Backend, why string, r *backend.Request, onRun func(kind enginekind.Kind, fallback string), emit func(backend.Token) error) (backend.Result, error) {
 	kind, _, res, err := m.run(ctx, side, r, why, onRun, emit)
 	if res.Backend == "" {
 		res.Backend = kind
@@ -126,7 +127,7 @@ func (m *Manager) takeSideLocked() backend.Backend {
 
 // nextEngineLocked is the first engine after kind for model that has not
 // failed ("" when none). m.mu is held.
-func (m *Manager) nextEngineLocked(model string, kind backend.Kind) backend.Kind {
+func (m *Manager) nextEngineLocked(model string, kind enginekind.Kind) enginekind.Kind {
 	kinds := m.opts.Engines(model)
 	for i, k := range kinds {
 		if k != kind {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/backend/fake"
 )
@@ -35,7 +36,7 @@ func TestEmbedJoinsTheRunningGroup(t *testing.T) {
 	var embeds atomic.Int32
 	var mu sync.Mutex
 	var made []embedFake
-	m := New(Options{QueueSize: 4, KeepAlive: -1, NewBackend: func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
+	m := New(Options{QueueSize: 4, KeepAlive: -1, NewBackend: func(_ context.Context, model string, kind enginekind.Kind) (backend.Backend, error) {
 		b := embedFake{parallelFake{fake.New(fake.Options{Name: model, Kind: kind, TokenDelay: 100 * time.Millisecond,
 			Reply: func(*backend.Request) string { return "one two three four five six seven eight" }}), 3}, &embeds}
 		mu.Lock()

@@ -7,7 +7,7 @@ import (
 
 	"github.com/npuchat/npuchat/eventbus"
 	"github.com/npuchat/npuchat/service/backend"
-	"github.com/npuchat/npuchat/service/install"
+	"github.com/npuchat/npuchat/service/installstatus"
 )
 
 // EventKind names what an Event reports. The manager publishes the
@@ -46,12 +46,12 @@ func managerOwns(kind EventKind) bool {
 // Event is something that happened, for the tray and the page. Status is
 // the service's status when it was published.
 type Event struct {
-	Type     EventKind         `json:"type"`
-	Message  string            `json:"message,omitempty"`
-	Progress *backend.Progress `json:"progress,omitempty"`
-	Install  *install.Status   `json:"install,omitempty"`
-	Status   Status            `json:"status"`
-	Time     time.Time         `json:"time"`
+	Type     EventKind             `json:"type"`
+	Message  string                `json:"message,omitempty"`
+	Progress *backend.Progress     `json:"progress,omitempty"`
+	Install  *installstatus.Status `json:"install,omitempty"`
+	Status   Status                `json:"status"`
+	Time     time.Time             `json:"time"`
 }
 
 // publishLocked sends an event to every subscriber. m.mu must be held.

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/eventbus"
 	"github.com/npuchat/npuchat/service/backend"
 )
@@ -51,12 +52,12 @@ type Options struct {
 	// Engines lists the backend kinds to try for a model, best first
 	// ("npu", then "cpu" for the auto engine). The Manager falls back
 	// along this list when a backend fails to load or its device fails.
-	Engines func(model string) []backend.Kind
+	Engines func(model string) []enginekind.Kind
 	// NewBackend makes a backend of a kind for a model; it may take a
 	// while (the NPU check), and ctx ends when the load is abandoned. An
 	// error wrapping ErrNotInstalled leaves the model off with that error
 	// as the reason.
-	NewBackend func(ctx context.Context, model string, kind backend.Kind) (backend.Backend, error)
+	NewBackend func(ctx context.Context, model string, kind enginekind.Kind) (backend.Backend, error)
 	// Models lists the models that can be served (catalog and local
 	// files) for /v1/models and /api/tags.
 	Models func() []ModelDesc
@@ -79,7 +80,7 @@ type Options struct {
 	// model while the serving backend stays loaded (for a request the
 	// serving one cannot do, see Manager); an error says why not (not
 	// enough free memory). nil allows it.
-	Beside func(model string, kind backend.Kind) error
+	Beside func(model string, kind enginekind.Kind) error
 	Logger *slog.Logger
 	// Now is the clock (time.Now by default).
 	Now func() time.Time
@@ -87,18 +88,18 @@ type Options struct {
 
 // Status is a snapshot of the service, as /api/status and the tray show it.
 type Status struct {
-	State   State        `json:"state"`
-	Model   string       `json:"model,omitempty"`   // model loaded, loading, or last asked for
-	Backend backend.Kind `json:"backend,omitempty"` // kind of the backend serving it
-	Enabled bool         `json:"enabled"`           // false when the user switched it off
-	Reason  string       `json:"reason,omitempty"`  // why the model is off
-	Error   string       `json:"error,omitempty"`   // why loading failed
+	State   State           `json:"state"`
+	Model   string          `json:"model,omitempty"`   // model loaded, loading, or last asked for
+	Backend enginekind.Kind `json:"backend,omitempty"` // kind of the backend serving it
+	Enabled bool            `json:"enabled"`           // false when the user switched it off
+	Reason  string          `json:"reason,omitempty"`  // why the model is off
+	Error   string          `json:"error,omitempty"`   // why loading failed
 	// Fallback says why the preferred backend is not the one serving.
 	Fallback string `json:"fallback,omitempty"`
 	// Beside is the kind of a second backend loaded beside the serving
 	// one, for requests that one cannot do (FastFlowLM and tools), and
 	// BesideReason why the last of them went there.
-	Beside       backend.Kind       `json:"beside,omitempty"`
+	Beside       enginekind.Kind    `json:"beside,omitempty"`
 	BesideReason string             `json:"beside_reason,omitempty"`
 	Progress     *backend.Progress  `json:"progress,omitempty"`
 	Info         *backend.ModelInfo `json:"info,omitempty"`
@@ -163,7 +164,7 @@ type GenerateOptions struct {
 	// with the backend's kind and why the preferred backend is not the
 	// one serving ("" when it is). The web layer names the engine in the
 	// answer from it before the first token.
-	OnRun func(kind backend.Kind, fallback string)
+	OnRun func(kind enginekind.Kind, fallback string)
 	// Ticket, when set, is the place in the queue the request reserved
 	// before its body was read (Reserve); Generate and Load use it
 	// instead of queueing again.
@@ -227,15 +228,15 @@ type Manager struct {
 	seq      uint64 // events sent so far (Status.Seq)
 	enabled  bool   // false when the user switched the model off
 	state    State
-	model    string       // loaded or loading or last wanted
-	kind     backend.Kind // kind of the backend loading or loaded
+	model    string          // loaded or loading or last wanted
+	kind     enginekind.Kind // kind of the backend loading or loaded
 	be       backend.Backend
 	beModel  string // the model be has loaded
 	info     *backend.ModelInfo
 	reason   string
 	errMsg   string
 	fallback string
-	failed   map[backend.Kind]string // kind -> why it failed, for model
+	failed   map[enginekind.Kind]string // kind -> why it failed, for model
 	progress *backend.Progress
 	since    time.Time
 	waiting  int
@@ -258,7 +259,7 @@ type Manager struct {
 	abandon   context.CancelCauseFunc
 	orphans   []backend.Backend // set aside by Stop, unloaded by giveSlot
 	side      backend.Backend   // a second backend beside be (see above)
-	sideKind  backend.Kind      // its kind
+	sideKind  enginekind.Kind   // its kind
 	sideModel string            // the model it has loaded
 	sideWhy   string            // why the last request went to it
 	sideCaps  []string          // its capabilities
@@ -290,7 +291,7 @@ func New(opts Options) *Manager {
 		opts.Resolve = func(name string) (string, error) { return name, nil }
 	}
 	if opts.Engines == nil {
-		opts.Engines = func(string) []backend.Kind { return []backend.Kind{backend.CPU} }
+		opts.Engines = func(string) []enginekind.Kind { return []enginekind.Kind{enginekind.CPU} }
 	}
 	m := &Manager{
 		opts:      opts,
@@ -299,7 +300,7 @@ func New(opts Options) *Manager {
 		enabled:   true,
 		state:     StateOff,
 		reason:    "not loaded yet; the model loads on the first request",
-		failed:    map[backend.Kind]string{},
+		failed:    map[enginekind.Kind]string{},
 		since:     opts.Now(),
 		keepAlive: opts.KeepAlive,
 		lastIdle:  opts.KeepAlive,
@@ -455,11 +456,11 @@ func (m *Manager) Start(model string) error {
 	}
 	m.enabled = true
 	if m.model != model {
-		m.failed = map[backend.Kind]string{}
+		m.failed = map[enginekind.Kind]string{}
 	}
 	if m.state == StateError || m.state == StateOff {
 		// A new attempt: forget earlier failures, the user may have fixed them.
-		m.failed = map[backend.Kind]string{}
+		m.failed = map[enginekind.Kind]string{}
 		m.fallback = ""
 	}
 	m.model = model
@@ -636,7 +637,7 @@ func (m *Manager) ensureLoaded(ctx context.Context, model string, idle bool) (ba
 		m.mu.Lock()
 	}
 	if m.beModel != model && m.model != model {
-		m.failed = map[backend.Kind]string{}
+		m.failed = map[enginekind.Kind]string{}
 		m.fallback = ""
 	}
 	m.model = model
@@ -702,7 +703,7 @@ func (m *Manager) ensureLoaded(ctx context.Context, model string, idle bool) (ba
 // load makes and loads one backend. The caller holds the slot. Stop
 // abandons it by cancelling ctx (beginLoad's), the context given to
 // NewBackend and Load.
-func (m *Manager) load(lctx context.Context, model string, kind backend.Kind, idle bool) (backend.Backend, error) {
+func (m *Manager) load(lctx context.Context, model string, kind enginekind.Kind, idle bool) (backend.Backend, error) {
 	m.mu.Lock()
 	if lctx.Err() != nil {
 		m.mu.Unlock()
@@ -899,7 +900,7 @@ func (m *Manager) Generate(ctx context.Context, req *backend.Request, opts Gener
 // run runs one generation on be, counted as running and cancellable by
 // Stop, and says which backend kind ran it and how many tokens it emitted.
 // beside is "" for the serving backend, else why be is the one beside it.
-func (m *Manager) run(ctx context.Context, be backend.Backend, r *backend.Request, beside string, onRun func(kind backend.Kind, fallback string), emit func(backend.Token) error) (kind backend.Kind, emitted int, res backend.Result, err error) {
+func (m *Manager) run(ctx context.Context, be backend.Backend, r *backend.Request, beside string, onRun func(kind enginekind.Kind, fallback string), emit func(backend.Token) error) (kind enginekind.Kind, emitted int, res backend.Result, err error) {
 	gctx, cancel := context.WithCancel(ctx)
 	m.mu.Lock()
 	if m.gens == nil {
@@ -932,7 +933,7 @@ func (m *Manager) run(ctx context.Context, be backend.Backend, r *backend.Reques
 
 // hasNextEngineLocked reports whether an engine after kind, not failed
 // yet, can serve model.
-func (m *Manager) hasNextEngineLocked(model string, kind backend.Kind) bool {
+func (m *Manager) hasNextEngineLocked(model string, kind enginekind.Kind) bool {
 	return m.nextEngineLocked(model, kind) != ""
 }
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/backend/fake"
 	"github.com/npuchat/npuchat/service/install"
@@ -29,19 +30,27 @@ type rig struct {
 func newRig(t *testing.T, engines []string, kinds map[string]fake.Options, mo Options) *rig {
 	t.Helper()
 	r := &rig{fakes: map[string][]*fake.Backend{}, opts: kinds, made: map[string]int{}}
-	reg := &Registry{}
-	reg.Add(Entry{Desc: ModelDesc{Name: "minicpm5:2b", Installed: true}, Aliases: []string{"MiniCPM5-2B-NPU2"}})
-	reg.Add(Entry{Desc: ModelDesc{Name: "other:1b", Installed: true}})
-	mo.Resolve = reg.Resolve
-	mo.Models = reg.Models
-	mo.Engines = func(string) []backend.Kind {
-		ks := make([]backend.Kind, len(engines))
+	// Two models, as the model library resolves them: by name, alias
+	// or family.
+	names := map[string]string{"minicpm5:2b": "minicpm5:2b", "minicpm5-2b-npu2": "minicpm5:2b", "minicpm5": "minicpm5:2b",
+		"other:1b": "other:1b", "other": "other:1b"}
+	mo.Resolve = func(name string) (string, error) {
+		if n, ok := names[strings.ToLower(strings.TrimSpace(name))]; ok {
+			return n, nil
+		}
+		return "", fmt.Errorf("model %q: %w; available: minicpm5:2b, other:1b", name, ErrUnknownModel)
+	}
+	mo.Models = func() []ModelDesc {
+		return []ModelDesc{{Name: "minicpm5:2b", Installed: true}, {Name: "other:1b", Installed: true}}
+	}
+	mo.Engines = func(string) []enginekind.Kind {
+		ks := make([]enginekind.Kind, len(engines))
 		for i, e := range engines {
-			ks[i] = backend.Kind(e)
+			ks[i] = enginekind.Kind(e)
 		}
 		return ks
 	}
-	mo.NewBackend = func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
+	mo.NewBackend = func(_ context.Context, model string, kind enginekind.Kind) (backend.Backend, error) {
 		o, ok := r.opts[string(kind)]
 		if !ok {
 			return nil, fmt.Errorf("no %s engine: %w", kind, ErrNotInstalled)
@@ -471,7 +480,7 @@ func (s slowUnload) Unload(ctx context.Context) error {
 func TestStatusDoesNotWaitForASlowUnload(t *testing.T) {
 	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: -1})
 	inUnload := make(chan struct{})
-	r.m.opts.NewBackend = func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
+	r.m.opts.NewBackend = func(_ context.Context, model string, kind enginekind.Kind) (backend.Backend, error) {
 		return slowUnload{fake.New(fake.Options{Name: model, UnloadDelay: time.Second}), sync.OnceFunc(func() { close(inUnload) })}, nil
 	}
 	if _, _, err := collect(t, r.m, chat("minicpm5:2b", "hi")); err != nil {
@@ -568,7 +577,7 @@ func TestStopThatTimesOutStillEndsOff(t *testing.T) {
 	var made []*fake.Backend
 	var mu sync.Mutex
 	loadEnded := make(chan struct{})
-	r.m.opts.NewBackend = func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
+	r.m.opts.NewBackend = func(_ context.Context, model string, kind enginekind.Kind) (backend.Backend, error) {
 		b := fake.New(fake.Options{Name: model})
 		mu.Lock()
 		defer mu.Unlock()
@@ -729,7 +738,7 @@ func TestOneRequestsKeepAliveIsNotTheDefault(t *testing.T) {
 func TestLoadFailureOfTheOnlyEngineIsRetriedAndNotAFallback(t *testing.T) {
 	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: -1})
 	n := 0
-	r.m.opts.NewBackend = func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
+	r.m.opts.NewBackend = func(_ context.Context, model string, kind enginekind.Kind) (backend.Backend, error) {
 		if n++; n == 1 {
 			return fake.New(fake.Options{Name: model, LoadErr: errors.New("file busy")}), nil
 		}
@@ -778,7 +787,7 @@ func (p panicking) Generate(context.Context, *backend.Request, func(backend.Toke
 
 func TestPanickingBackendLeavesNothingRunning(t *testing.T) {
 	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: -1})
-	r.m.opts.NewBackend = func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
+	r.m.opts.NewBackend = func(_ context.Context, model string, kind enginekind.Kind) (backend.Backend, error) {
 		return panicking{fake.New(fake.Options{Name: model})}, nil
 	}
 	func() {
@@ -798,7 +807,7 @@ func TestPanickingBackendLeavesNothingRunning(t *testing.T) {
 
 func TestNPUCheckPhaseShowsLoadingAndStopEndsIt(t *testing.T) {
 	r := newRig(t, []string{"npu", "cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: -1})
-	r.m.opts.NewBackend = func(ctx context.Context, model string, kind backend.Kind) (backend.Backend, error) {
+	r.m.opts.NewBackend = func(ctx context.Context, model string, kind enginekind.Kind) (backend.Backend, error) {
 		if kind == "npu" {
 			<-ctx.Done() // a slow NPU check that honours its context
 			return nil, ctx.Err()
@@ -872,7 +881,7 @@ func TestRefusedRequestKeepsTheKeepAlive(t *testing.T) {
 // switch send no name; before any request the default model is the one
 // started, and it is named in the status while off.
 func TestStartWithNoNameStartsTheDefaultModel(t *testing.T) {
-	m := New(Options{DefaultModel: "m", KeepAlive: -1, NewBackend: func(ctx context.Context, model string, kind backend.Kind) (backend.Backend, error) {
+	m := New(Options{DefaultModel: "m", KeepAlive: -1, NewBackend: func(ctx context.Context, model string, kind enginekind.Kind) (backend.Backend, error) {
 		return fake.New(fake.Options{Name: model}), nil
 	}})
 	defer m.Close(context.Background())
@@ -935,7 +944,7 @@ func (c chattyLoad) Load(ctx context.Context, p func(backend.Progress)) error {
 // "on" as its last event (the page and the tray follow events).
 func TestSlowSubscriberAlwaysSeesTheLastState(t *testing.T) {
 	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: -1})
-	r.m.opts.NewBackend = func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
+	r.m.opts.NewBackend = func(_ context.Context, model string, kind enginekind.Kind) (backend.Backend, error) {
 		return chattyLoad{fake.New(fake.Options{Name: model})}, nil
 	}
 	events, cancel := r.m.Subscribe()
@@ -977,7 +986,7 @@ func TestRequestTheNPUCannotDoGoesToTheCPU(t *testing.T) {
 			req := chat("minicpm5:2b", "special")
 			tc.req(req)
 			var ranOn, ranWhy string
-			res, err := r.m.Generate(context.Background(), req, GenerateOptions{OnRun: func(kind backend.Kind, why string) { ranOn, ranWhy = string(kind), why }},
+			res, err := r.m.Generate(context.Background(), req, GenerateOptions{OnRun: func(kind enginekind.Kind, why string) { ranOn, ranWhy = string(kind), why }},
 				func(backend.Token) error { return nil })
 			if err != nil {
 				t.Fatalf("request with %s: %v; want the CPU to answer it", tc.name, err)
@@ -1027,7 +1036,7 @@ func TestRequestTheNPUCannotDoGoesToTheCPU(t *testing.T) {
 func TestRequestTheNPUCannotDoWhenTheCPUCannotLoadBeside(t *testing.T) {
 	r := newRig(t, []string{"npu", "cpu"}, map[string]fake.Options{
 		"npu": {}, "cpu": {Capabilities: []string{backend.CapCompletion, backend.CapTools}},
-	}, Options{KeepAlive: -1, Beside: func(model string, kind backend.Kind) error {
+	}, Options{KeepAlive: -1, Beside: func(model string, kind enginekind.Kind) error {
 		return errors.New("it needs about 2.1 GB of memory and 0.8 GB is free")
 	}})
 	req := chat("minicpm5:2b", "call")

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/backend/fake"
 )
@@ -72,7 +73,7 @@ func parallelManager(t *testing.T, n int) (*Manager, *[]parallelFake, *hold) {
 	var mu sync.Mutex
 	var made []parallelFake
 	h := &hold{}
-	m := New(Options{QueueSize: 2, KeepAlive: -1, NewBackend: func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
+	m := New(Options{QueueSize: 2, KeepAlive: -1, NewBackend: func(_ context.Context, model string, kind enginekind.Kind) (backend.Backend, error) {
 		b := parallelFake{fake.New(fake.Options{Name: model, Kind: kind, TokenDelay: time.Millisecond, BeforeToken: h.wait, Reply: func(*backend.Request) string { return "one two three four five six" }}), n}
 		mu.Lock()
 		made = append(made, b)

@@ -11,9 +11,9 @@ package service
 // request that needs the slot itself (a load, another model) stops new
 // joins, so that the group drains for it. Requests wait in a queue of
 // Options.QueueSize places, and a request beyond that gets ErrQueueFull
-// at once. A place can be taken before a request's body is
-// read (Reserve), so that what the queue cannot take is refused before
-// its body is held in memory. While anyone waits, the keep-alive timer
+// at once. A place can be taken before the request runs (Reserve), once
+// its body has arrived; QueueFull lets a request the queue cannot take be
+// refused before its body is read. While anyone waits, the keep-alive timer
 // (keepalive.go) is stopped; the last to leave re-arms it.
 
 import (
@@ -24,9 +24,8 @@ import (
 	"github.com/npuchat/npuchat/service/backend"
 )
 
-// Ticket is a place in the request queue, taken with Reserve before a
-// request's body is read, so that what the queue cannot take is refused
-// before its body is held in memory.
+// Ticket is a place in the request queue, taken with Reserve once a
+// request's body has arrived and before it runs.
 type Ticket struct {
 	m    *Manager
 	used bool // m.mu guards: given to acquire or released
@@ -46,6 +45,15 @@ func (m *Manager) Reserve() (*Ticket, error) {
 		m.idle.Stop() // busy: no idle unload while requests wait
 	}
 	return &Ticket{m: m}, nil
+}
+
+// QueueFull reports whether Reserve would fail now with ErrQueueFull,
+// so that a request the queue cannot take is refused before its body is
+// read.
+func (m *Manager) QueueFull() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.waiting >= m.opts.QueueSize
 }
 
 // Release gives the place back unless Generate or Load used it.

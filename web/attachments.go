@@ -5,9 +5,24 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/npuchat/npuchat/pdftext"
 )
+
+// pdfSlots and pdfWait bound PDF extraction across requests: at most two
+// run at once (each can hold a core for pdftext.DefaultLimits.Time), and
+// a third waits up to pdfWait for a slot before it is a 503 with
+// Retry-After.
+const (
+	pdfSlots = 2
+	pdfWait  = 5 * time.Second
+)
+
+func newPDFExtractor() *pdftext.Extractor {
+	return pdftext.NewExtractor(pdfSlots, pdfWait, pdftext.DefaultLimits)
+}
 
 // pdfText is POST /api/attachments/pdf, a page route (the session or the
 // API key): the body is a PDF a person dropped or picked in the
@@ -15,9 +30,11 @@ import (
 // "truncated"} (pdftext.Result), for the page to put into the message
 // with the file's name like a text file's. The body is bounded by
 // Options.MaxBodyBytes (8 MiB by default), the work by
-// pdftext.DefaultLimits (pages, characters, time). A file that is not a
-// PDF, is damaged, protected or has no text is a 422 whose message says
-// so and what to do.
+// pdftext.DefaultLimits (pages, characters, decoded bytes, time) and at
+// most pdfSlots at a time. A file that is not a PDF, is damaged,
+// protected, too large once decoded or has no text is a 422 whose message
+// says so and what to do; all slots taken for pdfWait is a 503 with
+// Retry-After.
 func (s *Server) pdfText(w http.ResponseWriter, r *http.Request) {
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
 	if err != nil {
@@ -34,7 +51,12 @@ func (s *Server) pdfText(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, http.StatusBadRequest, "invalid_request", "the PDF is empty")
 		return
 	}
-	res, err := pdftext.Extract(r.Context(), data, pdftext.DefaultLimits)
+	res, err := s.pdfs.Extract(r.Context(), data)
+	if errors.Is(err, pdftext.ErrBusy) {
+		w.Header().Set("Retry-After", strconv.Itoa(int(pdfWait/time.Second)))
+		writeError(w, r, http.StatusServiceUnavailable, "busy", err.Error())
+		return
+	}
 	if err != nil {
 		writeError(w, r, http.StatusUnprocessableEntity, "unreadable_pdf", err.Error())
 		return

@@ -85,6 +85,7 @@ func TestRoutesWithoutAQueueReadOnlyWhatTheyNeed(t *testing.T) {
 			// Read in small pieces (no WriteTo): the client copies nothing.
 			rd := struct{ io.Reader }{io.MultiReader(strings.NewReader(`{"title": "`), strings.NewReader(title), strings.NewReader(`"}`))}
 			req, _ := http.NewRequest("POST", ts.URL+"/api/conversations", rd)
+			req.Header.Set("Content-Type", "application/json")
 			withSession(req)
 			if resp, err := http.DefaultClient.Do(req); err == nil {
 				io.Copy(io.Discard, resp.Body)

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/history"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
@@ -246,7 +247,7 @@ func (c *caching) CacheStats() backend.CacheStats { return c.stats }
 // usage.prompt_tokens_details.cached_tokens.
 func TestCacheShownInStatusAndPs(t *testing.T) {
 	want := backend.CacheStats{Sequences: 3, Tokens: 1980, Bytes: 170 << 20, Budget: 1 << 30, BytesPerToken: 86016, DiskFiles: 2, DiskBytes: 40 << 20}
-	s := webtest.Start(t, webtest.Config{NewBackend: func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
+	s := webtest.Start(t, webtest.Config{NewBackend: func(_ context.Context, model string, kind enginekind.Kind) (backend.Backend, error) {
 		return &caching{Backend: fake.New(fake.Options{Name: model, Kind: kind, Cached: 4}), stats: want}, nil
 	}})
 	sessions.Store(strings.TrimPrefix(s.URL, "http://"), s.Cookie)
@@ -290,7 +291,7 @@ func TestLongChatOnTheRemoteEngine(t *testing.T) {
 	t.Cleanup(upstream.Close)
 	h := history.NewHandle(filepath.Join(t.TempDir(), "history.db"), history.Options{})
 	t.Cleanup(func() { h.Close() })
-	s := webtest.Start(t, webtest.Config{Web: web.Options{History: h}, NewBackend: func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
+	s := webtest.Start(t, webtest.Config{Web: web.Options{History: h}, NewBackend: func(_ context.Context, model string, kind enginekind.Kind) (backend.Backend, error) {
 		return oaicompat.New(oaicompat.Options{BaseURL: upstream.URL, Model: model})
 	}})
 	sessions.Store(strings.TrimPrefix(s.URL, "http://"), s.Cookie)

@@ -373,7 +373,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	// A place in the queue before the body is read or anything stored:
+	// A place in the queue once the body is here, before anything is stored:
 	// a full queue is a 429 that changed nothing.
 	ticket, body, ok := s.admit(w, r)
 	if !ok {
@@ -415,12 +415,12 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 	}
 	req, err := s.chatRequest(conv, turn.Path, in.Model)
 	if err != nil {
-		s.fail(w, r, err)
+		s.fail(w, r, s.undoTurn(keep, st, id, in, turn, err))
 		return
 	}
 	ans, err := st.Answer(keep, turn, req.Model)
 	if err != nil {
-		s.failHistory(w, r, err)
+		s.fail(w, r, s.undoTurn(keep, st, id, in, turn, historyError(err)))
 		return
 	}
 	user := turn.Question
@@ -455,6 +455,47 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 			}
 		},
 	}})
+}
+
+// undoTurn takes back what turn stored (a new message, or a new version
+// of one; a regenerate stores nothing) when its answer could not be
+// started, so that the history and the client agree: on a full disk the
+// message was stored and the client got an error, and the page, which
+// keeps a refused message in its box, sent it twice. The error says the
+// message was not sent; when taking it back fails too, it says the
+// message is in the chat.
+func (s *Server) undoTurn(ctx context.Context, st *history.Store, id int64, in sendIn, turn *history.Turn, err error) error {
+	ae := *s.classify(err)
+	if in.Regenerate {
+		return &ae
+	}
+	what := "message"
+	if in.Edit != 0 {
+		what = "edit"
+	}
+	cause := sentenceOf(ae.msg)
+	if ae.code == "disk_full" {
+		cause = "The disk is full, so the chat history cannot store an answer."
+	}
+	if uerr := st.Truncate(ctx, id, turn.Question.ID); uerr != nil {
+		s.log.Warn("take back a message whose answer could not start", "conversation", id, "message", turn.Question.ID, "err", uerr)
+		ae.msg = fmt.Sprintf("%s Your %s is stored in the chat but has no answer: press Answer under it to try again.", cause, what)
+		return &ae
+	}
+	ae.msg = fmt.Sprintf("%s Your %s was not sent.", cause, what)
+	if ae.code == "disk_full" {
+		ae.msg += " Free some space, then send it again."
+	}
+	return &ae
+}
+
+// sentenceOf ends s with a full stop unless it ends a sentence already.
+func sentenceOf(s string) string {
+	s = strings.TrimSpace(s)
+	if s == "" || strings.HasSuffix(s, ".") || strings.HasSuffix(s, "!") || strings.HasSuffix(s, "?") {
+		return s
+	}
+	return s + "."
 }
 
 // turn stores what the request asks for (a new message, an edit, or

@@ -14,10 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/history"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/backend/fake"
+	"github.com/npuchat/npuchat/service/servicetest"
 	"github.com/npuchat/npuchat/web"
 )
 
@@ -303,11 +305,11 @@ func TestRefusedEditKeepsTheConversation(t *testing.T) {
 // when the server shuts down (Quit, SIGTERM) is kept, cut, with
 // cut_reason "interrupted" (the server stopped), not "failed".
 func TestShutdownStoresTheAnswerAsInterrupted(t *testing.T) {
-	reg := &service.Registry{}
-	reg.Add(service.Entry{Desc: service.ModelDesc{Name: "minicpm5:2b", Installed: true}})
+	reg := &servicetest.Registry{}
+	reg.Add(servicetest.Entry{Desc: service.ModelDesc{Name: "minicpm5:2b", Installed: true}})
 	mgr := service.New(service.Options{
 		Resolve: reg.Resolve, Models: reg.Models, KeepAlive: -1,
-		NewBackend: func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
+		NewBackend: func(_ context.Context, model string, kind enginekind.Kind) (backend.Backend, error) {
 			return fake.New(fake.Options{Name: model, Kind: kind, TokenDelay: 20 * time.Millisecond,
 				Reply: func(*backend.Request) string { return strings.Repeat("word ", 500) }}), nil
 		},
@@ -335,6 +337,7 @@ func TestShutdownStoresTheAnswerAsInterrupted(t *testing.T) {
 	go func() {
 		defer close(done)
 		req, _ := http.NewRequest("POST", fmt.Sprintf("%s/api/conversations/%d/messages", url, c.ID), strings.NewReader(`{"content": "go on"}`))
+		req.Header.Set("Content-Type", "application/json")
 		withSession(req)
 		resp, err := http.DefaultClient.Do(req)
 		if err == nil {

@@ -14,6 +14,33 @@
 // routes (session.go: a one-time link sets it), body limits) is
 // middleware in this package.
 //
+// # Who may use what
+//
+// NPU Chat listens on loopback. What it protects, and from whom:
+//
+//   - The OpenAI, Ollama and Anthropic routes are open on loopback by
+//     design, as Ollama's are: any local program, any local account, and
+//     pages on any loopback origin (CORS) may generate, unless an API key
+//     is set (Options.APIKey), which they then need.
+//   - The page's own routes (pageRoute: every other /api/ route) answer
+//     only the page itself: its own origin, scheme, host and port
+//     (another loopback port is the same site to a browser, so the
+//     SameSite=Strict cookie goes along with a request from
+//     http://127.0.0.1:9999), checked by Origin and Sec-Fetch-Site, and
+//     JSON bodies only (a PDF on the PDF route), which no page elsewhere
+//     can send without a CORS preflight that is refused.
+//   - The history, its export, settings, log, library, attachments and
+//     installs (sessionRoute) need the session the one-time link starts
+//     (or the API key): another local account reaches the port but has
+//     no session. The cookie is named for the port, so two NPU Chats on
+//     two ports keep their own; a browser sends every port's cookies to
+//     every port of a host, so a program of another account listening on
+//     another loopback port could read this one's cookie from a page the
+//     person opens there: the session protects against requests, not
+//     against a hostile local server the person browses to.
+//   - The Host check (DNS rebinding) takes a loopback name, or a
+//     configured host, with no port or this server's exact port.
+//
 // # One generation path
 //
 // Every API that generates text goes through one driver, Server.drive
@@ -31,8 +58,8 @@
 //     first event, a flush and a write deadline per event).
 //
 // A generation handler is one call of s.generate with its API's id
-// prefix and decoder (generate.go): generate takes a queue place and
-// reads the body with s.admit (it answers 429 itself when the queue is
+// prefix and decoder (generate.go): generate reads the body and takes a
+// queue place with s.admit (it answers 429 itself when the queue is
 // full, and the ticket goes in service.GenerateOptions.Ticket), decodes
 // the body into a call (an error is written by s.fail in the route's
 // shape), makes an answer (newAnswer: id, the model name as sent, the
@@ -80,15 +107,27 @@
 // state, mean-pooled and L2-normalised (engine.Model.Embed), and the
 // model's capabilities say "embedding". FastFlowLM computes none, so the
 // CPU engine beside it answers them; with no engine that can, the
-// answer is a 400 in the route's shape that says so (embed.go).
+// answer is a 400 in the route's shape that says so (embed.go). One
+// request takes at most 256 inputs and 16,384 tokens in all
+// (cpu.DefaultMaxEmbedTokens); more is a 400 that says to split them
+// over several requests, which take turns with everyone else's.
+//
+// # JSON schemas
+//
+// A response_format (Ollama: format) schema whose smallest document
+// cannot fit in max_tokens, or the context, is a 400 naming the keyword
+// (schemasize.go).
 //
 // # Slow and hostile clients, shutdown
 //
-// A generation request takes a place in the service's queue before its
-// body is read (admit, body.go): a full queue answers 429 without holding
-// the body, and a body that does not arrive within Options.AdmitTimeout
-// (5 s) gives the place up with 408, so that connections sending headers
-// and no body cannot keep everyone out. Bodies are capped in size (413
+// A generation request takes a place in the service's queue only once its
+// whole body has arrived (admit, body.go), so that connections sending
+// headers and no body cannot keep anyone out; a queue already full
+// answers 429 before the body is read. A body being read holds memory
+// as it comes (from 4 KiB), and beyond its first 256 KiB only within
+// Options.QueuedBodyBytes for all of them; a large body that finds it
+// used up is read to its end, dropped and answered 429. Bodies are
+// capped in size (413
 // from Content-Length, before "100 Continue"; the routes without a queue
 // at what they need, readSmall) and in time (Options.BodyTimeout, 408).
 // A chat has one writer at a time (chatwriter.go). Every write of

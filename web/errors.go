@@ -59,6 +59,10 @@ func (s *Server) classify(err error) *apiError {
 		return &apiError{http.StatusServiceUnavailable, "model_not_available", err.Error(), ""}
 	case errors.Is(err, service.ErrNoEmbeddings):
 		return &apiError{http.StatusBadRequest, "unsupported_parameter", err.Error(), "model"}
+	case errors.Is(err, backend.ErrKVMemoryFull):
+		// the memory is held by the answers running beside this one: it
+		// may be free in a moment (Retry-After)
+		return &apiError{http.StatusServiceUnavailable, "kv_memory_full", err.Error(), ""}
 	case errors.Is(err, backend.ErrPromptTooLong):
 		return &apiError{http.StatusBadRequest, "context_length_exceeded", err.Error(), "messages"}
 	case errors.As(err, new(*backend.UnsupportedError)):
@@ -99,9 +103,10 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // writeAPIError writes a classified error as the response, in the
-// route's API's shape, with Retry-After when the queue is full.
+// route's API's shape, with Retry-After when the queue or the KV memory
+// is full.
 func (s *Server) writeAPIError(w http.ResponseWriter, r *http.Request, ae *apiError) {
-	if ae.status == http.StatusTooManyRequests || ae.status == http.StatusServiceUnavailable && ae.code == "shutting_down" {
+	if ae.status == http.StatusTooManyRequests || ae.status == http.StatusServiceUnavailable && (ae.code == "shutting_down" || ae.code == "kv_memory_full") {
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(s.mgr.RetryAfter().Seconds()))))
 	}
 	if ae.param == "messages" && (r.URL.Path == "/v1/completions" || r.URL.Path == "/api/generate") {

@@ -7,9 +7,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/backend/fake"
+	"github.com/npuchat/npuchat/service/servicetest"
 )
 
 var fuzzSeeds = []string{
@@ -63,11 +65,11 @@ func FuzzHandlers(f *testing.F) {
 			f.Add(uint8(i), s)
 		}
 	}
-	reg := &service.Registry{}
-	reg.Add(service.Entry{Desc: service.ModelDesc{Name: "minicpm5:2b", Installed: true}})
+	reg := &servicetest.Registry{}
+	reg.Add(servicetest.Entry{Desc: service.ModelDesc{Name: "minicpm5:2b", Installed: true}})
 	mgr := service.New(service.Options{
 		Resolve: reg.Resolve, Models: reg.Models, KeepAlive: -1, QueueSize: 100,
-		NewBackend: func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
+		NewBackend: func(_ context.Context, model string, kind enginekind.Kind) (backend.Backend, error) {
 			return fake.New(fake.Options{Name: model}), nil
 		},
 	})

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/think"
@@ -51,7 +52,7 @@ type api struct {
 
 // generate is the one entry of the generation APIs (OpenAI chat and
 // completions, Responses, Anthropic Messages, Ollama chat and generate):
-// it takes a place in the queue and reads the body (admit), decodes it
+// it reads the body and takes a place in the queue (admit), decodes it
 // with the API's decoder, and drives the answer. Every error before the
 // first byte is written by s.fail, in the shape the route's API uses.
 func (s *Server) generate(w http.ResponseWriter, r *http.Request, f api) {
@@ -67,6 +68,16 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, f api) {
 		return
 	}
 	c.opts.Ticket = ticket
+	if c.req != nil {
+		param := "response_format"
+		if strings.HasPrefix(r.URL.Path, "/api/") {
+			param = "format"
+		}
+		if err := s.checkSchemaFits(c.req, param); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	}
 	if c.instead != nil {
 		if err := c.instead(r.Context(), ticket); err != nil {
 			s.fail(w, r, err)
@@ -118,7 +129,7 @@ type answer struct {
 	Start time.Time
 	// Backend is the kind of the backend running the request ("cpu",
 	// "npu", "remote", "fake"), known before the first piece.
-	Backend backend.Kind
+	Backend enginekind.Kind
 	// Fallback says why the preferred backend is not the one answering
 	// ("" when it is).
 	Fallback string
@@ -196,7 +207,7 @@ func (s *Server) drive(w http.ResponseWriter, r *http.Request, a *answer, c *cal
 	}
 	opts := c.opts
 	onRun := opts.OnRun
-	opts.OnRun = func(kind backend.Kind, fallback string) {
+	opts.OnRun = func(kind enginekind.Kind, fallback string) {
 		a.Backend, a.Fallback = kind, fallback
 		if onRun != nil {
 			onRun(kind, fallback)

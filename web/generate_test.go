@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/backend/fake"
@@ -22,14 +23,14 @@ func newDriverServer(t *testing.T, fo fake.Options, engines ...string) *Server {
 		engines = []string{"cpu"}
 	}
 	mgr := service.New(service.Options{
-		Engines: func(string) []backend.Kind {
-			ks := make([]backend.Kind, len(engines))
+		Engines: func(string) []enginekind.Kind {
+			ks := make([]enginekind.Kind, len(engines))
 			for i, e := range engines {
-				ks[i] = backend.Kind(e)
+				ks[i] = enginekind.Kind(e)
 			}
 			return ks
 		},
-		NewBackend: func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
+		NewBackend: func(_ context.Context, model string, kind enginekind.Kind) (backend.Backend, error) {
 			o := fo
 			o.Name, o.Kind = model, kind
 			if string(kind) != engines[len(engines)-1] {

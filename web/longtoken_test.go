@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/npuchat/npuchat/engine/testmodel"
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/cpu"
@@ -47,7 +48,7 @@ func longTokenModel(t *testing.T) string {
 func TestNonReadingClientOfTheEngineIsDropped(t *testing.T) {
 	path := longTokenModel(t)
 	ts := webtest.Start(t, webtest.Config{
-		NewBackend: func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
+		NewBackend: func(_ context.Context, model string, kind enginekind.Kind) (backend.Backend, error) {
 			return cpu.New(cpu.Options{Path: path, Name: model, Threads: 1}), nil
 		},
 		Web:     web.Options{WriteTimeout: 300 * time.Millisecond},

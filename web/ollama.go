@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -190,27 +191,48 @@ func parseOllamaOptions(opts map[string]any, req *backend.Request) error {
 	return nil
 }
 
-// parseKeepAlive reads Ollama's keep_alive: a duration string, a number
-// of seconds, or absent.
+// maxKeepAliveSeconds bounds keep_alive either way (about 31 years): a
+// larger value, NaN or an infinity is a mistake, and converted to a
+// duration it overflowed into a negative one, "never unload".
+const maxKeepAliveSeconds = 1e9
+
+// parseKeepAlive reads Ollama's keep_alive: a duration string ("5m",
+// "-1m"), a number of seconds (300, -1; as a string too), or absent. As
+// in Ollama, a negative value keeps the model loaded, 0 unloads it after
+// the request. NaN, infinities and values beyond maxKeepAliveSeconds
+// either way are refused with a 400 that says what is allowed.
 func parseKeepAlive(raw json.RawMessage) (*time.Duration, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
-	var f float64
-	if err := json.Unmarshal(raw, &f); err == nil {
-		if math.IsNaN(f) || math.Abs(f) > 1e9 {
-			return nil, badRequest("keep_alive", "keep_alive is out of range")
+	outOfRange := func(v string) error {
+		return badRequest("keep_alive", "keep_alive %s is out of range: give a duration like \"5m\" or a number of seconds between -%g and %g (a negative one keeps the model loaded, 0 unloads it after the request)", clip(v, 40), maxKeepAliveSeconds, maxKeepAliveSeconds)
+	}
+	seconds := func(f float64, v string) (*time.Duration, error) {
+		if math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > maxKeepAliveSeconds {
+			return nil, outOfRange(v)
 		}
 		d := time.Duration(f * float64(time.Second))
 		return &d, nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(raw, &n); err == nil {
+		f, _ := strconv.ParseFloat(string(n), 64) // out of a float64's range: ±Inf, refused
+		return seconds(f, string(raw))
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return nil, badRequest("keep_alive", "keep_alive must be a duration like \"5m\" or a number of seconds")
 	}
+	if f, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		return seconds(f, strconv.Quote(s)) // "NaN", "Inf", "1e300" are numbers here, and refused
+	}
 	d, err := config.ParseKeepAlive(s)
 	if err != nil {
 		return nil, badRequest("keep_alive", "keep_alive: %v", err)
+	}
+	if d.Abs() > maxKeepAliveSeconds*time.Second {
+		return nil, outOfRange(strconv.Quote(s))
 	}
 	return &d, nil
 }

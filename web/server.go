@@ -7,12 +7,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/npuchat/npuchat/config"
 	"github.com/npuchat/npuchat/history"
+	"github.com/npuchat/npuchat/pdftext"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/install"
 )
@@ -33,6 +35,11 @@ type Options struct {
 	Hosts []string
 	// MaxBodyBytes caps a request body (default 8 MiB).
 	MaxBodyBytes int64
+	// QueuedBodyBytes bounds the memory generation bodies being read at
+	// once hold beyond their first 256 KiB each (default 4 ×
+	// MaxBodyBytes): a larger body arriving when it is used up is
+	// refused with 429 (body.go, readQueued).
+	QueuedBodyBytes int64
 	// Version is reported by /api/version.
 	Version string
 	// CheckNPU runs the NPU check for GET /api/check (the report the
@@ -59,10 +66,6 @@ type Options struct {
 	// BodyTimeout bounds the time a request body may take to arrive
 	// (default 30 s); headers have 10 s.
 	BodyTimeout time.Duration
-	// AdmitTimeout bounds how long a generation request holds a place in
-	// the queue while its body arrives (default 5 s; at most
-	// BodyTimeout).
-	AdmitTimeout time.Duration
 	// ShutdownGrace is how long running answers may go on when the
 	// server shuts down (Serve's ctx ends) before they are ended with an
 	// explicit error (default 1.5 s, inside the app's 2 s grace).
@@ -77,6 +80,10 @@ type Server struct {
 	sessions *Sessions
 	// chats are the conversations answering now (chatwriter.go).
 	chats chatWriters
+	// bodies is the memory generation bodies being read hold (body.go).
+	bodies *bodyBudget
+	// pdfs reads PDF attachments, two at a time (attachments.go).
+	pdfs *pdftext.Extractor
 
 	// stopping is closed when shutdown begins: event streams end, and
 	// answers that fail from then on say the server is shutting down.
@@ -85,8 +92,12 @@ type Server struct {
 	endAnswers   context.Context // cancelled when the shutdown grace is over
 	endAnswersFn context.CancelCauseFunc
 
-	mu  sync.Mutex   // guards srv
+	mu  sync.Mutex   // guards srv and port
 	srv *http.Server // the running server, nil before Serve
+	// port is the port the server listens on: Options.Addr's until
+	// Serve, then the listener's (0: not known yet). The Host check and
+	// the session cookie's name use it.
+	port int
 }
 
 // errShuttingDown ends the answers still running when the shutdown grace
@@ -102,6 +113,9 @@ func NewServer(mgr *service.Manager, opts Options) (*Server, error) {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 8 << 20
 	}
+	if opts.QueuedBodyBytes <= 0 {
+		opts.QueuedBodyBytes = 4 * opts.MaxBodyBytes
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -113,9 +127,6 @@ func NewServer(mgr *service.Manager, opts Options) (*Server, error) {
 	}
 	if opts.BodyTimeout <= 0 {
 		opts.BodyTimeout = 30 * time.Second
-	}
-	if opts.AdmitTimeout <= 0 {
-		opts.AdmitTimeout = 5 * time.Second
 	}
 	if opts.ShutdownGrace <= 0 {
 		opts.ShutdownGrace = 1500 * time.Millisecond
@@ -131,7 +142,28 @@ func NewServer(mgr *service.Manager, opts Options) (*Server, error) {
 		opts.Sessions = NewSessions("", nil)
 	}
 	end, endFn := context.WithCancelCause(context.Background())
-	return &Server{mgr: mgr, opts: opts, log: opts.Logger, sessions: opts.Sessions, stopping: make(chan struct{}), endAnswers: end, endAnswersFn: endFn}, nil
+	return &Server{mgr: mgr, opts: opts, log: opts.Logger, sessions: opts.Sessions, stopping: make(chan struct{}), endAnswers: end, endAnswersFn: endFn, port: addrPort(opts.Addr), pdfs: newPDFExtractor(),
+		bodies: &bodyBudget{max: opts.QueuedBodyBytes}}, nil
+}
+
+// addrPort is the port of a host:port address, 0 when it has none.
+func addrPort(addr string) int {
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return 0
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// listenPort is the port the server listens on (0: not known yet).
+func (s *Server) listenPort() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.port
 }
 
 // Handler returns the root handler: routes behind the security checks.
@@ -222,10 +254,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func(addr str
 	}
 	s.mu.Lock()
 	s.srv = srv
+	// The listener's port is the one the Host check accepts and the
+	// session cookie is named for, also when the system chose it (":0").
+	s.port = addrPort(ln.Addr().String())
 	s.mu.Unlock()
-	// The listener's own address lets the Host check accept it when the
-	// port was chosen by the system (":0").
-	s.opts.Hosts = append(s.opts.Hosts, ln.Addr().String())
 	if ready != nil {
 		ready(ln.Addr().String())
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/backend/fake"
+	"github.com/npuchat/npuchat/service/servicetest"
 	"github.com/npuchat/npuchat/web"
 	"github.com/npuchat/npuchat/web/webtest"
 )
@@ -165,17 +167,33 @@ func TestOllamaErrorsAreOllamaShaped(t *testing.T) {
 	}
 }
 
+// TestHostAndOriginChecks: the Host must name this server exactly (a
+// loopback name, and no port or the one it listens on: issue 38 item 8
+// found "127.0.0.1:1.evil.example" accepted); the API's routes take
+// requests from pages on any loopback origin, as Ollama's do.
 func TestHostAndOriginChecks(t *testing.T) {
 	ts := startServer(t, fake.Options{}, web.Options{Origins: []string{"https://tools.example"}}, service.Options{})
+	port := portOf(t, ts.URL)
+	n, _ := strconv.Atoi(port)
+	other := strconv.Itoa(n%60000 + 1)
 	cases := []struct {
 		name   string
 		hdr    []string
 		status int
 	}{
 		{"plain", nil, 200},
-		{"localhost host", []string{"Host", "localhost:8001"}, 200},
-		{"ipv6 loopback host", []string{"Host", "[::1]:8001"}, 200},
-		{"rebinding host", []string{"Host", "attacker.example:8001"}, 403},
+		{"localhost host", []string{"Host", "localhost:" + port}, 200},
+		{"localhost host, no port", []string{"Host", "localhost"}, 200},
+		{"ipv6 loopback host", []string{"Host", "[::1]:" + port}, 200},
+		{"another port", []string{"Host", "localhost:" + other}, 403},
+		{"port that is a name", []string{"Host", "127.0.0.1:1.evil.example"}, 403},
+		{"port after a loopback name, then a name", []string{"Host", "localhost:" + port + ".evil.example"}, 403},
+		{"port out of range", []string{"Host", "127.0.0.1:99999"}, 403},
+		{"empty host", []string{"Host", ":" + port}, 403},
+		{"ipv6 without brackets", []string{"Host", "::1"}, 403},
+		{"bracketed name", []string{"Host", "[localhost]:" + port}, 403},
+		{"userinfo", []string{"Host", "evil.example@127.0.0.1:" + port}, 403},
+		{"rebinding host", []string{"Host", "attacker.example:" + port}, 403},
 		{"rebinding host no port", []string{"Host", "attacker.example"}, 403},
 		{"loopback origin", []string{"Origin", "http://localhost:3000"}, 200},
 		{"same origin", []string{"Origin", ts.URL}, 200},
@@ -186,7 +204,7 @@ func TestHostAndOriginChecks(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			resp, body := do(t, "GET", ts.URL+"/api/status", "", c.hdr...)
+			resp, body := do(t, "GET", ts.URL+"/api/tags", "", c.hdr...)
 			if resp.StatusCode != c.status {
 				t.Fatalf("status %d, want %d: %s", resp.StatusCode, c.status, body)
 			}
@@ -700,7 +718,7 @@ func TestOllamaShowHasTheCLIsKeys(t *testing.T) {
 // answer (installed models), not the catalog's offers, which a client
 // that picks the first listed model would otherwise pick and fail with.
 func TestModelListsOnlyInstalled(t *testing.T) {
-	ts := webtest.Start(t, webtest.Config{Models: []service.Entry{
+	ts := webtest.Start(t, webtest.Config{Models: []servicetest.Entry{
 		{Desc: service.ModelDesc{Name: "qwen3:0.6b", Installed: true, Format: "q4nx"}},
 		{Desc: service.ModelDesc{Name: "minicpm5:2b"}},
 		{Desc: service.ModelDesc{Name: "llama3.2:1b"}},

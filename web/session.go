@@ -9,20 +9,26 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/npuchat/npuchat/safefile"
 )
 
-// The chat history, its export, the settings and the log belong to the
-// person at the desktop, not to every local account that can reach the
-// loopback port. The tray ("Open the chat", a second launch) and
-// `npuchat serve` (the link it prints) open the page through a one-time
-// link, /open?t=TOKEN, that sets a session cookie; the page's own routes
-// (sessionRoute) then need that cookie, or the API key when one is set.
+// The chat history, its export, the settings, the log, the library and
+// installs belong to the person at the desktop, not to every local
+// account that can reach the loopback port. The tray ("Open the chat", a
+// second launch) and `npuchat serve` (the link it prints) open the page
+// through a one-time link, /open?t=TOKEN, that sets a session cookie
+// named for the port; those routes (sessionRoute) then need that
+// cookie, or the API key when one is set. Which origins and bodies the
+// page's routes take is security.go's (pageRoute).
 // The OpenAI, Ollama and Anthropic routes stay as they were: open on
 // loopback unless a key is set.
 //
@@ -31,8 +37,11 @@ import (
 // an update) does not lock the browser out.
 
 const (
-	// sessionCookie is the cookie's name.
-	sessionCookie = "npuchat_session"
+	// SessionCookiePrefix begins the session cookie's name, which ends
+	// with the server's port (npuchat_session_8001): cookies are shared
+	// by every port of a host, and two NPU Chats on two ports would
+	// otherwise replace each other's session.
+	SessionCookiePrefix = "npuchat_session_"
 	// sessionAge is how long a session lasts.
 	sessionAge = 30 * 24 * time.Hour
 	// maxLinks and maxSessions bound what is kept; the oldest go first.
@@ -65,7 +74,7 @@ func NewSessions(file string, now func() time.Time) *Sessions {
 	if file == "" {
 		return s
 	}
-	b, err := os.ReadFile(file)
+	b, err := safefile.ReadFile(file, maxSessionsBytes)
 	if err != nil {
 		return s
 	}
@@ -198,14 +207,14 @@ func (s *Server) OpenLink(ttl time.Duration) string {
 // used or expired one goes to the page, which says how to get in.
 func (s *Server) openLink(w http.ResponseWriter, r *http.Request) {
 	next := r.URL.Query().Get("next")
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || len(next) > 256 {
+	if !localPath(next) {
 		next = "/"
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	if c, ok := s.sessions.redeem(r.URL.Query().Get("t")); ok {
 		http.SetCookie(w, &http.Cookie{
-			Name: sessionCookie, Value: c, Path: "/",
+			Name: s.cookieName(), Value: c, Path: "/",
 			MaxAge: int(sessionAge / time.Second), HttpOnly: true, SameSite: http.SameSiteStrictMode,
 		})
 	} else if !s.sessionOK(r) {
@@ -215,18 +224,42 @@ func (s *Server) openLink(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
+// cookieName is the session cookie's name on this server's port.
+func (s *Server) cookieName() string {
+	return SessionCookiePrefix + strconv.Itoa(s.listenPort())
+}
+
+// localPath reports whether next is a path on this server that a
+// redirect may go to: it begins with one "/", and has no backslash, no
+// control character (a browser drops a tab or a line break in a URL, so
+// "/\t/evil.example" is "//evil.example" to it), no scheme and no host.
+func localPath(next string) bool {
+	if len(next) == 0 || len(next) > 256 || next[0] != '/' || strings.HasPrefix(next, "//") {
+		return false
+	}
+	for i := 0; i < len(next); i++ {
+		if c := next[i]; c < 0x20 || c == 0x7f || c == '\\' {
+			return false
+		}
+	}
+	u, err := url.Parse(next)
+	return err == nil && u.Scheme == "" && u.Host == "" && u.User == nil && u.Opaque == ""
+}
+
 // sessionOK reports whether the request carries a live session cookie.
 func (s *Server) sessionOK(r *http.Request) bool {
-	c, err := r.Cookie(sessionCookie)
+	c, err := r.Cookie(s.cookieName())
 	return err == nil && s.sessions.valid(c.Value)
 }
 
-// sessionRoute reports whether path is one of the page's own routes:
-// the history, its export, the settings and the log.
+// sessionRoute reports whether path is one of the routes with the
+// person's data or that change their machine: the history, its export,
+// the settings, the log, the library, attachments and installs (a
+// multi-gigabyte download, then the model switched on).
 func sessionRoute(path string) bool {
 	return path == "/api/history" || path == "/api/conversations" || strings.HasPrefix(path, "/api/conversations/") ||
 		path == "/api/settings" || path == "/api/logs" || path == "/api/library" || strings.HasPrefix(path, "/api/library/") ||
-		path == "/api/attachments/pdf"
+		path == "/api/attachments/pdf" || strings.HasPrefix(path, "/api/models/")
 }
 
 // errNoSession is why a page route was refused.
@@ -242,3 +275,7 @@ func (s *Server) allowedPage(r *http.Request) bool {
 	}
 	return s.opts.APIKey != "" && s.keyOK(r)
 }
+
+// maxSessionsBytes caps the sessions file (a line per session, 30 days of
+// them): a FIFO, device or huge file there is read as no sessions.
+const maxSessionsBytes = 4 << 20

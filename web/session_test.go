@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -52,7 +53,7 @@ func TestPageRoutesNeedTheSession(t *testing.T) {
 		{"PUT", "/api/settings", `{"engine": "cpu"}`},
 		{"GET", "/api/logs", ""},
 	} {
-		for name, cookie := range map[string]string{"none": "", "forged": "npuchat_session=forged"} {
+		for name, cookie := range map[string]string{"none": "", "forged": web.SessionCookiePrefix + portOf(t, ts.URL) + "=forged"} {
 			resp, body := do(t, tc.method, ts.URL+tc.path, tc.body, "Cookie", cookie)
 			if resp.StatusCode != 401 || !strings.Contains(body, "session_required") || strings.Contains(body, "private plans") {
 				t.Errorf("%s %s with cookie %s: %d %s", tc.method, tc.path, name, resp.StatusCode, body)
@@ -100,7 +101,7 @@ func TestOpenLinkWorksOnce(t *testing.T) {
 	resp.Body.Close()
 	var got *http.Cookie
 	for _, c := range resp.Cookies() {
-		if c.Name == "npuchat_session" {
+		if c.Name == "npuchat_session_"+portOf(t, ts.URL) {
 			got = c
 		}
 	}
@@ -129,7 +130,8 @@ func TestOpenLinkWorksOnce(t *testing.T) {
 		t.Errorf("an expired link set a session: %v %v", err, r.Cookies())
 	}
 	// A link never takes the browser elsewhere.
-	for _, next := range []string{"//evil.example/", "https://evil.example/", "/\\evil.example"} {
+	for _, next := range []string{"//evil.example/", "https://evil.example/", "/\\evil.example", "/%09/evil.example", "/%0a/evil.example", "/%0d%0a/evil.example",
+		"/%5Cevil.example", "/a\\b", "/%7F/evil.example", "javascript:alert(1)", "", "evil.example"} {
 		r, err := noRedirect.Get(ts.URL + ts.Web.OpenLink(0) + "&next=" + next)
 		if err != nil {
 			t.Fatal(err)
@@ -138,6 +140,24 @@ func TestOpenLinkWorksOnce(t *testing.T) {
 			t.Errorf("next=%s went to %q", next, loc)
 		}
 	}
+	// A path on this server is where the link goes on to.
+	r, err := noRedirect.Get(ts.URL + ts.Web.OpenLink(0) + "&next=" + url.QueryEscape("/c/12?q=a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loc := r.Header.Get("Location"); loc != "/c/12?q=a" {
+		t.Errorf("next=/c/12?q=a went to %q", loc)
+	}
+}
+
+// portOf is the port of a test server's URL.
+func portOf(t testing.TB, u string) string {
+	t.Helper()
+	p, err := url.Parse(u)
+	if err != nil || p.Port() == "" {
+		t.Fatalf("no port in %q", u)
+	}
+	return p.Port()
 }
 
 // TestPageRoutesWithAPIKey: with a key set, the key or the session lets
@@ -178,14 +198,18 @@ func TestSessionsSurviveARestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(b), strings.TrimPrefix(cookie, "npuchat_session=")) {
+	_, value, _ := strings.Cut(cookie, "=")
+	if strings.Contains(string(b), value) {
 		t.Error("the sessions file holds the cookie itself")
 	}
 	if fi, _ := os.Stat(file); fi.Mode().Perm() != 0o600 {
 		t.Errorf("sessions file mode %v; want 0600", fi.Mode())
 	}
 	second := webtest.Start(t, webtest.Config{Web: web.Options{History: h, Sessions: web.NewSessions(file, nil)}})
-	if r, body := do(t, "GET", second.URL+"/api/conversations", "", "Cookie", cookie); r.StatusCode != 200 {
+	// The same browser on the same port: the test's second server has
+	// another port, so the cookie goes under that port's name.
+	again := web.SessionCookiePrefix + portOf(t, second.URL) + "=" + value
+	if r, body := do(t, "GET", second.URL+"/api/conversations", "", "Cookie", again); r.StatusCode != 200 {
 		t.Errorf("after a restart: %d %s", r.StatusCode, body)
 	}
 }

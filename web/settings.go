@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/npuchat/npuchat/config"
-	"github.com/npuchat/npuchat/service/backend"
+	"github.com/npuchat/npuchat/enginekind"
 )
 
 // PageSettings are the settings the page's settings view shows and
@@ -163,7 +163,7 @@ func pageSettings(c config.Settings, d Details) PageSettings {
 	}
 	p.HFTokenFallback = d.Hub.TokenFrom
 	if p.Engine == "" {
-		p.Engine = string(backend.Auto)
+		p.Engine = string(enginekind.Auto)
 	}
 	if p.KeepAlive == "" {
 		p.KeepAlive = config.DefaultKeepAlive.String()

@@ -17,7 +17,7 @@ import (
 // reopenResult is `npuchat bench --reopen N`: the time to the first token
 // of a chat of N tokens reopened with a new message, computed from
 // nothing, from the KV cache in memory, and from its KV file (a restart:
-// a new cache, the file read back, mapped where it can be:
+// a new cache, the file read back into memory and checked:
 // engine.Model.ReadKVFile), and from its KV file read when the chat was
 // opened (warmed); memory, disk and warmed are medians of 3, with the
 // page faults of the disk path.
@@ -34,12 +34,9 @@ type reopenResult struct {
 	DiskRead    float64 `json:"disk_read_s"`          // of which reading and checking the file
 	// WarmSeconds is the first token from the KV file read when the chat
 	// was opened in the page (service/cpu WarmCache), before its message
-	// was sent: the read is not counted, the slabs are the file's.
+	// was sent: the read is not counted.
 	WarmSeconds float64 `json:"warmed_first_token_s"`
 	FileBytes   int64   `json:"file_bytes"`
-	// DiskMapped says the file's pages were mapped as the KV (Linux),
-	// not copied into memory of the process's own.
-	DiskMapped bool `json:"disk_mapped"`
 	// DiskReadFaults and DiskFaults are the minor page faults of the
 	// read and of the whole reopen from disk (read, resume, prefill),
 	// medians (-1 where the system does not count them): counts, not
@@ -152,7 +149,6 @@ func benchReopen(ctx context.Context, path string, opts engine.LoadOptions, chat
 		}
 		read = append(read, time.Since(start).Seconds())
 		readFaults = append(readFaults, float64(faultsSince(f0)))
-		res.DiskMapped = st.Mapped()
 		c.Insert(st)
 		d, n, err = first(s, chat)
 		if err != nil {
@@ -230,15 +226,11 @@ func median(x []float64) float64 {
 
 // printReopen writes a reopen measurement as a few lines of text.
 func printReopen(w io.Writer, r *reopenResult) {
-	how := "copied"
-	if r.DiskMapped {
-		how = "mapped"
-	}
 	fmt.Fprintf(w, "model    %s\nthreads  %d, SIMD %s, KV %s\nchat     %d tokens + %d new\n"+
-		"first token: computed %.2f s · from memory %.3f s · from disk %.3f s (file %.1f MB %s and checked in %.3f s)\n"+
+		"first token: computed %.2f s · from memory %.3f s · from disk %.3f s (file %.1f MB read and checked in %.3f s)\n"+
 		"             warmed on open (the file read when the chat was opened) %.3f s\n"+
 		"faults   from disk: %d minor page faults reading the file, %d in all; from memory %d\n"+
 		"cached   %d of %d prompt tokens\n",
 		r.Model, r.Threads, r.SIMD, r.KVType, r.ChatTokens, r.NewTokens, r.ColdSeconds, r.MemSeconds, r.DiskSeconds,
-		float64(r.FileBytes)/(1<<20), how, r.DiskRead, r.WarmSeconds, r.DiskReadFaults, r.DiskFaults, r.MemFaults, r.CachedTokens, r.ChatTokens+r.NewTokens)
+		float64(r.FileBytes)/(1<<20), r.DiskRead, r.WarmSeconds, r.DiskReadFaults, r.DiskFaults, r.MemFaults, r.CachedTokens, r.ChatTokens+r.NewTokens)
 }

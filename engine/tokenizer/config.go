@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 )
 
@@ -38,7 +37,7 @@ func (c Config) IsEOS(id int) bool { return containsInt(c.EOS, id) }
 // come from the first source that names them.
 func LoadConfig(dir string, tok *Tokenizer) (Config, error) {
 	c := Config{BOS: -1, Pad: -1, Unk: -1}
-	data, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json"))
+	data, err := readConfigFile(filepath.Join(dir, "tokenizer_config.json"))
 	if err != nil {
 		return c, fmt.Errorf("load tokenizer config: %w", err)
 	}
@@ -50,7 +49,7 @@ func LoadConfig(dir string, tok *Tokenizer) (Config, error) {
 		return c, fmt.Errorf("load tokenizer config %s: %w", filepath.Join(dir, "tokenizer_config.json"), err)
 	}
 	for _, name := range []string{"config.json", "generation_config.json"} {
-		data, err := os.ReadFile(filepath.Join(dir, name))
+		data, err := readConfigFile(filepath.Join(dir, name))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -72,14 +71,14 @@ func LoadConfig(dir string, tok *Tokenizer) (Config, error) {
 // chat_template (a string, or a list of {name, template} of which
 // "default" is taken). It returns "" when the model has none.
 func ChatTemplateSource(dir string) (string, error) {
-	data, err := os.ReadFile(filepath.Join(dir, "chat_template.jinja"))
+	data, err := readConfigFile(filepath.Join(dir, "chat_template.jinja"))
 	if err == nil {
 		return string(data), nil
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("read chat template: %w", err)
 	}
-	data, err = os.ReadFile(filepath.Join(dir, "tokenizer_config.json"))
+	data, err = readConfigFile(filepath.Join(dir, "tokenizer_config.json"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/npuchat/npuchat/safefile"
 )
 
 // Load reads a Hugging Face tokenizer.json, given as the file or as the
@@ -18,7 +20,7 @@ func Load(path string) (*Tokenizer, error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		path = filepath.Join(path, "tokenizer.json")
 	}
-	data, err := os.ReadFile(path)
+	data, err := safefile.ReadFile(path, maxTokenizerJSONBytes)
 	if err != nil {
 		return nil, fmt.Errorf("load tokenizer: %w", err)
 	}

@@ -16,6 +16,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/npuchat/npuchat/models/flm"
 )
 
 //go:embed catalog.json
@@ -140,24 +142,26 @@ type Port struct {
 	RopeLayout string `json:"rope_layout,omitempty"`
 }
 
-// FLMName is the folder name FastFlowLM uses for the model, under both
-// its models folder and its xclbin folder ("MiniCPM5-2B-NPU2").
-func (m *Model) FLMName() string {
-	var e struct {
-		Name string `json:"name"`
-	}
-	_ = json.Unmarshal(m.FLM.Entry, &e) // validated by Parse
-	return e.Name
+// flmEntry is the model's FastFlowLM entry as read (validated by Parse).
+func (m *Model) flmEntry() flm.ListEntry {
+	e, _ := flm.ParseListEntry(m.FLM.Family, m.FLM.Tag, m.FLM.Entry)
+	return e
 }
 
+// FLMName is the folder name FastFlowLM uses for the model, under both
+// its models folder and its xclbin folder ("MiniCPM5-2B-NPU2").
+func (m *Model) FLMName() string { return m.flmEntry().Name }
+
 // FLMMinVersion is the entry's flm_min_version.
-func (m *Model) FLMMinVersion() string {
-	var e struct {
-		V string `json:"flm_min_version"`
-	}
-	_ = json.Unmarshal(m.FLM.Entry, &e)
-	return e.V
-}
+func (m *Model) FLMMinVersion() string { return m.flmEntry().MinVersion }
+
+// FLMBytes is the model's size in bytes from its FastFlowLM entry (what
+// FastFlowLM raises memlock by), or 0 when the entry has none.
+func (m *Model) FLMBytes() int64 { return m.flmEntry().Size }
+
+// FLMContext is the model's default context length from its FastFlowLM
+// entry, the context FastFlowLM serves it with (0 when absent).
+func (m *Model) FLMContext() int { return m.flmEntry().Context }
 
 // FLMTag is the tag FastFlowLM serves the model under ("minicpm5:2b").
 func (m *Model) FLMTag() string { return m.FLM.Family + ":" + m.FLM.Tag }
@@ -180,11 +184,11 @@ var loadEmbedded = sync.OnceValues(func() (*Catalog, error) {
 	if err != nil {
 		return nil, err
 	}
-	flm, err := ParseFLMList(flmListJSON)
+	own, err := ParseFLMList(flmListJSON)
 	if err != nil {
 		return nil, err
 	}
-	for _, m := range flm {
+	for _, m := range own {
 		if c.find(m.Name) == nil {
 			c.FLM = append(c.FLM, m)
 		}
@@ -251,18 +255,12 @@ func (m *Model) check() error {
 	default:
 		return fmt.Errorf("port.rope_layout %q is not neox or normal", m.Port.RopeLayout)
 	}
-	var e struct {
-		Name       string                  `json:"name"`
-		FileURL    string                  `json:"file_url"`
-		MinVersion string                  `json:"flm_min_version"`
-		Files      []string                `json:"files"`
-		Details    struct{ Family string } `json:"details"`
-	}
-	if err := json.Unmarshal(m.FLM.Entry, &e); err != nil {
+	e, err := flm.ParseListEntry(m.FLM.Family, m.FLM.Tag, m.FLM.Entry)
+	if err != nil {
 		return fmt.Errorf("flm entry: %w", err)
 	}
 	// FastFlowLM reads file_url unconditionally and fails without it.
-	if e.Name == "" || e.FileURL == "" || e.MinVersion == "" || len(e.Files) == 0 || e.Details.Family == "" {
+	if e.Name == "" || e.FileURL == "" || e.MinVersion == "" || len(e.Files) == 0 || e.ArchFamily == "" {
 		return fmt.Errorf("flm entry needs name, file_url, flm_min_version, files and details.family")
 	}
 	if m.FLM.Family == "" || m.FLM.Tag == "" {

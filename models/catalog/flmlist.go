@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/npuchat/npuchat/models/flm"
 )
 
 // flmListJSON is FastFlowLM's own model_list.json (v0.9.45), the list of
@@ -53,28 +55,24 @@ func FLMFamilyCPU(family string) (arch, why string) {
 	return "", fmt.Sprintf("NPU Chat's CPU engine does not compute the %s architecture", family)
 }
 
-// ParseFLMList reads a FastFlowLM model_list.json into catalog models
-// (Origin OriginFastFlowLM), sorted by name. An entry without a name or
-// files, or whose address is not a Hugging Face repository, is an error
-// naming it.
+// ParseFLMList reads a FastFlowLM model_list.json (through the one
+// reader of the list, flm.ParseList) into catalog models (Origin
+// OriginFastFlowLM), sorted by name. An entry without a name or files,
+// or whose address is not a Hugging Face repository, is an error naming
+// it.
 func ParseFLMList(b []byte) ([]*Model, error) {
-	var list struct {
-		Models map[string]map[string]json.RawMessage `json:"models"`
-	}
-	if err := json.Unmarshal(b, &list); err != nil {
-		return nil, fmt.Errorf("FastFlowLM's model list: %w", err)
+	entries, err := flm.ParseList(b)
+	if err != nil {
+		return nil, err
 	}
 	var out []*Model
-	for fam, tags := range list.Models {
-		for tag, raw := range tags {
-			m, err := FromFLMEntry(fam, tag, raw)
-			if err != nil {
-				return nil, fmt.Errorf("FastFlowLM's model list: %w", err)
-			}
-			out = append(out, m)
+	for _, e := range entries {
+		m, err := fromFLM(e)
+		if err != nil {
+			return nil, fmt.Errorf("FastFlowLM's model list: %w", err)
 		}
+		out = append(out, m)
 	}
-	slices.SortFunc(out, func(a, b *Model) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
 
@@ -84,21 +82,16 @@ func ParseFLMList(b []byte) ([]*Model, error) {
 // with the same entry, and it carries no tokenizer facts (FastFlowLM's
 // own files need no edit) and no port.
 func FromFLMEntry(family, tag string, raw json.RawMessage) (*Model, error) {
-	name := family + ":" + tag
-	var e struct {
-		Name    string   `json:"name"`
-		URL     string   `json:"url"`
-		Files   []string `json:"files"`
-		VLM     bool     `json:"vlm"`
-		ASR     bool     `json:"asr"`
-		Details struct {
-			Family string `json:"family"`
-			Params string `json:"parameter_size"`
-		} `json:"details"`
+	e, err := flm.ParseListEntry(family, tag, raw)
+	if err != nil {
+		return nil, err
 	}
-	if err := json.Unmarshal(raw, &e); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
+	return fromFLM(e)
+}
+
+// fromFLM is FromFLMEntry of an entry already read.
+func fromFLM(e flm.ListEntry) (*Model, error) {
+	name := e.Served()
 	if e.Name == "" || len(e.Files) == 0 {
 		return nil, fmt.Errorf("%s has no name or files", name)
 	}
@@ -107,10 +100,10 @@ func FromFLMEntry(family, tag string, raw json.RawMessage) (*Model, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	m := &Model{
-		Name: name, Family: family, Size: tag, Origin: OriginFastFlowLM,
+		Name: name, Family: e.Family, Size: e.Tag, Origin: OriginFastFlowLM,
 		Description: e.Name + " (FastFlowLM, " + repo + ")",
 		Source:      Source{Repo: repo, Revision: rev, Files: slices.Clone(e.Files)},
-		FLM:         FLMEntry{Family: family, Tag: tag, Entry: slices.Clone(raw)},
+		FLM:         FLMEntry{Family: e.Family, Tag: e.Tag, Entry: slices.Clone(e.Raw)},
 	}
 	switch {
 	case e.VLM || e.ASR:
@@ -118,7 +111,7 @@ func FromFLMEntry(family, tag string, raw json.RawMessage) (*Model, error) {
 		// weights need FastFlowLM.
 		m.NoCPU = "it needs its vision or audio weights, which only FastFlowLM computes"
 	default:
-		m.Arch, m.NoCPU = FLMFamilyCPU(e.Details.Family)
+		m.Arch, m.NoCPU = FLMFamilyCPU(e.ArchFamily)
 	}
 	if err := m.check(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)

@@ -14,8 +14,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/npuchat/npuchat/models/catalog"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -38,20 +36,52 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 }
 
-func minicpm(t *testing.T) *catalog.Model {
-	t.Helper()
-	c, err := catalog.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := c.Lookup("minicpm5:2b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
+// catalogModel is the part of a catalog.json model these tests use
+// (models/catalog imports this package, so its tests read the file).
+type catalogModel struct {
+	Name string `json:"name"`
+	FLM  struct {
+		Family string          `json:"family"`
+		Tag    string          `json:"tag"`
+		Entry  json.RawMessage `json:"entry"`
+	} `json:"flm"`
+	Tokenizer struct {
+		EOSToken    string `json:"eos_token"`
+		EOSTokenIDs []int  `json:"eos_token_ids"`
+		BOSTokenID  int    `json:"bos_token_id"`
+		PadTokenID  int    `json:"pad_token_id"`
+	} `json:"tokenizer"`
 }
 
-func entry(m *catalog.Model) Entry {
+// FLMName is the entry's folder name, through the list's one reader.
+func (m *catalogModel) FLMName() string {
+	e, _ := ParseListEntry(m.FLM.Family, m.FLM.Tag, m.FLM.Entry)
+	return e.Name
+}
+
+// minicpm is MiniCPM5-2B's entry in NPU Chat's catalog.json.
+func minicpm(t *testing.T) *catalogModel {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "catalog", "catalog.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		Models []*catalogModel `json:"models"`
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range c.Models {
+		if m.Name == "minicpm5:2b" {
+			return m
+		}
+	}
+	t.Fatal("minicpm5:2b is not in catalog.json")
+	return nil
+}
+
+func entry(m *catalogModel) Entry {
 	return Entry{Family: m.FLM.Family, Tag: m.FLM.Tag, Value: m.FLM.Entry}
 }
 

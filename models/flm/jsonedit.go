@@ -8,6 +8,7 @@ import (
 
 	"github.com/npuchat/npuchat/config"
 	"github.com/npuchat/npuchat/jsonedit"
+	"github.com/npuchat/npuchat/safefile"
 )
 
 // WriteIfChanged writes data to path unless the file already holds the
@@ -18,7 +19,7 @@ import (
 // otherwise replace the original with NPU Chat's own version). Both
 // writes go to a temporary file renamed into place.
 func WriteIfChanged(path string, data []byte) (bool, error) {
-	old, err := os.ReadFile(path)
+	old, err := safefile.ReadFile(path, MaxJSONBytes)
 	switch {
 	case err == nil:
 		if bytes.Equal(old, data) {
@@ -52,7 +53,7 @@ func WriteIfChanged(path string, data []byte) (bool, error) {
 // re-encoded unchanged), the file is not written. A malformed file is
 // refused with an error naming it, and left alone.
 func EditJSONFile(path string, edit func(*jsonedit.Object) error) (bool, error) {
-	b, err := os.ReadFile(path)
+	b, err := safefile.ReadFile(path, MaxJSONBytes)
 	if err != nil {
 		return false, fmt.Errorf("read %s: %w", path, err)
 	}

@@ -272,7 +272,9 @@ func Discover(ctx context.Context, p Probe) *Layout {
 	}
 	modelPath := "models"
 	if l.SystemList != "" {
-		if b, err := os.ReadFile(l.SystemList); err == nil {
+		if b, err := ReadList(l.SystemList); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			l.Notes = append(l.Notes, fmt.Sprintf("FastFlowLM's model list could not be read: %v", err))
+		} else if err == nil {
 			if o, err := jsonedit.ParseObject(b); err == nil {
 				if modelPath, err = ModelPath(o); err != nil {
 					l.ModelsDirErr = fmt.Errorf("FastFlowLM's model list %s: %w; NPU Chat refuses it and uses no FastFlowLM models folder until it is fixed (the default is \"models\")", l.SystemList, err)

@@ -1,6 +1,10 @@
 package hub
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/npuchat/npuchat/bytesize"
+)
 
 // DiskFree reports the bytes available to this user on the file system
 // holding dir. FreeSpace is the real one; tests pass their own.
@@ -36,16 +40,5 @@ func (e *SpaceError) Error() string {
 	return fmt.Sprintf("not enough free space in %s: need %s, have %s; free some space and run again", e.Dir, HumanBytes(e.Need), HumanBytes(e.Have))
 }
 
-// HumanBytes formats a byte count as "1.9 GB".
-func HumanBytes(n int64) string {
-	const unit = 1000
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %cB", float64(n)/float64(div), "kMGTPE"[exp])
-}
+// HumanBytes formats a byte count as "1.9 GB" (bytesize.String).
+func HumanBytes(n int64) string { return bytesize.String(n) }

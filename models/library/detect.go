@@ -19,7 +19,7 @@ func Detect(path string) (string, error) {
 		return "", err
 	}
 	if !fi.IsDir() {
-		f, err := os.Open(path)
+		f, err := openFile(path)
 		if err != nil {
 			return "", err
 		}

@@ -1,12 +1,15 @@
 package library
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/npuchat/npuchat/config"
 )
 
 func write(t *testing.T, p, s string) {
@@ -130,37 +133,52 @@ func TestDetect(t *testing.T) {
 	}
 }
 
-// TestFileRemembersAndForgets: the file survives a reopen; Forget
-// leaves the model's file on disk.
-func TestFileRemembersAndForgets(t *testing.T) {
-	d := t.TempDir()
-	model := filepath.Join(d, "m.gguf")
-	write(t, model, "GGUF")
-	p := filepath.Join(d, "data", "library.json")
-	f, err := Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Add(Entry{Name: "m", Path: model, Format: FormatGGUF, Added: time.Unix(1, 0)}); err != nil {
-		t.Fatal(err)
-	}
-	f2, err := Open(p)
-	if err != nil || len(f2.Entries()) != 1 || f2.Entries()[0].Path != model {
-		t.Fatalf("reopened: %+v, %v", f2, err)
-	}
-	if ok, err := f2.Forget("M"); !ok || err != nil {
-		t.Fatalf("forget: %v %v", ok, err)
-	}
-	if _, err := os.Stat(model); err != nil {
-		t.Errorf("forget deleted the model file: %v", err)
-	}
-	f3, _ := Open(p)
-	if len(f3.Entries()) != 0 {
-		t.Errorf("forgotten entry back after reopen: %+v", f3.Entries())
-	}
-	write(t, p, "{broken")
-	if _, err := Open(p); err == nil || !strings.Contains(err.Error(), "damaged") {
-		t.Errorf("damaged file: %v", err)
+// TestLegacyLibraryFileMoves: the library.json of earlier versions
+// moves into the settings once (renamed after, so a model forgotten
+// later never comes back from it); a damaged one stays for a person to
+// fix, and the library works without it.
+func TestLegacyLibraryFileMoves(t *testing.T) {
+	for _, damaged := range []bool{false, true} {
+		d := t.TempDir()
+		model := filepath.Join(d, "m.gguf")
+		write(t, model, "GGUF")
+		legacy := filepath.Join(d, "data", "library.json")
+		body := `{"models": [{"name": "m", "path": "` + filepath.ToSlash(model) + `", "format": "gguf", "added": "2026-01-02T03:04:05Z"}]}`
+		if damaged {
+			body = "{broken"
+		}
+		write(t, legacy, body)
+		store := config.NewStore(&config.Config{SettingsPath: filepath.Join(d, "settings.json")})
+		t.Cleanup(store.Close)
+		l := New(context.Background(), Options{Store: store, LegacyFile: legacy, Home: d})
+		_, resolveErr := l.Resolve("m")
+		_, statErr := os.Stat(legacy)
+		if damaged {
+			if resolveErr == nil || statErr != nil || len(store.Get().AddedModels) != 0 {
+				t.Errorf("damaged: resolve %v, file %v, settings %+v", resolveErr, statErr, store.Get().AddedModels)
+			}
+			continue
+		}
+		got := store.Get().AddedModels
+		if len(got) != 1 || got[0].Name != "m" || got[0].Path != filepath.FromSlash(filepath.ToSlash(model)) || !got[0].Added.Equal(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)) {
+			t.Errorf("settings after the move: %+v", got)
+		}
+		if resolveErr != nil || !errors.Is(statErr, os.ErrNotExist) {
+			t.Errorf("moved: resolve %v, old file %v", resolveErr, statErr)
+		}
+		if b, err := os.ReadFile(filepath.Join(d, "settings.json")); err != nil || !strings.Contains(string(b), `"added_models"`) {
+			t.Errorf("the settings file does not keep the model: %s, %v", b, err)
+		}
+		if err := l.Forget(context.Background(), "m"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(model); err != nil {
+			t.Errorf("forget deleted the model file: %v", err)
+		}
+		l2 := New(context.Background(), Options{Store: store, LegacyFile: legacy, Home: d})
+		if _, err := l2.Resolve("m"); err == nil {
+			t.Error("a forgotten model came back from the old file")
+		}
 	}
 }
 

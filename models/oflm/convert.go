@@ -92,10 +92,11 @@ func Prepare(ctx context.Context, src, dst string, progress func(done, total int
 // oflm requires it), tokenizer.json and chat_template.jinja copied, and
 // model.q4nx with the injected unit q/k norms dropped, Q/K rows in the
 // llama converter's order and opts.KVHeads KV heads; every Q4_1 row kept
-// bit for bit. The source folder is only read. Each file is written to a
-// temporary file in dst and renamed into place when complete; the
-// manifest (ManifestFile) is removed first and written last, so a folder
-// with a manifest that verifies is a finished conversion. When dst
+// bit for bit. The source folder is only read. Every file is first
+// written whole to a temporary file in dst; only when all are complete is
+// the manifest (ManifestFile) removed, the files renamed into place and
+// the manifest written last. So a run that fails leaves dst as it was,
+// and a folder with a manifest that verifies is a finished conversion. When dst
 // already holds one made from the same source files with the same
 // options, Convert verifies it and returns without writing.
 func Convert(ctx context.Context, src, dst string, opts Options) (Result, error) {
@@ -190,25 +191,23 @@ func convert(ctx context.Context, src, dst string, opts Options) (Result, error)
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return Result{}, err
 	}
-	// From here on dst is not a finished conversion until the manifest
-	// is written again.
-	if err := os.Remove(filepath.Join(dst, ManifestFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return Result{}, err
-	}
 	removeTemps(dst)
-	var files []FileSum
+	// Every output is written whole into a temporary file of dst first;
+	// only when all of them are complete does the folder change, so that a
+	// run that fails or is cancelled (a damaged source, a full disk, the
+	// user's Cancel) leaves a finished conversion as it was: the
+	// registered model keeps working.
 	small := []struct {
 		name string
 		data []byte
 	}{{"config.json", cfg}, {"tokenizer_config.json", tok}}
+	var obsolete []string // files an earlier conversion wrote that this one does not
 	for _, name := range copied {
 		b, err := os.ReadFile(filepath.Join(src, name))
 		if errors.Is(err, os.ErrNotExist) && name == "chat_template.jinja" {
 			// oflm would prefer a template left by an earlier
 			// conversion to the one in tokenizer_config.json.
-			if err := os.Remove(filepath.Join(dst, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return Result{}, err
-			}
+			obsolete = append(obsolete, name)
 			continue
 		}
 		if err != nil {
@@ -219,18 +218,45 @@ func convert(ctx context.Context, src, dst string, opts Options) (Result, error)
 			data []byte
 		}{name, b})
 	}
+	var staged []stagedFile
+	defer func() {
+		for _, s := range staged {
+			os.Remove(s.tmp) // gone already when it was renamed into place
+		}
+	}()
 	for _, x := range small {
-		sum, err := writeFile(dst, x.name, func(w io.Writer) error { _, err := w.Write(x.data); return err })
+		s, err := stageFile(dst, x.name, func(w io.Writer) error { _, err := w.Write(x.data); return err })
 		if err != nil {
 			return Result{}, err
 		}
-		files = append(files, sum)
+		staged = append(staged, s)
 	}
-	sum, err := writeFile(dst, weightsFile, func(w io.Writer) error { return p.write(ctx, w, f, h, opts.Progress) })
+	weights, err := stageFile(dst, weightsFile, func(w io.Writer) error { return p.write(ctx, w, f, h, opts.Progress) })
 	if err != nil {
 		return Result{}, err
 	}
-	files = append(files, sum)
+	staged = append(staged, weights)
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
+
+	// From here on dst is not a finished conversion until the manifest
+	// is written again.
+	if err := os.Remove(filepath.Join(dst, ManifestFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return Result{}, err
+	}
+	for _, name := range obsolete {
+		if err := os.Remove(filepath.Join(dst, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return Result{}, err
+		}
+	}
+	var files []FileSum
+	for _, s := range staged {
+		if err := os.Rename(s.tmp, filepath.Join(dst, s.sum.Name)); err != nil {
+			return Result{}, fmt.Errorf("write %s: %w", s.sum.Name, err)
+		}
+		files = append(files, s.sum)
+	}
 	if err := writeManifest(dst, manifest{Version: manifestVersion, Source: id, Files: files}); err != nil {
 		return Result{}, err
 	}
@@ -367,10 +393,32 @@ func (p *progressWriter) Write(b []byte) (int, error) {
 // writeFile writes dst/name through a temporary file in dst (synced, then
 // renamed over name), so that name is either the old file or the whole
 // new one, and returns its size and SHA-256.
-func writeFile(dst, name string, fill func(io.Writer) error) (sum FileSum, err error) {
+func writeFile(dst, name string, fill func(io.Writer) error) (FileSum, error) {
+	s, err := stageFile(dst, name, fill)
+	if err != nil {
+		return FileSum{}, err
+	}
+	if err := os.Rename(s.tmp, filepath.Join(dst, name)); err != nil {
+		os.Remove(s.tmp)
+		return FileSum{}, fmt.Errorf("write %s: %w", name, err)
+	}
+	return s.sum, nil
+}
+
+// stagedFile is an output written whole into a temporary file of its
+// folder, not yet renamed over its name.
+type stagedFile struct {
+	tmp string
+	sum FileSum
+}
+
+// stageFile writes what fill makes into a new temporary file in dst
+// (synced and closed) and returns it with the size and SHA-256 it will
+// have as dst/name. On error nothing is left behind.
+func stageFile(dst, name string, fill func(io.Writer) error) (s stagedFile, err error) {
 	tmp, err := os.CreateTemp(dst, tmpPrefix+name+".*")
 	if err != nil {
-		return sum, err
+		return s, fmt.Errorf("write %s: %w", name, err)
 	}
 	defer func() {
 		if err != nil {
@@ -383,21 +431,18 @@ func writeFile(dst, name string, fill func(io.Writer) error) (sum FileSum, err e
 	cw := &countWriter{h: hs}
 	bw := bufio.NewWriterSize(io.MultiWriter(tmp, cw), 1<<20)
 	if err = fill(bw); err != nil {
-		return sum, err
+		return s, err
 	}
 	if err = bw.Flush(); err != nil {
-		return sum, err
+		return s, err
 	}
 	if err = tmp.Sync(); err != nil {
-		return sum, err
+		return s, err
 	}
 	if err = tmp.Close(); err != nil {
-		return sum, err
+		return s, err
 	}
-	if err = os.Rename(tmp.Name(), filepath.Join(dst, name)); err != nil {
-		return sum, err
-	}
-	return FileSum{Name: name, Size: cw.n, SHA256: hex.EncodeToString(hs.Sum(nil))}, nil
+	return stagedFile{tmp: tmp.Name(), sum: FileSum{Name: name, Size: cw.n, SHA256: hex.EncodeToString(hs.Sum(nil))}}, nil
 }
 
 type countWriter struct {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -247,9 +248,8 @@ func cancelHalfway() (context.Context, Options) {
 	}}
 }
 
-// TestInterruptedConversion: a run stopped halfway leaves no model.q4nx
-// (first run) or the previous one untouched (later run), never a half
-// file or a manifest; the next run finishes the job.
+// TestInterruptedConversion: a run stopped halfway leaves nothing (first
+// run), never a half file or a manifest; the next run finishes the job.
 func TestInterruptedConversion(t *testing.T) {
 	_, src := smallPort(t)
 	dst := filepath.Join(t.TempDir(), "oflm")
@@ -257,10 +257,8 @@ func TestInterruptedConversion(t *testing.T) {
 	if _, err := Convert(ctx, src, dst, opts); !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted run: %v", err)
 	}
-	for _, n := range names(folderSums(t, dst)) {
-		if n == weightsFile || n == ManifestFile || strings.HasPrefix(n, tmpPrefix) {
-			t.Errorf("an interrupted first run left %s", n)
-		}
+	if left := names(folderSums(t, dst)); len(left) > 0 {
+		t.Errorf("an interrupted first run left %v", left)
 	}
 	if _, err := Verify(dst); err == nil {
 		t.Error("an interrupted conversion verifies")
@@ -268,36 +266,82 @@ func TestInterruptedConversion(t *testing.T) {
 	if r, err := Convert(context.Background(), src, dst, Options{}); err != nil || r.UpToDate {
 		t.Fatalf("run after the interrupted one: up to date %v, %v", r.UpToDate, err)
 	}
-	good := folderSums(t, dst)
-
-	// A later run with other options, interrupted: the good model.q4nx
-	// stays, the manifest goes (the folder is no longer one conversion).
-	ctx, opts = cancelHalfway()
-	opts.KVHeads = 16
-	if _, err := Convert(ctx, src, dst, opts); !errors.Is(err, context.Canceled) {
-		t.Fatalf("interrupted second run: %v", err)
-	}
-	now := folderSums(t, dst)
-	if now[weightsFile] != good[weightsFile] {
-		t.Error("an interrupted run replaced the finished model.q4nx")
-	}
-	if _, ok := now[ManifestFile]; ok {
-		t.Error("the manifest survived a run that started rewriting the folder")
-	}
-	for n := range now {
-		if strings.HasPrefix(n, tmpPrefix) {
-			t.Errorf("temporary file %s left", n)
-		}
-	}
-	if r, err := Convert(context.Background(), src, dst, Options{}); err != nil || r.UpToDate {
-		t.Fatalf("rerun: up to date %v, %v", r.UpToDate, err)
-	}
 	if _, err := Verify(dst); err != nil {
 		t.Fatal(err)
 	}
-	if again := folderSums(t, dst); again[weightsFile] != good[weightsFile] {
-		t.Error("the same conversion gave another model.q4nx")
+}
+
+// TestFailedRunKeepsTheConversion: a later run that fails, whether
+// cancelled or stopped by a damaged source, leaves the finished
+// conversion it found exactly as it was (every file, the manifest), so
+// the model registered from it keeps working; the next good run
+// converts again.
+func TestFailedRunKeepsTheConversion(t *testing.T) {
+	cases := []struct {
+		name string
+		// fail makes the run fail after the small files are written:
+		// it may damage src and returns the context and options.
+		fail func(t *testing.T, src string) (context.Context, Options)
+		want string // in the error
+	}{
+		{"cancelled halfway", func(t *testing.T, src string) (context.Context, Options) {
+			ctx, opts := cancelHalfway()
+			opts.KVHeads = 16
+			return ctx, opts
+		}, "context canceled"},
+		{"source damaged (Q4_0 lm_head)", func(t *testing.T, src string) (context.Context, Options) {
+			zeroMins(t, src, "lm_head.weight")
+			return context.Background(), Options{KVHeads: 16}
+		}, "Q4_0"},
 	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, src := smallPort(t)
+			dst := filepath.Join(t.TempDir(), "oflm")
+			if _, err := Convert(context.Background(), src, dst, Options{}); err != nil {
+				t.Fatal(err)
+			}
+			good := folderSums(t, dst)
+			ctx, opts := c.fail(t, src)
+			if _, err := Convert(ctx, src, dst, opts); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("failing run: %v, want an error saying %q", err, c.want)
+			}
+			now := folderSums(t, dst)
+			if !maps.Equal(now, good) {
+				t.Errorf("a failed run changed the folder: files %v, were %v", names(now), names(good))
+				for n, sum := range good {
+					if now[n] != sum {
+						t.Errorf("%s changed", n)
+					}
+				}
+			}
+			if _, err := Verify(dst); err != nil {
+				t.Errorf("the finished conversion no longer verifies: %v", err)
+			}
+		})
+	}
+	t.Run("next run converts", func(t *testing.T) {
+		_, src := smallPort(t)
+		dst := filepath.Join(t.TempDir(), "oflm")
+		if _, err := Convert(context.Background(), src, dst, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		good := folderSums(t, dst)
+		ctx, opts := cancelHalfway()
+		opts.KVHeads = 16
+		if _, err := Convert(ctx, src, dst, opts); !errors.Is(err, context.Canceled) {
+			t.Fatalf("interrupted run: %v", err)
+		}
+		if r, err := Convert(context.Background(), src, dst, Options{KVHeads: 16}); err != nil || r.UpToDate {
+			t.Fatalf("rerun: up to date %v, %v", r.UpToDate, err)
+		}
+		if _, err := Verify(dst); err != nil {
+			t.Fatal(err)
+		}
+		if again := folderSums(t, dst); again[weightsFile] == good[weightsFile] || again["config.json"] == good["config.json"] {
+			t.Error("the run with 16 KV heads kept the 8-head model.q4nx or config.json")
+		}
+	})
 }
 
 // TestConvertUpToDate: a run that finds a verified conversion of the same

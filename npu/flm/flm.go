@@ -46,6 +46,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/npu/childproc"
 	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/backend/oaicompat"
@@ -198,8 +199,8 @@ func New(opts Options) (*Backend, error) {
 	return b, nil
 }
 
-// Kind is backend.NPU.
-func (b *Backend) Kind() backend.Kind { return backend.NPU }
+// Kind is enginekind.NPU.
+func (b *Backend) Kind() enginekind.Kind { return enginekind.NPU }
 
 // Info describes the model.
 func (b *Backend) Info() backend.ModelInfo {
@@ -404,7 +405,7 @@ func (b *Backend) launchOnce(ctx context.Context, progress func(backend.Progress
 	}
 	client, err := oaicompat.New(oaicompat.Options{
 		BaseURL: "http://127.0.0.1:" + strconv.Itoa(port), Model: b.opts.Model,
-		HTTPClient: b.http, Kind: backend.NPU, Info: b.Info(), IdleTimeout: max(b.opts.IdleTimeout, 0),
+		HTTPClient: b.http, Kind: enginekind.NPU, Info: b.Info(), IdleTimeout: max(b.opts.IdleTimeout, 0),
 		// FLM's /v1/models says no context: the one it serves is known here
 		ContextLength: b.Info().ContextLength, Count: b.opts.Count,
 	})

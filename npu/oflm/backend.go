@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/npu/childproc"
 	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/backend/oaicompat"
@@ -140,8 +141,8 @@ func New(opts Options) (*Backend, error) {
 	return b, nil
 }
 
-// Kind is backend.NPU: the NPU, by the oflm route.
-func (b *Backend) Kind() backend.Kind { return backend.NPU }
+// Kind is enginekind.NPU: the NPU, by the oflm route.
+func (b *Backend) Kind() enginekind.Kind { return enginekind.NPU }
 
 // Info describes the model.
 func (b *Backend) Info() backend.ModelInfo {
@@ -339,7 +340,7 @@ func (b *Backend) launchOnce(ctx context.Context, progress func(backend.Progress
 	}
 	client, err := oaicompat.New(oaicompat.Options{
 		BaseURL: "http://127.0.0.1:" + strconv.Itoa(port), Model: b.opts.Tag,
-		HTTPClient: b.http, Kind: backend.NPU, Info: b.Info(), IdleTimeout: max(b.opts.IdleTimeout, 0),
+		HTTPClient: b.http, Kind: enginekind.NPU, Info: b.Info(), IdleTimeout: max(b.opts.IdleTimeout, 0),
 		ContextLength: b.Info().ContextLength, Count: b.opts.Count,
 	})
 	if err == nil {
@@ -436,6 +437,7 @@ type ProcessError struct {
 	Cause  error    // the request's own error, when a request failed
 }
 
+// Error is the failure with the child's last output.
 func (e *ProcessError) Error() string { return e.msg }
 
 // Unwrap returns backend.ErrDeviceFailed and the cause.

@@ -45,6 +45,7 @@ type NotFoundError struct {
 	Tried []string
 }
 
+// Error says where oflm was looked for.
 func (e *NotFoundError) Error() string {
 	return fmt.Sprintf("oflm (OpenFlowLM-Next) is not installed: looked in %s; install it as %s says (NPU Chat does not download it)",
 		strings.Join(e.Tried, ", "), InstallLink)

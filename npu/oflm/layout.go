@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/npuchat/npuchat/jsonedit"
 	"github.com/npuchat/npuchat/models/flm"
+	modeloflm "github.com/npuchat/npuchat/models/oflm"
 )
 
 // The model this route serves, as NPU Chat registers it.
@@ -71,17 +71,20 @@ type Manifest struct {
 	SpecHash string `json:"spec_hash"`
 	// MaxCtxDefault is the context the set was built and tested for.
 	MaxCtxDefault int `json:"max_ctx_default"`
-	// HFConfigCheck is what the model's config.json must say.
-	HFConfigCheck map[string]json.RawMessage `json:"hf_config_check"`
 	// Contexts name the xclbin files, Kernels their instruction files,
 	// relative to the set's folder.
 	Contexts map[string]string `json:"contexts"`
 	Kernels  map[string]struct {
 		Insts string `json:"insts"`
 	} `json:"kernels"`
+	// GGUF, when present, is the nested manifest of the set's GGUF
+	// route; its files count too.
+	GGUF *Manifest `json:"gguf"`
 }
 
-// Files lists the files the manifest names, relative to its folder.
+// Files lists the files the manifest names, relative to its folder, as
+// oflm's Manifest::files does: every context, every kernel's insts, and
+// the nested GGUF manifest's (manifest.cpp @105d644).
 func (m *Manifest) Files() []string {
 	var out []string
 	for _, f := range m.Contexts {
@@ -91,6 +94,9 @@ func (m *Manifest) Files() []string {
 		if k.Insts != "" {
 			out = append(out, k.Insts)
 		}
+	}
+	if m.GGUF != nil {
+		out = append(out, m.GGUF.Files()...)
 	}
 	return out
 }
@@ -136,8 +142,11 @@ func ReadKernelSet(dir string) (*KernelSet, error) {
 type kernelPlace struct{ dir, root string }
 
 // kernelPlaces lists where oflm looks for the open kernel set of the model
-// in modelDir named folder, packaged set first: <exe>/../share/oflm
-// (Linux packages; the exe's own folder on Windows), the model folder's
+// in modelDir named folder: a set the person named ($OFLM_OPEN_KERNELS_DIR,
+// else the pre-rename $FLM_OPEN_KERNELS_DIR: oflm's find_kernels looks
+// there before anything else), then the packaged set: <exe>/../share/oflm
+// (Linux packages; the exe's own folder on Windows; <exe> with its links
+// resolved, as oflm sees itself), the model folder's
 // open_kernels, then the xclbin roots ($OFLM_XCLBIN_PATH without a trailing
 // xclbins, the oflm folder, the exe's folder).
 func (l Layout) kernelPlaces(getenv func(string) string, modelDir, folder string) []kernelPlace {
@@ -145,9 +154,25 @@ func (l Layout) kernelPlaces(getenv func(string) string, modelDir, folder string
 		return kernelPlace{dir: filepath.Join(root, "xclbins", folder, "open_kernels"), root: root}
 	}
 	var out []kernelPlace
+	if getenv != nil {
+		for _, name := range []string{"OFLM_OPEN_KERNELS_DIR", "FLM_OPEN_KERNELS_DIR"} {
+			if x := getenv(name); x != "" {
+				out = append(out, kernelPlace{dir: x})
+				break
+			}
+		}
+	}
 	exeDir := ""
 	if l.Exe != "" {
-		exeDir = filepath.Dir(l.Exe)
+		// oflm finds its packaged sets from its own resolved path
+		// (readlink /proc/self/exe: utils.cpp get_executable_directory),
+		// so a /usr/bin/oflm that links into /opt/openflowlm/bin finds
+		// /opt/openflowlm/share/oflm, not /usr/share/oflm.
+		exe := l.Exe
+		if r, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = r
+		}
+		exeDir = filepath.Dir(exe)
 		out = append(out, under(filepath.Join(exeDir, "..", "share", "oflm")), under(exeDir))
 	}
 	out = append(out, kernelPlace{dir: filepath.Join(modelDir, "open_kernels")})
@@ -196,53 +221,6 @@ func (l Layout) FindKernels(getenv func(string) string, modelDir, folder string)
 		folder, strings.Join(why, "; "))
 }
 
-// CheckConfig compares a model folder's config.json with the kernel set's
-// hf_config_check, as oflm does at load (Manifest::check_model), so that a
-// mismatch is said before oflm is started: the qwen3-relabelled pack that
-// FastFlowLM runs fails here with model_type "qwen3".
-func (m *Manifest) CheckConfig(configJSON []byte) error {
-	var cfg map[string]json.RawMessage
-	if err := json.Unmarshal(configJSON, &cfg); err != nil {
-		return fmt.Errorf("config.json: %w", err)
-	}
-	keys := make([]string, 0, len(m.HFConfigCheck))
-	for k := range m.HFConfigCheck {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		want := m.HFConfigCheck[k]
-		got, ok := cfg[k]
-		if !ok {
-			return fmt.Errorf("config.json has no %s (the kernel set needs %s)", k, want)
-		}
-		var allowed []json.RawMessage
-		if json.Unmarshal(want, &allowed) != nil {
-			allowed = []json.RawMessage{want}
-		}
-		match := false
-		for _, a := range allowed {
-			if sameJSON(a, got) {
-				match = true
-			}
-		}
-		if !match {
-			return fmt.Errorf("config.json says %s %s; the kernel set serves %s", k, got, want)
-		}
-	}
-	return nil
-}
-
-func sameJSON(a, b json.RawMessage) bool {
-	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	xb, _ := json.Marshal(x)
-	yb, _ := json.Marshal(y)
-	return string(xb) == string(yb)
-}
-
 // requiredFiles are what oflm-add requires in a model folder, and
 // optionalFiles what it registers when present (oflm_add/__init__.py
 // @f3b9cda).
@@ -280,8 +258,10 @@ type Registered struct {
 // max_prefill_len, with details.family llama3, written over an existing
 // entry key by key; every other entry and key of the file is kept. The
 // file is written atomically (a .bak keeps what was there before NPU
-// Chat's first change). The folder must hold oflm's required files, and
-// its config.json must pass the kernel set's check.
+// Chat's first change). The folder must hold oflm's required files, a
+// conversion's manifest (models/oflm.ManifestFile) there must verify,
+// and it must pass models/oflm.CheckPack against the kernel set's
+// manifest.json.
 func (l Layout) Register(r Registration) (*Registered, error) {
 	if r.Tag == "" {
 		r.Tag = Tag
@@ -312,12 +292,25 @@ func (l Layout) Register(r Registration) (*Registered, error) {
 		reg.Files = append(reg.Files, f)
 		reg.Size += fi.Size()
 	}
-	cfg, err := os.ReadFile(filepath.Join(dir, "config.json"))
+	// A folder models/oflm converted carries the conversion's manifest,
+	// which must still verify: a file changed or cut short since would
+	// fail in oflm or compute garbage. (This reads every file once.) A
+	// pack prepared another way has no such manifest.
+	if _, err := os.Stat(filepath.Join(dir, modeloflm.ManifestFile)); err == nil {
+		if _, err := modeloflm.Verify(dir); err != nil {
+			return nil, fmt.Errorf("register %s: the weights in %s are damaged or unfinished; prepare the weights again: %w", r.Tag, dir, err)
+		}
+	}
+	// The one check of a pack against a kernel set, the one the
+	// conversion makes (models/oflm): config.json as oflm's
+	// Manifest::check_model holds it, and model.q4nx against the set's
+	// packing plan when its manifest has one.
+	ms, err := modeloflm.CheckPack(dir, filepath.Join(r.Kernels.Dir, "manifest.json"))
 	if err != nil {
 		return nil, fmt.Errorf("register %s: %w", r.Tag, err)
 	}
-	if err := r.Kernels.Manifest.CheckConfig(cfg); err != nil {
-		return nil, fmt.Errorf("register %s: %s does not fit the open kernel set %s: %w", r.Tag, dir, r.Kernels.Dir, err)
+	if len(ms) > 0 {
+		return nil, fmt.Errorf("register %s: %s does not fit the open kernel set %s: %s", r.Tag, dir, r.Kernels.Dir, modeloflm.Describe(ms))
 	}
 	if err := checkTokenizerConfig(filepath.Join(dir, "tokenizer_config.json")); err != nil {
 		return nil, fmt.Errorf("register %s: %w", r.Tag, err)
@@ -424,8 +417,9 @@ func contains(list []string, s string) bool {
 // only FLM_*, newer ones OFLM_* first; research/oflm.md §2), the open
 // engine forced (OFLM_LLAMA_ENGINE=open, so that a missing kernel set
 // fails loudly rather than falling back to the closed library), the
-// kernel set named (OFLM_OPEN_KERNELS_DIR, which has no FLM_ spelling),
-// and the update check off.
+// kernel set named (OFLM_OPEN_KERNELS_DIR, and FLM_OPEN_KERNELS_DIR for
+// builds from before the rename, whose engine.cpp reads only that), and
+// the update check off.
 func (l Layout) ServeEnv(kernels *KernelSet) []string {
 	env := []string{
 		"OFLM_MODEL_PATH=" + l.Root, "FLM_MODEL_PATH=" + l.Root,
@@ -434,7 +428,10 @@ func (l Layout) ServeEnv(kernels *KernelSet) []string {
 		"OFLM_DISABLE_UPDATE_CHECK=1", "FLM_DISABLE_UPDATE_CHECK=1",
 	}
 	if kernels != nil {
-		env = append(env, "OFLM_OPEN_KERNELS_DIR="+kernels.Dir)
+		// Newer oflm reads OFLM_OPEN_KERNELS_DIR with no fallback; builds
+		// from before the rename read FLM_OPEN_KERNELS_DIR (engine.cpp
+		// find_kernels: AG @f3b9cda, Cyronius @4465c53).
+		env = append(env, "OFLM_OPEN_KERNELS_DIR="+kernels.Dir, "FLM_OPEN_KERNELS_DIR="+kernels.Dir)
 		if kernels.Root != "" {
 			env = append(env, "OFLM_XCLBIN_PATH="+kernels.Root, "FLM_XCLBIN_PATH="+kernels.Root)
 		}

@@ -41,6 +41,16 @@ func TestFindKernels(t *testing.T) {
 	type setup struct {
 		packaged, modelDir, xclbinEnv, userRoot bool
 		brokenModelDir, escaping                bool
+		// ggufMissing: the model folder's set has a nested gguf manifest
+		// naming a file that is not there.
+		ggufMissing bool
+		// kernelsEnv: $OFLM_OPEN_KERNELS_DIR (legacyKernelsEnv: the
+		// pre-rename $FLM_OPEN_KERNELS_DIR) names a set.
+		kernelsEnv, legacyKernelsEnv bool
+		// linkedExe: the oflm found is /usr/bin/oflm, a link to
+		// /opt/bin/oflm (oflm's packages: /usr/bin/oflm beside the
+		// /opt/openflowlm prefix).
+		linkedExe bool
 	}
 	tests := []struct {
 		name    string
@@ -48,11 +58,15 @@ func TestFindKernels(t *testing.T) {
 		want    string // which set: packaged, model, env, user
 		wantErr string
 	}{
+		{name: "a set named by OFLM_OPEN_KERNELS_DIR first", s: setup{kernelsEnv: true, packaged: true, modelDir: true}, want: "named"},
+		{name: "a set named by FLM_OPEN_KERNELS_DIR first", s: setup{legacyKernelsEnv: true, packaged: true}, want: "named"},
 		{name: "packaged set first", s: setup{packaged: true, modelDir: true, userRoot: true}, want: "packaged"},
+		{name: "packaged set of a linked oflm", s: setup{packaged: true, userRoot: true, linkedExe: true}, want: "packaged"},
 		{name: "the model folder's next", s: setup{modelDir: true, xclbinEnv: true}, want: "model"},
 		{name: "OFLM_XCLBIN_PATH", s: setup{xclbinEnv: true, userRoot: true}, want: "env"},
 		{name: "oflm's folder", s: setup{userRoot: true}, want: "user"},
 		{name: "a set missing a file does not count", s: setup{brokenModelDir: true, userRoot: true}, want: "user"},
+		{name: "a set missing a file its gguf manifest names does not count", s: setup{ggufMissing: true, userRoot: true}, want: "user"},
 		{name: "none", wantErr: "no open kernel set for " + Folder},
 		{name: "a manifest naming files outside its folder", s: setup{escaping: true}, wantErr: "outside its folder"},
 	}
@@ -61,6 +75,20 @@ func TestFindKernels(t *testing.T) {
 			base := t.TempDir()
 			exe := filepath.Join(base, "opt", "bin", "oflm")
 			l := Layout{Root: filepath.Join(base, "home", ".config", "oflm"), Exe: exe}
+			if tt.s.linkedExe {
+				l.Exe = filepath.Join(base, "usr", "bin", "oflm")
+				for _, d := range []string{filepath.Dir(exe), filepath.Dir(l.Exe)} {
+					if err := os.MkdirAll(d, 0o755); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := os.WriteFile(exe, []byte("oflm"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(exe, l.Exe); err != nil {
+					t.Fatalf("link %s: %v", l.Exe, err)
+				}
+			}
 			modelDir := l.ModelDir(Folder)
 			envRoot := filepath.Join(base, "xcl")
 			places := map[string]string{
@@ -68,9 +96,19 @@ func TestFindKernels(t *testing.T) {
 				"model":    filepath.Join(modelDir, "open_kernels"),
 				"env":      filepath.Join(envRoot, "xclbins", Folder, "open_kernels"),
 				"user":     filepath.Join(l.Root, "xclbins", Folder, "open_kernels"),
+				"named":    filepath.Join(base, "my-build", "open_kernels"),
+			}
+			if tt.s.kernelsEnv || tt.s.legacyKernelsEnv {
+				copyTree(t, "open_kernels", places["named"])
 			}
 			if tt.s.packaged {
 				copyTree(t, "open_kernels", places["packaged"])
+			}
+			if tt.s.ggufMissing {
+				copyTree(t, "open_kernels", places["model"])
+				editJSONFile(t, filepath.Join(places["model"], "manifest.json"), func(m map[string]any) {
+					m["gguf"] = map[string]any{"contexts": map[string]string{"dx": "gguf/dx.xclbin"}}
+				})
 			}
 			if tt.s.modelDir || tt.s.brokenModelDir || tt.s.escaping {
 				copyTree(t, "open_kernels", places["model"])
@@ -89,8 +127,11 @@ func TestFindKernels(t *testing.T) {
 				copyTree(t, "open_kernels", places["user"])
 			}
 			getenv := func(k string) string {
-				if k == "OFLM_XCLBIN_PATH" && tt.s.xclbinEnv {
+				switch {
+				case k == "OFLM_XCLBIN_PATH" && tt.s.xclbinEnv:
 					return filepath.Join(envRoot, "xclbins") // a trailing xclbins is stripped
+				case k == "OFLM_OPEN_KERNELS_DIR" && tt.s.kernelsEnv, k == "FLM_OPEN_KERNELS_DIR" && tt.s.legacyKernelsEnv:
+					return places["named"]
 				}
 				return ""
 			}
@@ -214,7 +255,7 @@ func TestRegisterRefuses(t *testing.T) {
 		change  func(t *testing.T, inst installed)
 		wantErr string
 	}{
-		{name: "the qwen3-relabelled pack", wantErr: `config.json says model_type "qwen3"; the kernel set serves ["llama"]`,
+		{name: "the qwen3-relabelled pack", wantErr: `config.json model_type "qwen3" is not one this kernel set serves (["llama"])`,
 			change: func(t *testing.T, inst installed) {
 				b, _ := os.ReadFile(filepath.Join("testdata", "qwen3_config.json"))
 				os.WriteFile(filepath.Join(inst.layout.ModelDir(Folder), "config.json"), b, 0o644)
@@ -247,5 +288,113 @@ func TestRegisterRefuses(t *testing.T) {
 	}
 	if _, err := (Layout{Root: t.TempDir()}).Register(Registration{Folder: "../x", Kernels: &KernelSet{}}); err == nil {
 		t.Error("a folder outside models/ was accepted")
+	}
+}
+
+// editJSONFile rewrites the JSON object in path through f.
+func editJSONFile(t *testing.T, path string, f func(map[string]any)) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	f(m)
+	if b, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRegisterChecksAsOflm: Register holds the folder against the kernel
+// set the way oflm does at load, with the same check the conversion
+// makes (models/oflm.CheckPack): a key the manifest's hf_config_defaults
+// supplies may be absent, a checked list (layer_types) is compared as a
+// whole, and a value outside it is refused.
+func TestRegisterChecksAsOflm(t *testing.T) {
+	fullAttention := make([]any, 42)
+	for i := range fullAttention {
+		fullAttention[i] = "full_attention"
+	}
+	tests := []struct {
+		name     string
+		manifest func(map[string]any)
+		config   func(map[string]any)
+		wantErr  string // "" when Register accepts it
+	}{
+		{name: "a key the manifest defaults, absent",
+			manifest: func(m map[string]any) {
+				m["hf_config_check"].(map[string]any)["head_dim"] = 128
+				m["hf_config_defaults"] = map[string]any{"head_dim": 128}
+			},
+			config: func(c map[string]any) { delete(c, "head_dim") }},
+		{name: "a key the manifest defaults otherwise, absent", wantErr: "head_dim = 64 (absent: its default)",
+			manifest: func(m map[string]any) {
+				m["hf_config_check"].(map[string]any)["head_dim"] = 128
+				m["hf_config_defaults"] = map[string]any{"head_dim": 64}
+			},
+			config: func(c map[string]any) { delete(c, "head_dim") }},
+		{name: "layer_types, the same list",
+			manifest: func(m map[string]any) { m["hf_config_check"].(map[string]any)["layer_types"] = fullAttention },
+			config:   func(c map[string]any) { c["layer_types"] = fullAttention }},
+		{name: "layer_types, one element of it", wantErr: "layer_types",
+			manifest: func(m map[string]any) { m["hf_config_check"].(map[string]any)["layer_types"] = fullAttention },
+			config:   func(c map[string]any) { c["layer_types"] = "full_attention" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			inst := install(t)
+			dir := inst.layout.ModelDir(Folder)
+			editJSONFile(t, filepath.Join(inst.kernels.Dir, "manifest.json"), tt.manifest)
+			editJSONFile(t, filepath.Join(dir, "config.json"), tt.config)
+			ks, err := ReadKernelSet(inst.kernels.Dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = inst.layout.Register(Registration{Kernels: ks})
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("Register refused a folder oflm accepts: %v", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Errorf("Register: %v; want an error with %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestServeEnv: whichever generation of oflm runs, it finds the folder,
+// the registry and the kernel set in ServeEnv by the names it reads:
+// newer builds OFLM_* (engine.cpp @f3b9cda reads OFLM_OPEN_KERNELS_DIR
+// with no fallback), builds from before the rename only FLM_*
+// (utils.cpp @06a0458, engine.cpp Cyronius @4465c53).
+func TestServeEnv(t *testing.T) {
+	l := Layout{Root: "/home/u/.config/oflm", Registry: "/home/u/.config/oflm/model_list.json"}
+	ks := &KernelSet{Dir: "/opt/openflowlm/share/oflm/xclbins/MiniCPM5-2B-NPU2/open_kernels", Root: "/opt/openflowlm/share/oflm"}
+	env := map[string]string{}
+	for _, kv := range l.ServeEnv(ks) {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	for _, prefix := range []string{"OFLM_", "FLM_"} {
+		want := map[string]string{
+			"MODEL_PATH":           l.Root,
+			"CONFIG_PATH":          l.Registry,
+			"XCLBIN_PATH":          ks.Root,
+			"OPEN_KERNELS_DIR":     ks.Dir,
+			"DISABLE_UPDATE_CHECK": "1",
+		}
+		for k, v := range want {
+			if env[prefix+k] != v {
+				t.Errorf("%s%s = %q, want %q", prefix, k, env[prefix+k], v)
+			}
+		}
+	}
+	if env["OFLM_LLAMA_ENGINE"] != "open" {
+		t.Errorf("OFLM_LLAMA_ENGINE = %q, want open", env["OFLM_LLAMA_ENGINE"])
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/npuchat/npuchat/enginekind"
 )
 
 // Backend runs one model. A Backend is made for one model by its package's
@@ -24,7 +26,7 @@ import (
 type Backend interface {
 	// Kind names the backend for people and logs (CPU, NPU, Remote or
 	// Fake).
-	Kind() Kind
+	Kind() enginekind.Kind
 	// Load makes the model ready to generate. It reports progress through
 	// progress (which may be nil) and returns when the model is ready or
 	// loading failed. A cancelled ctx abandons loading.
@@ -195,7 +197,7 @@ type Result struct {
 	DraftTokens, DraftAccepted int
 	// Backend is the Kind of the backend that produced the answer (the
 	// service sets it when it falls back from one backend to another).
-	Backend Kind
+	Backend enginekind.Kind
 	// Fallback says why the preferred backend did not produce the
 	// answer ("" when it did); set by the service.
 	Fallback string
@@ -329,4 +331,10 @@ var (
 	ErrNotLoaded = errors.New("model not loaded")
 	// ErrBadRequest: a request parameter the backend cannot honour (HTTP 400).
 	ErrBadRequest = errors.New("bad request")
+	// ErrKVMemoryFull: the memory for the keys and values a prompt or an
+	// answer needs is held by the requests running beside it, and none
+	// freed it in time (HTTP 503 with Retry-After). The answer is not
+	// cut short and reported as finished: the request fails, and the
+	// same request may succeed later.
+	ErrKVMemoryFull = errors.New("not enough free memory for this chat's keys and values (the requests running beside it hold it); try again shortly")
 )

@@ -1,6 +1,8 @@
 package cpu
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -8,59 +10,165 @@ import (
 	"time"
 
 	"github.com/npuchat/npuchat/service/backend"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// TestKVShortMidAnswerEndsWithLength: an answer whose keys and values
-// outgrow what the KV budget leaves beside another request (here one
-// whose client stopped reading, holding its memory) ends there with
-// finish_reason "length" and no error, without waiting for the other to
-// end; the other then goes on, and ends the same way or by itself.
-func TestKVShortMidAnswerEndsWithLength(t *testing.T) {
-	path := models(t)["gguf"]
-	probe := load(t, Options{Path: path})
-	per := probe.kv.BytesPerToken()
-	b := load(t, Options{Path: path, Parallel: 2, KVBudget: 400 * per})
-
-	unblock := make(chan struct{})
+// shortBeside starts, on b, a request whose client stops reading after
+// its second piece of text (holding its KV memory) until release is
+// closed, then req beside it; it returns req's answer and the held
+// request's.
+func shortBeside(t *testing.T, b *Backend, req *backend.Request, release <-chan struct{}) (got, held <-chan answer) {
+	t.Helper()
 	blocked := make(chan struct{})
 	var once sync.Once
-	stuck := make(chan answer, 1)
+	heldc := make(chan answer, 1)
 	go func() {
-		req := greedy("the one whose client stops reading")
-		req.MaxTokens = 300
-		stuck <- generate(t.Context(), b, req, func(n int) {
+		hold := greedy("the one whose client stops reading")
+		hold.MaxTokens = 10 // within its first allocation: it never waits itself
+		heldc <- generate(t.Context(), b, hold, func(n int) {
 			if n == 2 {
 				once.Do(func() { close(blocked) })
-				<-unblock
+				<-release
 			}
 		})
 	}()
 	<-blocked
-	done := make(chan answer, 1)
-	go func() {
-		req := greedy("tell me a long story")
-		req.MaxTokens = 1000
-		done <- generate(t.Context(), b, req, nil)
-	}()
-	var a answer
+	gotc := make(chan answer, 1)
+	go func() { gotc <- generate(t.Context(), b, req, nil) }()
+	return gotc, heldc
+}
+
+// TestKVShortMidAnswerWaits: an answer whose keys and values outgrow
+// what the KV budget leaves beside another request (one whose client
+// stopped reading, holding its memory) waits for it, and is never ended
+// there as "length" (a prefix of its answer the client cannot tell from
+// its own max_tokens); when the other ends, it goes on, and answers
+// exactly as alone.
+func TestKVShortMidAnswerWaits(t *testing.T) {
+	path := models(t)["gguf"]
+	probe := load(t, Options{Path: path})
+	per := probe.kv.BytesPerToken()
+	b := load(t, Options{Path: path, Parallel: 2, KVBudget: 400 * per, KVWait: time.Hour})
+	req := greedy("tell me a long story")
+	req.MaxTokens = 200
+	want := generate(t.Context(), b, req, nil)
+	if want.err != nil || len(want.ids) < 150 {
+		t.Fatalf("alone: %d tokens (%v), want a long answer", len(want.ids), want.err)
+	}
+	b.kv.Clear()
+	waiting := make(chan struct{})
+	var once sync.Once
+	b.run.onWait = func() { once.Do(func() { close(waiting) }) }
+
+	release := make(chan struct{})
+	got, held := shortBeside(t, b, req, release)
 	select {
-	case a = <-done:
-	case <-time.After(30 * time.Second):
-		close(unblock)
-		a = <-done
-		t.Errorf("the answer short of KV memory waited for the request beside it to end")
+	case a := <-got:
+		close(release)
+		t.Fatalf("the answer short of KV memory did not wait: %d tokens, finish %q, %v", len(a.ids), a.finish, a.err)
+	case <-waiting:
 	}
-	if a.err != nil || a.finish != backend.FinishLength || len(a.ids) < 10 {
-		t.Errorf("the answer short of KV memory: %v, finish %q after %d tokens; want length", a.err, a.finish, len(a.ids))
+	close(release)
+	if h := <-held; h.err != nil {
+		t.Errorf("the request holding the memory: %v", h.err)
 	}
-	select {
-	case <-unblock:
-	default:
-		close(unblock)
+	if a := <-got; a.err != nil || a.text != want.text || a.finish != want.finish {
+		t.Errorf("the answer that waited for KV memory: %d tokens, finish %q (%v); alone %d tokens, %q", len(a.ids), a.finish, a.err, len(want.ids), want.finish)
 	}
-	if s := <-stuck; s.err != nil || (s.finish != backend.FinishLength && s.finish != backend.FinishStop) {
-		t.Errorf("the request beside it: %v, finish %q", s.err, s.finish)
+}
+
+// TestKVShortMidAnswerFailsAfterItsWait: an answer short of KV memory
+// that no request beside it frees within Options.KVWait fails with
+// backend.ErrKVMemoryFull (HTTP 503, Retry-After), having sent a prefix
+// of its alone answer: never a finish reason; the request holding the
+// memory then goes on.
+func TestKVShortMidAnswerFailsAfterItsWait(t *testing.T) {
+	path := models(t)["gguf"]
+	probe := load(t, Options{Path: path})
+	per := probe.kv.BytesPerToken()
+	b := load(t, Options{Path: path, Parallel: 2, KVBudget: 400 * per, KVWait: time.Millisecond})
+	req := greedy("tell me a long story")
+	req.MaxTokens = 200
+	want := generate(t.Context(), b, req, nil)
+	b.kv.Clear()
+
+	release := make(chan struct{})
+	got, held := shortBeside(t, b, req, release)
+	a := <-got
+	close(release)
+	if !errors.Is(a.err, backend.ErrKVMemoryFull) || a.finish != "" || len(a.ids) == 0 ||
+		fmt.Sprint(a.ids) != fmt.Sprint(want.ids[:min(len(a.ids), len(want.ids))]) {
+		t.Errorf("short of KV memory past the wait: %v, finish %q after %d tokens; want ErrKVMemoryFull, no finish, a prefix of the %d alone",
+			a.err, a.finish, len(a.ids), len(want.ids))
 	}
+	if h := <-held; h.err != nil {
+		t.Errorf("the request holding the memory: %v", h.err)
+	}
+}
+
+// TestKVPressureNeverCutsAnswers: many requests at once on a KV budget
+// that holds two or three of them, greedy and constrained to a JSON
+// schema: every answer is its alone answer exactly, or an error that
+// says the memory was short (backend.ErrKVMemoryFull); never a prefix
+// ended as "length", never a schema's JSON cut short.
+func TestKVPressureNeverCutsAnswers(t *testing.T) {
+	probe := toolModel(t)
+	per := probe.kv.BytesPerToken()
+	b := toolModelWith(t, Options{Parallel: 4, KVBudget: 700 * per})
+	schema := `{"type":"object","properties":{"city":{"type":"string","maxLength":40},"note":{"type":"string","maxLength":200}},"required":["city","note"],"additionalProperties":false}`
+	v := validator(t, schema)
+	var reqs []*backend.Request
+	for i := range 8 {
+		r := greedy(fmt.Sprintf("question %d: tell me a long story about the number %d", i, i*7))
+		r.MaxTokens = 240
+		if i%2 == 1 {
+			r.Format = &backend.Format{Type: backend.FormatSchema, Schema: json.RawMessage(schema)}
+			r.MaxTokens = 0 // the schema bounds it
+		}
+		reqs = append(reqs, r)
+	}
+	want := make([]answer, len(reqs))
+	for i, r := range reqs {
+		if want[i] = generate(t.Context(), b, r, nil); want[i].err != nil {
+			t.Fatalf("request %d alone: %v", i, want[i].err)
+		}
+		if r.Format != nil {
+			if err := validate(v, want[i].text); err != nil {
+				t.Fatalf("request %d alone: %q: %v", i, want[i].text, err)
+			}
+		}
+	}
+	b.kv.Clear()
+
+	got := make([]answer, len(reqs))
+	var wg sync.WaitGroup
+	for i, r := range reqs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i] = generate(t.Context(), b, r, nil)
+		}()
+	}
+	wg.Wait()
+	refused := 0
+	for i, g := range got {
+		w := want[i]
+		switch {
+		case g.err != nil:
+			refused++
+			if !errors.Is(g.err, backend.ErrKVMemoryFull) || g.finish != "" {
+				t.Errorf("request %d beside others: %v (finish %q); want its alone answer or ErrKVMemoryFull", i, g.err, g.finish)
+			}
+		case g.text != w.text || g.finish != w.finish:
+			t.Errorf("request %d beside others: %d tokens, finish %q; alone %d tokens, %q", i, len(g.ids), g.finish, len(w.ids), w.finish)
+		}
+		if g.err == nil && reqs[i].Format != nil {
+			if err := validate(v, g.text); err != nil {
+				t.Errorf("request %d's JSON beside others: %q: %v", i, g.text, err)
+			}
+		}
+	}
+	t.Logf("%d of %d refused for KV memory, the others answered as alone", refused, len(reqs))
 }
 
 // TestEmbedBesideAStream: embeddings asked while an answer streams (its
@@ -192,4 +300,13 @@ func TestSharedSystemPromptComputedOnce(t *testing.T) {
 	if after.Shared != mid.Shared {
 		t.Errorf("a prompt of another cache scope copied %d tokens from the stream beside", after.Shared-mid.Shared)
 	}
+}
+
+// validate checks text against the schema v.
+func validate(v *jsonschema.Schema, text string) error {
+	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(text))
+	if err != nil {
+		return fmt.Errorf("not JSON: %w", err)
+	}
+	return v.Validate(inst)
 }

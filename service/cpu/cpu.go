@@ -14,11 +14,13 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/npuchat/npuchat/engine"
 	"github.com/npuchat/npuchat/engine/chat"
 	"github.com/npuchat/npuchat/engine/grammar"
 	"github.com/npuchat/npuchat/engine/tokenizer"
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/service/backend"
 )
 
@@ -79,7 +81,24 @@ type Options struct {
 	// tokens ahead (engine.Decoder), off or "" decodes plainly (the
 	// default until the worst case is measured on a quiet machine).
 	Speculative engine.Speculative
+	// KVWait bounds how long a prompt or an answer short of KV memory
+	// waits for the requests beside it to free some before it fails
+	// with backend.ErrKVMemoryFull (0: DefaultKVWait).
+	KVWait time.Duration
+	// MaxEmbedTokens bounds the tokens of one embeddings request, all
+	// its inputs together (0: DefaultMaxEmbedTokens).
+	MaxEmbedTokens int
 }
+
+// DefaultKVWait is how long a request short of KV memory waits for the
+// requests beside it by default.
+const DefaultKVWait = 30 * time.Second
+
+// DefaultMaxEmbedTokens is the most tokens one embeddings request may
+// take, all its inputs together: 256 inputs of 3,900 tokens held a place
+// of the engine for over 5 minutes. A client with more splits them over
+// several requests, which take turns with everyone else's.
+const DefaultMaxEmbedTokens = 16384
 
 // DefaultParallel is the most requests answered at once by default.
 const DefaultParallel = 4
@@ -261,7 +280,7 @@ func (b *Backend) CacheStats() backend.CacheStats {
 func New(opts Options) *Backend { return &Backend{opts: opts} }
 
 // Kind implements backend.Backend.
-func (b *Backend) Kind() backend.Kind { return backend.CPU }
+func (b *Backend) Kind() enginekind.Kind { return enginekind.CPU }
 
 // Load implements backend.Backend: it maps the weights and reads the
 // tokenizer and chat template next to them (or inside a GGUF file).
@@ -340,7 +359,7 @@ func (b *Backend) Load(ctx context.Context, progress func(backend.Progress)) err
 	}
 	b.model, b.tok, b.tcfg, b.tmpl = m, tok, tcfg, tmpl
 	b.kv, b.disk, b.maxCtx, b.maxTokenBytes = kv, disk, sess.MaxContext(), longest
-	b.sched, b.run = m.NewScheduler(engine.SchedulerOptions{}), newRunners(parallel, kv, sess)
+	b.sched, b.run = m.NewScheduler(engine.SchedulerOptions{}), newRunners(parallel, kv, sess, b.opts.KVWait)
 	b.cache.Store(&cacheRefs{kv, disk})
 	b.mu.Unlock()
 	if oldErr != nil && b.opts.Log != nil {
@@ -542,7 +561,7 @@ func renderOpts(b *Backend, req *backend.Request) chat.RenderOptions {
 func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(backend.Token) error) (res backend.Result, err error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	res.Backend = backend.CPU
+	res.Backend = enginekind.CPU
 	if b.model == nil {
 		return res, backend.ErrNotLoaded
 	}

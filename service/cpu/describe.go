@@ -10,6 +10,7 @@ import (
 	"github.com/npuchat/npuchat/engine/chat"
 	"github.com/npuchat/npuchat/engine/gguf"
 	"github.com/npuchat/npuchat/engine/mmapfile"
+	"github.com/npuchat/npuchat/safefile"
 	"github.com/npuchat/npuchat/service/backend"
 )
 
@@ -26,7 +27,7 @@ func Describe(path string) (backend.ModelInfo, error) {
 	}
 	file := path
 	if fi.IsDir() {
-		if b, err := os.ReadFile(filepath.Join(path, "config.json")); err == nil {
+		if b, err := safefile.ReadFile(filepath.Join(path, "config.json"), maxConfigBytes); err == nil {
 			var c struct {
 				ModelType    string   `json:"model_type"`
 				MaxPositions int      `json:"max_position_embeddings"`

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -78,8 +79,11 @@ func openDiskCache(dir string, limit int64, m *engine.Model, identity string, lo
 	d := &diskCache{dir: dir, limit: limit, identity: identity, m: m, log: log}
 	names, _ := filepath.Glob(filepath.Join(dir, "*.kv"))
 	for _, p := range names {
-		f, err := os.Open(p)
+		f, err := engine.OpenKVFile(p)
 		if err != nil {
+			// a FIFO or a folder named like a KV file: not one, never
+			// waited for
+			log.Warn("KV disk cache: ignoring a file", "path", p, "err", err)
 			continue
 		}
 		h, tokens, err := m.ReadKVHeader(f, identity)
@@ -290,8 +294,11 @@ func (d *diskCache) lookup(scope string, prompt []int, inMemory int) *engine.Sto
 	if best == "" {
 		return nil
 	}
-	f, err := os.Open(best)
+	f, err := engine.OpenKVFile(best)
 	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) { // gone (deleted with its chat) is not news
+			d.log.Warn("KV disk cache: ignoring a file", "path", best, "err", err)
+		}
 		d.forget(best)
 		return nil
 	}
@@ -338,8 +345,11 @@ func (d *diskCache) warm(tag string, kv *engine.KVCache, insert func(*engine.Sto
 	if best == nil || kv.Match(e.scope, e.tokens)+diskWorth > len(e.tokens) {
 		return false
 	}
-	f, err := os.Open(e.path)
+	f, err := engine.OpenKVFile(e.path)
 	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) { // gone (deleted with its chat) is not news
+			d.log.Warn("KV disk cache: ignoring a file", "path", e.path, "err", err)
+		}
 		d.forget(e.path)
 		return false
 	}

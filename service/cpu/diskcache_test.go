@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -354,5 +355,58 @@ func TestWarmCacheOnOpen(t *testing.T) {
 	c.ForgetCache("chat-1")
 	if c.warm("chat-1") || c.CacheStats().Sequences != 0 {
 		t.Error("a forgotten chat was warmed")
+	}
+}
+
+// TestKVDiskCacheFileChangedUnderAnAnswer: a chat's KV file read into
+// memory when the chat is opened (after a restart), then overwritten in
+// place by another process before the chat's next message, changes
+// nothing: the message, computed on from what was read, answers exactly
+// as a backend without a disk cache does.
+func TestKVDiskCacheFileChangedUnderAnAnswer(t *testing.T) {
+	path := models(t)["gguf"]
+	dir := t.TempDir()
+	chat := diskChat()
+	chat.CacheTag = "chat-1"
+	chat.MaxTokens = 24
+	first := load(t, Options{Path: path, KVDir: dir})
+	if _, _, _, err := run(t, first, chat); err != nil {
+		t.Fatal(err)
+	}
+	first.Unload(t.Context())
+	files := kvFiles(t, dir)
+	if len(files) != 1 {
+		t.Fatalf("%d KV files, want 1", len(files))
+	}
+	want, _, _, err := run(t, load(t, Options{Path: path}), chat)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	b := load(t, Options{Path: path, KVDir: dir})
+	if !b.warm("chat-1") {
+		t.Fatal("the chat's KV file was not read when the chat was opened")
+	}
+	f, err := os.OpenFile(files[0], os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// all but the head: values far out of range (0x7b7b7b7b is 1.3e36 as
+	// a float32)
+	if _, err := f.WriteAt(bytes.Repeat([]byte{0x7b}, int(fi.Size()-4096)), 4096); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	got, _, res, err := run(t, b, chat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want || res.CachedTokens != res.PromptTokens-1 {
+		t.Errorf("after the KV file was overwritten: %q, %d of %d prompt tokens from the cache; want %q, all but the last from memory",
+			got, res.CachedTokens, res.PromptTokens, want)
 	}
 }

@@ -14,7 +14,9 @@ import (
 // they were. It takes one of the places of the requests answered at
 // once (Parallel), and the scheduler computes its tokens in chunks
 // beside the running answers, in turn with their prompts: it neither
-// waits for them nor holds them up.
+// waits for them nor holds them up. The inputs together may take at most
+// Options.MaxEmbedTokens tokens (DefaultMaxEmbedTokens): more is
+// refused, before anything is computed, with an error that says so.
 func (b *Backend) Embed(ctx context.Context, inputs []string) ([][]float32, int, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
@@ -26,7 +28,13 @@ func (b *Backend) Embed(ctx context.Context, inputs []string) ([][]float32, int,
 		return nil, 0, err
 	}
 	defer b.run.leave(sess)
-	out := make([][]float32, 0, len(inputs))
+	// Every input is tokenized first, so that a request over the limit
+	// is refused before anything is computed.
+	limit := b.opts.MaxEmbedTokens
+	if limit <= 0 {
+		limit = DefaultMaxEmbedTokens
+	}
+	all := make([][]int, 0, len(inputs))
 	tokens := 0
 	for i, in := range inputs {
 		if len(in) > b.maxCtx*b.maxTokenBytes {
@@ -42,6 +50,14 @@ func (b *Backend) Embed(ctx context.Context, inputs []string) ([][]float32, int,
 		if len(ids) > b.maxCtx {
 			return nil, 0, fmt.Errorf("input %d is %d tokens, more than the context of %d: %w", i, len(ids), b.maxCtx, backend.ErrPromptTooLong)
 		}
+		tokens += len(ids)
+		if tokens > limit {
+			return nil, 0, fmt.Errorf("the inputs up to input %d are %d tokens, more than the %d one embeddings request may take; send them in several requests: %w", i, tokens, limit, backend.ErrBadRequest)
+		}
+		all = append(all, ids)
+	}
+	out := make([][]float32, 0, len(inputs))
+	for i, ids := range all {
 		q := b.sched.Join(b.model.NewSession(len(ids)))
 		v, err := q.Embed(ctx, ids)
 		q.Leave()
@@ -49,7 +65,6 @@ func (b *Backend) Embed(ctx context.Context, inputs []string) ([][]float32, int,
 			return nil, 0, fmt.Errorf("embed input %d: %w", i, err)
 		}
 		out = append(out, v)
-		tokens += len(ids)
 	}
 	return out, tokens, nil
 }

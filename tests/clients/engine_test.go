@@ -10,6 +10,7 @@ import (
 	"github.com/openai/openai-go/v3"
 
 	"github.com/npuchat/npuchat/engine/testmodel"
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/cpu"
@@ -30,7 +31,7 @@ func startEngineServer(t *testing.T) *webtest.Server {
 		t.Fatal(err)
 	}
 	return webtest.Start(t, webtest.Config{
-		NewBackend: func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
+		NewBackend: func(_ context.Context, model string, kind enginekind.Kind) (backend.Backend, error) {
 			return cpu.New(cpu.Options{Path: dir, Name: model, Threads: 2, SkipQKNorm: true}), nil
 		},
 		Service: service.Options{KeepAlive: -1},

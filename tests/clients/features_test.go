@@ -15,6 +15,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/npuchat/npuchat/engine/testmodel"
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/backend/fake"
@@ -221,7 +222,7 @@ func startToolEngine(t *testing.T) *webtest.Server {
 		t.Fatal(err)
 	}
 	return webtest.Start(t, webtest.Config{
-		NewBackend: func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
+		NewBackend: func(_ context.Context, model string, kind enginekind.Kind) (backend.Backend, error) {
 			return cpu.New(cpu.Options{Path: dir, Name: model, Threads: 2}), nil
 		},
 		Service: service.Options{KeepAlive: -1},

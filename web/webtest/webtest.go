@@ -8,12 +8,15 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/backend/fake"
+	"github.com/npuchat/npuchat/service/servicetest"
 	"github.com/npuchat/npuchat/web"
 )
 
@@ -37,20 +40,20 @@ type Server struct {
 // small generated model).
 type Config struct {
 	Fake       fake.Options
-	NewBackend func(ctx context.Context, model string, kind backend.Kind) (backend.Backend, error)
+	NewBackend func(ctx context.Context, model string, kind enginekind.Kind) (backend.Backend, error)
 	Web        web.Options
 	Service    service.Options
 	// Models are the served models; default one, "minicpm5:2b", with
 	// the alias "MiniCPM5-2B-NPU2".
-	Models []service.Entry
+	Models []servicetest.Entry
 }
 
 // Start starts a server; it stops when the test ends.
 func Start(t testing.TB, cfg Config) *Server {
 	t.Helper()
-	reg := &service.Registry{}
+	reg := &servicetest.Registry{}
 	if len(cfg.Models) == 0 {
-		cfg.Models = []service.Entry{{
+		cfg.Models = []servicetest.Entry{{
 			Desc: service.ModelDesc{Name: "minicpm5:2b", Installed: true, Family: "llama", ParameterSize: "2B", Quantization: "Q4_1",
 				Format: "q4nx", Size: 2023518368, ContextLength: 4096},
 			Aliases: []string{"MiniCPM5-2B-NPU2"},
@@ -63,11 +66,11 @@ func Start(t testing.TB, cfg Config) *Server {
 	mo := cfg.Service
 	mo.Resolve, mo.Models = reg.Resolve, reg.Models
 	if mo.Engines == nil {
-		mo.Engines = func(string) []backend.Kind { return []backend.Kind{backend.CPU} }
+		mo.Engines = func(string) []enginekind.Kind { return []enginekind.Kind{enginekind.CPU} }
 	}
 	mo.NewBackend = cfg.NewBackend
 	if mo.NewBackend == nil {
-		mo.NewBackend = func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
+		mo.NewBackend = func(_ context.Context, model string, kind enginekind.Kind) (backend.Backend, error) {
 			fo := cfg.Fake
 			fo.Name, fo.Kind = model, kind
 			b := fake.New(fo)
@@ -126,7 +129,7 @@ func Login(base, link string) (string, error) {
 	}
 	resp.Body.Close()
 	for _, c := range resp.Cookies() {
-		if c.Name == "npuchat_session" {
+		if strings.HasPrefix(c.Name, web.SessionCookiePrefix) {
 			return c.Name + "=" + c.Value, nil
 		}
 	}

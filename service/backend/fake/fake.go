@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/service/backend"
 )
 
@@ -31,7 +32,7 @@ type Options struct {
 	// first token).
 	FailAfter int
 	FailErr   error
-	Kind      backend.Kind // Kind() result (default backend.Fake)
+	Kind      enginekind.Kind // Kind() result (default enginekind.Fake)
 	// Capabilities are what the fake says it can do (default: completion
 	// only); requests for anything else are refused as a real backend
 	// refuses them (backend.CheckSupported).
@@ -75,13 +76,13 @@ func New(opts Options) *Backend {
 		opts.ContextLength = 4096
 	}
 	if opts.Kind == "" {
-		opts.Kind = backend.Fake
+		opts.Kind = enginekind.Fake
 	}
 	return &Backend{opts: opts}
 }
 
 // Kind implements backend.Backend.
-func (b *Backend) Kind() backend.Kind { return b.opts.Kind }
+func (b *Backend) Kind() enginekind.Kind { return b.opts.Kind }
 
 // Load implements backend.Backend.
 func (b *Backend) Load(ctx context.Context, progress func(backend.Progress)) error {

@@ -35,6 +35,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/service/backend"
 )
 
@@ -53,8 +54,8 @@ type Options struct {
 	// timeout (answers stream for minutes), since cancellation comes from
 	// the context.
 	HTTPClient *http.Client
-	// Kind is what Kind returns; empty means backend.Remote.
-	Kind backend.Kind
+	// Kind is what Kind returns; empty means enginekind.Remote.
+	Kind enginekind.Kind
 	// Info describes the model for Info; Name defaults to Model and Format
 	// to "remote".
 	Info backend.ModelInfo
@@ -81,7 +82,7 @@ type Client struct {
 	base   string // ends in "/v1", no trailing slash
 	apiKey string
 	http   *http.Client
-	kind   backend.Kind
+	kind   enginekind.Kind
 	info   backend.ModelInfo
 
 	mu       sync.Mutex
@@ -117,7 +118,7 @@ func New(opts Options) (*Client, error) {
 		c.http = &http.Client{}
 	}
 	if c.kind == "" {
-		c.kind = backend.Remote
+		c.kind = enginekind.Remote
 	}
 	if c.info.Format == "" {
 		c.info.Format = "remote"
@@ -154,7 +155,7 @@ func normalizeBase(raw string) (string, error) {
 func (c *Client) BaseURL() string { return c.base }
 
 // Kind names the backend ("remote" unless Options.Kind said otherwise).
-func (c *Client) Kind() backend.Kind { return c.kind }
+func (c *Client) Kind() enginekind.Kind { return c.kind }
 
 // Model is the upstream model name in use (known after Load when
 // Options.Model was empty).
@@ -177,7 +178,7 @@ func (c *Client) Info() backend.ModelInfo {
 	}
 	if info.Capabilities == nil {
 		info.Capabilities = []string{backend.CapCompletion}
-		if c.kind == backend.Remote {
+		if c.kind == enginekind.Remote {
 			info.Capabilities = remoteCapabilities
 		}
 	}

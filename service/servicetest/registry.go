@@ -1,19 +1,25 @@
-package service
+// Package servicetest is a fixed model list for tests of the service
+// and the layers over it (web, gui): a Registry gives a Manager its
+// Options.Resolve and Options.Models without the model library. The
+// program's models come from models/library alone; this fake resolves
+// names by the same rules (names and aliases, a family without a tag).
+package servicetest
 
 import (
 	"fmt"
 	"strings"
 	"sync"
+
+	"github.com/npuchat/npuchat/service"
 )
 
-// Entry is a model the service can serve: a catalog model or a local
-// file or folder given on the command line.
+// Entry is a model the fake serves.
 type Entry struct {
-	Desc    ModelDesc
+	Desc    service.ModelDesc
 	Aliases []string // other names clients may use (case-insensitive)
-	// Refresh, when set, recomputes Desc (installed or not, size) each
-	// time the model list is read, so that an install shows at once.
-	Refresh func() ModelDesc
+	// Refresh, when set, recomputes Desc (installed or not) each time
+	// the list is read.
+	Refresh func() service.ModelDesc
 }
 
 // Registry resolves model names to entries. It is safe for concurrent use.
@@ -92,13 +98,13 @@ func (r *Registry) Resolve(name string) (string, error) {
 		names = append(names, e.Desc.Name)
 	}
 	if len(names) == 0 {
-		return "", fmt.Errorf("model %q: %w (no models are configured)", name, ErrUnknownModel)
+		return "", fmt.Errorf("model %q: %w (no models are configured)", name, service.ErrUnknownModel)
 	}
-	return "", fmt.Errorf("model %q: %w; available: %s", name, ErrUnknownModel, strings.Join(names, ", "))
+	return "", fmt.Errorf("model %q: %w; available: %s", name, service.ErrUnknownModel, strings.Join(names, ", "))
 }
 
 // desc is the entry's description now.
-func (e *Entry) desc() ModelDesc {
+func (e *Entry) desc() service.ModelDesc {
 	if e.Refresh != nil {
 		return e.Refresh()
 	}
@@ -106,10 +112,10 @@ func (e *Entry) desc() ModelDesc {
 }
 
 // Models lists every entry's description.
-func (r *Registry) Models() []ModelDesc {
+func (r *Registry) Models() []service.ModelDesc {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	out := make([]ModelDesc, 0, len(r.entries))
+	out := make([]service.ModelDesc, 0, len(r.entries))
 	for _, e := range r.entries {
 		if e.Refresh != nil {
 			out = append(out, e.Refresh())
