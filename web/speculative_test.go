@@ -13,6 +13,7 @@ import (
 
 	"github.com/npuchat/npuchat/engine"
 	"github.com/npuchat/npuchat/engine/testmodel"
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/history"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
@@ -57,7 +58,7 @@ func specServer(t *testing.T, setting engine.Speculative) (ts *webtest.Server, l
 	}
 	log = &lockedLog{}
 	ts = webtest.Start(t, webtest.Config{
-		NewBackend: func(_ context.Context, model string, _ backend.Kind) (backend.Backend, error) {
+		NewBackend: func(_ context.Context, model string, _ enginekind.Kind) (backend.Backend, error) {
 			return cpu.New(cpu.Options{Path: path, Name: model, Threads: 1, Speculative: setting}), nil
 		},
 		Service: service.Options{KeepAlive: -1, Logger: slog.New(slog.NewTextHandler(log, nil))},
