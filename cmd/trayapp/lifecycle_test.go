@@ -387,7 +387,11 @@ func TestTrayStopsWithinFiveSecondsMidAnswer(t *testing.T) {
 		t.Fatalf("SIGTERM mid-answer took %v", took)
 	}
 
-	again := d.start(t, exe, args...)
+	// Restarted on the same port, as a person's server is (the session
+	// cookie is named for the port: a server on another port would not
+	// take it).
+	port := url[strings.LastIndex(url, ":")+1:]
+	again := d.start(t, exe, append([]string{"--addr", "127.0.0.1:" + port}, args[2:]...)...)
 	url = again.url(t)
 	var msgs struct {
 		Messages []struct {
