@@ -3,13 +3,11 @@ package flm
 import (
 	"time"
 
-	"github.com/npuchat/npuchat/npu/childproc"
+	"github.com/npuchat/npuchat/npu/childserver"
 )
 
 // child is one running `flm serve` process.
 type child struct {
-	*childproc.Process
-	port    int
-	logSeq  uint64 // the log line count when it started
+	*childserver.Server
 	readyAt time.Time
 }

@@ -33,20 +33,20 @@
 package flm
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/npuchat/npuchat/npu/childproc"
+	"github.com/npuchat/npuchat/npu/childserver"
 	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/backend/oaicompat"
 )
@@ -65,7 +65,7 @@ type Options struct {
 	// FLM_CONFIG_PATH, FLM_XCLBIN_PATH and FLM_MODEL_PATH.
 	Env []string
 	// ContextLength, when > 0, is passed as --ctx-len (FLM raises it to at
-	// least 512 and rounds it up to a power of two: ServedContext). When
+	// least 512 and rounds it up to a power of two: childserver.ServedContext). When
 	// 0, FLM serves the model's default_context_length from its
 	// model_list.json entry, which Info.ContextLength should give.
 	ContextLength int
@@ -209,20 +209,10 @@ func (b *Backend) Info() backend.ModelInfo {
 		info.Format = "q4nx"
 	}
 	if b.opts.ContextLength > 0 {
-		info.ContextLength = ServedContext(b.opts.ContextLength)
+		info.ContextLength = childserver.ServedContext(b.opts.ContextLength)
 	}
 	info.Capabilities = Capabilities()
 	return info
-}
-
-// ServedContext is the context FLM serves for --ctx-len n: at least 512,
-// rounded up to a power of two (FLM's docs/cli.md; research/flm.md §4).
-func ServedContext(n int) int {
-	c := 512
-	for c < n {
-		c *= 2
-	}
-	return c
 }
 
 // Capabilities is what the backend does with any model: plain
@@ -253,7 +243,7 @@ func (b *Backend) BaseURL() string {
 	if b.cur == nil {
 		return ""
 	}
-	return "http://127.0.0.1:" + strconv.Itoa(b.cur.port)
+	return b.cur.URL("")
 }
 
 // RecentLog returns up to n of the child's last output lines.
@@ -316,27 +306,11 @@ func (b *Backend) lastErrOr() error {
 // meantime), it tries once more with another port.
 func (b *Backend) launch(ctx context.Context, progress func(backend.Progress), attempt int) (*child, *oaicompat.Client, error) {
 	c, client, err := b.launchOnce(ctx, progress, attempt)
-	var pe *ProcessError
-	if err != nil && errors.As(err, &pe) && pe.Exited && portConflict(pe.Log) && ctx.Err() == nil {
+	if childserver.PortTaken(err) && ctx.Err() == nil {
 		b.log.Note("the port was taken; trying another")
 		return b.launchOnce(ctx, progress, attempt)
 	}
 	return c, client, err
-}
-
-// portConflict says whether a child's last output says its port was taken.
-func portConflict(lines []string) bool {
-	return logSays(lines, "address already in use") || logSays(lines, "only one usage of each socket address")
-}
-
-// logSays says whether one of lines contains what (lower case).
-func logSays(lines []string, what string) bool {
-	for _, l := range lines {
-		if strings.Contains(strings.ToLower(l), what) {
-			return true
-		}
-	}
-	return false
 }
 
 // launchOnce starts one child and waits until it is ready.
@@ -346,47 +320,30 @@ func (b *Backend) launchOnce(ctx context.Context, progress func(backend.Progress
 			progress(p)
 		}
 	}
-	port, err := freePort()
-	if err != nil {
-		return nil, nil, fmt.Errorf("start FastFlowLM: %w", err)
-	}
-	// --cors 0: FLM answers CORS preflights with "*" by default, which would
-	// let any web page drive the NPU on this private port; NPU Chat's own
-	// server is the one that faces browsers.
-	args := []string{"serve", b.opts.Model, "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--cors", "0", "--quiet"}
-	if b.opts.ContextLength > 0 {
-		args = append(args, "--ctx-len", strconv.Itoa(b.opts.ContextLength))
-	}
-	cmd := exec.Command(b.opts.Executable, args...)
 	env := b.opts.BaseEnv
 	if env == nil {
 		env = os.Environ()
 	}
-	// FLM checks GitHub for a newer version at every serve unless told not
-	// to (its README); NPU Chat pins the version it runs. Options.Env,
-	// coming after, can override it.
-	cmd.Env = append(append(append([]string(nil), env...), "FLM_DISABLE_UPDATE_CHECK=1"), b.opts.Env...)
-	cmd.Stdout, cmd.Stderr = b.log, b.log
-	cmd.WaitDelay = 2 * time.Second // do not wait long for pipes held by grandchildren
-
 	report(backend.Progress{Stage: "starting FastFlowLM"})
-	seq := b.log.Seq()
-	b.log.Note(fmt.Sprintf("starting %s %s", b.opts.Executable, strings.Join(args, " ")))
-	p, err := childproc.Start(cmd)
+	s, err := childserver.Start(childserver.Spec{
+		Name: "FastFlowLM", Command: "flm serve " + b.opts.Model, Executable: b.opts.Executable,
+		Args: b.serveArgs, Log: b.log, Missing: "is FastFlowLM installed?",
+		// FLM checks GitHub for a newer version at every serve unless told
+		// not to (its README); NPU Chat pins the version it runs.
+		// Options.Env, coming after, can override it.
+		Env: append(append(append([]string(nil), env...), "FLM_DISABLE_UPDATE_CHECK=1"), b.opts.Env...),
+	})
 	if err != nil {
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			return nil, nil, fmt.Errorf("start FastFlowLM: %s not found (is FastFlowLM installed?): %w", b.opts.Executable, err)
-		}
-		return nil, nil, fmt.Errorf("start FastFlowLM %s: %w", b.opts.Executable, err)
+		return nil, nil, err
 	}
-	c := &child{Process: p, port: port, logSeq: seq}
+	c := &child{Server: s}
 	b.mu.Lock()
 	b.cur = c // so that PID and Unload see a child that is still starting
 	b.mu.Unlock()
 	b.setState(Event{State: StateStarting, PID: c.PID, Attempt: attempt})
 
 	fail := func(err error) (*child, *oaicompat.Client, error) {
-		b.stopChild(context.Background(), c)
+		c.Stop(context.Background(), b.opts.StopGrace)
 		b.mu.Lock()
 		if b.cur == c {
 			b.cur = nil
@@ -394,16 +351,26 @@ func (b *Backend) launchOnce(ctx context.Context, progress func(backend.Progress
 		b.mu.Unlock()
 		return nil, nil, err
 	}
-	if err := b.waitReady(ctx, c, report); err != nil {
+	wait := childserver.Wait{Timeout: b.opts.StartTimeout, PollInterval: b.opts.PollInterval, Progress: func(elapsed time.Duration) {
+		report(backend.Progress{
+			Stage: fmt.Sprintf("loading %s on the NPU (%ds)", b.opts.Model, int(elapsed.Seconds())),
+			Done:  int64(elapsed / time.Second), Total: int64(b.opts.StartTimeout / time.Second),
+		})
+	}}
+	// Ready when GET /api/tags answers 200.
+	if err := c.WaitReady(ctx, wait, func(ctx context.Context) (bool, error) {
+		_, ok := childserver.Get(ctx, b.http, c.URL("/api/tags"), 2*time.Second)
+		return ok, nil
+	}); err != nil {
 		var pe *ProcessError
-		if errors.As(err, &pe) && logSays(pe.Log, "model not found") {
+		if errors.As(err, &pe) && childserver.LogSays(pe.Log, "model not found") {
 			// Not a device failure: FLM's list lacks the tag (v0.9.45 exits).
-			err = fmt.Errorf("FastFlowLM does not know model %q: is it in the model_list.json that FLM_CONFIG_PATH names? %s", b.opts.Model, pe.msg)
+			err = fmt.Errorf("FastFlowLM does not know model %q: is it in the model_list.json that FLM_CONFIG_PATH names? %s", b.opts.Model, pe.Message)
 		}
 		return fail(err)
 	}
 	client, err := oaicompat.New(oaicompat.Options{
-		BaseURL: "http://127.0.0.1:" + strconv.Itoa(port), Model: b.opts.Model,
+		BaseURL: c.URL(""), Model: b.opts.Model,
 		HTTPClient: b.http, Kind: backend.NPU, Info: b.Info(), IdleTimeout: max(b.opts.IdleTimeout, 0),
 		// FLM's /v1/models says no context: the one it serves is known here
 		ContextLength: b.Info().ContextLength, Count: b.opts.Count,
@@ -423,89 +390,21 @@ func (b *Backend) launchOnce(ctx context.Context, progress func(backend.Progress
 	return c, client, nil
 }
 
-// waitReady polls GET /api/tags until it answers 200, the child exits,
-// the start timeout passes or ctx is cancelled.
-func (b *Backend) waitReady(ctx context.Context, c *child, report func(backend.Progress)) error {
-	start := time.Now()
-	deadline := time.NewTimer(b.opts.StartTimeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(b.opts.PollInterval)
-	defer tick.Stop()
-	url := "http://127.0.0.1:" + strconv.Itoa(c.port) + "/api/tags"
-	for {
-		select {
-		case <-c.Done():
-			return b.processError("exited while starting", c, nil)
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-deadline.C:
-			return b.processError(fmt.Sprintf("did not answer within %v", b.opts.StartTimeout), c, nil)
-		case <-tick.C:
-		}
-		if b.ping(ctx, url) {
-			return nil
-		}
-		elapsed := time.Since(start)
-		report(backend.Progress{
-			Stage: fmt.Sprintf("loading %s on the NPU (%ds)", b.opts.Model, int(elapsed.Seconds())),
-			Done:  int64(elapsed / time.Second), Total: int64(b.opts.StartTimeout / time.Second),
-		})
+// serveArgs are flm's arguments for serving on port. --cors 0: FLM
+// answers CORS preflights with "*" by default, which would let any web
+// page drive the NPU on this private port; NPU Chat's own server is the
+// one that faces browsers.
+func (b *Backend) serveArgs(port int) []string {
+	args := []string{"serve", b.opts.Model, "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--cors", "0", "--quiet"}
+	if b.opts.ContextLength > 0 {
+		args = append(args, "--ctx-len", strconv.Itoa(b.opts.ContextLength))
 	}
-}
-
-// ping says whether url answers 200.
-func (b *Backend) ping(ctx context.Context, url string) bool {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return false
-	}
-	resp, err := b.http.Do(req)
-	if err != nil {
-		return false
-	}
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
-}
-
-// processError describes a failure of the child with its last output. It
-// wraps backend.ErrDeviceFailed: the process serving the model failed.
-func (b *Backend) processError(what string, c *child, cause error) error {
-	lines := b.log.Since(c.logSeq, 12)
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "FastFlowLM (flm serve %s, pid %d) %s", b.opts.Model, c.PID, what)
-	if c.Exited() {
-		fmt.Fprintf(&sb, " (%s)", c.ExitStatus())
-	}
-	if cause != nil {
-		fmt.Fprintf(&sb, ": %v", cause)
-	}
-	if len(lines) > 0 {
-		sb.WriteString("; its last output:\n\t" + strings.Join(lines, "\n\t"))
-	}
-	return &ProcessError{msg: sb.String(), Log: lines, Exited: c.Exited(), Cause: cause}
+	return args
 }
 
 // ProcessError is a failure of the `flm serve` process: it exited while
 // starting, never answered, or died. It wraps backend.ErrDeviceFailed.
-type ProcessError struct {
-	msg    string
-	Log    []string // the child's last output lines
-	Exited bool     // the process had exited
-	Cause  error    // the request's own error, when a request failed
-}
-
-func (e *ProcessError) Error() string { return e.msg }
-
-// Unwrap returns backend.ErrDeviceFailed and the cause.
-func (e *ProcessError) Unwrap() []error {
-	if e.Cause != nil {
-		return []error{backend.ErrDeviceFailed, e.Cause}
-	}
-	return []error{backend.ErrDeviceFailed}
-}
+type ProcessError = childserver.ProcessError
 
 // supervise restarts the child when it dies, until ctx is cancelled.
 func (b *Backend) supervise(ctx context.Context, c *child, done chan struct{}) {
@@ -517,7 +416,7 @@ func (b *Backend) supervise(ctx context.Context, c *child, done chan struct{}) {
 			return
 		case <-c.Done():
 		}
-		crash := b.processError("exited", c, nil)
+		crash := c.Error("exited", nil)
 		b.mu.Lock()
 		if b.stopping {
 			b.mu.Unlock()
@@ -590,7 +489,7 @@ func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(
 	case state == StateStopped:
 		return backend.Result{}, fmt.Errorf("FastFlowLM %s: %w", b.opts.Model, backend.ErrNotLoaded)
 	case state == StateFailed:
-		return backend.Result{}, fmt.Errorf("FastFlowLM %s is down: %w", b.opts.Model, errOr(lastErr, backend.ErrDeviceFailed))
+		return backend.Result{}, fmt.Errorf("FastFlowLM %s is down: %w", b.opts.Model, cmp.Or(lastErr, backend.ErrDeviceFailed))
 	case client == nil || state != StateReady:
 		return backend.Result{}, fmt.Errorf("FastFlowLM %s is not ready (%s): %w", b.opts.Model, state, backend.ErrDeviceFailed)
 	}
@@ -610,19 +509,12 @@ func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(
 		}
 	}
 	if c.Exited() {
-		return res, b.processError("died during the request", c, err)
+		return res, c.Error("died during the request", err)
 	}
 	if lines := b.log.Since(seq, 8); len(lines) > 0 {
 		return res, fmt.Errorf("FastFlowLM %s on the NPU: %w; its output during the request:\n\t%s", b.opts.Model, err, strings.Join(lines, "\n\t"))
 	}
 	return res, fmt.Errorf("FastFlowLM %s on the NPU: %w", b.opts.Model, err)
-}
-
-func errOr(err, def error) error {
-	if err != nil {
-		return err
-	}
-	return def
 }
 
 // Unload stops the child: SIGINT, SIGTERM, then, after Options.StopGrace,
@@ -651,69 +543,13 @@ func (b *Backend) Unload(ctx context.Context) error {
 	b.mu.Unlock()
 	var err error
 	if c != nil {
-		err = b.stopChild(ctx, c)
+		err = c.Stop(ctx, b.opts.StopGrace)
 	}
 	b.setState(Event{State: StateStopped})
 	b.mu.Lock()
 	b.lastErr = nil
 	b.mu.Unlock()
 	return err
-}
-
-// stopChild ends c: SIGINT (FLM's own stop, "Press Ctrl+C to stop"),
-// SIGTERM after half of StopGrace, SIGKILL after StopGrace; on Windows a
-// kill at once.
-func (b *Backend) stopChild(ctx context.Context, c *child) error {
-	defer c.Release()
-	if c.Exited() {
-		return nil
-	}
-	wait := func(d time.Duration) bool {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-c.Done():
-			return true
-		case <-t.C:
-			return false
-		case <-ctx.Done():
-			return false
-		}
-	}
-	if err := c.Interrupt(); err != nil {
-		b.log.Note(fmt.Sprintf("could not ask flm (pid %d) to stop (%v); killing it", c.PID, err))
-	} else {
-		b.log.Note(fmt.Sprintf("asked flm (pid %d) to stop", c.PID))
-		if wait(b.opts.StopGrace / 2) {
-			return nil
-		}
-		if ctx.Err() == nil && c.Terminate() == nil && wait(b.opts.StopGrace-b.opts.StopGrace/2) {
-			return nil
-		}
-		b.log.Note(fmt.Sprintf("flm (pid %d) did not stop; killing it", c.PID))
-	}
-	if err := c.Kill(); err != nil && !c.Exited() {
-		return fmt.Errorf("kill FastFlowLM (pid %d): %w", c.PID, err)
-	}
-	t := time.NewTimer(10 * time.Second)
-	defer t.Stop()
-	select {
-	case <-c.Done():
-		return nil
-	case <-t.C:
-		return fmt.Errorf("FastFlowLM (pid %d) is still running after a kill", c.PID)
-	}
-}
-
-// freePort picks a free loopback TCP port. Another program may take it
-// before flm binds it; flm then exits at start and Load says so.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 var _ backend.Backend = (*Backend)(nil)

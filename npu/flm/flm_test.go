@@ -251,7 +251,7 @@ func TestServe(t *testing.T) {
 	}
 	waitGone(t, pid, time.Second)
 	log := s.log.String()
-	for _, want := range []string{"serve minicpm5:2b --host 127.0.0.1 --port", "--cors 0 --quiet --ctx-len 512", "Press Ctrl+C to stop", "[FLM]  Shutting down (interrupt)", "asked flm"} {
+	for _, want := range []string{"serve minicpm5:2b --host 127.0.0.1 --port", "--cors 0 --quiet --ctx-len 512", "Press Ctrl+C to stop", "[FLM]  Shutting down (interrupt)", "asked FastFlowLM (pid"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("log lacks %q:\n%s", want, log)
 		}

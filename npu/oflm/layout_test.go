@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/npuchat/npuchat/npu/oflm/oflmtest"
 )
 
 func TestNewLayout(t *testing.T) {
@@ -106,7 +108,7 @@ func TestFindKernels(t *testing.T) {
 			}
 			if tt.s.ggufMissing {
 				copyTree(t, "open_kernels", places["model"])
-				editJSONFile(t, filepath.Join(places["model"], "manifest.json"), func(m map[string]any) {
+				oflmtest.EditJSON(t, filepath.Join(places["model"], "manifest.json"), func(m map[string]any) {
 					m["gguf"] = map[string]any{"contexts": map[string]string{"dx": "gguf/dx.xclbin"}}
 				})
 			}
@@ -291,26 +293,6 @@ func TestRegisterRefuses(t *testing.T) {
 	}
 }
 
-// editJSONFile rewrites the JSON object in path through f.
-func editJSONFile(t *testing.T, path string, f func(map[string]any)) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	f(m)
-	if b, err = json.Marshal(m); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestRegisterChecksAsOflm: Register holds the folder against the kernel
 // set the way oflm does at load, with the same check the conversion
 // makes (models/oflm.CheckPack): a key the manifest's hf_config_defaults
@@ -350,8 +332,8 @@ func TestRegisterChecksAsOflm(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			inst := install(t)
 			dir := inst.layout.ModelDir(Folder)
-			editJSONFile(t, filepath.Join(inst.kernels.Dir, "manifest.json"), tt.manifest)
-			editJSONFile(t, filepath.Join(dir, "config.json"), tt.config)
+			oflmtest.EditJSON(t, filepath.Join(inst.kernels.Dir, "manifest.json"), tt.manifest)
+			oflmtest.EditJSON(t, filepath.Join(dir, "config.json"), tt.config)
 			ks, err := ReadKernelSet(inst.kernels.Dir)
 			if err != nil {
 				t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -195,5 +196,26 @@ func (c *Control) Wait(name string, n int) Event {
 		ch := c.changed
 		c.mu.Unlock()
 		<-ch
+	}
+}
+
+// EditJSON rewrites the JSON object in the file at path through edit, for
+// tests that spoil one field of a fixture (a kernel manifest, a config).
+func EditJSON(t testing.TB, path string, edit func(map[string]any)) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("edit %s: %v", path, err)
+	}
+	edit(m)
+	if b, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
