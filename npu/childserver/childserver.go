@@ -11,7 +11,9 @@
 //   - ProcessError is a failure of the child with its last output; it
 //     wraps backend.ErrDeviceFailed, so the service falls back to the CPU;
 //   - Server.Stop asks the child to stop and kills it after a grace period
-//     (at once with none).
+//     (at once with none);
+//   - Loading lets Unload cancel a Load in progress rather than wait for
+//     it (a load may take minutes).
 //
 // What each route asks of its server (arguments, readiness, error texts,
 // restarts) stays in its own package.
@@ -28,6 +30,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/npuchat/npuchat/npu/childproc"
@@ -263,6 +266,53 @@ func (s *Server) Stop(ctx context.Context, grace time.Duration) error {
 	case <-t.C:
 		return fmt.Errorf("%s (pid %d) is still running after a kill", s.name, s.PID)
 	}
+}
+
+// ErrUnloaded is why a Load ended when Unload cancelled it. It wraps
+// context.Canceled.
+var ErrUnloaded = fmt.Errorf("unloaded while it was loading: %w", context.Canceled)
+
+// Loading is the Load in progress, if any, so that Unload can cancel it:
+// a start can take minutes (the weights go to the NPU before the server
+// answers), and Unload must not wait for it. The zero value is ready.
+type Loading struct {
+	mu     sync.Mutex
+	cancel context.CancelCauseFunc
+}
+
+// Begin marks a Load in progress and returns its context, which Cancel
+// ends with ErrUnloaded; end marks the Load over. Calls to Begin must not
+// overlap (Load holds its lifecycle lock).
+func (l *Loading) Begin(ctx context.Context) (loadCtx context.Context, end func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	l.mu.Lock()
+	l.cancel = cancel
+	l.mu.Unlock()
+	return ctx, func() {
+		l.mu.Lock()
+		l.cancel = nil
+		l.mu.Unlock()
+		cancel(nil)
+	}
+}
+
+// Cancel ends the Load in progress, if any, with ErrUnloaded. The Load
+// stops the child it started and returns.
+func (l *Loading) Cancel() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cancel != nil {
+		l.cancel(ErrUnloaded)
+	}
+}
+
+// Why is the error a Load returns that failed with err under loadCtx
+// (from Begin): ErrUnloaded when Unload cancelled it, err otherwise.
+func Why(loadCtx context.Context, err error) error {
+	if err != nil && errors.Is(context.Cause(loadCtx), ErrUnloaded) {
+		return ErrUnloaded
+	}
+	return err
 }
 
 // FreePort picks a free loopback TCP port. Another program may take it

@@ -192,3 +192,38 @@ func TestServedContext(t *testing.T) {
 		}
 	}
 }
+
+// TestLoading: Cancel ends the Load in progress with ErrUnloaded, and
+// only that one.
+func TestLoading(t *testing.T) {
+	var l Loading
+	l.Cancel() // no Load: nothing happens
+	ctx, end := l.Begin(context.Background())
+	if ctx.Err() != nil {
+		t.Fatal("a new load's context is done")
+	}
+	l.Cancel()
+	<-ctx.Done()
+	failed := fmt.Errorf("wait: %w", ctx.Err())
+	if got := Why(ctx, failed); got != ErrUnloaded || !errors.Is(got, context.Canceled) {
+		t.Errorf("Why = %v, want ErrUnloaded", got)
+	}
+	if Why(ctx, nil) != nil {
+		t.Error("Why of no error")
+	}
+	end()
+
+	ctx, end = l.Begin(context.Background())
+	other := errors.New("exited while starting")
+	if ctx.Err() != nil || Why(ctx, other) != other {
+		t.Errorf("a later load: ctx %v, Why %v", ctx.Err(), Why(ctx, other))
+	}
+	end()
+	parent, cancel := context.WithCancel(context.Background())
+	ctx2, end2 := l.Begin(parent)
+	defer end2()
+	cancel()
+	if got := Why(ctx2, context.Canceled); got != context.Canceled {
+		t.Errorf("Why of the caller's own cancel = %v", got)
+	}
+}

@@ -146,7 +146,8 @@ type Backend struct {
 	log  *childproc.LogRing
 	http *http.Client
 
-	lifecycle sync.Mutex // serialises Load and Unload
+	lifecycle sync.Mutex          // serialises Load and Unload
+	loading   childserver.Loading // the Load in progress, which Unload cancels
 
 	mu       sync.Mutex
 	state    State
@@ -262,9 +263,13 @@ func (b *Backend) setState(ev Event) {
 }
 
 // Load starts `flm serve` and returns when it answers and lists the model.
+// An Unload meanwhile stops the child and makes it return
+// childserver.ErrUnloaded.
 func (b *Backend) Load(ctx context.Context, progress func(backend.Progress)) error {
 	b.lifecycle.Lock()
 	defer b.lifecycle.Unlock()
+	ctx, end := b.loading.Begin(ctx)
+	defer end()
 	b.mu.Lock()
 	if b.state != StateStopped {
 		st := b.state
@@ -279,6 +284,7 @@ func (b *Backend) Load(ctx context.Context, progress func(backend.Progress)) err
 
 	c, client, err := b.launch(ctx, progress, 0)
 	if err != nil {
+		err = childserver.Why(ctx, err)
 		b.setState(Event{State: StateStopped, Err: err})
 		return err
 	}
@@ -338,12 +344,16 @@ func (b *Backend) launchOnce(ctx context.Context, progress func(backend.Progress
 	}
 	c := &child{Server: s}
 	b.mu.Lock()
-	b.cur = c // so that PID and Unload see a child that is still starting
+	b.cur = c // so that PID sees a child that is still starting
 	b.mu.Unlock()
 	b.setState(Event{State: StateStarting, PID: c.PID, Attempt: attempt})
 
 	fail := func(err error) (*child, *oaicompat.Client, error) {
-		c.Stop(context.Background(), b.opts.StopGrace)
+		grace := b.opts.StopGrace
+		if ctx.Err() != nil {
+			grace = 0 // cancelled (by Unload, perhaps): a loading child keeps nothing
+		}
+		c.Stop(context.Background(), grace)
 		b.mu.Lock()
 		if b.cur == c {
 			b.cur = nil
@@ -518,8 +528,10 @@ func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(
 }
 
 // Unload stops the child: SIGINT, SIGTERM, then, after Options.StopGrace,
-// a kill (on Windows a kill at once). It makes a running Generate return.
+// a kill (on Windows a kill at once). It makes a running Generate return,
+// and a Load in progress: that one kills the child it was starting.
 func (b *Backend) Unload(ctx context.Context) error {
+	b.loading.Cancel()
 	b.lifecycle.Lock()
 	defer b.lifecycle.Unlock()
 	b.mu.Lock()

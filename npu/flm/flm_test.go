@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/npuchat/npuchat/npu/childserver"
 	"github.com/npuchat/npuchat/npu/flm/flmtest"
 	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/backend/oaicompat"
@@ -647,5 +649,81 @@ func orphanParent() int {
 			}()
 		}
 		wg.Wait()
+	}
+}
+
+// startGate holds fake flm processes at their start gate
+// (FAKEFLM_START_GATE): Reached says one is there; the gate never opens.
+type startGate struct {
+	ln      net.Listener
+	reached chan struct{}
+}
+
+func newStartGate(t *testing.T) *startGate {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &startGate{ln: ln, reached: make(chan struct{}, 8)}
+	var conns []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, conn)
+			mu.Unlock()
+			g.reached <- struct{}{}
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+	})
+	return g
+}
+
+func (g *startGate) env() string { return "FAKEFLM_START_GATE=" + g.ln.Addr().String() }
+
+// TestUnloadCancelsALoad: Unload does not wait for a load in progress: it
+// kills the starting child, which is held at its start gate, and returns
+// while the gate is still closed; the Load returns ErrUnloaded. (Were
+// Unload to wait for the Load, or to ask the loading child to stop and
+// wait a grace period, this test would hang: the start timeout and the
+// grace are an hour.)
+func TestUnloadCancelsALoad(t *testing.T) {
+	gate := newStartGate(t)
+	s := newSetup(t, flmtest.ModeNormal, gate.env())
+	s.opts.StartTimeout, s.opts.StopGrace = time.Hour, time.Hour
+	b, err := New(s.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded := make(chan error, 1)
+	go func() { loaded <- b.Load(context.Background(), nil) }()
+	<-gate.reached
+	pid := b.PID()
+	if pid == 0 || b.State() != StateStarting {
+		t.Fatalf("while loading: pid %d, state %s", pid, b.State())
+	}
+	if err := b.Unload(context.Background()); err != nil {
+		t.Fatalf("Unload: %v", err)
+	}
+	if alive(pid) {
+		t.Errorf("the loading child (pid %d) is alive after Unload", pid)
+	}
+	if err := <-loaded; !errors.Is(err, childserver.ErrUnloaded) || !errors.Is(err, context.Canceled) {
+		t.Errorf("Load: %v, want ErrUnloaded", err)
+	}
+	if b.PID() != 0 || b.State() != StateStopped {
+		t.Errorf("after Unload: pid %d, state %s", b.PID(), b.State())
 	}
 }

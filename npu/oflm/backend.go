@@ -97,7 +97,8 @@ type Backend struct {
 	log  *childproc.LogRing
 	http *http.Client
 
-	lifecycle sync.Mutex // serialises Load and Unload
+	lifecycle sync.Mutex          // serialises Load and Unload
+	loading   childserver.Loading // the Load in progress, which Unload cancels
 
 	mu      sync.Mutex
 	state   State
@@ -189,10 +190,13 @@ func (b *Backend) setState(ev Event) {
 
 // Load starts `oflm serve <tag>` and returns when its port answers and
 // GET /api/ps names the tag. A child that failed to load ("model-faker"
-// in /api/ps) is stopped and its last output is the error.
+// in /api/ps) is stopped and its last output is the error. An Unload
+// meanwhile stops the child and makes it return childserver.ErrUnloaded.
 func (b *Backend) Load(ctx context.Context, progress func(backend.Progress)) error {
 	b.lifecycle.Lock()
 	defer b.lifecycle.Unlock()
+	ctx, end := b.loading.Begin(ctx)
+	defer end()
 	b.mu.Lock()
 	st := b.state
 	b.mu.Unlock()
@@ -204,6 +208,7 @@ func (b *Backend) Load(ctx context.Context, progress func(backend.Progress)) err
 	}
 	c, client, err := b.launch(ctx, progress)
 	if err != nil {
+		err = childserver.Why(ctx, err)
 		b.setState(Event{State: StateStopped, Err: err})
 		return err
 	}
@@ -271,7 +276,7 @@ func (b *Backend) launchOnce(ctx context.Context, progress func(backend.Progress
 		return nil, nil, err
 	}
 	b.mu.Lock()
-	b.cur = c // so that PID and Unload see a child that is still starting
+	b.cur = c // so that PID sees a child that is still starting
 	b.mu.Unlock()
 	b.setState(Event{State: StateStarting, PID: c.PID})
 	fail := func(err error) (*child, *oaicompat.Client, error) {
@@ -450,8 +455,10 @@ func loadFailure(e *oaicompat.Error) bool {
 }
 
 // Unload stops the child by killing it (oflm registers no signal
-// handler; research/oflm.md §9) and makes a running Generate return.
+// handler; research/oflm.md §9) and makes a running Generate return, and
+// a Load in progress: that one kills the child it was starting.
 func (b *Backend) Unload(ctx context.Context) error {
+	b.loading.Cancel()
 	b.lifecycle.Lock()
 	defer b.lifecycle.Unlock()
 	b.mu.Lock()

@@ -8,7 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/npuchat/npuchat/npu/childserver"
 	"github.com/npuchat/npuchat/npu/oflm/oflmtest"
 	"github.com/npuchat/npuchat/service/backend"
 )
@@ -331,6 +333,35 @@ func TestSlowStartCancelled(t *testing.T) {
 	}
 	if r.be.PID() != 0 || r.be.State() != StateStopped {
 		t.Errorf("after a cancelled load: state %s pid %d", r.be.State(), r.be.PID())
+	}
+}
+
+// TestUnloadCancelsALoad: Unload does not wait for a load in progress: it
+// kills the starting oflm, which waits at its "load" gate, and returns
+// while the gate is still closed; the Load returns ErrUnloaded. (Were
+// Unload to wait for the Load, this test would hang: the start timeout is
+// an hour.)
+func TestUnloadCancelsALoad(t *testing.T) {
+	r := newRig(t, oflmtest.ModeSlowStart)
+	r.be.opts.StartTimeout = time.Hour
+	loaded := make(chan error, 1)
+	go func() { loaded <- r.be.Load(context.Background(), nil) }()
+	r.ctl.Wait("gate", 1) // oflm is loading: its port is not open yet
+	pid := r.be.PID()
+	if pid == 0 || r.be.State() != StateStarting {
+		t.Fatalf("while loading: pid %d, state %s", pid, r.be.State())
+	}
+	if err := r.be.Unload(context.Background()); err != nil {
+		t.Fatalf("Unload: %v", err)
+	}
+	if p, err := os.FindProcess(pid); err == nil && p.Signal(nilSignal()) == nil {
+		t.Errorf("the loading oflm (pid %d) is alive after Unload", pid)
+	}
+	if err := <-loaded; !errors.Is(err, childserver.ErrUnloaded) || !errors.Is(err, context.Canceled) {
+		t.Errorf("Load: %v, want ErrUnloaded", err)
+	}
+	if r.be.PID() != 0 || r.be.State() != StateStopped {
+		t.Errorf("after Unload: pid %d, state %s", r.be.PID(), r.be.State())
 	}
 }
 

@@ -38,11 +38,16 @@
 //	busyport      fails at start as if its port were taken
 //	stall         streams one token, then nothing (a hung NPU)
 //
+// $FAKEFLM_START_GATE (host:port) holds the load at a gate: before it
+// loads, the fake connects there and waits for a line back, which comes
+// only when the test opens the gate (it ignores SIGINT and SIGTERM while
+// it waits, as FLM busy loading does);
 // $FAKEFLM_IGNORE_TERM=1 makes it ignore SIGINT and SIGTERM in any mode;
 // $FAKEFLM_TOKEN_DELAY (a Go duration, default 2ms) paces the tokens.
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -244,6 +249,15 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "[FLM]  Checking for a newer FastFlowLM version...")
 	}
 	fmt.Fprintf(stdout, "[FLM]  Loading model: %s\n", s.tag)
+	if addr := os.Getenv("FAKEFLM_START_GATE"); addr != "" {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			fmt.Fprintf(stderr, "[FLM]  Error: start gate: %v\n", err)
+			return 1
+		}
+		bufio.NewReader(conn).ReadString('\n')
+		conn.Close()
+	}
 	switch m {
 	case "nodevice":
 		fmt.Fprintln(stderr, "[XRT] ERROR: No such device with index '0'")
