@@ -11,7 +11,8 @@
 //   - ProcessError is a failure of the child with its last output; it
 //     wraps backend.ErrDeviceFailed, so the service falls back to the CPU;
 //   - Server.Stop asks the child to stop and kills it after a grace period
-//     (at once with none);
+//     (at once with none); Server.Died says whether a request whose
+//     connection broke broke with the child;
 //   - Loading lets Unload cancel a Load in progress rather than wait for
 //     it (a load may take minutes).
 //
@@ -265,6 +266,37 @@ func (s *Server) Stop(ctx context.Context, grace time.Duration) error {
 		return nil
 	case <-t.C:
 		return fmt.Errorf("%s (pid %d) is still running after a kill", s.name, s.PID)
+	}
+}
+
+// Died says whether the child died with a request whose connection broke.
+// The broken connection arrives a moment before the exit is seen, so it
+// waits for whichever comes first: the exit, or an answer on the child's
+// port at alive (a GET; a live server answers it). A port that refuses
+// while the process is still there means it is going: Died then waits for
+// the exit, at most 10 seconds. It never waits on a clock when the child
+// either answers or exits.
+func (s *Server) Died(ctx context.Context, client *http.Client, alive string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	answered := make(chan bool, 1)
+	go func() {
+		_, ok := Get(ctx, client, s.URL(alive), 10*time.Second)
+		answered <- ok
+	}()
+	select {
+	case <-s.Done():
+		return true
+	case ok := <-answered:
+		if ok {
+			return s.Exited()
+		}
+	}
+	select {
+	case <-s.Done():
+		return true
+	case <-ctx.Done():
+		return s.Exited()
 	}
 }
 

@@ -227,3 +227,33 @@ func TestLoading(t *testing.T) {
 		t.Errorf("Why of the caller's own cancel = %v", got)
 	}
 }
+
+// TestDied: Died tells a child that died from one that lives on, waiting
+// for an event (the exit, or the port's answer), never a clock.
+func TestDied(t *testing.T) {
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := []struct {
+		name string
+		mode string
+		ctx  context.Context
+		want bool
+	}{
+		{"alive and answering", "serve", context.Background(), false},
+		{"exited", "exit", context.Background(), true},
+		{"alive, not answering, the caller gone", "silent", cancelled, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := start(t, tt.mode)
+			if tt.mode == "serve" {
+				if err := s.WaitReady(context.Background(), Wait{Timeout: time.Hour, PollInterval: time.Millisecond}, ready(s)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := s.Died(tt.ctx, http.DefaultClient, "/ready"); got != tt.want {
+				t.Errorf("Died = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -509,16 +509,9 @@ func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(
 		return res, err
 	}
 	// A device failure. When the connection broke, say whether the process
-	// died with it (the broken stream arrives a moment before the exit is
-	// seen); FLM's own error messages come from a live process.
+	// died with it; FLM's own error messages come from a live process.
 	var oe *oaicompat.Error
-	if errors.As(err, &oe) && oe.Cause != nil {
-		select {
-		case <-c.Done():
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
-	if c.Exited() {
+	if errors.As(err, &oe) && oe.Cause != nil && c.Died(ctx, b.http, "/api/tags") || c.Exited() {
 		return res, c.Error("died during the request", err)
 	}
 	if lines := b.log.Since(seq, 8); len(lines) > 0 {

@@ -411,18 +411,8 @@ func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(
 	if !errors.Is(err, backend.ErrDeviceFailed) {
 		return res, err
 	}
-	// The connection broke: say whether the process died with it (the
-	// broken stream arrives a moment before the exit is seen; a live
-	// process that broke the connection costs this wait once).
-	if oe != nil && oe.Cause != nil {
-		t := time.NewTimer(2 * time.Second)
-		select {
-		case <-c.Done():
-		case <-t.C:
-		}
-		t.Stop()
-	}
-	if c.Exited() {
+	// When the connection broke, say whether the process died with it.
+	if oe != nil && oe.Cause != nil && c.Died(ctx, b.http, "/api/ps") || c.Exited() {
 		return res, c.Error("died during the request", err)
 	}
 	if lines := b.log.Since(seq, 8); len(lines) > 0 {

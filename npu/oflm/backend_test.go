@@ -268,6 +268,33 @@ func TestCrashMidAnswer(t *testing.T) {
 	}
 }
 
+// TestDroppedConnection: a stream that breaks while oflm lives on is a
+// device failure with oflm's output during the request, not a death: the
+// backend stays ready on the same process (Died asks the live port rather
+// than waiting on a clock).
+func TestDroppedConnection(t *testing.T) {
+	r := newRig(t, oflmtest.ModeDrop)
+	r.load(t)
+	pid := r.be.PID()
+	text, _, _, err := r.generate(userSays("tell me more"))
+	if !errors.Is(err, backend.ErrDeviceFailed) {
+		t.Fatalf("Generate error %v does not wrap ErrDeviceFailed", err)
+	}
+	var pe *ProcessError
+	if errors.As(err, &pe) {
+		t.Errorf("a live oflm reported as a failed process: %v", err)
+	}
+	if !strings.Contains(err.Error(), "connection reset by peer") {
+		t.Errorf("error %q does not quote oflm's output during the request", err)
+	}
+	if text != "Fake oflm" {
+		t.Errorf("text before the drop %q", text)
+	}
+	if r.be.State() != StateReady || r.be.PID() != pid {
+		t.Errorf("after the drop: state %s pid %d (was %d)", r.be.State(), r.be.PID(), pid)
+	}
+}
+
 // TestPortTaken: oflm failing to bind its port is started again on
 // another; when that fails too, Load says why.
 func TestPortTaken(t *testing.T) {

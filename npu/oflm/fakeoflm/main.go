@@ -38,6 +38,8 @@
 //	           decoder's would
 //	crash      exits with status 139 after $FAKEOFLM_CRASH_AFTER chunks
 //	           (default 2) of the answer
+//	drop       drops the connection after $FAKEOFLM_CRASH_AFTER chunks and
+//	           serves on (a broken stream from a live server)
 //	busyport   fails to bind: "bind: Address already in use", exit 1
 //	busyonce   busyport for the first serve of $FAKEOFLM_STATE (a folder)
 //	slowstart  before it opens its port, waits at the "load" gate of the
@@ -559,6 +561,10 @@ func (s *server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 		if s.modes["crash"] && i == crashAfter {
 			fmt.Fprintln(os.Stderr, "[XRT] ERROR: runlist failed execution (ERT_CMD_STATE_TIMEOUT)\nSegmentation fault (core dumped)")
 			os.Exit(139)
+		}
+		if s.modes["drop"] && i == crashAfter {
+			fmt.Fprintln(os.Stderr, "[oflm] connection reset by peer")
+			panic(http.ErrAbortHandler) // the stream ends with no final chunk
 		}
 		if sent >= limit {
 			truncated = true

@@ -30,6 +30,7 @@ const (
 	ModeRunOn     = "runon"     // <|im_end|> and a next turn streamed until max_tokens
 	ModeHold      = "hold"      // the stream stays open after the answer until the client goes
 	ModeCrash     = "crash"     // exit 139 after FAKEOFLM_CRASH_AFTER answer chunks (default 2)
+	ModeDrop      = "drop"      // the connection dropped after FAKEOFLM_CRASH_AFTER answer chunks; oflm serves on
 	ModeBusyPort  = "busyport"  // every serve fails to bind: "Address already in use"
 	ModeBusyOnce  = "busyonce"  // the first serve (per FAKEOFLM_STATE folder) fails to bind
 	ModeSlowStart = "slowstart" // the load waits at the "load" gate
