@@ -36,6 +36,7 @@ import (
 
 	"github.com/npuchat/npuchat/npu/childproc"
 	"github.com/npuchat/npuchat/service/backend"
+	"github.com/npuchat/npuchat/service/backend/oaicompat"
 )
 
 // Spec says how to start a server child.
@@ -48,22 +49,31 @@ type Spec struct {
 	Executable string
 	// Args gives its arguments for the port it is to listen on.
 	Args func(port int) []string
-	// Env is the child's whole environment.
+	// BaseEnv is the child's environment before Env; nil means this
+	// process's environment.
+	BaseEnv []string
+	// Env adds "KEY=value" entries to the child's environment.
 	Env []string
 	// Log receives the child's output and NPU Chat's notes about it.
 	Log *childproc.LogRing
 	// Missing is the hint added when Executable is not there: "is
 	// FastFlowLM installed?".
 	Missing string
+	// Alive is a path a live server answers 200 to ("/api/tags"), asked
+	// when a request breaks (Server.RequestError).
+	Alive string
 }
 
 // Server is one running server child. Make one with Start.
 type Server struct {
 	*childproc.Process
 	// Port is the loopback port the child was told to listen on.
-	Port    int
+	Port int
+	// ReadyAt is when Launch found it serving (zero before).
+	ReadyAt time.Time
 	name    string // Spec.Name
 	command string // Spec.Command
+	alive   string // Spec.Alive
 	log     *childproc.LogRing
 	logSeq  uint64 // the log's line count when it started
 }
@@ -77,7 +87,11 @@ func Start(spec Spec) (*Server, error) {
 	}
 	args := spec.Args(port)
 	cmd := exec.Command(spec.Executable, args...)
-	cmd.Env = spec.Env
+	env := spec.BaseEnv
+	if env == nil {
+		env = os.Environ()
+	}
+	cmd.Env = append(append([]string(nil), env...), spec.Env...)
 	cmd.Stdout, cmd.Stderr = spec.Log, spec.Log
 	cmd.WaitDelay = 2 * time.Second // do not wait long for pipes held by grandchildren
 	seq := spec.Log.Seq()
@@ -89,7 +103,7 @@ func Start(spec Spec) (*Server, error) {
 		}
 		return nil, fmt.Errorf("start %s %s: %w", spec.Name, spec.Executable, err)
 	}
-	return &Server{Process: p, Port: port, name: spec.Name, command: spec.Command, log: spec.Log, logSeq: seq}, nil
+	return &Server{Process: p, Port: port, name: spec.Name, command: spec.Command, alive: spec.Alive, log: spec.Log, logSeq: seq}, nil
 }
 
 // URL is the server's address with path: URL("/api/ps") is
@@ -298,6 +312,22 @@ func (s *Server) Died(ctx context.Context, client *http.Client, alive string) bo
 	case <-ctx.Done():
 		return s.Exited()
 	}
+}
+
+// RequestError describes a request to the child that failed on the
+// device with err, naming the model as name ("FastFlowLM minicpm5:2b"):
+// when the connection broke and the child died with it (Died asks its
+// Alive path), a ProcessError with its last output; else err with the
+// child's output since the log count seq, taken before the request.
+func (s *Server) RequestError(ctx context.Context, client *http.Client, name string, seq uint64, err error) error {
+	var oe *oaicompat.Error
+	if errors.As(err, &oe) && oe.Cause != nil && s.Died(ctx, client, s.alive) || s.Exited() {
+		return s.Error("died during the request", err)
+	}
+	if lines := s.log.Since(seq, 8); len(lines) > 0 {
+		return fmt.Errorf("%s on the NPU: %w; its output during the request:\n\t%s", name, err, strings.Join(lines, "\n\t"))
+	}
+	return fmt.Errorf("%s on the NPU: %w", name, err)
 }
 
 // ErrUnloaded is why a Load ended when Unload cancelled it. It wraps

@@ -39,9 +39,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -120,40 +118,33 @@ type RestartPolicy struct {
 	ResetAfter time.Duration
 }
 
-// State is where the backend is in its life.
-type State string
+// State is where the backend is in its life: childserver's states, of
+// which FLM's supervision uses all.
+type State = childserver.State
 
 // States.
 const (
-	StateStopped    State = "stopped"    // not loaded
-	StateStarting   State = "starting"   // flm serve started, not answering yet
-	StateReady      State = "ready"      // serving
-	StateRestarting State = "restarting" // the child died; a restart is pending
-	StateFailed     State = "failed"     // the child died and restarts failed; Unload to reset
+	StateStopped    = childserver.StateStopped    // not loaded
+	StateStarting   = childserver.StateStarting   // flm serve started, not answering yet
+	StateReady      = childserver.StateReady      // serving
+	StateRestarting = childserver.StateRestarting // the child died; a restart is pending
+	StateFailed     = childserver.StateFailed     // the child died and restarts failed; Unload to reset
 )
 
 // Event is a state change.
-type Event struct {
-	State   State
-	PID     int   // the child's process id, when there is one
-	Attempt int   // the restart attempt (1-based), in StateStarting and StateRestarting after a crash
-	Err     error // why, in StateRestarting and StateFailed
-}
+type Event = childserver.Event
 
 // Backend is FastFlowLM serving one model. Make one with New.
 type Backend struct {
 	opts Options
 	log  *childproc.LogRing
 	http *http.Client
+	slot *childserver.Slot // the child, its client and the state
 
 	lifecycle sync.Mutex          // serialises Load and Unload
 	loading   childserver.Loading // the Load in progress, which Unload cancels
 
-	mu       sync.Mutex
-	state    State
-	cur      *child
-	client   *oaicompat.Client
-	lastErr  error
+	mu       sync.Mutex // guards the supervisor's fields
 	stopSup  context.CancelFunc
 	supDone  chan struct{}
 	stopping bool
@@ -192,10 +183,7 @@ func New(opts Options) (*Backend, error) {
 	if r.ResetAfter <= 0 {
 		r.ResetAfter = time.Minute
 	}
-	b := &Backend{opts: opts, log: childproc.NewLogRing(opts.Log, opts.LogLines), http: opts.HTTPClient, state: StateStopped}
-	if b.http == nil {
-		b.http = &http.Client{}
-	}
+	b := &Backend{opts: opts, log: childproc.NewLogRing(opts.Log, opts.LogLines), http: cmp.Or(opts.HTTPClient, &http.Client{}), slot: childserver.NewSlot(opts.OnState)}
 	return b, nil
 }
 
@@ -221,46 +209,21 @@ func (b *Backend) Info() backend.ModelInfo {
 func Capabilities() []string { return []string{backend.CapCompletion} }
 
 // State is the backend's state now.
-func (b *Backend) State() State {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.state
-}
+func (b *Backend) State() State { return b.slot.State() }
 
 // PID is the running child's process id, or 0.
-func (b *Backend) PID() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.cur == nil {
-		return 0
-	}
-	return b.cur.PID
-}
+func (b *Backend) PID() int { return b.slot.PID() }
 
 // BaseURL is the running child's address (http://127.0.0.1:port), or "".
 func (b *Backend) BaseURL() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.cur == nil {
-		return ""
+	if c := b.slot.Server(); c != nil {
+		return c.URL("")
 	}
-	return b.cur.URL("")
+	return ""
 }
 
 // RecentLog returns up to n of the child's last output lines.
 func (b *Backend) RecentLog(n int) []string { return b.log.Since(0, n) }
-
-func (b *Backend) setState(ev Event) {
-	b.mu.Lock()
-	b.state = ev.State
-	if ev.Err != nil {
-		b.lastErr = ev.Err
-	}
-	b.mu.Unlock()
-	if b.opts.OnState != nil {
-		b.opts.OnState(ev)
-	}
-}
 
 // Load starts `flm serve` and returns when it answers and lists the model.
 // An Unload meanwhile stops the child and makes it return
@@ -270,134 +233,69 @@ func (b *Backend) Load(ctx context.Context, progress func(backend.Progress)) err
 	defer b.lifecycle.Unlock()
 	ctx, end := b.loading.Begin(ctx)
 	defer end()
-	b.mu.Lock()
-	if b.state != StateStopped {
-		st := b.state
-		b.mu.Unlock()
-		if st == StateFailed {
-			return fmt.Errorf("FastFlowLM failed; unload it first: %w", b.lastErrOr())
-		}
+	switch b.slot.State() {
+	case StateStopped:
+	case StateFailed:
+		return fmt.Errorf("FastFlowLM failed; unload it first: %w", cmp.Or(b.slot.LastErr(), backend.ErrDeviceFailed))
+	default:
 		return nil // loaded, or restarting under supervision
 	}
+	b.mu.Lock()
 	b.stopping = false
 	b.mu.Unlock()
 
-	c, client, err := b.launch(ctx, progress, 0)
+	c, client, err := childserver.Launch(ctx, b.slot, b.launcher(progress, 0))
 	if err != nil {
 		err = childserver.Why(ctx, err)
-		b.setState(Event{State: StateStopped, Err: err})
+		b.slot.Set(Event{State: StateStopped, Err: err})
 		return err
 	}
 	supCtx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	b.mu.Lock()
-	b.cur, b.client, b.stopSup, b.supDone, b.lastErr = c, client, stop, done, nil
+	b.stopSup, b.supDone = stop, done
 	b.mu.Unlock()
-	b.setState(Event{State: StateReady, PID: c.PID})
+	b.slot.Ready(c, client, 0)
 	go b.supervise(supCtx, c, done)
 	return nil
 }
 
-func (b *Backend) lastErrOr() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.lastErr != nil {
-		return b.lastErr
-	}
-	return backend.ErrDeviceFailed
-}
-
-// launch starts a child and waits until it is ready. When the child
-// could not bind the port picked for it (another program took it in the
-// meantime), it tries once more with another port.
-func (b *Backend) launch(ctx context.Context, progress func(backend.Progress), attempt int) (*child, *oaicompat.Client, error) {
-	c, client, err := b.launchOnce(ctx, progress, attempt)
-	if childserver.PortTaken(err) && ctx.Err() == nil {
-		b.log.Note("the port was taken; trying another")
-		return b.launchOnce(ctx, progress, attempt)
-	}
-	return c, client, err
-}
-
-// launchOnce starts one child and waits until it is ready.
-func (b *Backend) launchOnce(ctx context.Context, progress func(backend.Progress), attempt int) (*child, *oaicompat.Client, error) {
-	report := func(p backend.Progress) {
-		if progress != nil {
-			progress(p)
-		}
-	}
-	env := b.opts.BaseEnv
-	if env == nil {
-		env = os.Environ()
-	}
-	report(backend.Progress{Stage: "starting FastFlowLM"})
-	s, err := childserver.Start(childserver.Spec{
-		Name: "FastFlowLM", Command: "flm serve " + b.opts.Model, Executable: b.opts.Executable,
-		Args: b.serveArgs, Log: b.log, Missing: "is FastFlowLM installed?",
-		// FLM checks GitHub for a newer version at every serve unless told
-		// not to (its README); NPU Chat pins the version it runs.
-		// Options.Env, coming after, can override it.
-		Env: append(append(append([]string(nil), env...), "FLM_DISABLE_UPDATE_CHECK=1"), b.opts.Env...),
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	c := &child{Server: s}
-	b.mu.Lock()
-	b.cur = c // so that PID sees a child that is still starting
-	b.mu.Unlock()
-	b.setState(Event{State: StateStarting, PID: c.PID, Attempt: attempt})
-
-	fail := func(err error) (*child, *oaicompat.Client, error) {
-		grace := b.opts.StopGrace
-		if ctx.Err() != nil {
-			grace = 0 // cancelled (by Unload, perhaps): a loading child keeps nothing
-		}
-		c.Stop(context.Background(), grace)
-		b.mu.Lock()
-		if b.cur == c {
-			b.cur = nil
-		}
-		b.mu.Unlock()
-		return nil, nil, err
-	}
-	wait := childserver.Wait{Timeout: b.opts.StartTimeout, PollInterval: b.opts.PollInterval, Progress: func(elapsed time.Duration) {
-		report(backend.Progress{
-			Stage: fmt.Sprintf("loading %s on the NPU (%ds)", b.opts.Model, int(elapsed.Seconds())),
-			Done:  int64(elapsed / time.Second), Total: int64(b.opts.StartTimeout / time.Second),
-		})
-	}}
-	// Ready when GET /api/tags answers 200.
-	if err := c.WaitReady(ctx, wait, func(ctx context.Context) (bool, error) {
-		_, ok := childserver.Get(ctx, b.http, c.URL("/api/tags"), 2*time.Second)
-		return ok, nil
-	}); err != nil {
-		var pe *ProcessError
-		if errors.As(err, &pe) && childserver.LogSays(pe.Log, "model not found") {
+// launcher says how to start `flm serve`: ready when GET /api/tags
+// answers 200.
+func (b *Backend) launcher(progress func(backend.Progress), attempt int) childserver.Launcher {
+	return childserver.Launcher{
+		Spec: childserver.Spec{
+			Name: "FastFlowLM", Command: "flm serve " + b.opts.Model, Executable: b.opts.Executable,
+			Args: b.serveArgs, Log: b.log, Missing: "is FastFlowLM installed?", Alive: "/api/tags",
+			// FLM checks GitHub for a newer version at every serve unless
+			// told not to (its README); NPU Chat pins the version it runs.
+			// Options.Env, coming after, can override it.
+			BaseEnv: b.opts.BaseEnv, Env: append([]string{"FLM_DISABLE_UPDATE_CHECK=1"}, b.opts.Env...),
+		},
+		Wait:    childserver.Wait{Timeout: b.opts.StartTimeout, PollInterval: b.opts.PollInterval},
+		Loading: fmt.Sprintf("loading %s on the NPU", b.opts.Model),
+		Report:  progress,
+		Probe: func(c *childserver.Server) childserver.Probe {
+			return func(ctx context.Context) (bool, error) {
+				_, ok := childserver.Get(ctx, b.http, c.URL("/api/tags"), 2*time.Second)
+				return ok, nil
+			}
+		},
+		Client: oaicompat.Options{
+			Model: b.opts.Model, HTTPClient: b.http, Kind: backend.NPU, Info: b.Info(), IdleTimeout: max(b.opts.IdleTimeout, 0),
+			// FLM's /v1/models says no context: the one it serves is known here
+			ContextLength: b.Info().ContextLength, Count: b.opts.Count,
+		},
+		Grace: b.opts.StopGrace, Attempt: attempt,
+		Unknown: func(pe *ProcessError) error {
 			// Not a device failure: FLM's list lacks the tag (v0.9.45 exits).
-			err = fmt.Errorf("FastFlowLM does not know model %q: is it in the model_list.json that FLM_CONFIG_PATH names? %s", b.opts.Model, pe.Message)
-		}
-		return fail(err)
+			return fmt.Errorf("FastFlowLM does not know model %q: is it in the model_list.json that FLM_CONFIG_PATH names? %s", b.opts.Model, pe.Message)
+		},
+		NotServed: func(err error) error {
+			// Older FLM versions serve llama3.2:1b instead of an unknown tag.
+			return fmt.Errorf("FastFlowLM does not serve %q: is it in the model_list.json that FLM_CONFIG_PATH names? %w", b.opts.Model, err)
+		},
 	}
-	client, err := oaicompat.New(oaicompat.Options{
-		BaseURL: c.URL(""), Model: b.opts.Model,
-		HTTPClient: b.http, Kind: backend.NPU, Info: b.Info(), IdleTimeout: max(b.opts.IdleTimeout, 0),
-		// FLM's /v1/models says no context: the one it serves is known here
-		ContextLength: b.Info().ContextLength, Count: b.opts.Count,
-	})
-	if err == nil {
-		err = client.Load(ctx, nil)
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return fail(ctx.Err())
-		}
-		// Older FLM versions serve llama3.2:1b instead of an unknown tag.
-		return fail(fmt.Errorf("FastFlowLM does not serve %q: is it in the model_list.json that FLM_CONFIG_PATH names? %w", b.opts.Model, err))
-	}
-	c.readyAt = time.Now()
-	report(backend.Progress{Stage: "FastFlowLM ready", Frac: 1})
-	return c, client, nil
 }
 
 // serveArgs are flm's arguments for serving on port. --cors 0: FLM
@@ -417,7 +315,7 @@ func (b *Backend) serveArgs(port int) []string {
 type ProcessError = childserver.ProcessError
 
 // supervise restarts the child when it dies, until ctx is cancelled.
-func (b *Backend) supervise(ctx context.Context, c *child, done chan struct{}) {
+func (b *Backend) supervise(ctx context.Context, c *childserver.Server, done chan struct{}) {
 	defer close(done)
 	attempt := 0
 	for {
@@ -428,16 +326,14 @@ func (b *Backend) supervise(ctx context.Context, c *child, done chan struct{}) {
 		}
 		crash := c.Error("exited", nil)
 		b.mu.Lock()
-		if b.stopping {
-			b.mu.Unlock()
+		stopping := b.stopping
+		b.mu.Unlock()
+		if stopping {
 			return
 		}
-		if b.cur == c {
-			b.cur, b.client = nil, nil
-		}
-		b.mu.Unlock()
+		b.slot.Forget(c)
 		c.Release()
-		if time.Since(c.readyAt) >= b.opts.Restart.ResetAfter {
+		if time.Since(c.ReadyAt) >= b.opts.Restart.ResetAfter {
 			attempt = 0
 		}
 		var err error = crash
@@ -445,10 +341,10 @@ func (b *Backend) supervise(ctx context.Context, c *child, done chan struct{}) {
 			attempt++
 			if b.opts.Restart.MaxAttempts < 0 || attempt > b.opts.Restart.MaxAttempts {
 				b.log.Note(fmt.Sprintf("giving up after %d restarts: %v", attempt-1, err))
-				b.setState(Event{State: StateFailed, Err: err})
+				b.slot.Set(Event{State: StateFailed, Err: err})
 				return
 			}
-			b.setState(Event{State: StateRestarting, Attempt: attempt, Err: err})
+			b.slot.Set(Event{State: StateRestarting, Attempt: attempt, Err: err})
 			wait := b.opts.Restart.Backoff << (attempt - 1)
 			if wait > b.opts.Restart.MaxBackoff || wait <= 0 {
 				wait = b.opts.Restart.MaxBackoff
@@ -459,17 +355,14 @@ func (b *Backend) supervise(ctx context.Context, c *child, done chan struct{}) {
 				return
 			case <-time.After(wait):
 			}
-			var nc *child
+			var nc *childserver.Server
 			var client *oaicompat.Client
-			nc, client, err = b.launch(ctx, nil, attempt)
+			nc, client, err = childserver.Launch(ctx, b.slot, b.launcher(nil, attempt))
 			if ctx.Err() != nil {
 				return
 			}
 			if err == nil {
-				b.mu.Lock()
-				b.cur, b.client = nc, client
-				b.mu.Unlock()
-				b.setState(Event{State: StateReady, PID: nc.PID, Attempt: attempt})
+				b.slot.Ready(nc, client, attempt)
 				c = nc
 				break
 			}
@@ -492,32 +385,17 @@ func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(
 	if err := backend.CheckSupported(req, b.Info().Capabilities, "FastFlowLM, the NPU engine (use the CPU engine for this: --engine cpu)"); err != nil {
 		return backend.Result{}, err
 	}
-	b.mu.Lock()
-	state, c, client, lastErr := b.state, b.cur, b.client, b.lastErr
-	b.mu.Unlock()
-	switch {
-	case state == StateStopped:
-		return backend.Result{}, fmt.Errorf("FastFlowLM %s: %w", b.opts.Model, backend.ErrNotLoaded)
-	case state == StateFailed:
-		return backend.Result{}, fmt.Errorf("FastFlowLM %s is down: %w", b.opts.Model, cmp.Or(lastErr, backend.ErrDeviceFailed))
-	case client == nil || state != StateReady:
-		return backend.Result{}, fmt.Errorf("FastFlowLM %s is not ready (%s): %w", b.opts.Model, state, backend.ErrDeviceFailed)
+	c, client, err := b.slot.Serving("FastFlowLM " + b.opts.Model)
+	if err != nil {
+		return backend.Result{}, err
 	}
 	seq := b.log.Seq()
 	res, err := client.Generate(ctx, req, emit)
 	if err == nil || ctx.Err() != nil || !errors.Is(err, backend.ErrDeviceFailed) {
 		return res, err
 	}
-	// A device failure. When the connection broke, say whether the process
-	// died with it; FLM's own error messages come from a live process.
-	var oe *oaicompat.Error
-	if errors.As(err, &oe) && oe.Cause != nil && c.Died(ctx, b.http, "/api/tags") || c.Exited() {
-		return res, c.Error("died during the request", err)
-	}
-	if lines := b.log.Since(seq, 8); len(lines) > 0 {
-		return res, fmt.Errorf("FastFlowLM %s on the NPU: %w; its output during the request:\n\t%s", b.opts.Model, err, strings.Join(lines, "\n\t"))
-	}
-	return res, fmt.Errorf("FastFlowLM %s on the NPU: %w", b.opts.Model, err)
+	// A device failure: FLM's own error messages come from a live process.
+	return res, c.RequestError(ctx, b.http, "FastFlowLM "+b.opts.Model, seq, err)
 }
 
 // Unload stops the child: SIGINT, SIGTERM, then, after Options.StopGrace,
@@ -527,34 +405,19 @@ func (b *Backend) Unload(ctx context.Context) error {
 	b.loading.Cancel()
 	b.lifecycle.Lock()
 	defer b.lifecycle.Unlock()
-	b.mu.Lock()
-	if b.state == StateStopped && b.cur == nil {
-		b.mu.Unlock()
+	if b.slot.State() == StateStopped && b.slot.Server() == nil {
 		return nil
 	}
+	b.mu.Lock()
 	b.stopping = true
-	stop, supDone, client := b.stopSup, b.supDone, b.client
+	stop, supDone := b.stopSup, b.supDone
+	b.stopSup, b.supDone = nil, nil
 	b.mu.Unlock()
-	if client != nil {
-		client.Unload(ctx)
-	}
 	if stop != nil {
 		stop()
 		<-supDone // a restart in progress stops its own child
 	}
-	b.mu.Lock()
-	c := b.cur
-	b.cur, b.client, b.stopSup, b.supDone = nil, nil, nil, nil
-	b.mu.Unlock()
-	var err error
-	if c != nil {
-		err = c.Stop(ctx, b.opts.StopGrace)
-	}
-	b.setState(Event{State: StateStopped})
-	b.mu.Lock()
-	b.lastErr = nil
-	b.mu.Unlock()
-	return err
+	return b.slot.Stop(ctx, b.opts.StopGrace)
 }
 
 var _ backend.Backend = (*Backend)(nil)

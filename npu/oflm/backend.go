@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -73,42 +72,32 @@ type Options struct {
 	Info backend.ModelInfo
 }
 
-// State is where the backend is in its life.
-type State string
+// State is where the backend is in its life: childserver's states, but
+// for StateRestarting (oflm's child is not restarted: a failed backend
+// waits for Load or Unload).
+type State = childserver.State
 
 // States.
 const (
-	StateStopped  State = "stopped"  // not loaded
-	StateStarting State = "starting" // oflm serve started, loading
-	StateReady    State = "ready"    // serving
-	StateFailed   State = "failed"   // the child died; Unload to reset, Load to start again
+	StateStopped  = childserver.StateStopped  // not loaded
+	StateStarting = childserver.StateStarting // oflm serve started, loading
+	StateReady    = childserver.StateReady    // serving
+	StateFailed   = childserver.StateFailed   // the child died; Unload to reset, Load to start again
 )
 
 // Event is a state change.
-type Event struct {
-	State State
-	PID   int
-	Err   error // why, in StateFailed and for a failed start
-}
+type Event = childserver.Event
 
 // Backend is oflm serving one model on the NPU. Make one with New.
 type Backend struct {
 	opts Options
 	log  *childproc.LogRing
 	http *http.Client
+	slot *childserver.Slot // the child, its client and the state
 
 	lifecycle sync.Mutex          // serialises Load and Unload
 	loading   childserver.Loading // the Load in progress, which Unload cancels
-
-	mu      sync.Mutex
-	state   State
-	cur     *child
-	client  *oaicompat.Client
-	lastErr error
 }
-
-// child is one running `oflm serve`.
-type child = childserver.Server
 
 // New checks opts, fills defaults and returns an unloaded Backend.
 func New(opts Options) (*Backend, error) {
@@ -130,10 +119,7 @@ func New(opts Options) (*Backend, error) {
 	if opts.IdleTimeout == 0 {
 		opts.IdleTimeout = 10 * time.Minute
 	}
-	b := &Backend{opts: opts, log: childproc.NewLogRing(opts.Log, opts.LogLines), http: opts.HTTPClient, state: StateStopped}
-	if b.http == nil {
-		b.http = &http.Client{}
-	}
+	b := &Backend{opts: opts, log: childproc.NewLogRing(opts.Log, opts.LogLines), http: cmp.Or(opts.HTTPClient, &http.Client{}), slot: childserver.NewSlot(opts.OnState)}
 	return b, nil
 }
 
@@ -157,36 +143,13 @@ func (b *Backend) Info() backend.ModelInfo {
 }
 
 // State is the backend's state now.
-func (b *Backend) State() State {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.state
-}
+func (b *Backend) State() State { return b.slot.State() }
 
 // PID is the running child's process id, or 0.
-func (b *Backend) PID() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.cur == nil {
-		return 0
-	}
-	return b.cur.PID
-}
+func (b *Backend) PID() int { return b.slot.PID() }
 
 // RecentLog returns up to n of the child's last output lines.
 func (b *Backend) RecentLog(n int) []string { return b.log.Since(0, n) }
-
-func (b *Backend) setState(ev Event) {
-	b.mu.Lock()
-	b.state = ev.State
-	if ev.Err != nil {
-		b.lastErr = ev.Err
-	}
-	b.mu.Unlock()
-	if b.opts.OnState != nil {
-		b.opts.OnState(ev)
-	}
-}
 
 // Load starts `oflm serve <tag>` and returns when its port answers and
 // GET /api/ps names the tag. A child that failed to load ("model-faker"
@@ -197,126 +160,49 @@ func (b *Backend) Load(ctx context.Context, progress func(backend.Progress)) err
 	defer b.lifecycle.Unlock()
 	ctx, end := b.loading.Begin(ctx)
 	defer end()
-	b.mu.Lock()
-	st := b.state
-	b.mu.Unlock()
-	switch st {
+	switch b.slot.State() {
 	case StateReady:
 		return nil
 	case StateFailed:
-		b.stopCurrent()
+		b.slot.Stop(context.Background(), 0)
 	}
-	c, client, err := b.launch(ctx, progress)
+	c, client, err := childserver.Launch(ctx, b.slot, childserver.Launcher{
+		Spec: childserver.Spec{
+			Name: "oflm", Command: "oflm serve " + b.opts.Tag, Executable: b.opts.Executable,
+			Args: b.serveArgs, BaseEnv: b.opts.BaseEnv, Env: b.opts.Env, Log: b.log,
+			Missing: "install OpenFlowLM-Next: " + InstallLink, Alive: "/api/ps",
+		},
+		Wait:    childserver.Wait{Timeout: b.opts.StartTimeout, PollInterval: b.opts.PollInterval},
+		Loading: fmt.Sprintf("loading %s on the NPU with oflm", b.opts.Tag),
+		Report:  progress,
+		Probe: func(c *childserver.Server) childserver.Probe {
+			return func(ctx context.Context) (bool, error) { return b.loaded(ctx, c) }
+		},
+		Client: oaicompat.Options{
+			Model: b.opts.Tag, HTTPClient: b.http, Kind: backend.NPU, Info: b.Info(), IdleTimeout: max(b.opts.IdleTimeout, 0),
+			ContextLength: b.Info().ContextLength, Count: b.opts.Count,
+		},
+		Unknown: func(pe *ProcessError) error {
+			return fmt.Errorf("oflm does not know model %q: is it in the registry OFLM_CONFIG_PATH names? %w", b.opts.Tag, pe)
+		},
+		NotServed: func(err error) error { return fmt.Errorf("oflm does not serve %q: %w", b.opts.Tag, err) },
+	})
 	if err != nil {
 		err = childserver.Why(ctx, err)
-		b.setState(Event{State: StateStopped, Err: err})
+		b.slot.Set(Event{State: StateStopped, Err: err})
 		return err
 	}
-	b.mu.Lock()
-	b.cur, b.client, b.lastErr = c, client, nil
-	b.mu.Unlock()
-	b.setState(Event{State: StateReady, PID: c.PID})
+	b.slot.Ready(c, client, 0)
 	go b.watch(c)
 	return nil
 }
 
 // watch marks the backend failed when c dies while it serves.
-func (b *Backend) watch(c *child) {
+func (b *Backend) watch(c *childserver.Server) {
 	<-c.Done()
-	b.mu.Lock()
-	current := b.cur == c
-	b.mu.Unlock()
-	if current {
-		b.setState(Event{State: StateFailed, PID: c.PID, Err: c.Error("exited", nil)})
+	if b.slot.Current(c) {
+		b.slot.Set(Event{State: StateFailed, PID: c.PID, Err: c.Error("exited", nil)})
 	}
-}
-
-// stopCurrent stops and forgets the current child, if any.
-func (b *Backend) stopCurrent() {
-	b.mu.Lock()
-	c, client := b.cur, b.client
-	b.cur, b.client = nil, nil
-	b.mu.Unlock()
-	if client != nil {
-		client.Unload(context.Background())
-	}
-	if c != nil {
-		c.Stop(context.Background(), 0)
-	}
-}
-
-// launch starts a child; when its port was taken in the meantime (oflm
-// says "bind: Address already in use"), it tries once more on another.
-func (b *Backend) launch(ctx context.Context, progress func(backend.Progress)) (*child, *oaicompat.Client, error) {
-	c, client, err := b.launchOnce(ctx, progress)
-	if childserver.PortTaken(err) && ctx.Err() == nil {
-		b.log.Note("the port was taken; trying another")
-		return b.launchOnce(ctx, progress)
-	}
-	return c, client, err
-}
-
-func (b *Backend) launchOnce(ctx context.Context, progress func(backend.Progress)) (*child, *oaicompat.Client, error) {
-	report := func(p backend.Progress) {
-		if progress != nil {
-			progress(p)
-		}
-	}
-	env := b.opts.BaseEnv
-	if env == nil {
-		env = os.Environ()
-	}
-	report(backend.Progress{Stage: "starting oflm"})
-	c, err := childserver.Start(childserver.Spec{
-		Name: "oflm", Command: "oflm serve " + b.opts.Tag, Executable: b.opts.Executable,
-		Args: b.serveArgs, Env: append(append([]string(nil), env...), b.opts.Env...), Log: b.log,
-		Missing: "install OpenFlowLM-Next: " + InstallLink,
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	b.mu.Lock()
-	b.cur = c // so that PID sees a child that is still starting
-	b.mu.Unlock()
-	b.setState(Event{State: StateStarting, PID: c.PID})
-	fail := func(err error) (*child, *oaicompat.Client, error) {
-		c.Stop(context.Background(), 0)
-		b.mu.Lock()
-		if b.cur == c {
-			b.cur = nil
-		}
-		b.mu.Unlock()
-		return nil, nil, err
-	}
-	wait := childserver.Wait{Timeout: b.opts.StartTimeout, PollInterval: b.opts.PollInterval, Progress: func(elapsed time.Duration) {
-		report(backend.Progress{
-			Stage: fmt.Sprintf("loading %s on the NPU with oflm (%ds)", b.opts.Tag, int(elapsed.Seconds())),
-			Done:  int64(elapsed / time.Second), Total: int64(b.opts.StartTimeout / time.Second),
-		})
-	}}
-	if err := c.WaitReady(ctx, wait, func(ctx context.Context) (bool, error) { return b.loaded(ctx, c) }); err != nil {
-		var pe *ProcessError
-		if errors.As(err, &pe) && childserver.LogSays(pe.Log, "model not found") {
-			err = fmt.Errorf("oflm does not know model %q: is it in the registry OFLM_CONFIG_PATH names? %w", b.opts.Tag, err)
-		}
-		return fail(err)
-	}
-	client, err := oaicompat.New(oaicompat.Options{
-		BaseURL: c.URL(""), Model: b.opts.Tag,
-		HTTPClient: b.http, Kind: backend.NPU, Info: b.Info(), IdleTimeout: max(b.opts.IdleTimeout, 0),
-		ContextLength: b.Info().ContextLength, Count: b.opts.Count,
-	})
-	if err == nil {
-		err = client.Load(ctx, nil)
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return fail(ctx.Err())
-		}
-		return fail(fmt.Errorf("oflm does not serve %q: %w", b.opts.Tag, err))
-	}
-	report(backend.Progress{Stage: "oflm ready", Frac: 1})
-	return c, client, nil
 }
 
 // serveArgs are oflm's arguments for serving on port. --cors 0: oflm's
@@ -334,7 +220,7 @@ func (b *Backend) serveArgs(port int) []string {
 // loaded is the readiness probe: GET /api/ps. oflm loads the tag before
 // it opens its port, so the first answer is final: models[0].name is the
 // tag when loaded, "model-faker" (or nothing) after a failed load.
-func (b *Backend) loaded(ctx context.Context, c *child) (bool, error) {
+func (b *Backend) loaded(ctx context.Context, c *childserver.Server) (bool, error) {
 	body, ok := childserver.Get(ctx, b.http, c.URL("/api/ps"), 5*time.Second)
 	if !ok {
 		return false, nil
@@ -381,16 +267,9 @@ func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(
 	if err := backend.CheckSupported(req, b.Info().Capabilities, "oflm, the NPU engine (use the CPU engine for this: --engine cpu)"); err != nil {
 		return backend.Result{}, err
 	}
-	b.mu.Lock()
-	state, c, client, lastErr := b.state, b.cur, b.client, b.lastErr
-	b.mu.Unlock()
-	switch {
-	case state == StateStopped:
-		return backend.Result{}, fmt.Errorf("oflm %s: %w", b.opts.Tag, backend.ErrNotLoaded)
-	case state == StateFailed:
-		return backend.Result{}, fmt.Errorf("oflm %s is down: %w", b.opts.Tag, cmp.Or(lastErr, backend.ErrDeviceFailed))
-	case client == nil || state != StateReady:
-		return backend.Result{}, fmt.Errorf("oflm %s is not ready (%s): %w", b.opts.Tag, state, backend.ErrDeviceFailed)
+	c, client, err := b.slot.Serving("oflm " + b.opts.Tag)
+	if err != nil {
+		return backend.Result{}, err
 	}
 	r := *req
 	r.Stop = append(append([]string(nil), req.Stop...), EndMarkers...)
@@ -411,14 +290,7 @@ func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(
 	if !errors.Is(err, backend.ErrDeviceFailed) {
 		return res, err
 	}
-	// When the connection broke, say whether the process died with it.
-	if oe != nil && oe.Cause != nil && c.Died(ctx, b.http, "/api/ps") || c.Exited() {
-		return res, c.Error("died during the request", err)
-	}
-	if lines := b.log.Since(seq, 8); len(lines) > 0 {
-		return res, fmt.Errorf("oflm %s on the NPU: %w; its output during the request:\n\t%s", b.opts.Tag, err, strings.Join(lines, "\n\t"))
-	}
-	return res, fmt.Errorf("oflm %s on the NPU: %w", b.opts.Tag, err)
+	return res, c.RequestError(ctx, b.http, "oflm "+b.opts.Tag, seq, err)
 }
 
 // maxTokens is the max_tokens sent for a request that asked for asked
@@ -451,22 +323,7 @@ func (b *Backend) Unload(ctx context.Context) error {
 	b.loading.Cancel()
 	b.lifecycle.Lock()
 	defer b.lifecycle.Unlock()
-	b.mu.Lock()
-	c, client := b.cur, b.client
-	b.cur, b.client = nil, nil
-	b.mu.Unlock()
-	if client != nil {
-		client.Unload(ctx)
-	}
-	var err error
-	if c != nil {
-		err = c.Stop(ctx, 0)
-	}
-	b.setState(Event{State: StateStopped})
-	b.mu.Lock()
-	b.lastErr = nil
-	b.mu.Unlock()
-	return err
+	return b.slot.Stop(ctx, 0)
 }
 
 var _ backend.Backend = (*Backend)(nil)
