@@ -61,6 +61,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/npuchat/npuchat/npu/fakecli"
 )
 
 // version is the FastFlowLM version the fake claims to be.
@@ -81,30 +83,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "version":
-		if hasFlag(args[1:], "--json", "-j") {
+		if fakecli.HasFlag(args[1:], "--json", "-j") {
 			fmt.Fprintf(stdout, "{ \"version\": %q }\n", version)
 		} else {
 			fmt.Fprintf(stdout, "FLM v%s\n", version)
 		}
 		return 0
 	case "validate":
-		return validate(hasFlag(args[1:], "--json", "-j"), stdout)
+		return validate(fakecli.HasFlag(args[1:], "--json", "-j"), stdout)
 	case "serve":
 		return serve(args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "Error: unknown command %q\n", args[0])
 	return 1
-}
-
-func hasFlag(args []string, names ...string) bool {
-	for _, a := range args {
-		for _, n := range names {
-			if a == n {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 func validate(asJSON bool, stdout io.Writer) int {
@@ -184,44 +175,18 @@ type server struct {
 
 func serve(args []string, stdout, stderr io.Writer) int {
 	s := &server{out: stdout}
-	host, port := "127.0.0.1", 52625
+	port := 52625
 	if p, err := strconv.Atoi(os.Getenv("FLM_SERVE_PORT")); err == nil {
 		port = p
 	}
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--quiet":
-		case serveFlags[a]:
-			if i+1 >= len(args) {
-				fmt.Fprintf(stderr, "Error: the required argument for option '%s' is missing\n", a)
-				return 1
-			}
-			v := args[i+1]
-			i++
-			var err error
-			switch a {
-			case "--host":
-				host = v
-			case "--port", "-p":
-				port, err = strconv.Atoi(v)
-			case "--ctx-len", "-c":
-				s.ctxLen, err = strconv.Atoi(v)
-			}
-			if err != nil {
-				fmt.Fprintf(stderr, "Error: the argument ('%s') for option '%s' is invalid\n", v, a)
-				return 1
-			}
-		case strings.HasPrefix(a, "-"):
-			fmt.Fprintf(stderr, "Error: unrecognised option '%s'\n", a)
-			return 1
-		case s.tag == "":
-			s.tag = a
-		default:
-			fmt.Fprintf(stderr, "Error: too many positional options have been specified on the command line\n")
-			return 1
-		}
+	sa, err := fakecli.ParseServe(args, serveFlags, map[string]bool{"--quiet": true}, port)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
 	}
+	s.tag, s.ctxLen = sa.Tag, sa.CtxLen
+	host := sa.Host
+	port = sa.Port
 	if s.tag == "" {
 		s.tag = "llama3.2:1b"
 	}

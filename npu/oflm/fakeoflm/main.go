@@ -68,6 +68,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/npuchat/npuchat/npu/fakecli"
 )
 
 // version is the oflm version the fake claims to be (cli.md's example).
@@ -94,7 +96,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
-	asJSON := hasFlag(rest, "--json", "-j")
+	asJSON := fakecli.HasFlag(rest, "--json", "-j")
 	switch cmd {
 	case "version":
 		if asJSON {
@@ -115,17 +117,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "Error: unknown command %q\n", cmd)
 	return 1
-}
-
-func hasFlag(args []string, names ...string) bool {
-	for _, a := range args {
-		for _, n := range names {
-			if a == n {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // modes is the set of $FAKEOFLM_MODE.
@@ -279,44 +270,18 @@ type server struct {
 
 func serve(args []string, stdout, stderr io.Writer) int {
 	s := &server{out: stdout, modes: modes()}
-	host, port := "127.0.0.1", 52625
+	port := 52625
 	if p, err := strconv.Atoi(os.Getenv("OFLM_SERVE_PORT")); err == nil {
 		port = p
 	}
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--quiet" || a == "--json" || a == "-j":
-		case serveFlags[a]:
-			if i+1 >= len(args) {
-				fmt.Fprintf(stderr, "Error: the required argument for option '%s' is missing\n", a)
-				return 1
-			}
-			v := args[i+1]
-			i++
-			var err error
-			switch a {
-			case "--host":
-				host = v
-			case "--port", "-p":
-				port, err = strconv.Atoi(v)
-			case "--ctx-len", "-c":
-				s.ctxLen, err = strconv.Atoi(v)
-			}
-			if err != nil {
-				fmt.Fprintf(stderr, "Error: the argument ('%s') for option '%s' is invalid\n", v, a)
-				return 1
-			}
-		case strings.HasPrefix(a, "-"):
-			fmt.Fprintf(stderr, "Error: unrecognised option '%s'\n", a)
-			return 1
-		case s.tag == "":
-			s.tag = a
-		default:
-			fmt.Fprintln(stderr, "Error: too many positional options have been specified on the command line")
-			return 1
-		}
+	sa, err := fakecli.ParseServe(args, serveFlags, map[string]bool{"--quiet": true, "--json": true, "-j": true}, port)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
 	}
+	s.tag, s.ctxLen = sa.Tag, sa.CtxLen
+	host := sa.Host
+	port = sa.Port
 	env := map[string]string{}
 	for _, kv := range os.Environ() {
 		if k, v, ok := strings.Cut(kv, "="); ok && (strings.HasPrefix(k, "OFLM_") || strings.HasPrefix(k, "FLM_")) {

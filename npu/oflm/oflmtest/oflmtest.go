@@ -11,14 +11,12 @@ package oflmtest
 import (
 	"bufio"
 	"encoding/json"
-	"fmt"
 	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"sync"
 	"testing"
+
+	"github.com/npuchat/npuchat/npu/fakecli"
 )
 
 // FakePackage is the import path of the fake oflm's main package.
@@ -50,21 +48,7 @@ func Build(t testing.TB) string {
 
 // BuildTo compiles the fake oflm into dir and returns its path. It runs
 // `go build`, so it must run inside the npuchat module, as tests do.
-func BuildTo(dir string) (string, error) {
-	name := "oflm"
-	if runtime.GOOS == "windows" {
-		name += ".exe"
-	}
-	out := filepath.Join(dir, name)
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		return "", fmt.Errorf("build fake oflm: the go command is not on PATH: %w", err)
-	}
-	if msg, err := exec.Command(goTool, "build", "-o", out, FakePackage).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build fake oflm: %w\n%s", err, msg)
-	}
-	return out, nil
-}
+func BuildTo(dir string) (string, error) { return fakecli.Build(dir, "oflm", FakePackage) }
 
 // Event is one thing a fake oflm reported.
 type Event struct {
