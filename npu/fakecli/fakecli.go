@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"testing"
 )
 
 // Build compiles the main package pkg into dir as name (name.exe on
@@ -30,6 +31,17 @@ func Build(dir, name, pkg string) (string, error) {
 		return "", fmt.Errorf("build %s: %w\n%s", pkg, err, msg)
 	}
 	return out, nil
+}
+
+// BuildTemp is Build into a temporary folder of t; the test fails if the
+// build fails.
+func BuildTemp(t testing.TB, name, pkg string) string {
+	t.Helper()
+	path, err := Build(t.TempDir(), name, pkg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // HasFlag says whether args hold one of names.

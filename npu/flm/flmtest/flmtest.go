@@ -22,11 +22,7 @@ const FakePackage = "github.com/npuchat/npuchat/npu/flm/fakeflm"
 // its path. The test fails if the build fails.
 func Build(t testing.TB) string {
 	t.Helper()
-	path, err := BuildTo(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return fakecli.BuildTemp(t, "flm", FakePackage)
 }
 
 // BuildTo compiles the fake flm into dir (as flm, or flm.exe on Windows)

@@ -39,11 +39,7 @@ const (
 // its path (…/oflm, or oflm.exe on Windows).
 func Build(t testing.TB) string {
 	t.Helper()
-	path, err := BuildTo(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return fakecli.BuildTemp(t, "oflm", FakePackage)
 }
 
 // BuildTo compiles the fake oflm into dir and returns its path. It runs
