@@ -13,8 +13,10 @@
 //   - Server.Stop asks the child to stop and kills it after a grace period
 //     (at once with none); Server.Died says whether a request whose
 //     connection broke broke with the child;
-//   - Loading lets Unload cancel a Load in progress rather than wait for
-//     it (a load may take minutes).
+//   - Lifecycle serialises Load and Unload, and lets Unload cancel a Load
+//     in progress rather than wait for it (a load may take minutes);
+//   - Slot holds the child, its client and the backend's state; Launch
+//     starts a child and waits until it serves.
 //
 // What each route asks of its server (arguments, readiness, error texts,
 // restarts) stays in its own package.
@@ -334,18 +336,20 @@ func (s *Server) RequestError(ctx context.Context, client *http.Client, name str
 // context.Canceled.
 var ErrUnloaded = fmt.Errorf("unloaded while it was loading: %w", context.Canceled)
 
-// Loading is the Load in progress, if any, so that Unload can cancel it:
-// a start can take minutes (the weights go to the NPU before the server
-// answers), and Unload must not wait for it. The zero value is ready.
-type Loading struct {
+// Lifecycle serialises a backend's Load and Unload, and lets Unload
+// cancel a Load in progress rather than wait for it: a start can take
+// minutes (the weights go to the NPU before the server answers). The
+// zero value is ready.
+type Lifecycle struct {
+	lock   sync.Mutex // held by a Load or an Unload
 	mu     sync.Mutex
-	cancel context.CancelCauseFunc
+	cancel context.CancelCauseFunc // the Load in progress, if any
 }
 
-// Begin marks a Load in progress and returns its context, which Cancel
-// ends with ErrUnloaded; end marks the Load over. Calls to Begin must not
-// overlap (Load holds its lifecycle lock).
-func (l *Loading) Begin(ctx context.Context) (loadCtx context.Context, end func()) {
+// Load waits for the lifecycle and returns the Load's context, which an
+// Unload meanwhile cancels with ErrUnloaded; done ends the Load.
+func (l *Lifecycle) Load(ctx context.Context) (loadCtx context.Context, done func()) {
+	l.lock.Lock()
 	ctx, cancel := context.WithCancelCause(ctx)
 	l.mu.Lock()
 	l.cancel = cancel
@@ -355,21 +359,26 @@ func (l *Loading) Begin(ctx context.Context) (loadCtx context.Context, end func(
 		l.cancel = nil
 		l.mu.Unlock()
 		cancel(nil)
+		l.lock.Unlock()
 	}
 }
 
-// Cancel ends the Load in progress, if any, with ErrUnloaded. The Load
-// stops the child it started and returns.
-func (l *Loading) Cancel() {
+// Unload cancels the Load in progress, if any (it stops the child it
+// started and returns), then waits for the lifecycle; done ends the
+// Unload.
+func (l *Lifecycle) Unload() (done func()) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.cancel != nil {
 		l.cancel(ErrUnloaded)
 	}
+	l.mu.Unlock()
+	l.lock.Lock()
+	return l.lock.Unlock
 }
 
 // Why is the error a Load returns that failed with err under loadCtx
-// (from Begin): ErrUnloaded when Unload cancelled it, err otherwise.
+// (from Lifecycle.Load): ErrUnloaded when Unload cancelled it, err
+// otherwise.
 func Why(loadCtx context.Context, err error) error {
 	if err != nil && errors.Is(context.Cause(loadCtx), ErrUnloaded) {
 		return ErrUnloaded

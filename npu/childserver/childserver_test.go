@@ -193,16 +193,22 @@ func TestServedContext(t *testing.T) {
 	}
 }
 
-// TestLoading: Cancel ends the Load in progress with ErrUnloaded, and
-// only that one.
-func TestLoading(t *testing.T) {
-	var l Loading
-	l.Cancel() // no Load: nothing happens
-	ctx, end := l.Begin(context.Background())
+// TestLifecycle: Unload cancels the Load in progress with ErrUnloaded and
+// then waits for it to end; a Load's own failure is left as it is.
+func TestLifecycle(t *testing.T) {
+	var l Lifecycle
+	l.Unload()() // no Load: nothing to cancel
+
+	ctx, end := l.Load(context.Background())
 	if ctx.Err() != nil {
 		t.Fatal("a new load's context is done")
 	}
-	l.Cancel()
+	unloaded := make(chan struct{})
+	go func() {
+		done := l.Unload()
+		close(unloaded)
+		done()
+	}()
 	<-ctx.Done()
 	failed := fmt.Errorf("wait: %w", ctx.Err())
 	if got := Why(ctx, failed); got != ErrUnloaded || !errors.Is(got, context.Canceled) {
@@ -211,19 +217,25 @@ func TestLoading(t *testing.T) {
 	if Why(ctx, nil) != nil {
 		t.Error("Why of no error")
 	}
+	select {
+	case <-unloaded:
+		t.Fatal("Unload went on while the Load had not ended")
+	default:
+	}
 	end()
+	<-unloaded
 
-	ctx, end = l.Begin(context.Background())
+	ctx, end = l.Load(context.Background())
 	other := errors.New("exited while starting")
 	if ctx.Err() != nil || Why(ctx, other) != other {
 		t.Errorf("a later load: ctx %v, Why %v", ctx.Err(), Why(ctx, other))
 	}
 	end()
 	parent, cancel := context.WithCancel(context.Background())
-	ctx2, end2 := l.Begin(parent)
-	defer end2()
+	ctx, end = l.Load(parent)
+	defer end()
 	cancel()
-	if got := Why(ctx2, context.Canceled); got != context.Canceled {
+	if got := Why(ctx, context.Canceled); got != context.Canceled {
 		t.Errorf("Why of the caller's own cancel = %v", got)
 	}
 }

@@ -141,8 +141,7 @@ type Backend struct {
 	http *http.Client
 	slot *childserver.Slot // the child, its client and the state
 
-	lifecycle sync.Mutex          // serialises Load and Unload
-	loading   childserver.Loading // the Load in progress, which Unload cancels
+	life childserver.Lifecycle // serialises Load and Unload; Unload cancels a Load
 
 	mu       sync.Mutex // guards the supervisor's fields
 	stopSup  context.CancelFunc
@@ -229,9 +228,7 @@ func (b *Backend) RecentLog(n int) []string { return b.log.Since(0, n) }
 // An Unload meanwhile stops the child and makes it return
 // childserver.ErrUnloaded.
 func (b *Backend) Load(ctx context.Context, progress func(backend.Progress)) error {
-	b.lifecycle.Lock()
-	defer b.lifecycle.Unlock()
-	ctx, end := b.loading.Begin(ctx)
+	ctx, end := b.life.Load(ctx)
 	defer end()
 	switch b.slot.State() {
 	case StateStopped:
@@ -402,9 +399,7 @@ func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(
 // a kill (on Windows a kill at once). It makes a running Generate return,
 // and a Load in progress: that one kills the child it was starting.
 func (b *Backend) Unload(ctx context.Context) error {
-	b.loading.Cancel()
-	b.lifecycle.Lock()
-	defer b.lifecycle.Unlock()
+	defer b.life.Unload()()
 	if b.slot.State() == StateStopped && b.slot.Server() == nil {
 		return nil
 	}

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/npuchat/npuchat/npu/childproc"
@@ -95,8 +94,7 @@ type Backend struct {
 	http *http.Client
 	slot *childserver.Slot // the child, its client and the state
 
-	lifecycle sync.Mutex          // serialises Load and Unload
-	loading   childserver.Loading // the Load in progress, which Unload cancels
+	life childserver.Lifecycle // serialises Load and Unload; Unload cancels a Load
 }
 
 // New checks opts, fills defaults and returns an unloaded Backend.
@@ -156,10 +154,8 @@ func (b *Backend) RecentLog(n int) []string { return b.log.Since(0, n) }
 // in /api/ps) is stopped and its last output is the error. An Unload
 // meanwhile stops the child and makes it return childserver.ErrUnloaded.
 func (b *Backend) Load(ctx context.Context, progress func(backend.Progress)) error {
-	b.lifecycle.Lock()
-	defer b.lifecycle.Unlock()
-	ctx, end := b.loading.Begin(ctx)
-	defer end()
+	ctx, done := b.life.Load(ctx)
+	defer done()
 	switch b.slot.State() {
 	case StateReady:
 		return nil
@@ -320,9 +316,7 @@ func loadFailure(e *oaicompat.Error) bool {
 // handler; research/oflm.md §9) and makes a running Generate return, and
 // a Load in progress: that one kills the child it was starting.
 func (b *Backend) Unload(ctx context.Context) error {
-	b.loading.Cancel()
-	b.lifecycle.Lock()
-	defer b.lifecycle.Unlock()
+	defer b.life.Unload()()
 	return b.slot.Stop(ctx, 0)
 }
 
