@@ -485,37 +485,44 @@ func TestStartFailures(t *testing.T) {
 	})
 }
 
-// TestSlowStartAndCancel: a slow start reports progress and succeeds; a
+// TestSlowStartAndCancel: a slow start (the fake held at its start gate)
+// reports progress while it loads and succeeds when the gate opens; a
 // cancelled Load stops the child.
 func TestSlowStartAndCancel(t *testing.T) {
-	s := newSetup(t, flmtest.ModeSlow, "FAKEFLM_START_DELAY=800ms")
+	gate := newStartGate(t)
+	s := newSetup(t, flmtest.ModeNormal, gate.env())
 	b, _ := New(s.opts)
 	t.Cleanup(func() { b.Unload(context.Background()) })
-	var loading int
-	if err := b.Load(context.Background(), func(p backend.Progress) {
-		if strings.HasPrefix(p.Stage, "loading minicpm5:2b on the NPU") && p.Total == 20 {
-			loading++
-		}
-	}); err != nil {
-		t.Fatal(err)
+	loading := make(chan struct{}, 100)
+	loaded := make(chan error, 1)
+	go func() {
+		loaded <- b.Load(context.Background(), func(p backend.Progress) {
+			if strings.HasPrefix(p.Stage, "loading minicpm5:2b on the NPU") && p.Total == 20 {
+				select {
+				case loading <- struct{}{}:
+				default:
+				}
+			}
+		})
+	}()
+	<-gate.reached
+	for range 3 { // it says it is loading while it waits
+		<-loading
 	}
-	if loading < 3 {
-		t.Errorf("%d loading progress reports", loading)
+	gate.open()
+	if err := <-loaded; err != nil {
+		t.Fatal(err)
 	}
 	b.Unload(context.Background())
 
-	s = newSetup(t, flmtest.ModeSlow, "FAKEFLM_START_DELAY=30s")
-	b, _ = New(s.opts)
+	closed := newStartGate(t) // a gate that stays closed
+	b, _ = New(newSetup(t, flmtest.ModeNormal, closed.env()).opts)
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		for b.PID() == 0 {
-			time.Sleep(10 * time.Millisecond)
-		}
-		time.Sleep(200 * time.Millisecond)
-		cancel()
-	}()
-	err := b.Load(ctx, nil)
-	if !errors.Is(err, context.Canceled) {
+	loaded = make(chan error, 1)
+	go func() { loaded <- b.Load(ctx, nil) }()
+	<-closed.reached
+	cancel()
+	if err := <-loaded; !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)
 	}
 	if b.PID() != 0 || b.State() != StateStopped {
@@ -572,13 +579,8 @@ func TestUnloadAndCancelDuringGenerate(t *testing.T) {
 	if err := b.Unload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-done:
-		if !errors.Is(err, backend.ErrNotLoaded) {
-			t.Errorf("Generate during Unload: %v", err)
-		}
-	case <-time.After(3 * time.Second):
-		t.Fatal("Generate still running after Unload")
+	if err := <-done; !errors.Is(err, backend.ErrNotLoaded) { // the answer is 20 tokens of 100 ms
+		t.Errorf("Generate during Unload: %v", err)
 	}
 	if !strings.Contains(s.log.String(), "Client disconnected") {
 		t.Errorf("flm did not see the cancelled request go:\n%s", s.log)
@@ -653,10 +655,15 @@ func orphanParent() int {
 }
 
 // startGate holds fake flm processes at their start gate
-// (FAKEFLM_START_GATE): Reached says one is there; the gate never opens.
+// (FAKEFLM_START_GATE): reached says one is there; open lets those there,
+// and those to come, go on.
 type startGate struct {
 	ln      net.Listener
 	reached chan struct{}
+
+	mu     sync.Mutex
+	conns  []net.Conn // held
+	opened bool
 }
 
 func newStartGate(t *testing.T) *startGate {
@@ -666,29 +673,39 @@ func newStartGate(t *testing.T) *startGate {
 		t.Fatal(err)
 	}
 	g := &startGate{ln: ln, reached: make(chan struct{}, 8)}
-	var conns []net.Conn
-	var mu sync.Mutex
 	go func() {
 		for {
 			conn, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			mu.Lock()
-			conns = append(conns, conn)
-			mu.Unlock()
+			g.mu.Lock()
+			if g.opened {
+				conn.Write([]byte("go\n"))
+			}
+			g.conns = append(g.conns, conn)
+			g.mu.Unlock()
 			g.reached <- struct{}{}
 		}
 	}()
 	t.Cleanup(func() {
 		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
+		g.mu.Lock()
+		for _, c := range g.conns {
 			c.Close()
 		}
-		mu.Unlock()
+		g.mu.Unlock()
 	})
 	return g
+}
+
+func (g *startGate) open() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.opened = true
+	for _, c := range g.conns {
+		c.Write([]byte("go\n"))
+	}
 }
 
 func (g *startGate) env() string { return "FAKEFLM_START_GATE=" + g.ln.Addr().String() }
