@@ -269,3 +269,41 @@ func TestDied(t *testing.T) {
 		})
 	}
 }
+
+// TestSlotServing: why a slot does not serve, in each state, and the
+// events it sends.
+func TestSlotServing(t *testing.T) {
+	crash := errors.New("exited (signal: killed)")
+	tests := []struct {
+		name  string
+		steps []Event
+		want  error
+		text  string
+	}{
+		{name: "never loaded", want: backend.ErrNotLoaded, text: "oflm m: model not loaded"},
+		{name: "starting", steps: []Event{{State: StateStarting, PID: 7}}, want: backend.ErrDeviceFailed, text: "oflm m is not ready (starting)"},
+		{name: "failed", steps: []Event{{State: StateFailed, Err: crash}}, want: crash, text: "oflm m is down: exited (signal: killed)"},
+		{name: "failed, no reason", steps: []Event{{State: StateFailed}}, want: backend.ErrDeviceFailed, text: "oflm m is down"},
+		{name: "ready without a client", steps: []Event{{State: StateReady}}, want: backend.ErrDeviceFailed, text: "is not ready (ready)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var heard []State
+			s := NewSlot(func(ev Event) { heard = append(heard, ev.State) })
+			for _, ev := range tt.steps {
+				s.Set(ev)
+			}
+			c, client, err := s.Serving("oflm m")
+			if c != nil || client != nil || !errors.Is(err, tt.want) || !strings.Contains(err.Error(), tt.text) {
+				t.Errorf("Serving = %v, %v, %v; want %v with %q", c, client, err, tt.want, tt.text)
+			}
+			if len(heard) != len(tt.steps) {
+				t.Errorf("onState heard %v", heard)
+			}
+			s.Stopped()
+			if s.State() != StateStopped || s.LastErr() != nil {
+				t.Errorf("after Stopped: %s, %v", s.State(), s.LastErr())
+			}
+		})
+	}
+}
