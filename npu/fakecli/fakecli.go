@@ -7,6 +7,7 @@ package fakecli
 import (
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -64,12 +65,19 @@ type Serve struct {
 	CtxLen int    // --ctx-len/-c, 0 when not given
 }
 
+// DefaultPort is FastFlowLM's serve port when none is given.
+const DefaultPort = 52625
+
 // ParseServe reads serve's arguments (after "serve") as FastFlowLM's
 // boost program_options do (src/include/utils/vm_args.hpp): valued
 // flags take the next argument, switches none, one positional tag. The
-// error is the text the real program prints.
-func ParseServe(args []string, valued, switches map[string]bool, port int) (Serve, error) {
-	s := Serve{Host: "127.0.0.1", Port: port}
+// port is DefaultPort, or the number $portEnv holds, unless --port says.
+// The error is the text the real program prints.
+func ParseServe(args []string, valued, switches map[string]bool, portEnv string) (Serve, error) {
+	s := Serve{Host: "127.0.0.1", Port: DefaultPort}
+	if p, err := strconv.Atoi(os.Getenv(portEnv)); err == nil {
+		s.Port = p
+	}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {

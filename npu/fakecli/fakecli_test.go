@@ -22,7 +22,7 @@ func TestParseServe(t *testing.T) {
 		{args: []string{"x", "y"}, wantErr: "Error: too many positional options have been specified on the command line"},
 	}
 	for _, tt := range tests {
-		got, err := ParseServe(tt.args, valued, switches, 52625)
+		got, err := ParseServe(tt.args, valued, switches, "FAKECLI_TEST_PORT")
 		switch {
 		case tt.wantErr != "":
 			if err == nil || err.Error() != tt.wantErr {
@@ -31,6 +31,13 @@ func TestParseServe(t *testing.T) {
 		case err != nil || got != tt.want:
 			t.Errorf("ParseServe(%q) = %+v, %v; want %+v", tt.args, got, err, tt.want)
 		}
+	}
+	t.Setenv("FAKECLI_TEST_PORT", "6000")
+	if got, err := ParseServe([]string{"x"}, valued, switches, "FAKECLI_TEST_PORT"); err != nil || got.Port != 6000 {
+		t.Errorf("the port from the environment: %+v, %v", got, err)
+	}
+	if got, _ := ParseServe([]string{"x", "-p", "7"}, valued, switches, "FAKECLI_TEST_PORT"); got.Port != 7 {
+		t.Errorf("--port over the environment: %d", got.Port)
 	}
 	if !HasFlag([]string{"a", "-j"}, "--json", "-j") || HasFlag([]string{"a"}, "--json") {
 		t.Error("HasFlag")

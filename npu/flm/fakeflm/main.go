@@ -167,28 +167,20 @@ var serveFlags = map[string]bool{
 }
 
 type server struct {
-	tag    string
-	ctxLen int
-	models []string
-	out    io.Writer
+	fakecli.Serve // the command line
+	models        []string
+	out           io.Writer
 }
 
 func serve(args []string, stdout, stderr io.Writer) int {
 	s := &server{out: stdout}
-	port := 52625
-	if p, err := strconv.Atoi(os.Getenv("FLM_SERVE_PORT")); err == nil {
-		port = p
-	}
-	sa, err := fakecli.ParseServe(args, serveFlags, map[string]bool{"--quiet": true}, port)
-	if err != nil {
+	var err error
+	if s.Serve, err = fakecli.ParseServe(args, serveFlags, map[string]bool{"--quiet": true}, "FLM_SERVE_PORT"); err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	s.tag, s.ctxLen = sa.Tag, sa.CtxLen
-	host := sa.Host
-	port = sa.Port
-	if s.tag == "" {
-		s.tag = "llama3.2:1b"
+	if s.Tag == "" {
+		s.Tag = "llama3.2:1b"
 	}
 	models, err := modelList()
 	if err != nil {
@@ -196,9 +188,9 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	s.models = models
-	if !contains(models, s.tag) {
+	if !contains(models, s.Tag) {
 		// FLM v0.9.45+ (main.cpp) refuses a tag missing from its list.
-		fmt.Fprintf(stdout, "[ERROR]  Model not found: %s; Please check with `flm list` and try again.\n", s.tag)
+		fmt.Fprintf(stdout, "[ERROR]  Model not found: %s; Please check with `flm list` and try again.\n", s.Tag)
 		return 1
 	}
 
@@ -213,7 +205,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	if os.Getenv("FLM_DISABLE_UPDATE_CHECK") != "1" {
 		fmt.Fprintln(stdout, "[FLM]  Checking for a newer FastFlowLM version...")
 	}
-	fmt.Fprintf(stdout, "[FLM]  Loading model: %s\n", s.tag)
+	fmt.Fprintf(stdout, "[FLM]  Loading model: %s\n", s.Tag)
 	if addr := os.Getenv("FAKEFLM_START_GATE"); addr != "" {
 		conn, err := net.Dial("tcp", addr)
 		if err != nil {
@@ -240,7 +232,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	ln, err := net.Listen("tcp", net.JoinHostPort(s.Host, strconv.Itoa(s.Port)))
 	if m == "busyport" && err == nil {
 		ln.Close()
 		err = fmt.Errorf("bind: %w", syscall.EADDRINUSE)
@@ -249,8 +241,8 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "[FLM]  Error: bind: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "[FLM]  Starting server on port %d...\n", port)
-	fmt.Fprintf(stdout, "[FLM]  WebServer started on port %d with 10 I/O threads\n", port)
+	fmt.Fprintf(stdout, "[FLM]  Starting server on port %d...\n", s.Port)
+	fmt.Fprintf(stdout, "[FLM]  WebServer started on port %d with 10 I/O threads\n", s.Port)
 	fmt.Fprintln(stdout, "[FLM]  Press Ctrl+C to stop.")
 	srv := &http.Server{Handler: s.routes()}
 	go srv.Serve(ln)
@@ -355,7 +347,7 @@ func (s *server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 	}
 	fmt.Fprintf(s.out, "[FLM]  Incoming request: %s model=%s stream=%v\n", r.URL.Path, req.Model, req.Stream)
 	if req.Model == "" {
-		req.Model = s.tag
+		req.Model = s.Tag
 	}
 	if !contains(s.models, req.Model) {
 		writeJSON(w, map[string]any{"error": "Failed to load " + req.Model + " model!"})
@@ -375,7 +367,7 @@ func (s *server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 			heard = m.Content
 		}
 	}
-	if s.ctxLen > 0 && promptTokens >= s.ctxLen {
+	if s.CtxLen > 0 && promptTokens >= s.CtxLen {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
 		io.WriteString(w, `{"error":{"message":"Max length reached!","type":"model_error","code":400}}`)

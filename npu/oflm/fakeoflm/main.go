@@ -260,28 +260,20 @@ var serveOnly = map[string]bool{"--host": true, "--port": true, "-p": true, "--s
 	"--q-len": true, "-q": true, "--cors": true}
 
 type server struct {
-	tag     string // asked for
-	current string // loaded: tag, or model-faker
-	ctxLen  int
-	models  []entry
-	out     io.Writer
-	modes   map[string]bool
+	fakecli.Serve        // the command line; Tag is the tag asked for
+	current       string // loaded: Tag, or model-faker
+	models        []entry
+	out           io.Writer
+	modes         map[string]bool
 }
 
 func serve(args []string, stdout, stderr io.Writer) int {
 	s := &server{out: stdout, modes: modes()}
-	port := 52625
-	if p, err := strconv.Atoi(os.Getenv("OFLM_SERVE_PORT")); err == nil {
-		port = p
-	}
-	sa, err := fakecli.ParseServe(args, serveFlags, map[string]bool{"--quiet": true, "--json": true, "-j": true}, port)
-	if err != nil {
+	var err error
+	if s.Serve, err = fakecli.ParseServe(args, serveFlags, map[string]bool{"--quiet": true, "--json": true, "-j": true}, "OFLM_SERVE_PORT"); err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	s.tag, s.ctxLen = sa.Tag, sa.CtxLen
-	host := sa.Host
-	port = sa.Port
 	env := map[string]string{}
 	for _, kv := range os.Environ() {
 		if k, v, ok := strings.Cut(kv, "="); ok && (strings.HasPrefix(k, "OFLM_") || strings.HasPrefix(k, "FLM_")) {
@@ -296,28 +288,28 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	s.models = models
-	if s.tag != "" && !s.known(s.tag) {
-		fmt.Fprintf(stdout, "Model not found: %s; Please check with `oflm list`\n", s.tag)
+	if s.Tag != "" && !s.known(s.Tag) {
+		fmt.Fprintf(stdout, "Model not found: %s; Please check with `oflm list`\n", s.Tag)
 		return 1
 	}
 	if os.Getenv("OFLM_DISABLE_UPDATE_CHECK") != "1" {
 		fmt.Fprintln(stdout, "[OFLM]  Checking for a newer OpenFlowLM version...")
 	}
 	s.current = faker
-	if s.tag != "" {
-		fmt.Fprintf(stdout, "[OFLM]  Loading model: %s\n", s.tag)
+	if s.Tag != "" {
+		fmt.Fprintf(stdout, "[OFLM]  Loading model: %s\n", s.Tag)
 		if s.modes["slowstart"] {
 			gate("load")
 		}
 		if s.modes["loadfail"] {
 			fmt.Fprintln(stderr, "[OFLM]  mmap err=-11: cannot lock the model's buffers (memlock too low?)")
-			fmt.Fprintf(stderr, "[OFLM]  Failed to load %s\n", s.tag)
+			fmt.Fprintf(stderr, "[OFLM]  Failed to load %s\n", s.Tag)
 		} else {
-			s.current = s.tag
+			s.current = s.Tag
 		}
 	}
 	busy := s.modes["busyport"] || (s.modes["busyonce"] && firstServe())
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	ln, err := net.Listen("tcp", net.JoinHostPort(s.Host, strconv.Itoa(s.Port)))
 	if busy && err == nil {
 		ln.Close()
 		err = syscall.EADDRINUSE
@@ -326,7 +318,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "bind: %v\n", addrInUse(err))
 		return 1
 	}
-	fmt.Fprintf(stdout, "[OFLM]  WebServer started on port %d\n", port)
+	fmt.Fprintf(stdout, "[OFLM]  WebServer started on port %d\n", s.Port)
 	// No signal handler: like oflm, the process ends when it is killed.
 	return serveHTTP(ln, s.routes())
 }
@@ -435,7 +427,7 @@ func (s *server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 		return
 	}
 	if req.Model == "" {
-		req.Model = s.tag
+		req.Model = s.Tag
 	}
 	if !s.known(req.Model) {
 		apiError(w, 400, "model "+req.Model+" not found", "model_not_found")
