@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/npuchat/npuchat/npu/childserver"
 	"github.com/npuchat/npuchat/npu/flm/flmtest"
 	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/backend/oaicompat"
@@ -251,7 +253,7 @@ func TestServe(t *testing.T) {
 	}
 	waitGone(t, pid, time.Second)
 	log := s.log.String()
-	for _, want := range []string{"serve minicpm5:2b --host 127.0.0.1 --port", "--cors 0 --quiet --ctx-len 512", "Press Ctrl+C to stop", "[FLM]  Shutting down (interrupt)", "asked flm"} {
+	for _, want := range []string{"serve minicpm5:2b --host 127.0.0.1 --port", "--cors 0 --quiet --ctx-len 512", "Press Ctrl+C to stop", "[FLM]  Shutting down (interrupt)", "asked FastFlowLM (pid"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("log lacks %q:\n%s", want, log)
 		}
@@ -483,37 +485,44 @@ func TestStartFailures(t *testing.T) {
 	})
 }
 
-// TestSlowStartAndCancel: a slow start reports progress and succeeds; a
+// TestSlowStartAndCancel: a slow start (the fake held at its start gate)
+// reports progress while it loads and succeeds when the gate opens; a
 // cancelled Load stops the child.
 func TestSlowStartAndCancel(t *testing.T) {
-	s := newSetup(t, flmtest.ModeSlow, "FAKEFLM_START_DELAY=800ms")
+	gate := newStartGate(t)
+	s := newSetup(t, flmtest.ModeNormal, gate.env())
 	b, _ := New(s.opts)
 	t.Cleanup(func() { b.Unload(context.Background()) })
-	var loading int
-	if err := b.Load(context.Background(), func(p backend.Progress) {
-		if strings.HasPrefix(p.Stage, "loading minicpm5:2b on the NPU") && p.Total == 20 {
-			loading++
-		}
-	}); err != nil {
-		t.Fatal(err)
+	loading := make(chan struct{}, 100)
+	loaded := make(chan error, 1)
+	go func() {
+		loaded <- b.Load(context.Background(), func(p backend.Progress) {
+			if strings.HasPrefix(p.Stage, "loading minicpm5:2b on the NPU") && p.Total == 20 {
+				select {
+				case loading <- struct{}{}:
+				default:
+				}
+			}
+		})
+	}()
+	<-gate.reached
+	for range 3 { // it says it is loading while it waits
+		<-loading
 	}
-	if loading < 3 {
-		t.Errorf("%d loading progress reports", loading)
+	gate.open()
+	if err := <-loaded; err != nil {
+		t.Fatal(err)
 	}
 	b.Unload(context.Background())
 
-	s = newSetup(t, flmtest.ModeSlow, "FAKEFLM_START_DELAY=30s")
-	b, _ = New(s.opts)
+	closed := newStartGate(t) // a gate that stays closed
+	b, _ = New(newSetup(t, flmtest.ModeNormal, closed.env()).opts)
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		for b.PID() == 0 {
-			time.Sleep(10 * time.Millisecond)
-		}
-		time.Sleep(200 * time.Millisecond)
-		cancel()
-	}()
-	err := b.Load(ctx, nil)
-	if !errors.Is(err, context.Canceled) {
+	loaded = make(chan error, 1)
+	go func() { loaded <- b.Load(ctx, nil) }()
+	<-closed.reached
+	cancel()
+	if err := <-loaded; !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)
 	}
 	if b.PID() != 0 || b.State() != StateStopped {
@@ -570,13 +579,8 @@ func TestUnloadAndCancelDuringGenerate(t *testing.T) {
 	if err := b.Unload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-done:
-		if !errors.Is(err, backend.ErrNotLoaded) {
-			t.Errorf("Generate during Unload: %v", err)
-		}
-	case <-time.After(3 * time.Second):
-		t.Fatal("Generate still running after Unload")
+	if err := <-done; !errors.Is(err, backend.ErrNotLoaded) { // the answer is 20 tokens of 100 ms
+		t.Errorf("Generate during Unload: %v", err)
 	}
 	if !strings.Contains(s.log.String(), "Client disconnected") {
 		t.Errorf("flm did not see the cancelled request go:\n%s", s.log)
@@ -647,5 +651,96 @@ func orphanParent() int {
 			}()
 		}
 		wg.Wait()
+	}
+}
+
+// startGate holds fake flm processes at their start gate
+// (FAKEFLM_START_GATE): reached says one is there; open lets those there,
+// and those to come, go on.
+type startGate struct {
+	ln      net.Listener
+	reached chan struct{}
+
+	mu     sync.Mutex
+	conns  []net.Conn // held
+	opened bool
+}
+
+func newStartGate(t *testing.T) *startGate {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &startGate{ln: ln, reached: make(chan struct{}, 8)}
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			g.mu.Lock()
+			if g.opened {
+				conn.Write([]byte("go\n"))
+			}
+			g.conns = append(g.conns, conn)
+			g.mu.Unlock()
+			g.reached <- struct{}{}
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		g.mu.Lock()
+		for _, c := range g.conns {
+			c.Close()
+		}
+		g.mu.Unlock()
+	})
+	return g
+}
+
+func (g *startGate) open() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.opened = true
+	for _, c := range g.conns {
+		c.Write([]byte("go\n"))
+	}
+}
+
+func (g *startGate) env() string { return "FAKEFLM_START_GATE=" + g.ln.Addr().String() }
+
+// TestUnloadCancelsALoad: Unload does not wait for a load in progress: it
+// kills the starting child, which is held at its start gate, and returns
+// while the gate is still closed; the Load returns ErrUnloaded. (Were
+// Unload to wait for the Load, or to ask the loading child to stop and
+// wait a grace period, this test would hang: the start timeout and the
+// grace are an hour.)
+func TestUnloadCancelsALoad(t *testing.T) {
+	gate := newStartGate(t)
+	s := newSetup(t, flmtest.ModeNormal, gate.env())
+	s.opts.StartTimeout, s.opts.StopGrace = time.Hour, time.Hour
+	b, err := New(s.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded := make(chan error, 1)
+	go func() { loaded <- b.Load(context.Background(), nil) }()
+	<-gate.reached
+	pid := b.PID()
+	if pid == 0 || b.State() != StateStarting {
+		t.Fatalf("while loading: pid %d, state %s", pid, b.State())
+	}
+	if err := b.Unload(context.Background()); err != nil {
+		t.Fatalf("Unload: %v", err)
+	}
+	if alive(pid) {
+		t.Errorf("the loading child (pid %d) is alive after Unload", pid)
+	}
+	if err := <-loaded; !errors.Is(err, childserver.ErrUnloaded) || !errors.Is(err, context.Canceled) {
+		t.Errorf("Load: %v, want ErrUnloaded", err)
+	}
+	if b.PID() != 0 || b.State() != StateStopped {
+		t.Errorf("after Unload: pid %d, state %s", b.PID(), b.State())
 	}
 }
