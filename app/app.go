@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	neturl "net/url"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -418,6 +419,20 @@ func (a *App) OpenChat() error {
 		return fmt.Errorf("the chat page is not served: %w", s.Err)
 	}
 	url := a.OpenLink(web.LinkTTL)
+	if a.opts.OpenURL != nil {
+		return a.opts.OpenURL(url)
+	}
+	return openURL(a.opts.GOOS, url)
+}
+
+// OpenSettings opens the chat page's Settings view (where the MCP
+// servers are edited) in the user's browser, through a fresh one-time
+// link as OpenChat does.
+func (a *App) OpenSettings() error {
+	if s := a.Server(); s.Err != nil {
+		return fmt.Errorf("the chat page is not served: %w", s.Err)
+	}
+	url := a.OpenLink(web.LinkTTL) + "&next=" + neturl.QueryEscape(web.SettingsPath)
 	if a.opts.OpenURL != nil {
 		return a.opts.OpenURL(url)
 	}

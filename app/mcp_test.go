@@ -65,3 +65,28 @@ func TestMCPHostFollowsSettings(t *testing.T) {
 		t.Errorf("after Shutdown: %v, want ErrClosed", err)
 	}
 }
+
+// TestOpenSettingsLandsOnTheSettingsView: the tray's "Edit in the chat
+// page's Settings" opens a one-time link that starts the session and
+// goes on to the page at #settings.
+func TestOpenSettingsLandsOnTheSettingsView(t *testing.T) {
+	a := newApp(t, testEnv(t), Flags{})
+	var opened []string
+	a.opts.OpenURL = func(u string) error { opened = append(opened, u); return nil }
+	running(t, a, RunOptions{})
+	if err := a.OpenSettings(); err != nil {
+		t.Fatal(err)
+	}
+	if len(opened) != 1 {
+		t.Fatalf("opened %q", opened)
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Get(opened[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || loc != "/#settings" || len(resp.Cookies()) != 1 {
+		t.Errorf("the link answered %d, Location %q, cookies %v", resp.StatusCode, loc, resp.Cookies())
+	}
+}

@@ -10,6 +10,10 @@ import (
 	"github.com/npuchat/npuchat/mcphost"
 )
 
+// SettingsPath is the chat page opened at its Settings view (the tray's
+// "MCP servers" button goes there through the one-time link's next).
+const SettingsPath = "/#settings"
+
 // MCPHost is what the page's routes use of the app's MCP servers (the
 // app's *mcphost.Host): their state for Settings, and their tools. It
 // runs only the servers of the settings (the app gives it each change):

@@ -42,8 +42,8 @@ func TestSettingsMCPServers(t *testing.T) {
 	env := home(t, base, nil)
 	srv := serve(t, env)
 	b := newBrowser(t)
-	b.open(srv.URL + "/")
-	b.run(chromedp.Evaluate(`document.getElementById('open-settings').click()`, nil))
+	// The tray's button opens the page at /#settings: the Settings view.
+	b.open(srv.URL + "/#settings")
 	b.waitJS(`!document.getElementById('view-settings').hidden && document.querySelector('#mcp-list .mcp-empty') !== null`, 10*time.Second)
 
 	// An unclosed quote is refused before anything is sent.
