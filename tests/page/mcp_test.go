@@ -154,6 +154,16 @@ func TestSettingsMCPServers(t *testing.T) {
 	b.shot("mcp-form-dark")
 	b.run(chromedp.Click("#mcp-cancel", chromedp.ByQuery))
 	b.scheme("light")
+	// At 360 px nothing is wider than the screen.
+	b.run(chromedp.EmulateViewport(360, 740))
+	b.open(srv.URL + "/#settings")
+	b.waitJS(`window.innerWidth === 360 && document.getElementById('sidebar').getBoundingClientRect().right <= 0 && document.querySelector('#mcp-list li[data-name="search"]') !== null`, 10*time.Second)
+	b.run(chromedp.Evaluate(`document.getElementById('mcp-servers').scrollIntoView({block: 'start'})`, nil))
+	if w := eval[float64](b, `Math.max(...[...document.querySelectorAll('#mcp-servers, #mcp-servers *')].map((e) => e.getBoundingClientRect().right))`); w > 360 {
+		t.Errorf("at 360 px the MCP servers reach %v px", w)
+	}
+	b.shot("mcp-servers-360")
+	b.run(chromedp.EmulateViewport(1280, 860))
 
 	// Off: stopped, and its tools cannot be listed.
 	b.run(chromedp.Click(`#mcp-list li[data-name="notes"] [data-testid=mcp-toggle]`, chromedp.ByQuery))
