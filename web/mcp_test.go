@@ -23,8 +23,12 @@ import (
 const mcpRoleEnv = "NPUCHAT_WEB_TEST_MCP"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(mcpRoleEnv) == "server" {
+	switch os.Getenv(mcpRoleEnv) {
+	case "server":
 		os.Exit(serveMCP())
+	case "crash":
+		fmt.Fprintln(os.Stderr, "crash: the config file /nowhere is missing")
+		os.Exit(3)
 	}
 	os.Exit(m.Run())
 }
@@ -114,6 +118,10 @@ func TestMCPSettingsRoutes(t *testing.T) {
 	if strings.Contains(body, "verysecret") {
 		t.Errorf("the PUT's answer holds the token: %s", body)
 	}
+	var file map[string]json.RawMessage
+	if b, _ := os.ReadFile(path); json.Unmarshal(b, &file) != nil || len(file) != 1 || file["mcp_servers"] == nil {
+		t.Errorf("a PUT of the servers alone wrote more: %s", b)
+	}
 	got := decodeJSON[web.PageSettings](t, body)
 	if got.MCPServers == nil || len(*got.MCPServers) != 3 || !(*got.MCPServers)[2].TokenSet || (*got.MCPServers)[2].Token != nil || (*got.MCPServers)[0].TokenSet {
 		t.Fatalf("servers after the PUT: %s", body)
@@ -183,12 +191,36 @@ func TestMCPSettingsRoutes(t *testing.T) {
 		t.Errorf("a disabled server was started: %v", err)
 	}
 
+	// A server that crashes: a clear error with its last words, kept
+	// in its state; NPU Chat goes on.
+	crash := strings.Replace(mcpServerJSON(t, "crashy", true, ""), `"server"`, `"crash"`, 1)
+	all := `{"mcp_servers": [` + mcpServerJSON(t, "tools", true, onMark) + `, ` + mcpServerJSON(t, "off", false, offMark) +
+		`, {"name": "remote2", "url": "https://mcp.example.com/mcp"}, ` + crash + `]}`
+	if resp, body := do(t, "PUT", s.URL+"/api/settings", all); resp.StatusCode != 200 {
+		t.Fatalf("put crashy: %d %s", resp.StatusCode, body)
+	}
+	resp, body = do(t, "GET", s.URL+"/api/settings/mcp/crashy/tools", "")
+	if resp.StatusCode != 502 || !strings.Contains(body, "config file /nowhere is missing") {
+		t.Errorf("tools of a crashing server: %d %s", resp.StatusCode, body)
+	}
+	_, body = do(t, "GET", s.URL+"/api/settings/mcp", "")
+	json.Unmarshal([]byte(body), &list)
+	if st := list.Servers[3]; st.Name != "crashy" || st.Running || !strings.Contains(st.LastError, "/nowhere") || st.LastErrorAt == "" {
+		t.Errorf("state of the crashed server: %+v", st)
+	}
+	if st := list.Servers[0]; !st.Running {
+		t.Errorf("the other server stopped: %+v", st)
+	}
+	if toks, _ := mcphost.ReadTokens(mcphost.TokenPath(path)); toks["remote2"].Reveal() != tok {
+		t.Errorf("the token did not stay with its server: %v", toks)
+	}
+
 	// A bad server is refused at its field, in words, and changes nothing.
 	resp, body = do(t, "PUT", s.URL+"/api/settings", `{"mcp_servers": [{"name": "bad name", "url": "https://x.example/mcp"}]}`)
 	if resp.StatusCode != 400 || !strings.Contains(body, `"param":"mcp_servers[0].name"`) || !strings.Contains(body, "MCP server 1") {
 		t.Errorf("bad server: %d %s", resp.StatusCode, body)
 	}
-	if len(store.Get().MCPServers) != 3 {
+	if len(store.Get().MCPServers) != 4 {
 		t.Errorf("a refused PUT changed the servers: %+v", store.Get().MCPServers)
 	}
 
