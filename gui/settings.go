@@ -3,6 +3,7 @@ package gui
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/npuchat/npuchat/config"
 	"github.com/npuchat/npuchat/enginekind"
+	"github.com/npuchat/npuchat/mcphost"
 )
 
 // SettingsStore is the app's one settings store (config.Store, through
@@ -73,8 +75,11 @@ type settingsWindow struct {
 	dirDialog *dialog.FileDialog
 	note      *widget.Label
 	save      *widget.Button
-	current   config.Settings
-	stop      func()
+	// mcp says how many MCP servers are configured; the page edits them.
+	mcp     *widget.Label
+	mcpEdit *widget.Button // opens the page's Settings
+	current config.Settings
+	stop    func()
 }
 
 func newSettingsWindow(c *controller) *settingsWindow {
@@ -149,6 +154,8 @@ func newSettingsWindow(c *controller) *settingsWindow {
 	s.save.Importance = widget.HighImportance
 
 	chat := widget.NewButtonWithIcon("Open the chat", chatIcon(), c.openChat)
+	s.mcp = widget.NewLabel("")
+	s.mcpEdit = widget.NewButtonWithIcon("Edit in the chat page's Settings", theme.SettingsIcon(), c.openSettings)
 	logs := widget.NewButtonWithIcon("Open the logs folder", theme.FolderOpenIcon(), c.openLogs)
 	form := widget.NewForm(
 		widget.NewFormItem("Engine", s.engine),
@@ -163,6 +170,7 @@ func newSettingsWindow(c *controller) *settingsWindow {
 		widget.NewFormItem("Port", with(s.port, "port", "")),
 		widget.NewFormItem("", s.reachable),
 		widget.NewFormItem("API key", with(s.apiKey, "api_key", "The port, reachability and API key apply when NPU Chat next starts.")),
+		widget.NewFormItem("MCP servers", container.NewVBox(s.mcp, container.NewHBox(s.mcpEdit))),
 		widget.NewFormItem("Model", s.model),
 		widget.NewFormItem("Chat page", widget.NewLabel(c.app.ChatURL())),
 		widget.NewFormItem("Logs", wrapped(c.app.LogDir())),
@@ -279,6 +287,7 @@ func (s *settingsWindow) showSettings(st config.Settings) {
 	if st.HFEndpoint == "" {
 		s.hfEndpoint.SetPlaceHolder(config.DefaultHFEndpoint + " (or HF_ENDPOINT)")
 	}
+	s.mcp.SetText(mcpWords(st.MCPServers))
 	s.loading = true
 	s.showEngine()
 	s.atStart.SetChecked(st.ServeAtStart)
@@ -300,6 +309,26 @@ func speculativeValue(label string) string {
 		return "auto"
 	}
 	return "off"
+}
+
+// mcpWords says how many MCP servers are configured and how many are on.
+func mcpWords(servers []mcphost.Server) string {
+	on := 0
+	for _, m := range servers {
+		if m.Enabled {
+			on++
+		}
+	}
+	switch len(servers) {
+	case 0:
+		return "None configured"
+	case 1:
+		if on == 1 {
+			return "1 configured, on"
+		}
+		return "1 configured, off"
+	}
+	return fmt.Sprintf("%d configured, %d on", len(servers), on)
 }
 
 func placeholder(masked string) string {

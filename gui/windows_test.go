@@ -14,6 +14,7 @@ import (
 
 	"github.com/npuchat/npuchat/config"
 	"github.com/npuchat/npuchat/enginekind"
+	"github.com/npuchat/npuchat/mcphost"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/install"
 )
@@ -312,4 +313,25 @@ func TestSettingsWindowFollowsTheStore(t *testing.T) {
 	h.eventually("the saved token shown masked, the field empty", func() bool {
 		return s.hfToken.Text == "" && s.hfToken.PlaceHolder == "hf_…6789 (saved)" && !s.errs["hf_endpoint"].Visible()
 	})
+}
+
+// TestSettingsWindowCountsMCPServers: the settings window says how many
+// MCP servers are configured and on, following the page's changes, and
+// its button opens the page's Settings, where they are edited.
+func TestSettingsWindowCountsMCPServers(t *testing.T) {
+	f := newFakeApp(t.Cleanup)
+	h := newHarness(t, test.NewTempApp(t), f)
+	h.click(labelSettings)
+	var s *settingsWindow
+	h.ui.wait(func() { s = h.c.settings })
+	h.eventually("no servers", func() bool { return s.mcp.Text == "None configured" })
+	if _, err := f.UpdateSettings(context.Background(), func(c *config.Settings) error {
+		c.MCPServers = []mcphost.Server{{Name: "a", URL: "https://a.example/mcp", Enabled: true}, {Name: "b", URL: "https://b.example/mcp"}}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("two servers, one on", func() bool { return s.mcp.Text == "2 configured, 1 on" })
+	h.ui.wait(func() { test.Tap(s.mcpEdit) })
+	h.eventually("the page's Settings opened", func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.settings == 1 })
 }

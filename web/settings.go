@@ -77,6 +77,9 @@ type PageSettings struct {
 	KV *KVInfo `json:"kv,omitempty"`
 	// Chat holds the default generation settings of conversations.
 	Chat config.ChatDefaults `json:"chat"`
+	// MCPServers are the MCP servers (mcp.go), tokens never sent; in a
+	// PUT, the whole list, or absent to keep it.
+	MCPServers *[]PageMCPServer `json:"mcp_servers,omitempty"`
 }
 
 // KVInfo is what the KV cache of a context takes with a model: the
@@ -151,7 +154,8 @@ func pageSettings(c config.Settings, d Details) PageSettings {
 	p := PageSettings{Engine: c.Engine, KeepAlive: strings.TrimSpace(c.KeepAlive), ContextLength: c.ContextLength, Parallel: c.Parallel, Chat: c.Chat,
 		ServeAtStart: c.ServeAtStart, HFEndpoint: c.HFEndpoint, HFTokenMasked: c.HFToken.Masked(),
 		ModelsDir: c.ModelsDir, ModelsDirDefault: d.ModelsDirDefault, APIKeyMasked: config.Secret(c.APIKey).Masked(),
-		Listening: d.Listening, KV: d.KV, KVCacheType: c.KVCacheType, KVCacheTypes: config.KVCacheTypes}
+		Listening: d.Listening, KV: d.KV, KVCacheType: c.KVCacheType, KVCacheTypes: config.KVCacheTypes,
+		MCPServers: mcpSettingsOf(c)}
 	if p.KVCacheType == "" {
 		p.KVCacheType = config.KVCacheTypes[0]
 	}
@@ -218,6 +222,7 @@ func (s *Server) putSettings(w http.ResponseWriter, r *http.Request) {
 	}
 	cur := s.opts.Settings.Get()
 	in := pageSettings(cur, Details{})
+	in.MCPServers = nil // absent: kept
 	if err := s.decode(w, r, maxSettingsBody, &in); err != nil {
 		s.fail(w, r, err)
 		return
@@ -245,6 +250,9 @@ func (s *Server) putSettings(w http.ResponseWriter, r *http.Request) {
 		}
 		if in.APIKey != nil {
 			c.APIKey = *in.APIKey
+		}
+		if in.MCPServers != nil {
+			c.MCPServers = mcpServersFrom(*in.MCPServers, c.MCPServers)
 		}
 		return nil
 	})

@@ -1900,6 +1900,9 @@
   loadList();
   api("GET", "/api/history").then((h) => showHistoryProblem(h.problem || ""), () => {});
   if (new URLSearchParams(location.search).has("link")) history.replaceState(null, "", location.pathname);
+  // The tray's Settings window opens the page at its Settings (/#settings),
+  // once settings.js (loaded after this script) is there to fill it.
+  if (location.hash === "#settings") document.addEventListener("DOMContentLoaded", () => showView("settings"));
   Install.load();
   if (conversation && app.dataset.rendered !== "true") {
     // With an API key the server renders no history: open the
