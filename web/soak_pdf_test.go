@@ -5,9 +5,11 @@ import (
 	"compress/flate"
 	"compress/zlib"
 	"context"
+	"encoding"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/adler32"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -59,7 +61,8 @@ func hostilePDFs(t testing.TB, maxBody int64) []hostilePDF {
 	t.Helper()
 	whole := pdftexttest.PDF([][]string{{"a file cut short", "in the middle of its objects"}, {"second page"}})
 	return []hostilePDF{
-		{name: "zip bomb", data: zipBombPDF(t, bombMiB), status: 422, says: "decodes to more than"},
+		{name: "zip bomb of spaces", data: zipBombPDF(t, "", ' ', bombMiB, ""), status: 422, says: "decodes to more than"},
+		{name: "zip bomb of one string", data: zipBombPDF(t, "BT /F1 12 Tf 72 720 Td (", 'a', bombMiB, ") Tj ET"), status: 422, says: "decodes to more than"},
 		{name: "page tree names itself", data: pdftexttest.File([]string{
 			"<< /Type /Catalog /Pages 2 0 R >>",
 			"<< /Type /Pages /Kids [2 0 R] /Count 1 >>",
@@ -70,29 +73,37 @@ func hostilePDFs(t testing.TB, maxBody int64) []hostilePDF {
 }
 
 // zipBombPDF is a one-page PDF whose content stream is one FlateDecode
-// stream of mib MiB of spaces. It is built without compressing all of
-// it: after the first MiB, the deflate blocks of each further MiB of
-// spaces are the same bytes, so the stream is the first block, the
-// second repeated, the final block and the Adler-32 of the whole.
-func zipBombPDF(t testing.TB, mib int) []byte {
+// stream of prefix, mib MiB of fill, and suffix.
+func zipBombPDF(t testing.TB, prefix string, fill byte, mib int, suffix string) []byte {
 	t.Helper()
-	z := zipBomb(t, mib)
-	// The construction is checked on a small bomb: it decodes to exactly
-	// its spaces and its checksum is right (zlib reads it to io.EOF).
-	r, err := zlib.NewReader(bytes.NewReader(zipBomb(t, 3)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := io.ReadAll(r)
-	if err != nil || len(got) != 3<<20 || strings.Trim(string(got), " ") != "" {
-		t.Fatalf("the zip bomb's construction: %d bytes (%v), want 3 MiB of spaces", len(got), err)
-	}
+	z := zipBomb(t, prefix, fill, mib, suffix)
 	stream := fmt.Sprintf("<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream", len(z), z)
 	return pdftexttest.File(pdftexttest.Pages(stream), "")
 }
 
-// zipBomb is the zlib stream of mib MiB of spaces (mib >= 2).
-func zipBomb(t testing.TB, mib int) []byte {
+// zipBomb is the zlib stream of prefix, mib MiB of fill and suffix,
+// built without compressing all of it: once the window is all fill, the
+// deflate blocks of each further MiB are the same bytes, so the stream
+// is the first blocks, one of them repeated, the suffix's, and the
+// Adler-32 of the whole (worked out for the run). The construction is
+// checked on a small bomb, decoded in full: its bytes and its checksum
+// (zlib reads it to io.EOF) must be right.
+func zipBomb(t testing.TB, prefix string, fill byte, mib int, suffix string) []byte {
+	t.Helper()
+	small := buildZipBomb(t, prefix, fill, 6, suffix)
+	r, err := zlib.NewReader(bytes.NewReader(small))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(r)
+	want := prefix + strings.Repeat(string(fill), 6<<20) + suffix
+	if err != nil || string(got) != want {
+		t.Fatalf("the zip bomb's construction: %d bytes (%v), want %d", len(got), err, len(want))
+	}
+	return buildZipBomb(t, prefix, fill, mib, suffix)
+}
+
+func buildZipBomb(t testing.TB, prefix string, fill byte, mib int, suffix string) []byte {
 	t.Helper()
 	var out bytes.Buffer
 	out.Write([]byte{0x78, 0xda}) // zlib header: deflate, best compression
@@ -100,28 +111,39 @@ func zipBomb(t testing.TB, mib int) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spaces := bytes.Repeat([]byte(" "), 1<<20)
+	run := bytes.Repeat([]byte{fill}, 1<<20)
+	w.Write([]byte(prefix))
 	var blocks [3][]byte
 	for i := range blocks {
 		start := out.Len()
-		w.Write(spaces)
+		w.Write(run)
 		w.Flush()
 		blocks[i] = bytes.Clone(out.Bytes()[start:])
 	}
 	if !bytes.Equal(blocks[1], blocks[2]) {
-		t.Fatal("the zip bomb's construction: a MiB of spaces after the first does not deflate to the same bytes")
+		t.Fatal("the zip bomb's construction: a MiB of fill after the first does not deflate to the same bytes")
 	}
-	out.Truncate(out.Len() - len(blocks[1])) // the first two MiB
-	for range mib - 2 {
-		out.Write(blocks[1])
+	for range mib - 3 {
+		out.Write(blocks[2])
 	}
-	out.Write([]byte{1, 0, 0, 0xff, 0xff}) // the final block: stored, empty
-	// Adler-32 of n spaces: a = 1 + 32n, b = n + 32·n(n+1)/2, mod 65521.
+	w.Write([]byte(suffix))
+	w.Close()
+	// Adler-32 (a, b) after the prefix, then n bytes of fill c:
+	// a += n·c, b += n·a + c·n(n+1)/2 (mod 65521); then the suffix.
 	const mod = 65521
-	n := uint64(mib) << 20
-	a := (1 + 32*(n%mod)) % mod
-	b := (n%mod + 32*((n*(n+1)/2)%mod)) % mod
-	out.Write(binary.BigEndian.AppendUint32(nil, uint32(b<<16|a)))
+	h := adler32.New()
+	h.Write([]byte(prefix))
+	p := uint64(h.Sum32())
+	a, b := p&0xffff, p>>16
+	n, c := uint64(mib)<<20, uint64(fill)
+	b = (b + (n%mod)*a + c*((n*(n+1)/2)%mod)) % mod
+	a = (a + (n%mod)*c) % mod
+	state := append([]byte("adl\x01"), binary.BigEndian.AppendUint32(nil, uint32(b<<16|a))...)
+	if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(state); err != nil {
+		t.Fatal(err)
+	}
+	h.Write([]byte(suffix))
+	out.Write(h.Sum(nil))
 	return out.Bytes()
 }
 
