@@ -167,6 +167,11 @@ func normalPDF(rng *rand.Rand) ([]byte, []string) {
 	return pdftexttest.PDF(pages), all
 }
 
+// pdfPause is a PDF worker's pause between two files: 100 to 300 ms.
+func pdfPause(rng *rand.Rand) time.Duration {
+	return time.Duration(100+rng.IntN(200)) * time.Millisecond
+}
+
 // postPDF sends a PDF to the page's attachment route as the page does.
 func postPDF(ctx context.Context, client *http.Client, url, cookie string, data []byte) (*http.Response, string, error) {
 	req, err := http.NewRequestWithContext(ctx, "POST", url+"/api/attachments/pdf", bytes.NewReader(data))

@@ -25,10 +25,14 @@ import (
 
 var soakFor = flag.Duration("soak", 45*time.Second, "how long TestSoak runs (go test ./web -run TestSoak -soak 5m for the long version)")
 
-// TestSoak (issue 13, "Show"): a bounded loopback soak that mixes slow
-// readers, clients that read nothing, stalled bodies, disconnects, big
-// bodies, start and stop, and normal chats. It ends with every normal
-// chat answered in full or refused with 429 or 503, no goroutine or heap
+// TestSoak (issue 13, "Show"; issue 38, PDF attachments): a bounded
+// loopback soak that mixes slow readers, clients that read nothing,
+// stalled bodies, disconnects, big bodies, start and stop, normal chats,
+// and PDF attachments, normal and hostile (soak_pdf_test.go). It ends
+// with every normal chat answered in full or refused with 429 or 503,
+// every normal PDF's text read, every hostile PDF refused with a clear
+// 422 or 413 (or 503 with Retry-After while the readers are busy), the
+// heap's peak within what the PDF limits allow, no goroutine or heap
 // growth past the bounds stated below, and the service's state what
 // /api/status says. `make test` runs it for 45 s; -soak sets the time.
 func TestSoak(t *testing.T) {
@@ -214,9 +218,11 @@ func TestSoak(t *testing.T) {
 	// large) refused, all while the heap stays within what the limits
 	// allow.
 	pdfs := &pdfSoak{url: ts.URL, cookie: ts.Cookie, client: client, hostile: hostile, fail: fail, count: count}
-	worker("pdf normal", func(rng *rand.Rand) { pdfs.normal(ctx, rng) })
-	worker("pdf hostile", func(rng *rand.Rand) { pdfs.hostileOne(ctx, rng) })
-	worker("pdf hostile b", func(rng *rand.Rand) { pdfs.hostileOne(ctx, rng) })
+	// Paced as people attach files (a few a second in all), so that
+	// reading them, a core each, leaves the chats their share.
+	worker("pdf normal", func(rng *rand.Rand) { pdfs.normal(ctx, rng); sleepCtx(ctx, pdfPause(rng)) })
+	worker("pdf hostile", func(rng *rand.Rand) { pdfs.hostileOne(ctx, rng); sleepCtx(ctx, pdfPause(rng)) })
+	worker("pdf hostile b", func(rng *rand.Rand) { pdfs.hostileOne(ctx, rng); sleepCtx(ctx, pdfPause(rng)) })
 	wg.Wait()
 	close(stopPeak)
 	peak := <-peakCh
