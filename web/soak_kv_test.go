@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -65,12 +66,6 @@ var kvChanges = []kvChange{
 	{"deleted", os.Remove},
 }
 
-// kvMoments are when a change happens: with the model off (before it
-// indexes the folder), once it is on (indexed, not read), after the chat
-// was opened (its KV read back in the background, racing the change), or
-// while the chats' next answers run.
-var kvMoments = []string{"model off", "model on", "chat opened", "answering"}
-
 // lineCount counts the lines written to it (the disk cache's warnings).
 type lineCount struct {
 	mu sync.Mutex
@@ -94,14 +89,16 @@ func (c *lineCount) lines() int {
 // model at path, with a history and the KV disk cache in kvDir ("" for
 // none: a fresh server, nothing cached on disk); the cache's warnings
 // (files ignored) are counted in warnings.
-func kvSoakServer(t *testing.T, path, kvDir string, warnings *lineCount) *webtest.Server {
+func kvSoakServer(t *testing.T, path string, opts cpu.Options, warnings *lineCount) *webtest.Server {
 	t.Helper()
-	log := slog.New(slog.NewTextHandler(warnings, nil))
+	opts.Path, opts.Threads, opts.Log = path, 1, slog.New(slog.NewTextHandler(warnings, nil))
 	h := history.NewHandle(filepath.Join(t.TempDir(), "history.db"), history.Options{})
 	t.Cleanup(func() { h.Close() })
 	return webtest.Start(t, webtest.Config{
 		NewBackend: func(_ context.Context, model string, kind enginekind.Kind) (backend.Backend, error) {
-			return cpu.New(cpu.Options{Path: path, Name: model, Threads: 1, KVDir: kvDir, Log: log}), nil
+			o := opts
+			o.Name = model
+			return cpu.New(o), nil
 		},
 		Web:     web.Options{History: h},
 		Service: service.Options{KeepAlive: -1},
@@ -218,16 +215,40 @@ func chatKVFiles(t *testing.T, dir string, id int64) []string {
 	return out
 }
 
+// kvSoakMode is how the KV soak's chats come to have KV files.
+type kvSoakMode struct {
+	name string
+	// restart stops the model between rounds (every chat's KV written
+	// at unload) and starts it again (the folder indexed anew); without
+	// it, the model stays on with a KV budget that holds about one chat,
+	// so chats are dropped from memory (written in the background) and
+	// read back while the others go on.
+	restart  bool
+	budget   int64    // cpu.Options.KVBudget (0: the default)
+	parallel int      // cpu.Options.Parallel (0: the default)
+	moments  []string // when a chat's file is changed
+}
+
+// kvFigures are what a KV soak did.
+type kvFigures struct {
+	rounds, requests, compared, fromDisk, warnings, fifos int
+	changed                                               map[string]int
+}
+
 // TestSoakKVFilesChanged (issue 38, "Deliver", last bullet): chats on the
-// page's routes continue over several rounds; between rounds the model
-// stops (writing every chat's KV file) and starts again, and each
-// chat's KV file is cut short, overwritten, replaced by a FIFO, deleted
-// or left, with the model off, once it is on, after the chat was opened
-// (its KV read back) or while the answers run. Every answer, at
-// temperature 0, must equal a fresh server's answer to the same chat
-// (no NUL characters, no crash, no hang: each wait has a failure-only
-// deadline), and the untouched files must be read (prompt tokens from
-// the cache after a restart), or the soak tests nothing.
+// page's routes continue over several rounds while each chat's KV file
+// is cut short, overwritten, replaced by a FIFO, deleted or left. With
+// restarts: between rounds the model stops (writing every chat's KV
+// file) and starts again, and the change comes with the model off, once
+// it is on, after the chat was opened (its KV read back) or while the
+// answers run. With evictions: the model stays on with a KV budget of
+// about one chat, and the change comes between rounds, after the chat
+// was opened or while the answers run. Every answer, at temperature 0,
+// must equal a fresh server's answer to the same chat (no NUL
+// characters, no crash, no hang: each wait has a failure-only deadline),
+// and files must be read back (prompt tokens from the cache after a
+// restart; every untouched file, with restarts), or the soak tests
+// nothing.
 func TestSoakKVFilesChanged(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the soak test runs in the full suite")
@@ -240,47 +261,58 @@ func TestSoakKVFilesChanged(t *testing.T) {
 	if err := testmodel.WriteGGUF(path, w, testmodel.F32); err != nil {
 		t.Fatal(err)
 	}
+	for _, mode := range []kvSoakMode{
+		{name: "restarts", restart: true, moments: []string{"model off", "model on", "chat opened", "answering"}},
+		{name: "evictions", budget: kvEvictBudget, parallel: 1, moments: []string{"between rounds", "chat opened", "answering"}},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			f := kvSoak(t, path, mode)
+			t.Logf("KV soak, %s: %d rounds of 4 chats, %d requests, %d answers compared with a fresh server's, %d with prompt tokens from the cache (with restarts: from KV files); files changed: %v (%d FIFOs in the folder at the end); %d warnings of files ignored",
+				mode.name, f.rounds, f.requests, f.compared, f.fromDisk, f.changed, f.fifos, f.warnings)
+		})
+	}
+}
+
+// kvEvictBudget is the evictions soak's KV budget: 896 positions of the
+// small model's 512 bytes (F32 keys and values), one or two of the
+// chats (200 to 500 positions each), so the others are dropped to disk.
+const kvEvictBudget = 896 * 512
+
+// kvSoak runs the KV soak in one mode.
+func kvSoak(t *testing.T, path string, mode kvSoakMode) kvFigures {
 	kvDir := t.TempDir()
 	var warnings lineCount
-	ts := kvSoakServer(t, path, kvDir, &warnings)
-	fresh := kvSoakServer(t, path, "", &lineCount{})
+	ts := kvSoakServer(t, path, cpu.Options{KVDir: kvDir, KVBudget: mode.budget, Parallel: mode.parallel}, &warnings)
+	fresh := kvSoakServer(t, path, cpu.Options{}, &lineCount{})
+	var err error
 
-	// Every change at every moment once: 5 × 4 plans, four chats' files
-	// changed in each of five restarts (a first round writes the files).
+	// Each pass: four new chats, and every change at every moment once
+	// (5 × 4 plans with restarts: four chats' files changed in each of
+	// five restarts, after a first round that writes the files). The
+	// suite runs two passes; -soak runs one more per 20 s.
+	passes := max(1, int(*soakFor/(20*time.Second)))
 	type plan struct {
 		change kvChange
 		moment string
 	}
-	var allPlans []plan
+	var onePass []plan
 	for _, c := range kvChanges {
 		if c.name == "replaced by a FIFO" && !haveFIFOs {
 			continue
 		}
-		for _, m := range kvMoments {
-			allPlans = append(allPlans, plan{c, m})
+		for _, m := range mode.moments {
+			onePass = append(onePass, plan{c, m})
 		}
 	}
 	rng := rand.New(rand.NewPCG(38, 2))
-	rng.Shuffle(len(allPlans), func(i, j int) { allPlans[i], allPlans[j] = allPlans[j], allPlans[i] })
 	const chats = 4
-	rounds := 1 + len(allPlans)/chats
+	rounds := 1 + (len(onePass)+chats-1)/chats
 	// A failure-only deadline for the whole soak: a hang ends here,
 	// with the answers that did not come named.
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Duration(passes)*5*time.Minute)
 	defer cancel()
-	ids := make([]int64, chats)
-	freshIDs := make([]int64, chats)
-	for i := range chats {
-		if ids[i], err = createChat(ctx, ts, i); err != nil {
-			t.Fatal(err)
-		}
-		if freshIDs[i], err = createChat(ctx, fresh, i); err != nil {
-			t.Fatal(err)
-		}
-	}
 	var requests, compared, fromDisk, roundsRun int
-	changed := map[string]int{}
-	var mu sync.Mutex // guards requests, compared, fromDisk, changed in the rounds' goroutines
+	changed := map[string]int{} // files changed, by change (in the test's goroutine only)
 
 	// apply makes a change to every regular KV file of a chat.
 	apply := func(id int64, c kvChange) {
@@ -290,9 +322,7 @@ func TestSoakKVFilesChanged(t *testing.T) {
 				continue
 			}
 			if c.name != "none" {
-				mu.Lock()
 				changed[c.name]++
-				mu.Unlock()
 			}
 		}
 	}
@@ -303,94 +333,125 @@ func TestSoakKVFilesChanged(t *testing.T) {
 		waitUntil(t, 2*time.Minute, "the model on", func() bool { return ts.Manager.Status().State == service.StateOn })
 	}
 
-	for round := range rounds {
-		// Which change each chat's file gets, and when (the first round
-		// has no files yet).
-		plans := make([]plan, chats)
-		if round > 0 {
-			copy(plans, allPlans[(round-1)*chats:])
-			// The model stops: every chat's KV goes to its file.
-			if st, out, err := pageCall(ctx, ts, "POST", "/api/model/stop", ""); err != nil || st != 200 {
-				t.Fatalf("round %d: stop: %d %v %s", round, st, err, out)
+	for pass := 0; pass < passes && !t.Failed(); pass++ {
+		allPlans := slices.Clone(onePass)
+		rng.Shuffle(len(allPlans), func(i, j int) { allPlans[i], allPlans[j] = allPlans[j], allPlans[i] })
+		ids := make([]int64, chats)
+		freshIDs := make([]int64, chats)
+		for i := range chats {
+			if ids[i], err = createChat(ctx, ts, i); err != nil {
+				t.Fatal(err)
 			}
-			for _, id := range ids {
-				waitUntil(t, time.Minute, fmt.Sprintf("chat %d's KV file", id), func() bool { return len(chatKVFiles(t, kvDir, id)) > 0 })
+			if freshIDs[i], err = createChat(ctx, fresh, i); err != nil {
+				t.Fatal(err)
 			}
-			for i, p := range plans {
-				if p.moment == "model off" {
-					apply(ids[i], p.change)
+		}
+		for round := range rounds {
+			// Which change each chat's file gets, and when (the first round
+			// has no files yet).
+			plans := make([]plan, chats)
+			if round > 0 {
+				for i := range plans {
+					plans[i] = allPlans[((round-1)*chats+i)%len(allPlans)]
 				}
 			}
-			startModel()
-			for i, p := range plans {
-				switch p.moment {
-				case "model on":
-					apply(ids[i], p.change)
-				case "chat opened":
-					if st, out, err := pageCall(ctx, ts, "GET", fmt.Sprintf("/api/conversations/%d", ids[i]), ""); err != nil || st != 200 {
-						t.Fatalf("open chat %d: %d %v %s", ids[i], st, err, out)
+			if round > 0 && mode.restart {
+				// The model stops: every chat's KV goes to its file.
+				if st, out, err := pageCall(ctx, ts, "POST", "/api/model/stop", ""); err != nil || st != 200 {
+					t.Fatalf("round %d: stop: %d %v %s", round, st, err, out)
+				}
+				for _, id := range ids {
+					waitUntil(t, time.Minute, fmt.Sprintf("chat %d's KV file", id), func() bool { return len(chatKVFiles(t, kvDir, id)) > 0 })
+				}
+				for i, p := range plans {
+					if p.moment == "model off" {
+						apply(ids[i], p.change)
 					}
-					apply(ids[i], p.change)
+				}
+				startModel()
+				for i, p := range plans {
+					switch p.moment {
+					case "model on":
+						apply(ids[i], p.change)
+					case "chat opened":
+						if st, out, err := pageCall(ctx, ts, "GET", fmt.Sprintf("/api/conversations/%d", ids[i]), ""); err != nil || st != 200 {
+							t.Fatalf("open chat %d: %d %v %s", ids[i], st, err, out)
+						}
+						apply(ids[i], p.change)
+					}
 				}
 			}
-		}
-		// The chats' next answers, all at once on the server under test
-		// and on the fresh one, while the remaining changes are made.
-		got := make([]kvAnswer, chats)
-		want := make([]kvAnswer, chats)
-		errs := make([]error, 2*chats)
-		var wg sync.WaitGroup
-		for i := range chats {
-			text := fmt.Sprintf("round %d: tell me about the cat number %d", round, rng.IntN(1000))
-			wg.Add(2)
-			go func() {
-				defer wg.Done()
-				got[i], errs[i] = sendChat(ctx, ts, ids[i], text)
-			}()
-			go func() {
-				defer wg.Done()
-				want[i], errs[chats+i] = sendChat(ctx, fresh, freshIDs[i], text)
-			}()
-		}
-		if round > 0 {
-			for i, p := range plans {
-				if p.moment == "answering" {
-					apply(ids[i], p.change)
+			if round > 0 && !mode.restart {
+				for i, p := range plans {
+					switch p.moment {
+					case "between rounds":
+						apply(ids[i], p.change)
+					case "chat opened":
+						if st, out, err := pageCall(ctx, ts, "GET", fmt.Sprintf("/api/conversations/%d", ids[i]), ""); err != nil || st != 200 {
+							t.Fatalf("open chat %d: %d %v %s", ids[i], st, err, out)
+						}
+						apply(ids[i], p.change)
+					}
 				}
 			}
-		}
-		wg.Wait()
-		roundsRun++
-		requests += 2 * chats
-		for i := range chats {
-			if errs[i] != nil || errs[chats+i] != nil {
-				t.Fatalf("round %d, chat %d (file %s, %s): %v; the fresh server: %v", round, ids[i], plans[i].change.name, plans[i].moment, errs[i], errs[chats+i])
+			// The chats' next answers, all at once on the server under test
+			// and on the fresh one, while the remaining changes are made.
+			got := make([]kvAnswer, chats)
+			want := make([]kvAnswer, chats)
+			errs := make([]error, 2*chats)
+			var wg sync.WaitGroup
+			for i := range chats {
+				text := fmt.Sprintf("round %d: tell me about the cat number %d", round, rng.IntN(1000))
+				wg.Add(2)
+				go func() {
+					defer wg.Done()
+					got[i], errs[i] = sendChat(ctx, ts, ids[i], text)
+				}()
+				go func() {
+					defer wg.Done()
+					want[i], errs[chats+i] = sendChat(ctx, fresh, freshIDs[i], text)
+				}()
 			}
-			g, f := got[i], want[i]
-			compared++
-			cached := 0
-			if g.stored.Stats != nil {
-				cached = g.stored.Stats.CachedTokens
+			if round > 0 {
+				for i, p := range plans {
+					if p.moment == "answering" {
+						apply(ids[i], p.change)
+					}
+				}
 			}
-			if round > 0 && cached > 0 {
-				fromDisk++
+			wg.Wait()
+			roundsRun++
+			requests += 2 * chats
+			for i := range chats {
+				if errs[i] != nil || errs[chats+i] != nil {
+					t.Fatalf("round %d, chat %d (file %s, %s): %v; the fresh server: %v", round, ids[i], plans[i].change.name, plans[i].moment, errs[i], errs[chats+i])
+				}
+				g, f := got[i], want[i]
+				compared++
+				cached := 0
+				if g.stored.Stats != nil {
+					cached = g.stored.Stats.CachedTokens
+				}
+				if round > 0 && cached > 0 {
+					fromDisk++
+				}
+				if round > 0 && mode.restart && plans[i].change.name == "none" && cached == 0 {
+					// after a restart, only the chat's file holds its prompt
+					t.Errorf("round %d, chat %d (file left, %s): no prompt token from its KV file", round, ids[i], plans[i].moment)
+				}
+				switch {
+				case strings.ContainsRune(g.stored.Content, 0) && !strings.ContainsRune(f.stored.Content, 0):
+					t.Errorf("round %d, chat %d (file %s, %s): NUL characters in the answer %q", round, ids[i], plans[i].change.name, plans[i].moment, g.stored.Content)
+				case g.stored.Content != f.stored.Content || g.streamed != f.streamed || g.streamed != g.stored.Content:
+					t.Errorf("round %d, chat %d (file %s, %s): answered %q (streamed %q), a fresh server %q",
+						round, ids[i], plans[i].change.name, plans[i].moment, g.stored.Content, g.streamed, f.stored.Content)
+				case g.stored.Cut != f.stored.Cut:
+					t.Errorf("round %d, chat %d: cut %v (%s), a fresh server's %v", round, ids[i], g.stored.Cut, g.stored.CutReason, f.stored.Cut)
+				}
 			}
-			if round > 0 && plans[i].change.name == "none" && cached == 0 {
-				// after a restart, only the chat's file holds its prompt
-				t.Errorf("round %d, chat %d (file left, %s): no prompt token from its KV file", round, ids[i], plans[i].moment)
+			if t.Failed() {
+				break
 			}
-			switch {
-			case strings.ContainsRune(g.stored.Content, 0) && !strings.ContainsRune(f.stored.Content, 0):
-				t.Errorf("round %d, chat %d (file %s, %s): NUL characters in the answer %q", round, ids[i], plans[i].change.name, plans[i].moment, g.stored.Content)
-			case g.stored.Content != f.stored.Content || g.streamed != f.streamed || g.streamed != g.stored.Content:
-				t.Errorf("round %d, chat %d (file %s, %s): answered %q (streamed %q), a fresh server %q",
-					round, ids[i], plans[i].change.name, plans[i].moment, g.stored.Content, g.streamed, f.stored.Content)
-			case g.stored.Cut != f.stored.Cut:
-				t.Errorf("round %d, chat %d: cut %v (%s), a fresh server's %v", round, ids[i], g.stored.Cut, g.stored.CutReason, f.stored.Cut)
-			}
-		}
-		if t.Failed() {
-			break
 		}
 	}
 	// The server is still whole: its status agrees, and a chat goes on.
@@ -404,10 +465,8 @@ func TestSoakKVFilesChanged(t *testing.T) {
 		}
 		return nil
 	})
-	t.Logf("KV soak: %d chats, %d rounds, %d requests, %d answers compared with a fresh server's, %d read back from the disk cache; files changed: %v (%d FIFOs left in the folder); %d warnings of files ignored",
-		chats, roundsRun, requests, compared, fromDisk, changed, fifos, warnings.lines())
 	if fromDisk == 0 {
-		t.Error("no answer after a restart took its prompt from a KV file: the soak did not read the disk cache")
+		t.Error("no answer took its prompt from a KV file: the soak did not read the disk cache")
 	}
 	total := 0
 	for _, n := range changed {
@@ -416,4 +475,6 @@ func TestSoakKVFilesChanged(t *testing.T) {
 	if total == 0 {
 		t.Error("no KV file was changed")
 	}
+	return kvFigures{rounds: roundsRun, requests: requests, compared: compared, fromDisk: fromDisk,
+		warnings: warnings.lines(), fifos: fifos, changed: changed}
 }
