@@ -18,6 +18,7 @@ import (
 
 	"github.com/npuchat/npuchat/config"
 	"github.com/npuchat/npuchat/engine"
+	"github.com/npuchat/npuchat/engine/sample"
 )
 
 // benchResult is one `npuchat bench` measurement (the --json output).
@@ -196,23 +197,13 @@ func bench(ctx context.Context, path string, opts engine.LoadOptions, promptToke
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if logits, err = s.Forward(argmaxOf(logits)); err != nil {
+		if logits, err = s.Forward(sample.Argmax(logits)); err != nil {
 			return nil, err
 		}
 	}
 	res.DecodeTokS = rate(genTokens, time.Since(start))
 	res.PeakRSSMB = float64(peakRSS()) / (1 << 20)
 	return res, nil
-}
-
-func argmaxOf(x []float32) int {
-	best := 0
-	for i, v := range x {
-		if v > x[best] {
-			best = i
-		}
-	}
-	return best
 }
 
 // peakRSS reads the process's peak resident set (VmHWM) from

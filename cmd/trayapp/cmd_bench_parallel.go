@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/npuchat/npuchat/engine"
+	"github.com/npuchat/npuchat/engine/sample"
 )
 
 // parallelResult is `npuchat bench --parallel N`: N streams decoded
@@ -101,7 +102,7 @@ func benchParallel(ctx context.Context, path string, opts engine.LoadOptions, n,
 				close(started)
 				started = nil
 			}
-			logits, err = q.Forward(ctx, argmaxOf(logits))
+			logits, err = q.Forward(ctx, sample.Argmax(logits))
 			st.tokens = append(st.tokens, time.Now())
 		}
 		if started != nil {
