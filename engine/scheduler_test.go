@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/npuchat/npuchat/engine/sample"
 	"github.com/npuchat/npuchat/engine/simd"
 	"github.com/npuchat/npuchat/engine/simd/simdtest"
 	"github.com/npuchat/npuchat/engine/testmodel"
@@ -88,7 +89,7 @@ func TestSchedulerNewcomerWaitsOneChunkPlusOneStep(t *testing.T) {
 			l, err := q.Prefill(ctx, seqTokens(uint64(i), 12))
 			started <- struct{}{}
 			for err == nil {
-				l, err = q.Forward(ctx, argmaxF(l))
+				l, err = q.Forward(ctx, sample.Argmax(l))
 			}
 		}()
 	}
@@ -161,7 +162,7 @@ func TestSchedulerSharedPrefixComputedOnce(t *testing.T) {
 			copied.Add(int32(q.Copied()))
 			prefilled.Add(1)
 			for err == nil && (len(got[i]) < steps || prefilled.Load() < int32(len(prompts))) {
-				tok := argmaxF(l)
+				tok := sample.Argmax(l)
 				if len(got[i]) < steps {
 					got[i] = append(got[i], tok)
 				}
@@ -231,7 +232,7 @@ func TestSchedulerEmbedBesideStreams(t *testing.T) {
 					if i == 0 && len(got[i]) == 2 {
 						close(started)
 					}
-					tok := argmaxF(l)
+					tok := sample.Argmax(l)
 					got[i] = append(got[i], tok)
 					l, err = q.Forward(context.Background(), tok)
 				}

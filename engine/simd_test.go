@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/npuchat/npuchat/engine/quant"
+	"github.com/npuchat/npuchat/engine/sample"
 	"github.com/npuchat/npuchat/engine/simd"
 	"github.com/npuchat/npuchat/engine/simd/simdtest"
 	"github.com/npuchat/npuchat/engine/testmodel"
@@ -51,7 +52,7 @@ func testForwardWithoutSIMD(t *testing.T, lvl simd.Level) {
 						t.Fatalf("position %d logit %d: SIMD %v, plain Go %v", i, j, a[i][j], b[i][j])
 					}
 				}
-				if argmaxF(a[i]) == argmaxF(b[i]) {
+				if sample.Argmax(a[i]) == sample.Argmax(b[i]) {
 					agree++
 				}
 			}
@@ -72,16 +73,6 @@ func testForwardWithoutSIMD(t *testing.T, lvl simd.Level) {
 			}
 		})
 	}
-}
-
-func argmaxF(x []float32) int {
-	best := 0
-	for i, v := range x {
-		if v > x[best] {
-			best = i
-		}
-	}
-	return best
 }
 
 // TestForwardAllocations: a decoded token allocates nothing beyond the
@@ -432,7 +423,7 @@ func TestKVTypes(t *testing.T) {
 			}
 			// a greedy choice may change only between two logits closer
 			// than the cache's rounding moved them
-			if a, b := argmaxF(got[i]), argmaxF(ref[i]); a != b {
+			if a, b := sample.Argmax(got[i]), sample.Argmax(ref[i]); a != b {
 				flips++
 				if gap := float64(ref[i][b] - ref[i][a]); gap > 2*rowd {
 					t.Errorf("%s vs %s, position %d: greedy %d, %d %.3g apart (logits moved %.3g)", tc.typ, tc.vs, i, a, b, gap, rowd)
