@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/npuchat/npuchat/engine"
+	"github.com/npuchat/npuchat/engine/sample"
 	"github.com/npuchat/npuchat/engine/testmodel"
 	"github.com/npuchat/npuchat/service/backend"
 )
@@ -110,7 +111,7 @@ func TestGenerateMatchesTheEngine(t *testing.T) {
 			}
 			var want []int
 			for len(want) < res.CompletionTokens {
-				next := argmax(logits)
+				next := sample.Argmax(logits)
 				if b.tcfg.IsEOS(next) {
 					break
 				}
@@ -128,16 +129,6 @@ func TestGenerateMatchesTheEngine(t *testing.T) {
 			}
 		})
 	}
-}
-
-func argmax(x []float32) int {
-	best := 0
-	for i, v := range x {
-		if v > x[best] {
-			best = i
-		}
-	}
-	return best
 }
 
 func TestPromptUsesTheChatTemplate(t *testing.T) {
