@@ -161,7 +161,10 @@ func TestStopKeepsTheCutAnswer(t *testing.T) {
 	b.run(chromedp.KeyEvent(kb.Escape))
 	b.waitJS(`document.querySelector('[data-role=assistant]').dataset.cut === 'true'`, 5*time.Second)
 	shown := eval[string](b, `document.querySelector('[data-role=assistant] .body').textContent`)
-	time.Sleep(500 * time.Millisecond)
+	// Once the server has cancelled the upstream request and the page has
+	// no request left, nothing more can arrive.
+	eventually(t, "the upstream request to be cancelled by the stop", func() bool { _, c := up.counts(); return c >= 1 })
+	b.waitIdle()
 	if after := eval[string](b, `document.querySelector('[data-role=assistant] .body').textContent`); after != shown {
 		t.Fatalf("the answer kept growing after stop: %q then %q", shown, after)
 	}
@@ -298,7 +301,7 @@ func TestInProcessEngineChatSwitchThemeAndSmallScreen(t *testing.T) {
 	b.shot("chat-360")
 	b.run(chromedp.Click("#menu", chromedp.ByQuery))
 	b.waitJS(`document.body.classList.contains('sidebar-open')`, 5*time.Second)
-	time.Sleep(300 * time.Millisecond)
+	b.waitStill("#sidebar")
 	b.shot("chat-360-menu")
 	b.run(chromedp.Click("[data-testid=new-chat]", chromedp.ByQuery))
 	b.waitJS(`location.pathname === '/' && document.querySelectorAll('[data-testid=message]').length === 0`, 5*time.Second)
