@@ -115,15 +115,36 @@ func collect(t *testing.T, m *Manager, req *backend.Request) (string, backend.Re
 	return sb.String(), res, err
 }
 
-// waitFor polls cond for up to 5 s.
+// waitFor polls cond until it holds; after a minute (a bound on a
+// failure, not a measure) it fails saying what was awaited.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(time.Minute)
 	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("waited a minute for %s", what)
 		}
-		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// returns runs f and fails the test when f has not returned within a
+// minute: it waits for something that never comes (the minute bounds a
+// failure; nothing is timed). f must not call t.Fatal.
+func returns(t *testing.T, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatalf("%s never returned", what)
 	}
 }
 
@@ -167,33 +188,51 @@ func TestUnknownModel(t *testing.T) {
 }
 
 func TestOneGenerationAtATimeAndQueueFull(t *testing.T) {
-	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {TokenDelay: 20 * time.Millisecond}}, Options{QueueSize: 2, KeepAlive: -1})
+	// Every answer holds before its tokens until the gate opens, so one
+	// runs and two wait for as long as the test looks.
+	gate := make(chan struct{})
+	hold := func(ctx context.Context) error {
+		select {
+		case <-gate:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {BeforeToken: hold}}, Options{QueueSize: 2, KeepAlive: -1})
 	if err := r.m.Load(context.Background(), "minicpm5:2b", GenerateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	const n = 6
 	errs := make(chan error, n)
-	for i := 0; i < n; i++ {
+	start := func() {
 		go func() {
 			_, _, err := collect(t, r.m, chat("minicpm5:2b", "one two three four five"))
 			errs <- err
 		}()
-		time.Sleep(5 * time.Millisecond) // let each one queue in order
 	}
-	ok, full := 0, 0
-	for i := 0; i < n; i++ {
-		switch err := <-errs; {
-		case err == nil:
-			ok++
-		case errors.Is(err, ErrQueueFull):
-			full++
-		default:
-			t.Fatalf("unexpected error %v", err)
+	start()
+	waitFor(t, "the first request to run", func() bool { return r.m.Status().Running == 1 })
+	start()
+	start()
+	waitFor(t, "two requests to wait", func() bool { return r.m.Status().Waiting == 2 })
+	// The queue is full: the next three are refused while the others hold.
+	for i := range 3 {
+		start()
+		select {
+		case err := <-errs:
+			if !errors.Is(err, ErrQueueFull) {
+				t.Fatalf("request %d with the queue full: err = %v, want ErrQueueFull", 4+i, err)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("request %d was not refused with the queue full", 4+i)
 		}
 	}
-	// One runs, two wait, three are refused.
-	if ok != 3 || full != 3 {
-		t.Fatalf("ok=%d full=%d, want 3 and 3", ok, full)
+	close(gate)
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatalf("a queued request failed: %v", err)
+		}
 	}
 	if _, _, maxc := r.backends("cpu")[0].Counts(); maxc != 1 {
 		t.Fatalf("%d generations ran at once", maxc)
@@ -307,17 +346,17 @@ func TestStopCancelsAndRefusesUntilStart(t *testing.T) {
 }
 
 func TestStopDuringLoadAbandonsIt(t *testing.T) {
-	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {LoadDelay: 2 * time.Second}}, Options{KeepAlive: -1})
+	// A load that ends only when its context does: Stop returns only if
+	// it abandons the load.
+	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {LoadDelay: 24 * time.Hour}}, Options{KeepAlive: -1})
 	if err := r.m.Start("minicpm5:2b"); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "loading", func() bool { return r.m.Status().State == StateLoading })
-	start := time.Now()
-	if err := r.m.Stop(context.Background()); err != nil {
+	var err error
+	returns(t, "Stop during a load", func() { err = r.m.Stop(context.Background()) })
+	if err != nil {
 		t.Fatal(err)
-	}
-	if d := time.Since(start); d > time.Second {
-		t.Fatalf("stop took %v while loading", d)
 	}
 	if st := r.m.Status(); st.State != StateOff || r.backends("cpu")[0].Loaded() {
 		t.Fatalf("after stop during load: %+v", st)
@@ -455,14 +494,17 @@ func TestSubscribersDoNotBlockTheService(t *testing.T) {
 	}
 }
 
-// slowUnload calls entered when its Unload begins.
+// slowUnload calls entered when its Unload begins, then holds it until
+// release is closed.
 type slowUnload struct {
 	*fake.Backend
 	entered func()
+	release chan struct{}
 }
 
 func (s slowUnload) Unload(ctx context.Context) error {
 	s.entered()
+	<-s.release
 	return s.Backend.Unload(ctx)
 }
 
@@ -470,25 +512,28 @@ func (s slowUnload) Unload(ctx context.Context) error {
 // seconds; the tray and the page must still get the status meanwhile.
 func TestStatusDoesNotWaitForASlowUnload(t *testing.T) {
 	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: -1})
-	inUnload := make(chan struct{})
+	inUnload, release := make(chan struct{}), make(chan struct{})
 	r.m.opts.NewBackend = func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
-		return slowUnload{fake.New(fake.Options{Name: model, UnloadDelay: time.Second}), sync.OnceFunc(func() { close(inUnload) })}, nil
+		return slowUnload{fake.New(fake.Options{Name: model}), sync.OnceFunc(func() { close(inUnload) }), release}, nil
 	}
 	if _, _, err := collect(t, r.m, chat("minicpm5:2b", "hi")); err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
-	go r.m.Stop(context.Background())
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		r.m.Stop(context.Background())
+	}()
+	defer func() { close(release); <-stopped }()
 	select {
-	case <-inUnload: // Stop is now inside the backend's Unload
-	case <-time.After(5 * time.Second):
+	case <-inUnload: // Stop is now inside the backend's Unload, held there
+	case <-time.After(time.Minute):
 		t.Fatal("Stop never unloaded the backend")
 	}
-	if st := r.m.Status(); st.State != StateOff {
+	var st Status
+	returns(t, "Status while the backend unloads", func() { st = r.m.Status() })
+	if st.State != StateOff {
 		t.Fatalf("state %s while unloading", st.State)
-	}
-	if d := time.Since(start); d > 600*time.Millisecond {
-		t.Fatalf("the status was available only after %v, while the backend took 1 s to unload", d)
 	}
 }
 
@@ -549,17 +594,18 @@ func TestClientLeavingDuringLoadIsNotAnError(t *testing.T) {
 }
 
 // slowLoad ignores its context while loading, as a load that cannot be
-// interrupted; done (when not nil) is closed once Load has returned.
+// interrupted: it waits until release is closed; done (when not nil) is
+// closed once Load has returned.
 type slowLoad struct {
 	*fake.Backend
-	done chan struct{}
+	release, done chan struct{}
 }
 
 func (s slowLoad) Load(ctx context.Context, p func(backend.Progress)) error {
 	if s.done != nil {
 		defer close(s.done)
 	}
-	time.Sleep(400 * time.Millisecond)
+	<-s.release
 	return s.Backend.Load(context.Background(), p)
 }
 
@@ -567,7 +613,7 @@ func TestStopThatTimesOutStillEndsOff(t *testing.T) {
 	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: -1})
 	var made []*fake.Backend
 	var mu sync.Mutex
-	loadEnded := make(chan struct{})
+	loadEnded, releaseLoad := make(chan struct{}), make(chan struct{})
 	r.m.opts.NewBackend = func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
 		b := fake.New(fake.Options{Name: model})
 		mu.Lock()
@@ -576,7 +622,7 @@ func TestStopThatTimesOutStillEndsOff(t *testing.T) {
 		if len(made) > 1 {
 			return b, nil // a second load is a failure, reported below
 		}
-		return slowLoad{b, loadEnded}, nil
+		return slowLoad{b, releaseLoad, loadEnded}, nil
 	}
 	r.m.Start("minicpm5:2b")
 	waitFor(t, "loading", func() bool { return r.m.Status().State == StateLoading })
@@ -588,9 +634,10 @@ func TestStopThatTimesOutStillEndsOff(t *testing.T) {
 	if st := r.m.Status(); st.State != StateOff || st.Enabled {
 		t.Fatalf("right after a stop that could not wait: %+v", st)
 	}
+	close(releaseLoad) // the load that could not be interrupted ends now
 	select {
 	case <-loadEnded:
-	case <-time.After(5 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("the abandoned load never ended")
 	}
 	// the load completed after the stop: the manager unloads what it loaded
@@ -720,7 +767,10 @@ func TestOneRequestsKeepAliveIsNotTheDefault(t *testing.T) {
 	if _, _, err := collect(t, r.m, chat("minicpm5:2b", "no keep_alive")); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond)
+	waitFor(t, "the keep-alive to start or the model to go off", func() bool {
+		st := r.m.Status()
+		return st.State == StateOn && st.ExpiresAt != nil || st.State == StateOff
+	})
 	if st := r.m.Status(); st.State != StateOn || st.ExpiresAt == nil || time.Until(*st.ExpiresAt) < 50*time.Minute {
 		t.Fatalf("the default keep-alive (1h) was not used: %+v", st)
 	}
@@ -807,12 +857,15 @@ func TestNPUCheckPhaseShowsLoadingAndStopEndsIt(t *testing.T) {
 	}
 	r.m.Start("minicpm5:2b")
 	waitFor(t, "loading while the NPU is checked", func() bool { return r.m.Status().State == StateLoading })
-	start := time.Now()
-	if err := r.m.Stop(context.Background()); err != nil {
+	// The check ends only when its context does: Stop returns only if it
+	// cancels the check.
+	var err error
+	returns(t, "Stop during the NPU check", func() { err = r.m.Stop(context.Background()) })
+	if err != nil {
 		t.Fatal(err)
 	}
-	if d := time.Since(start); d > time.Second || r.m.Status().State != StateOff {
-		t.Fatalf("stop took %v; state %s", d, r.m.Status().State)
+	if st := r.m.Status().State; st != StateOff {
+		t.Fatalf("state %s after the stop", st)
 	}
 }
 
