@@ -210,11 +210,11 @@ func TestSoak(t *testing.T) {
 	}
 
 	// Quiet again: nothing runs or waits, and the status agrees.
-	waitUntil(t, 10*time.Second, "the queue to empty", func() bool { st := ts.Manager.Status(); return st.Running == 0 && st.Waiting == 0 })
+	waitUntil(t, "the queue to empty", func() bool { st := ts.Manager.Status(); return st.Running == 0 && st.Waiting == 0 })
 	if resp, _ := do(t, "POST", ts.URL+"/api/model/start", `{"model":"minicpm5:2b"}`); resp.StatusCode != 202 {
 		t.Fatalf("start after the soak: %d", resp.StatusCode)
 	}
-	waitUntil(t, 5*time.Second, "the model on", func() bool { return ts.Manager.Status().State == service.StateOn })
+	waitUntil(t, "the model on", func() bool { return ts.Manager.Status().State == service.StateOn })
 	resp, out := do(t, "GET", ts.URL+"/api/status", "")
 	var st service.Status
 	if err := json.Unmarshal([]byte(out), &st); err != nil || resp.StatusCode != 200 {
