@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/npuchat/npuchat/engine/quant"
 	"github.com/npuchat/npuchat/engine/sample"
@@ -108,17 +107,8 @@ func TestSessionWorkersStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := loadT(t, p, LoadOptions{Threads: 4})
-	// let the workers of earlier tests' sessions stop first
-	before := runtime.NumGoroutine()
-	for range 50 {
-		runtime.GC()
-		time.Sleep(5 * time.Millisecond)
-		n := runtime.NumGoroutine()
-		if n == before {
-			break
-		}
-		before = n
-	}
+	// Earlier tests' workers may still run: only this test's count.
+	before := goroutinesIn(poolWorker)
 	sessions := make([]*Session, 5) // held until counted: a GC meanwhile must not stop them
 	for i := range sessions {
 		sessions[i] = m.NewSession(0)
@@ -126,19 +116,13 @@ func TestSessionWorkersStop(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	n := runtime.NumGoroutine()
+	mine := newGoroutinesIn(poolWorker, before)
+	runtime.KeepAlive(sessions)
 	sessions = nil
-	if n < before+15 {
-		t.Fatalf("%d goroutines with 5 sessions of 4 threads, %d before: the test does not see the workers", n, before)
+	if len(mine) < 15 {
+		t.Fatalf("%d new workers with 5 sessions of 4 threads: the test does not see the workers", len(mine))
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		runtime.GC()
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > before {
-		t.Errorf("%d goroutines after the sessions were dropped, %d before", n, before)
-	}
+	waitEnded(t, poolWorker, mine, true)
 }
 
 // TestSIMDOption: LoadOptions.SIMD (or $NPUCHAT_SIMD) caps the kernels
