@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -44,7 +43,7 @@ func TestSpareRoomLeavesRoomForOthers(t *testing.T) {
 // and its threads at once, not at a later garbage collection.
 func TestSchedulerCloseEndsItsGoroutines(t *testing.T) {
 	m := kvModelOf(t, tinyShape(), LoadOptions{Threads: 3})
-	before := runtime.NumGoroutine()
+	loops, workers := goroutinesIn(schedulerLoop), goroutinesIn(poolWorker)
 	for range 3 {
 		sc := m.NewScheduler(SchedulerOptions{})
 		q := sc.Join(m.NewSession(0))
@@ -52,15 +51,15 @@ func TestSchedulerCloseEndsItsGoroutines(t *testing.T) {
 			t.Fatal(err)
 		}
 		q.Leave()
+		newLoops, newWorkers := newGoroutinesIn(schedulerLoop, loops), newGoroutinesIn(poolWorker, workers)
+		if len(newLoops) != 1 || len(newWorkers) == 0 {
+			t.Fatalf("%d new scheduler loops and %d new workers: the test does not see them", len(newLoops), len(newWorkers))
+		}
 		sc.Close()
 		sc.Close() // twice is fine
-	}
-	n := runtime.NumGoroutine()
-	for deadline := time.Now().Add(5 * time.Second); n > before && time.Now().Before(deadline); n = runtime.NumGoroutine() {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n > before {
-		t.Errorf("%d goroutines after three schedulers closed, %d before", n, before)
+		// Ended by Close itself: no garbage collection is asked for.
+		waitEnded(t, schedulerLoop, newLoops, false)
+		waitEnded(t, poolWorker, newWorkers, false)
 	}
 }
 
