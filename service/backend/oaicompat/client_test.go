@@ -525,23 +525,31 @@ func TestCancel(t *testing.T) {
 	c := loaded(t, srv, Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	n := 0
-	start := time.Now()
-	_, err := c.Generate(ctx, chat("hi"), func(backend.Token) error {
-		n++
-		if n == 3 {
-			cancel()
-		}
-		return nil
-	})
+	// The server streams forever: Generate ends only by the cancel (a
+	// minute bounds a failure; nothing is timed).
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, err = c.Generate(ctx, chat("hi"), func(backend.Token) error {
+			n++
+			if n == 3 {
+				cancel()
+			}
+			return nil
+		})
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("Generate did not end after its context was cancelled")
+	}
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("took %v", d)
-	}
 	select {
 	case <-gone:
-	case <-time.After(3 * time.Second):
+	case <-time.After(time.Minute):
 		t.Error("upstream request not closed")
 	}
 }
@@ -715,13 +723,15 @@ func TestIdleTimeout(t *testing.T) {
 	})
 	c := loaded(t, srv, Options{IdleTimeout: 250 * time.Millisecond})
 	start := time.Now()
+	// The silent server never ends its answer: only the idle timeout
+	// ends the request (no upper bound; a busy machine only delays it).
 	text, _, _, err := collect(c, context.Background(), chat("hi"))
 	var oe *Error
 	if !errors.Is(err, backend.ErrDeviceFailed) || !errors.As(err, &oe) || oe.Emitted != 1 || text != "Hel" {
 		t.Fatalf("silent server: %q %v", text, err)
 	}
-	if d := time.Since(start); d < 250*time.Millisecond || d > 5*time.Second {
-		t.Errorf("gave up after %v", d)
+	if d := time.Since(start); d < 250*time.Millisecond {
+		t.Errorf("gave up after %v, before the idle timeout", d)
 	}
 	text, _, _, err = collect(c, context.Background(), &backend.Request{Prompt: "hi"})
 	if err != nil || text != "Hello" {
