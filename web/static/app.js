@@ -31,7 +31,8 @@
   // many calls of api() and answers being sent are in flight,
   // data-request-seq how many have ended, data-key-waits how many of
   // those wait for the API key dialog, data-key-refusals how many answers
-  // asked for a key. A chain of requests one action starts keeps
+  // asked for a key (and data-install-event, set by the event stream, the
+  // state of the last install event). A chain of requests one action starts keeps
   // data-requests above 0 until its last one ends (each next request
   // starts before the previous one's promise settles), so 0 after the
   // action means the page has finished with it.
@@ -1741,7 +1742,12 @@
       // The install's status, the same value GET …/install answers,
       // with its words (install.js shows them).
       const ev = JSON.parse(e.data);
-      if (ev.install) showInstall(ev.install);
+      if (ev.install) {
+        // For tests: the state of the last install event the stream
+        // brought (every event sent before it has been shown).
+        app.dataset.installEvent = ev.install.state;
+        showInstall(ev.install);
+      }
     });
     // A (re)connected stream may be a restarted server, whose seq starts
     // again from 0: its first status is shown whatever the old seq was.
