@@ -367,7 +367,11 @@ func TestInstallFromThePage(t *testing.T) {
 	b.run(chromedp.Click("#install-cancel", chromedp.ByQuery))
 	b.waitJS(`document.getElementById('install-progress-text').textContent.startsWith('Cancelled') && document.querySelector('[data-testid=install]').textContent === 'Resume'`, 20*time.Second)
 	stopped := eval[float64](b, `document.querySelector('[data-testid=install-progress]').value`)
-	time.Sleep(500 * time.Millisecond)
+	// Once the event stream has brought the cancel too (every progress
+	// event sent before it is shown) and no answer to an earlier request
+	// is on its way, the bar must still be where the cancel left it.
+	b.waitJS(`document.getElementById('app').dataset.installEvent === 'cancelled'`, 20*time.Second)
+	b.waitIdle()
 	if v := eval[float64](b, `document.querySelector('[data-testid=install-progress]').value`); v != stopped {
 		t.Errorf("progress moved after cancel: %v then %v", stopped, v)
 	}
