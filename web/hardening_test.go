@@ -520,24 +520,51 @@ func tail(s string, n int) string {
 // whole body timeout, so a real chat is answered well within it (it got
 // 429 for 30 s, and reconnecting kept it so).
 func TestHeadersWithoutABodyGiveTheirPlaceUp(t *testing.T) {
-	ts := startServer(t, fake.Options{}, web.Options{BodyTimeout: time.Minute, AdmitTimeout: 300 * time.Millisecond}, service.Options{QueueSize: 3})
+	// The body timeout is an hour: a place given back within the test's
+	// minute can only be AdmitTimeout's doing.
+	ts := startServer(t, fake.Options{}, web.Options{BodyTimeout: time.Hour, AdmitTimeout: 300 * time.Millisecond}, service.Options{QueueSize: 3})
 	head := "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+	type answer struct {
+		code int
+		body string
+	}
+	answers := make(chan answer, 5)
 	for range 5 {
-		rawRequest(t, ts.URL, head)
+		conn := rawRequest(t, ts.URL, head)
+		go func() {
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				answers <- answer{0, err.Error()}
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			answers <- answer{resp.StatusCode, string(b)}
+		}()
 	}
-	time.Sleep(50 * time.Millisecond) // the stalled ones hold their places now
-	ok := false
-	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		resp, body := do(t, "POST", ts.URL+"/v1/chat/completions", `{"model": "minicpm5:2b", "messages": [{"role": "user", "content": "hi"}]}`)
-		if resp.StatusCode == 200 {
-			ok = true
-			break
-		}
-		if resp.StatusCode != 429 {
-			t.Fatalf("chat: %d %s", resp.StatusCode, body)
+	// Those that found the queue full are refused at once (429); those
+	// with a place give it up after AdmitTimeout (408), at least as many
+	// as the queue holds.
+	gaveUp := 0
+	for range 5 {
+		select {
+		case a := <-answers:
+			switch {
+			case a.code == http.StatusRequestTimeout && strings.Contains(a.body, "within 300ms"):
+				gaveUp++
+			case a.code == http.StatusTooManyRequests:
+			default:
+				t.Fatalf("a request without a body: %d %s", a.code, a.body)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("bodiless requests kept their places for a minute (%d gave up)", gaveUp)
 		}
 	}
-	if !ok {
-		t.Fatal("bodiless requests kept every chat out for 20 s with the engine idle")
+	if gaveUp < 3 {
+		t.Fatalf("%d requests gave their places up, want the queue's 3", gaveUp)
+	}
+	waitUntil(t, "the places to be free", func() bool { return ts.Manager.Status().Waiting == 0 })
+	if resp, body := do(t, "POST", ts.URL+"/v1/chat/completions", `{"model": "minicpm5:2b", "messages": [{"role": "user", "content": "hi"}]}`); resp.StatusCode != 200 {
+		t.Fatalf("chat after the bodiless requests gave up: %d %s", resp.StatusCode, body)
 	}
 }
