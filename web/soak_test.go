@@ -232,13 +232,19 @@ func TestSoak(t *testing.T) {
 	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
 	client.CloseIdleConnections()
 	var g int
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.After(time.Minute); ; { // a bound on a failure, not a measure
 		runtime.GC()
-		if g = runtime.NumGoroutine(); g <= baseG+20 || time.Now().After(deadline) {
+		if g = runtime.NumGoroutine(); g <= baseG+20 {
 			break
 		}
-		time.Sleep(100 * time.Millisecond)
+		select {
+		case <-tick.C:
+			continue
+		case <-deadline:
+		}
+		break
 	}
 	runtime.ReadMemStats(&ms)
 	t.Logf("goroutines %d -> %d; heap %d MB -> %d MB", baseG, g, baseHeap>>20, ms.HeapAlloc>>20)
