@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/npuchat/npuchat/service/backend"
@@ -278,41 +279,57 @@ func TestCancelStopsGenerationWithinOneToken(t *testing.T) {
 	}
 }
 
+// TestKeepAliveUnloadsIdleModelAndReloads runs on synctest's clock: the
+// model is still on a moment before its keep-alive ends and off at its
+// end, whatever the machine's load.
 func TestKeepAliveUnloadsIdleModelAndReloads(t *testing.T) {
-	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: 50 * time.Millisecond})
-	if _, _, err := collect(t, r.m, chat("minicpm5:2b", "hi")); err != nil {
-		t.Fatal(err)
-	}
-	if st := r.m.Status(); st.ExpiresAt == nil {
-		t.Fatalf("no expiry in %+v", st)
-	}
-	waitFor(t, "idle unload", func() bool { return r.m.Status().State == StateOff })
-	if st := r.m.Status(); !strings.Contains(st.Reason, "idle") || !st.Enabled {
-		t.Fatalf("status after idle: %+v", st)
-	}
-	if _, _, err := collect(t, r.m, chat("minicpm5:2b", "again")); err != nil {
-		t.Fatal(err)
-	}
-	if n := len(r.backends("cpu")); n != 2 {
-		t.Fatalf("%d backends made, want a reload (2)", n)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: 50 * time.Millisecond})
+		if _, _, err := collect(t, r.m, chat("minicpm5:2b", "hi")); err != nil {
+			t.Fatal(err)
+		}
+		if st := r.m.Status(); st.ExpiresAt == nil || !st.ExpiresAt.Equal(time.Now().Add(50*time.Millisecond)) {
+			t.Fatalf("expiry %v, want 50ms from the end of the request (%v)", st.ExpiresAt, time.Now())
+		}
+		time.Sleep(50*time.Millisecond - time.Nanosecond)
+		synctest.Wait()
+		if st := r.m.Status(); st.State != StateOn {
+			t.Fatalf("unloaded before the keep-alive ended: %+v", st)
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if st := r.m.Status(); st.State != StateOff || !strings.Contains(st.Reason, "idle") || !st.Enabled {
+			t.Fatalf("status once the keep-alive ended: %+v", st)
+		}
+		if _, _, err := collect(t, r.m, chat("minicpm5:2b", "again")); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(r.backends("cpu")); n != 2 {
+			t.Fatalf("%d backends made, want a reload (2)", n)
+		}
+	})
 }
 
 func TestPerRequestKeepAlive(t *testing.T) {
-	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: time.Hour})
-	zero := time.Duration(0)
-	_, err := r.m.Generate(context.Background(), chat("minicpm5:2b", "hi"), GenerateOptions{KeepAlive: &zero}, func(backend.Token) error { return nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "unload after keep_alive 0", func() bool { return r.m.Status().State == StateOff })
-	never := time.Duration(-1)
-	if err := r.m.Load(context.Background(), "minicpm5:2b", GenerateOptions{KeepAlive: &never}); err != nil {
-		t.Fatal(err)
-	}
-	if st := r.m.Status(); st.State != StateOn || st.ExpiresAt != nil {
-		t.Fatalf("keep_alive -1 should keep it loaded with no expiry: %+v", st)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: time.Hour})
+		zero := time.Duration(0)
+		_, err := r.m.Generate(context.Background(), chat("minicpm5:2b", "hi"), GenerateOptions{KeepAlive: &zero}, func(backend.Token) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // the idle timer of keep_alive 0 has fired
+		if st := r.m.Status(); st.State != StateOff {
+			t.Fatalf("keep_alive 0 left the model %s", st.State)
+		}
+		never := time.Duration(-1)
+		if err := r.m.Load(context.Background(), "minicpm5:2b", GenerateOptions{KeepAlive: &never}); err != nil {
+			t.Fatal(err)
+		}
+		if st := r.m.Status(); st.State != StateOn || st.ExpiresAt != nil {
+			t.Fatalf("keep_alive -1 should keep it loaded with no expiry: %+v", st)
+		}
+	})
 }
 
 func TestStopCancelsAndRefusesUntilStart(t *testing.T) {
@@ -561,17 +578,23 @@ func TestStartAnotherModelWhileOnLoadsIt(t *testing.T) {
 }
 
 func TestStartWithATypoChangesNothing(t *testing.T) {
-	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: 100 * time.Millisecond})
-	if _, _, err := collect(t, r.m, chat("minicpm5:2b", "a")); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.m.Start("nosuch"); !errors.Is(err, ErrUnknownModel) {
-		t.Fatalf("err = %v", err)
-	}
-	if st := r.m.Status(); st.State != StateOn || st.Model != "minicpm5:2b" {
-		t.Fatalf("status after a typo: %+v", st)
-	}
-	waitFor(t, "the idle unload still happens", func() bool { return !r.backends("cpu")[0].Loaded() })
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: 100 * time.Millisecond})
+		if _, _, err := collect(t, r.m, chat("minicpm5:2b", "a")); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.m.Start("nosuch"); !errors.Is(err, ErrUnknownModel) {
+			t.Fatalf("err = %v", err)
+		}
+		if st := r.m.Status(); st.State != StateOn || st.Model != "minicpm5:2b" {
+			t.Fatalf("status after a typo: %+v", st)
+		}
+		time.Sleep(100 * time.Millisecond) // synctest's clock: the keep-alive ends
+		synctest.Wait()
+		if r.backends("cpu")[0].Loaded() {
+			t.Fatal("the idle unload did not happen after the typo")
+		}
+	})
 }
 
 func TestClientLeavingDuringLoadIsNotAnError(t *testing.T) {
@@ -758,22 +781,24 @@ func TestStateTable(t *testing.T) {
 }
 
 func TestOneRequestsKeepAliveIsNotTheDefault(t *testing.T) {
-	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: time.Hour})
-	zero := time.Duration(0)
-	if _, err := r.m.Generate(context.Background(), chat("minicpm5:2b", "hi"), GenerateOptions{KeepAlive: &zero}, func(backend.Token) error { return nil }); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "off", func() bool { return r.m.Status().State == StateOff })
-	if _, _, err := collect(t, r.m, chat("minicpm5:2b", "no keep_alive")); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the keep-alive to start or the model to go off", func() bool {
-		st := r.m.Status()
-		return st.State == StateOn && st.ExpiresAt != nil || st.State == StateOff
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: time.Hour})
+		zero := time.Duration(0)
+		if _, err := r.m.Generate(context.Background(), chat("minicpm5:2b", "hi"), GenerateOptions{KeepAlive: &zero}, func(backend.Token) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // the idle timer of keep_alive 0 has fired
+		if st := r.m.Status(); st.State != StateOff {
+			t.Fatalf("keep_alive 0 left the model %s", st.State)
+		}
+		if _, _, err := collect(t, r.m, chat("minicpm5:2b", "no keep_alive")); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if st := r.m.Status(); st.State != StateOn || st.ExpiresAt == nil || !st.ExpiresAt.Equal(time.Now().Add(time.Hour)) {
+			t.Fatalf("the default keep-alive (1h) was not used: %+v", st)
+		}
 	})
-	if st := r.m.Status(); st.State != StateOn || st.ExpiresAt == nil || time.Until(*st.ExpiresAt) < 50*time.Minute {
-		t.Fatalf("the default keep-alive (1h) was not used: %+v", st)
-	}
 }
 
 func TestLoadFailureOfTheOnlyEngineIsRetriedAndNotAFallback(t *testing.T) {
@@ -906,19 +931,32 @@ func TestReserveHoldsAPlaceBeforeTheBody(t *testing.T) {
 // and never ran (its model is unknown, its body bad) gives the idle
 // timer back, so the model still unloads after keep-alive.
 func TestRefusedRequestKeepsTheKeepAlive(t *testing.T) {
-	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: 200 * time.Millisecond})
-	if _, _, err := collect(t, r.m, chat("minicpm5:2b", "hi")); err != nil {
-		t.Fatal(err)
-	}
-	ticket, err := r.m.Reserve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.m.Generate(context.Background(), chat("no-such-model", "x"), GenerateOptions{Ticket: ticket}, func(backend.Token) error { return nil }); !errors.Is(err, ErrUnknownModel) {
-		t.Fatalf("unknown model: %v", err)
-	}
-	ticket.Release()
-	waitFor(t, "idle unload after a refused request", func() bool { return r.m.Status().State == StateOff })
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: 200 * time.Millisecond})
+		if _, _, err := collect(t, r.m, chat("minicpm5:2b", "hi")); err != nil {
+			t.Fatal(err)
+		}
+		ticket, err := r.m.Reserve()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.m.Generate(context.Background(), chat("no-such-model", "x"), GenerateOptions{Ticket: ticket}, func(backend.Token) error { return nil }); !errors.Is(err, ErrUnknownModel) {
+			t.Fatalf("unknown model: %v", err)
+		}
+		ticket.Release()
+		// synctest's clock: on until the first request's keep-alive ends,
+		// off then.
+		time.Sleep(200*time.Millisecond - time.Nanosecond)
+		synctest.Wait()
+		if st := r.m.Status(); st.State != StateOn {
+			t.Fatalf("unloaded before the keep-alive ended: %s", st.State)
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if st := r.m.Status(); st.State != StateOff {
+			t.Fatalf("no idle unload after a refused request: %s", st.State)
+		}
+	})
 }
 
 // TestStartWithNoNameStartsTheDefaultModel: the tray's and the page's
@@ -1238,35 +1276,38 @@ func TestCapabilitiesAreTheSameBeforeAndAfterLoading(t *testing.T) {
 // unload time, set while it is on and idle clears the one armed, and a
 // short one set while it is on unloads it.
 func TestSetKeepAliveIsTheOneDefault(t *testing.T) {
-	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: 5 * time.Minute})
-	r.m.SetKeepAlive(-1)
-	if got := r.m.KeepAlive(); got != -1 {
-		t.Fatalf("KeepAlive() = %v after SetKeepAlive(-1)", got)
-	}
-	if err := r.m.Start("minicpm5:2b"); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "on", func() bool { return r.m.Status().State == StateOn })
-	if st := r.m.Status(); st.ExpiresAt != nil {
-		t.Fatalf("keep-alive never, Start armed an unload at %v", st.ExpiresAt)
-	}
-	r.m.SetKeepAlive(time.Hour)
-	if _, _, err := collect(t, r.m, chat("minicpm5:2b", "hi")); err != nil {
-		t.Fatal(err)
-	}
-	st := r.m.Status()
-	if st.ExpiresAt == nil || st.ExpiresAt.Before(time.Now().Add(59*time.Minute)) {
-		t.Fatalf("after a request with keep-alive 1h: expires %v", st.ExpiresAt)
-	}
-	r.m.SetKeepAlive(-1)
-	if st := r.m.Status(); st.ExpiresAt != nil {
-		t.Fatalf("keep-alive set to never while on: still unloads at %v", st.ExpiresAt)
-	}
-	r.m.SetKeepAlive(30 * time.Millisecond)
-	waitFor(t, "the idle unload with the new keep-alive", func() bool { return r.m.Status().State == StateOff })
-	if st := r.m.Status(); !strings.Contains(st.Reason, "30ms idle") {
-		t.Fatalf("reason %q, want the new keep-alive named", st.Reason)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: 5 * time.Minute})
+		r.m.SetKeepAlive(-1)
+		if got := r.m.KeepAlive(); got != -1 {
+			t.Fatalf("KeepAlive() = %v after SetKeepAlive(-1)", got)
+		}
+		if err := r.m.Start("minicpm5:2b"); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "on", func() bool { return r.m.Status().State == StateOn })
+		if st := r.m.Status(); st.ExpiresAt != nil {
+			t.Fatalf("keep-alive never, Start armed an unload at %v", st.ExpiresAt)
+		}
+		r.m.SetKeepAlive(time.Hour)
+		if _, _, err := collect(t, r.m, chat("minicpm5:2b", "hi")); err != nil {
+			t.Fatal(err)
+		}
+		st := r.m.Status()
+		if st.ExpiresAt == nil || !st.ExpiresAt.Equal(time.Now().Add(time.Hour)) {
+			t.Fatalf("after a request with keep-alive 1h: expires %v", st.ExpiresAt)
+		}
+		r.m.SetKeepAlive(-1)
+		if st := r.m.Status(); st.ExpiresAt != nil {
+			t.Fatalf("keep-alive set to never while on: still unloads at %v", st.ExpiresAt)
+		}
+		r.m.SetKeepAlive(30 * time.Millisecond)
+		time.Sleep(30 * time.Millisecond) // synctest's clock
+		synctest.Wait()
+		if st := r.m.Status(); !strings.Contains(st.Reason, "30ms idle") {
+			t.Fatalf("reason %q, want the new keep-alive named", st.Reason)
+		}
+	})
 }
 
 // TestWarmCacheWhileLoading: a chat opened while the model loads (the
