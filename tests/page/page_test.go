@@ -7,6 +7,13 @@
 // so that exact answers can be checked, and one installing from the fake
 // Hugging Face hub the install tests use. Screenshots go to
 // $NPUCHAT_ARTIFACTS/page (or .artifacts/page).
+//
+// No test sleeps before it asserts: it waits for what the page shows, or
+// for what app.js counts on #app (browser.waitIdle: no request in
+// flight; data-key-waits, data-install-event), for a transition to end
+// (waitStill), or it feeds the scripted upstream a piece at a time
+// (upstream.feed, say). A wait's timeout only bounds a failure, which
+// then says what was awaited.
 package page
 
 import (
