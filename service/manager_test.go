@@ -802,30 +802,32 @@ func TestOneRequestsKeepAliveIsNotTheDefault(t *testing.T) {
 }
 
 func TestLoadFailureOfTheOnlyEngineIsRetriedAndNotAFallback(t *testing.T) {
-	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: -1})
-	n := 0
-	r.m.opts.NewBackend = func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
-		if n++; n == 1 {
-			return fake.New(fake.Options{Name: model, LoadErr: errors.New("file busy")}), nil
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: -1})
+		n := 0
+		r.m.opts.NewBackend = func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
+			if n++; n == 1 {
+				return fake.New(fake.Options{Name: model, LoadErr: errors.New("file busy")}), nil
+			}
+			return fake.New(fake.Options{Name: model}), nil
 		}
-		return fake.New(fake.Options{Name: model}), nil
-	}
-	events, cancel := r.m.Subscribe()
-	defer cancel()
-	if _, _, err := collect(t, r.m, chat("minicpm5:2b", "a")); err == nil || !strings.Contains(err.Error(), "file busy") {
-		t.Fatalf("first: %v", err)
-	}
-	if _, _, err := collect(t, r.m, chat("minicpm5:2b", "b")); err != nil {
-		t.Fatalf("the second request did not retry the load: %v", err)
-	}
-	if st := r.m.Status(); st.Fallback != "" {
-		t.Fatalf("fallback %q with one engine", st.Fallback)
-	}
-	for _, ev := range drain(r.m, events) {
-		if ev.Type == "fallback" {
-			t.Fatalf("fallback event with one engine: %s", ev.Message)
+		events, cancel := r.m.Subscribe()
+		defer cancel()
+		if _, _, err := collect(t, r.m, chat("minicpm5:2b", "a")); err == nil || !strings.Contains(err.Error(), "file busy") {
+			t.Fatalf("first: %v", err)
 		}
-	}
+		if _, _, err := collect(t, r.m, chat("minicpm5:2b", "b")); err != nil {
+			t.Fatalf("the second request did not retry the load: %v", err)
+		}
+		if st := r.m.Status(); st.Fallback != "" {
+			t.Fatalf("fallback %q with one engine", st.Fallback)
+		}
+		for _, ev := range drain(events) {
+			if ev.Type == "fallback" {
+				t.Fatalf("fallback event with one engine: %s", ev.Message)
+			}
+		}
+	})
 }
 
 func TestUnloadNamesTheModel(t *testing.T) {
@@ -1025,22 +1027,26 @@ func (c chattyLoad) Load(ctx context.Context, p func(backend.Progress)) error {
 // nothing while a load floods progress still finds the state change to
 // "on" as its last event (the page and the tray follow events).
 func TestSlowSubscriberAlwaysSeesTheLastState(t *testing.T) {
-	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: -1})
-	r.m.opts.NewBackend = func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
-		return chattyLoad{fake.New(fake.Options{Name: model})}, nil
-	}
-	events, cancel := r.m.Subscribe()
-	defer cancel()
-	if err := r.m.Start("minicpm5:2b"); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "on", func() bool { return r.m.Status().State == StateOn })
-	got := drain(r.m, events)
-	n := len(got)
-	last := got[n-1]
-	if last.Type != EventStatus || last.Status.State != StateOn {
-		t.Fatalf("the last of %d buffered events is %s with state %s, want the status 'on'", n, last.Type, last.Status.State)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: -1})
+		r.m.opts.NewBackend = func(_ context.Context, model string, kind backend.Kind) (backend.Backend, error) {
+			return chattyLoad{fake.New(fake.Options{Name: model})}, nil
+		}
+		events, cancel := r.m.Subscribe()
+		defer cancel()
+		if err := r.m.Start("minicpm5:2b"); err != nil {
+			t.Fatal(err)
+		}
+		got := drain(events)
+		if st := r.m.Status().State; st != StateOn {
+			t.Fatalf("state %s once the start has settled, want on", st)
+		}
+		n := len(got)
+		last := got[n-1]
+		if last.Type != EventStatus || last.Status.State != StateOn {
+			t.Fatalf("the last of %d buffered events is %s with state %s, want the status 'on'", n, last.Type, last.Status.State)
+		}
+	})
 }
 
 // TestRequestTheNPUCannotDoGoesToTheCPU: in auto mode on a working NPU,
@@ -1154,17 +1160,20 @@ func TestRequestTheOnlyEngineCannotDoIsRefused(t *testing.T) {
 }
 
 // drain reads every event sent to events so far, including those still
-// waiting for room in its channel.
-func drain(m *Manager, events <-chan Event) []Event {
+// waiting for room in its channel. It runs in a synctest bubble: once
+// every goroutine in it is blocked (synctest.Wait), no event is on its
+// way any more.
+func drain(events <-chan Event) []Event {
 	var out []Event
 	for {
+		synctest.Wait()
 		select {
 		case ev, ok := <-events:
 			if !ok {
 				return out
 			}
 			out = append(out, ev)
-		case <-time.After(300 * time.Millisecond): // quiet: nothing waits any more
+		default:
 			return out
 		}
 	}
@@ -1175,54 +1184,56 @@ func drain(m *Manager, events <-chan Event) []Event {
 // state) still gets the install's end, after its progress, for every
 // install; progress may be coalesced.
 func TestSlowSubscriberGetsEveryInstallOutcome(t *testing.T) {
-	r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: -1})
-	events, cancel := r.m.Subscribe()
-	defer cancel()
-	other, cancelOther := r.m.Subscribe() // reads as it goes
-	defer cancelOther()
-	var seenOther []Event
-	readOther := func() { seenOther = append(seenOther, drain(r.m, other)...) }
-	for i, outcome := range []install.State{install.StateFailed, install.StateCancelled, install.StateDone} {
-		model := fmt.Sprintf("model%d", i)
-		for n := 0; n < 300; n++ {
-			p := install.Status{Model: model, State: install.StateRunning, Phase: "download", OverallBytes: int64(n), OverallTotal: 300}
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, []string{"cpu"}, map[string]fake.Options{"cpu": {}}, Options{KeepAlive: -1})
+		events, cancel := r.m.Subscribe()
+		defer cancel()
+		other, cancelOther := r.m.Subscribe() // reads as it goes
+		defer cancelOther()
+		var seenOther []Event
+		readOther := func() { seenOther = append(seenOther, drain(other)...) }
+		for i, outcome := range []install.State{install.StateFailed, install.StateCancelled, install.StateDone} {
+			model := fmt.Sprintf("model%d", i)
+			for n := 0; n < 300; n++ {
+				p := install.Status{Model: model, State: install.StateRunning, Phase: "download", OverallBytes: int64(n), OverallTotal: 300}
+				if err := r.m.Publish(Event{Type: EventInstall, Install: &p}); err != nil {
+					t.Fatal(err)
+				}
+				if n%100 == 0 {
+					if _, _, err := collect(t, r.m, chat("minicpm5:2b", "hi")); err != nil { // state changes meanwhile
+						t.Fatal(err)
+					}
+					r.m.Unload(context.Background(), "")
+				}
+			}
+			p := install.Status{Model: model, State: outcome}
 			if err := r.m.Publish(Event{Type: EventInstall, Install: &p}); err != nil {
 				t.Fatal(err)
 			}
-			if n%100 == 0 {
-				if _, _, err := collect(t, r.m, chat("minicpm5:2b", "hi")); err != nil { // state changes meanwhile
-					t.Fatal(err)
+			readOther()
+		}
+		for name, got := range map[string][]Event{"slow": drain(events), "reading": seenOther} {
+			ends := map[string]install.State{}
+			for _, ev := range got {
+				if ev.Type != EventInstall {
+					continue
 				}
-				r.m.Unload(context.Background(), "")
+				if end, ok := ends[ev.Install.Model]; ok {
+					t.Fatalf("%s subscriber: %s event for %s after its %s", name, ev.Install.State, ev.Install.Model, end)
+				}
+				if ev.Install.State.Ended() {
+					ends[ev.Install.Model] = ev.Install.State
+				}
+			}
+			want := map[string]install.State{"model0": install.StateFailed, "model1": install.StateCancelled, "model2": install.StateDone}
+			if fmt.Sprint(ends) != fmt.Sprint(want) {
+				t.Fatalf("%s subscriber got install outcomes %v, want %v (of %d events)", name, ends, want, len(got))
+			}
+			if last := got[len(got)-1]; last.Status.State != r.m.Status().State {
+				t.Fatalf("%s subscriber: last event's state %s, want %s", name, last.Status.State, r.m.Status().State)
 			}
 		}
-		p := install.Status{Model: model, State: outcome}
-		if err := r.m.Publish(Event{Type: EventInstall, Install: &p}); err != nil {
-			t.Fatal(err)
-		}
-		readOther()
-	}
-	for name, got := range map[string][]Event{"slow": drain(r.m, events), "reading": seenOther} {
-		ends := map[string]install.State{}
-		for _, ev := range got {
-			if ev.Type != EventInstall {
-				continue
-			}
-			if end, ok := ends[ev.Install.Model]; ok {
-				t.Fatalf("%s subscriber: %s event for %s after its %s", name, ev.Install.State, ev.Install.Model, end)
-			}
-			if ev.Install.State.Ended() {
-				ends[ev.Install.Model] = ev.Install.State
-			}
-		}
-		want := map[string]install.State{"model0": install.StateFailed, "model1": install.StateCancelled, "model2": install.StateDone}
-		if fmt.Sprint(ends) != fmt.Sprint(want) {
-			t.Fatalf("%s subscriber got install outcomes %v, want %v (of %d events)", name, ends, want, len(got))
-		}
-		if last := got[len(got)-1]; last.Status.State != r.m.Status().State {
-			t.Fatalf("%s subscriber: last event's state %s, want %s", name, last.Status.State, r.m.Status().State)
-		}
-	}
+	})
 }
 
 // TestCapabilitiesAreTheSameBeforeAndAfterLoading: /api/show's list
