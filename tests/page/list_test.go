@@ -49,9 +49,14 @@ func TestHistoryAtScale(t *testing.T) {
 	base := t.TempDir()
 	long := "A rather long title about tiling matrix kernels for the NPU and the CPU"
 	day := 24 * time.Hour
+	// Ages measured from the last midnight, so that each chat falls in its
+	// group whatever the time of day the test runs (a chat 25 hours old
+	// was two days old between midnight and one).
+	now := time.Now()
+	today := now.Sub(time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, now.Location()))
 	seedHistory(t, base, map[string]time.Duration{
-		"morning chat": 2 * time.Minute, long: time.Minute,
-		"chat of yesterday": day + time.Hour, "three days ago": 3 * day, "an old chat": 45 * day,
+		"morning chat": today * 2 / 3, long: today / 3,
+		"chat of yesterday": today + 12*time.Hour, "three days ago": 3 * day, "an old chat": 45 * day,
 	})
 	up := newUpstream(t)
 	srv := remoteServer(t, up, base)
