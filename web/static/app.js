@@ -29,17 +29,16 @@
   // The page counts its work on #app, so that a test waits for the page
   // to have done something instead of sleeping: data-requests is how
   // many calls of api() and answers being sent are in flight,
-  // data-request-seq how many have ended, data-key-waits how many of
-  // those wait for the API key dialog, data-key-refusals how many answers
-  // asked for a key (and data-install-event, set by the event stream, the
-  // state of the last install event). A chain of requests one action starts keeps
+  // data-key-waits how many of those wait for the API key dialog,
+  // data-key-refusals how many answers asked for a key (and
+  // data-install-event, set by the event stream, the state of the last
+  // install event). A chain of requests one action starts keeps
   // data-requests above 0 until its last one ends (each next request
   // starts before the previous one's promise settles), so 0 after the
   // action means the page has finished with it.
-  const work = { requests: 0, ended: 0, keyWaits: 0, keyRefusals: 0 };
+  const work = { requests: 0, keyWaits: 0, keyRefusals: 0 };
   function showWork() {
     app.dataset.requests = work.requests;
-    app.dataset.requestSeq = work.ended;
     app.dataset.keyWaits = work.keyWaits;
     app.dataset.keyRefusals = work.keyRefusals;
   }
@@ -50,7 +49,6 @@
     showWork();
     return p.finally(() => {
       work.requests--;
-      work.ended++;
       showWork();
     });
   }
