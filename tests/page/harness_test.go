@@ -287,13 +287,6 @@ func (b *browser) waitIdle() {
 	b.waitJS(`document.getElementById('app').dataset.requests === '0'`, 30*time.Second)
 }
 
-// requestSeq is how many of the page's requests have ended (#app's
-// data-request-seq).
-func (b *browser) requestSeq() int {
-	b.t.Helper()
-	return int(eval[float64](b, `Number(document.getElementById('app').dataset.requestSeq)`))
-}
-
 // waitStill waits until the element sel has no transition or animation
 // running (the chat list's slide, before a screenshot or an axe check).
 func (b *browser) waitStill(sel string) {
