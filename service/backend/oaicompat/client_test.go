@@ -291,11 +291,8 @@ func TestStopStrings(t *testing.T) {
 			io.WriteString(w, `data: {"choices":[{"index":0,"delta":{"content":`+string(b)+`},"finish_reason":null}]}`+"\n\n")
 			w.(http.Flusher).Flush()
 		}
-		select {
-		case <-r.Context().Done():
-			close(closed)
-		case <-time.After(5 * time.Second):
-		}
+		<-r.Context().Done()
+		close(closed)
 	})
 	c := loaded(t, srv, Options{})
 	req := chat("hi")
@@ -309,8 +306,8 @@ func TestStopStrings(t *testing.T) {
 	}
 	select {
 	case <-closed:
-	case <-time.After(3 * time.Second):
-		t.Error("upstream request not closed after the stop string")
+	case <-time.After(time.Minute):
+		t.Error("upstream request not closed a minute after the stop string")
 	}
 }
 
@@ -588,8 +585,8 @@ func TestUnloadDuringGenerate(t *testing.T) {
 		if !errors.Is(err, backend.ErrNotLoaded) {
 			t.Errorf("err = %v, want ErrNotLoaded", err)
 		}
-	case <-time.After(3 * time.Second):
-		t.Fatal("Generate still running after Unload")
+	case <-time.After(time.Minute):
+		t.Fatal("Generate still running a minute after Unload")
 	}
 }
 
