@@ -171,7 +171,7 @@ func TestGenerateLoadsOnFirstRequestAndPublishesStates(t *testing.T) {
 			if ev.Type == "status" && (len(states) == 0 || states[len(states)-1] != ev.Status.State) {
 				states = append(states, ev.Status.State)
 			}
-		case <-time.After(2 * time.Second):
+		case <-time.After(time.Minute):
 			t.Fatalf("states so far %v", states)
 		}
 	}
