@@ -269,9 +269,12 @@ func eval[T any](b *browser, js string) T {
 	return v
 }
 
-// waitJS waits until js is truthy.
+// waitJS waits until js is truthy. The timeout only bounds a failure:
+// it is at least a minute, however short the caller's guess of how long
+// the page normally takes, so that a loaded machine is no failure.
 func (b *browser) waitJS(js string, timeout time.Duration) {
 	b.t.Helper()
+	timeout = max(timeout, time.Minute)
 	var ok bool
 	if err := chromedp.Run(b.ctx, chromedp.Poll(js, &ok, chromedp.WithPollingTimeout(timeout), chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
 		b.t.Fatalf("waiting for %s: %v\npage text: %s", js, err, eval[string](b, `document.body.innerText.slice(0, 2000)`))
