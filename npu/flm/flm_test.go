@@ -621,7 +621,8 @@ func TestNoOrphanWhenParentKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	line, err := bufio.NewReader(out).ReadString('\n')
+	r := bufio.NewReader(out)
+	line, err := r.ReadString('\n')
 	if err != nil || !strings.HasPrefix(line, "PID ") {
 		t.Fatalf("helper parent said %q, %v; stderr:\n%s", line, err, stderr.String())
 	}
@@ -629,10 +630,12 @@ func TestNoOrphanWhenParentKilled(t *testing.T) {
 	if !alive(pid) {
 		t.Fatalf("flm pid %d not running", pid)
 	}
-	// Give the parent's runtime time to move goroutines between threads:
-	// the child must survive that (it would not if the forking thread
-	// ended).
-	time.Sleep(300 * time.Millisecond)
+	// The parent's runtime has moved goroutines between threads (it says
+	// so after rounds of churn): the child must survive that (it would
+	// not if the forking thread ended).
+	if line, err := r.ReadString('\n'); err != nil || line != "churned\n" {
+		t.Fatalf("helper parent said %q, %v; stderr:\n%s", line, err, stderr.String())
+	}
 	if !alive(pid) {
 		t.Fatalf("flm pid %d died while its parent lives", pid)
 	}
@@ -643,7 +646,7 @@ func TestNoOrphanWhenParentKilled(t *testing.T) {
 
 // orphanParent is the helper parent of TestNoOrphanWhenParentKilled: it
 // loads the fake flm, prints its pid, and waits to be killed while its
-// goroutines churn across OS threads.
+// goroutines churn across OS threads, saying "churned" after 300 rounds.
 func orphanParent() int {
 	b, err := New(Options{
 		Executable: os.Getenv("FLMTEST_FAKE"), Model: "minicpm5:2b",
@@ -658,7 +661,10 @@ func orphanParent() int {
 		return 1
 	}
 	fmt.Printf("PID %d\n", b.PID())
-	for {
+	for round := 1; ; round++ {
+		if round == 300 {
+			fmt.Println("churned")
+		}
 		var wg sync.WaitGroup
 		for i := 0; i < 8; i++ {
 			wg.Add(1)
