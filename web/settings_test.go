@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/npuchat/npuchat/config"
 	"github.com/npuchat/npuchat/service"
@@ -182,19 +181,13 @@ func TestPageKeepAliveAppliesToTheAPI(t *testing.T) {
 		if st := s.Manager.Status(); st.State != service.StateOn {
 			t.Fatalf("%s: the model is %s right after the answer", c.path, st.State)
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for s.Manager.Status().State == service.StateOn {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: the model is still loaded 10 s after the answer; the page's keep-alive is 200ms", c.path)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		waitUntil(t, c.path+"'s model to unload after the page's keep-alive of 200ms", func() bool { return s.Manager.Status().State != service.StateOn })
 	}
 	// The request's own keep_alive wins over the page's.
+	// The idle timer is armed before the answer is written: with -1 none is.
 	do(t, "POST", s.URL+"/api/chat", `{"model":"minicpm5:2b","stream":false,"keep_alive":-1,"messages":[{"role":"user","content":"hi"}]}`)
-	time.Sleep(600 * time.Millisecond)
-	if st := s.Manager.Status(); st.State != service.StateOn {
-		t.Fatalf("keep_alive -1 in the request: the model is %s", st.State)
+	if st := s.Manager.Status(); st.State != service.StateOn || st.ExpiresAt != nil {
+		t.Fatalf("keep_alive -1 in the request: the model is %s, to unload at %v", st.State, st.ExpiresAt)
 	}
 }
 

@@ -330,7 +330,7 @@ func kvSoak(t *testing.T, path string, mode kvSoakMode) kvFigures {
 		if st, out, err := pageCall(ctx, ts, "POST", "/api/model/start", `{"model":"minicpm5:2b"}`); err != nil || st != 202 {
 			t.Fatalf("start: %d %v %s", st, err, out)
 		}
-		waitUntil(t, 2*time.Minute, "the model on", func() bool { return ts.Manager.Status().State == service.StateOn })
+		waitUntil(t, "the model on", func() bool { return ts.Manager.Status().State == service.StateOn })
 	}
 
 	for pass := 0; pass < passes && !t.Failed(); pass++ {
@@ -361,7 +361,7 @@ func kvSoak(t *testing.T, path string, mode kvSoakMode) kvFigures {
 					t.Fatalf("round %d: stop: %d %v %s", round, st, err, out)
 				}
 				for _, id := range ids {
-					waitUntil(t, time.Minute, fmt.Sprintf("chat %d's KV file", id), func() bool { return len(chatKVFiles(t, kvDir, id)) > 0 })
+					waitUntil(t, fmt.Sprintf("chat %d's KV file", id), func() bool { return len(chatKVFiles(t, kvDir, id)) > 0 })
 				}
 				for i, p := range plans {
 					if p.moment == "model off" {

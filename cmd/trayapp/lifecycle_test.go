@@ -334,12 +334,13 @@ func TestTrayStopsWithinFiveSecondsMidAnswer(t *testing.T) {
 			fmt.Fprint(w, `{"object":"list","data":[{"id":"up","object":"model"}]}`)
 			return
 		}
+		// Ten words, then an answer that never ends.
 		w.Header().Set("Content-Type", "text/event-stream")
-		for i := 0; r.Context().Err() == nil; i++ {
+		for i := range 10 {
 			fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"w%d \"}}]}\n\n", i)
 			w.(http.Flusher).Flush()
-			time.Sleep(20 * time.Millisecond)
 		}
+		<-r.Context().Done()
 	}))
 	defer up.Close()
 	settings := filepath.Join(d.home, ".config", "npuchat", "settings.json")

@@ -180,14 +180,36 @@ func alive(pid int) bool {
 	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
 
-func waitGone(t *testing.T, pid int, within time.Duration) {
+// waitGone waits until pid has ended; after a minute (a bound on a
+// failure, not a measure) it fails.
+func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(within)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(time.Minute)
 	for alive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d still alive after %v", pid, within)
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("process %d still alive after a minute", pid)
 		}
-		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// returns runs f and fails the test when f has not returned within a
+// minute: it waits for something that never comes (the minute bounds a
+// failure; nothing is timed). f must not call t.Fatal.
+func returns(t *testing.T, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatalf("%s never returned", what)
 	}
 }
 
@@ -244,14 +266,13 @@ func TestServe(t *testing.T) {
 		t.Errorf("long prompt: %v, want ErrPromptTooLong", err)
 	}
 
-	start := time.Now()
 	if err := b.Unload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if d := time.Since(start); d > s.opts.StopGrace {
-		t.Errorf("graceful stop took %v", d)
+	if strings.Contains(s.log.String(), "killing it") {
+		t.Errorf("flm did not stop on the interrupt, it was killed:\n%s", s.log)
 	}
-	waitGone(t, pid, time.Second)
+	waitGone(t, pid)
 	log := s.log.String()
 	for _, want := range []string{"serve minicpm5:2b --host 127.0.0.1 --port", "--cors 0 --quiet --ctx-len 512", "Press Ctrl+C to stop", "[FLM]  Shutting down (interrupt)", "asked FastFlowLM (pid"} {
 		if !strings.Contains(log, want) {
@@ -276,15 +297,16 @@ func TestServe(t *testing.T) {
 // one request, with nothing emitted.
 func TestERT(t *testing.T) {
 	s := newSetup(t, flmtest.ModeNormal)
+	// No idle timeout to fall back on: the failure is read from flm's
+	// output, or the request never ends.
+	s.opts.IdleTimeout = 24 * time.Hour
 	b := s.start(t)
 	s.setMode(t, flmtest.ModeERT)
-	start := time.Now()
-	text, _, err := generate(b, chat("hi"))
+	var text string
+	var err error
+	returns(t, "a request failing with ERT", func() { text, _, err = generate(b, chat("hi")) })
 	if !errors.Is(err, backend.ErrDeviceFailed) || !strings.Contains(err.Error(), "ERT_CMD_STATE_TIMEOUT") {
 		t.Fatalf("err = %v", err)
-	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("took %v", d)
 	}
 	var counted interface{ EmittedTokens() int }
 	if text != "" || !errors.As(err, &counted) || counted.EmittedTokens() != 0 {
@@ -319,13 +341,11 @@ func TestStall(t *testing.T) {
 	s := newSetup(t, flmtest.ModeStall)
 	s.opts.IdleTimeout = 300 * time.Millisecond
 	b := s.start(t)
-	start := time.Now()
-	text, _, err := generate(b, chat("a b c"))
+	var text string
+	var err error
+	returns(t, "a request to a stalled NPU", func() { text, _, err = generate(b, chat("a b c")) })
 	if !errors.Is(err, backend.ErrDeviceFailed) || text != "Fake" || !strings.Contains(err.Error(), "sent nothing for 300ms") {
 		t.Fatalf("%q %v", text, err)
-	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("took %v", d)
 	}
 }
 
@@ -354,11 +374,11 @@ func TestCrashRestart(t *testing.T) {
 		t.Errorf("Generate right after the crash: %v, want ErrDeviceFailed", err)
 	}
 	s.setMode(t, flmtest.ModeNormal)
-	ev := s.events.waitFor(t, StateRestarting, 5*time.Second)
+	ev := s.events.waitFor(t, StateRestarting, time.Minute)
 	if ev.Attempt != 1 || ev.Err == nil {
 		t.Errorf("restarting event %+v", ev)
 	}
-	ev = s.events.waitFor(t, StateReady, 10*time.Second)
+	ev = s.events.waitFor(t, StateReady, time.Minute)
 	if ev.PID == pid || ev.PID != b.PID() {
 		t.Errorf("ready event %+v, pid now %d, before %d", ev, b.PID(), pid)
 	}
@@ -374,7 +394,7 @@ func TestRestartGivesUp(t *testing.T) {
 	b := s.start(t)
 	s.setMode(t, flmtest.ModeNoDevice)
 	syscall.Kill(b.PID(), syscall.SIGKILL)
-	ev := s.events.waitFor(t, StateFailed, 10*time.Second)
+	ev := s.events.waitFor(t, StateFailed, time.Minute)
 	if ev.Err == nil || !strings.Contains(ev.Err.Error(), "No such device") {
 		t.Errorf("failed event %+v", ev)
 	}
@@ -422,23 +442,20 @@ func TestStartFailures(t *testing.T) {
 		s.opts.StartTimeout = 1500 * time.Millisecond
 		s.opts.StopGrace = 300 * time.Millisecond
 		b, _ := New(s.opts)
-		start := time.Now()
-		err := b.Load(context.Background(), nil)
+		var err error
+		returns(t, "loading a hung flm", func() { err = b.Load(context.Background(), nil) })
 		if !errors.Is(err, backend.ErrDeviceFailed) || !strings.Contains(err.Error(), "did not answer within 1.5s") ||
 			!strings.Contains(err.Error(), "Waiting for the NPU") {
 			t.Errorf("err = %v", err)
 		}
-		if d := time.Since(start); d > 5*time.Second {
-			t.Errorf("took %v", d)
-		}
 		if !strings.Contains(s.log.String(), "did not stop; killing it") {
 			t.Errorf("no kill after grace in log:\n%s", s.log)
 		}
-		ev := s.events.waitFor(t, StateStarting, time.Second)
+		ev := s.events.waitFor(t, StateStarting, time.Minute)
 		if ev.PID == 0 {
 			t.Fatal("no pid in the starting event")
 		}
-		waitGone(t, ev.PID, time.Second)
+		waitGone(t, ev.PID)
 	})
 	t.Run("port taken", func(t *testing.T) {
 		s := newSetup(t, flmtest.ModeBusyPort)
@@ -541,10 +558,12 @@ func TestKillAfterGrace(t *testing.T) {
 	if err := b.Unload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if d := time.Since(start); d < 400*time.Millisecond || d > 3*time.Second {
-		t.Errorf("Unload took %v", d)
+	// Only a lower bound: the grace was given (a busy machine makes it
+	// longer, never shorter); that the kill came is in the log.
+	if d := time.Since(start); d < s.opts.StopGrace {
+		t.Errorf("killed after %v, before the grace of %v", d, s.opts.StopGrace)
 	}
-	waitGone(t, pid, time.Second)
+	waitGone(t, pid)
 	if log := s.log.String(); !strings.Contains(log, "did not stop; killing it") || strings.Contains(log, "Shutting down") {
 		t.Errorf("log:\n%s", log)
 	}
@@ -604,7 +623,8 @@ func TestNoOrphanWhenParentKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	line, err := bufio.NewReader(out).ReadString('\n')
+	r := bufio.NewReader(out)
+	line, err := r.ReadString('\n')
 	if err != nil || !strings.HasPrefix(line, "PID ") {
 		t.Fatalf("helper parent said %q, %v; stderr:\n%s", line, err, stderr.String())
 	}
@@ -612,21 +632,23 @@ func TestNoOrphanWhenParentKilled(t *testing.T) {
 	if !alive(pid) {
 		t.Fatalf("flm pid %d not running", pid)
 	}
-	// Give the parent's runtime time to move goroutines between threads:
-	// the child must survive that (it would not if the forking thread
-	// ended).
-	time.Sleep(300 * time.Millisecond)
+	// The parent's runtime has moved goroutines between threads (it says
+	// so after rounds of churn): the child must survive that (it would
+	// not if the forking thread ended).
+	if line, err := r.ReadString('\n'); err != nil || line != "churned\n" {
+		t.Fatalf("helper parent said %q, %v; stderr:\n%s", line, err, stderr.String())
+	}
 	if !alive(pid) {
 		t.Fatalf("flm pid %d died while its parent lives", pid)
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
-	waitGone(t, pid, 2*time.Second)
+	waitGone(t, pid)
 }
 
 // orphanParent is the helper parent of TestNoOrphanWhenParentKilled: it
 // loads the fake flm, prints its pid, and waits to be killed while its
-// goroutines churn across OS threads.
+// goroutines churn across OS threads, saying "churned" after 300 rounds.
 func orphanParent() int {
 	b, err := New(Options{
 		Executable: os.Getenv("FLMTEST_FAKE"), Model: "minicpm5:2b",
@@ -641,7 +663,10 @@ func orphanParent() int {
 		return 1
 	}
 	fmt.Printf("PID %d\n", b.PID())
-	for {
+	for round := 1; ; round++ {
+		if round == 300 {
+			fmt.Println("churned")
+		}
 		var wg sync.WaitGroup
 		for i := 0; i < 8; i++ {
 			wg.Add(1)

@@ -1,9 +1,9 @@
 package cpu
 
 import (
+	"runtime"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/npuchat/npuchat/service/backend"
 )
@@ -43,8 +43,8 @@ func TestKVDiskReadAfterAdmission(t *testing.T) {
 		}
 		waiting <- res
 	}()
-	for b.run.queued.Load() == 0 {
-		time.Sleep(time.Millisecond)
+	for b.run.queued.Load() == 0 { // the second request waits for a place
+		runtime.Gosched()
 	}
 	after := b.CacheStats()
 	close(unblock)
