@@ -36,7 +36,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/npuchat/npuchat/npu/childproc"
+	"github.com/npuchat/npuchat/childproc"
 	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/backend/oaicompat"
 )

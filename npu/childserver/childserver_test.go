@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/npuchat/npuchat/npu/childproc"
+	"github.com/npuchat/npuchat/childproc"
 	"github.com/npuchat/npuchat/service/backend"
 )
 

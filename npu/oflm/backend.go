@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/npuchat/npuchat/childproc"
 	"github.com/npuchat/npuchat/enginekind"
-	"github.com/npuchat/npuchat/npu/childproc"
 	"github.com/npuchat/npuchat/npu/childserver"
 	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/backend/oaicompat"
