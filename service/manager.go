@@ -105,9 +105,17 @@ type Status struct {
 	Info         *backend.ModelInfo `json:"info,omitempty"`
 	Since        time.Time          `json:"since"`
 	ExpiresAt    *time.Time         `json:"expires_at,omitempty"` // idle unload time
-	Running      int                `json:"running"`              // generations running now
-	Waiting      int                `json:"waiting"`              // requests in the queue
-	Stats        Stats              `json:"stats"`
+	// Running, Waiting and WaitingMemory are the one count of the
+	// requests the service has: Running the generations (and embeddings)
+	// admitted and running on a backend, Waiting those in the service's
+	// queue (service/doc.go), and WaitingMemory those of Running that
+	// wait, admitted, for memory the others hold (backend.MemoryWaiter:
+	// the CPU engine's KV memory). The backends count no queue of their
+	// own; how many may run at once is Info.Parallel.
+	Running       int   `json:"running"`
+	Waiting       int   `json:"waiting"`
+	WaitingMemory int   `json:"waiting_memory"`
+	Stats         Stats `json:"stats"`
 	// Cache is what the serving backend's KV cache holds (when it keeps
 	// one: the CPU engine).
 	Cache *backend.CacheStats `json:"cache,omitempty"`
@@ -182,7 +190,7 @@ type GenerateOptions struct {
 // Who may use the backend is a separate question, answered by the slot:
 // one goroutine at a time holds it (a generation, a load, an unload),
 // or a group of generations together when the serving backend answers
-// several at once (backend.Parallel: the CPU engine's batched decoding;
+// several at once (ModelInfo.Parallel: the CPU engine's batched decoding;
 // see queue.go). Stop does not wait for the slot to change the state: it
 // switches the model off at once, cancels the running generations and load through
 // their stored cancel functions, and sets the backend aside; the backend
@@ -359,6 +367,11 @@ func (m *Manager) statusLocked() Status {
 	if cr, ok := m.be.(backend.CacheReporter); ok && m.state == StateOn {
 		c := cr.CacheStats()
 		s.Cache = &c
+	}
+	for _, be := range []backend.Backend{m.be, m.side} {
+		if w, ok := be.(backend.MemoryWaiter); ok {
+			s.WaitingMemory += w.WaitingForMemory()
+		}
 	}
 	return s
 }

@@ -226,11 +226,13 @@ type CacheReporter interface {
 	CacheStats() CacheStats
 }
 
-// Parallel is a backend that answers several generations at once (the
-// CPU engine's batched decoding): the service lets up to Parallel()
-// requests run on it together instead of one after the other.
-type Parallel interface {
-	Parallel() int
+// MemoryWaiter is a backend whose admitted requests may wait for memory
+// the requests beside them hold (the CPU engine's KV memory, bounded by
+// its KVWait): the one wait after the service admits a request, which
+// the service reports as Status.WaitingMemory. WaitingForMemory must
+// not wait for a running Generate.
+type MemoryWaiter interface {
+	WaitingForMemory() int
 }
 
 // CacheForgetter is a backend that can drop what it keeps for a
@@ -292,7 +294,9 @@ type ModelInfo struct {
 	// AVX-VNNI: running avx2"); "" for other backends. For the log.
 	Kernels string `json:"-"`
 	// Parallel is how many generations the backend answers at once (the
-	// CPU engine's; 0 for one at a time). For the settings view.
+	// CPU engine's; 0 or 1 for one at a time): the one report of it. The
+	// service admits up to this many together (its run group) and the
+	// settings view shows it; the backend queues nothing beyond it.
 	Parallel int `json:"-"`
 }
 

@@ -1,16 +1,16 @@
 package cpu
 
 import (
+	"errors"
 	"sync"
 	"testing"
-	"time"
-
-	"github.com/npuchat/npuchat/service/backend"
 )
 
-// TestKVDiskReadAfterAdmission: a request waiting for a place (every
-// place is taken) has not read its chat's KV file, nor taken memory for
-// it: that happens once it has its place, and it then resumes from it.
+// TestKVDiskReadAfterAdmission: the backend keeps no queue of its own
+// (the service's is the one): a request that finds every place taken
+// fails at once with ErrNoPlace, having read nothing of its chat's KV
+// file nor taken memory for it; once a place is free it runs, reads
+// the file, and resumes from it.
 func TestKVDiskReadAfterAdmission(t *testing.T) {
 	path := models(t)["gguf"]
 	dir := t.TempDir()
@@ -35,25 +35,24 @@ func TestKVDiskReadAfterAdmission(t *testing.T) {
 	}()
 	<-blocked
 	before := b.CacheStats()
-	waiting := make(chan backend.Result, 1)
-	go func() {
-		_, _, res, err := run(t, b, diskChat())
-		if err != nil {
-			t.Error(err)
-		}
-		waiting <- res
-	}()
-	for b.run.queued.Load() == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	_, _, _, err := run(t, b, diskChat())
 	after := b.CacheStats()
 	close(unblock)
+	if !errors.Is(err, ErrNoPlace) {
+		t.Errorf("a request beyond the only place: %v; want ErrNoPlace at once", err)
+	}
 	if after.Tokens != before.Tokens || after.Bytes != before.Bytes {
-		t.Errorf("a request waiting for a place read its KV file: the cache held %d tokens (%d bytes), then %d (%d)",
+		t.Errorf("a request refused a place read its KV file: the cache held %d tokens (%d bytes), then %d (%d)",
 			before.Tokens, before.Bytes, after.Tokens, after.Bytes)
 	}
-	<-busy
-	if res := <-waiting; res.CachedTokens != res.PromptTokens-1 {
+	if a := <-busy; a.err != nil {
+		t.Fatalf("the request that held the place: %v", a.err)
+	}
+	_, _, res, err := run(t, b, diskChat())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.CachedTokens != res.PromptTokens-1 {
 		t.Errorf("once admitted, %d of %d prompt tokens came from the disk cache, want all but the last", res.CachedTokens, res.PromptTokens)
 	}
 }

@@ -142,10 +142,15 @@ func TestKVPressureNeverCutsAnswers(t *testing.T) {
 
 	got := make([]answer, len(reqs))
 	var wg sync.WaitGroup
+	// the backend queues nothing: four at a time, as the service admits
+	// them, the next as one ends
+	places := make(chan struct{}, b.Info().Parallel)
 	for i, r := range reqs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			places <- struct{}{}
+			defer func() { <-places }()
 			got[i] = generate(t.Context(), b, r, nil)
 		}()
 	}

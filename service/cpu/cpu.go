@@ -142,6 +142,9 @@ type Backend struct {
 	// cache is kv and disk for CacheStats, which must not wait for b.mu
 	// (held through a whole Generate).
 	cache atomic.Pointer[cacheRefs]
+	// waits is run for WaitingForMemory, which must not wait for b.mu
+	// either.
+	waits atomic.Pointer[runners]
 	// forgot says when each tag was last forgotten (ForgetCache), in
 	// forgets counted so far, so that a request running when its chat
 	// was deleted does not keep it again when it ends (forgotSince);
@@ -361,6 +364,7 @@ func (b *Backend) Load(ctx context.Context, progress func(backend.Progress)) err
 	b.kv, b.disk, b.maxCtx, b.maxTokenBytes = kv, disk, sess.MaxContext(), longest
 	b.sched, b.run = m.NewScheduler(engine.SchedulerOptions{}), newRunners(parallel, kv, sess, b.opts.KVWait)
 	b.cache.Store(&cacheRefs{kv, disk})
+	b.waits.Store(b.run)
 	b.mu.Unlock()
 	if oldErr != nil && b.opts.Log != nil {
 		b.opts.Log.Warn("unloading the model loaded before", "err", oldErr)
@@ -456,19 +460,20 @@ func (b *Backend) unloadLocked() error {
 	b.sched.Close()
 	err := b.model.Close()
 	b.cache.Store(nil)
+	b.waits.Store(nil)
 	b.model, b.kv, b.disk, b.sched, b.run, b.tok, b.tmpl, b.grammars = nil, nil, nil, nil, nil, nil, nil, nil
 	return err
 }
 
-// Parallel is how many generations the backend runs at once (0 when
-// it is not loaded); more wait in Generate for a place.
-func (b *Backend) Parallel() int {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	if b.run == nil {
+// WaitingForMemory implements backend.MemoryWaiter: how many running
+// requests wait for KV memory the others hold now (0 when not loaded).
+// It does not wait for a running Generate (b.mu is held by those).
+func (b *Backend) WaitingForMemory() int {
+	r := b.waits.Load()
+	if r == nil {
 		return 0
 	}
-	return b.run.places
+	return r.waitingForMemory()
 }
 
 // Info implements backend.Backend.

@@ -21,7 +21,7 @@ func testRunners(t *testing.T, n int, wait time.Duration) (*runners, []*engine.S
 	}
 	var sess []*engine.Session
 	for range n {
-		s, err := r.enter(t.Context())
+		s, err := r.enter()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +79,7 @@ func TestWaitRoomIsBounded(t *testing.T) {
 			}
 			// tried again, short again, with a new neighbour that holds on:
 			// the rest of the bound, not a new one
-			r.enter(t.Context())
+			r.enter()
 			start := time.Now()
 			err := r.waitRoom(t.Context(), w, r.ends(), errShort)
 			if !errors.Is(err, backend.ErrKVMemoryFull) || !errors.Is(err, engine.ErrKVBudget) || time.Since(start) != bound/2 {

@@ -72,7 +72,7 @@ func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Re
 	// (A chat deleted while this runs, ForgetCache, is not kept again:
 	// keepUnlessForgotten.)
 	mark := b.forgetMark()
-	sess, err := b.run.enter(ctx)
+	sess, err := b.run.enter()
 	if err != nil {
 		return res, err
 	}
