@@ -5,8 +5,11 @@ import (
 	"errors"
 	"testing"
 	"testing/synctest"
+	"time"
 
+	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/service/backend"
+	"github.com/npuchat/npuchat/service/backend/fake"
 )
 
 // The seams of admission that failed before: an unload starved by the
@@ -190,5 +193,40 @@ func TestWaitingForMemoryIsReported(t *testing.T) {
 	}
 	if st := m.Status(); st.WaitingMemory != 0 {
 		t.Errorf("after: %d waiting for memory", st.WaitingMemory)
+	}
+}
+
+// TestTheServiceDecidesTheMemoryWait: how long an admitted request may
+// wait for memory the requests beside it hold is the service's choice
+// (Options.MemoryWait, backend.DefaultMemoryWait by default), set on
+// every request the backend gets, whatever the caller put there.
+func TestTheServiceDecidesTheMemoryWait(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opt  time.Duration
+		want time.Duration
+	}{
+		{"default", 0, backend.DefaultMemoryWait},
+		{"set", 7 * time.Second, 7 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var be *fake.Backend
+			m := New(Options{MemoryWait: tc.opt, KeepAlive: -1, NewBackend: func(_ context.Context, model string, kind enginekind.Kind) (backend.Backend, error) {
+				be = fake.New(fake.Options{Name: model, Kind: kind})
+				return be, nil
+			}})
+			t.Cleanup(func() { m.Close(context.Background()) })
+			req := chat("a", "hi")
+			req.MemoryWait = time.Hour // not the caller's to decide
+			if _, err := m.Generate(t.Context(), req, GenerateOptions{}, func(backend.Token) error { return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if got := be.Requests(); len(got) != 1 || got[0].MemoryWait != tc.want {
+				t.Errorf("the backend got %+v; want one request with MemoryWait %s", got, tc.want)
+			}
+			if req.MemoryWait != time.Hour {
+				t.Errorf("the caller's request changed: MemoryWait %s", req.MemoryWait)
+			}
+		})
 	}
 }

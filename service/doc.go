@@ -34,22 +34,24 @@
 //  3. Waiting for a turn (acquireRun, queue.go): the request joins the
 //     run group on the loaded model when it has room (up to the
 //     backend's ModelInfo.Parallel, read once as it loaded: the one
-//     parallel limit), else waits for the slot. It waits as long as
-//     its client does (its context); Stop and a model switched off
-//     refuse it (ErrModelOff, HTTP 503). A load, an Unload or a request
-//     for another model waiting for the slot stops new joins
-//     (slotWanted), so the group drains for it.
-//  4. Running (Manager.run): counted in Status.Running, no longer in
-//     Waiting. The slot holder loads the model first if needed.
+//     parallel limit), else waits for the slot, as long as its client
+//     does (its context). A load, an Unload or a request for another
+//     model waiting for the slot stops new joins (slotWanted), so that
+//     the group drains for it.
+//  4. Its turn: the slot holder loads the model if needed; a model
+//     switched off (Stop) refuses it (ErrModelOff, HTTP 503). Running
+//     (Manager.run), it counts in Status.Running, no longer in Waiting.
 //  5. In the backend: no queue. The CPU engine takes one of its places
 //     (service/cpu runners; all taken is ErrNoPlace at once, which the
 //     service never lets happen), and engine.Scheduler computes its
 //     steps with the others': it decides when, never whether. The one
 //     wait after admission is for KV memory the requests beside it
-//     hold (service/cpu waitRoom), bounded by the backend's KVWait and
-//     reported to the service as Status.WaitingMemory
-//     (backend.MemoryWaiter); when none frees in time it fails with
-//     backend.ErrKVMemoryFull, HTTP 503 with the same Retry-After.
+//     hold (service/cpu waitRoom), for at most the service's
+//     Options.MemoryWait (set on the request as
+//     backend.Request.MemoryWait), counted by the backend and reported
+//     as Status.WaitingMemory (backend.MemoryWaiter); when none frees
+//     in time it fails with backend.ErrKVMemoryFull, HTTP 503 with the
+//     same Retry-After.
 //  6. The end: the request leaves the group (the last one gives the
 //     slot back, unloading what Stop set aside) and re-arms the
 //     keep-alive timer.

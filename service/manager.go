@@ -74,8 +74,15 @@ type Options struct {
 	// KeepAlive is how long an idle model stays loaded (default 5
 	// minutes; negative: forever; 0: unload after each request).
 	KeepAlive time.Duration
-	// RetryAfter is the Retry-After hint for a full queue (default 2s).
+	// RetryAfter is the Retry-After hint for a full queue and for KV
+	// memory that stayed full (default 2s).
 	RetryAfter time.Duration
+	// MemoryWait is how long an admitted request may wait for memory
+	// the requests beside it hold (the CPU engine's KV memory) before it
+	// fails with backend.ErrKVMemoryFull (default
+	// backend.DefaultMemoryWait): set on every request
+	// (backend.Request.MemoryWait).
+	MemoryWait time.Duration
 	// Beside, when set, says whether a backend of kind may be loaded for
 	// model while the serving backend stays loaded (for a request the
 	// serving one cannot do, see Manager); an error says why not (not
@@ -262,6 +269,9 @@ func New(opts Options) *Manager {
 	}
 	if opts.RetryAfter <= 0 {
 		opts.RetryAfter = 2 * time.Second
+	}
+	if opts.MemoryWait <= 0 {
+		opts.MemoryWait = backend.DefaultMemoryWait
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -886,6 +896,7 @@ func (m *Manager) Generate(ctx context.Context, req *backend.Request, opts Gener
 // beside is "" for the serving backend, else why be is the one beside it.
 func (m *Manager) run(ctx context.Context, be backend.Backend, r *backend.Request, beside string, onRun func(kind enginekind.Kind, fallback string), emit func(backend.Token) error) (kind enginekind.Kind, emitted int, res backend.Result, err error) {
 	gctx, cancel := context.WithCancel(ctx)
+	r.MemoryWait = m.opts.MemoryWait // the service decides how long it may wait
 	m.mu.Lock()
 	if m.gens == nil {
 		m.gens = map[*context.CancelFunc]struct{}{}

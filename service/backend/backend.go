@@ -127,7 +127,17 @@ type Request struct {
 	// repeats earlier text), "off" (plain decoding) or "" (the backend's
 	// setting). Backends that do not guess ignore it.
 	Speculative string
+	// MemoryWait is how long the request may wait, once admitted, for
+	// memory the requests beside it hold (the CPU engine's KV memory)
+	// before it fails with ErrKVMemoryFull: the service decides it
+	// (service.Options.MemoryWait) and sets it on every request; 0 is
+	// DefaultMemoryWait (a caller without the service).
+	MemoryWait time.Duration
 }
+
+// DefaultMemoryWait is how long an admitted request waits for memory the
+// requests beside it hold, by default (Request.MemoryWait).
+const DefaultMemoryWait = 30 * time.Second
 
 // Token is one piece of generated text.
 type Token struct {
@@ -228,7 +238,7 @@ type CacheReporter interface {
 
 // MemoryWaiter is a backend whose admitted requests may wait for memory
 // the requests beside them hold (the CPU engine's KV memory, bounded by
-// its KVWait): the one wait after the service admits a request, which
+// Request.MemoryWait): the one wait after the service admits a request, which
 // the service reports as Status.WaitingMemory. WaitingForMemory must
 // not wait for a running Generate.
 type MemoryWaiter interface {

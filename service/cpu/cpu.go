@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/npuchat/npuchat/engine"
 	"github.com/npuchat/npuchat/engine/chat"
@@ -81,18 +80,10 @@ type Options struct {
 	// tokens ahead (engine.Decoder), off or "" decodes plainly (the
 	// default until the worst case is measured on a quiet machine).
 	Speculative engine.Speculative
-	// KVWait bounds how long a prompt or an answer short of KV memory
-	// waits for the requests beside it to free some before it fails
-	// with backend.ErrKVMemoryFull (0: DefaultKVWait).
-	KVWait time.Duration
 	// MaxEmbedTokens bounds the tokens of one embeddings request, all
 	// its inputs together (0: DefaultMaxEmbedTokens).
 	MaxEmbedTokens int
 }
-
-// DefaultKVWait is how long a request short of KV memory waits for the
-// requests beside it by default.
-const DefaultKVWait = 30 * time.Second
 
 // DefaultMaxEmbedTokens is the most tokens one embeddings request may
 // take, all its inputs together: 256 inputs of 3,900 tokens held a place
@@ -362,7 +353,7 @@ func (b *Backend) Load(ctx context.Context, progress func(backend.Progress)) err
 	}
 	b.model, b.tok, b.tcfg, b.tmpl = m, tok, tcfg, tmpl
 	b.kv, b.disk, b.maxCtx, b.maxTokenBytes = kv, disk, sess.MaxContext(), longest
-	b.sched, b.run = m.NewScheduler(engine.SchedulerOptions{}), newRunners(parallel, kv, sess, b.opts.KVWait)
+	b.sched, b.run = m.NewScheduler(engine.SchedulerOptions{}), newRunners(parallel, kv, sess)
 	b.cache.Store(&cacheRefs{kv, disk})
 	b.waits.Store(b.run)
 	b.mu.Unlock()

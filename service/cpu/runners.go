@@ -27,7 +27,8 @@ var ErrNoPlace = errors.New("every place of the CPU engine is taken: it answers 
 // with ErrNoPlace (the service decides who waits, and how long). The
 // one wait after admission is for KV memory: a prompt or an answer that
 // needs memory the running ones hold waits for one of them to end
-// (waitRoom), for at most Options.KVWait in all, and fails with
+// (waitRoom), for at most the request's backend.Request.MemoryWait in
+// all (the service decides it), and fails with
 // backend.ErrKVMemoryFull when none ends in time or all the others wait
 // too (one of them then fails at once, which frees its memory for the
 // rest). It never ends an answer early as though it were complete. How
@@ -46,22 +47,16 @@ type runners struct {
 	// ended counts the requests ended so far (changed under mu, read
 	// without it: ends is called before every step of an answer).
 	ended atomic.Uint64
-	// wait bounds a request's wait for KV memory (Options.KVWait).
-	wait time.Duration
 	// onWait, when set (by a test, before any request), is called as a
 	// request begins to wait for KV memory.
 	onWait func()
 }
 
 // newRunners makes places for places requests, whose sessions are
-// kv's, like first (kept for reuse); wait bounds a request's wait for
-// KV memory (0: DefaultKVWait).
-func newRunners(places int, kv *engine.KVCache, first *engine.Session, wait time.Duration) *runners {
-	if wait <= 0 {
-		wait = DefaultKVWait
-	}
+// kv's, like first (kept for reuse).
+func newRunners(places int, kv *engine.KVCache, first *engine.Session) *runners {
 	return &runners{places: places, free: []*engine.Session{first},
-		kv: kv, maxCtx: first.MaxContext(), changed: make(chan struct{}), wait: wait}
+		kv: kv, maxCtx: first.MaxContext(), changed: make(chan struct{})}
 }
 
 // enter takes a free place and returns an empty session for the
@@ -106,8 +101,10 @@ func (r *runners) leave(s *engine.Session) {
 func (r *runners) ends() uint64 { return r.ended.Load() }
 
 // roomWait is one request's wait for KV memory: its prompt's, across
-// attempts, or one token's of its answer. The zero value has not waited.
+// attempts, or one token's of its answer, for at most bound in all
+// (backend.Request.MemoryWait; 0: backend.DefaultMemoryWait).
 type roomWait struct {
+	bound time.Duration
 	until time.Time // when waiting ends (zero: not started)
 }
 
@@ -120,8 +117,11 @@ type roomWait struct {
 // others wait too (none will free memory: this one gives up its own),
 // or when no request ended within the bound since w's wait began.
 func (r *runners) waitRoom(ctx context.Context, w *roomWait, seen uint64, short error) error {
+	if w.bound <= 0 {
+		w.bound = backend.DefaultMemoryWait
+	}
 	if w.until.IsZero() {
-		w.until = time.Now().Add(r.wait)
+		w.until = time.Now().Add(w.bound)
 	}
 	r.mu.Lock()
 	if r.ended.Load() != seen {
@@ -149,7 +149,7 @@ func (r *runners) waitRoom(ctx context.Context, w *roomWait, seen uint64, short 
 	case <-ctx.Done():
 		err = ctx.Err()
 	case <-timer.C:
-		err = fmt.Errorf("%w (%w; no request beside it ended within %s)", backend.ErrKVMemoryFull, short, r.wait)
+		err = fmt.Errorf("%w (%w; no request beside it ended within %s)", backend.ErrKVMemoryFull, short, w.bound)
 	}
 	r.mu.Lock()
 	r.stalled--

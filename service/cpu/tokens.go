@@ -113,7 +113,7 @@ func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Re
 	res.CachedTokens = keep
 	start := time.Now()
 	var logits []float32
-	var wait roomWait
+	wait := roomWait{bound: req.MemoryWait}
 	for {
 		seen := b.run.ends()
 		logits, err = q.Prefill(ctx, ids[keep:])
@@ -189,7 +189,7 @@ func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Re
 			res.FinishReason = backend.FinishLength
 			break
 		}
-		var wait roomWait
+		wait := roomWait{bound: req.MemoryWait}
 		for {
 			seen := b.run.ends()
 			logits, err = dec.Forward(ctx, next)
