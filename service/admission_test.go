@@ -2,7 +2,9 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -183,8 +185,19 @@ func TestWaitingForMemoryIsReported(t *testing.T) {
 	r := start(t, m, false)
 	waitFor(t, "one running", func() bool { return m.Status().Running == 1 })
 	(*made)[0].memWaits.Store(1)
-	if st := m.Status(); st.WaitingMemory != 1 || st.Running != 1 || st.Waiting != 0 {
+	st := m.Status()
+	if st.WaitingMemory != 1 || st.Running != 1 || st.Waiting != 0 {
 		t.Errorf("one running request waiting for memory: running %d, waiting %d, waiting for memory %d", st.Running, st.Waiting, st.WaitingMemory)
+	}
+	// /api/status is this status as JSON: the counts and the limit, once
+	js, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"running":1,`, `"waiting":0,`, `"waiting_memory":1,`, `"parallel":2`} {
+		if n := strings.Count(string(js), want); n != 1 {
+			t.Errorf("%s appears %d times in the status: %s", want, n, js)
+		}
 	}
 	(*made)[0].memWaits.Store(0)
 	h.open()

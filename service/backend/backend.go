@@ -306,8 +306,9 @@ type ModelInfo struct {
 	// Parallel is how many generations the backend answers at once (the
 	// CPU engine's; 0 or 1 for one at a time): the one report of it. The
 	// service admits up to this many together (its run group) and the
-	// settings view shows it; the backend queues nothing beyond it.
-	Parallel int `json:"-"`
+	// settings view and /api/status (info.parallel) show it; the
+	// backend queues nothing beyond it.
+	Parallel int `json:"parallel,omitempty"`
 }
 
 // Shape is a transformer's size, named as GGUF metadata names it (and
