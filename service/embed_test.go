@@ -48,7 +48,7 @@ func TestEmbedJoinsTheRunningGroup(t *testing.T) {
 	}
 	m := New(Options{QueueSize: 4, KeepAlive: -1, NewBackend: func(_ context.Context, model string, kind enginekind.Kind) (backend.Backend, error) {
 		b := embedFake{parallelFake{fake.New(fake.Options{Name: model, Kind: kind, BeforeToken: hold,
-			Reply: func(*backend.Request) string { return "one two three four five six seven eight" }}), 3}, &embeds}
+			Reply: func(*backend.Request) string { return "one two three four five six seven eight" }}), 3, new(atomic.Int32)}, &embeds}
 		mu.Lock()
 		made = append(made, b)
 		mu.Unlock()

@@ -74,8 +74,15 @@ type Options struct {
 	// KeepAlive is how long an idle model stays loaded (default 5
 	// minutes; negative: forever; 0: unload after each request).
 	KeepAlive time.Duration
-	// RetryAfter is the Retry-After hint for a full queue (default 2s).
+	// RetryAfter is the Retry-After hint for a full queue and for KV
+	// memory that stayed full (default 2s).
 	RetryAfter time.Duration
+	// MemoryWait is how long an admitted request may wait for memory
+	// the requests beside it hold (the CPU engine's KV memory) before it
+	// fails with backend.ErrKVMemoryFull (default
+	// backend.DefaultMemoryWait): set on every request
+	// (backend.Request.MemoryWait).
+	MemoryWait time.Duration
 	// Beside, when set, says whether a backend of kind may be loaded for
 	// model while the serving backend stays loaded (for a request the
 	// serving one cannot do, see Manager); an error says why not (not
@@ -105,9 +112,17 @@ type Status struct {
 	Info         *backend.ModelInfo `json:"info,omitempty"`
 	Since        time.Time          `json:"since"`
 	ExpiresAt    *time.Time         `json:"expires_at,omitempty"` // idle unload time
-	Running      int                `json:"running"`              // generations running now
-	Waiting      int                `json:"waiting"`              // requests in the queue
-	Stats        Stats              `json:"stats"`
+	// Running, Waiting and WaitingMemory are the one count of the
+	// requests the service has: Running the generations (and embeddings)
+	// admitted and running on a backend, Waiting those in the service's
+	// queue (service/doc.go), and WaitingMemory those of Running that
+	// wait, admitted, for memory the others hold (backend.MemoryWaiter:
+	// the CPU engine's KV memory). The backends count no queue of their
+	// own; how many may run at once is Info.Parallel.
+	Running       int   `json:"running"`
+	Waiting       int   `json:"waiting"`
+	WaitingMemory int   `json:"waiting_memory"`
+	Stats         Stats `json:"stats"`
 	// Cache is what the serving backend's KV cache holds (when it keeps
 	// one: the CPU engine).
 	Cache *backend.CacheStats `json:"cache,omitempty"`
@@ -208,7 +223,7 @@ type GenerateOptions struct {
 // Who may use the backend is a separate question, answered by the slot:
 // one goroutine at a time holds it (a generation, a load, an unload),
 // or a group of generations together when the serving backend answers
-// several at once (backend.Parallel: the CPU engine's batched decoding;
+// several at once (ModelInfo.Parallel: the CPU engine's batched decoding;
 // see queue.go). Stop does not wait for the slot to change the state: it
 // switches the model off at once, cancels the running generations and load through
 // their stored cancel functions, and sets the backend aside; the backend
@@ -280,6 +295,9 @@ func New(opts Options) *Manager {
 	}
 	if opts.RetryAfter <= 0 {
 		opts.RetryAfter = 2 * time.Second
+	}
+	if opts.MemoryWait <= 0 {
+		opts.MemoryWait = backend.DefaultMemoryWait
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -388,6 +406,11 @@ func (m *Manager) statusLocked() Status {
 	}
 	if m.state == StateOn {
 		s.Drafts = draftStats(m.be)
+	}
+	for _, be := range []backend.Backend{m.be, m.side} {
+		if w, ok := be.(backend.MemoryWaiter); ok {
+			s.WaitingMemory += w.WaitingForMemory()
+		}
 	}
 	return s
 }
@@ -902,6 +925,7 @@ func (m *Manager) Generate(ctx context.Context, req *backend.Request, opts Gener
 // beside is "" for the serving backend, else why be is the one beside it.
 func (m *Manager) run(ctx context.Context, be backend.Backend, r *backend.Request, beside string, onRun func(kind enginekind.Kind, fallback string), emit func(backend.Token) error) (kind enginekind.Kind, emitted int, res backend.Result, err error) {
 	gctx, cancel := context.WithCancel(ctx)
+	r.MemoryWait = m.opts.MemoryWait // the service decides how long it may wait
 	m.mu.Lock()
 	if m.gens == nil {
 		m.gens = map[*context.CancelFunc]struct{}{}
