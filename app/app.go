@@ -10,6 +10,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	neturl "net/url"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -23,6 +24,7 @@ import (
 	"github.com/npuchat/npuchat/config"
 	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/eventbus"
+	"github.com/npuchat/npuchat/mcphost"
 	"github.com/npuchat/npuchat/models/catalog"
 	flmfiles "github.com/npuchat/npuchat/models/flm"
 	"github.com/npuchat/npuchat/npu/flm"
@@ -133,6 +135,9 @@ type App struct {
 	// each change into effect; applyMu orders those.
 	settings *config.Store
 	applyMu  sync.Mutex
+	// mcp runs the MCP servers of the settings (docs/mcp.md): given
+	// each change of them (UpdateSettings), closed at Shutdown.
+	mcp *mcphost.Host
 
 	mu sync.Mutex // guards the fields below
 	// server is the web server's state; its changes go out on bus
@@ -193,7 +198,9 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	}
 	a.flmLog = &lumberjack.Logger{Filename: filepath.Join(cfg.LogDir, "flm.log"), MaxSize: 10, MaxBackups: 3}
 	a.oflmLog = &lumberjack.Logger{Filename: filepath.Join(cfg.LogDir, "oflm.log"), MaxSize: 10, MaxBackups: 3}
+	a.mcp = newMCPHost(cfg.Settings.MCPServers, opts.Version, a.log)
 	fail := func(err error) (*App, error) {
+		a.mcp.Close()
 		a.closeFiles()
 		return nil, err
 	}
@@ -259,7 +266,7 @@ func New(ctx context.Context, opts Options) (*App, error) {
 	a.srv, err = web.NewServer(a.mgr, web.Options{
 		Addr: cfg.Addr, APIKey: cfg.APIKey, Origins: cfg.Origins, Version: opts.Version, Logger: a.log,
 		CheckNPU: func(ctx context.Context) (any, error) { return a.CheckNPU(ctx) },
-		History:  a.history, Installs: a.installs, Settings: pageSettings{a}, Library: pageLibrary{a},
+		History:  a.history, Installs: a.installs, Settings: pageSettings{a}, Library: pageLibrary{a}, MCP: a.mcp,
 		LogFile:  filepath.Join(cfg.LogDir, "npuchat.log"),
 		Sessions: web.NewSessions(filepath.Join(cfg.DataDir, "sessions.json"), opts.Now),
 	})
@@ -268,6 +275,19 @@ func New(ctx context.Context, opts Options) (*App, error) {
 		return fail(err)
 	}
 	return a, nil
+}
+
+// newMCPHost makes the host of the MCP servers. Servers the host refuses
+// (a settings file edited by hand: two of one name) are logged and none
+// runs until Settings saves a list it takes.
+func newMCPHost(servers []mcphost.Server, version string, log *slog.Logger) *mcphost.Host {
+	opts := mcphost.Options{Version: version, Log: log.With("part", "mcp")}
+	h, err := mcphost.New(servers, opts)
+	if err != nil {
+		log.Warn("MCP servers in the settings file cannot run; fix them in Settings", "err", err)
+		h, _ = mcphost.New(nil, opts) // no server: nothing to refuse
+	}
+	return h
 }
 
 // applyFlags puts the flags over the loaded configuration (getenv is the
@@ -409,6 +429,20 @@ func (a *App) OpenChat() error {
 		return fmt.Errorf("the chat page is not served: %w", s.Err)
 	}
 	url := a.OpenLink(web.LinkTTL)
+	if a.opts.OpenURL != nil {
+		return a.opts.OpenURL(url)
+	}
+	return openURL(a.opts.GOOS, url)
+}
+
+// OpenSettings opens the chat page's Settings view (where the MCP
+// servers are edited) in the user's browser, through a fresh one-time
+// link as OpenChat does.
+func (a *App) OpenSettings() error {
+	if s := a.Server(); s.Err != nil {
+		return fmt.Errorf("the chat page is not served: %w", s.Err)
+	}
+	url := a.OpenLink(web.LinkTTL) + "&next=" + neturl.QueryEscape(web.SettingsPath)
 	if a.opts.OpenURL != nil {
 		return a.opts.OpenURL(url)
 	}

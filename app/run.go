@@ -247,6 +247,9 @@ func (a *App) shutdown(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	if err := a.mcp.Close(); err != nil { // returns once every server has exited
+		errs = append(errs, fmt.Errorf("stop the MCP servers: %w", err))
+	}
 	a.setServer(ServerStatus{Addr: a.cfg.Addr, URL: a.ChatURL(), Err: errors.New("NPU Chat has stopped")})
 	a.log.Info("stopped")
 	a.closeFiles()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"reflect"
 
 	"github.com/npuchat/npuchat/config"
 	"github.com/npuchat/npuchat/engine"
@@ -40,6 +41,11 @@ func (a *App) UpdateSettings(ctx context.Context, change func(*config.Settings) 
 	}
 	if a.cfg.ModelsDirFor(before) != a.cfg.ModelsDirFor(after) {
 		a.lib.Rescan(ctx) // NPU Chat's models are looked for in the new folder
+	}
+	if !reflect.DeepEqual(before.MCPServers, after.MCPServers) {
+		if err := a.mcp.Update(after.MCPServers); err != nil {
+			return after, fmt.Errorf("settings saved, but the MCP servers did not change: %w", err)
+		}
 	}
 	if before.KeepAliveDuration() != after.KeepAliveDuration() {
 		a.mgr.SetKeepAlive(after.KeepAliveDuration())

@@ -53,6 +53,7 @@ import (
 	"time"
 
 	"github.com/npuchat/npuchat/enginekind"
+	"github.com/npuchat/npuchat/mcphost"
 	"github.com/npuchat/npuchat/safefile"
 )
 
@@ -122,6 +123,12 @@ type Settings struct {
 	// model library (models/library keeps them; forgetting one removes
 	// it here, never its files).
 	AddedModels []AddedModel `json:"added_models,omitempty"`
+	// MCPServers are the MCP servers whose tools the chat page may offer
+	// (docs/mcp.md; mcphost.Check says what is valid). Each URL server's
+	// bearer token is not in the settings file but in mcphost's token
+	// file beside it (mcphost.TokenPath), readable by this user only,
+	// and never printed or logged whole (mcphost.Secret).
+	MCPServers []mcphost.Server `json:"mcp_servers,omitempty"`
 }
 
 // AddedModel is a GGUF file, Hugging Face folder or FastFlowLM folder
@@ -202,6 +209,9 @@ func Load(getenv Env, goos string) (*Config, error) {
 		return nil, err
 	}
 	c.Settings.HFToken = tok
+	if c.Settings.MCPServers, err = readMCPTokens(c.SettingsPath, c.Settings.MCPServers); err != nil {
+		return nil, err
+	}
 
 	override := func(dst *string, key string) {
 		if v := strings.TrimSpace(getenv(key)); v != "" {

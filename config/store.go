@@ -81,9 +81,13 @@ func (s *Store) Update(ctx context.Context, change func(*Settings) error) (Setti
 	if err := check(next); err != nil {
 		return clone(s.cur), err
 	}
+	if err := checkMCP(s.cur.MCPServers, next.MCPServers); err != nil {
+		return clone(s.cur), err
+	}
 	changes := diff("", reflect.ValueOf(s.cur), reflect.ValueOf(next))
 	tokenChanged := next.HFToken != s.cur.HFToken
-	if len(changes) == 0 && !tokenChanged {
+	mcpTokensChanged := mcpTokensChanged(s.cur.MCPServers, next.MCPServers)
+	if len(changes) == 0 && !tokenChanged && !mcpTokensChanged {
 		return clone(s.cur), nil
 	}
 	if tokenChanged {
@@ -91,9 +95,21 @@ func (s *Store) Update(ctx context.Context, change func(*Settings) error) (Setti
 			return clone(s.cur), err
 		}
 	}
+	if mcpTokensChanged {
+		if err := writeMCPTokens(s.path, next.MCPServers); err != nil {
+			if tokenChanged {
+				writeToken(TokenPath(s.path), s.cur.HFToken)
+			}
+			return clone(s.cur), err
+		}
+	}
 	if err := UpdateSettings(s.path, changes...); err != nil {
-		if tokenChanged { // the change is all or nothing
+		// The change is all or nothing.
+		if tokenChanged {
 			writeToken(TokenPath(s.path), s.cur.HFToken)
+		}
+		if mcpTokensChanged {
+			writeMCPTokens(s.path, s.cur.MCPServers)
 		}
 		return clone(s.cur), err
 	}
@@ -136,6 +152,10 @@ func normalize(before Settings, next *Settings) {
 	next.HFEndpoint = strings.TrimRight(strings.TrimSpace(next.HFEndpoint), "/")
 	next.HFToken = Secret(strings.TrimSpace(next.HFToken.Reveal()))
 	next.APIKey = strings.TrimSpace(next.APIKey)
+	normalizeMCP(next.MCPServers)
+	if len(next.MCPServers) == 0 {
+		next.MCPServers = nil // no servers: the key leaves the file
+	}
 	if next.ModelsDir = strings.TrimSpace(next.ModelsDir); next.ModelsDir != "" && filepath.IsAbs(next.ModelsDir) {
 		next.ModelsDir = filepath.Clean(next.ModelsDir)
 	}
@@ -319,6 +339,7 @@ func clone(s Settings) Settings {
 	if s.AddedModels != nil {
 		s.AddedModels = append([]AddedModel{}, s.AddedModels...)
 	}
+	s.MCPServers = cloneMCP(s.MCPServers)
 	s.Chat = ChatDefaults{Temperature: clonePtr(s.Chat.Temperature), TopP: clonePtr(s.Chat.TopP), MaxTokens: clonePtr(s.Chat.MaxTokens)}
 	return s
 }

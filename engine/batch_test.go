@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/npuchat/npuchat/engine/sample"
 	"github.com/npuchat/npuchat/engine/simd"
 	"github.com/npuchat/npuchat/engine/simd/simdtest"
 	"github.com/npuchat/npuchat/engine/testmodel"
@@ -64,7 +65,7 @@ func greedyAlone(t *testing.T, m *Model, prompt []int, n int) ([]int, [][]float3
 	var logits [][]float32
 	for range n {
 		logits = append(logits, slices.Clone(l))
-		tok := argmaxF(l)
+		tok := sample.Argmax(l)
 		toks = append(toks, tok)
 		if l, err = s.Forward(tok); err != nil {
 			t.Fatal(err)
@@ -144,7 +145,7 @@ func TestBatchMatchesAlone(t *testing.T) {
 							if got := q.logits; !sameBits(got, want[i][q.done]) {
 								t.Fatalf("session %d token %d: logits differ from the session alone", i, q.done)
 							}
-							tok := argmaxF(q.logits)
+							tok := sample.Argmax(q.logits)
 							if tok != wantTok[i][q.done] {
 								t.Fatalf("session %d token %d: %d, alone %d", i, q.done, tok, wantTok[i][q.done])
 							}
@@ -257,7 +258,7 @@ func TestSchedulerMatchesAlone(t *testing.T) {
 				defer q.Leave()
 				l, err := q.Prefill(ctx, p)
 				for err == nil && len(got[i]) < limit[i] {
-					tok := argmaxF(l)
+					tok := sample.Argmax(l)
 					got[i] = append(got[i], tok)
 					if i == 0 && len(got[i]) == 4 {
 						close(started)
@@ -307,12 +308,12 @@ func TestSchedulerSlowSequence(t *testing.T) {
 	}
 	// the slow sequence holds its logits and asks nothing while the
 	// other decodes its whole answer
-	first := argmaxF(l)
+	first := sample.Argmax(l)
 	fast := sc.Join(m.NewSession(0))
 	fl, err := fast.Prefill(ctx, prompts[1])
 	var fastTok []int
 	for err == nil && len(fastTok) < steps {
-		tok := argmaxF(fl)
+		tok := sample.Argmax(fl)
 		fastTok = append(fastTok, tok)
 		fl, err = fast.Forward(ctx, tok)
 	}
@@ -325,7 +326,7 @@ func TestSchedulerSlowSequence(t *testing.T) {
 		if l, err = slow.Forward(ctx, slowTok[len(slowTok)-1]); err != nil {
 			t.Fatal(err)
 		}
-		slowTok = append(slowTok, argmaxF(l))
+		slowTok = append(slowTok, sample.Argmax(l))
 	}
 	slow.Leave()
 	if fmt.Sprint(slowTok) != fmt.Sprint(want[0]) {

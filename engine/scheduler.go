@@ -39,7 +39,7 @@ type Scheduler struct {
 	// owned by the loop
 	pending []*schedReq // requests not finished: decodes and prompts
 	exp     []*Seq      // sequences answered by the last step
-	waiting int         // of exp: expected, not slow, not asked yet
+	unasked int         // of exp: expected, not slow, not asked yet (no admission: the service admits)
 	steps   []Step
 	reqs    []*schedReq // steps[i] belongs to reqs[i]
 	prompts []*schedReq
@@ -313,7 +313,7 @@ func (sc *Scheduler) take(r *schedReq) {
 	q := r.q
 	if q.expected {
 		if !q.slow {
-			sc.waiting--
+			sc.unasked--
 		}
 		q.expected, q.slow = false, false
 	}
@@ -329,13 +329,13 @@ func (sc *Scheduler) take(r *schedReq) {
 // for the sequences of the last step. It reports false when the
 // scheduler is closing.
 func (sc *Scheduler) gather() bool {
-	if sc.waiting > 0 {
+	if sc.unasked > 0 {
 		grace := sc.opts.Grace
 		if grace <= 0 {
 			grace = min(max(sc.last/2, 2*time.Millisecond), 100*time.Millisecond)
 		}
 		sc.timer.Reset(grace)
-		for sc.waiting > 0 {
+		for sc.unasked > 0 {
 			select {
 			case r := <-sc.in:
 				sc.take(r)
@@ -346,7 +346,7 @@ func (sc *Scheduler) gather() bool {
 						q.slow = true
 					}
 				}
-				sc.waiting = 0
+				sc.unasked = 0
 			case <-sc.quit:
 				return false
 			}
@@ -463,7 +463,7 @@ func (sc *Scheduler) step() {
 				break
 			}
 			q.expected = true
-			sc.waiting++
+			sc.unasked++
 			sc.exp = append(sc.exp, q)
 			sc.replies = append(sc.replies, reply{q, schedReply{logits: sp.Out, rows: sp.Outs}})
 		}

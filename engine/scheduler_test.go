@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/npuchat/npuchat/engine/sample"
 	"github.com/npuchat/npuchat/engine/simd"
 	"github.com/npuchat/npuchat/engine/simd/simdtest"
 	"github.com/npuchat/npuchat/engine/testmodel"
@@ -43,7 +43,7 @@ func TestSpareRoomLeavesRoomForOthers(t *testing.T) {
 // and its threads at once, not at a later garbage collection.
 func TestSchedulerCloseEndsItsGoroutines(t *testing.T) {
 	m := kvModelOf(t, tinyShape(), LoadOptions{Threads: 3})
-	before := runtime.NumGoroutine()
+	loops, workers := goroutinesIn(schedulerLoop), goroutinesIn(poolWorker)
 	for range 3 {
 		sc := m.NewScheduler(SchedulerOptions{})
 		q := sc.Join(m.NewSession(0))
@@ -51,15 +51,15 @@ func TestSchedulerCloseEndsItsGoroutines(t *testing.T) {
 			t.Fatal(err)
 		}
 		q.Leave()
+		newLoops, newWorkers := newGoroutinesIn(schedulerLoop, loops), newGoroutinesIn(poolWorker, workers)
+		if len(newLoops) != 1 || len(newWorkers) == 0 {
+			t.Fatalf("%d new scheduler loops and %d new workers: the test does not see them", len(newLoops), len(newWorkers))
+		}
 		sc.Close()
 		sc.Close() // twice is fine
-	}
-	n := runtime.NumGoroutine()
-	for deadline := time.Now().Add(5 * time.Second); n > before && time.Now().Before(deadline); n = runtime.NumGoroutine() {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n > before {
-		t.Errorf("%d goroutines after three schedulers closed, %d before", n, before)
+		// Ended by Close itself: no garbage collection is asked for.
+		waitEnded(t, schedulerLoop, newLoops, false)
+		waitEnded(t, poolWorker, newWorkers, false)
 	}
 }
 
@@ -88,7 +88,7 @@ func TestSchedulerNewcomerWaitsOneChunkPlusOneStep(t *testing.T) {
 			l, err := q.Prefill(ctx, seqTokens(uint64(i), 12))
 			started <- struct{}{}
 			for err == nil {
-				l, err = q.Forward(ctx, argmaxF(l))
+				l, err = q.Forward(ctx, sample.Argmax(l))
 			}
 		}()
 	}
@@ -161,7 +161,7 @@ func TestSchedulerSharedPrefixComputedOnce(t *testing.T) {
 			copied.Add(int32(q.Copied()))
 			prefilled.Add(1)
 			for err == nil && (len(got[i]) < steps || prefilled.Load() < int32(len(prompts))) {
-				tok := argmaxF(l)
+				tok := sample.Argmax(l)
 				if len(got[i]) < steps {
 					got[i] = append(got[i], tok)
 				}
@@ -231,7 +231,7 @@ func TestSchedulerEmbedBesideStreams(t *testing.T) {
 					if i == 0 && len(got[i]) == 2 {
 						close(started)
 					}
-					tok := argmaxF(l)
+					tok := sample.Argmax(l)
 					got[i] = append(got[i], tok)
 					l, err = q.Forward(context.Background(), tok)
 				}

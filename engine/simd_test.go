@@ -6,9 +6,9 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/npuchat/npuchat/engine/quant"
+	"github.com/npuchat/npuchat/engine/sample"
 	"github.com/npuchat/npuchat/engine/simd"
 	"github.com/npuchat/npuchat/engine/simd/simdtest"
 	"github.com/npuchat/npuchat/engine/testmodel"
@@ -51,7 +51,7 @@ func testForwardWithoutSIMD(t *testing.T, lvl simd.Level) {
 						t.Fatalf("position %d logit %d: SIMD %v, plain Go %v", i, j, a[i][j], b[i][j])
 					}
 				}
-				if argmaxF(a[i]) == argmaxF(b[i]) {
+				if sample.Argmax(a[i]) == sample.Argmax(b[i]) {
 					agree++
 				}
 			}
@@ -72,16 +72,6 @@ func testForwardWithoutSIMD(t *testing.T, lvl simd.Level) {
 			}
 		})
 	}
-}
-
-func argmaxF(x []float32) int {
-	best := 0
-	for i, v := range x {
-		if v > x[best] {
-			best = i
-		}
-	}
-	return best
 }
 
 // TestForwardAllocations: a decoded token allocates nothing beyond the
@@ -117,17 +107,8 @@ func TestSessionWorkersStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := loadT(t, p, LoadOptions{Threads: 4})
-	// let the workers of earlier tests' sessions stop first
-	before := runtime.NumGoroutine()
-	for range 50 {
-		runtime.GC()
-		time.Sleep(5 * time.Millisecond)
-		n := runtime.NumGoroutine()
-		if n == before {
-			break
-		}
-		before = n
-	}
+	// Earlier tests' workers may still run: only this test's count.
+	before := goroutinesIn(poolWorker)
 	sessions := make([]*Session, 5) // held until counted: a GC meanwhile must not stop them
 	for i := range sessions {
 		sessions[i] = m.NewSession(0)
@@ -135,19 +116,13 @@ func TestSessionWorkersStop(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	n := runtime.NumGoroutine()
+	mine := newGoroutinesIn(poolWorker, before)
+	runtime.KeepAlive(sessions)
 	sessions = nil
-	if n < before+15 {
-		t.Fatalf("%d goroutines with 5 sessions of 4 threads, %d before: the test does not see the workers", n, before)
+	if len(mine) < 15 {
+		t.Fatalf("%d new workers with 5 sessions of 4 threads: the test does not see the workers", len(mine))
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		runtime.GC()
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > before {
-		t.Errorf("%d goroutines after the sessions were dropped, %d before", n, before)
-	}
+	waitEnded(t, poolWorker, mine, true)
 }
 
 // TestSIMDOption: LoadOptions.SIMD (or $NPUCHAT_SIMD) caps the kernels
@@ -432,7 +407,7 @@ func TestKVTypes(t *testing.T) {
 			}
 			// a greedy choice may change only between two logits closer
 			// than the cache's rounding moved them
-			if a, b := argmaxF(got[i]), argmaxF(ref[i]); a != b {
+			if a, b := sample.Argmax(got[i]), sample.Argmax(ref[i]); a != b {
 				flips++
 				if gap := float64(ref[i][b] - ref[i][a]); gap > 2*rowd {
 					t.Errorf("%s vs %s, position %d: greedy %d, %d %.3g apart (logits moved %.3g)", tc.typ, tc.vs, i, a, b, gap, rowd)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/npuchat/npuchat/engine/sample"
 	"github.com/npuchat/npuchat/engine/simd"
 	"github.com/npuchat/npuchat/engine/simd/simdtest"
 	"github.com/npuchat/npuchat/engine/testmodel"
@@ -68,7 +69,7 @@ func specGreedy(t *testing.T, m *Model, prompt []int, want [][]float32, opts Dec
 		if !sameBits(l, want[i]) {
 			t.Fatalf("token %d: logits differ from plain decoding (stats %+v)", i, d.Stats())
 		}
-		tok := argmaxF(l)
+		tok := sample.Argmax(l)
 		toks = append(toks, tok)
 		if l, err = d.Forward(context.Background(), tok); err != nil {
 			t.Fatal(err)
@@ -290,7 +291,7 @@ func TestDecoderInScheduler(t *testing.T) {
 				d := q.NewDecoder(DecodeOptions{Speculative: map[bool]Speculative{true: SpeculativeOff, false: SpeculativeAuto}[i == 1]})
 				l, err := q.Prefill(ctx, p)
 				for err == nil && len(got[i]) < steps {
-					tok := argmaxF(l)
+					tok := sample.Argmax(l)
 					got[i] = append(got[i], tok)
 					l, err = d.Forward(ctx, tok)
 				}

@@ -60,6 +60,9 @@ type App interface {
 	ChatURL() string
 	// OpenChat opens the chat page in the user's browser.
 	OpenChat() error
+	// OpenSettings opens the chat page's Settings view (the MCP servers
+	// are edited there) in the user's browser.
+	OpenSettings() error
 	// LogDir is the folder of the log files.
 	LogDir() string
 	// Version is NPU Chat's version.

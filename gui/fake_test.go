@@ -56,6 +56,7 @@ type fakeApp struct {
 	engineErr error // SetEngine's error (a settings file it cannot write)
 	checks    int
 	chats     int // OpenChat calls
+	settings  int // OpenSettings calls
 
 	// store is a real settings store over a temporary settings file
 	// (SettingsStore): the window and "the page" (a test calling
@@ -126,6 +127,12 @@ func (f *fakeApp) OpenChat() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.chats++
+	return nil
+}
+func (f *fakeApp) OpenSettings() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.settings++
 	return nil
 }
 func (f *fakeApp) LogDir() string  { return "/tmp/npuchat-logs" }

@@ -3,6 +3,7 @@ package gui
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/npuchat/npuchat/config"
 	"github.com/npuchat/npuchat/enginekind"
+	"github.com/npuchat/npuchat/mcphost"
 )
 
 // SettingsStore is the app's one settings store (config.Store, through
@@ -62,6 +64,8 @@ type settingsWindow struct {
 	reachable                                                                  *widget.Check
 	kvType                                                                     *widget.Select // the kv_cache_type setting
 	kvTypeShown                                                                string         // what kvType showed last
+	speculative                                                                *widget.Select // the speculative setting, as speculativeLabel shows it
+	speculativeShown                                                           string         // what speculative showed last
 	shown                                                                      map[*widget.Entry]string
 	errs                                                                       map[string]*widget.Label
 	keepAliveWords                                                             *widget.Label
@@ -71,8 +75,11 @@ type settingsWindow struct {
 	dirDialog *dialog.FileDialog
 	note      *widget.Label
 	save      *widget.Button
-	current   config.Settings
-	stop      func()
+	// mcp says how many MCP servers are configured; the page edits them.
+	mcp     *widget.Label
+	mcpEdit *widget.Button // opens the page's Settings
+	current config.Settings
+	stop    func()
 }
 
 func newSettingsWindow(c *controller) *settingsWindow {
@@ -117,6 +124,7 @@ func newSettingsWindow(c *controller) *settingsWindow {
 	s.chooseDir = widget.NewButtonWithIcon("Choose…", theme.FolderOpenIcon(), s.chooseModelsDir)
 	s.reachable = widget.NewCheck("Reachable from other devices (needs the API key)", nil)
 	s.kvType = widget.NewSelect(config.KVCacheTypes, nil)
+	s.speculative = widget.NewSelect([]string{speculativeLabel("auto"), speculativeLabel("off")}, nil)
 	s.keepAliveWords = widget.NewLabel("")
 	s.keepAlive.OnChanged = func(text string) {
 		if d, err := config.ParseKeepAlive(text); err == nil && config.KeepAliveWords(d) != strings.TrimSpace(text) {
@@ -125,7 +133,7 @@ func newSettingsWindow(c *controller) *settingsWindow {
 			s.keepAliveWords.SetText("")
 		}
 	}
-	for _, f := range []string{"context_length", "parallel", "kv_cache_type", "keep_alive", "models_dir", "hf_endpoint", "hf_token", "port", "api_key"} {
+	for _, f := range []string{"context_length", "parallel", "kv_cache_type", "speculative", "keep_alive", "models_dir", "hf_endpoint", "hf_token", "port", "api_key"} {
 		l := wrapped("")
 		l.Importance = widget.DangerImportance
 		l.Hide()
@@ -146,12 +154,15 @@ func newSettingsWindow(c *controller) *settingsWindow {
 	s.save.Importance = widget.HighImportance
 
 	chat := widget.NewButtonWithIcon("Open the chat", chatIcon(), c.openChat)
+	s.mcp = widget.NewLabel("")
+	s.mcpEdit = widget.NewButtonWithIcon("Edit in the chat page's Settings", theme.SettingsIcon(), c.openSettings)
 	logs := widget.NewButtonWithIcon("Open the logs folder", theme.FolderOpenIcon(), c.openLogs)
 	form := widget.NewForm(
 		widget.NewFormItem("Engine", s.engine),
 		widget.NewFormItem("Context length", with(s.context, "context_length", "Tokens, CPU engine; 0 = automatic. Applies the next time the model is loaded.")),
 		widget.NewFormItem("Requests at once", with(s.parallel, "parallel", "Requests the CPU engine answers at once, decoded together; 0 = automatic (by KV memory, at most 4). Applies the next time the model is loaded.")),
 		widget.NewFormItem("KV cache", with(s.kvType, "kv_cache_type", "How the CPU engine keeps keys and values: f32 exact (llama.cpp's answers), f16 half the memory, q8_0 8 bits (twice f16's tokens). Applies the next time the model is loaded.")),
+		widget.NewFormItem("Speculative", with(s.speculative, "speculative", "Guesses tokens from earlier text and checks them in one pass; the answer is identical. CPU engine; applies the next time the model is loaded.")),
 		widget.NewFormItem("Unload when idle", with(container.NewBorder(nil, nil, nil, s.keepAliveWords, s.keepAlive), "keep_alive", "For example 5 minutes, 1 hour, never.")),
 		widget.NewFormItem("Models folder", with(container.NewBorder(nil, nil, nil, s.chooseDir, s.modelsDir), "models_dir", "Where new installs go.")),
 		widget.NewFormItem("Hugging Face", with(s.hfEndpoint, "hf_endpoint", "")),
@@ -159,6 +170,7 @@ func newSettingsWindow(c *controller) *settingsWindow {
 		widget.NewFormItem("Port", with(s.port, "port", "")),
 		widget.NewFormItem("", s.reachable),
 		widget.NewFormItem("API key", with(s.apiKey, "api_key", "The port, reachability and API key apply when NPU Chat next starts.")),
+		widget.NewFormItem("MCP servers", container.NewVBox(s.mcp, container.NewHBox(s.mcpEdit))),
 		widget.NewFormItem("Model", s.model),
 		widget.NewFormItem("Chat page", widget.NewLabel(c.app.ChatURL())),
 		widget.NewFormItem("Logs", wrapped(c.app.LogDir())),
@@ -253,6 +265,11 @@ func (s *settingsWindow) showSettings(st config.Settings) {
 		s.kvType.SetSelected(kt)
 	}
 	s.kvTypeShown = kt
+	sp := speculativeLabel(st.Speculative)
+	if s.speculative.Selected == "" || s.speculative.Selected == s.speculativeShown {
+		s.speculative.SetSelected(sp)
+	}
+	s.speculativeShown = sp
 	set(s.keepAlive, config.KeepAliveWords(st.KeepAliveDuration()))
 	set(s.modelsDir, st.ModelsDir)
 	set(s.hfEndpoint, st.HFEndpoint)
@@ -270,10 +287,48 @@ func (s *settingsWindow) showSettings(st config.Settings) {
 	if st.HFEndpoint == "" {
 		s.hfEndpoint.SetPlaceHolder(config.DefaultHFEndpoint + " (or HF_ENDPOINT)")
 	}
+	s.mcp.SetText(mcpWords(st.MCPServers))
 	s.loading = true
 	s.showEngine()
 	s.atStart.SetChecked(st.ServeAtStart)
 	s.loading = false
+}
+
+// speculativeLabel is how the window shows a speculative setting ("" is
+// the default, off).
+func speculativeLabel(v string) string {
+	if v == "auto" {
+		return "Auto"
+	}
+	return "Off"
+}
+
+// speculativeValue is the setting a label stands for.
+func speculativeValue(label string) string {
+	if label == "Auto" {
+		return "auto"
+	}
+	return "off"
+}
+
+// mcpWords says how many MCP servers are configured and how many are on.
+func mcpWords(servers []mcphost.Server) string {
+	on := 0
+	for _, m := range servers {
+		if m.Enabled {
+			on++
+		}
+	}
+	switch len(servers) {
+	case 0:
+		return "None configured"
+	case 1:
+		if on == 1 {
+			return "1 configured, on"
+		}
+		return "1 configured, off"
+	}
+	return fmt.Sprintf("%d configured, %d on", len(servers), on)
 }
 
 func placeholder(masked string) string {
@@ -290,6 +345,7 @@ func (s *settingsWindow) saveFields() {
 		l.Hide()
 	}
 	kvType := s.kvType.Selected
+	spec := speculativeValue(s.speculative.Selected)
 	ctxText, ka, dir, ep, tok, port, key, reach := strings.TrimSpace(s.context.Text), s.keepAlive.Text, s.modelsDir.Text, s.hfEndpoint.Text, s.hfToken.Text, strings.TrimSpace(s.port.Text), s.apiKey.Text, s.reachable.Checked
 	n, err := strconv.Atoi(ctxText)
 	if ctxText == "" {
@@ -320,6 +376,9 @@ func (s *settingsWindow) saveFields() {
 			c.ContextLength, c.Parallel, c.KeepAlive, c.ModelsDir, c.HFEndpoint = n, par, ka, dir, ep
 			if kvType != c.KVCacheType && (kvType != config.KVCacheTypes[0] || c.KVCacheType != "") {
 				c.KVCacheType = kvType // the default shown stays unset
+			}
+			if spec != c.Speculative && (spec != config.SpeculativeModes[0] || c.Speculative != "") {
+				c.Speculative = spec // the default shown stays unset
 			}
 			if strings.TrimSpace(tok) != "" {
 				c.HFToken = config.Secret(tok)

@@ -429,6 +429,15 @@ func (c *controller) openChat() {
 	}()
 }
 
+// openSettings opens the chat page's Settings view (the MCP servers).
+func (c *controller) openSettings() {
+	go func() {
+		if err := c.app.OpenSettings(); err != nil {
+			c.fail("Could not open the chat page's Settings", fmt.Errorf("open %s in a browser: %w", c.app.ChatURL(), err))
+		}
+	}()
+}
+
 func (c *controller) openLogs() {
 	dir, err := filepath.Abs(c.app.LogDir())
 	if err == nil {

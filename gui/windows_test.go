@@ -14,6 +14,7 @@ import (
 
 	"github.com/npuchat/npuchat/config"
 	"github.com/npuchat/npuchat/enginekind"
+	"github.com/npuchat/npuchat/mcphost"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/install"
 )
@@ -249,12 +250,13 @@ func TestSettingsWindowFollowsTheStore(t *testing.T) {
 	h.ui.wait(func() { s.modelsDir.SetText("/home/me/mod") })
 	if _, err := f.UpdateSettings(context.Background(), func(c *config.Settings) error {
 		c.KeepAlive, c.ContextLength, c.ModelsDir, c.Parallel, c.KVCacheType = "1h30m", 8192, "/srv/models", 3, "q8_0"
+		c.Speculative = "auto"
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
 	h.eventually("the page's change shown", func() bool {
-		return s.keepAlive.Text == "1 hour 30 minutes" && s.context.Text == "8192" && s.parallel.Text == "3" && s.kvType.Selected == "q8_0"
+		return s.keepAlive.Text == "1 hour 30 minutes" && s.context.Text == "8192" && s.parallel.Text == "3" && s.kvType.Selected == "q8_0" && s.speculative.Selected == "Auto"
 	})
 	h.ui.wait(func() {
 		if s.modelsDir.Text != "/home/me/mod" {
@@ -287,6 +289,7 @@ func TestSettingsWindowFollowsTheStore(t *testing.T) {
 		s.hfToken.SetText("hf_trayToken0123456789")
 		s.keepAlive.SetText("never")
 		s.kvType.SetSelected("f16")
+		s.speculative.SetSelected("Off")
 		test.Tap(s.save)
 	})
 	h.eventually("saved", func() bool {
@@ -299,6 +302,9 @@ func TestSettingsWindowFollowsTheStore(t *testing.T) {
 	if got.KVCacheType != "f16" {
 		t.Errorf("the KV cache type after Save: %q, want f16", got.KVCacheType)
 	}
+	if got.Speculative != "off" {
+		t.Errorf("speculative after Save: %q, want off", got.Speculative)
+	}
 	if got.HFEndpoint != "https://hf-mirror.com" || got.HFToken.Reveal() != "hf_trayToken0123456789" || got.KeepAliveDuration() >= 0 {
 		t.Fatalf("the store after Save: endpoint %q token %q keep-alive %v", got.HFEndpoint, got.HFToken.Masked(), got.KeepAliveDuration())
 	}
@@ -307,4 +313,25 @@ func TestSettingsWindowFollowsTheStore(t *testing.T) {
 	h.eventually("the saved token shown masked, the field empty", func() bool {
 		return s.hfToken.Text == "" && s.hfToken.PlaceHolder == "hf_…6789 (saved)" && !s.errs["hf_endpoint"].Visible()
 	})
+}
+
+// TestSettingsWindowCountsMCPServers: the settings window says how many
+// MCP servers are configured and on, following the page's changes, and
+// its button opens the page's Settings, where they are edited.
+func TestSettingsWindowCountsMCPServers(t *testing.T) {
+	f := newFakeApp(t.Cleanup)
+	h := newHarness(t, test.NewTempApp(t), f)
+	h.click(labelSettings)
+	var s *settingsWindow
+	h.ui.wait(func() { s = h.c.settings })
+	h.eventually("no servers", func() bool { return s.mcp.Text == "None configured" })
+	if _, err := f.UpdateSettings(context.Background(), func(c *config.Settings) error {
+		c.MCPServers = []mcphost.Server{{Name: "a", URL: "https://a.example/mcp", Enabled: true}, {Name: "b", URL: "https://b.example/mcp"}}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("two servers, one on", func() bool { return s.mcp.Text == "2 configured, 1 on" })
+	h.ui.wait(func() { test.Tap(s.mcpEdit) })
+	h.eventually("the page's Settings opened", func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.settings == 1 })
 }

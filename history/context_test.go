@@ -1,6 +1,7 @@
 package history
 
 import (
+	"context"
 	"database/sql"
 	"path/filepath"
 	"testing"
@@ -77,5 +78,32 @@ func TestMigratesVersion6(t *testing.T) {
 	}
 	if st.Notice() != "" {
 		t.Fatalf("a migration is not a problem to report: %q", st.Notice())
+	}
+}
+
+// TestAnswerDraftCounts: an answer's guessed and kept tokens (speculative
+// decoding) are stored with its stats and read back, cut or finished;
+// an answer without guesses reads back zeros.
+func TestAnswerDraftCounts(t *testing.T) {
+	st := openTest(t, filepath.Join(t.TempDir(), "history.db"))
+	c := must[*Conversation](t)(st.Create(ctx, "", Settings{}))
+	for _, tc := range []struct {
+		cut               bool
+		drafted, accepted int
+	}{{false, 40, 31}, {true, 12, 0}, {false, 0, 0}} {
+		must[*Message](t)(st.AddUser(ctx, c.ID, "again"))
+		ans := must[*Message](t)(st.StartAnswer(ctx, c.ID, "minicpm5:2b"))
+		s := Stats{Engine: "cpu", CompletionTokens: 50, DraftTokens: tc.drafted, DraftAccepted: tc.accepted}
+		end := st.FinishAnswer
+		if tc.cut {
+			end = func(ctx context.Context, id int64, s Stats) error { return st.CutAnswer(ctx, id, CutStopped, s) }
+		}
+		if err := end(ctx, ans.ID, s); err != nil {
+			t.Fatal(err)
+		}
+		got := must[*Message](t)(st.Message(ctx, ans.ID))
+		if got.Stats == nil || got.Stats.DraftTokens != tc.drafted || got.Stats.DraftAccepted != tc.accepted {
+			t.Errorf("stored %d of %d guesses kept, read back %+v", tc.accepted, tc.drafted, got.Stats)
+		}
 	}
 }

@@ -93,8 +93,13 @@ var migrations = []string{
 
 	// 7: a chat's own context length (NULL: the server's).
 	`ALTER TABLE conversations ADD COLUMN context_length INTEGER;`,
+
+	// 8: an answer's tokens guessed ahead (speculative decoding) and how
+	// many of them the model kept.
+	`ALTER TABLE messages ADD COLUMN draft_tokens INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE messages ADD COLUMN draft_accepted INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // SchemaVersion is the schema this package writes (len(migrations);
 // a test keeps the two equal).
-const SchemaVersion = 7
+const SchemaVersion = 8

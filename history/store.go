@@ -109,6 +109,11 @@ type Stats struct {
 	// than the context. The history keeps those messages.
 	CachedTokens    int `json:"cached_tokens"`
 	OmittedMessages int `json:"omitted_messages"`
+	// DraftTokens are the tokens guessed ahead and checked (speculative
+	// decoding), DraftAccepted how many of them the model kept; 0 when
+	// nothing was guessed.
+	DraftTokens   int `json:"draft_tokens,omitempty"`
+	DraftAccepted int `json:"draft_accepted,omitempty"`
 }
 
 // Message is one turn of a conversation.
@@ -670,7 +675,7 @@ func prefixed(p, cols string) string {
 }
 
 const msgColumns = `id, conversation_id, role, content, cut, cut_reason, created_at, model, engine, fallback, finish_reason,
-	prompt_tokens, completion_tokens, context_length, ttft_ms, tokens_per_second, IFNULL(parent_id, 0), thinking, cached_tokens, omitted_messages`
+	prompt_tokens, completion_tokens, context_length, ttft_ms, tokens_per_second, IFNULL(parent_id, 0), thinking, cached_tokens, omitted_messages, draft_tokens, draft_accepted`
 
 func scanMessage(r scanner) (*Message, error) {
 	var m Message
@@ -678,7 +683,8 @@ func scanMessage(r scanner) (*Message, error) {
 	var created int64
 	if err := r.Scan(&m.ID, &m.ConversationID, &m.Role, &m.Content, &m.Cut, &m.CutReason, &created,
 		&st.Model, &st.Engine, &st.Fallback, &st.FinishReason, &st.PromptTokens, &st.CompletionTokens, &st.ContextLength,
-		&st.TTFTMillis, &st.TokensPerSecond, &m.ParentID, &m.Thinking, &st.CachedTokens, &st.OmittedMessages); err != nil {
+		&st.TTFTMillis, &st.TokensPerSecond, &m.ParentID, &m.Thinking, &st.CachedTokens, &st.OmittedMessages,
+		&st.DraftTokens, &st.DraftAccepted); err != nil {
 		return nil, err
 	}
 	m.CreatedAt = fromMillis(created)
@@ -833,10 +839,10 @@ func (s *Store) endAnswer(ctx context.Context, message int64, cut bool, reason s
 	text, thinking, _ := s.answers.text(message)
 	_, err := s.db.ExecContext(ctx, `UPDATE messages SET content = content || ?, thinking = thinking || ?, cut = ?, cut_reason = ?, engine = ?, fallback = ?, finish_reason = ?,
 		prompt_tokens = ?, completion_tokens = ?, context_length = ?, ttft_ms = ?, tokens_per_second = ?,
-		cached_tokens = ?, omitted_messages = ?,
+		cached_tokens = ?, omitted_messages = ?, draft_tokens = ?, draft_accepted = ?,
 		model = CASE WHEN ? = '' THEN model ELSE ? END WHERE id = ?`,
 		text, thinking, cut, reason, st.Engine, st.Fallback, st.FinishReason, st.PromptTokens, st.CompletionTokens, st.ContextLength,
-		st.TTFTMillis, st.TokensPerSecond, st.CachedTokens, st.OmittedMessages, st.Model, st.Model, message)
+		st.TTFTMillis, st.TokensPerSecond, st.CachedTokens, st.OmittedMessages, st.DraftTokens, st.DraftAccepted, st.Model, st.Model, message)
 	if err != nil {
 		if isDiskFullCode(err) {
 			return fmt.Errorf("history: finish answer: %w (%v); the answer is kept in %s until there is room", ErrDiskFull, err, s.answers.path(message))

@@ -6,7 +6,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,9 +13,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+	"github.com/npuchat/npuchat/internal/golden"
+)
 
 var ctx = context.Background()
 
@@ -341,9 +340,8 @@ func helperStream(path string) {
 		if err := st.AppendText(ctx, m.ID, piece); err != nil {
 			panic(err)
 		}
-		fmt.Print(piece)
+		fmt.Print(piece) // blocks once the test stops reading: the kill comes mid-answer
 		os.Stdout.Sync()
-		time.Sleep(2 * time.Millisecond)
 	}
 }
 
@@ -462,16 +460,6 @@ func TestExport(t *testing.T) {
 		if err := f.write(&buf); err != nil {
 			t.Fatal(err)
 		}
-		golden := filepath.Join("testdata", f.name)
-		if *update {
-			os.WriteFile(golden, buf.Bytes(), 0o644)
-		}
-		want, err := os.ReadFile(golden)
-		if err != nil {
-			t.Fatalf("%v (run go test ./history -update)", err)
-		}
-		if !bytes.Equal(buf.Bytes(), want) {
-			t.Errorf("%s differs from %s:\n%s", f.name, golden, buf.String())
-		}
+		golden.Assert(t, filepath.Join("testdata", f.name), buf.Bytes())
 	}
 }

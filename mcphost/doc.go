@@ -24,7 +24,7 @@
 //
 // The SDK's CommandTransport starts the process itself, so it cannot put
 // the child where NPU Chat needs it; this package starts the process
-// (startProcess) and hands its pipes to the SDK's IOTransport.
+// (childproc.Start) and hands its pipes to the SDK's IOTransport.
 //
 // # Processes
 //

@@ -255,7 +255,7 @@ func (h *Host) Status() []Status {
 		if e.live != nil && !e.live.isEnded() {
 			st.Running = true
 			if e.live.proc != nil {
-				st.PID = e.live.proc.pid
+				st.PID = e.live.proc.PID
 			}
 		}
 		out = append(out, st)
@@ -528,7 +528,7 @@ func (h *Host) start(ctx context.Context, cfg Server) (*session, error) {
 		}
 		s.proc = p
 		transport = &mcp.IOTransport{Reader: readOnly{p.stdout}, Writer: p.stdin, MaxLineLength: maxMessageBytes}
-		h.opts.Log.Info("MCP server started", "server", cfg.Name, "pid", p.pid)
+		h.opts.Log.Info("MCP server started", "server", cfg.Name, "pid", p.PID)
 	} else {
 		transport = &mcp.StreamableClientTransport{
 			Endpoint: cfg.URL, HTTPClient: httpClient(cfg), DisableStandaloneSSE: true, MaxRetries: -1,
@@ -649,7 +649,7 @@ func (s *session) procWords(grace time.Duration) string {
 		return ""
 	}
 	s.proc.waitExit(grace)
-	if !s.proc.exited() {
+	if !s.proc.Exited() {
 		if last := s.proc.stderr.lastLines(); last != "" {
 			return "; its last words: " + last
 		}

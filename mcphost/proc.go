@@ -1,7 +1,6 @@
 package mcphost
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,19 +9,20 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/npuchat/npuchat/childproc"
 )
 
 // process is a running stdio server: the child, the pipes this side
 // holds, and the tail of its standard error.
 type process struct {
-	cmd    *exec.Cmd
-	pid    int
-	done   chan struct{} // closed when the child has exited and been reaped
-	exit   error         // Wait's error, once done is closed
-	stdin  *onceCloser   // this side of the child's standard input
-	stdout *os.File      // this side of the child's standard output
+	// Process is the child, started by childproc.Start so that it dies
+	// with NPU Chat (Pdeathsig on Linux, a job object on Windows) and
+	// leads its own process group (npx runs node, uvx runs python).
+	*childproc.Process
+	stdin  *onceCloser // this side of the child's standard input
+	stdout *os.File    // this side of the child's standard output
 	stderr *tail
-	job    jobHandle // Windows: the job object the child runs in
 }
 
 // spawn starts the server's program with its pipes: the SDK reads and
@@ -46,7 +46,7 @@ func spawn(s Server, baseEnv []string, waitDelay time.Duration) (*process, error
 	// Stderr is copied by a goroutine Wait waits for; a grandchild that
 	// keeps it open must not hold Wait past the child's exit.
 	cmd.WaitDelay = waitDelay
-	p, err := startProcess(cmd)
+	cp, err := childproc.Start(cmd)
 	// The child has its own copies now (or failed to start).
 	inR.Close()
 	outW.Close()
@@ -55,8 +55,7 @@ func spawn(s Server, baseEnv []string, waitDelay time.Duration) (*process, error
 		outR.Close()
 		return nil, err
 	}
-	p.stdin, p.stdout, p.stderr = &onceCloser{c: inW}, outR, errTail
-	return p, nil
+	return &process{Process: cp, stdin: &onceCloser{c: inW}, stdout: outR, stderr: errTail}, nil
 }
 
 // inheritedEnv are the variables of NPU Chat's environment a server
@@ -106,22 +105,12 @@ func childEnv(base []string, extra map[string]string) []string {
 	return env
 }
 
-// exited reports whether the child has exited.
-func (p *process) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
 // waitExit waits up to d for the child to exit.
 func (p *process) waitExit(d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-p.done:
+	case <-p.Done():
 		return true
 	case <-t.C:
 		return false
@@ -135,29 +124,23 @@ func (p *process) waitExit(d time.Duration) bool {
 func (p *process) stop(grace time.Duration) {
 	p.stdin.Close()
 	if !p.waitExit(grace) {
-		if err := p.terminate(); err != nil || !p.waitExit(grace) {
-			p.kill()
-			<-p.done
+		if err := p.Terminate(); err != nil || !p.waitExit(grace) {
+			p.Kill()
+			<-p.Done()
 		}
 	}
 	p.stdout.Close()
-	p.release()
+	p.Release()
 }
 
 // exitWords says how the child ended, for an error: "exit status 3",
 // "signal: killed", with the last lines of its standard error.
 func (p *process) exitWords() string {
 	var b strings.Builder
-	var ee *exec.ExitError
-	switch {
-	case !p.exited():
+	if p.Exited() {
+		b.WriteString("it ended with " + p.ExitStatus())
+	} else {
 		b.WriteString("it is still running")
-	case p.exit == nil:
-		b.WriteString("it exited")
-	case errors.As(p.exit, &ee):
-		b.WriteString("it ended with " + ee.ProcessState.String())
-	default:
-		b.WriteString("it ended: " + p.exit.Error())
 	}
 	if last := p.stderr.lastLines(); last != "" {
 		b.WriteString("; its last words: " + last)

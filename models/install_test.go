@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -132,6 +133,37 @@ func snapshot(t *testing.T, dirs ...string) map[string]string {
 		})
 	}
 	return out
+}
+
+// waitFileClock returns once a file written now gets a later
+// modification time than every file under dirs has: from then on, a
+// file written again shows in snapshot (file times advance in coarse
+// ticks, several milliseconds apart).
+func waitFileClock(t *testing.T, dirs ...string) {
+	t.Helper()
+	var latest time.Time
+	for _, d := range dirs {
+		filepath.WalkDir(d, func(p string, de fs.DirEntry, err error) error {
+			if info, ierr := os.Lstat(p); err == nil && ierr == nil && info.ModTime().After(latest) {
+				latest = info.ModTime()
+			}
+			return nil
+		})
+	}
+	probe := filepath.Join(t.TempDir(), "probe")
+	for {
+		if err := os.WriteFile(probe, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		info, err := os.Stat(probe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.ModTime().After(latest) {
+			return
+		}
+		runtime.Gosched()
+	}
 }
 
 func contentRequests(s *hubtest.Server) int {
@@ -261,8 +293,8 @@ func TestInstallTwiceChangesNothing(t *testing.T) {
 	_, err := e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
 	must(t, err)
 	before := snapshot(t, e.root, e.cfg.DataDir)
+	waitFileClock(t, e.root, e.cfg.DataDir)
 	reqs := len(e.hub.Requests())
-	time.Sleep(10 * time.Millisecond)
 	res, err := e.installer().Install(context.Background(), "minicpm5:2b", InstallOptions{})
 	must(t, err)
 	if len(res.Downloaded) != 0 || len(res.Changed) != 0 {

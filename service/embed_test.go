@@ -5,7 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/npuchat/npuchat/enginekind"
 	"github.com/npuchat/npuchat/service/backend"
@@ -36,9 +35,20 @@ func TestEmbedJoinsTheRunningGroup(t *testing.T) {
 	var embeds atomic.Int32
 	var mu sync.Mutex
 	var made []embedFake
+	// The answer holds before each token until the gate opens: it is
+	// still streaming for as long as the embeddings take.
+	gate := make(chan struct{})
+	hold := func(ctx context.Context) error {
+		select {
+		case <-gate:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	m := New(Options{QueueSize: 4, KeepAlive: -1, NewBackend: func(_ context.Context, model string, kind enginekind.Kind) (backend.Backend, error) {
-		b := embedFake{parallelFake{fake.New(fake.Options{Name: model, Kind: kind, TokenDelay: 100 * time.Millisecond,
-			Reply: func(*backend.Request) string { return "one two three four five six seven eight" }}), 3}, &embeds}
+		b := embedFake{parallelFake{fake.New(fake.Options{Name: model, Kind: kind, BeforeToken: hold,
+			Reply: func(*backend.Request) string { return "one two three four five six seven eight" }}), 3, new(atomic.Int32)}, &embeds}
 		mu.Lock()
 		made = append(made, b)
 		mu.Unlock()
@@ -52,7 +62,11 @@ func TestEmbedJoinsTheRunningGroup(t *testing.T) {
 	errs := make(chan error, 1)
 	go func() { _, err := gen(m, t.Context(), "m"); ended.Store(true); errs <- err }()
 	waitFor(t, "an answer streaming", func() bool { return m.Status().Running == 1 })
-	vecs, n, err := m.Embed(t.Context(), "m", []string{"a", "b"}, GenerateOptions{})
+	var vecs [][]float32
+	var n int
+	var err error
+	returns(t, "embeddings beside a held answer", func() { vecs, n, err = m.Embed(t.Context(), "m", []string{"a", "b"}, GenerateOptions{}) })
+	close(gate)
 	if err != nil || len(vecs) != 2 || n != 2 {
 		t.Fatalf("embeddings beside a stream: %v, %d vectors", err, len(vecs))
 	}

@@ -74,8 +74,15 @@ type Options struct {
 	// KeepAlive is how long an idle model stays loaded (default 5
 	// minutes; negative: forever; 0: unload after each request).
 	KeepAlive time.Duration
-	// RetryAfter is the Retry-After hint for a full queue (default 2s).
+	// RetryAfter is the Retry-After hint for a full queue and for KV
+	// memory that stayed full (default 2s).
 	RetryAfter time.Duration
+	// MemoryWait is how long an admitted request may wait for memory
+	// the requests beside it hold (the CPU engine's KV memory) before it
+	// fails with backend.ErrKVMemoryFull (default
+	// backend.DefaultMemoryWait): set on every request
+	// (backend.Request.MemoryWait).
+	MemoryWait time.Duration
 	// Beside, when set, says whether a backend of kind may be loaded for
 	// model while the serving backend stays loaded (for a request the
 	// serving one cannot do, see Manager); an error says why not (not
@@ -105,17 +112,51 @@ type Status struct {
 	Info         *backend.ModelInfo `json:"info,omitempty"`
 	Since        time.Time          `json:"since"`
 	ExpiresAt    *time.Time         `json:"expires_at,omitempty"` // idle unload time
-	Running      int                `json:"running"`              // generations running now
-	Waiting      int                `json:"waiting"`              // requests in the queue
-	Stats        Stats              `json:"stats"`
+	// Running, Waiting and WaitingMemory are the one count of the
+	// requests the service has: Running the generations (and embeddings)
+	// admitted and running on a backend, Waiting those in the service's
+	// queue (service/doc.go), and WaitingMemory those of Running that
+	// wait, admitted, for memory the others hold (backend.MemoryWaiter:
+	// the CPU engine's KV memory). The backends count no queue of their
+	// own; how many may run at once is Info.Parallel.
+	Running       int   `json:"running"`
+	Waiting       int   `json:"waiting"`
+	WaitingMemory int   `json:"waiting_memory"`
+	Stats         Stats `json:"stats"`
 	// Cache is what the serving backend's KV cache holds (when it keeps
 	// one: the CPU engine).
 	Cache *backend.CacheStats `json:"cache,omitempty"`
+	// Drafts counts the serving backend's guessed tokens (speculative
+	// decoding), when it guesses and has guessed any.
+	Drafts *DraftStats `json:"drafts,omitempty"`
 	// Seq grows with every event the service sends: of two statuses
 	// read at different times (an event and a GET /api/status whose
 	// answers may arrive in either order), the one with the larger Seq
 	// is the newer, and a client never shows an older one over it.
 	Seq uint64 `json:"seq"`
+}
+
+// DraftStats are a model's speculative decoding counts since it was
+// loaded: tokens guessed ahead and checked, how many of them the model
+// kept, and the share kept (0..1).
+type DraftStats struct {
+	Drafted    int64   `json:"drafted"`
+	Accepted   int64   `json:"accepted"`
+	AcceptRate float64 `json:"accept_rate"`
+}
+
+// draftStats reads a backend's counts, nil when it does not guess or
+// has not guessed yet.
+func draftStats(be backend.Backend) *DraftStats {
+	dc, ok := be.(backend.DraftCounter)
+	if !ok {
+		return nil
+	}
+	d, a := dc.DraftCounts()
+	if d <= 0 {
+		return nil
+	}
+	return &DraftStats{Drafted: d, Accepted: a, AcceptRate: float64(a) / float64(d)}
 }
 
 // Stats are counters and the last measured speeds.
@@ -182,7 +223,7 @@ type GenerateOptions struct {
 // Who may use the backend is a separate question, answered by the slot:
 // one goroutine at a time holds it (a generation, a load, an unload),
 // or a group of generations together when the serving backend answers
-// several at once (backend.Parallel: the CPU engine's batched decoding;
+// several at once (ModelInfo.Parallel: the CPU engine's batched decoding;
 // see queue.go). Stop does not wait for the slot to change the state: it
 // switches the model off at once, cancels the running generations and load through
 // their stored cancel functions, and sets the backend aside; the backend
@@ -254,6 +295,9 @@ func New(opts Options) *Manager {
 	}
 	if opts.RetryAfter <= 0 {
 		opts.RetryAfter = 2 * time.Second
+	}
+	if opts.MemoryWait <= 0 {
+		opts.MemoryWait = backend.DefaultMemoryWait
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -359,6 +403,14 @@ func (m *Manager) statusLocked() Status {
 	if cr, ok := m.be.(backend.CacheReporter); ok && m.state == StateOn {
 		c := cr.CacheStats()
 		s.Cache = &c
+	}
+	if m.state == StateOn {
+		s.Drafts = draftStats(m.be)
+	}
+	for _, be := range []backend.Backend{m.be, m.side} {
+		if w, ok := be.(backend.MemoryWaiter); ok {
+			s.WaitingMemory += w.WaitingForMemory()
+		}
 	}
 	return s
 }
@@ -873,6 +925,7 @@ func (m *Manager) Generate(ctx context.Context, req *backend.Request, opts Gener
 // beside is "" for the serving backend, else why be is the one beside it.
 func (m *Manager) run(ctx context.Context, be backend.Backend, r *backend.Request, beside string, onRun func(kind enginekind.Kind, fallback string), emit func(backend.Token) error) (kind enginekind.Kind, emitted int, res backend.Result, err error) {
 	gctx, cancel := context.WithCancel(ctx)
+	r.MemoryWait = m.opts.MemoryWait // the service decides how long it may wait
 	m.mu.Lock()
 	if m.gens == nil {
 		m.gens = map[*context.CancelFunc]struct{}{}
@@ -933,5 +986,15 @@ func (m *Manager) record(res backend.Result) {
 	}
 	if v := res.DecodeTokensPerSecond(); v > 0 {
 		m.stats.DecodeTokPerSec = v
+	}
+	if res.DraftTokens > 0 {
+		// The acceptance rate, of this answer and of the model so far
+		// (when the serving backend answered: not one beside it).
+		args := []any{"model", m.model, "backend", res.Backend, "drafted", res.DraftTokens, "accepted", res.DraftAccepted,
+			"rate", fmt.Sprintf("%.0f%%", 100*float64(res.DraftAccepted)/float64(res.DraftTokens))}
+		if d := draftStats(m.be); d != nil && res.Backend == m.kind {
+			args = append(args, "model_rate", fmt.Sprintf("%.0f%% of %d", 100*d.AcceptRate, d.Drafted))
+		}
+		m.log.Info("tokens guessed", args...)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,13 +15,21 @@ import (
 )
 
 // parallelFake is a fake backend that answers n generations at once,
-// as the CPU engine does.
+// as the CPU engine does (its ModelInfo.Parallel), and reports how many
+// of them wait for memory (backend.MemoryWaiter) from memWaits.
 type parallelFake struct {
 	*fake.Backend
-	n int
+	n        int
+	memWaits *atomic.Int32
 }
 
-func (p parallelFake) Parallel() int { return p.n }
+func (p parallelFake) Info() backend.ModelInfo {
+	i := p.Backend.Info()
+	i.Parallel = p.n
+	return i
+}
+
+func (p parallelFake) WaitingForMemory() int { return int(p.memWaits.Load()) }
 
 // hold keeps the fake's answers from making their next token while it
 // is shut, so a test sees its generations running for as long as it
@@ -73,8 +82,9 @@ func parallelManager(t *testing.T, n int) (*Manager, *[]parallelFake, *hold) {
 	var mu sync.Mutex
 	var made []parallelFake
 	h := &hold{}
+	var memWaits atomic.Int32
 	m := New(Options{QueueSize: 2, KeepAlive: -1, NewBackend: func(_ context.Context, model string, kind enginekind.Kind) (backend.Backend, error) {
-		b := parallelFake{fake.New(fake.Options{Name: model, Kind: kind, TokenDelay: time.Millisecond, BeforeToken: h.wait, Reply: func(*backend.Request) string { return "one two three four five six" }}), n}
+		b := parallelFake{fake.New(fake.Options{Name: model, Kind: kind, TokenDelay: time.Millisecond, BeforeToken: h.wait, Reply: func(*backend.Request) string { return "one two three four five six" }}), n, &memWaits}
 		mu.Lock()
 		made = append(made, b)
 		mu.Unlock()
@@ -190,7 +200,7 @@ func TestParallelGroupDrainsForAnotherModel(t *testing.T) {
 }
 
 // TestOneAtATimeWithoutParallel: a
-// backend.Parallel of one place still answers one request at a time.
+// backend whose ModelInfo.Parallel is one place still answers one request at a time.
 func TestOneAtATimeWithoutParallel(t *testing.T) {
 	m, made, _ := parallelManager(t, 1)
 	var wg sync.WaitGroup

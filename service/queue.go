@@ -3,7 +3,7 @@ package service
 // The request queue and the slot. One goroutine at a time holds the slot
 // (a generation, a load, an unload: see Manager), or a group of
 // generations together: when the serving backend answers several at
-// once (backend.Parallel, the CPU engine), the generation that holds the
+// once (ModelInfo.Parallel, the CPU engine), the generation that holds the
 // slot opens a group (runGroup) and requests for the same model join it
 // while it has room (up to the backend's Parallel), without waiting for
 // the others' answers; the last to leave gives the slot back.
@@ -140,12 +140,12 @@ func (m *Manager) acquireRun(ctx context.Context, t *Ticket, model string) (back
 }
 
 // runGroup is the generations running at once on a backend that answers
-// several (backend.Parallel); together they hold the slot.
+// several (ModelInfo.Parallel); together they hold the slot.
 type runGroup struct {
 	be    backend.Backend
 	model string
 	n     int // members running
-	cap   int // the backend's Parallel
+	cap   int // the backend's ModelInfo.Parallel
 }
 
 // joinLocked adds a generation of model to the running group when it can
@@ -161,20 +161,16 @@ func (m *Manager) joinLocked(model string) backend.Backend {
 }
 
 // openGroup makes the generation that holds the slot the first of a
-// group on be, when be answers several at once; it reports whether it
-// did (the caller then leaves with leaveGroup, not release).
+// group on be, when be answers several at once (its ModelInfo.Parallel,
+// read once as it loaded: m.info); it reports whether it did (the
+// caller then leaves with leaveGroup, not release).
 func (m *Manager) openGroup(be backend.Backend, model string) bool {
-	p, ok := be.(backend.Parallel)
-	if !ok {
-		return false
-	}
-	n := p.Parallel()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if n < 2 || be != m.be || m.group != nil {
+	if m.info == nil || m.info.Parallel < 2 || m.group != nil || be != m.be {
 		return false
 	}
-	m.group = &runGroup{be: be, model: model, n: 1, cap: n}
+	m.group = &runGroup{be: be, model: model, n: 1, cap: m.info.Parallel}
 	m.groupChangedLocked()
 	return true
 }

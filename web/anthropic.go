@@ -41,6 +41,9 @@ type anthropicRequest struct {
 	Thinking *struct {
 		Type string `json:"type"`
 	} `json:"thinking"`
+	// Speculative is NPU Chat's own (extra_body in the SDKs):
+	// parseSpeculative.
+	Speculative json.RawMessage `json:"speculative"`
 }
 
 type anthropicMessage struct {
@@ -103,6 +106,9 @@ func parseAnthropic(body []byte) (*backend.Request, *anthropicRequest, error) {
 		return nil, nil, badRequest("model", "model is required (for example \"minicpm5:2b\")")
 	}
 	var err error
+	if req.Speculative, err = parseSpeculative("speculative", in.Speculative); err != nil {
+		return nil, nil, err
+	}
 	if in.MaxTokens == nil {
 		return nil, nil, badRequest("max_tokens", "max_tokens is required")
 	}

@@ -587,7 +587,8 @@ func (s *Server) answerStats(a *answer) history.Stats {
 	st := history.Stats{Model: a.Model, Engine: string(a.Backend), Fallback: a.Fallback, FinishReason: a.Result.FinishReason,
 		PromptTokens: a.Result.PromptTokens, CompletionTokens: a.Result.CompletionTokens,
 		TTFTMillis: ceilMillis(a.FirstToken), TokensPerSecond: a.TokensPerSecond(),
-		CachedTokens: a.Result.CachedTokens, OmittedMessages: a.Result.OmittedMessages}
+		CachedTokens: a.Result.CachedTokens, OmittedMessages: a.Result.OmittedMessages,
+		DraftTokens: a.Result.DraftTokens, DraftAccepted: a.Result.DraftAccepted}
 	if st.CompletionTokens == 0 {
 		st.CompletionTokens = a.Pieces
 	}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -95,7 +96,9 @@ func TestConversationAPI(t *testing.T) {
 	// come in a later one than the second chat's creation for "the chat
 	// just answered is on top" to be defined (on a fast run both fell in
 	// the same millisecond and the newer id won the tie).
-	time.Sleep(2 * time.Millisecond)
+	for created := time.Now().UnixMilli(); time.Now().UnixMilli() <= created; {
+		runtime.Gosched()
+	}
 
 	// Send a message: the answer streams and is stored.
 	evs := stream(t, context.Background(), fmt.Sprintf("%s/%d/messages", api, first.ID), `{"content": "tell me about tiles"}`, nil)
@@ -206,14 +209,10 @@ func TestStoppedAnswerIsStoredCut(t *testing.T) {
 	})
 	st, _ := h.Store(context.Background())
 	var msgs []history.Message
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	waitUntil(t, "the stopped answer to be stored", func() bool {
 		msgs, _ = st.Messages(context.Background(), c.ID)
-		if len(msgs) == 2 && msgs[1].CutReason == history.CutStopped {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return len(msgs) == 2 && msgs[1].CutReason == history.CutStopped
+	})
 	if len(msgs) != 2 || !msgs[1].Cut || msgs[1].CutReason != history.CutStopped {
 		t.Fatalf("after stop: %+v", msgs)
 	}
@@ -353,7 +352,7 @@ func TestShutdownStoresTheAnswerAsInterrupted(t *testing.T) {
 		msgs, _ := st.Messages(context.Background(), c.ID)
 		return msgs
 	}
-	waitUntil(t, 3*time.Second, "part of the answer to be stored", func() bool {
+	waitUntil(t, "part of the answer to be stored", func() bool {
 		msgs := messages()
 		return len(msgs) == 2 && msgs[1].Content != ""
 	})

@@ -1,21 +1,18 @@
 package web_test
 
 import (
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/npuchat/npuchat/internal/golden"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/backend/fake"
 	"github.com/npuchat/npuchat/web"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/formats")
 
 // normalize blanks what differs from run to run: ids, times, durations.
 var normalizers = []struct {
@@ -35,28 +32,6 @@ func normalize(s string) string {
 		s = n.re.ReplaceAllString(s, n.with)
 	}
 	return s
-}
-
-// golden compares got with testdata/formats/name, or rewrites it with -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", "formats", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./web -run TestAnswerFormats -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Fatalf("%s differs from the golden file (go test ./web -run TestAnswerFormats -update rewrites it)\ngot:\n%s\nwant:\n%s", name, got, want)
-	}
 }
 
 // responsesTools is a Responses API function tool (flat: name beside type).
@@ -118,7 +93,7 @@ func TestAnswerFormats(t *testing.T) {
 			}
 			resp, body := do(t, "POST", ts.URL+c.path, c.body)
 			got := fmt.Sprintf("%d %s\n%s", resp.StatusCode, resp.Header.Get("Content-Type"), normalize(body))
-			golden(t, c.name, got)
+			golden.AssertString(t, filepath.Join("testdata", "formats", c.name), got)
 		})
 	}
 }

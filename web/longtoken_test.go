@@ -56,8 +56,8 @@ func TestNonReadingClientOfTheEngineIsDropped(t *testing.T) {
 	})
 	body := `{"model":"minicpm5:2b","stream":true,"max_tokens":3000,"temperature":1,"seed":1,"messages":[{"role":"user","content":"go"}]}`
 	rawRequest(t, ts.URL, fmt.Sprintf("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body))
-	waitUntil(t, 10*time.Second, "the answer to start", func() bool { return ts.Manager.Status().Running == 1 })
-	waitUntil(t, 10*time.Second, "the stuck answer to be dropped", func() bool { st := ts.Manager.Status(); return st.Running == 0 && st.Waiting == 0 })
+	waitUntil(t, "the answer to start", func() bool { return ts.Manager.Status().Running == 1 })
+	waitUntil(t, "the stuck answer to be dropped", func() bool { st := ts.Manager.Status(); return st.Running == 0 && st.Waiting == 0 })
 	resp, out := do(t, "POST", ts.URL+"/v1/chat/completions", `{"model":"minicpm5:2b","max_tokens":3,"messages":[{"role":"user","content":"next"}]}`)
 	if resp.StatusCode != 200 {
 		t.Fatalf("the next client: %d %s", resp.StatusCode, out)

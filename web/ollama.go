@@ -162,6 +162,12 @@ func parseOllamaOptions(opts map[string]any, req *backend.Request) error {
 		}
 		req.ContextLength = int(*nc)
 	}
+	if v, ok := opts["speculative"]; ok {
+		raw, _ := json.Marshal(v) // a value decoded from JSON encodes
+		if req.Speculative, err = parseSpeculative("options.speculative", raw); err != nil {
+			return err
+		}
+	}
 	if v, ok := opts["stop"]; ok && v != nil {
 		var stops []string
 		switch s := v.(type) {
@@ -374,6 +380,10 @@ type ollamaModel struct {
 	// Cache is NPU Chat's own, in /api/ps: what the KV cache holds
 	// (prompts, tokens, bytes in memory and on disk).
 	Cache *backend.CacheStats `json:"cache,omitempty"`
+	// Drafts is NPU Chat's own, in /api/ps: the tokens the model guessed
+	// ahead since it was loaded (speculative decoding), how many it
+	// kept, and the acceptance rate; absent before the first guess.
+	Drafts *service.DraftStats `json:"drafts,omitempty"`
 }
 
 // ollamaDetails is a model's "details".
@@ -431,7 +441,7 @@ func (s *Server) ollamaPs(w http.ResponseWriter, r *http.Request) {
 		if st.Info != nil {
 			m.ContextLength = st.Info.ContextLength
 		}
-		m.Cache = st.Cache
+		m.Cache, m.Drafts = st.Cache, st.Drafts
 		list = append(list, m)
 	}
 	writeJSON(w, http.StatusOK, ollamaModelList{Models: list})

@@ -50,6 +50,11 @@ type ollamaStats struct {
 	// messages (after the system prompt) the model did not see because
 	// the chat is longer than the context (absent when none).
 	OmittedMessages int `json:"omitted_messages,omitempty"`
+	// DraftCount and DraftAcceptedCount are NPU Chat's own: how many
+	// tokens were guessed ahead and checked (speculative decoding) and
+	// how many of those the model kept (absent when none was guessed).
+	DraftCount         int  `json:"draft_count,omitempty"`
+	DraftAcceptedCount *int `json:"draft_accepted_count,omitempty"`
 }
 
 // ollamaFormat builds the chunks of /api/chat (chat) or /api/generate.
@@ -89,6 +94,10 @@ func (f ollamaFormat) done(a *answer, text string) ollamaChunk {
 		EvalCount:          res.CompletionTokens,
 		EvalDuration:       res.DecodeDuration.Nanoseconds(),
 		OmittedMessages:    res.OmittedMessages,
+		DraftCount:         res.DraftTokens,
+	}
+	if res.DraftTokens > 0 {
+		c.ollamaStats.DraftAcceptedCount = &res.DraftAccepted
 	}
 	return c
 }

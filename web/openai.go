@@ -41,6 +41,9 @@ type openAICommon struct {
 	TopLogprobs    json.RawMessage `json:"top_logprobs"`
 	// ParallelToolCalls is parallel_tool_calls (nil: true).
 	ParallelToolCalls *bool `json:"parallel_tool_calls"`
+	// Speculative is NPU Chat's own (extra_body in the SDKs):
+	// parseSpeculative.
+	Speculative json.RawMessage `json:"speculative"`
 }
 
 // features is what the request asks for beyond text.
@@ -68,6 +71,9 @@ func (c *openAICommon) toRequest(req *backend.Request, completions bool) error {
 		return err
 	}
 	var err error
+	if req.Speculative, err = parseSpeculative("speculative", c.Speculative); err != nil {
+		return err
+	}
 	if req.Stop, err = checkStops("stop", c.Stop); err != nil {
 		return err
 	}

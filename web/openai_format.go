@@ -26,6 +26,26 @@ type openAIChatCompletion struct {
 	// the chat is longer than the context (in the whole answer and the
 	// stream's finish chunk; absent when none).
 	OmittedMessages int `json:"omitted_messages,omitempty"`
+	// Timings carries the speculative decoding counts as llama.cpp's
+	// server names them (in the whole answer and the stream's finish
+	// chunk; absent when nothing was guessed).
+	Timings *openAITimings `json:"timings,omitempty"`
+}
+
+// openAITimings is the part of llama.cpp's "timings" object NPU Chat
+// fills: draft_n tokens were guessed ahead and checked, draft_n_accepted
+// of them were what the model wrote.
+type openAITimings struct {
+	DraftN         int `json:"draft_n"`
+	DraftNAccepted int `json:"draft_n_accepted"`
+}
+
+// timingsOf is an answer's timings, nil when nothing was guessed.
+func timingsOf(res backend.Result) *openAITimings {
+	if res.DraftTokens <= 0 {
+		return nil
+	}
+	return &openAITimings{DraftN: res.DraftTokens, DraftNAccepted: res.DraftAccepted}
 }
 
 // openAIChatChoice is the one choice of a chat answer: Message in a whole
@@ -66,6 +86,8 @@ type openAITextCompletion struct {
 	SystemFingerprint string             `json:"system_fingerprint"`
 	Choices           []openAITextChoice `json:"choices"`
 	Usage             *openAIUsage       `json:"usage,omitempty"`
+	// Timings: as openAIChatCompletion's.
+	Timings *openAITimings `json:"timings,omitempty"`
 }
 
 // openAITextChoice is the one choice of a completion.
@@ -84,6 +106,22 @@ type openAIUsage struct {
 	CompletionTokens    int                `json:"completion_tokens"`
 	TotalTokens         int                `json:"total_tokens"`
 	PromptTokensDetails openAIPromptDetail `json:"prompt_tokens_details"`
+	// CompletionTokensDetails says, when tokens were guessed ahead
+	// (speculative decoding), how many guesses the model kept and how
+	// many it did not, under the names OpenAI uses for its Predicted
+	// Outputs; absent otherwise.
+	CompletionTokensDetails *openAICompletionDetail `json:"completion_tokens_details,omitempty"`
+	// DraftN and DraftNAccepted are the same counts under llama.cpp's
+	// timings names (the tokens guessed and checked, those kept); absent
+	// when nothing was guessed.
+	DraftN         *int `json:"draft_n,omitempty"`
+	DraftNAccepted *int `json:"draft_n_accepted,omitempty"`
+}
+
+// openAICompletionDetail is usage.completion_tokens_details.
+type openAICompletionDetail struct {
+	AcceptedPredictionTokens int `json:"accepted_prediction_tokens"`
+	RejectedPredictionTokens int `json:"rejected_prediction_tokens"`
 }
 
 // openAIPromptDetail is usage.prompt_tokens_details.
@@ -98,7 +136,14 @@ type openAIStreamError struct {
 }
 
 func usageOf(res backend.Result) *openAIUsage {
-	return &openAIUsage{res.PromptTokens, res.CompletionTokens, res.PromptTokens + res.CompletionTokens, openAIPromptDetail{res.CachedTokens}}
+	u := &openAIUsage{PromptTokens: res.PromptTokens, CompletionTokens: res.CompletionTokens,
+		TotalTokens: res.PromptTokens + res.CompletionTokens, PromptTokensDetails: openAIPromptDetail{res.CachedTokens}}
+	if res.DraftTokens > 0 {
+		u.CompletionTokensDetails = &openAICompletionDetail{AcceptedPredictionTokens: res.DraftAccepted,
+			RejectedPredictionTokens: res.DraftTokens - res.DraftAccepted}
+		u.DraftN, u.DraftNAccepted = &res.DraftTokens, &res.DraftAccepted
+	}
+	return u
 }
 
 func strPtr(s string) *string { return &s }
@@ -146,6 +191,7 @@ func (o *openAIChatWhole) finish(a *answer) error {
 		}},
 		Usage:           usageOf(a.Result),
 		OmittedMessages: a.Result.OmittedMessages,
+		Timings:         timingsOf(a.Result),
 	})
 	return nil
 }
@@ -212,7 +258,7 @@ func (o *openAIChatStream) finish(a *answer) error {
 		return err
 	}
 	last := o.chunk(a, &openAIChatMessage{}, strPtr(finishReason(a)))
-	last.OmittedMessages = a.Result.OmittedMessages
+	last.OmittedMessages, last.Timings = a.Result.OmittedMessages, timingsOf(a.Result)
 	if err := o.sse.data(last); err != nil {
 		return err
 	}
@@ -246,7 +292,8 @@ func (o *openAICompletionWhole) finish(a *answer) error {
 		SystemFingerprint: a.fingerprint(),
 		Choices: []openAITextChoice{{Text: o.echo + a.Text.String(), FinishReason: strPtr(a.Result.FinishReason),
 			Logprobs: textLogprobs(o.logprobs, a.Logprobs, len(o.echo))}},
-		Usage: usageOf(a.Result),
+		Usage:   usageOf(a.Result),
+		Timings: timingsOf(a.Result),
 	})
 	return nil
 }
@@ -286,7 +333,9 @@ func (o *openAICompletionStream) piece(a *answer, t backend.Token) error {
 }
 
 func (o *openAICompletionStream) finish(a *answer) error {
-	if err := o.sse.data(o.chunk(a, o.echo, strPtr(a.Result.FinishReason))); err != nil {
+	last := o.chunk(a, o.echo, strPtr(a.Result.FinishReason))
+	last.Timings = timingsOf(a.Result)
+	if err := o.sse.data(last); err != nil {
 		return err
 	}
 	if o.usage {

@@ -221,3 +221,26 @@ func toMessages(in []chatMessage) ([]backend.Message, error) {
 	}
 	return out, nil
 }
+
+// parseSpeculative reads a request's speculative choice (the OpenAI,
+// Responses and Anthropic bodies' top-level "speculative", which the
+// SDKs' extra_body merges in; Ollama's options.speculative): "auto"
+// guesses tokens ahead from the text so far and checks them in one
+// pass (the same answer), "off" decodes plainly; true and false are
+// "auto" and "off"; absent or null leaves the server's setting ("").
+// param names the field in the error.
+func parseSpeculative(param string, raw json.RawMessage) (string, error) {
+	s := strings.TrimSpace(string(raw))
+	switch s {
+	case "", "null":
+		return "", nil
+	case `"auto"`, "true":
+		return "auto", nil
+	case `"off"`, "false":
+		return "off", nil
+	}
+	if len(s) > 40 {
+		s = s[:40] + "…"
+	}
+	return "", badRequest(param, "%s must be \"auto\" (guess tokens ahead and check them in one pass: the same answer) or \"off\" (plain decoding), or true or false; got %s", param, s)
+}

@@ -33,6 +33,9 @@ type responsesRequest struct {
 	Text               *struct {
 		Format json.RawMessage `json:"format"`
 	} `json:"text"`
+	// Speculative is NPU Chat's own (extra_body in the SDKs):
+	// parseSpeculative.
+	Speculative json.RawMessage `json:"speculative"`
 }
 
 type responsesTool struct {
@@ -67,6 +70,9 @@ func parseResponses(body []byte) (*backend.Request, *responsesRequest, error) {
 		return nil, nil, badRequest("previous_response_id", "previous_response_id is not supported: NPU Chat stores no responses; send the conversation as input items")
 	}
 	var err error
+	if req.Speculative, err = parseSpeculative("speculative", in.Speculative); err != nil {
+		return nil, nil, err
+	}
 	if req.MaxTokens, err = checkMaxTokens("max_output_tokens", in.MaxOutputTokens); err != nil {
 		return nil, nil, err
 	}

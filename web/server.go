@@ -49,6 +49,9 @@ type Options struct {
 	History *history.Handle
 	// Settings are the settings the page changes (/api/settings); nil: 404.
 	Settings Settings
+	// MCP runs the MCP servers of the settings (/api/settings/mcp);
+	// nil: none run, their tools cannot be listed.
+	MCP MCPHost
 	// Library is the model library for /api/library; nil: 404.
 	Library Library
 	// Installs runs model installs for /api/models/{name}/install; nil: 404.
@@ -215,6 +218,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("DELETE /api/library/{name}", s.libraryRemove)
 	mux.HandleFunc("GET /api/settings", s.getSettings)
 	mux.HandleFunc("PUT /api/settings", s.putSettings)
+	mux.HandleFunc("GET /api/settings/mcp", s.mcpServers)
+	mux.HandleFunc("GET /api/settings/mcp/{name}/tools", s.mcpTools)
 	mux.HandleFunc("GET /api/logs", s.logTail)
 	mux.HandleFunc("POST /api/attachments/pdf", s.pdfText)
 	// The chat page.

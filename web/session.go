@@ -258,7 +258,7 @@ func (s *Server) sessionOK(r *http.Request) bool {
 // multi-gigabyte download, then the model switched on).
 func sessionRoute(path string) bool {
 	return path == "/api/history" || path == "/api/conversations" || strings.HasPrefix(path, "/api/conversations/") ||
-		path == "/api/settings" || path == "/api/logs" || path == "/api/library" || strings.HasPrefix(path, "/api/library/") ||
+		path == "/api/settings" || strings.HasPrefix(path, "/api/settings/") || path == "/api/logs" || path == "/api/library" || strings.HasPrefix(path, "/api/library/") ||
 		path == "/api/attachments/pdf" || strings.HasPrefix(path, "/api/models/")
 }
 

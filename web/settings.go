@@ -40,6 +40,11 @@ type PageSettings struct {
 	// KVCacheTypes; f32 the default); it applies at the next load.
 	KVCacheType  string   `json:"kv_cache_type"`
 	KVCacheTypes []string `json:"kv_cache_types,omitempty"`
+	// Speculative is how the CPU engine decodes requests that do not say
+	// (one of config.SpeculativeModes; off the default): auto guesses
+	// tokens from earlier text and checks them in one pass, the same
+	// answer. It applies at the next load.
+	Speculative string `json:"speculative"`
 	// ServeAtStart switches the model on when NPU Chat starts.
 	ServeAtStart bool `json:"serve_at_start"`
 	// HFEndpoint is the Hugging Face endpoint or mirror set here ("":
@@ -72,6 +77,9 @@ type PageSettings struct {
 	KV *KVInfo `json:"kv,omitempty"`
 	// Chat holds the default generation settings of conversations.
 	Chat config.ChatDefaults `json:"chat"`
+	// MCPServers are the MCP servers (mcp.go), tokens never sent; in a
+	// PUT, the whole list, or absent to keep it.
+	MCPServers *[]PageMCPServer `json:"mcp_servers,omitempty"`
 }
 
 // KVInfo is what the KV cache of a context takes with a model: the
@@ -146,9 +154,13 @@ func pageSettings(c config.Settings, d Details) PageSettings {
 	p := PageSettings{Engine: c.Engine, KeepAlive: strings.TrimSpace(c.KeepAlive), ContextLength: c.ContextLength, Parallel: c.Parallel, Chat: c.Chat,
 		ServeAtStart: c.ServeAtStart, HFEndpoint: c.HFEndpoint, HFTokenMasked: c.HFToken.Masked(),
 		ModelsDir: c.ModelsDir, ModelsDirDefault: d.ModelsDirDefault, APIKeyMasked: config.Secret(c.APIKey).Masked(),
-		Listening: d.Listening, KV: d.KV, KVCacheType: c.KVCacheType, KVCacheTypes: config.KVCacheTypes}
+		Listening: d.Listening, KV: d.KV, KVCacheType: c.KVCacheType, KVCacheTypes: config.KVCacheTypes,
+		MCPServers: mcpSettingsOf(c)}
 	if p.KVCacheType == "" {
 		p.KVCacheType = config.KVCacheTypes[0]
+	}
+	if p.Speculative = c.Speculative; p.Speculative == "" {
+		p.Speculative = config.SpeculativeModes[0]
 	}
 	if d.Hub.Endpoint != "" {
 		p.HFEndpointFallback, p.HFEndpointFrom = d.Hub.Endpoint, d.Hub.EndpointFrom
@@ -210,6 +222,7 @@ func (s *Server) putSettings(w http.ResponseWriter, r *http.Request) {
 	}
 	cur := s.opts.Settings.Get()
 	in := pageSettings(cur, Details{})
+	in.MCPServers = nil // absent: kept
 	if err := s.decode(w, r, maxSettingsBody, &in); err != nil {
 		s.fail(w, r, err)
 		return
@@ -228,12 +241,18 @@ func (s *Server) putSettings(w http.ResponseWriter, r *http.Request) {
 		if in.KVCacheType != c.KVCacheType && (in.KVCacheType != config.KVCacheTypes[0] || c.KVCacheType != "") {
 			c.KVCacheType = in.KVCacheType // the default named stays unset
 		}
+		if in.Speculative != c.Speculative && (in.Speculative != config.SpeculativeModes[0] || c.Speculative != "") {
+			c.Speculative = in.Speculative // the default named stays unset
+		}
 		c.ServeAtStart, c.HFEndpoint, c.ModelsDir, c.Addr = in.ServeAtStart, in.HFEndpoint, in.ModelsDir, addr
 		if in.HFToken != nil {
 			c.HFToken = config.Secret(*in.HFToken)
 		}
 		if in.APIKey != nil {
 			c.APIKey = *in.APIKey
+		}
+		if in.MCPServers != nil {
+			c.MCPServers = mcpServersFrom(*in.MCPServers, c.MCPServers)
 		}
 		return nil
 	})

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/npuchat/npuchat/config"
 	"github.com/npuchat/npuchat/service"
@@ -27,10 +26,10 @@ func TestSettingsAPI(t *testing.T) {
 	store := newTestSettings(cfg)
 	s := startServer(t, fake.Options{}, web.Options{Settings: store, LogFile: filepath.Join(dir, "npuchat.log")}, service.Options{})
 	_, body := do(t, "GET", s.URL+"/api/settings", "")
-	if got := decodeJSON[web.PageSettings](t, body); got.Engine != "auto" || got.KeepAlive != "5m0s" {
+	if got := decodeJSON[web.PageSettings](t, body); got.Engine != "auto" || got.KeepAlive != "5m0s" || got.Speculative != "off" {
 		t.Fatalf("settings: %s", body)
 	}
-	resp, body := do(t, "PUT", s.URL+"/api/settings", `{"engine": "cpu", "keep_alive": "1h", "context_length": 8192, "kv_cache_type": "q8_0", "chat": {"temperature": 0.2, "max_tokens": 64}}`)
+	resp, body := do(t, "PUT", s.URL+"/api/settings", `{"engine": "cpu", "keep_alive": "1h", "context_length": 8192, "kv_cache_type": "q8_0", "speculative": "auto", "chat": {"temperature": 0.2, "max_tokens": 64}}`)
 	if resp.StatusCode != 200 {
 		t.Fatalf("put: %d %s", resp.StatusCode, body)
 	}
@@ -38,7 +37,7 @@ func TestSettingsAPI(t *testing.T) {
 	b, _ := os.ReadFile(path)
 	json.Unmarshal(b, &file)
 	chat, _ := file["chat"].(map[string]any)
-	if file["engine"] != "cpu" || file["keep_alive"] != "1h" || file["threads"] != 3.0 || file["context_length"] != 8192.0 || file["kv_cache_type"] != "q8_0" || chat["temperature"] != 0.2 || chat["max_tokens"] != 64.0 {
+	if file["engine"] != "cpu" || file["keep_alive"] != "1h" || file["threads"] != 3.0 || file["context_length"] != 8192.0 || file["kv_cache_type"] != "q8_0" || file["speculative"] != "auto" || chat["temperature"] != 0.2 || chat["max_tokens"] != 64.0 {
 		t.Fatalf("settings file after the change: %s", b)
 	}
 	if store.updates != 1 {
@@ -51,6 +50,7 @@ func TestSettingsAPI(t *testing.T) {
 		{`{"chat": {"top_p": 3}}`, "top_p must be between 0 and 1"},
 		{`{"context_length": 100}`, "context_length must be 0 (automatic) or between 512"},
 		{`{"kv_cache_type": "q4"}`, `"param":"kv_cache_type"`},
+		{`{"speculative": "always"}`, `"param":"speculative"`},
 	} {
 		resp, body := do(t, "PUT", s.URL+"/api/settings", bad.body)
 		if resp.StatusCode != 400 || !strings.Contains(body, bad.want) {
@@ -181,19 +181,13 @@ func TestPageKeepAliveAppliesToTheAPI(t *testing.T) {
 		if st := s.Manager.Status(); st.State != service.StateOn {
 			t.Fatalf("%s: the model is %s right after the answer", c.path, st.State)
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for s.Manager.Status().State == service.StateOn {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: the model is still loaded 10 s after the answer; the page's keep-alive is 200ms", c.path)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		waitUntil(t, c.path+"'s model to unload after the page's keep-alive of 200ms", func() bool { return s.Manager.Status().State != service.StateOn })
 	}
 	// The request's own keep_alive wins over the page's.
+	// The idle timer is armed before the answer is written: with -1 none is.
 	do(t, "POST", s.URL+"/api/chat", `{"model":"minicpm5:2b","stream":false,"keep_alive":-1,"messages":[{"role":"user","content":"hi"}]}`)
-	time.Sleep(600 * time.Millisecond)
-	if st := s.Manager.Status(); st.State != service.StateOn {
-		t.Fatalf("keep_alive -1 in the request: the model is %s", st.State)
+	if st := s.Manager.Status(); st.State != service.StateOn || st.ExpiresAt != nil {
+		t.Fatalf("keep_alive -1 in the request: the model is %s, to unload at %v", st.State, st.ExpiresAt)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/npuchat/npuchat/pdftext/pdftexttest"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/backend/fake"
 	"github.com/npuchat/npuchat/web"
@@ -24,10 +25,14 @@ import (
 
 var soakFor = flag.Duration("soak", 45*time.Second, "how long TestSoak runs (go test ./web -run TestSoak -soak 5m for the long version)")
 
-// TestSoak (issue 13, "Show"): a bounded loopback soak that mixes slow
-// readers, clients that read nothing, stalled bodies, disconnects, big
-// bodies, start and stop, and normal chats. It ends with every normal
-// chat answered in full or refused with 429 or 503, no goroutine or heap
+// TestSoak (issue 13, "Show"; issue 38, PDF attachments): a bounded
+// loopback soak that mixes slow readers, clients that read nothing,
+// stalled bodies, disconnects, big bodies, start and stop, normal chats,
+// and PDF attachments, normal and hostile (soak_pdf_test.go). It ends
+// with every normal chat answered in full or refused with 429 or 503,
+// every normal PDF's text read, every hostile PDF refused with a clear
+// 422 or 413 (or 503 with Retry-After while the readers are busy), the
+// heap's peak within what the PDF limits allow, no goroutine or heap
 // growth past the bounds stated below, and the service's state what
 // /api/status says. `make test` runs it for 45 s; -soak sets the time.
 func TestSoak(t *testing.T) {
@@ -37,6 +42,8 @@ func TestSoak(t *testing.T) {
 	ts := startServer(t, fake.Options{TokenDelay: 2 * time.Millisecond, NoRecord: true},
 		web.Options{WriteTimeout: 500 * time.Millisecond, BodyTimeout: 500 * time.Millisecond},
 		service.Options{QueueSize: 8})
+	const maxBody = 8 << 20 // web.Options.MaxBodyBytes's default
+	hostile := hostilePDFs(t, maxBody)
 	// Warm up, then take the baselines.
 	if resp, out := do(t, "POST", ts.URL+"/v1/chat/completions", `{"model":"minicpm5:2b","messages":[{"role":"user","content":"warm"}]}`); resp.StatusCode != 200 {
 		t.Fatalf("warm-up: %d %s", resp.StatusCode, out)
@@ -47,6 +54,7 @@ func TestSoak(t *testing.T) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	baseHeap := ms.HeapAlloc
+	baseObjects := heapNow()
 
 	ctx, cancel := context.WithTimeout(context.Background(), *soakFor)
 	defer cancel()
@@ -72,6 +80,8 @@ func TestSoak(t *testing.T) {
 		}()
 	}
 	client := &http.Client{Timeout: 20 * time.Second}
+	stopPeak := make(chan struct{})
+	peakCh := heapPeak(stopPeak)
 
 	// Normal chats: four formats, streamed and whole; the answer is the
 	// fake's echo, checked in full.
@@ -203,18 +213,47 @@ func TestSoak(t *testing.T) {
 			fail("start: %d %s", resp.StatusCode, out)
 		}
 	})
+	// PDF attachments (issue 38): normal ones read, hostile ones (a zip
+	// bomb, a page tree naming itself, a file cut short, a body too
+	// large) refused, all while the heap stays within what the limits
+	// allow.
+	pdfs := &pdfSoak{url: ts.URL, cookie: ts.Cookie, client: client, hostile: hostile, fail: fail, count: count}
+	// Paced as people attach files (a few a second in all), so that
+	// reading them, a core each, leaves the chats their share.
+	worker("pdf normal", func(rng *rand.Rand) { pdfs.normal(ctx, rng); sleepCtx(ctx, pdfPause(rng)) })
+	worker("pdf hostile", func(rng *rand.Rand) { pdfs.hostileOne(ctx, rng); sleepCtx(ctx, pdfPause(rng)) })
+	worker("pdf hostile b", func(rng *rand.Rand) { pdfs.hostileOne(ctx, rng); sleepCtx(ctx, pdfPause(rng)) })
 	wg.Wait()
+	close(stopPeak)
+	peak := <-peakCh
 	t.Logf("soak %v: %v", *soakFor, counts)
 	if counts["answered"] == 0 {
 		t.Fatal("no normal chat was answered")
 	}
+	// The heap's peak: the baseline, the PDFs' bound, and the 64 MB the
+	// rest of the soak may hold (below), twice over for garbage not yet
+	// collected (GOGC=100). The bound is far below what the zip bomb
+	// decodes to, so a server that held it fails here.
+	heapBound := baseObjects + 2*(pdfHeapBound(maxBody)+64<<20)
+	t.Logf("PDFs: %d requests, %d normal read, %d hostile refused, %d busy; heap %d MB at start, %d MB at most (bound %d MB)",
+		counts["pdf requests"], counts["pdf normal read"], counts["pdf hostile refused"],
+		counts["pdf normal busy (503)"]+counts["pdf hostile busy (503)"], baseObjects>>20, peak>>20, heapBound>>20)
+	if heapBound >= bombMiB<<20 {
+		t.Fatalf("the heap bound, %d MB, would not catch a server that holds the zip bomb's %d MB", heapBound>>20, bombMiB)
+	}
+	if counts["pdf normal read"] == 0 || counts["pdf hostile refused"] == 0 {
+		t.Errorf("PDFs: %d normal read, %d hostile refused; want some of each", counts["pdf normal read"], counts["pdf hostile refused"])
+	}
+	if peak > heapBound {
+		t.Errorf("the heap reached %d MB, more than the %d MB the limits allow", peak>>20, heapBound>>20)
+	}
 
 	// Quiet again: nothing runs or waits, and the status agrees.
-	waitUntil(t, 10*time.Second, "the queue to empty", func() bool { st := ts.Manager.Status(); return st.Running == 0 && st.Waiting == 0 })
+	waitUntil(t, "the queue to empty", func() bool { st := ts.Manager.Status(); return st.Running == 0 && st.Waiting == 0 })
 	if resp, _ := do(t, "POST", ts.URL+"/api/model/start", `{"model":"minicpm5:2b"}`); resp.StatusCode != 202 {
 		t.Fatalf("start after the soak: %d", resp.StatusCode)
 	}
-	waitUntil(t, 5*time.Second, "the model on", func() bool { return ts.Manager.Status().State == service.StateOn })
+	waitUntil(t, "the model on", func() bool { return ts.Manager.Status().State == service.StateOn })
 	resp, out := do(t, "GET", ts.URL+"/api/status", "")
 	var st service.Status
 	if err := json.Unmarshal([]byte(out), &st); err != nil || resp.StatusCode != 200 {
@@ -226,19 +265,29 @@ func TestSoak(t *testing.T) {
 	if resp, out := do(t, "POST", ts.URL+"/v1/chat/completions", `{"model":"minicpm5:2b","messages":[{"role":"user","content":"after"}]}`); resp.StatusCode != 200 || !strings.Contains(out, "echo: after") {
 		t.Fatalf("chat after the soak: %d %s", resp.StatusCode, out)
 	}
+	after := pdftexttest.PDF([][]string{{"read after the soak"}})
+	if resp, out, err := postPDF(context.Background(), client, ts.URL, ts.Cookie, after); err != nil || resp.StatusCode != 200 || !strings.Contains(out, "read after the soak") {
+		t.Fatalf("a PDF after the soak: %v %v %s", err, resp, out)
+	}
 
 	// No growth: goroutines back near the baseline once connections
 	// close (bound: 20 more), the heap within 64 MB of it.
 	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
 	client.CloseIdleConnections()
 	var g int
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.After(time.Minute); ; { // a bound on a failure, not a measure
 		runtime.GC()
-		if g = runtime.NumGoroutine(); g <= baseG+20 || time.Now().After(deadline) {
+		if g = runtime.NumGoroutine(); g <= baseG+20 {
 			break
 		}
-		time.Sleep(100 * time.Millisecond)
+		select {
+		case <-tick.C:
+			continue
+		case <-deadline:
+		}
+		break
 	}
 	runtime.ReadMemStats(&ms)
 	t.Logf("goroutines %d -> %d; heap %d MB -> %d MB", baseG, g, baseHeap>>20, ms.HeapAlloc>>20)

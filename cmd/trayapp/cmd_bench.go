@@ -18,6 +18,7 @@ import (
 
 	"github.com/npuchat/npuchat/config"
 	"github.com/npuchat/npuchat/engine"
+	"github.com/npuchat/npuchat/engine/sample"
 )
 
 // benchResult is one `npuchat bench` measurement (the --json output).
@@ -242,7 +243,7 @@ func bench(ctx context.Context, path string, opts engine.LoadOptions, promptToke
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		tok := argmaxOf(logits)
+		tok := sample.Argmax(logits)
 		if dec.Copy {
 			tok = prompt[i%len(prompt)]
 		}
@@ -255,16 +256,6 @@ func bench(ctx context.Context, path string, opts engine.LoadOptions, promptToke
 	res.DraftN, res.DraftAccepted, res.AcceptRate = st.Drafted, st.Accepted, st.AcceptRate()
 	res.PeakRSSMB = float64(peakRSS()) / (1 << 20)
 	return res, nil
-}
-
-func argmaxOf(x []float32) int {
-	best := 0
-	for i, v := range x {
-		if v > x[best] {
-			best = i
-		}
-	}
-	return best
 }
 
 // peakRSS reads the process's peak resident set (VmHWM) from

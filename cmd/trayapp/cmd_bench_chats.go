@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/npuchat/npuchat/engine"
+	"github.com/npuchat/npuchat/engine/sample"
 )
 
 // chatsResult is `npuchat bench --chats N`: N chats of --chat-tokens
@@ -78,7 +79,7 @@ func benchChats(ctx context.Context, path string, opts engine.LoadOptions, chats
 			if err != nil {
 				return nil, err
 			}
-			next := argmaxOf(logits)
+			next := sample.Argmax(logits)
 			res.Visits = append(res.Visits, chatsVisit{Round: round, Chat: i, PromptTokens: len(prompt), CachedTokens: n,
 				PrefilledTokens: len(prompt) - n, FirstTokenSeconds: time.Since(start).Seconds()})
 			// the answer, kept with the chat as the backend keeps it
@@ -88,7 +89,7 @@ func benchChats(ctx context.Context, path string, opts engine.LoadOptions, chats
 				if err != nil {
 					return nil, err
 				}
-				answer = append(answer, argmaxOf(logits))
+				answer = append(answer, sample.Argmax(logits))
 			}
 			if _, err := s.Forward(answer[len(answer)-1]); err != nil {
 				return nil, err

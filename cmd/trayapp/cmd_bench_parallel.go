@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/npuchat/npuchat/engine"
+	"github.com/npuchat/npuchat/engine/sample"
 )
 
 // parallelResult is `npuchat bench --parallel N`: N streams decoded
@@ -114,7 +115,7 @@ func benchParallel(ctx context.Context, path string, opts engine.LoadOptions, n,
 				close(started)
 				started = nil
 			}
-			tok := argmaxOf(logits)
+			tok := sample.Argmax(logits)
 			if dec.Copy {
 				tok = p[i%len(p)]
 			}

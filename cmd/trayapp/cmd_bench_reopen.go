@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/npuchat/npuchat/engine"
+	"github.com/npuchat/npuchat/engine/sample"
 )
 
 // reopenResult is `npuchat bench --reopen N`: the time to the first token
@@ -82,7 +83,7 @@ func benchReopen(ctx context.Context, path string, opts engine.LoadOptions, chat
 		if err != nil {
 			return 0, 0, err
 		}
-		argmaxOf(logits)
+		sample.Argmax(logits)
 		return time.Since(start), n, nil
 	}
 

@@ -334,12 +334,13 @@ func TestTrayStopsWithinFiveSecondsMidAnswer(t *testing.T) {
 			fmt.Fprint(w, `{"object":"list","data":[{"id":"up","object":"model"}]}`)
 			return
 		}
+		// Ten words, then an answer that never ends.
 		w.Header().Set("Content-Type", "text/event-stream")
-		for i := 0; r.Context().Err() == nil; i++ {
+		for i := range 10 {
 			fmt.Fprintf(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"w%d \"}}]}\n\n", i)
 			w.(http.Flusher).Flush()
-			time.Sleep(20 * time.Millisecond)
 		}
+		<-r.Context().Done()
 	}))
 	defer up.Close()
 	settings := filepath.Join(d.home, ".config", "npuchat", "settings.json")
@@ -387,7 +388,11 @@ func TestTrayStopsWithinFiveSecondsMidAnswer(t *testing.T) {
 		t.Fatalf("SIGTERM mid-answer took %v", took)
 	}
 
-	again := d.start(t, exe, args...)
+	// Restarted on the same port, as a person's server is (the session
+	// cookie is named for the port: a server on another port would not
+	// take it).
+	port := url[strings.LastIndex(url, ":")+1:]
+	again := d.start(t, exe, append([]string{"--addr", "127.0.0.1:" + port}, args[2:]...)...)
 	url = again.url(t)
 	var msgs struct {
 		Messages []struct {

@@ -3,14 +3,13 @@ package chat
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"reflect"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files")
+	"github.com/npuchat/npuchat/internal/golden"
+)
 
 type toolCase struct {
 	Name   string `json:"name"`
@@ -88,19 +87,7 @@ func TestToolCallGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := buf.Bytes()
-	const golden = "testdata/toolcall/golden.json"
-	if *update {
-		if err := os.WriteFile(golden, out, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to write it)", err)
-	}
-	if string(want) != string(out) {
-		t.Errorf("results differ from %s (run with -update after checking):\n%s", golden, out)
-	}
+	golden.Assert(t, "testdata/toolcall/golden.json", out)
 }
 
 // Broken markup loses nothing: the text is the answer byte for byte.

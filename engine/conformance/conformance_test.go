@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/npuchat/npuchat/engine"
+	"github.com/npuchat/npuchat/engine/sample"
 	"github.com/npuchat/npuchat/engine/testmodel"
 )
 
@@ -300,7 +301,7 @@ func TestPortClaimUnitQKNormChangesOutput(t *testing.T) {
 	if d < 0.05 {
 		t.Errorf("injecting unit q/k norms moved logits by only %.3g relative; expected a clear change", d)
 	}
-	if argmax(a.Logits[len(p)-1]) == argmax(b.Logits[len(p)-1]) && same == steps {
+	if sample.Argmax(a.Logits[len(p)-1]) == sample.Argmax(b.Logits[len(p)-1]) && same == steps {
 		t.Errorf("injecting unit q/k norms changed no greedy token; the test model does not show the difference")
 	}
 

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/npuchat/npuchat/engine"
+	"github.com/npuchat/npuchat/engine/sample"
 	"github.com/npuchat/npuchat/engine/testmodel"
 )
 
@@ -73,7 +74,7 @@ func cachedRun(t *testing.T, s *engine.Session, prompt, teacher []int) (*run, in
 	last := append([]float32(nil), l...)
 	r := &run{Logits: [][]float32{last}}
 	for i := range steps {
-		r.Greedy = append(r.Greedy, argmax(last))
+		r.Greedy = append(r.Greedy, sample.Argmax(last))
 		r.GreedyLogits = append(r.GreedyLogits, last)
 		if i+1 == steps {
 			break

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/npuchat/npuchat/engine"
+	"github.com/npuchat/npuchat/engine/sample"
 	"github.com/npuchat/npuchat/engine/testmodel"
 )
 
@@ -95,7 +96,7 @@ func engineRun(t *testing.T, path string, opts engine.LoadOptions, prompt []int,
 	}
 	last := r.Logits[len(r.Logits)-1]
 	for i := 0; i < steps; i++ {
-		tok := argmax(last)
+		tok := sample.Argmax(last)
 		r.Greedy = append(r.Greedy, tok)
 		r.GreedyLogits = append(r.GreedyLogits, last)
 		if i+1 == steps {
@@ -192,16 +193,6 @@ func maxAbsDiff(a, b *run) float64 {
 		}
 	}
 	return d
-}
-
-func argmax(x []float32) int {
-	best := 0
-	for i, v := range x {
-		if v > x[best] {
-			best = i
-		}
-	}
-	return best
 }
 
 // margin is the gap between the largest and second-largest logit.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/npuchat/npuchat/engine"
+	"github.com/npuchat/npuchat/engine/sample"
 	"github.com/npuchat/npuchat/engine/testmodel"
 )
 
@@ -34,7 +35,7 @@ func TestSpeculativeGreedyMatchesLlamaCpp(t *testing.T) {
 			d := s.NewDecoder(engine.DecodeOptions{})
 			var got []int
 			for range steps {
-				tok := argmax(l)
+				tok := sample.Argmax(l)
 				got = append(got, tok)
 				if l, err = d.Forward(context.Background(), tok); err != nil {
 					t.Fatal(err)

@@ -3,7 +3,6 @@ package tokenizer
 import (
 	"crypto/sha256"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,9 +11,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "regenerate testdata/*_golden.json with the Node oracle (oracle/gen.mjs)")
+	goldenfile "github.com/npuchat/npuchat/internal/golden"
+)
 
 // Where scripts/setup.d/tokenizer.sh installs the oracle and the Qwen3
 // tokenizer files (11 MB, not committed).
@@ -73,7 +72,7 @@ func loadGolden(t *testing.T) golden { return loadGoldenFile(t, goldenPath) }
 func loadGoldenFile(t *testing.T, path string) golden {
 	t.Helper()
 	updateOnce.Do(func() {
-		if !*update {
+		if !goldenfile.Update() {
 			return
 		}
 		if _, err := os.Stat(filepath.Join(oracleDir, "node_modules")); err != nil {

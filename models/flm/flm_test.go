@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"github.com/npuchat/npuchat/config"
 	"github.com/npuchat/npuchat/jsonedit"
 	"io/fs"
@@ -14,26 +13,14 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/npuchat/npuchat/internal/golden"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
-
-func golden(t *testing.T, name string, got []byte) {
+// assertGolden compares got with testdata/<name>.golden.
+func assertGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file; got:\n%s", name, got)
-	}
+	golden.Assert(t, filepath.Join("testdata", name+".golden"), got)
 }
 
 // catalogModel is the part of a catalog.json model these tests use
@@ -101,7 +88,7 @@ func TestModelListMergeGolden(t *testing.T) {
 				t.Fatalf("changed=%v err=%v", changed, err)
 			}
 			got, _ := os.ReadFile(path)
-			golden(t, name, got)
+			assertGolden(t, name, got)
 			if bak, _ := os.ReadFile(path + ".bak"); !bytes.Equal(bak, in) {
 				t.Error("the .bak file is not the previous version")
 			}
@@ -230,7 +217,7 @@ func TestFixTokenizerConfigGolden(t *testing.T) {
 		t.Fatalf("changed=%v err=%v", changed, err)
 	}
 	got, _ := os.ReadFile(path)
-	golden(t, "tokenizer_config", got)
+	assertGolden(t, "tokenizer_config", got)
 	if changed, err := EditJSONFile(path, fix); err != nil || changed {
 		t.Errorf("second fix: changed=%v err=%v", changed, err)
 	}

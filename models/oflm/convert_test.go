@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/npuchat/npuchat/engine/testmodel"
+	"github.com/npuchat/npuchat/npu/oflm/oflmtest"
 )
 
 // smallPort writes the MiniCPM5 port's pack of a small model.
@@ -54,26 +55,6 @@ func names(m map[string]string) []string {
 	}
 	slices.Sort(n)
 	return n
-}
-
-// editJSON rewrites a JSON file of dir through f.
-func editJSON(t *testing.T, path string, f func(map[string]any)) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	f(m)
-	if b, err = json.Marshal(m); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // zeroMins makes one packed tensor of dir/model.q4nx look converted from
@@ -195,27 +176,27 @@ func TestConvertRefuses(t *testing.T) {
 			Options{KVHeads: 4}, "cannot write 4 KV heads from 8"},
 		{"a layer missing", func(t *testing.T) string {
 			_, src := smallPort(t)
-			editJSON(t, filepath.Join(src, "config.json"), func(m map[string]any) { m["num_hidden_layers"] = 3 })
+			oflmtest.EditJSON(t, filepath.Join(src, "config.json"), func(m map[string]any) { m["num_hidden_layers"] = 3 })
 			return src
 		}, Options{}, "lacks [model.layers.2."},
 		{"a tensor of another shape", func(t *testing.T) string {
 			_, src := smallPort(t)
-			editJSON(t, filepath.Join(src, "config.json"), func(m map[string]any) { m["intermediate_size"] = 1024 })
+			oflmtest.EditJSON(t, filepath.Join(src, "config.json"), func(m map[string]any) { m["intermediate_size"] = 1024 })
 			return src
 		}, Options{}, "a 1024×256 matrix (config.json) packs into"},
 		{"not the port", func(t *testing.T) string {
 			_, src := smallPort(t)
-			editJSON(t, filepath.Join(src, "config.json"), func(m map[string]any) { m["model_type"] = "gemma3" })
+			oflmtest.EditJSON(t, filepath.Join(src, "config.json"), func(m map[string]any) { m["model_type"] = "gemma3" })
 			return src
 		}, Options{}, `model_type "gemma3"`},
 		{"no eos_token", func(t *testing.T) string {
 			_, src := smallPort(t)
-			editJSON(t, filepath.Join(src, "tokenizer_config.json"), func(m map[string]any) { delete(m, "eos_token") })
+			oflmtest.EditJSON(t, filepath.Join(src, "tokenizer_config.json"), func(m map[string]any) { delete(m, "eos_token") })
 			return src
 		}, Options{}, "has no eos_token"},
 		{"no chat template", func(t *testing.T) string {
 			_, src := smallPort(t)
-			editJSON(t, filepath.Join(src, "tokenizer_config.json"), func(m map[string]any) { delete(m, "chat_template") })
+			oflmtest.EditJSON(t, filepath.Join(src, "tokenizer_config.json"), func(m map[string]any) { delete(m, "chat_template") })
 			return src
 		}, Options{}, "no chat template"},
 	}
@@ -434,8 +415,8 @@ func TestTokenizerConfig(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			src := writeSource(t, w, port)
 			var tok, cfg map[string]any
-			editJSON(t, filepath.Join(src, "config.json"), func(m map[string]any) { cfg = m; c.edit(map[string]any{}, cfg) })
-			editJSON(t, filepath.Join(src, "tokenizer_config.json"), func(m map[string]any) { tok = m; c.edit(tok, map[string]any{}) })
+			oflmtest.EditJSON(t, filepath.Join(src, "config.json"), func(m map[string]any) { cfg = m; c.edit(map[string]any{}, cfg) })
+			oflmtest.EditJSON(t, filepath.Join(src, "tokenizer_config.json"), func(m map[string]any) { tok = m; c.edit(tok, map[string]any{}) })
 			dst := filepath.Join(t.TempDir(), "oflm")
 			if _, err := Convert(context.Background(), src, dst, Options{}); err != nil {
 				t.Fatal(err)
@@ -470,7 +451,7 @@ func TestTokenizerConfig(t *testing.T) {
 // llama, its shape kept, FLM's closed-engine fields gone.
 func TestLlamaConfig(t *testing.T) {
 	_, src := smallPort(t)
-	editJSON(t, filepath.Join(src, "config.json"), func(m map[string]any) {
+	oflmtest.EditJSON(t, filepath.Join(src, "config.json"), func(m map[string]any) {
 		m["addr_qk"], m["addr_kv"], m["max_window_layers"] = 9216, 33792, 2
 	})
 	dst := filepath.Join(t.TempDir(), "oflm")

@@ -16,6 +16,9 @@ type Route struct {
 	Via string `json:"via,omitempty"`
 	// Ready is true when the route can serve now.
 	Ready bool `json:"ready"`
+	// Unknown is true when whether it can serve was not checked (no NPU
+	// check report); Ready is then false.
+	Unknown bool `json:"unknown,omitempty"`
 	// Status is "ready", or what is missing.
 	Status string `json:"status"`
 	// Fix is what to do when it is not ready, with where to get what is
@@ -30,19 +33,25 @@ func (r Route) Line() string {
 		return fmt.Sprintf("%s: no NPU route: %s", r.Models, r.Status)
 	case r.Ready:
 		return fmt.Sprintf("%s: NPU via %s (ready)", r.Models, r.Via)
+	case r.Unknown:
+		return fmt.Sprintf("%s: NPU via %s, not known whether it can run: %s", r.Models, r.Via, r.Status)
 	}
 	return fmt.Sprintf("%s: NPU via %s, not ready: %s", r.Models, r.Via, r.Status)
 }
 
 // FLMRoute is the FastFlowLM route for FastFlowLM's own models: ready when
-// flm was found (exe) and the NPU check passed.
+// flm was found (exe) and the NPU check r passed; unknown when there is no
+// check report (r is nil), never ready on a check that did not run.
 func FLMRoute(exe string, r *Report) Route {
 	rt := Route{Models: "FastFlowLM's models", Via: "FLM"}
 	switch {
 	case exe == "":
 		rt.Via, rt.Status = "", "FastFlowLM (flm) is not installed"
 		rt.Fix = "Install FastFlowLM: https://github.com/FastFlowLM/FastFlowLM"
-	case r != nil && !r.Ready:
+	case r == nil:
+		rt.Unknown, rt.Status = true, "the NPU was not checked"
+		rt.Fix = "Run `npuchat check` to check the NPU."
+	case !r.Ready:
 		rt.Status = strings.TrimSuffix(r.Summary, ".")
 		rt.Fix = "See the fixes above."
 	default:

@@ -22,6 +22,9 @@ func TestRoutes(t *testing.T) {
 		{name: "FLM with the NPU not ready", route: FLMRoute("/usr/bin/flm", notReady),
 			line: "FastFlowLM's models: NPU via FLM, not ready: Not ready: [L13] Locked-memory limit (memlock): soft 8 MiB, hard 8 MiB",
 			fix:  "See the fixes above."},
+		{name: "FLM without a check report", route: FLMRoute("/usr/bin/flm", nil),
+			line: "FastFlowLM's models: NPU via FLM, not known whether it can run: the NPU was not checked",
+			fix:  "Run `npuchat check` to check the NPU."},
 		{name: "no FLM", route: FLMRoute("", ready), line: "FastFlowLM's models: no NPU route: FastFlowLM (flm) is not installed",
 			fix: "Install FastFlowLM: https://github.com/FastFlowLM/FastFlowLM"},
 	}

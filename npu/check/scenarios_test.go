@@ -7,15 +7,14 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
+	"github.com/npuchat/npuchat/internal/golden"
 	"github.com/npuchat/npuchat/npu/amdxdna"
 	"github.com/npuchat/npuchat/npu/xrt"
 )
 
 var (
-	update     = flag.Bool("update", false, "rewrite the golden reports in testdata/golden")
 	regenTrees = flag.Bool("regen-trees", false, "rewrite the recorded trees in testdata/trees from the scenarios in scenarios_test.go")
 )
 
@@ -358,8 +357,8 @@ func TestScenarios(t *testing.T) {
 			if err := WriteJSON(&js, r); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, filepath.Join("testdata/golden", name+".txt"), text.Bytes())
-			golden(t, filepath.Join("testdata/golden", name+".json"), js.Bytes())
+			golden.Assert(t, filepath.Join("testdata/golden", name+".txt"), text.Bytes())
+			golden.Assert(t, filepath.Join("testdata/golden", name+".json"), js.Bytes())
 		})
 	}
 	for name := range known {
@@ -401,27 +400,6 @@ func TestScenariosMatchFakes(t *testing.T) {
 	}
 }
 
-func golden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (run go test -update after checking the change); first difference at line %d:\n got: %s\nwant: %s",
-			path, diffLine(got, want)+1, lineAt(got, diffLine(got, want)), lineAt(want, diffLine(got, want)))
-	}
-}
-
 func equalStrings(a, b []string) bool {
 	if len(a) != len(b) {
 		return false
@@ -432,23 +410,4 @@ func equalStrings(a, b []string) bool {
 		}
 	}
 	return true
-}
-
-// diffLine returns the index of the first line where a and b differ.
-func diffLine(a, b []byte) int {
-	la, lb := strings.Split(string(a), "\n"), strings.Split(string(b), "\n")
-	for i := range la {
-		if i >= len(lb) || la[i] != lb[i] {
-			return i
-		}
-	}
-	return len(la)
-}
-
-func lineAt(b []byte, i int) string {
-	lines := strings.Split(string(b), "\n")
-	if i < len(lines) {
-		return lines[i]
-	}
-	return "(end of file)"
 }

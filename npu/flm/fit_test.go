@@ -79,13 +79,3 @@ func TestLongChatFitsFLM(t *testing.T) {
 		t.Error("FLM heard the message larger than the context")
 	}
 }
-
-// TestServedContext: FLM serves --ctx-len raised to 512 and rounded up
-// to a power of two.
-func TestServedContext(t *testing.T) {
-	for n, want := range map[int]int{1: 512, 512: 512, 513: 1024, 4096: 4096, 5000: 8192, 32768: 32768} {
-		if got := ServedContext(n); got != want {
-			t.Errorf("ServedContext(%d) = %d, want %d", n, got, want)
-		}
-	}
-}

@@ -33,21 +33,19 @@
 package flm
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/npuchat/npuchat/childproc"
 	"github.com/npuchat/npuchat/enginekind"
-	"github.com/npuchat/npuchat/npu/childproc"
+	"github.com/npuchat/npuchat/npu/childserver"
 	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/backend/oaicompat"
 )
@@ -66,7 +64,7 @@ type Options struct {
 	// FLM_CONFIG_PATH, FLM_XCLBIN_PATH and FLM_MODEL_PATH.
 	Env []string
 	// ContextLength, when > 0, is passed as --ctx-len (FLM raises it to at
-	// least 512 and rounds it up to a power of two: ServedContext). When
+	// least 512 and rounds it up to a power of two: childserver.ServedContext). When
 	// 0, FLM serves the model's default_context_length from its
 	// model_list.json entry, which Info.ContextLength should give.
 	ContextLength int
@@ -121,39 +119,32 @@ type RestartPolicy struct {
 	ResetAfter time.Duration
 }
 
-// State is where the backend is in its life.
-type State string
+// State is where the backend is in its life: childserver's states, of
+// which FLM's supervision uses all.
+type State = childserver.State
 
 // States.
 const (
-	StateStopped    State = "stopped"    // not loaded
-	StateStarting   State = "starting"   // flm serve started, not answering yet
-	StateReady      State = "ready"      // serving
-	StateRestarting State = "restarting" // the child died; a restart is pending
-	StateFailed     State = "failed"     // the child died and restarts failed; Unload to reset
+	StateStopped    = childserver.StateStopped    // not loaded
+	StateStarting   = childserver.StateStarting   // flm serve started, not answering yet
+	StateReady      = childserver.StateReady      // serving
+	StateRestarting = childserver.StateRestarting // the child died; a restart is pending
+	StateFailed     = childserver.StateFailed     // the child died and restarts failed; Unload to reset
 )
 
 // Event is a state change.
-type Event struct {
-	State   State
-	PID     int   // the child's process id, when there is one
-	Attempt int   // the restart attempt (1-based), in StateStarting and StateRestarting after a crash
-	Err     error // why, in StateRestarting and StateFailed
-}
+type Event = childserver.Event
 
 // Backend is FastFlowLM serving one model. Make one with New.
 type Backend struct {
 	opts Options
 	log  *childproc.LogRing
 	http *http.Client
+	slot *childserver.Slot // the child, its client and the state
 
-	lifecycle sync.Mutex // serialises Load and Unload
+	life childserver.Lifecycle // serialises Load and Unload; Unload cancels a Load
 
-	mu       sync.Mutex
-	state    State
-	cur      *child
-	client   *oaicompat.Client
-	lastErr  error
+	mu       sync.Mutex // guards the supervisor's fields
 	stopSup  context.CancelFunc
 	supDone  chan struct{}
 	stopping bool
@@ -192,10 +183,7 @@ func New(opts Options) (*Backend, error) {
 	if r.ResetAfter <= 0 {
 		r.ResetAfter = time.Minute
 	}
-	b := &Backend{opts: opts, log: childproc.NewLogRing(opts.Log, opts.LogLines), http: opts.HTTPClient, state: StateStopped}
-	if b.http == nil {
-		b.http = &http.Client{}
-	}
+	b := &Backend{opts: opts, log: childproc.NewLogRing(opts.Log, opts.LogLines), http: cmp.Or(opts.HTTPClient, &http.Client{}), slot: childserver.NewSlot(opts.OnState)}
 	return b, nil
 }
 
@@ -210,20 +198,10 @@ func (b *Backend) Info() backend.ModelInfo {
 		info.Format = "q4nx"
 	}
 	if b.opts.ContextLength > 0 {
-		info.ContextLength = ServedContext(b.opts.ContextLength)
+		info.ContextLength = childserver.ServedContext(b.opts.ContextLength)
 	}
 	info.Capabilities = Capabilities()
 	return info
-}
-
-// ServedContext is the context FLM serves for --ctx-len n: at least 512,
-// rounded up to a power of two (FLM's docs/cli.md; research/flm.md §4).
-func ServedContext(n int) int {
-	c := 512
-	for c < n {
-		c *= 2
-	}
-	return c
 }
 
 // Capabilities is what the backend does with any model: plain
@@ -231,285 +209,111 @@ func ServedContext(n int) int {
 func Capabilities() []string { return []string{backend.CapCompletion} }
 
 // State is the backend's state now.
-func (b *Backend) State() State {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.state
-}
+func (b *Backend) State() State { return b.slot.State() }
 
 // PID is the running child's process id, or 0.
-func (b *Backend) PID() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.cur == nil {
-		return 0
-	}
-	return b.cur.PID
-}
+func (b *Backend) PID() int { return b.slot.PID() }
 
 // BaseURL is the running child's address (http://127.0.0.1:port), or "".
 func (b *Backend) BaseURL() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.cur == nil {
-		return ""
+	if c := b.slot.Server(); c != nil {
+		return c.URL("")
 	}
-	return "http://127.0.0.1:" + strconv.Itoa(b.cur.port)
+	return ""
 }
 
 // RecentLog returns up to n of the child's last output lines.
 func (b *Backend) RecentLog(n int) []string { return b.log.Since(0, n) }
 
-func (b *Backend) setState(ev Event) {
-	b.mu.Lock()
-	b.state = ev.State
-	if ev.Err != nil {
-		b.lastErr = ev.Err
-	}
-	b.mu.Unlock()
-	if b.opts.OnState != nil {
-		b.opts.OnState(ev)
-	}
-}
-
 // Load starts `flm serve` and returns when it answers and lists the model.
+// An Unload meanwhile stops the child and makes it return
+// childserver.ErrUnloaded.
 func (b *Backend) Load(ctx context.Context, progress func(backend.Progress)) error {
-	b.lifecycle.Lock()
-	defer b.lifecycle.Unlock()
-	b.mu.Lock()
-	if b.state != StateStopped {
-		st := b.state
-		b.mu.Unlock()
-		if st == StateFailed {
-			return fmt.Errorf("FastFlowLM failed; unload it first: %w", b.lastErrOr())
-		}
+	ctx, end := b.life.Load(ctx)
+	defer end()
+	switch b.slot.State() {
+	case StateStopped:
+	case StateFailed:
+		return fmt.Errorf("FastFlowLM failed; unload it first: %w", cmp.Or(b.slot.LastErr(), backend.ErrDeviceFailed))
+	default:
 		return nil // loaded, or restarting under supervision
 	}
+	b.mu.Lock()
 	b.stopping = false
 	b.mu.Unlock()
 
-	c, client, err := b.launch(ctx, progress, 0)
+	c, client, err := childserver.Launch(ctx, b.slot, b.launcher(progress, 0))
 	if err != nil {
-		b.setState(Event{State: StateStopped, Err: err})
+		err = childserver.Why(ctx, err)
+		b.slot.Set(Event{State: StateStopped, Err: err})
 		return err
 	}
 	supCtx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	b.mu.Lock()
-	b.cur, b.client, b.stopSup, b.supDone, b.lastErr = c, client, stop, done, nil
+	b.stopSup, b.supDone = stop, done
 	b.mu.Unlock()
-	b.setState(Event{State: StateReady, PID: c.PID})
+	b.slot.Ready(c, client, 0)
 	go b.supervise(supCtx, c, done)
 	return nil
 }
 
-func (b *Backend) lastErrOr() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.lastErr != nil {
-		return b.lastErr
+// launcher says how to start `flm serve`: ready when GET /api/tags
+// answers 200.
+func (b *Backend) launcher(progress func(backend.Progress), attempt int) childserver.Launcher {
+	return childserver.Launcher{
+		Spec: childserver.Spec{
+			Name: "FastFlowLM", Command: "flm serve " + b.opts.Model, Executable: b.opts.Executable,
+			Args: b.serveArgs, Log: b.log, Missing: "is FastFlowLM installed?", Alive: "/api/tags",
+			// FLM checks GitHub for a newer version at every serve unless
+			// told not to (its README); NPU Chat pins the version it runs.
+			// Options.Env, coming after, can override it.
+			BaseEnv: b.opts.BaseEnv, Env: append([]string{"FLM_DISABLE_UPDATE_CHECK=1"}, b.opts.Env...),
+		},
+		Wait:    childserver.Wait{Timeout: b.opts.StartTimeout, PollInterval: b.opts.PollInterval},
+		Loading: fmt.Sprintf("loading %s on the NPU", b.opts.Model),
+		Report:  progress,
+		Probe: func(c *childserver.Server) childserver.Probe {
+			return func(ctx context.Context) (bool, error) {
+				_, ok := childserver.Get(ctx, b.http, c.URL("/api/tags"), 2*time.Second)
+				return ok, nil
+			}
+		},
+		Client: oaicompat.Options{
+			Model: b.opts.Model, HTTPClient: b.http, Kind: enginekind.NPU, Info: b.Info(), IdleTimeout: max(b.opts.IdleTimeout, 0),
+			// FLM's /v1/models says no context: the one it serves is known here
+			ContextLength: b.Info().ContextLength, Count: b.opts.Count,
+		},
+		Grace: b.opts.StopGrace, Attempt: attempt,
+		Unknown: func(pe *ProcessError) error {
+			// Not a device failure: FLM's list lacks the tag (v0.9.45 exits).
+			return fmt.Errorf("FastFlowLM does not know model %q: is it in the model_list.json that FLM_CONFIG_PATH names? %s", b.opts.Model, pe.Message)
+		},
+		NotServed: func(err error) error {
+			// Older FLM versions serve llama3.2:1b instead of an unknown tag.
+			return fmt.Errorf("FastFlowLM does not serve %q: is it in the model_list.json that FLM_CONFIG_PATH names? %w", b.opts.Model, err)
+		},
 	}
-	return backend.ErrDeviceFailed
 }
 
-// launch starts a child and waits until it is ready. When the child
-// could not bind the port picked for it (another program took it in the
-// meantime), it tries once more with another port.
-func (b *Backend) launch(ctx context.Context, progress func(backend.Progress), attempt int) (*child, *oaicompat.Client, error) {
-	c, client, err := b.launchOnce(ctx, progress, attempt)
-	var pe *ProcessError
-	if err != nil && errors.As(err, &pe) && pe.Exited && portConflict(pe.Log) && ctx.Err() == nil {
-		b.log.Note("the port was taken; trying another")
-		return b.launchOnce(ctx, progress, attempt)
-	}
-	return c, client, err
-}
-
-// portConflict says whether a child's last output says its port was taken.
-func portConflict(lines []string) bool {
-	return logSays(lines, "address already in use") || logSays(lines, "only one usage of each socket address")
-}
-
-// logSays says whether one of lines contains what (lower case).
-func logSays(lines []string, what string) bool {
-	for _, l := range lines {
-		if strings.Contains(strings.ToLower(l), what) {
-			return true
-		}
-	}
-	return false
-}
-
-// launchOnce starts one child and waits until it is ready.
-func (b *Backend) launchOnce(ctx context.Context, progress func(backend.Progress), attempt int) (*child, *oaicompat.Client, error) {
-	report := func(p backend.Progress) {
-		if progress != nil {
-			progress(p)
-		}
-	}
-	port, err := freePort()
-	if err != nil {
-		return nil, nil, fmt.Errorf("start FastFlowLM: %w", err)
-	}
-	// --cors 0: FLM answers CORS preflights with "*" by default, which would
-	// let any web page drive the NPU on this private port; NPU Chat's own
-	// server is the one that faces browsers.
+// serveArgs are flm's arguments for serving on port. --cors 0: FLM
+// answers CORS preflights with "*" by default, which would let any web
+// page drive the NPU on this private port; NPU Chat's own server is the
+// one that faces browsers.
+func (b *Backend) serveArgs(port int) []string {
 	args := []string{"serve", b.opts.Model, "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--cors", "0", "--quiet"}
 	if b.opts.ContextLength > 0 {
 		args = append(args, "--ctx-len", strconv.Itoa(b.opts.ContextLength))
 	}
-	cmd := exec.Command(b.opts.Executable, args...)
-	env := b.opts.BaseEnv
-	if env == nil {
-		env = os.Environ()
-	}
-	// FLM checks GitHub for a newer version at every serve unless told not
-	// to (its README); NPU Chat pins the version it runs. Options.Env,
-	// coming after, can override it.
-	cmd.Env = append(append(append([]string(nil), env...), "FLM_DISABLE_UPDATE_CHECK=1"), b.opts.Env...)
-	cmd.Stdout, cmd.Stderr = b.log, b.log
-	cmd.WaitDelay = 2 * time.Second // do not wait long for pipes held by grandchildren
-
-	report(backend.Progress{Stage: "starting FastFlowLM"})
-	seq := b.log.Seq()
-	b.log.Note(fmt.Sprintf("starting %s %s", b.opts.Executable, strings.Join(args, " ")))
-	p, err := childproc.Start(cmd)
-	if err != nil {
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			return nil, nil, fmt.Errorf("start FastFlowLM: %s not found (is FastFlowLM installed?): %w", b.opts.Executable, err)
-		}
-		return nil, nil, fmt.Errorf("start FastFlowLM %s: %w", b.opts.Executable, err)
-	}
-	c := &child{Process: p, port: port, logSeq: seq}
-	b.mu.Lock()
-	b.cur = c // so that PID and Unload see a child that is still starting
-	b.mu.Unlock()
-	b.setState(Event{State: StateStarting, PID: c.PID, Attempt: attempt})
-
-	fail := func(err error) (*child, *oaicompat.Client, error) {
-		b.stopChild(context.Background(), c)
-		b.mu.Lock()
-		if b.cur == c {
-			b.cur = nil
-		}
-		b.mu.Unlock()
-		return nil, nil, err
-	}
-	if err := b.waitReady(ctx, c, report); err != nil {
-		var pe *ProcessError
-		if errors.As(err, &pe) && logSays(pe.Log, "model not found") {
-			// Not a device failure: FLM's list lacks the tag (v0.9.45 exits).
-			err = fmt.Errorf("FastFlowLM does not know model %q: is it in the model_list.json that FLM_CONFIG_PATH names? %s", b.opts.Model, pe.msg)
-		}
-		return fail(err)
-	}
-	client, err := oaicompat.New(oaicompat.Options{
-		BaseURL: "http://127.0.0.1:" + strconv.Itoa(port), Model: b.opts.Model,
-		HTTPClient: b.http, Kind: enginekind.NPU, Info: b.Info(), IdleTimeout: max(b.opts.IdleTimeout, 0),
-		// FLM's /v1/models says no context: the one it serves is known here
-		ContextLength: b.Info().ContextLength, Count: b.opts.Count,
-	})
-	if err == nil {
-		err = client.Load(ctx, nil)
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return fail(ctx.Err())
-		}
-		// Older FLM versions serve llama3.2:1b instead of an unknown tag.
-		return fail(fmt.Errorf("FastFlowLM does not serve %q: is it in the model_list.json that FLM_CONFIG_PATH names? %w", b.opts.Model, err))
-	}
-	c.readyAt = time.Now()
-	report(backend.Progress{Stage: "FastFlowLM ready", Frac: 1})
-	return c, client, nil
-}
-
-// waitReady polls GET /api/tags until it answers 200, the child exits,
-// the start timeout passes or ctx is cancelled.
-func (b *Backend) waitReady(ctx context.Context, c *child, report func(backend.Progress)) error {
-	start := time.Now()
-	deadline := time.NewTimer(b.opts.StartTimeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(b.opts.PollInterval)
-	defer tick.Stop()
-	url := "http://127.0.0.1:" + strconv.Itoa(c.port) + "/api/tags"
-	for {
-		select {
-		case <-c.Done():
-			return b.processError("exited while starting", c, nil)
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-deadline.C:
-			return b.processError(fmt.Sprintf("did not answer within %v", b.opts.StartTimeout), c, nil)
-		case <-tick.C:
-		}
-		if b.ping(ctx, url) {
-			return nil
-		}
-		elapsed := time.Since(start)
-		report(backend.Progress{
-			Stage: fmt.Sprintf("loading %s on the NPU (%ds)", b.opts.Model, int(elapsed.Seconds())),
-			Done:  int64(elapsed / time.Second), Total: int64(b.opts.StartTimeout / time.Second),
-		})
-	}
-}
-
-// ping says whether url answers 200.
-func (b *Backend) ping(ctx context.Context, url string) bool {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return false
-	}
-	resp, err := b.http.Do(req)
-	if err != nil {
-		return false
-	}
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
-}
-
-// processError describes a failure of the child with its last output. It
-// wraps backend.ErrDeviceFailed: the process serving the model failed.
-func (b *Backend) processError(what string, c *child, cause error) error {
-	lines := b.log.Since(c.logSeq, 12)
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "FastFlowLM (flm serve %s, pid %d) %s", b.opts.Model, c.PID, what)
-	if c.Exited() {
-		fmt.Fprintf(&sb, " (%s)", c.ExitStatus())
-	}
-	if cause != nil {
-		fmt.Fprintf(&sb, ": %v", cause)
-	}
-	if len(lines) > 0 {
-		sb.WriteString("; its last output:\n\t" + strings.Join(lines, "\n\t"))
-	}
-	return &ProcessError{msg: sb.String(), Log: lines, Exited: c.Exited(), Cause: cause}
+	return args
 }
 
 // ProcessError is a failure of the `flm serve` process: it exited while
 // starting, never answered, or died. It wraps backend.ErrDeviceFailed.
-type ProcessError struct {
-	msg    string
-	Log    []string // the child's last output lines
-	Exited bool     // the process had exited
-	Cause  error    // the request's own error, when a request failed
-}
-
-func (e *ProcessError) Error() string { return e.msg }
-
-// Unwrap returns backend.ErrDeviceFailed and the cause.
-func (e *ProcessError) Unwrap() []error {
-	if e.Cause != nil {
-		return []error{backend.ErrDeviceFailed, e.Cause}
-	}
-	return []error{backend.ErrDeviceFailed}
-}
+type ProcessError = childserver.ProcessError
 
 // supervise restarts the child when it dies, until ctx is cancelled.
-func (b *Backend) supervise(ctx context.Context, c *child, done chan struct{}) {
+func (b *Backend) supervise(ctx context.Context, c *childserver.Server, done chan struct{}) {
 	defer close(done)
 	attempt := 0
 	for {
@@ -518,18 +322,16 @@ func (b *Backend) supervise(ctx context.Context, c *child, done chan struct{}) {
 			return
 		case <-c.Done():
 		}
-		crash := b.processError("exited", c, nil)
+		crash := c.Error("exited", nil)
 		b.mu.Lock()
-		if b.stopping {
-			b.mu.Unlock()
+		stopping := b.stopping
+		b.mu.Unlock()
+		if stopping {
 			return
 		}
-		if b.cur == c {
-			b.cur, b.client = nil, nil
-		}
-		b.mu.Unlock()
+		b.slot.Forget(c)
 		c.Release()
-		if time.Since(c.readyAt) >= b.opts.Restart.ResetAfter {
+		if time.Since(c.ReadyAt) >= b.opts.Restart.ResetAfter {
 			attempt = 0
 		}
 		var err error = crash
@@ -537,10 +339,10 @@ func (b *Backend) supervise(ctx context.Context, c *child, done chan struct{}) {
 			attempt++
 			if b.opts.Restart.MaxAttempts < 0 || attempt > b.opts.Restart.MaxAttempts {
 				b.log.Note(fmt.Sprintf("giving up after %d restarts: %v", attempt-1, err))
-				b.setState(Event{State: StateFailed, Err: err})
+				b.slot.Set(Event{State: StateFailed, Err: err})
 				return
 			}
-			b.setState(Event{State: StateRestarting, Attempt: attempt, Err: err})
+			b.slot.Set(Event{State: StateRestarting, Attempt: attempt, Err: err})
 			wait := b.opts.Restart.Backoff << (attempt - 1)
 			if wait > b.opts.Restart.MaxBackoff || wait <= 0 {
 				wait = b.opts.Restart.MaxBackoff
@@ -551,17 +353,14 @@ func (b *Backend) supervise(ctx context.Context, c *child, done chan struct{}) {
 				return
 			case <-time.After(wait):
 			}
-			var nc *child
+			var nc *childserver.Server
 			var client *oaicompat.Client
-			nc, client, err = b.launch(ctx, nil, attempt)
+			nc, client, err = childserver.Launch(ctx, b.slot, b.launcher(nil, attempt))
 			if ctx.Err() != nil {
 				return
 			}
 			if err == nil {
-				b.mu.Lock()
-				b.cur, b.client = nc, client
-				b.mu.Unlock()
-				b.setState(Event{State: StateReady, PID: nc.PID, Attempt: attempt})
+				b.slot.Ready(nc, client, attempt)
 				c = nc
 				break
 			}
@@ -584,137 +383,37 @@ func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(
 	if err := backend.CheckSupported(req, b.Info().Capabilities, "FastFlowLM, the NPU engine (use the CPU engine for this: --engine cpu)"); err != nil {
 		return backend.Result{}, err
 	}
-	b.mu.Lock()
-	state, c, client, lastErr := b.state, b.cur, b.client, b.lastErr
-	b.mu.Unlock()
-	switch {
-	case state == StateStopped:
-		return backend.Result{}, fmt.Errorf("FastFlowLM %s: %w", b.opts.Model, backend.ErrNotLoaded)
-	case state == StateFailed:
-		return backend.Result{}, fmt.Errorf("FastFlowLM %s is down: %w", b.opts.Model, errOr(lastErr, backend.ErrDeviceFailed))
-	case client == nil || state != StateReady:
-		return backend.Result{}, fmt.Errorf("FastFlowLM %s is not ready (%s): %w", b.opts.Model, state, backend.ErrDeviceFailed)
+	c, client, err := b.slot.Serving("FastFlowLM " + b.opts.Model)
+	if err != nil {
+		return backend.Result{}, err
 	}
 	seq := b.log.Seq()
 	res, err := client.Generate(ctx, req, emit)
 	if err == nil || ctx.Err() != nil || !errors.Is(err, backend.ErrDeviceFailed) {
 		return res, err
 	}
-	// A device failure. When the connection broke, say whether the process
-	// died with it (the broken stream arrives a moment before the exit is
-	// seen); FLM's own error messages come from a live process.
-	var oe *oaicompat.Error
-	if errors.As(err, &oe) && oe.Cause != nil {
-		select {
-		case <-c.Done():
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
-	if c.Exited() {
-		return res, b.processError("died during the request", c, err)
-	}
-	if lines := b.log.Since(seq, 8); len(lines) > 0 {
-		return res, fmt.Errorf("FastFlowLM %s on the NPU: %w; its output during the request:\n\t%s", b.opts.Model, err, strings.Join(lines, "\n\t"))
-	}
-	return res, fmt.Errorf("FastFlowLM %s on the NPU: %w", b.opts.Model, err)
-}
-
-func errOr(err, def error) error {
-	if err != nil {
-		return err
-	}
-	return def
+	// A device failure: FLM's own error messages come from a live process.
+	return res, c.RequestError(ctx, b.http, "FastFlowLM "+b.opts.Model, seq, err)
 }
 
 // Unload stops the child: SIGINT, SIGTERM, then, after Options.StopGrace,
-// a kill (on Windows a kill at once). It makes a running Generate return.
+// a kill (on Windows a kill at once). It makes a running Generate return,
+// and a Load in progress: that one kills the child it was starting.
 func (b *Backend) Unload(ctx context.Context) error {
-	b.lifecycle.Lock()
-	defer b.lifecycle.Unlock()
-	b.mu.Lock()
-	if b.state == StateStopped && b.cur == nil {
-		b.mu.Unlock()
+	defer b.life.Unload()()
+	if b.slot.State() == StateStopped && b.slot.Server() == nil {
 		return nil
 	}
+	b.mu.Lock()
 	b.stopping = true
-	stop, supDone, client := b.stopSup, b.supDone, b.client
+	stop, supDone := b.stopSup, b.supDone
+	b.stopSup, b.supDone = nil, nil
 	b.mu.Unlock()
-	if client != nil {
-		client.Unload(ctx)
-	}
 	if stop != nil {
 		stop()
 		<-supDone // a restart in progress stops its own child
 	}
-	b.mu.Lock()
-	c := b.cur
-	b.cur, b.client, b.stopSup, b.supDone = nil, nil, nil, nil
-	b.mu.Unlock()
-	var err error
-	if c != nil {
-		err = b.stopChild(ctx, c)
-	}
-	b.setState(Event{State: StateStopped})
-	b.mu.Lock()
-	b.lastErr = nil
-	b.mu.Unlock()
-	return err
-}
-
-// stopChild ends c: SIGINT (FLM's own stop, "Press Ctrl+C to stop"),
-// SIGTERM after half of StopGrace, SIGKILL after StopGrace; on Windows a
-// kill at once.
-func (b *Backend) stopChild(ctx context.Context, c *child) error {
-	defer c.Release()
-	if c.Exited() {
-		return nil
-	}
-	wait := func(d time.Duration) bool {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-c.Done():
-			return true
-		case <-t.C:
-			return false
-		case <-ctx.Done():
-			return false
-		}
-	}
-	if err := c.Interrupt(); err != nil {
-		b.log.Note(fmt.Sprintf("could not ask flm (pid %d) to stop (%v); killing it", c.PID, err))
-	} else {
-		b.log.Note(fmt.Sprintf("asked flm (pid %d) to stop", c.PID))
-		if wait(b.opts.StopGrace / 2) {
-			return nil
-		}
-		if ctx.Err() == nil && c.Terminate() == nil && wait(b.opts.StopGrace-b.opts.StopGrace/2) {
-			return nil
-		}
-		b.log.Note(fmt.Sprintf("flm (pid %d) did not stop; killing it", c.PID))
-	}
-	if err := c.Kill(); err != nil && !c.Exited() {
-		return fmt.Errorf("kill FastFlowLM (pid %d): %w", c.PID, err)
-	}
-	t := time.NewTimer(10 * time.Second)
-	defer t.Stop()
-	select {
-	case <-c.Done():
-		return nil
-	case <-t.C:
-		return fmt.Errorf("FastFlowLM (pid %d) is still running after a kill", c.PID)
-	}
-}
-
-// freePort picks a free loopback TCP port. Another program may take it
-// before flm binds it; flm then exits at start and Load says so.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return b.slot.Stop(ctx, b.opts.StopGrace)
 }
 
 var _ backend.Backend = (*Backend)(nil)

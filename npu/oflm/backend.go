@@ -1,22 +1,20 @@
 package oflm
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/npuchat/npuchat/childproc"
 	"github.com/npuchat/npuchat/enginekind"
-	"github.com/npuchat/npuchat/npu/childproc"
+	"github.com/npuchat/npuchat/npu/childserver"
 	"github.com/npuchat/npuchat/service/backend"
 	"github.com/npuchat/npuchat/service/backend/oaicompat"
 )
@@ -45,7 +43,7 @@ type Options struct {
 	// Env adds "KEY=value" entries: Layout.ServeEnv.
 	Env []string
 	// ContextLength is passed as --ctx-len (oflm: at least 512, rounded
-	// up to a power of two); the registry's default_context_length (the
+	// up to a power of two: childserver.ServedContext); the registry's default_context_length (the
 	// kernel set's max_ctx_default) is what it should be.
 	ContextLength int
 	// MaxTokens caps answers whose request gives no max_tokens (default
@@ -74,44 +72,30 @@ type Options struct {
 	Info backend.ModelInfo
 }
 
-// State is where the backend is in its life.
-type State string
+// State is where the backend is in its life: childserver's states, but
+// for StateRestarting (oflm's child is not restarted: a failed backend
+// waits for Load or Unload).
+type State = childserver.State
 
 // States.
 const (
-	StateStopped  State = "stopped"  // not loaded
-	StateStarting State = "starting" // oflm serve started, loading
-	StateReady    State = "ready"    // serving
-	StateFailed   State = "failed"   // the child died; Unload to reset, Load to start again
+	StateStopped  = childserver.StateStopped  // not loaded
+	StateStarting = childserver.StateStarting // oflm serve started, loading
+	StateReady    = childserver.StateReady    // serving
+	StateFailed   = childserver.StateFailed   // the child died; Unload to reset, Load to start again
 )
 
 // Event is a state change.
-type Event struct {
-	State State
-	PID   int
-	Err   error // why, in StateFailed and for a failed start
-}
+type Event = childserver.Event
 
 // Backend is oflm serving one model on the NPU. Make one with New.
 type Backend struct {
 	opts Options
 	log  *childproc.LogRing
 	http *http.Client
+	slot *childserver.Slot // the child, its client and the state
 
-	lifecycle sync.Mutex // serialises Load and Unload
-
-	mu      sync.Mutex
-	state   State
-	cur     *child
-	client  *oaicompat.Client
-	lastErr error
-}
-
-// child is one running `oflm serve`.
-type child struct {
-	*childproc.Process
-	port   int
-	logSeq uint64
+	life childserver.Lifecycle // serialises Load and Unload; Unload cancels a Load
 }
 
 // New checks opts, fills defaults and returns an unloaded Backend.
@@ -134,10 +118,7 @@ func New(opts Options) (*Backend, error) {
 	if opts.IdleTimeout == 0 {
 		opts.IdleTimeout = 10 * time.Minute
 	}
-	b := &Backend{opts: opts, log: childproc.NewLogRing(opts.Log, opts.LogLines), http: opts.HTTPClient, state: StateStopped}
-	if b.http == nil {
-		b.http = &http.Client{}
-	}
+	b := &Backend{opts: opts, log: childproc.NewLogRing(opts.Log, opts.LogLines), http: cmp.Or(opts.HTTPClient, &http.Client{}), slot: childserver.NewSlot(opts.OnState)}
 	return b, nil
 }
 
@@ -154,315 +135,120 @@ func (b *Backend) Info() backend.ModelInfo {
 		info.Format = "q4nx"
 	}
 	if b.opts.ContextLength > 0 {
-		info.ContextLength = ServedContext(b.opts.ContextLength)
+		info.ContextLength = childserver.ServedContext(b.opts.ContextLength)
 	}
 	info.Capabilities = []string{backend.CapCompletion}
 	return info
 }
 
-// ServedContext is the context oflm serves for --ctx-len n: at least 512,
-// rounded up to a power of two (research/oflm.md §3).
-func ServedContext(n int) int {
-	c := 512
-	for c < n {
-		c *= 2
-	}
-	return c
-}
-
 // State is the backend's state now.
-func (b *Backend) State() State {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.state
-}
+func (b *Backend) State() State { return b.slot.State() }
 
 // PID is the running child's process id, or 0.
-func (b *Backend) PID() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.cur == nil {
-		return 0
-	}
-	return b.cur.PID
-}
+func (b *Backend) PID() int { return b.slot.PID() }
 
 // RecentLog returns up to n of the child's last output lines.
 func (b *Backend) RecentLog(n int) []string { return b.log.Since(0, n) }
 
-func (b *Backend) setState(ev Event) {
-	b.mu.Lock()
-	b.state = ev.State
-	if ev.Err != nil {
-		b.lastErr = ev.Err
-	}
-	b.mu.Unlock()
-	if b.opts.OnState != nil {
-		b.opts.OnState(ev)
-	}
-}
-
 // Load starts `oflm serve <tag>` and returns when its port answers and
 // GET /api/ps names the tag. A child that failed to load ("model-faker"
-// in /api/ps) is stopped and its last output is the error.
+// in /api/ps) is stopped and its last output is the error. An Unload
+// meanwhile stops the child and makes it return childserver.ErrUnloaded.
 func (b *Backend) Load(ctx context.Context, progress func(backend.Progress)) error {
-	b.lifecycle.Lock()
-	defer b.lifecycle.Unlock()
-	b.mu.Lock()
-	st := b.state
-	b.mu.Unlock()
-	switch st {
+	ctx, done := b.life.Load(ctx)
+	defer done()
+	switch b.slot.State() {
 	case StateReady:
 		return nil
 	case StateFailed:
-		b.stopCurrent()
+		b.slot.Stop(context.Background(), 0)
 	}
-	c, client, err := b.launch(ctx, progress)
+	c, client, err := childserver.Launch(ctx, b.slot, childserver.Launcher{
+		Spec: childserver.Spec{
+			Name: "oflm", Command: "oflm serve " + b.opts.Tag, Executable: b.opts.Executable,
+			Args: b.serveArgs, BaseEnv: b.opts.BaseEnv, Env: b.opts.Env, Log: b.log,
+			Missing: "install OpenFlowLM-Next: " + InstallLink, Alive: "/api/ps",
+		},
+		Wait:    childserver.Wait{Timeout: b.opts.StartTimeout, PollInterval: b.opts.PollInterval},
+		Loading: fmt.Sprintf("loading %s on the NPU with oflm", b.opts.Tag),
+		Report:  progress,
+		Probe: func(c *childserver.Server) childserver.Probe {
+			return func(ctx context.Context) (bool, error) { return b.loaded(ctx, c) }
+		},
+		Client: oaicompat.Options{
+			Model: b.opts.Tag, HTTPClient: b.http, Kind: enginekind.NPU, Info: b.Info(), IdleTimeout: max(b.opts.IdleTimeout, 0),
+			ContextLength: b.Info().ContextLength, Count: b.opts.Count,
+		},
+		Unknown: func(pe *ProcessError) error {
+			return fmt.Errorf("oflm does not know model %q: is it in the registry OFLM_CONFIG_PATH names? %w", b.opts.Tag, pe)
+		},
+		NotServed: func(err error) error { return fmt.Errorf("oflm does not serve %q: %w", b.opts.Tag, err) },
+	})
 	if err != nil {
-		b.setState(Event{State: StateStopped, Err: err})
+		err = childserver.Why(ctx, err)
+		b.slot.Set(Event{State: StateStopped, Err: err})
 		return err
 	}
-	b.mu.Lock()
-	b.cur, b.client, b.lastErr = c, client, nil
-	b.mu.Unlock()
-	b.setState(Event{State: StateReady, PID: c.PID})
+	b.slot.Ready(c, client, 0)
 	go b.watch(c)
 	return nil
 }
 
 // watch marks the backend failed when c dies while it serves.
-func (b *Backend) watch(c *child) {
+func (b *Backend) watch(c *childserver.Server) {
 	<-c.Done()
-	b.mu.Lock()
-	current := b.cur == c
-	b.mu.Unlock()
-	if current {
-		b.setState(Event{State: StateFailed, PID: c.PID, Err: b.processError("exited", c, nil)})
+	if b.slot.Current(c) {
+		b.slot.Set(Event{State: StateFailed, PID: c.PID, Err: c.Error("exited", nil)})
 	}
 }
 
-// stopCurrent stops and forgets the current child, if any.
-func (b *Backend) stopCurrent() {
-	b.mu.Lock()
-	c, client := b.cur, b.client
-	b.cur, b.client = nil, nil
-	b.mu.Unlock()
-	if client != nil {
-		client.Unload(context.Background())
-	}
-	if c != nil {
-		stopChild(c)
-	}
-}
-
-// launch starts a child; when its port was taken in the meantime (oflm
-// says "bind: Address already in use"), it tries once more on another.
-func (b *Backend) launch(ctx context.Context, progress func(backend.Progress)) (*child, *oaicompat.Client, error) {
-	c, client, err := b.launchOnce(ctx, progress)
-	var pe *ProcessError
-	if err != nil && errors.As(err, &pe) && pe.Exited && portTaken(pe.Log) && ctx.Err() == nil {
-		b.log.Note("the port was taken; trying another")
-		return b.launchOnce(ctx, progress)
-	}
-	return c, client, err
-}
-
-func portTaken(lines []string) bool {
-	return logSays(lines, "address already in use") || logSays(lines, "only one usage of each socket address")
-}
-
-func logSays(lines []string, what string) bool {
-	for _, l := range lines {
-		if strings.Contains(strings.ToLower(l), what) {
-			return true
-		}
-	}
-	return false
-}
-
-func (b *Backend) launchOnce(ctx context.Context, progress func(backend.Progress)) (*child, *oaicompat.Client, error) {
-	report := func(p backend.Progress) {
-		if progress != nil {
-			progress(p)
-		}
-	}
-	port, err := freePort()
-	if err != nil {
-		return nil, nil, fmt.Errorf("start oflm: %w", err)
-	}
+// serveArgs are oflm's arguments for serving on port. --cors 0: oflm's
+// server, like FLM's, allows any origin by default (vm_args.hpp: --cors
+// 1), which would let any web page read answers from this private port;
+// NPU Chat's own server faces browsers.
+func (b *Backend) serveArgs(port int) []string {
 	args := []string{"serve", b.opts.Tag, "--host", "127.0.0.1", "--port", strconv.Itoa(port)}
 	if b.opts.ContextLength > 0 {
 		args = append(args, "--ctx-len", strconv.Itoa(b.opts.ContextLength))
 	}
-	// --cors 0: oflm's server, like FLM's, allows any origin by default
-	// (vm_args.hpp: --cors 1), which would let any web page read answers
-	// from this private port; NPU Chat's own server faces browsers.
-	args = append(args, "--cors", "0", "--quiet")
-	cmd := exec.Command(b.opts.Executable, args...)
-	env := b.opts.BaseEnv
-	if env == nil {
-		env = os.Environ()
-	}
-	cmd.Env = append(append([]string(nil), env...), b.opts.Env...)
-	cmd.Stdout, cmd.Stderr = b.log, b.log
-	cmd.WaitDelay = 2 * time.Second
-
-	report(backend.Progress{Stage: "starting oflm"})
-	seq := b.log.Seq()
-	b.log.Note(fmt.Sprintf("starting %s %s", b.opts.Executable, strings.Join(args, " ")))
-	p, err := childproc.Start(cmd)
-	if err != nil {
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			return nil, nil, fmt.Errorf("start oflm: %s not found (install OpenFlowLM-Next: %s): %w", b.opts.Executable, InstallLink, err)
-		}
-		return nil, nil, fmt.Errorf("start oflm %s: %w", b.opts.Executable, err)
-	}
-	c := &child{Process: p, port: port, logSeq: seq}
-	b.mu.Lock()
-	b.cur = c // so that PID and Unload see a child that is still starting
-	b.mu.Unlock()
-	b.setState(Event{State: StateStarting, PID: c.PID})
-	fail := func(err error) (*child, *oaicompat.Client, error) {
-		stopChild(c)
-		b.mu.Lock()
-		if b.cur == c {
-			b.cur = nil
-		}
-		b.mu.Unlock()
-		return nil, nil, err
-	}
-	if err := b.waitLoaded(ctx, c, report); err != nil {
-		var pe *ProcessError
-		if errors.As(err, &pe) && logSays(pe.Log, "model not found") {
-			err = fmt.Errorf("oflm does not know model %q: is it in the registry OFLM_CONFIG_PATH names? %w", b.opts.Tag, err)
-		}
-		return fail(err)
-	}
-	client, err := oaicompat.New(oaicompat.Options{
-		BaseURL: "http://127.0.0.1:" + strconv.Itoa(port), Model: b.opts.Tag,
-		HTTPClient: b.http, Kind: enginekind.NPU, Info: b.Info(), IdleTimeout: max(b.opts.IdleTimeout, 0),
-		ContextLength: b.Info().ContextLength, Count: b.opts.Count,
-	})
-	if err == nil {
-		err = client.Load(ctx, nil)
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return fail(ctx.Err())
-		}
-		return fail(fmt.Errorf("oflm does not serve %q: %w", b.opts.Tag, err))
-	}
-	report(backend.Progress{Stage: "oflm ready", Frac: 1})
-	return c, client, nil
+	return append(args, "--cors", "0", "--quiet")
 }
 
-// waitLoaded polls GET /api/ps until it answers. oflm loads the tag before
-// it opens its port, so the first answer is final: the tag means loaded,
-// "model-faker" a failed load.
-func (b *Backend) waitLoaded(ctx context.Context, c *child, report func(backend.Progress)) error {
-	start := time.Now()
-	deadline := time.NewTimer(b.opts.StartTimeout)
-	defer deadline.Stop()
-	tick := time.NewTicker(b.opts.PollInterval)
-	defer tick.Stop()
-	url := "http://127.0.0.1:" + strconv.Itoa(c.port) + "/api/ps"
-	for {
-		select {
-		case <-c.Done():
-			return b.processError("exited while starting", c, nil)
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-deadline.C:
-			return b.processError(fmt.Sprintf("did not answer within %v", b.opts.StartTimeout), c, nil)
-		case <-tick.C:
-		}
-		name, ok := b.currentModel(ctx, url)
-		if ok {
-			switch name {
-			case b.opts.Tag:
-				return nil
-			case "model-faker", "":
-				return b.processError(fmt.Sprintf("could not load %s (its server runs with no model)", b.opts.Tag), c, nil)
-			default:
-				return b.processError(fmt.Sprintf("serves %q, not %s", name, b.opts.Tag), c, nil)
-			}
-		}
-		elapsed := time.Since(start)
-		report(backend.Progress{
-			Stage: fmt.Sprintf("loading %s on the NPU with oflm (%ds)", b.opts.Tag, int(elapsed.Seconds())),
-			Done:  int64(elapsed / time.Second), Total: int64(b.opts.StartTimeout / time.Second),
-		})
-	}
-}
-
-// currentModel reads models[0].name of GET /api/ps; ok is false when the
-// server does not answer yet.
-func (b *Backend) currentModel(ctx context.Context, url string) (string, bool) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return "", false
-	}
-	resp, err := b.http.Do(req)
-	if err != nil {
-		return "", false
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return "", false
+// loaded is the readiness probe: GET /api/ps. oflm loads the tag before
+// it opens its port, so the first answer is final: models[0].name is the
+// tag when loaded, "model-faker" (or nothing) after a failed load.
+func (b *Backend) loaded(ctx context.Context, c *childserver.Server) (bool, error) {
+	body, ok := childserver.Get(ctx, b.http, c.URL("/api/ps"), 5*time.Second)
+	if !ok {
+		return false, nil
 	}
 	var ps struct {
 		Models []struct {
 			Name string `json:"name"`
 		} `json:"models"`
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&ps); err != nil {
-		return "", false
+	if err := json.Unmarshal(body, &ps); err != nil {
+		return false, nil
 	}
-	if len(ps.Models) == 0 {
-		return "", true
+	name := ""
+	if len(ps.Models) > 0 {
+		name = ps.Models[0].Name
 	}
-	return ps.Models[0].Name, true
+	switch name {
+	case b.opts.Tag:
+		return true, nil
+	case "model-faker", "":
+		return false, c.Error(fmt.Sprintf("could not load %s (its server runs with no model)", b.opts.Tag), nil)
+	default:
+		return false, c.Error(fmt.Sprintf("serves %q, not %s", name, b.opts.Tag), nil)
+	}
 }
 
 // ProcessError is a failure of `oflm serve`: it exited, failed to load,
 // never answered, or died during a request. It wraps
 // backend.ErrDeviceFailed, so the service falls back to the CPU, and its
 // message quotes the child's last output.
-type ProcessError struct {
-	msg    string
-	Log    []string // the child's last output lines
-	Exited bool     // the process had exited
-	Cause  error    // the request's own error, when a request failed
-}
-
-// Error is the failure with the child's last output.
-func (e *ProcessError) Error() string { return e.msg }
-
-// Unwrap returns backend.ErrDeviceFailed and the cause.
-func (e *ProcessError) Unwrap() []error {
-	if e.Cause != nil {
-		return []error{backend.ErrDeviceFailed, e.Cause}
-	}
-	return []error{backend.ErrDeviceFailed}
-}
-
-func (b *Backend) processError(what string, c *child, cause error) error {
-	lines := b.log.Since(c.logSeq, 12)
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "oflm (oflm serve %s, pid %d) %s", b.opts.Tag, c.PID, what)
-	if c.Exited() {
-		fmt.Fprintf(&sb, " (%s)", c.ExitStatus())
-	}
-	if cause != nil {
-		fmt.Fprintf(&sb, ": %v", cause)
-	}
-	if len(lines) > 0 {
-		sb.WriteString("; its last output:\n\t" + strings.Join(lines, "\n\t"))
-	}
-	return &ProcessError{msg: sb.String(), Log: lines, Exited: c.Exited(), Cause: cause}
-}
+type ProcessError = childserver.ProcessError
 
 // Generate runs one request on oflm's /v1/chat/completions (a raw prompt
 // on /v1/completions), always streamed, with a tight max_tokens (the request's, else
@@ -478,16 +264,9 @@ func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(
 	if err := backend.CheckSupported(req, b.Info().Capabilities, "oflm, the NPU engine (use the CPU engine for this: --engine cpu)"); err != nil {
 		return backend.Result{}, err
 	}
-	b.mu.Lock()
-	state, c, client, lastErr := b.state, b.cur, b.client, b.lastErr
-	b.mu.Unlock()
-	switch {
-	case state == StateStopped:
-		return backend.Result{}, fmt.Errorf("oflm %s: %w", b.opts.Tag, backend.ErrNotLoaded)
-	case state == StateFailed:
-		return backend.Result{}, fmt.Errorf("oflm %s is down: %w", b.opts.Tag, errOr(lastErr, backend.ErrDeviceFailed))
-	case client == nil || state != StateReady:
-		return backend.Result{}, fmt.Errorf("oflm %s is not ready (%s): %w", b.opts.Tag, state, backend.ErrDeviceFailed)
+	c, client, err := b.slot.Serving("oflm " + b.opts.Tag)
+	if err != nil {
+		return backend.Result{}, err
 	}
 	r := *req
 	r.Stop = append(append([]string(nil), req.Stop...), EndMarkers...)
@@ -503,29 +282,12 @@ func (b *Backend) Generate(ctx context.Context, req *backend.Request, emit func(
 	var oe *oaicompat.Error
 	if errors.As(err, &oe) && loadFailure(oe) {
 		return res, fmt.Errorf("oflm could not load %s for the request: %w", b.opts.Tag, &ProcessError{
-			msg: oe.Error(), Log: b.log.Since(seq, 8), Cause: err})
+			Message: oe.Error(), Log: b.log.Since(seq, 8), Cause: err})
 	}
 	if !errors.Is(err, backend.ErrDeviceFailed) {
 		return res, err
 	}
-	// The connection broke: say whether the process died with it (the
-	// broken stream arrives a moment before the exit is seen; a live
-	// process that broke the connection costs this wait once).
-	if oe != nil && oe.Cause != nil {
-		t := time.NewTimer(2 * time.Second)
-		select {
-		case <-c.Done():
-		case <-t.C:
-		}
-		t.Stop()
-	}
-	if c.Exited() {
-		return res, b.processError("died during the request", c, err)
-	}
-	if lines := b.log.Since(seq, 8); len(lines) > 0 {
-		return res, fmt.Errorf("oflm %s on the NPU: %w; its output during the request:\n\t%s", b.opts.Tag, err, strings.Join(lines, "\n\t"))
-	}
-	return res, fmt.Errorf("oflm %s on the NPU: %w", b.opts.Tag, err)
+	return res, c.RequestError(ctx, b.http, "oflm "+b.opts.Tag, seq, err)
 }
 
 // maxTokens is the max_tokens sent for a request that asked for asked
@@ -551,65 +313,12 @@ func loadFailure(e *oaicompat.Error) bool {
 	return strings.Contains(m, "model_load_failed") || strings.Contains(m, "model_not_found") || strings.Contains(m, "model-faker")
 }
 
-func errOr(err, def error) error {
-	if err != nil {
-		return err
-	}
-	return def
-}
-
 // Unload stops the child by killing it (oflm registers no signal
-// handler; research/oflm.md §9) and makes a running Generate return.
+// handler; research/oflm.md §9) and makes a running Generate return, and
+// a Load in progress: that one kills the child it was starting.
 func (b *Backend) Unload(ctx context.Context) error {
-	b.lifecycle.Lock()
-	defer b.lifecycle.Unlock()
-	b.mu.Lock()
-	c, client := b.cur, b.client
-	b.cur, b.client = nil, nil
-	b.mu.Unlock()
-	if client != nil {
-		client.Unload(ctx)
-	}
-	var err error
-	if c != nil {
-		err = stopChild(c)
-	}
-	b.setState(Event{State: StateStopped})
-	b.mu.Lock()
-	b.lastErr = nil
-	b.mu.Unlock()
-	return err
-}
-
-// stopChild kills c's process group (its job object on Windows) and waits
-// for it to be gone.
-func stopChild(c *child) error {
-	defer c.Release()
-	if c.Exited() {
-		return nil
-	}
-	if err := c.Kill(); err != nil && !c.Exited() {
-		return fmt.Errorf("kill oflm (pid %d): %w", c.PID, err)
-	}
-	t := time.NewTimer(10 * time.Second)
-	defer t.Stop()
-	select {
-	case <-c.Done():
-		return nil
-	case <-t.C:
-		return fmt.Errorf("oflm (pid %d) is still running after a kill", c.PID)
-	}
-}
-
-// freePort picks a free loopback port; another program may take it before
-// oflm binds it, which launch handles.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	defer b.life.Unload()()
+	return b.slot.Stop(ctx, 0)
 }
 
 var _ backend.Backend = (*Backend)(nil)

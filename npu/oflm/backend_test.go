@@ -8,7 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/npuchat/npuchat/npu/childserver"
 	"github.com/npuchat/npuchat/npu/oflm/oflmtest"
 	"github.com/npuchat/npuchat/service/backend"
 )
@@ -266,6 +268,33 @@ func TestCrashMidAnswer(t *testing.T) {
 	}
 }
 
+// TestDroppedConnection: a stream that breaks while oflm lives on is a
+// device failure with oflm's output during the request, not a death: the
+// backend stays ready on the same process (Died asks the live port rather
+// than waiting on a clock).
+func TestDroppedConnection(t *testing.T) {
+	r := newRig(t, oflmtest.ModeDrop)
+	r.load(t)
+	pid := r.be.PID()
+	text, _, _, err := r.generate(userSays("tell me more"))
+	if !errors.Is(err, backend.ErrDeviceFailed) {
+		t.Fatalf("Generate error %v does not wrap ErrDeviceFailed", err)
+	}
+	var pe *ProcessError
+	if errors.As(err, &pe) {
+		t.Errorf("a live oflm reported as a failed process: %v", err)
+	}
+	if !strings.Contains(err.Error(), "connection reset by peer") {
+		t.Errorf("error %q does not quote oflm's output during the request", err)
+	}
+	if text != "Fake oflm" {
+		t.Errorf("text before the drop %q", text)
+	}
+	if r.be.State() != StateReady || r.be.PID() != pid {
+		t.Errorf("after the drop: state %s pid %d (was %d)", r.be.State(), r.be.PID(), pid)
+	}
+}
+
 // TestPortTaken: oflm failing to bind its port is started again on
 // another; when that fails too, Load says why.
 func TestPortTaken(t *testing.T) {
@@ -331,6 +360,35 @@ func TestSlowStartCancelled(t *testing.T) {
 	}
 	if r.be.PID() != 0 || r.be.State() != StateStopped {
 		t.Errorf("after a cancelled load: state %s pid %d", r.be.State(), r.be.PID())
+	}
+}
+
+// TestUnloadCancelsALoad: Unload does not wait for a load in progress: it
+// kills the starting oflm, which waits at its "load" gate, and returns
+// while the gate is still closed; the Load returns ErrUnloaded. (Were
+// Unload to wait for the Load, this test would hang: the start timeout is
+// an hour.)
+func TestUnloadCancelsALoad(t *testing.T) {
+	r := newRig(t, oflmtest.ModeSlowStart)
+	r.be.opts.StartTimeout = time.Hour
+	loaded := make(chan error, 1)
+	go func() { loaded <- r.be.Load(context.Background(), nil) }()
+	r.ctl.Wait("gate", 1) // oflm is loading: its port is not open yet
+	pid := r.be.PID()
+	if pid == 0 || r.be.State() != StateStarting {
+		t.Fatalf("while loading: pid %d, state %s", pid, r.be.State())
+	}
+	if err := r.be.Unload(context.Background()); err != nil {
+		t.Fatalf("Unload: %v", err)
+	}
+	if p, err := os.FindProcess(pid); err == nil && p.Signal(nilSignal()) == nil {
+		t.Errorf("the loading oflm (pid %d) is alive after Unload", pid)
+	}
+	if err := <-loaded; !errors.Is(err, childserver.ErrUnloaded) || !errors.Is(err, context.Canceled) {
+		t.Errorf("Load: %v, want ErrUnloaded", err)
+	}
+	if r.be.PID() != 0 || r.be.State() != StateStopped {
+		t.Errorf("after Unload: pid %d, state %s", r.be.PID(), r.be.State())
 	}
 }
 

@@ -112,8 +112,9 @@ type KernelSet struct {
 }
 
 // ReadKernelSet reads the set in dir. It counts only if manifest.json
-// exists and every file it names exists inside dir (engine.cpp's
-// find_kernels); a name that leaves the folder is refused.
+// exists, has the shape oflm's Manifest::parse requires (checkManifest),
+// and every file it names exists inside dir (engine.cpp's find_kernels);
+// a name that leaves the folder is refused.
 func ReadKernelSet(dir string) (*KernelSet, error) {
 	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
 	if err != nil {
@@ -121,6 +122,9 @@ func ReadKernelSet(dir string) (*KernelSet, error) {
 	}
 	var m Manifest
 	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("open kernel set %s: manifest.json: %w", dir, err)
+	}
+	if err := checkManifest(b); err != nil {
 		return nil, fmt.Errorf("open kernel set %s: manifest.json: %w", dir, err)
 	}
 	files := m.Files()

@@ -3,10 +3,13 @@ package oflm
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/npuchat/npuchat/npu/oflm/oflmtest"
 )
 
 func TestNewLayout(t *testing.T) {
@@ -106,8 +109,10 @@ func TestFindKernels(t *testing.T) {
 			}
 			if tt.s.ggufMissing {
 				copyTree(t, "open_kernels", places["model"])
-				editJSONFile(t, filepath.Join(places["model"], "manifest.json"), func(m map[string]any) {
-					m["gguf"] = map[string]any{"contexts": map[string]string{"dx": "gguf/dx.xclbin"}}
+				oflmtest.EditJSON(t, filepath.Join(places["model"], "manifest.json"), func(m map[string]any) {
+					gguf := maps.Clone(m)
+					gguf["contexts"] = map[string]any{"dx": "gguf/dx.xclbin", "ln": "ln/final.xclbin"}
+					m["gguf"] = gguf
 				})
 			}
 			if tt.s.modelDir || tt.s.brokenModelDir || tt.s.escaping {
@@ -117,8 +122,9 @@ func TestFindKernels(t *testing.T) {
 				os.Remove(filepath.Join(places["model"], "ln", "insts.bin"))
 			}
 			if tt.s.escaping {
-				os.WriteFile(filepath.Join(places["model"], "manifest.json"),
-					[]byte(`{"max_ctx_default":4096,"contexts":{"dx":"../../../../etc/passwd"}}`), 0o644)
+				oflmtest.EditJSON(t, filepath.Join(places["model"], "manifest.json"), func(m map[string]any) {
+					m["contexts"].(map[string]any)["dx"] = "../../../../etc/passwd"
+				})
 			}
 			if tt.s.xclbinEnv {
 				copyTree(t, "open_kernels", places["env"])
@@ -291,26 +297,6 @@ func TestRegisterRefuses(t *testing.T) {
 	}
 }
 
-// editJSONFile rewrites the JSON object in path through f.
-func editJSONFile(t *testing.T, path string, f func(map[string]any)) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	f(m)
-	if b, err = json.Marshal(m); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestRegisterChecksAsOflm: Register holds the folder against the kernel
 // set the way oflm does at load, with the same check the conversion
 // makes (models/oflm.CheckPack): a key the manifest's hf_config_defaults
@@ -350,8 +336,8 @@ func TestRegisterChecksAsOflm(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			inst := install(t)
 			dir := inst.layout.ModelDir(Folder)
-			editJSONFile(t, filepath.Join(inst.kernels.Dir, "manifest.json"), tt.manifest)
-			editJSONFile(t, filepath.Join(dir, "config.json"), tt.config)
+			oflmtest.EditJSON(t, filepath.Join(inst.kernels.Dir, "manifest.json"), tt.manifest)
+			oflmtest.EditJSON(t, filepath.Join(dir, "config.json"), tt.config)
 			ks, err := ReadKernelSet(inst.kernels.Dir)
 			if err != nil {
 				t.Fatal(err)
@@ -396,5 +382,58 @@ func TestServeEnv(t *testing.T) {
 	}
 	if env["OFLM_LLAMA_ENGINE"] != "open" {
 		t.Errorf("OFLM_LLAMA_ENGINE = %q, want open", env["OFLM_LLAMA_ENGINE"])
+	}
+}
+
+// TestReadKernelSetRefusesAsOflm: a manifest that oflm's Manifest::parse
+// (src/open_qwen36/manifest.cpp @105d644) refuses does not count as a
+// kernel set here either; each row spoils the test set's manifest in one
+// way that oflm refuses.
+func TestReadKernelSetRefusesAsOflm(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(m map[string]any)
+		want string
+	}{
+		{"no manifest_version", func(m map[string]any) { delete(m, "manifest_version") }, "lacks manifest_version"},
+		{"manifest_version 2", func(m map[string]any) { m["manifest_version"] = 2 }, "manifest_version 2 (oflm reads 1)"},
+		{"no family", func(m map[string]any) { delete(m, "family") }, "lacks family"},
+		{"no layout", func(m map[string]any) { delete(m, "layout") }, "lacks layout"},
+		{"a layout without pool_bytes", func(m map[string]any) { delete(m["layout"].(map[string]any), "pool_bytes") }, "layout lacks pool_bytes"},
+		{"rope_inv_freq short of half the rotary dim", func(m map[string]any) { m["layout"].(map[string]any)["rotary_dim"] = 128 },
+			"layout has 4 rope_inv_freq values, its rotary_dim 128 wants 64"},
+		{"no layers", func(m map[string]any) { m["layers"] = []any{} }, "names no layers"},
+		{"a layer of an unknown type", func(m map[string]any) { m["layers"] = []any{"dense", "moe"} }, "layers names unknown layer type moe"},
+		{"a layer type without a program", func(m map[string]any) {
+			delete(m["layer_types"].(map[string]any)["dense"].(map[string]any), "program")
+		}, "layer type dense lacks program"},
+		{"no contexts", func(m map[string]any) { delete(m, "contexts") }, "lacks contexts"},
+		{"a kernel without insts", func(m map[string]any) { delete(m["kernels"].(map[string]any)["ln"].(map[string]any), "insts") }, "kernel ln lacks insts"},
+		{"a kernel of an unknown context", func(m map[string]any) { m["kernels"].(map[string]any)["ln"].(map[string]any)["context"] = "lm" },
+			"kernel ln names unknown context lm"},
+		{"no tail", func(m map[string]any) { delete(m, "tail") }, "lacks tail"},
+		{"no globals", func(m map[string]any) { delete(m, "globals") }, "lacks globals"},
+		{"no pack", func(m map[string]any) { delete(m, "pack") }, "lacks pack"},
+		{"an lm_head without ops", func(m map[string]any) { m["pack"].(map[string]any)["lm_head"] = map[string]any{"ops": []any{}} }, "pack.lm_head has no ops"},
+		{"no hf_config_check", func(m map[string]any) { delete(m, "hf_config_check") }, "lacks hf_config_check"},
+		{"a gguf manifest oflm refuses", func(m map[string]any) {
+			gguf := maps.Clone(m)
+			delete(gguf, "layout")
+			m["gguf"] = gguf
+		}, "gguf: lacks layout"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "open_kernels")
+			copyTree(t, "open_kernels", dir)
+			if _, err := ReadKernelSet(dir); err != nil {
+				t.Fatalf("the test set itself: %v", err)
+			}
+			oflmtest.EditJSON(t, filepath.Join(dir, "manifest.json"), tt.edit)
+			ks, err := ReadKernelSet(dir)
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "oflm refuses such a set") {
+				t.Errorf("ReadKernelSet = %v, %v; want an error with %q", ks, err, tt.want)
+			}
+		})
 	}
 }

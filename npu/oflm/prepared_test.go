@@ -2,7 +2,6 @@ package oflm
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/npuchat/npuchat/engine/testmodel"
 	modeloflm "github.com/npuchat/npuchat/models/oflm"
+	"github.com/npuchat/npuchat/npu/oflm/oflmtest"
 )
 
 // prepare converts a MiniCPM5-shaped test pack with models/oflm.Convert
@@ -40,23 +40,23 @@ func prepare(t *testing.T) (Layout, *KernelSet, string, modeloflm.Result) {
 	// The open kernel set, under oflm's folder, built for this shape.
 	setDir := filepath.Join(l.Root, "xclbins", Folder, "open_kernels")
 	copyTree(t, "open_kernels", setDir)
-	man := map[string]any{
-		"family": "llama3", "max_ctx_default": 2048,
-		"hf_config_check": map[string]any{
+	// The test set's manifest, for this shape and with no packing plan
+	// (the weights are held against the plan in models/oflm's tests).
+	oflmtest.EditJSON(t, filepath.Join(setDir, "manifest.json"), func(man map[string]any) {
+		man["max_ctx_default"] = 2048
+		man["hf_config_check"] = map[string]any{
 			"model_type": []string{"llama"}, "hidden_size": shape.Hidden, "num_hidden_layers": shape.Layers,
 			"vocab_size": shape.Vocab, "num_attention_heads": shape.Heads, "num_key_value_heads": 8,
 			"intermediate_size": shape.FFN,
-		},
-		"contexts": map[string]string{"dx": "dx/final.xclbin", "ln": "ln/final.xclbin"},
-		"kernels":  map[string]any{"dx": map[string]string{"insts": "dx/insts.bin"}, "ln": map[string]string{"insts": "ln/insts.bin"}},
-	}
-	b, err := json.Marshal(man)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(setDir, "manifest.json"), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+		}
+		types := man["layer_types"].(map[string]any)
+		types["dense"].(map[string]any)["pack"] = map[string]any{"pool": []any{}, "consts": []any{}}
+		man["pack"] = map[string]any{
+			"lm_head": map[string]any{"ops": []any{map[string]any{"op": "std_perm", "tensor": "lm_head.weight"}}},
+			"embed":   map[string]any{"tensor": "model.embed_tokens.weight", "dim": shape.Hidden},
+			"norm":    map[string]any{"tensor": "model.norm.weight", "bytes": 2 * shape.Hidden},
+		}
+	})
 
 	dir := l.ModelDir(Folder)
 	ks, err := l.FindKernels(func(string) string { return "" }, dir, Folder)

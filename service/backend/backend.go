@@ -127,7 +127,17 @@ type Request struct {
 	// repeats earlier text), "off" (plain decoding) or "" (the backend's
 	// setting). Backends that do not guess ignore it.
 	Speculative string
+	// MemoryWait is how long the request may wait, once admitted, for
+	// memory the requests beside it hold (the CPU engine's KV memory)
+	// before it fails with ErrKVMemoryFull: the service decides it
+	// (service.Options.MemoryWait) and sets it on every request; 0 is
+	// DefaultMemoryWait (a caller without the service).
+	MemoryWait time.Duration
 }
+
+// DefaultMemoryWait is how long an admitted request waits for memory the
+// requests beside it hold, by default (Request.MemoryWait).
+const DefaultMemoryWait = 30 * time.Second
 
 // Token is one piece of generated text.
 type Token struct {
@@ -226,11 +236,22 @@ type CacheReporter interface {
 	CacheStats() CacheStats
 }
 
-// Parallel is a backend that answers several generations at once (the
-// CPU engine's batched decoding): the service lets up to Parallel()
-// requests run on it together instead of one after the other.
-type Parallel interface {
-	Parallel() int
+// DraftCounter is a backend that guesses tokens ahead (speculative
+// decoding, the CPU engine's): DraftCounts are the tokens guessed and
+// the guesses kept over every generation since it was made, for the
+// acceptance rate in the status, /api/ps and the log. It must not wait
+// for a running Generate.
+type DraftCounter interface {
+	DraftCounts() (drafted, accepted int64)
+}
+
+// MemoryWaiter is a backend whose admitted requests may wait for memory
+// the requests beside them hold (the CPU engine's KV memory, bounded by
+// Request.MemoryWait): the one wait after the service admits a request, which
+// the service reports as Status.WaitingMemory. WaitingForMemory must
+// not wait for a running Generate.
+type MemoryWaiter interface {
+	WaitingForMemory() int
 }
 
 // CacheForgetter is a backend that can drop what it keeps for a
@@ -292,8 +313,11 @@ type ModelInfo struct {
 	// AVX-VNNI: running avx2"); "" for other backends. For the log.
 	Kernels string `json:"-"`
 	// Parallel is how many generations the backend answers at once (the
-	// CPU engine's; 0 for one at a time). For the settings view.
-	Parallel int `json:"-"`
+	// CPU engine's; 0 or 1 for one at a time): the one report of it. The
+	// service admits up to this many together (its run group) and the
+	// settings view and /api/status (info.parallel) show it; the
+	// backend queues nothing beyond it.
+	Parallel int `json:"parallel,omitempty"`
 }
 
 // Shape is a transformer's size, named as GGUF metadata names it (and

@@ -48,9 +48,9 @@ func TestKVShortMidAnswerWaits(t *testing.T) {
 	path := models(t)["gguf"]
 	probe := load(t, Options{Path: path})
 	per := probe.kv.BytesPerToken()
-	b := load(t, Options{Path: path, Parallel: 2, KVBudget: 400 * per, KVWait: time.Hour})
+	b := load(t, Options{Path: path, Parallel: 2, KVBudget: 400 * per})
 	req := greedy("tell me a long story")
-	req.MaxTokens = 200
+	req.MaxTokens, req.MemoryWait = 200, time.Hour
 	want := generate(t.Context(), b, req, nil)
 	if want.err != nil || len(want.ids) < 150 {
 		t.Fatalf("alone: %d tokens (%v), want a long answer", len(want.ids), want.err)
@@ -78,7 +78,7 @@ func TestKVShortMidAnswerWaits(t *testing.T) {
 }
 
 // TestKVShortMidAnswerFailsAfterItsWait: an answer short of KV memory
-// that no request beside it frees within Options.KVWait fails with
+// that no request beside it frees within its MemoryWait fails with
 // backend.ErrKVMemoryFull (HTTP 503, Retry-After), having sent a prefix
 // of its alone answer: never a finish reason; the request holding the
 // memory then goes on.
@@ -86,9 +86,9 @@ func TestKVShortMidAnswerFailsAfterItsWait(t *testing.T) {
 	path := models(t)["gguf"]
 	probe := load(t, Options{Path: path})
 	per := probe.kv.BytesPerToken()
-	b := load(t, Options{Path: path, Parallel: 2, KVBudget: 400 * per, KVWait: time.Millisecond})
+	b := load(t, Options{Path: path, Parallel: 2, KVBudget: 400 * per})
 	req := greedy("tell me a long story")
-	req.MaxTokens = 200
+	req.MaxTokens, req.MemoryWait = 200, time.Millisecond
 	want := generate(t.Context(), b, req, nil)
 	b.kv.Clear()
 
@@ -142,10 +142,15 @@ func TestKVPressureNeverCutsAnswers(t *testing.T) {
 
 	got := make([]answer, len(reqs))
 	var wg sync.WaitGroup
+	// the backend queues nothing: four at a time, as the service admits
+	// them, the next as one ends
+	places := make(chan struct{}, b.Info().Parallel)
 	for i, r := range reqs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			places <- struct{}{}
+			defer func() { <-places }()
 			got[i] = generate(t.Context(), b, r, nil)
 		}()
 	}

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/npuchat/npuchat/engine"
 	"github.com/npuchat/npuchat/engine/chat"
@@ -81,18 +80,10 @@ type Options struct {
 	// tokens ahead (engine.Decoder), off or "" decodes plainly (the
 	// default until the worst case is measured on a quiet machine).
 	Speculative engine.Speculative
-	// KVWait bounds how long a prompt or an answer short of KV memory
-	// waits for the requests beside it to free some before it fails
-	// with backend.ErrKVMemoryFull (0: DefaultKVWait).
-	KVWait time.Duration
 	// MaxEmbedTokens bounds the tokens of one embeddings request, all
 	// its inputs together (0: DefaultMaxEmbedTokens).
 	MaxEmbedTokens int
 }
-
-// DefaultKVWait is how long a request short of KV memory waits for the
-// requests beside it by default.
-const DefaultKVWait = 30 * time.Second
 
 // DefaultMaxEmbedTokens is the most tokens one embeddings request may
 // take, all its inputs together: 256 inputs of 3,900 tokens held a place
@@ -142,6 +133,9 @@ type Backend struct {
 	// cache is kv and disk for CacheStats, which must not wait for b.mu
 	// (held through a whole Generate).
 	cache atomic.Pointer[cacheRefs]
+	// waits is run for WaitingForMemory, which must not wait for b.mu
+	// either.
+	waits atomic.Pointer[runners]
 	// forgot says when each tag was last forgotten (ForgetCache), in
 	// forgets counted so far, so that a request running when its chat
 	// was deleted does not keep it again when it ends (forgotSince);
@@ -359,8 +353,9 @@ func (b *Backend) Load(ctx context.Context, progress func(backend.Progress)) err
 	}
 	b.model, b.tok, b.tcfg, b.tmpl = m, tok, tcfg, tmpl
 	b.kv, b.disk, b.maxCtx, b.maxTokenBytes = kv, disk, sess.MaxContext(), longest
-	b.sched, b.run = m.NewScheduler(engine.SchedulerOptions{}), newRunners(parallel, kv, sess, b.opts.KVWait)
+	b.sched, b.run = m.NewScheduler(engine.SchedulerOptions{}), newRunners(parallel, kv, sess)
 	b.cache.Store(&cacheRefs{kv, disk})
+	b.waits.Store(b.run)
 	b.mu.Unlock()
 	if oldErr != nil && b.opts.Log != nil {
 		b.opts.Log.Warn("unloading the model loaded before", "err", oldErr)
@@ -456,19 +451,20 @@ func (b *Backend) unloadLocked() error {
 	b.sched.Close()
 	err := b.model.Close()
 	b.cache.Store(nil)
+	b.waits.Store(nil)
 	b.model, b.kv, b.disk, b.sched, b.run, b.tok, b.tmpl, b.grammars = nil, nil, nil, nil, nil, nil, nil, nil
 	return err
 }
 
-// Parallel is how many generations the backend runs at once (0 when
-// it is not loaded); more wait in Generate for a place.
-func (b *Backend) Parallel() int {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	if b.run == nil {
+// WaitingForMemory implements backend.MemoryWaiter: how many running
+// requests wait for KV memory the others hold now (0 when not loaded).
+// It does not wait for a running Generate (b.mu is held by those).
+func (b *Backend) WaitingForMemory() int {
+	r := b.waits.Load()
+	if r == nil {
 		return 0
 	}
-	return b.run.places
+	return r.waitingForMemory()
 }
 
 // Info implements backend.Backend.

@@ -8,9 +8,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/npuchat/npuchat/engine"
+	"github.com/npuchat/npuchat/engine/sample"
 	"github.com/npuchat/npuchat/engine/testmodel"
 	"github.com/npuchat/npuchat/service/backend"
 )
@@ -110,7 +110,7 @@ func TestGenerateMatchesTheEngine(t *testing.T) {
 			}
 			var want []int
 			for len(want) < res.CompletionTokens {
-				next := argmax(logits)
+				next := sample.Argmax(logits)
 				if b.tcfg.IsEOS(next) {
 					break
 				}
@@ -128,16 +128,6 @@ func TestGenerateMatchesTheEngine(t *testing.T) {
 			}
 		})
 	}
-}
-
-func argmax(x []float32) int {
-	best := 0
-	for i, v := range x {
-		if v > x[best] {
-			best = i
-		}
-	}
-	return best
 }
 
 func TestPromptUsesTheChatTemplate(t *testing.T) {
@@ -397,16 +387,39 @@ func TestPromptCacheIsPerScope(t *testing.T) {
 }
 
 // TestHugePromptIsRefusedBeforeTokenizing (issue 13, item 4): a prompt
-// that cannot fit however it tokenizes is refused from its size.
+// that cannot fit however it tokenizes is refused from its size. The
+// backend runs without its tokenizer, so tokenizing would panic: a
+// refusal proves the prompt was never tokenized, and a short prompt,
+// which must be tokenized, shows that the probe sees it.
 func TestHugePromptIsRefusedBeforeTokenizing(t *testing.T) {
 	b := load(t, Options{Path: models(t)["gguf"], MaxContext: 64})
-	r := greedy(strings.Repeat("word ", 1<<20))
-	start := time.Now()
-	_, _, _, err := run(t, b, r)
+	b.mu.Lock()
+	tok := b.tok
+	b.tok = nil
+	b.mu.Unlock()
+	t.Cleanup(func() {
+		b.mu.Lock()
+		b.tok = tok
+		b.mu.Unlock()
+	})
+	// generate runs req and reports whether it needed the tokenizer.
+	generate := func(req *backend.Request) (tokenized bool, err error) {
+		defer func() {
+			if recover() != nil {
+				tokenized = true
+			}
+		}()
+		_, _, _, err = run(t, b, req)
+		return false, err
+	}
+	tokenized, err := generate(greedy(strings.Repeat("word ", 1<<20)))
+	if tokenized {
+		t.Fatal("the huge prompt was tokenized before it was refused")
+	}
 	if !errors.Is(err, backend.ErrPromptTooLong) || !strings.Contains(err.Error(), "bytes") {
 		t.Fatalf("err = %v", err)
 	}
-	if d := time.Since(start); d > 200*time.Millisecond {
-		t.Fatalf("refusing took %v: the prompt was tokenized", d)
+	if tokenized, err := generate(greedy("hello")); !tokenized {
+		t.Fatalf("a short prompt ran without the tokenizer (%v): the probe sees nothing", err)
 	}
 }

@@ -326,12 +326,15 @@ func TestWarmCacheOnOpen(t *testing.T) {
 
 	b := load(t, Options{Path: path, KVDir: dir})
 	b.WarmCache("chat-1")
-	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(time.Minute) // a bound on a failure, not a measure
 	for b.CacheStats().Sequences == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the opened chat's KV file was not read into memory")
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatal("the opened chat's KV file was not read into memory within a minute")
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 	if b.warm("chat-1") {
 		t.Error("a chat in memory already was read again")

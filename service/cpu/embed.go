@@ -23,7 +23,7 @@ func (b *Backend) Embed(ctx context.Context, inputs []string) ([][]float32, int,
 	if b.model == nil {
 		return nil, 0, backend.ErrNotLoaded
 	}
-	sess, err := b.run.enter(ctx)
+	sess, err := b.run.enter()
 	if err != nil {
 		return nil, 0, err
 	}

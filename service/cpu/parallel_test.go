@@ -61,8 +61,8 @@ func generate(ctx context.Context, b *Backend, req *backend.Request, each func(n
 // logprobs, and its tokens do not depend on its neighbours.
 func TestParallelRequestsAnswerAsAlone(t *testing.T) {
 	b := toolModel(t)
-	if b.Parallel() < 4 {
-		t.Fatalf("Parallel %d, want the default 4 on a small model", b.Parallel())
+	if b.Info().Parallel < 4 {
+		t.Fatalf("Parallel %d, want the default 4 on a small model", b.Info().Parallel)
 	}
 	schema := `{"type":"object","properties":{"city":{"type":"string","maxLength":6},"days":{"type":"integer"}},"required":["city","days"],"additionalProperties":false}`
 	plain := greedy("tell me a story")
@@ -102,10 +102,14 @@ func TestParallelRequestsAnswerAsAlone(t *testing.T) {
 	var once sync.Once
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
+	// the backend queues nothing: at most its places at once, as the
+	// service admits them, the next as one ends
+	places := make(chan struct{}, b.Info().Parallel)
 	for i, r := range reqs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer func() { <-places }()
 			rctx := t.Context()
 			var each func(int)
 			switch i {
@@ -125,6 +129,7 @@ func TestParallelRequestsAnswerAsAlone(t *testing.T) {
 					}
 				}
 			}
+			places <- struct{}{}
 			got[i] = generate(rctx, b, r, each)
 		}()
 	}
@@ -152,26 +157,36 @@ func TestParallelRequestsAnswerAsAlone(t *testing.T) {
 }
 
 // TestParallelPlaces: a backend with Parallel 1 answers one request at
-// a time (the others wait for its place), and the answers are the same.
+// a time: one that comes while the place is taken is refused at once
+// with ErrNoPlace (the service queues, the backend does not), and the
+// next answer, once the place is free, is the same as the first.
 func TestParallelPlaces(t *testing.T) {
 	b := load(t, Options{Path: models(t)["gguf"], Parallel: 1})
-	if b.Parallel() != 1 {
-		t.Fatalf("Parallel %d, want 1", b.Parallel())
+	if b.Info().Parallel != 1 {
+		t.Fatalf("Parallel %d, want 1", b.Info().Parallel)
 	}
 	req := greedy("one at a time")
 	req.MaxTokens = 12
-	want := generate(t.Context(), b, req, nil)
-	var wg sync.WaitGroup
-	got := make([]answer, 3)
-	for i := range got {
-		wg.Add(1)
-		go func() { defer wg.Done(); got[i] = generate(t.Context(), b, req, nil) }()
+	unblock, blocked := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	first := make(chan answer, 1)
+	go func() {
+		first <- generate(t.Context(), b, req, func(int) {
+			once.Do(func() { close(blocked); <-unblock })
+		})
+	}()
+	<-blocked
+	refused := generate(t.Context(), b, req, nil)
+	close(unblock)
+	if !errors.Is(refused.err, ErrNoPlace) || refused.text != "" {
+		t.Errorf("beside the only place's request: %q %v; want nothing and ErrNoPlace", refused.text, refused.err)
 	}
-	wg.Wait()
-	for i, g := range got {
-		if g.err != nil || g.text != want.text {
-			t.Errorf("request %d: %q %v, want %q", i, g.text, g.err, want.text)
-		}
+	want := <-first
+	if want.err != nil {
+		t.Fatal(want.err)
+	}
+	if got := generate(t.Context(), b, req, nil); got.err != nil || got.text != want.text {
+		t.Errorf("once the place is free: %q %v, want %q", got.text, got.err, want.text)
 	}
 	if st := b.SchedulerStats(); st.MostSequences != 1 {
 		t.Errorf("with one place, a step computed %d sequences", st.MostSequences)

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -11,18 +12,30 @@ import (
 	"github.com/npuchat/npuchat/service/backend"
 )
 
+// ErrNoPlace is a request that found every place of the backend taken
+// (Options.Parallel). The backend keeps no queue of its own: the
+// service admits at most ModelInfo.Parallel requests at once and queues
+// the rest (service/doc.go), so through the service this is a bug; a
+// direct caller (a test, a tool) runs at most that many at once itself.
+var ErrNoPlace = errors.New("every place of the CPU engine is taken: it answers at most its parallel setting's requests at once, and queues none")
+
 // runners are the places of the requests a backend answers at once
-// (Options.Parallel) and their sessions, reused from request to request
-// (a session's KV memory goes back to the KV cache with Keep; what is
-// reused is its logits buffer). A prompt or an answer that needs KV
-// memory the running ones hold waits for one of them to end (waitRoom),
-// for at most Options.KVWait in all, and fails with
+// (Options.Parallel, reported as ModelInfo.Parallel) and their sessions,
+// reused from request to request (a session's KV memory goes back to
+// the KV cache with Keep; what is reused is its logits buffer). They
+// are no admission queue: enter takes a free place or fails at once
+// with ErrNoPlace (the service decides who waits, and how long). The
+// one wait after admission is for KV memory: a prompt or an answer that
+// needs memory the running ones hold waits for one of them to end
+// (waitRoom), for at most the request's backend.Request.MemoryWait in
+// all (the service decides it), and fails with
 // backend.ErrKVMemoryFull when none ends in time or all the others wait
 // too (one of them then fails at once, which frees its memory for the
-// rest). It never ends an answer early as though it were complete.
+// rest). It never ends an answer early as though it were complete. How
+// many wait so is reported to the service (waitingForMemory,
+// backend.MemoryWaiter).
 type runners struct {
 	places int
-	sem    chan struct{}
 
 	mu      sync.Mutex // guards the fields below
 	free    []*engine.Session
@@ -34,39 +47,27 @@ type runners struct {
 	// ended counts the requests ended so far (changed under mu, read
 	// without it: ends is called before every step of an answer).
 	ended atomic.Uint64
-	// queued counts the requests waiting for a place in enter.
-	queued atomic.Int32
-	// wait bounds a request's wait for KV memory (Options.KVWait).
-	wait time.Duration
 	// onWait, when set (by a test, before any request), is called as a
 	// request begins to wait for KV memory.
 	onWait func()
 }
 
 // newRunners makes places for places requests, whose sessions are
-// kv's, like first (kept for reuse); wait bounds a request's wait for
-// KV memory (0: DefaultKVWait).
-func newRunners(places int, kv *engine.KVCache, first *engine.Session, wait time.Duration) *runners {
-	if wait <= 0 {
-		wait = DefaultKVWait
-	}
-	return &runners{places: places, sem: make(chan struct{}, places), free: []*engine.Session{first},
-		kv: kv, maxCtx: first.MaxContext(), changed: make(chan struct{}), wait: wait}
+// kv's, like first (kept for reuse).
+func newRunners(places int, kv *engine.KVCache, first *engine.Session) *runners {
+	return &runners{places: places, free: []*engine.Session{first},
+		kv: kv, maxCtx: first.MaxContext(), changed: make(chan struct{})}
 }
 
-// enter waits for a place (or ctx) and returns an empty session for
-// the request; leave gives both back.
-func (r *runners) enter(ctx context.Context) (*engine.Session, error) {
-	r.queued.Add(1)
-	select {
-	case r.sem <- struct{}{}:
-		r.queued.Add(-1)
-	case <-ctx.Done():
-		r.queued.Add(-1)
-		return nil, ctx.Err()
-	}
+// enter takes a free place and returns an empty session for the
+// request (leave gives both back), or fails at once with ErrNoPlace
+// when every place is taken: it never waits.
+func (r *runners) enter() (*engine.Session, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.running >= r.places {
+		return nil, fmt.Errorf("%w (%d running)", ErrNoPlace, r.running)
+	}
 	r.running++
 	if n := len(r.free); n > 0 {
 		s := r.free[n-1]
@@ -74,6 +75,14 @@ func (r *runners) enter(ctx context.Context) (*engine.Session, error) {
 		return s, nil
 	}
 	return r.kv.NewSession(r.maxCtx), nil
+}
+
+// waitingForMemory is how many running requests wait for KV memory
+// now (in waitRoom).
+func (r *runners) waitingForMemory() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stalled
 }
 
 // leave ends a request whose session is empty (kept or discarded).
@@ -85,7 +94,6 @@ func (r *runners) leave(s *engine.Session) {
 	close(r.changed)
 	r.changed = make(chan struct{})
 	r.mu.Unlock()
-	<-r.sem
 }
 
 // ends is how many requests have ended so far: taken before an attempt
@@ -93,8 +101,10 @@ func (r *runners) leave(s *engine.Session) {
 func (r *runners) ends() uint64 { return r.ended.Load() }
 
 // roomWait is one request's wait for KV memory: its prompt's, across
-// attempts, or one token's of its answer. The zero value has not waited.
+// attempts, or one token's of its answer, for at most bound in all
+// (backend.Request.MemoryWait; 0: backend.DefaultMemoryWait).
 type roomWait struct {
+	bound time.Duration
 	until time.Time // when waiting ends (zero: not started)
 }
 
@@ -107,8 +117,11 @@ type roomWait struct {
 // others wait too (none will free memory: this one gives up its own),
 // or when no request ended within the bound since w's wait began.
 func (r *runners) waitRoom(ctx context.Context, w *roomWait, seen uint64, short error) error {
+	if w.bound <= 0 {
+		w.bound = backend.DefaultMemoryWait
+	}
 	if w.until.IsZero() {
-		w.until = time.Now().Add(r.wait)
+		w.until = time.Now().Add(w.bound)
 	}
 	r.mu.Lock()
 	if r.ended.Load() != seen {
@@ -136,7 +149,7 @@ func (r *runners) waitRoom(ctx context.Context, w *roomWait, seen uint64, short 
 	case <-ctx.Done():
 		err = ctx.Err()
 	case <-timer.C:
-		err = fmt.Errorf("%w (%w; no request beside it ended within %s)", backend.ErrKVMemoryFull, short, r.wait)
+		err = fmt.Errorf("%w (%w; no request beside it ended within %s)", backend.ErrKVMemoryFull, short, w.bound)
 	}
 	r.mu.Lock()
 	r.stalled--

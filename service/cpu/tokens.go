@@ -72,7 +72,7 @@ func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Re
 	// (A chat deleted while this runs, ForgetCache, is not kept again:
 	// keepUnlessForgotten.)
 	mark := b.forgetMark()
-	sess, err := b.run.enter(ctx)
+	sess, err := b.run.enter()
 	if err != nil {
 		return res, err
 	}
@@ -113,7 +113,7 @@ func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Re
 	res.CachedTokens = keep
 	start := time.Now()
 	var logits []float32
-	var wait roomWait
+	wait := roomWait{bound: req.MemoryWait}
 	for {
 		seen := b.run.ends()
 		logits, err = q.Prefill(ctx, ids[keep:])
@@ -189,7 +189,7 @@ func (b *Backend) generateLocked(ctx context.Context, ids []int, req *backend.Re
 			res.FinishReason = backend.FinishLength
 			break
 		}
-		var wait roomWait
+		wait := roomWait{bound: req.MemoryWait}
 		for {
 			seen := b.run.ends()
 			logits, err = dec.Forward(ctx, next)

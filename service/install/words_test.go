@@ -2,19 +2,16 @@ package install_test
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/npuchat/npuchat/internal/golden"
 	"github.com/npuchat/npuchat/service/install"
 	"github.com/npuchat/npuchat/service/install/installtest"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/words.golden")
 
 // TestWordsGolden: every kind of status in words (testdata/words.golden;
 // -update rewrites it after a deliberate change of wording).
@@ -30,22 +27,7 @@ func TestWordsGolden(t *testing.T) {
 		w := sts[n].Words()
 		fmt.Fprintf(&b, "== %s\ntitle:   %s\nline:    %s\nfile:    %s\nproblem: %s\ndetail:  %s\naction:  %s\n\n", n, w.Title, w.Line, w.File, w.Problem, w.Detail, w.Action)
 	}
-	golden := filepath.Join("testdata", "words.golden")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test -update once)", err)
-	}
-	if b.String() != string(want) {
-		t.Fatalf("words changed (go test -update to accept):\n%s", b.String())
-	}
+	golden.AssertString(t, filepath.Join("testdata", "words.golden"), b.String())
 }
 
 // TestWordsRules: the rules the words keep, whatever the status.

@@ -41,10 +41,16 @@ func TestOpenAINodeClient(t *testing.T) {
 	if err != nil {
 		t.Fatalf("node tests failed: %v", err)
 	}
-	// Two answers completed; the aborted one was cancelled, not finished.
-	deadline := time.Now().Add(2 * time.Second)
-	for srv.Manager.Status().Running != 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	// Two answers completed; the aborted one was cancelled, not finished
+	// (one that ran on would end completed, and count).
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.After(time.Minute); srv.Manager.Status().Running != 0; {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatal("an answer still runs a minute after the node client ended")
+		}
 	}
 	if st := srv.Manager.Status(); st.Running != 0 || st.Stats.Requests != 2 {
 		t.Fatalf("after the node client: running %d, completed %d (want 0 and 2)", st.Running, st.Stats.Requests)

@@ -115,7 +115,7 @@ func TestAccessibilityOfEveryView(t *testing.T) {
 		b.waitJS(`!document.body.classList.contains('sidebar-open')`, 5*time.Second)
 		b.run(chromedp.Evaluate(`document.getElementById('menu').click()`, nil))
 		b.waitJS(`document.body.classList.contains('sidebar-open')`, 5*time.Second)
-		time.Sleep(300 * time.Millisecond) // the slide-in
+		b.waitStill("#sidebar") // the slide-in
 		b.axe(src, scheme+" list at 360 px")
 		b.shot("axe-list-360-" + scheme)
 		b.run(chromedp.KeyEvent(kb.Escape))

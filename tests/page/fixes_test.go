@@ -159,19 +159,12 @@ func TestRefusedSendKeepsTheMessage(t *testing.T) {
 				resp.Body.Close()
 			}
 		}()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		eventually(t, fmt.Sprintf("the queue to fill to %+v", want), func() bool {
 			_, body := apiCall(t, "GET", srv.URL+"/api/status", "", "")
 			var st struct{ Running, Waiting int }
 			json.Unmarshal([]byte(body), &st)
-			if st.Running == want.running && st.Waiting == want.waiting {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the queue did not fill (want %+v): %s", want, body)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return st.Running == want.running && st.Waiting == want.waiting
+		})
 	}
 	b.run(chromedp.Evaluate(`document.getElementById('composer-input').value = ''`, nil),
 		// Send with the button: CDP's Enter also types a line break

@@ -269,12 +269,48 @@ func eval[T any](b *browser, js string) T {
 	return v
 }
 
-// waitJS waits until js is truthy.
+// waitJS waits until js is truthy. The timeout only bounds a failure:
+// it is at least a minute, however short the caller's guess of how long
+// the page normally takes, so that a loaded machine is no failure.
 func (b *browser) waitJS(js string, timeout time.Duration) {
 	b.t.Helper()
+	timeout = max(timeout, time.Minute)
 	var ok bool
 	if err := chromedp.Run(b.ctx, chromedp.Poll(js, &ok, chromedp.WithPollingTimeout(timeout), chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
 		b.t.Fatalf("waiting for %s: %v\npage text: %s", js, err, eval[string](b, `document.body.innerText.slice(0, 2000)`))
+	}
+}
+
+// waitIdle waits until the page has no request in flight (#app's
+// data-requests, which app.js counts): what the last action started has
+// ended, with every request it led to. A test waits for this instead of
+// sleeping before it asserts that something did not happen.
+func (b *browser) waitIdle() {
+	b.t.Helper()
+	b.waitJS(`document.getElementById('app').dataset.requests === '0'`, 30*time.Second)
+}
+
+// waitStill waits until the element sel has no transition or animation
+// running (the chat list's slide, before a screenshot or an axe check).
+func (b *browser) waitStill(sel string) {
+	b.t.Helper()
+	b.waitJS(fmt.Sprintf(`(() => { const e = document.querySelector(%q); return !!e && e.getAnimations().length === 0 })()`, sel), 10*time.Second)
+}
+
+// eventually waits until cond holds, checking every 20 ms; after a
+// minute (a bound on a failure, not a measure) it fails saying what was
+// awaited.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(time.Minute)
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("waited a minute for %s", what)
+		}
 	}
 }
 
@@ -314,6 +350,33 @@ type upstream struct {
 	requests  int
 	cancelled int    // requests whose client left before the answer ended
 	finish    string // the finish reason sent ("stop" when empty)
+	// pieces, when set by feed, gives the next answers' pieces one at a
+	// time as the test sends them, instead of reply and delay.
+	pieces chan string
+}
+
+// feed makes the answers stream the pieces the test gives with say, each
+// when it is given; an answer ends when the test ends.
+func (u *upstream) feed(t *testing.T) {
+	ch := make(chan string)
+	u.mu.Lock()
+	u.pieces = ch
+	u.mu.Unlock()
+	t.Cleanup(func() { close(ch) })
+}
+
+// say hands piece to the answer streaming now (see feed). It fails the
+// test when no answer takes it within a minute: none is streaming.
+func (u *upstream) say(t *testing.T, piece string) {
+	t.Helper()
+	u.mu.Lock()
+	ch := u.pieces
+	u.mu.Unlock()
+	select {
+	case ch <- piece:
+	case <-time.After(time.Minute):
+		t.Fatalf("no answer took %q from the upstream: none is streaming", piece)
+	}
 }
 
 func newUpstream(t *testing.T) *upstream {
@@ -349,7 +412,7 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	u.mu.Lock()
 	u.requests++
-	reply, delay, finish := u.reply, u.delay, u.finish
+	reply, delay, finish, pieces := u.reply, u.delay, u.finish, u.pieces
 	u.mu.Unlock()
 	if finish == "" {
 		finish = "stop"
@@ -368,6 +431,23 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}}
 	}
 	send(chunk(map[string]string{"role": "assistant", "content": ""}, nil))
+	for pieces != nil {
+		select {
+		case <-r.Context().Done():
+			u.mu.Lock()
+			u.cancelled++
+			u.mu.Unlock()
+			return
+		case p, ok := <-pieces:
+			if !ok {
+				pieces = nil
+				break
+			}
+			if !send(chunk(map[string]string{"content": p}, nil)) {
+				return
+			}
+		}
+	}
 	for _, p := range reply {
 		select {
 		case <-r.Context().Done():

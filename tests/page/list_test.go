@@ -17,7 +17,7 @@ import (
 
 // seedHistory writes chats last active at the given ages into the data
 // folder of home(t, base, …), before a server opens it.
-func seedHistory(t *testing.T, base string, chats map[string]time.Duration) {
+func seedHistory(t *testing.T, base string, chats map[string]time.Time) {
 	t.Helper()
 	var at time.Time
 	st, err := history.Open(context.Background(), filepath.Join(base, "data", "history.db"), history.Options{Now: func() time.Time { return at }})
@@ -25,8 +25,8 @@ func seedHistory(t *testing.T, base string, chats map[string]time.Duration) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	for title, age := range chats {
-		at = time.Now().Add(-age)
+	for title, when := range chats {
+		at = when
 		c, err := st.Create(context.Background(), title, history.Settings{})
 		if err != nil {
 			t.Fatal(err)
@@ -49,16 +49,23 @@ func TestHistoryAtScale(t *testing.T) {
 	base := t.TempDir()
 	long := "A rather long title about tiling matrix kernels for the NPU and the CPU"
 	day := 24 * time.Hour
-	seedHistory(t, base, map[string]time.Duration{
-		"morning chat": 2 * time.Minute, long: time.Minute,
-		"chat of yesterday": day + time.Hour, "three days ago": 3 * day, "an old chat": 45 * day,
+	// Times from today's local midnight, so that the groups do not
+	// depend on the time of day the test runs at (a chat of "25 hours
+	// ago" is the day before yesterday after 23:00): today's two chats
+	// between midnight and now, the newer first in the list.
+	now := time.Now()
+	midnight := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, now.Location())
+	sinceMidnight := now.Sub(midnight)
+	seedHistory(t, base, map[string]time.Time{
+		"morning chat": midnight.Add(sinceMidnight / 3), long: midnight.Add(sinceMidnight * 2 / 3),
+		"chat of yesterday": midnight.Add(-12 * time.Hour), "three days ago": midnight.Add(-3*day + 12*time.Hour), "an old chat": midnight.Add(-45 * day),
 	})
 	up := newUpstream(t)
 	srv := remoteServer(t, up, base)
 	b := newBrowser(t)
 	b.open(srv.URL + "/")
 	b.waitJS(`document.querySelectorAll('[data-testid=conv-group]').length > 0`, 10*time.Second)
-	old := time.Now().Add(-45 * day)
+	old := midnight.Add(-45 * day)
 	month := old.Format("January 2006")
 	want := fmt.Sprint([]string{"# Today", long, "morning chat", "# Yesterday", "chat of yesterday", "# Last 7 days", "three days ago", "# " + month, "an old chat"})
 	if got := fmt.Sprint(eval[[]string](b, listJS)); got != want {

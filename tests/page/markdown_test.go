@@ -294,7 +294,7 @@ func TestGFMAndMath(t *testing.T) {
 	b.shot("markdown-dark")
 	b.run(chromedp.EmulateViewport(360, 780))
 	b.waitJS(`!document.body.classList.contains('sidebar-open')`, 5*time.Second)
-	time.Sleep(500 * time.Millisecond) // the list's slide-out
+	b.waitStill("#sidebar") // the list's slide-out
 	b.shot("markdown-360")
 	if w := eval[float64](b, `document.documentElement.scrollWidth`); w > 362 {
 		t.Errorf("at 360 px the page is %v px wide: the table or a formula does not scroll on its own", w)

@@ -7,6 +7,13 @@
 // so that exact answers can be checked, and one installing from the fake
 // Hugging Face hub the install tests use. Screenshots go to
 // $NPUCHAT_ARTIFACTS/page (or .artifacts/page).
+//
+// No test sleeps before it asserts: it waits for what the page shows, or
+// for what app.js counts on #app (browser.waitIdle: no request in
+// flight; data-key-waits, data-install-event), for a transition to end
+// (waitStill), or it feeds the scripted upstream a piece at a time
+// (upstream.feed, say). A wait's timeout only bounds a failure, which
+// then says what was awaited.
 package page
 
 import (
@@ -161,7 +168,10 @@ func TestStopKeepsTheCutAnswer(t *testing.T) {
 	b.run(chromedp.KeyEvent(kb.Escape))
 	b.waitJS(`document.querySelector('[data-role=assistant]').dataset.cut === 'true'`, 5*time.Second)
 	shown := eval[string](b, `document.querySelector('[data-role=assistant] .body').textContent`)
-	time.Sleep(500 * time.Millisecond)
+	// Once the server has cancelled the upstream request and the page has
+	// no request left, nothing more can arrive.
+	eventually(t, "the upstream request to be cancelled by the stop", func() bool { _, c := up.counts(); return c >= 1 })
+	b.waitIdle()
 	if after := eval[string](b, `document.querySelector('[data-role=assistant] .body').textContent`); after != shown {
 		t.Fatalf("the answer kept growing after stop: %q then %q", shown, after)
 	}
@@ -298,7 +308,7 @@ func TestInProcessEngineChatSwitchThemeAndSmallScreen(t *testing.T) {
 	b.shot("chat-360")
 	b.run(chromedp.Click("#menu", chromedp.ByQuery))
 	b.waitJS(`document.body.classList.contains('sidebar-open')`, 5*time.Second)
-	time.Sleep(300 * time.Millisecond)
+	b.waitStill("#sidebar")
 	b.shot("chat-360-menu")
 	b.run(chromedp.Click("[data-testid=new-chat]", chromedp.ByQuery))
 	b.waitJS(`location.pathname === '/' && document.querySelectorAll('[data-testid=message]').length === 0`, 5*time.Second)
@@ -364,7 +374,11 @@ func TestInstallFromThePage(t *testing.T) {
 	b.run(chromedp.Click("#install-cancel", chromedp.ByQuery))
 	b.waitJS(`document.getElementById('install-progress-text').textContent.startsWith('Cancelled') && document.querySelector('[data-testid=install]').textContent === 'Resume'`, 20*time.Second)
 	stopped := eval[float64](b, `document.querySelector('[data-testid=install-progress]').value`)
-	time.Sleep(500 * time.Millisecond)
+	// Once the event stream has brought the cancel too (every progress
+	// event sent before it is shown) and no answer to an earlier request
+	// is on its way, the bar must still be where the cancel left it.
+	b.waitJS(`document.getElementById('app').dataset.installEvent === 'cancelled'`, 20*time.Second)
+	b.waitIdle()
 	if v := eval[float64](b, `document.querySelector('[data-testid=install-progress]').value`); v != stopped {
 		t.Errorf("progress moved after cancel: %v then %v", stopped, v)
 	}

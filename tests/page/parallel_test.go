@@ -75,13 +75,8 @@ func TestSettingsParallel(t *testing.T) {
 	b.shot("settings-parallel")
 
 	other := serve(t, home(t, t.TempDir(), nil), "--model", model, "--name", "minicpm5:2b", "--engine", "cpu", "--parallel", "3")
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	eventually(t, "a server started with --parallel 3 to report it loaded with 3", func() bool {
 		_, js := apiCall(t, "GET", other.URL+"/api/settings", "", "")
-		if regexp.MustCompile(`"kv":\{.*?"loaded":true[^{}]*"parallel":3`).MatchString(js) && strings.Contains(js, `"parallel":3,`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("served with --parallel 3: %s", js)
-		}
-	}
+		return regexp.MustCompile(`"kv":\{.*?"loaded":true[^{}]*"parallel":3`).MatchString(js) && strings.Contains(js, `"parallel":3,`)
+	})
 }

@@ -55,7 +55,7 @@ func TestAnOlderStatusNeverShowsOverANewerOne(t *testing.T) {
 	})()`, nil))
 	b.run(chromedp.Click("[data-testid=model-toggle]", chromedp.ByQuery))
 	b.waitJS(`document.getElementById('model-status').dataset.state === 'off'`, 30*time.Second)
-	time.Sleep(500 * time.Millisecond) // the GET after the stop has been answered
+	b.waitIdle() // the GET after the stop has been answered and applied
 	if s := eval[string](b, `document.getElementById('model-status').dataset.state + ': ' + document.getElementById('status-text').textContent`); s != "off: minicpm5:2b is switched off." {
 		t.Errorf("after switching off, with an older status answered last, the page says %q", s)
 	}

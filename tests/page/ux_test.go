@@ -3,6 +3,7 @@ package page
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -205,8 +206,8 @@ func TestAPIKeyAskedInThePage(t *testing.T) {
 	}))
 	b.run(chromedp.Navigate(srv.URL + "/"))
 	dialogOpen := `(() => { const d = document.querySelector('dialog[data-testid=dialog]'); return !!d && d.open })()`
-	b.waitJS(dialogOpen, 20*time.Second)
-	time.Sleep(500 * time.Millisecond) // every request at start was refused by now
+	// Every request the page has in flight waits for this one dialog.
+	b.waitJS(dialogOpen+` && (() => { const d = document.getElementById('app').dataset; return Number(d.requests) > 0 && d.requests === d.keyWaits })()`, 20*time.Second)
 	if n := eval[float64](b, `document.querySelectorAll('dialog[data-testid=dialog]').length`); n != 1 {
 		t.Errorf("%v dialogs for one key", n)
 	}
@@ -236,7 +237,12 @@ func TestAPIKeyAskedInThePage(t *testing.T) {
 	b.waitJS(dialogOpen, 20*time.Second)
 	b.run(chromedp.KeyEvent(kb.Escape))
 	b.waitJS(`document.querySelector('dialog[data-testid=dialog]') === null && document.getElementById('error-banner').textContent.includes('Reload the page to enter it')`, 10*time.Second)
-	time.Sleep(1500 * time.Millisecond)
+	// A request refused after the Cancel (the list, searched again) does
+	// not ask again.
+	refusals := eval[float64](b, `Number(document.getElementById('app').dataset.keyRefusals)`)
+	b.run(chromedp.Evaluate(`document.getElementById('search').dispatchEvent(new Event('input'))`, nil))
+	b.waitJS(fmt.Sprintf(`Number(document.getElementById('app').dataset.keyRefusals) > %v`, refusals), 10*time.Second)
+	b.waitJS(`document.getElementById('app').dataset.requests === '0' || `+dialogOpen, 30*time.Second)
 	if eval[bool](b, dialogOpen) {
 		t.Error("the page asks again after Cancel")
 	}
@@ -318,7 +324,7 @@ func TestTitleFocusSettingsAndSmallScreenList(t *testing.T) {
 	b.waitJS(`!`+open+` && document.activeElement === document.getElementById('menu')`, 5*time.Second)
 	b.run(chromedp.Click("#menu", chromedp.ByQuery))
 	b.waitJS(open, 5*time.Second)
-	time.Sleep(300 * time.Millisecond)
+	b.waitStill("#sidebar")
 	b.shot("list-360-open")
 	b.run(chromedp.MouseClickXY(340, 120)) // on the dimmed chat, where Export .md is
 	b.waitJS(`!`+open, 5*time.Second)

@@ -171,7 +171,7 @@ func TestTrayModelMenuOverDBus(t *testing.T) {
 	}
 
 	for _, tc := range []struct{ name, other string }{{"alpha", "beta"}, {"beta", "alpha"}} {
-		clickUntil(t, item, "○ "+tc.name+" (CPU only)", func() error { return wantModel(base, tc.name, "loading", "on") })
+		clickUntil(t, item, &output, "○ "+tc.name+" (CPU only)", func() error { return wantModel(base, tc.name, "loading", "on") })
 		desktoptest.Eventually(t, 120*time.Second, tc.name+" on in /api/status", func() error {
 			return wantModel(base, tc.name, "on")
 		})
@@ -196,7 +196,7 @@ func TestTrayModelMenuOverDBus(t *testing.T) {
 	}
 
 	var quitErr error
-	clickUntil(t, item, "Quit", func() error {
+	clickUntil(t, item, &output, "Quit", func() error {
 		select {
 		case quitErr = <-exited:
 			return nil
@@ -211,13 +211,17 @@ func TestTrayModelMenuOverDBus(t *testing.T) {
 }
 
 // clickUntil clicks the entry labelled label in the menu as read now
-// until done holds (within 10 s of a click, three clicks at most): fyne
-// rebuilds the whole tray menu on each change, with new entry IDs, and
-// a click on an ID from the layout before is lost ("systray error: no
-// menu item with ID …"), as a panel's would be before it read the new
-// layout.
-func clickUntil(t *testing.T, item *desktoptest.Item, label string, done func() error) {
+// until done holds. fyne rebuilds the whole tray menu on each change,
+// with new entry IDs, and a click on an ID from the layout before is
+// lost, as a panel's would be before it read the new layout; systray
+// then logs "systray error: no menu item with ID …" to out, and only
+// then is the menu read and clicked again (three clicks at most). done
+// is awaited up to a minute after a click, a bound on a failure only.
+func clickUntil(t *testing.T, item *desktoptest.Item, out *lockedBuffer, label string, done func() error) {
 	t.Helper()
+	const lost = "systray error: no menu item with ID"
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
 	var err error
 	for try := 0; try < 3; try++ {
 		m, rerr := item.Menu()
@@ -228,19 +232,24 @@ func clickUntil(t *testing.T, item *desktoptest.Item, label string, done func() 
 		if e == nil {
 			t.Fatalf("no %q in the menu:\n%s", label, strings.Join(m.Lines(), "\n"))
 		}
+		seen := strings.Count(out.String(), lost)
 		if err := item.Click(e); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for err = done(); err != nil && time.Now().Before(deadline); err = done() {
-			time.Sleep(50 * time.Millisecond)
+		deadline := time.After(time.Minute)
+		for err = done(); err != nil && strings.Count(out.String(), lost) == seen; err = done() {
+			select {
+			case <-tick.C:
+			case <-deadline:
+				t.Fatalf("the click on %q did nothing within a minute, and was not lost: %v", label, err)
+			}
 		}
 		if err == nil {
 			return
 		}
-		t.Logf("the click on %q did nothing within 10 s (%v): clicking the menu as read again", label, err)
+		t.Logf("the click on %q was lost (the menu was rebuilt): clicking the menu as read again", label)
 	}
-	t.Fatalf("three clicks on %q did nothing: %v", label, err)
+	t.Fatalf("three clicks on %q were lost: %v", label, err)
 }
 
 // submenu is the lines under a submenu's label (Lines indents them by

@@ -178,7 +178,7 @@ func TestTrayOverDBus(t *testing.T) {
 	// "Stop serving" switches the model off.
 	// Clicks go to the menu as read at the moment (clickUntil): the
 	// menu is rebuilt with new IDs on each change of state.
-	clickUntil(t, item, "Stop serving", func() error { return wantState(base, "off") })
+	clickUntil(t, item, &output, "Stop serving", func() error { return wantState(base, "off") })
 	desktoptest.Eventually(t, 60*time.Second, "/api/status off", func() error { return wantState(base, "off") })
 	menu = waitMenu(t, item, "Off")
 	checkIcon(t, item, gui.IconOff)
@@ -187,7 +187,7 @@ func TestTrayOverDBus(t *testing.T) {
 	// mark is that entry; removed behind the tray's back, the next
 	// click writes it again.
 	entry := filepath.Join(home, ".config", "autostart", "npuchat.desktop")
-	clickUntil(t, item, "Launch at login", func() error { _, err := os.Stat(entry); return err })
+	clickUntil(t, item, &output, "Launch at login", func() error { _, err := os.Stat(entry); return err })
 	desktoptest.Eventually(t, 60*time.Second, "the autostart entry and its check mark", func() error {
 		b, err := os.ReadFile(entry)
 		if err != nil {
@@ -206,7 +206,7 @@ func TestTrayOverDBus(t *testing.T) {
 		menu = m
 		return nil
 	})
-	clickUntil(t, item, "Launch at login", func() error {
+	clickUntil(t, item, &output, "Launch at login", func() error {
 		if _, err := os.Stat(entry); !os.IsNotExist(err) {
 			return fmt.Errorf("%s: %v", entry, err)
 		}

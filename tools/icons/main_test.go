@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/binary"
-	"flag"
 	"fmt"
 	"image"
 	"image/color"
@@ -12,9 +11,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the committed icons under gui/")
+	"github.com/npuchat/npuchat/internal/golden"
+)
 
 const repoRoot = "../.."
 
@@ -27,7 +26,7 @@ func TestCommittedIconsAreCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if *update {
+	if golden.Update() {
 		if err := write(repoRoot, files); err != nil {
 			t.Fatal(err)
 		}

@@ -70,8 +70,9 @@ func boolAttr(b bool) string {
 	return "false"
 }
 
-// statsLine is the line under an answer: speed, first token, engine,
-// fallback, context.
+// statsLine is the line under an answer: speed, how many of its tokens
+// were guessed ahead (speculative decoding, when it guessed), first
+// token, engine, context, cache.
 func statsLine(m history.Message) string {
 	st := m.Stats
 	if st == nil || st.Engine == "" {
@@ -80,6 +81,9 @@ func statsLine(m history.Message) string {
 	s := ""
 	if st.TokensPerSecond > 0 {
 		s += fmt.Sprintf("%.1f tok/s · ", st.TokensPerSecond)
+	}
+	if st.DraftTokens > 0 {
+		s += guessedText(st.DraftAccepted, st.CompletionTokens) + " · "
 	}
 	if st.TTFTMillis > 0 {
 		s += fmt.Sprintf("first token %d ms · ", st.TTFTMillis)
@@ -92,6 +96,12 @@ func statsLine(m history.Message) string {
 		s += fmt.Sprintf(" · prompt from cache: %s of %s tokens", thousands(st.CachedTokens), thousands(st.PromptTokens))
 	}
 	return s
+}
+
+// guessedText says how many of an answer's tokens were guessed ahead
+// and kept (speculative decoding), as app.js's statsText.
+func guessedText(accepted, tokens int) string {
+	return fmt.Sprintf("%s of %s tokens guessed", thousands(accepted), thousands(tokens))
 }
 
 // omittedLine says how many of the chat's oldest messages the model did

@@ -25,6 +25,34 @@
   let lastContext = "";
   let lastUsed = 0; // tokens the last answer's context held (attachments count on it)
 
+  // ---- What tests wait for ----
+  // The page counts its work on #app, so that a test waits for the page
+  // to have done something instead of sleeping: data-requests is how
+  // many calls of api() and answers being sent are in flight,
+  // data-key-waits how many of those wait for the API key dialog,
+  // data-key-refusals how many answers asked for a key (and
+  // data-install-event, set by the event stream, the state of the last
+  // install event). A chain of requests one action starts keeps
+  // data-requests above 0 until its last one ends (each next request
+  // starts before the previous one's promise settles), so 0 after the
+  // action means the page has finished with it.
+  const work = { requests: 0, keyWaits: 0, keyRefusals: 0 };
+  function showWork() {
+    app.dataset.requests = work.requests;
+    app.dataset.keyWaits = work.keyWaits;
+    app.dataset.keyRefusals = work.keyRefusals;
+  }
+  showWork();
+  // tracked counts the promise p as a request in flight until it settles.
+  function tracked(p) {
+    work.requests++;
+    showWork();
+    return p.finally(() => {
+      work.requests--;
+      showWork();
+    });
+  }
+
   // ---- API helpers ----
   const key = () => localStorage.getItem("npuchat-key") || "";
   function headers(extra) {
@@ -32,7 +60,10 @@
     if (key()) h["Authorization"] = "Bearer " + key();
     return h;
   }
-  async function api(method, path, body, tries) {
+  function api(method, path, body, tries) {
+    return tracked(apiOnce(method, path, body, tries));
+  }
+  async function apiOnce(method, path, body, tries) {
     const sent = key(); // a refusal of a key replaced meanwhile is retried with the new one, not asked again
     const r = await fetch(path, { method, headers: headers(), body: body === undefined ? undefined : JSON.stringify(body) });
     // The history and the settings need the session the tray's link
@@ -45,7 +76,7 @@
       err.code = "session_required";
       throw err;
     }
-    if (r.status === 401 && (tries || 0) < 3 && (key() !== sent || (await askKey(!!key())))) {
+    if (r.status === 401 && (tries || 0) < 3 && (key() !== sent || (await waitKey(!!key())))) {
       return api(method, path, body, (tries || 0) + 1);
     }
     if (r.status === 204) return null;
@@ -71,6 +102,18 @@
   // again until the page is reloaded.
   let keyAsked = null;
   let keyDeclined = false;
+  // waitKey is askKey for one refused request, counted for the tests.
+  async function waitKey(refused) {
+    work.keyRefusals++;
+    work.keyWaits++;
+    showWork();
+    try {
+      return await askKey(refused);
+    } finally {
+      work.keyWaits--;
+      showWork();
+    }
+  }
   function askKey(refused) {
     if (keyDeclined) return Promise.resolve(false);
     if (!keyAsked) {
@@ -181,6 +224,9 @@
     if (!st || !st.engine) return "";
     const parts = [];
     if (st.tokens_per_second > 0) parts.push(st.tokens_per_second.toFixed(1) + " tok/s");
+    // Speculative decoding: how many of the answer's tokens were
+    // guessed ahead and kept (page.go's guessedText).
+    if (st.draft_tokens > 0) parts.push((st.draft_accepted || 0).toLocaleString("en-US") + " of " + st.completion_tokens.toLocaleString("en-US") + " tokens guessed");
     if (st.ttft_ms > 0) parts.push("first token " + st.ttft_ms + " ms");
     parts.push(engineName(st.engine));
     if (st.context_length > 0) parts.push("context " + (st.prompt_tokens + st.completion_tokens) + " / " + st.context_length);
@@ -963,8 +1009,11 @@
   // composer is emptied only once the server has taken the message, so
   // that a refused one (busy, too large, no key, server down) stays
   // there to send again.
-  async function send(body, composed) {
-    if (streaming) return;
+  function send(body, composed) {
+    if (streaming) return Promise.resolve();
+    return tracked(sendOnce(body, composed));
+  }
+  async function sendOnce(body, composed) {
     // Busy from the start, while a new chat is made for the message: a
     // second send meanwhile (a double click, Enter held) waits, and
     // opening another chat aborts this one.
@@ -1694,7 +1743,12 @@
       // The install's status, the same value GET …/install answers,
       // with its words (install.js shows them).
       const ev = JSON.parse(e.data);
-      if (ev.install) showInstall(ev.install);
+      if (ev.install) {
+        // For tests: the state of the last install event the stream
+        // brought (every event sent before it has been shown).
+        app.dataset.installEvent = ev.install.state;
+        showInstall(ev.install);
+      }
     });
     // A (re)connected stream may be a restarted server, whose seq starts
     // again from 0: its first status is shown whatever the old seq was.
@@ -1897,6 +1951,9 @@
   loadList();
   api("GET", "/api/history").then((h) => showHistoryProblem(h.problem || ""), () => {});
   if (new URLSearchParams(location.search).has("link")) history.replaceState(null, "", location.pathname);
+  // The tray's Settings window opens the page at its Settings (/#settings),
+  // once settings.js (loaded after this script) is there to fill it.
+  if (location.hash === "#settings") document.addEventListener("DOMContentLoaded", () => showView("settings"));
   Install.load();
   if (conversation && app.dataset.rendered !== "true") {
     // With an API key the server renders no history: open the

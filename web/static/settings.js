@@ -7,6 +7,9 @@
 // value's error is shown at its field (the server names it: param).
 // Secrets come from the server masked only; one is sent when typed (or
 // "" when removed), never read back. Text is set with textContent only.
+// The MCP servers' part (the second function below) lists the servers
+// with their state and tools (GET /api/settings/mcp) and saves each
+// change at once (PUT /api/settings with the whole mcp_servers list).
 "use strict";
 
 (function () {
@@ -207,6 +210,7 @@
     document.querySelectorAll('input[name="engine"]').forEach((r) => (r.checked = r.value === s.engine));
     $("set-context").value = s.context_length || 0;
     $("set-kv-cache-type").value = s.kv_cache_type || "f32";
+    $("set-speculative").value = s.speculative || "off";
     contextHelp(s);
     showKV();
     $("set-parallel").value = s.parallel || 0;
@@ -255,6 +259,7 @@
     } catch (e) {
       $("settings-note").textContent = e.message;
     }
+    if (window.NPUMCP) window.NPUMCP.load();
   }
 
   // ---- events ----
@@ -289,6 +294,7 @@
       keep_alive: keepAliveValue(),
       context_length: num("set-context", Number) || 0,
       kv_cache_type: $("set-kv-cache-type").value,
+      speculative: $("set-speculative").value,
       parallel: num("set-parallel", Number) || 0,
       serve_at_start: $("set-serve-at-start").checked,
       models_dir: $("set-models-dir").value.trim(),
@@ -320,6 +326,8 @@
       if (before && after.engine !== before.engine) notes.push("The engine changed: a model that was on is loaded again on it.");
       if (before && after.kv_cache_type !== before.kv_cache_type)
         notes.push("The KV cache type applies the next time the model is loaded" + (after.kv && after.kv.loaded && after.kv.kv_type ? " (the model on now keeps " + after.kv.kv_type + " until then)." : "."));
+      if (before && after.speculative !== before.speculative)
+        notes.push("Speculative decoding " + (after.speculative === "auto" ? "on" : "off") + " applies the next time the model is loaded.");
       if (before && after.context_length !== before.context_length)
         notes.push("The context length applies the next time the model is loaded" + (after.kv && after.kv.loaded ? " (the model on now keeps " + int(after.kv.context) + " tokens until then)." : "."));
       if (before && after.parallel !== before.parallel)
@@ -338,4 +346,340 @@
   });
 
   window.NPUSettings = { load };
+})();
+
+// The MCP servers of the Settings view: the list, "Show tools", on and
+// off, remove, and the form that adds or edits one. A command line is
+// split into the program and its arguments here (splitCommand), as a
+// shell would split it, but nothing runs a shell.
+(function () {
+  const $ = (id) => document.getElementById(id);
+  const list = $("mcp-list");
+  if (!list || !window.NPUChat) return;
+  const api = window.NPUChat.api;
+
+  let servers = []; // as last loaded: settings and state
+  let editing = -1; // the index of the server in the form; -1 a new one
+  let tokenRemove = false;
+  const toolsShown = new Set(); // names whose tools are open
+
+  // splitCommand splits a command line as a POSIX shell splits words:
+  // spaces separate, '...' keeps everything, "..." keeps all but \" and
+  // \\, and outside quotes a backslash keeps the next space, quote or
+  // backslash (any other backslash stays, for Windows paths).
+  function splitCommand(line) {
+    const out = [];
+    let cur = "";
+    let inWord = false;
+    let q = "";
+    for (let i = 0; i < line.length; i++) {
+      const c = line[i];
+      if (q === "'") {
+        if (c === "'") q = "";
+        else cur += c;
+        continue;
+      }
+      if (q === '"') {
+        if (c === "\\" && (line[i + 1] === '"' || line[i + 1] === "\\")) cur += line[++i];
+        else if (c === '"') q = "";
+        else cur += c;
+        continue;
+      }
+      if (/\s/.test(c)) {
+        if (inWord) out.push(cur);
+        cur = "";
+        inWord = false;
+        continue;
+      }
+      inWord = true;
+      if (c === "'" || c === '"') q = c;
+      else if (c === "\\" && i + 1 < line.length && /[\s'"\\]/.test(line[i + 1])) cur += line[++i];
+      else cur += c;
+    }
+    if (q) throw new Error("A " + (q === '"' ? "double" : "single") + " quote is not closed: close it, or put a \\ before it.");
+    if (inWord) out.push(cur);
+    return out;
+  }
+  // joinCommand writes a command as splitCommand reads it back.
+  function joinCommand(args) {
+    return args.map((a) => (a !== "" && !/[\s'"\\]/.test(a) ? a : '"' + a.replace(/(["\\])/g, "\\$1") + '"')).join(" ");
+  }
+  function parseEnv(text) {
+    const env = {};
+    const lines = text.split("\n");
+    for (let i = 0; i < lines.length; i++) {
+      const line = lines[i].trim();
+      if (line === "" || line.startsWith("#")) continue;
+      const eq = line.indexOf("=");
+      if (eq <= 0) throw new Error("Line " + (i + 1) + " is not NAME=value: " + (line.length > 40 ? line.slice(0, 40) + "…" : line));
+      env[line.slice(0, eq).trim()] = line.slice(eq + 1);
+    }
+    return Object.keys(env).length ? env : undefined;
+  }
+
+  // ---- the list ----
+  function el(tag, cls, text) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+  function button(text, onClick, testid) {
+    const b = el("button", "btn", text);
+    b.type = "button";
+    if (testid) b.dataset.testid = testid;
+    b.addEventListener("click", onClick);
+    return b;
+  }
+  function stateWords(s) {
+    if (!s.enabled) return "Off";
+    if (s.running) return s.pid ? "Running (process " + s.pid + ")" : "Connected";
+    return "On, not running (starts when used)";
+  }
+  function render() {
+    list.replaceChildren();
+    if (servers.length === 0) {
+      list.append(el("li", "mcp-empty", "No servers yet."));
+    }
+    servers.forEach((s, i) => {
+      const li = el("li", "mcp-server" + (s.enabled ? "" : " off"));
+      li.dataset.name = s.name;
+      li.dataset.testid = "mcp-server";
+      const head = el("div", "mcp-head");
+      head.append(el("strong", "mcp-name", s.name));
+      head.append(el("span", "badge" + (s.enabled ? " on" : ""), s.enabled ? "On" : "Off"));
+      if (s.trusted) head.append(el("span", "badge trusted", "Trusted"));
+      li.append(head);
+      const what = s.command && s.command.length ? joinCommand(s.command) : s.url + (s.token_set ? " (token " + s.token_masked + ")" : "");
+      const code = el("code", "mcp-what", what);
+      li.append(code);
+      if (s.dir) li.append(el("p", "field-help", "In " + s.dir));
+      const st = el("p", "field-help mcp-state", stateWords(s) + (s.tools ? " · " + s.tools.length + (s.tools.length === 1 ? " tool" : " tools") : ""));
+      st.dataset.testid = "mcp-state";
+      li.append(st);
+      if (s.last_error) {
+        const e = el("p", "field-error mcp-error", "Last error" + (s.last_error_at ? " (" + new Date(s.last_error_at).toLocaleString() + ")" : "") + ": " + s.last_error);
+        e.dataset.testid = "mcp-error";
+        li.append(e);
+      }
+      const row = el("div", "field-row");
+      const open = toolsShown.has(s.name);
+      const show = button(open ? "Hide tools" : "Show tools", () => toggleTools(i), "mcp-show-tools");
+      show.setAttribute("aria-expanded", open ? "true" : "false");
+      show.disabled = !s.enabled;
+      if (!s.enabled) show.title = "Turn it on to see its tools";
+      row.append(show, button("Edit", () => edit(i), "mcp-edit"), button(s.enabled ? "Turn off" : "Turn on", () => toggleOn(i), "mcp-toggle"), button("Remove", () => remove(i), "mcp-remove"));
+      li.append(row);
+      if (open && s.tools) {
+        const dl = el("dl", "mcp-tools");
+        dl.dataset.testid = "mcp-tools";
+        for (const t of s.tools) {
+          dl.append(el("dt", "", t.name), el("dd", "", t.description || "(no description)"));
+        }
+        if (!s.tools.length) dl.append(el("dt", "", "This server offers no tools."));
+        li.append(dl);
+      }
+      list.append(li);
+    });
+  }
+  async function load() {
+    try {
+      const r = await api("GET", "/api/settings/mcp");
+      servers = r.servers || [];
+      render();
+    } catch (e) {
+      $("mcp-note").textContent = e.message;
+    }
+  }
+  async function toggleTools(i) {
+    const s = servers[i];
+    if (toolsShown.has(s.name)) {
+      toolsShown.delete(s.name);
+      render();
+      return;
+    }
+    $("mcp-note").textContent = "Asking " + s.name + " for its tools…";
+    try {
+      const r = await api("GET", "/api/settings/mcp/" + encodeURIComponent(s.name) + "/tools");
+      toolsShown.add(s.name);
+      $("mcp-note").textContent = s.name + " offers " + r.tools.length + (r.tools.length === 1 ? " tool." : " tools.");
+    } catch (e) {
+      $("mcp-note").textContent = s.name + ": " + e.message;
+    }
+    await load();
+  }
+
+  // ---- saving ----
+  // settingsOf is a server as PUT /api/settings takes it: its token
+  // left out, so that the one it has stays.
+  function settingsOf(s) {
+    const o = { name: s.name, enabled: s.enabled, trusted: s.trusted };
+    if (s.command && s.command.length) o.command = s.command;
+    if (s.env) o.env = s.env;
+    if (s.dir) o.dir = s.dir;
+    if (s.url) o.url = s.url;
+    return o;
+  }
+  async function save(next) {
+    const r = await api("PUT", "/api/settings", { mcp_servers: next });
+    await load();
+    return r;
+  }
+  async function toggleOn(i) {
+    const next = servers.map(settingsOf);
+    next[i].enabled = !next[i].enabled;
+    try {
+      await save(next);
+      $("mcp-note").textContent = next[i].name + (next[i].enabled ? " is on." : " is off (stopped if it ran).");
+    } catch (e) {
+      $("mcp-note").textContent = "Not changed: " + e.message;
+    }
+  }
+  async function remove(i) {
+    const name = servers[i].name;
+    const next = servers.map(settingsOf).filter((_, j) => j !== i);
+    try {
+      await save(next);
+      toolsShown.delete(name);
+      $("mcp-note").textContent = name + " is removed (stopped if it ran).";
+      $("mcp-add").focus();
+    } catch (e) {
+      $("mcp-note").textContent = "Not removed: " + e.message;
+    }
+  }
+
+  // ---- the form ----
+  const form = $("mcp-form");
+  function kind() {
+    const k = form.querySelector('input[name="mcp-kind"]:checked');
+    return k ? k.value : "command";
+  }
+  function showKind() {
+    $("mcp-command-part").hidden = kind() !== "command";
+    $("mcp-url-part").hidden = kind() !== "url";
+  }
+  function clearErrors() {
+    form.querySelectorAll(".field-error").forEach((e) => {
+      e.hidden = true;
+      e.textContent = "";
+    });
+    form.querySelectorAll("[aria-invalid]").forEach((e) => e.removeAttribute("aria-invalid"));
+    $("mcp-form-note").textContent = "";
+  }
+  function fieldError(field, msg) {
+    const box = $("err-mcp-" + field);
+    if (!box) return false;
+    box.textContent = msg.charAt(0).toUpperCase() + msg.slice(1);
+    box.hidden = false;
+    const input = box.closest(".field").querySelector("input, textarea");
+    if (input) {
+      input.setAttribute("aria-invalid", "true");
+      input.setAttribute("aria-errormessage", box.id);
+      input.focus();
+    }
+    return true;
+  }
+  function openForm(s) {
+    clearErrors();
+    tokenRemove = false;
+    $("mcp-form-title").textContent = s ? "Edit " + s.name : "Add an MCP server";
+    $("mcp-name").value = s ? s.name : "";
+    const k = s && s.url ? "url" : "command";
+    form.querySelectorAll('input[name="mcp-kind"]').forEach((r) => (r.checked = r.value === k));
+    $("mcp-command").value = s && s.command ? joinCommand(s.command) : "";
+    $("mcp-env").value = s && s.env ? Object.keys(s.env).map((n) => n + "=" + s.env[n]).join("\n") : "";
+    $("mcp-dir").value = (s && s.dir) || "";
+    $("mcp-url").value = (s && s.url) || "";
+    $("mcp-token").value = "";
+    $("mcp-token").placeholder = s && s.token_set ? s.token_masked + " (saved)" : "none";
+    $("mcp-token-remove").hidden = !(s && s.token_set);
+    $("mcp-enabled").checked = s ? s.enabled : true;
+    $("mcp-trusted").checked = s ? s.trusted : false;
+    showKind();
+    form.hidden = false;
+    $("mcp-add").hidden = true;
+    $("mcp-name").focus();
+  }
+  function closeForm() {
+    $("mcp-token").value = ""; // a typed token does not stay in the page
+    form.hidden = true;
+    $("mcp-add").hidden = false;
+    editing = -1;
+  }
+  function edit(i) {
+    editing = i;
+    openForm(servers[i]);
+  }
+  $("mcp-add").addEventListener("click", () => {
+    editing = -1;
+    openForm(null);
+  });
+  $("mcp-cancel").addEventListener("click", () => {
+    closeForm();
+    $("mcp-add").focus();
+  });
+  form.querySelectorAll('input[name="mcp-kind"]').forEach((r) => r.addEventListener("change", showKind));
+  $("mcp-token-remove").addEventListener("click", () => {
+    tokenRemove = true;
+    $("mcp-token").value = "";
+    $("mcp-token").placeholder = "removed when you save";
+    $("mcp-token-remove").hidden = true;
+  });
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    clearErrors();
+    const s = { name: $("mcp-name").value.trim(), enabled: $("mcp-enabled").checked, trusted: $("mcp-trusted").checked };
+    if (kind() === "command") {
+      try {
+        s.command = splitCommand($("mcp-command").value);
+      } catch (err) {
+        fieldError("command", err.message);
+        return;
+      }
+      if (!s.command.length) {
+        fieldError("command", "Write the program to run and its arguments.");
+        return;
+      }
+      try {
+        s.env = parseEnv($("mcp-env").value);
+      } catch (err) {
+        fieldError("env", err.message);
+        return;
+      }
+      if ($("mcp-dir").value.trim()) s.dir = $("mcp-dir").value.trim();
+    } else {
+      s.url = $("mcp-url").value.trim();
+      if (!s.url) {
+        fieldError("url", "Write the server's address, such as https://mcp.example.com/mcp.");
+        return;
+      }
+      const tok = $("mcp-token").value.trim();
+      if (tok !== "") s.token = tok;
+      else if (tokenRemove) s.token = "";
+    }
+    const next = servers.map(settingsOf);
+    let at = editing;
+    if (editing >= 0) {
+      s.was = servers[editing].name;
+      next[editing] = s;
+    } else {
+      at = next.length;
+      next.push(s);
+    }
+    try {
+      await save(next);
+      closeForm();
+      $("mcp-note").textContent = s.name + " is saved" + (s.enabled ? ": Show tools starts it." : ".");
+      $("mcp-add").focus();
+    } catch (err) {
+      const m = /^mcp_servers\[(\d+)\]\.(\w+)$/.exec(err.param || "");
+      if (m && Number(m[1]) === at && fieldError(m[2], err.message)) {
+        $("mcp-form-note").textContent = "Not saved: see the field marked.";
+      } else {
+        $("mcp-form-note").textContent = "Not saved: " + err.message;
+      }
+    }
+  });
+
+  window.NPUMCP = { load, splitCommand, joinCommand };
 })();

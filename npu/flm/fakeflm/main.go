@@ -38,11 +38,16 @@
 //	busyport      fails at start as if its port were taken
 //	stall         streams one token, then nothing (a hung NPU)
 //
+// $FAKEFLM_START_GATE (host:port) holds the load at a gate: before it
+// loads, the fake connects there and waits for a line back, which comes
+// only when the test opens the gate (it ignores SIGINT and SIGTERM while
+// it waits, as FLM busy loading does);
 // $FAKEFLM_IGNORE_TERM=1 makes it ignore SIGINT and SIGTERM in any mode;
 // $FAKEFLM_TOKEN_DELAY (a Go duration, default 2ms) paces the tokens.
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -56,6 +61,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/npuchat/npuchat/npu/fakecli"
 )
 
 // version is the FastFlowLM version the fake claims to be.
@@ -76,30 +83,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "version":
-		if hasFlag(args[1:], "--json", "-j") {
+		if fakecli.HasFlag(args[1:], "--json", "-j") {
 			fmt.Fprintf(stdout, "{ \"version\": %q }\n", version)
 		} else {
 			fmt.Fprintf(stdout, "FLM v%s\n", version)
 		}
 		return 0
 	case "validate":
-		return validate(hasFlag(args[1:], "--json", "-j"), stdout)
+		return validate(fakecli.HasFlag(args[1:], "--json", "-j"), stdout)
 	case "serve":
 		return serve(args[1:], stdout, stderr)
 	}
 	fmt.Fprintf(stderr, "Error: unknown command %q\n", args[0])
 	return 1
-}
-
-func hasFlag(args []string, names ...string) bool {
-	for _, a := range args {
-		for _, n := range names {
-			if a == n {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 func validate(asJSON bool, stdout io.Writer) int {
@@ -171,54 +167,20 @@ var serveFlags = map[string]bool{
 }
 
 type server struct {
-	tag    string
-	ctxLen int
-	models []string
-	out    io.Writer
+	fakecli.Serve // the command line
+	models        []string
+	out           io.Writer
 }
 
 func serve(args []string, stdout, stderr io.Writer) int {
 	s := &server{out: stdout}
-	host, port := "127.0.0.1", 52625
-	if p, err := strconv.Atoi(os.Getenv("FLM_SERVE_PORT")); err == nil {
-		port = p
+	var err error
+	if s.Serve, err = fakecli.ParseServe(args, serveFlags, map[string]bool{"--quiet": true}, "FLM_SERVE_PORT"); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
 	}
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--quiet":
-		case serveFlags[a]:
-			if i+1 >= len(args) {
-				fmt.Fprintf(stderr, "Error: the required argument for option '%s' is missing\n", a)
-				return 1
-			}
-			v := args[i+1]
-			i++
-			var err error
-			switch a {
-			case "--host":
-				host = v
-			case "--port", "-p":
-				port, err = strconv.Atoi(v)
-			case "--ctx-len", "-c":
-				s.ctxLen, err = strconv.Atoi(v)
-			}
-			if err != nil {
-				fmt.Fprintf(stderr, "Error: the argument ('%s') for option '%s' is invalid\n", v, a)
-				return 1
-			}
-		case strings.HasPrefix(a, "-"):
-			fmt.Fprintf(stderr, "Error: unrecognised option '%s'\n", a)
-			return 1
-		case s.tag == "":
-			s.tag = a
-		default:
-			fmt.Fprintf(stderr, "Error: too many positional options have been specified on the command line\n")
-			return 1
-		}
-	}
-	if s.tag == "" {
-		s.tag = "llama3.2:1b"
+	if s.Tag == "" {
+		s.Tag = "llama3.2:1b"
 	}
 	models, err := modelList()
 	if err != nil {
@@ -226,9 +188,9 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	s.models = models
-	if !contains(models, s.tag) {
+	if !contains(models, s.Tag) {
 		// FLM v0.9.45+ (main.cpp) refuses a tag missing from its list.
-		fmt.Fprintf(stdout, "[ERROR]  Model not found: %s; Please check with `flm list` and try again.\n", s.tag)
+		fmt.Fprintf(stdout, "[ERROR]  Model not found: %s; Please check with `flm list` and try again.\n", s.Tag)
 		return 1
 	}
 
@@ -243,7 +205,16 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	if os.Getenv("FLM_DISABLE_UPDATE_CHECK") != "1" {
 		fmt.Fprintln(stdout, "[FLM]  Checking for a newer FastFlowLM version...")
 	}
-	fmt.Fprintf(stdout, "[FLM]  Loading model: %s\n", s.tag)
+	fmt.Fprintf(stdout, "[FLM]  Loading model: %s\n", s.Tag)
+	if addr := os.Getenv("FAKEFLM_START_GATE"); addr != "" {
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			fmt.Fprintf(stderr, "[FLM]  Error: start gate: %v\n", err)
+			return 1
+		}
+		bufio.NewReader(conn).ReadString('\n')
+		conn.Close()
+	}
 	switch m {
 	case "nodevice":
 		fmt.Fprintln(stderr, "[XRT] ERROR: No such device with index '0'")
@@ -261,7 +232,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	ln, err := net.Listen("tcp", net.JoinHostPort(s.Host, strconv.Itoa(s.Port)))
 	if m == "busyport" && err == nil {
 		ln.Close()
 		err = fmt.Errorf("bind: %w", syscall.EADDRINUSE)
@@ -270,8 +241,8 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "[FLM]  Error: bind: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "[FLM]  Starting server on port %d...\n", port)
-	fmt.Fprintf(stdout, "[FLM]  WebServer started on port %d with 10 I/O threads\n", port)
+	fmt.Fprintf(stdout, "[FLM]  Starting server on port %d...\n", s.Port)
+	fmt.Fprintf(stdout, "[FLM]  WebServer started on port %d with 10 I/O threads\n", s.Port)
 	fmt.Fprintln(stdout, "[FLM]  Press Ctrl+C to stop.")
 	srv := &http.Server{Handler: s.routes()}
 	go srv.Serve(ln)
@@ -376,7 +347,7 @@ func (s *server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 	}
 	fmt.Fprintf(s.out, "[FLM]  Incoming request: %s model=%s stream=%v\n", r.URL.Path, req.Model, req.Stream)
 	if req.Model == "" {
-		req.Model = s.tag
+		req.Model = s.Tag
 	}
 	if !contains(s.models, req.Model) {
 		writeJSON(w, map[string]any{"error": "Failed to load " + req.Model + " model!"})
@@ -396,7 +367,7 @@ func (s *server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 			heard = m.Content
 		}
 	}
-	if s.ctxLen > 0 && promptTokens >= s.ctxLen {
+	if s.CtxLen > 0 && promptTokens >= s.CtxLen {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
 		io.WriteString(w, `{"error":{"message":"Max length reached!","type":"model_error","code":400}}`)

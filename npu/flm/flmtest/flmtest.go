@@ -8,12 +8,11 @@
 package flmtest
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
+
+	"github.com/npuchat/npuchat/npu/fakecli"
 )
 
 // FakePackage is the import path of the fake flm's main package.
@@ -23,32 +22,13 @@ const FakePackage = "github.com/npuchat/npuchat/npu/flm/fakeflm"
 // its path. The test fails if the build fails.
 func Build(t testing.TB) string {
 	t.Helper()
-	path, err := BuildTo(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return fakecli.BuildTemp(t, "flm", FakePackage)
 }
 
 // BuildTo compiles the fake flm into dir (as flm, or flm.exe on Windows)
 // and returns its path. It runs `go build`, so it must run inside the
 // npuchat module, as tests do.
-func BuildTo(dir string) (string, error) {
-	name := "flm"
-	if runtime.GOOS == "windows" {
-		name += ".exe"
-	}
-	out := filepath.Join(dir, name)
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		return "", fmt.Errorf("build fake flm: the go command is not on PATH: %w", err)
-	}
-	cmd := exec.Command(goTool, "build", "-o", out, FakePackage)
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build fake flm: %w\n%s", err, msg)
-	}
-	return out, nil
-}
+func BuildTo(dir string) (string, error) { return fakecli.Build(dir, "flm", FakePackage) }
 
 // The fake flm's modes (see npu/flm/fakeflm).
 const (

@@ -38,6 +38,8 @@
 //	           decoder's would
 //	crash      exits with status 139 after $FAKEOFLM_CRASH_AFTER chunks
 //	           (default 2) of the answer
+//	drop       drops the connection after $FAKEOFLM_CRASH_AFTER chunks and
+//	           serves on (a broken stream from a live server)
 //	busyport   fails to bind: "bind: Address already in use", exit 1
 //	busyonce   busyport for the first serve of $FAKEOFLM_STATE (a folder)
 //	slowstart  before it opens its port, waits at the "load" gate of the
@@ -66,6 +68,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/npuchat/npuchat/npu/fakecli"
 )
 
 // version is the oflm version the fake claims to be (cli.md's example).
@@ -92,7 +96,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
-	asJSON := hasFlag(rest, "--json", "-j")
+	asJSON := fakecli.HasFlag(rest, "--json", "-j")
 	switch cmd {
 	case "version":
 		if asJSON {
@@ -113,17 +117,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "Error: unknown command %q\n", cmd)
 	return 1
-}
-
-func hasFlag(args []string, names ...string) bool {
-	for _, a := range args {
-		for _, n := range names {
-			if a == n {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // modes is the set of $FAKEOFLM_MODE.
@@ -267,53 +260,19 @@ var serveOnly = map[string]bool{"--host": true, "--port": true, "-p": true, "--s
 	"--q-len": true, "-q": true, "--cors": true}
 
 type server struct {
-	tag     string // asked for
-	current string // loaded: tag, or model-faker
-	ctxLen  int
-	models  []entry
-	out     io.Writer
-	modes   map[string]bool
+	fakecli.Serve        // the command line; Tag is the tag asked for
+	current       string // loaded: Tag, or model-faker
+	models        []entry
+	out           io.Writer
+	modes         map[string]bool
 }
 
 func serve(args []string, stdout, stderr io.Writer) int {
 	s := &server{out: stdout, modes: modes()}
-	host, port := "127.0.0.1", 52625
-	if p, err := strconv.Atoi(os.Getenv("OFLM_SERVE_PORT")); err == nil {
-		port = p
-	}
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--quiet" || a == "--json" || a == "-j":
-		case serveFlags[a]:
-			if i+1 >= len(args) {
-				fmt.Fprintf(stderr, "Error: the required argument for option '%s' is missing\n", a)
-				return 1
-			}
-			v := args[i+1]
-			i++
-			var err error
-			switch a {
-			case "--host":
-				host = v
-			case "--port", "-p":
-				port, err = strconv.Atoi(v)
-			case "--ctx-len", "-c":
-				s.ctxLen, err = strconv.Atoi(v)
-			}
-			if err != nil {
-				fmt.Fprintf(stderr, "Error: the argument ('%s') for option '%s' is invalid\n", v, a)
-				return 1
-			}
-		case strings.HasPrefix(a, "-"):
-			fmt.Fprintf(stderr, "Error: unrecognised option '%s'\n", a)
-			return 1
-		case s.tag == "":
-			s.tag = a
-		default:
-			fmt.Fprintln(stderr, "Error: too many positional options have been specified on the command line")
-			return 1
-		}
+	var err error
+	if s.Serve, err = fakecli.ParseServe(args, serveFlags, map[string]bool{"--quiet": true, "--json": true, "-j": true}, "OFLM_SERVE_PORT"); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
 	}
 	env := map[string]string{}
 	for _, kv := range os.Environ() {
@@ -329,28 +288,28 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	s.models = models
-	if s.tag != "" && !s.known(s.tag) {
-		fmt.Fprintf(stdout, "Model not found: %s; Please check with `oflm list`\n", s.tag)
+	if s.Tag != "" && !s.known(s.Tag) {
+		fmt.Fprintf(stdout, "Model not found: %s; Please check with `oflm list`\n", s.Tag)
 		return 1
 	}
 	if os.Getenv("OFLM_DISABLE_UPDATE_CHECK") != "1" {
 		fmt.Fprintln(stdout, "[OFLM]  Checking for a newer OpenFlowLM version...")
 	}
 	s.current = faker
-	if s.tag != "" {
-		fmt.Fprintf(stdout, "[OFLM]  Loading model: %s\n", s.tag)
+	if s.Tag != "" {
+		fmt.Fprintf(stdout, "[OFLM]  Loading model: %s\n", s.Tag)
 		if s.modes["slowstart"] {
 			gate("load")
 		}
 		if s.modes["loadfail"] {
 			fmt.Fprintln(stderr, "[OFLM]  mmap err=-11: cannot lock the model's buffers (memlock too low?)")
-			fmt.Fprintf(stderr, "[OFLM]  Failed to load %s\n", s.tag)
+			fmt.Fprintf(stderr, "[OFLM]  Failed to load %s\n", s.Tag)
 		} else {
-			s.current = s.tag
+			s.current = s.Tag
 		}
 	}
 	busy := s.modes["busyport"] || (s.modes["busyonce"] && firstServe())
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	ln, err := net.Listen("tcp", net.JoinHostPort(s.Host, strconv.Itoa(s.Port)))
 	if busy && err == nil {
 		ln.Close()
 		err = syscall.EADDRINUSE
@@ -359,7 +318,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "bind: %v\n", addrInUse(err))
 		return 1
 	}
-	fmt.Fprintf(stdout, "[OFLM]  WebServer started on port %d\n", port)
+	fmt.Fprintf(stdout, "[OFLM]  WebServer started on port %d\n", s.Port)
 	// No signal handler: like oflm, the process ends when it is killed.
 	return serveHTTP(ln, s.routes())
 }
@@ -468,7 +427,7 @@ func (s *server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 		return
 	}
 	if req.Model == "" {
-		req.Model = s.tag
+		req.Model = s.Tag
 	}
 	if !s.known(req.Model) {
 		apiError(w, 400, "model "+req.Model+" not found", "model_not_found")
@@ -559,6 +518,10 @@ func (s *server) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 		if s.modes["crash"] && i == crashAfter {
 			fmt.Fprintln(os.Stderr, "[XRT] ERROR: runlist failed execution (ERT_CMD_STATE_TIMEOUT)\nSegmentation fault (core dumped)")
 			os.Exit(139)
+		}
+		if s.modes["drop"] && i == crashAfter {
+			fmt.Fprintln(os.Stderr, "[oflm] connection reset by peer")
+			panic(http.ErrAbortHandler) // the stream ends with no final chunk
 		}
 		if sent >= limit {
 			truncated = true

@@ -11,13 +11,12 @@ package oflmtest
 import (
 	"bufio"
 	"encoding/json"
-	"fmt"
 	"net"
-	"os/exec"
-	"path/filepath"
-	"runtime"
+	"os"
 	"sync"
 	"testing"
+
+	"github.com/npuchat/npuchat/npu/fakecli"
 )
 
 // FakePackage is the import path of the fake oflm's main package.
@@ -29,6 +28,7 @@ const (
 	ModeRunOn     = "runon"     // <|im_end|> and a next turn streamed until max_tokens
 	ModeHold      = "hold"      // the stream stays open after the answer until the client goes
 	ModeCrash     = "crash"     // exit 139 after FAKEOFLM_CRASH_AFTER answer chunks (default 2)
+	ModeDrop      = "drop"      // the connection dropped after FAKEOFLM_CRASH_AFTER answer chunks; oflm serves on
 	ModeBusyPort  = "busyport"  // every serve fails to bind: "Address already in use"
 	ModeBusyOnce  = "busyonce"  // the first serve (per FAKEOFLM_STATE folder) fails to bind
 	ModeSlowStart = "slowstart" // the load waits at the "load" gate
@@ -39,30 +39,12 @@ const (
 // its path (…/oflm, or oflm.exe on Windows).
 func Build(t testing.TB) string {
 	t.Helper()
-	path, err := BuildTo(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return fakecli.BuildTemp(t, "oflm", FakePackage)
 }
 
 // BuildTo compiles the fake oflm into dir and returns its path. It runs
 // `go build`, so it must run inside the npuchat module, as tests do.
-func BuildTo(dir string) (string, error) {
-	name := "oflm"
-	if runtime.GOOS == "windows" {
-		name += ".exe"
-	}
-	out := filepath.Join(dir, name)
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		return "", fmt.Errorf("build fake oflm: the go command is not on PATH: %w", err)
-	}
-	if msg, err := exec.Command(goTool, "build", "-o", out, FakePackage).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build fake oflm: %w\n%s", err, msg)
-	}
-	return out, nil
-}
+func BuildTo(dir string) (string, error) { return fakecli.Build(dir, "oflm", FakePackage) }
 
 // Event is one thing a fake oflm reported.
 type Event struct {
@@ -195,5 +177,26 @@ func (c *Control) Wait(name string, n int) Event {
 		ch := c.changed
 		c.mu.Unlock()
 		<-ch
+	}
+}
+
+// EditJSON rewrites the JSON object in the file at path through edit, for
+// tests that spoil one field of a fixture (a kernel manifest, a config).
+func EditJSON(t testing.TB, path string, edit func(map[string]any)) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("edit %s: %v", path, err)
+	}
+	edit(m)
+	if b, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

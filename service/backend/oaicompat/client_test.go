@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/npuchat/npuchat/service/backend"
@@ -291,11 +292,8 @@ func TestStopStrings(t *testing.T) {
 			io.WriteString(w, `data: {"choices":[{"index":0,"delta":{"content":`+string(b)+`},"finish_reason":null}]}`+"\n\n")
 			w.(http.Flusher).Flush()
 		}
-		select {
-		case <-r.Context().Done():
-			close(closed)
-		case <-time.After(5 * time.Second):
-		}
+		<-r.Context().Done() // the stream never ends of itself
+		close(closed)
 	})
 	c := loaded(t, srv, Options{})
 	req := chat("hi")
@@ -307,11 +305,7 @@ func TestStopStrings(t *testing.T) {
 	if text != "Hello world. " || res.FinishReason != backend.FinishStop {
 		t.Errorf("got %q %q", text, res.FinishReason)
 	}
-	select {
-	case <-closed:
-	case <-time.After(3 * time.Second):
-		t.Error("upstream request not closed after the stop string")
-	}
+	<-closed // the upstream request was closed after the stop string
 }
 
 func TestStopFilter(t *testing.T) {
@@ -498,34 +492,30 @@ func TestLoad(t *testing.T) {
 	}
 }
 
-// slowServer streams one piece every 20 ms until its client goes away,
-// and reports that on gone.
-func slowServer(t *testing.T) (*fakeServer, chan struct{}) {
+// endlessServer streams pieces pieces of text, then keeps the stream
+// open until its client goes away, and reports that on gone: a request to
+// it ends only by the client's doing.
+func endlessServer(t *testing.T, pieces int) (*fakeServer, chan struct{}) {
 	gone := make(chan struct{}, 1)
 	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
-		for {
+		for range pieces {
 			io.WriteString(w, `data: {"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":null}]}`+"\n\n")
 			w.(http.Flusher).Flush()
-			select {
-			case <-r.Context().Done():
-				gone <- struct{}{}
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
 		}
+		<-r.Context().Done()
+		gone <- struct{}{}
 	})
 	return srv, gone
 }
 
-// TestCancel: a cancelled context ends Generate promptly with ctx.Err()
-// and closes the upstream request.
+// TestCancel: a cancelled context ends Generate with ctx.Err() and closes
+// the upstream request (which never ends of itself).
 func TestCancel(t *testing.T) {
-	srv, gone := slowServer(t)
+	srv, gone := endlessServer(t, 3)
 	c := loaded(t, srv, Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	n := 0
-	start := time.Now()
 	_, err := c.Generate(ctx, chat("hi"), func(backend.Token) error {
 		n++
 		if n == 3 {
@@ -533,33 +523,29 @@ func TestCancel(t *testing.T) {
 		}
 		return nil
 	})
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("err = %v, want context.Canceled", err)
+	if !errors.Is(err, context.Canceled) || n != 3 {
+		t.Fatalf("err = %v after %d tokens, want context.Canceled after 3", err, n)
 	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("took %v", d)
-	}
-	select {
-	case <-gone:
-	case <-time.After(3 * time.Second):
-		t.Error("upstream request not closed")
-	}
+	<-gone
 }
 
-// TestEmitError: an error from emit is returned as is.
+// TestEmitError: an error from emit is returned as is, and ends the
+// upstream request.
 func TestEmitError(t *testing.T) {
-	srv, _ := slowServer(t)
+	srv, gone := endlessServer(t, 1)
 	c := loaded(t, srv, Options{})
 	boom := errors.New("client went away")
 	_, err := c.Generate(context.Background(), chat("hi"), func(backend.Token) error { return boom })
 	if err != boom {
 		t.Fatalf("err = %v, want %v", err, boom)
 	}
+	<-gone
 }
 
-// TestUnloadDuringGenerate: Unload makes a running Generate return.
+// TestUnloadDuringGenerate: Unload makes a running Generate return (the
+// stream never ends of itself).
 func TestUnloadDuringGenerate(t *testing.T) {
-	srv, _ := slowServer(t)
+	srv, gone := endlessServer(t, 1)
 	c := loaded(t, srv, Options{})
 	done := make(chan error, 1)
 	started := make(chan struct{})
@@ -575,14 +561,10 @@ func TestUnloadDuringGenerate(t *testing.T) {
 	if err := c.Unload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-done:
-		if !errors.Is(err, backend.ErrNotLoaded) {
-			t.Errorf("err = %v, want ErrNotLoaded", err)
-		}
-	case <-time.After(3 * time.Second):
-		t.Fatal("Generate still running after Unload")
+	if err := <-done; !errors.Is(err, backend.ErrNotLoaded) {
+		t.Errorf("err = %v, want ErrNotLoaded", err)
 	}
+	<-gone
 }
 
 // TestNonStreamingAnswer: a server that ignores "stream" still works.
@@ -698,39 +680,115 @@ func FuzzSSE(f *testing.F) {
 // accelerator) is a device failure after IdleTimeout; keep-alive comments
 // count as life.
 func TestIdleTimeout(t *testing.T) {
-	srv := newFakeServer(t, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		io.WriteString(w, `data: {"choices":[{"index":0,"delta":{"content":"Hel"},"finish_reason":null}]}`+"\n\n")
-		w.(http.Flusher).Flush()
-		if r.URL.Path == "/v1/completions" { // the lively variant
-			for i := 0; i < 20; i++ { // gaps of a tenth of the idle timeout: a busy machine stays under it
-				time.Sleep(25 * time.Millisecond)
+	// In a synctest bubble the clock moves only when every goroutine
+	// waits, so the times below are exact, whatever the machine's load.
+	synctest.Test(t, func(t *testing.T) {
+		const idle = 250 * time.Millisecond
+		mux := http.NewServeMux()
+		mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, `{"object":"list","data":[{"id":"minicpm5:2b","object":"model"}]}`)
+		})
+		hel := func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, `data: {"choices":[{"index":0,"delta":{"content":"Hel"},"finish_reason":null}]}`+"\n\n")
+			w.(http.Flusher).Flush()
+		}
+		mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
+			hel(w)
+			<-r.Context().Done() // silent from here on
+		})
+		mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) {
+			hel(w)
+			for range 20 { // 500 ms in all, in gaps of a tenth of the idle timeout
+				time.Sleep(idle / 10)
 				io.WriteString(w, ": keep-alive\n\n")
 				w.(http.Flusher).Flush()
 			}
 			io.WriteString(w, `data: {"choices":[{"index":0,"delta":{"content":"lo"},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
-			return
+		})
+		c, err := New(Options{BaseURL: "http://npu.test", Model: "minicpm5:2b", IdleTimeout: idle,
+			HTTPClient: &http.Client{Transport: pipeTransport{mux}}})
+		if err != nil {
+			t.Fatal(err)
 		}
-		<-r.Context().Done()
+		if err := c.Load(context.Background(), nil); err != nil {
+			t.Fatal(err)
+		}
+
+		start := time.Now()
+		text, _, _, err := collect(c, context.Background(), chat("hi"))
+		var oe *Error
+		if !errors.Is(err, backend.ErrDeviceFailed) || !errors.As(err, &oe) || oe.Emitted != 1 || text != "Hel" {
+			t.Fatalf("silent server: %q %v", text, err)
+		}
+		if d := time.Since(start); d != idle {
+			t.Errorf("gave up after %v, want %v", d, idle)
+		}
+		start = time.Now()
+		text, _, _, err = collect(c, context.Background(), &backend.Request{Prompt: "hi"})
+		if err != nil || text != "Hello" {
+			t.Errorf("server with keep-alives: %q %v", text, err)
+		}
+		if d := time.Since(start); d != 20*idle/10 {
+			t.Errorf("the lively answer took %v, want %v", d, 20*idle/10)
+		}
+		if _, err := c.Generate(context.Background(), &backend.Request{Messages: []backend.Message{}}, nil); !errors.Is(err, backend.ErrBadRequest) {
+			t.Errorf("empty messages: %v", err)
+		}
 	})
-	c := loaded(t, srv, Options{IdleTimeout: 250 * time.Millisecond})
-	start := time.Now()
-	text, _, _, err := collect(c, context.Background(), chat("hi"))
-	var oe *Error
-	if !errors.Is(err, backend.ErrDeviceFailed) || !errors.As(err, &oe) || oe.Emitted != 1 || text != "Hel" {
-		t.Fatalf("silent server: %q %v", text, err)
+}
+
+// pipeTransport serves requests with its handler in this process, through
+// an io.Pipe rather than a socket, so that a synctest bubble can see
+// every wait (a socket's is invisible to it). The handler's request
+// context is the client's; a cancelled request ends the response body
+// with the context's error.
+type pipeTransport struct{ h http.Handler }
+
+// RoundTrip runs the handler and returns once it has written its header.
+func (p pipeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	pr, pw := io.Pipe()
+	w := &pipeWriter{header: http.Header{}, body: pw, wrote: make(chan struct{})}
+	stop := context.AfterFunc(req.Context(), func() { pw.CloseWithError(req.Context().Err()) })
+	go func() {
+		defer stop()
+		p.h.ServeHTTP(w, req)
+		w.WriteHeader(http.StatusOK)
+		pw.Close()
+	}()
+	select {
+	case <-w.wrote:
+	case <-req.Context().Done():
+		return nil, req.Context().Err()
 	}
-	if d := time.Since(start); d < 250*time.Millisecond || d > 5*time.Second {
-		t.Errorf("gave up after %v", d)
-	}
-	text, _, _, err = collect(c, context.Background(), &backend.Request{Prompt: "hi"})
-	if err != nil || text != "Hello" {
-		t.Errorf("server with keep-alives: %q %v", text, err)
-	}
-	if _, err := c.Generate(context.Background(), &backend.Request{Messages: []backend.Message{}}, nil); !errors.Is(err, backend.ErrBadRequest) {
-		t.Errorf("empty messages: %v", err)
+	return &http.Response{StatusCode: w.code, Status: http.StatusText(w.code), Header: w.header,
+		Body: pr, Request: req, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, ContentLength: -1}, nil
+}
+
+// pipeWriter is a handler's http.ResponseWriter (and http.Flusher) that
+// writes the body into a pipe.
+type pipeWriter struct {
+	header http.Header
+	body   *io.PipeWriter
+	code   int
+	wrote  chan struct{} // closed when the header is written
+}
+
+func (w *pipeWriter) Header() http.Header { return w.header }
+
+func (w *pipeWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+		close(w.wrote)
 	}
 }
+
+func (w *pipeWriter) Write(p []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return w.body.Write(p)
+}
+
+func (w *pipeWriter) Flush() {}
 
 // TestReasoningContent: a server's reasoning_content deltas reach the
 // caller as Thinking, apart from the answer's text, in order.

@@ -1,6 +1,7 @@
-// Package childproc starts a server executable as a child process that
-// dies with NPU Chat, and keeps its output: the supervision pieces the
-// FastFlowLM (npu/flm) and OpenFlowLM (npu/oflm) backends share.
+// Package childproc starts a program as a child process that dies with
+// NPU Chat, and keeps its output: the supervision pieces the FastFlowLM
+// (npu/flm) and OpenFlowLM (npu/oflm) backends and the MCP servers
+// (mcphost) share.
 //
 //   - Start: on Linux the kernel kills the child when its parent dies
 //     (Pdeathsig, from a thread that lives as long as the child) and the
