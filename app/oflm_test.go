@@ -47,25 +47,31 @@ func newOFLMRig(t *testing.T) *oflmRig {
 	r.env["PATH"] = bin + string(os.PathListSeparator) + r.env["PATH"]
 	r.kernels = filepath.Join(filepath.Dir(bin), "share", "oflm", "xclbins", oflm.Folder, "open_kernels")
 	copyDir(t, "../npu/oflm/testdata/open_kernels", r.kernels)
+	editKernelManifest(t, r.kernels)
+	return r
+}
+
+// editKernelManifest shapes the test kernel set's manifest for the test
+// model, with no packing plan (the weights are held against the plan in
+// models/oflm's tests), as npu/oflm's tests do.
+func editKernelManifest(t *testing.T, dir string) {
+	t.Helper()
 	shape := testmodel.MiniCPM5Small()
-	man := map[string]any{
-		"family": "llama3", "max_ctx_default": 2048,
-		"hf_config_check": map[string]any{
+	oflmtest.EditJSON(t, filepath.Join(dir, "manifest.json"), func(man map[string]any) {
+		man["max_ctx_default"] = 2048
+		man["hf_config_check"] = map[string]any{
 			"model_type": []string{"llama"}, "hidden_size": shape.Hidden, "num_hidden_layers": shape.Layers,
 			"vocab_size": shape.Vocab, "num_attention_heads": shape.Heads, "num_key_value_heads": 8,
 			"intermediate_size": shape.FFN,
-		},
-		"contexts": map[string]string{"dx": "dx/final.xclbin", "ln": "ln/final.xclbin"},
-		"kernels":  map[string]any{"dx": map[string]string{"insts": "dx/insts.bin"}, "ln": map[string]string{"insts": "ln/insts.bin"}},
-	}
-	b, err := json.Marshal(man)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(r.kernels, "manifest.json"), b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return r
+		}
+		types := man["layer_types"].(map[string]any)
+		types["dense"].(map[string]any)["pack"] = map[string]any{"pool": []any{}, "consts": []any{}}
+		man["pack"] = map[string]any{
+			"lm_head": map[string]any{"ops": []any{map[string]any{"op": "std_perm", "tensor": "lm_head.weight"}}},
+			"embed":   map[string]any{"tensor": "model.embed_tokens.weight", "dim": shape.Hidden},
+			"norm":    map[string]any{"tensor": "model.norm.weight", "bytes": 2 * shape.Hidden},
+		}
+	})
 }
 
 // copyDir copies the files of src into dst.

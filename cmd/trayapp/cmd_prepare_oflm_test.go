@@ -70,32 +70,53 @@ func oflmMachine(t *testing.T) (c cli, root, kernels string) {
 		t.Fatal(err)
 	}
 	kernels = filepath.Join(base, "openflowlm", "share", "oflm", "xclbins", oflm.Folder, "open_kernels")
-	for _, f := range []string{"dx/final.xclbin", "dx/insts.bin", "ln/final.xclbin", "ln/insts.bin"} {
-		os.MkdirAll(filepath.Join(kernels, filepath.Dir(f)), 0o755)
-		if err := os.WriteFile(filepath.Join(kernels, f), []byte("kernel "+f), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	copyKernels(t, "../../npu/oflm/testdata/open_kernels", kernels)
 	shape := testmodel.MiniCPM5Small()
-	man, _ := json.Marshal(map[string]any{
-		"family": "llama3", "max_ctx_default": 2048,
-		"hf_config_check": map[string]any{
+	// Shaped for the test model, with no packing plan, as npu/oflm's
+	// tests make it.
+	oflmtest.EditJSON(t, filepath.Join(kernels, "manifest.json"), func(man map[string]any) {
+		man["max_ctx_default"] = 2048
+		man["hf_config_check"] = map[string]any{
 			"model_type": []string{"llama"}, "hidden_size": shape.Hidden, "num_hidden_layers": shape.Layers,
 			"vocab_size": shape.Vocab, "num_attention_heads": shape.Heads, "num_key_value_heads": 8,
 			"intermediate_size": shape.FFN,
-		},
-		"contexts": map[string]string{"dx": "dx/final.xclbin", "ln": "ln/final.xclbin"},
-		"kernels":  map[string]any{"dx": map[string]string{"insts": "dx/insts.bin"}, "ln": map[string]string{"insts": "ln/insts.bin"}},
+		}
+		types := man["layer_types"].(map[string]any)
+		types["dense"].(map[string]any)["pack"] = map[string]any{"pool": []any{}, "consts": []any{}}
+		man["pack"] = map[string]any{
+			"lm_head": map[string]any{"ops": []any{map[string]any{"op": "std_perm", "tensor": "lm_head.weight"}}},
+			"embed":   map[string]any{"tensor": "model.embed_tokens.weight", "dim": shape.Hidden},
+			"norm":    map[string]any{"tensor": "model.norm.weight", "bytes": 2 * shape.Hidden},
+		}
 	})
-	if err := os.WriteFile(filepath.Join(kernels, "manifest.json"), man, 0o644); err != nil {
-		t.Fatal(err)
-	}
 	c = cli{t, map[string]string{
 		"HOME": filepath.Join(base, "home"), "NPUCHAT_DATA": filepath.Join(base, "data"),
 		"NPUCHAT_CONFIG": filepath.Join(base, "settings.json"), "HF_ENDPOINT": hub.URL(),
 		"PATH": bin + string(os.PathListSeparator) + os.Getenv("PATH"),
 	}}
 	return c, root, kernels
+}
+
+// copyKernels copies the files of the kernel set src into dst.
+func copyKernels(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestPrepareOFLMCLI: `npuchat prepare-oflm` without oflm says what is
