@@ -51,7 +51,7 @@ func TestClickStartsThenOpensTheChat(t *testing.T) {
 		t.Fatalf("icon %q tooltip %q", h.iconName(), h.tooltip())
 	}
 	menu := h.menu()
-	want := []string{"Off (off)", "---", labelStart, labelChat, "---", labelEngine + " (off)", "● Auto (NPU, else CPU)", "○ NPU", "○ CPU", "---",
+	want := []string{"Off (off)", "---", labelStart, labelChat, "---", labelEngine + " (off)", "● Auto (NPU, else CPU)", "○ NPU", "○ NPU (oflm)", "○ NPU (FastFlowLM)", "○ CPU", "---",
 		labelInstall, labelCheck, labelSettings, labelLogin, labelLogs, "---", labelAbout, labelQuit}
 	if !slices.Equal(menu, want) {
 		t.Fatalf("menu\n got %q\nwant %q", menu, want)
