@@ -127,6 +127,10 @@ func TestPrepareForOFLMFromModels(t *testing.T) {
 	b.shot("library-oflm-ready")
 	b.run(chromedp.Click(`[data-testid=library-prepare-oflm]`, chromedp.ByQuery))
 	b.waitJS(`!!document.querySelector('[data-testid=library-oflm][data-state=prepared]')`, 60*time.Second)
+	// the note the button left goes once the model is prepared, and the
+	// status names the route
+	b.waitJS(`!document.querySelector('#library-note, [data-testid=library-note]') || !document.querySelector('#library-note, [data-testid=library-note]').textContent.includes('Preparing')`, 20*time.Second)
+	b.waitJS(`document.body.textContent.includes('NPU (oflm)')`, 20*time.Second)
 	b.shot("library-oflm-prepared")
 	code, body := apiCall(t, "GET", srv.URL+"/api/settings", "", "")
 	var set struct{ Engine string }

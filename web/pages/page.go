@@ -150,6 +150,8 @@ func EngineName(kind string) string {
 	switch kind {
 	case "npu":
 		return "NPU (FastFlowLM)"
+	case "oflm":
+		return "NPU (oflm)"
 	case "cpu":
 		return "CPU (in-process engine)"
 	case "remote":

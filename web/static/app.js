@@ -216,7 +216,7 @@
   }
 
   function engineName(kind) {
-    return { npu: "NPU (FastFlowLM)", cpu: "CPU (in-process engine)", remote: "remote server" }[kind] || kind || "unknown engine";
+    return { npu: "NPU (FastFlowLM)", oflm: "NPU (oflm)", cpu: "CPU (in-process engine)", remote: "remote server" }[kind] || kind || "unknown engine";
   }
 
   function statsText(st) {

@@ -122,7 +122,15 @@
     box.setAttribute("data-testid", "library-oflm");
     box.dataset.state = o.state;
     const say = (text, cls) => box.appendChild(el("p", "form-note" + (cls ? " " + cls : ""), text));
-    if (o.state === "prepared") say("Prepared for the NPU through oflm (OpenFlowLM-Next).");
+    if (o.state === "prepared") {
+      say("Prepared for the NPU through oflm (OpenFlowLM-Next).");
+      // the note the button left ("Preparing …; it switches to it when
+      // done") is done with
+      if (note.dataset.preparing === m.name) {
+        note.textContent = "";
+        delete note.dataset.preparing;
+      }
+    }
     if (o.state === "preparing") {
       const p = el("progress");
       p.max = 1;
@@ -162,6 +170,7 @@
       const r = await api("POST", "/api/library/" + encodeURIComponent(name) + "/prepare-oflm");
       models = r.models || models;
       note.textContent = "Preparing " + name + " for the NPU (oflm); it switches to it when done.";
+      note.dataset.preparing = name;
       render();
     } catch (e) {
       button.disabled = false;
