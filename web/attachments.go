@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -42,6 +43,12 @@ func (s *Server) pdfText(w http.ResponseWriter, r *http.Request) {
 		if errors.As(err, &tooBig) {
 			writeError(w, r, http.StatusRequestEntityTooLarge, "pdf_too_large",
 				fmt.Sprintf("this PDF is larger than %d MB: attach a smaller one, or the pages that matter", s.opts.MaxBodyBytes>>20))
+			return
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() { // as every body: 408 (errors.go)
+			writeError(w, r, http.StatusRequestTimeout, "request_timeout",
+				fmt.Sprintf("the PDF did not arrive within %s; send it at once", s.opts.BodyTimeout))
 			return
 		}
 		writeError(w, r, http.StatusBadRequest, "invalid_request", "the PDF did not arrive whole: "+err.Error())

@@ -160,6 +160,23 @@ func TestStalledBodiesAreCut(t *testing.T) {
 	}
 }
 
+// TestStalledPDFIsCut: a PDF attachment that does not arrive in time
+// gets 408, as every body does (it got 400 "did not arrive whole").
+func TestStalledPDFIsCut(t *testing.T) {
+	ts := startServer(t, fake.Options{}, web.Options{BodyTimeout: 300 * time.Millisecond, APIKey: "k"}, service.Options{})
+	conn := rawRequest(t, ts.URL, "POST /api/attachments/pdf HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer k\r\n"+
+		"Content-Type: application/pdf\r\nContent-Length: 100\r\n\r\n%PDF-1.4\n")
+	conn.SetReadDeadline(time.Now().Add(time.Minute)) // a failure bound only
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(b), "did not arrive within") {
+		t.Fatalf("a stalled PDF: %d %s", resp.StatusCode, b)
+	}
+}
+
 // TestSmallHardeningItems (issue 13, item 7).
 func TestSmallHardeningItems(t *testing.T) {
 	ts := startServer(t, fake.Options{ContextLength: 20}, web.Options{APIKey: "s3cret", MaxBodyBytes: 1 << 20}, service.Options{})
