@@ -149,7 +149,11 @@ func TestPageInstallStartsTheModelInTheServer(t *testing.T) {
 				})
 				return
 			}
-			time.Sleep(100 * time.Millisecond) // OnDone runs right after the end
+			select { // OnDone runs right after the end
+			case <-a.Installs().Finished():
+			case <-time.After(60 * time.Second):
+				t.Fatal("awaiting the install's OnDone: not returned after 60 s")
+			}
 			if st := a.Status(); st.State != service.StateOff {
 				t.Fatalf("the tray's install switched the model on: %+v", st)
 			}
