@@ -19,6 +19,7 @@ import (
 
 	"github.com/npuchat/npuchat/config"
 	"github.com/npuchat/npuchat/engine/testmodel"
+	"github.com/npuchat/npuchat/eventbus/eventbustest"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/web/webtest"
 )
@@ -102,19 +103,16 @@ func post(t *testing.T, url, body string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// waitState waits for the service's events to show the state want (the
+// first event is the status now) and returns that status.
 func waitState(t *testing.T, a *App, want service.State) service.Status {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		st := a.Status()
-		if st.State == want {
-			return st
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("state %+v, want %s", st, want)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	events, stop := a.Subscribe()
+	defer stop()
+	seen := eventbustest.Expect(t, events, eventbustest.Is("the state "+string(want), func(ev service.Event) bool {
+		return ev.Status.State == want
+	}))
+	return seen[len(seen)-1].Status
 }
 
 // TestTrayStartsWithTheModelOff: the API listens and answers 503 until
