@@ -244,7 +244,7 @@ func endless(t *testing.T) *httptest.Server {
 					return
 				}
 				w.(http.Flusher).Flush()
-				select {
+				select { // paces the stream on purpose: an answer that goes on
 				case <-r.Context().Done():
 					return
 				case <-time.After(20 * time.Millisecond):
