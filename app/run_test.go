@@ -77,8 +77,8 @@ func running(t *testing.T, a *App, ro RunOptions) string {
 			if err != nil {
 				t.Errorf("Run: %v", err)
 			}
-		case <-time.After(6 * time.Second):
-			t.Error("Run did not return")
+		case <-time.After(60 * time.Second): // a failure bound
+			t.Error("awaiting Run's return after its ctx ended: not returned after 60 s")
 		}
 	})
 	select {
