@@ -2,6 +2,7 @@ package mcphost
 
 import (
 	"bufio"
+	"errors"
 	"os"
 	"os/exec"
 	"strconv"
@@ -9,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestNoOrphanWhenParentKilled: a process playing NPU Chat starts a stdio
@@ -45,6 +48,13 @@ func TestNoOrphanWhenParentKilled(t *testing.T) {
 	if line, err := lines.ReadString('\n'); err != nil || line != "CHURNED\n" {
 		t.Fatalf("the parent said %q (%v)", line, err)
 	}
+	// A pidfd, taken while the server lives, becomes readable when it
+	// ends: the wait below is on that event.
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		t.Fatalf("pidfd of the server (pid %d): %v", pid, err)
+	}
+	defer unix.Close(pidfd)
 	if gone(pid) {
 		t.Fatalf("the server (pid %d) died while its parent lives: the thread that forked it ended", pid)
 	}
@@ -52,14 +62,32 @@ func TestNoOrphanWhenParentKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	parent.Wait()
-	// The kernel sends the signal as the parent dies; the deadline only
+	// The kernel sends the signal as the parent dies; the bound only
 	// turns a hang into a failure.
-	deadline := time.Now().Add(30 * time.Second)
-	for !gone(pid) {
-		if time.Now().After(deadline) {
-			syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("the server (pid %d) outlived its killed parent", pid)
+	if !ended(t, pidfd, 30*time.Second) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("the server (pid %d) outlived its killed parent (awaited its end for 30 s)", pid)
+	}
+}
+
+// ended waits for the process of pidfd to end, at most bound (a failure
+// bound), and reports whether it did.
+func ended(t *testing.T, pidfd int, bound time.Duration) bool {
+	t.Helper()
+	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+	deadline := time.Now().Add(bound)
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return false
 		}
-		time.Sleep(10 * time.Millisecond)
+		n, err := unix.Poll(fds, int(left.Milliseconds())+1)
+		if errors.Is(err, unix.EINTR) {
+			continue // a signal to the Go runtime: poll again for what is left
+		}
+		if err != nil {
+			t.Fatalf("poll the pidfd: %v", err)
+		}
+		return n > 0
 	}
 }
