@@ -2,7 +2,6 @@ package mcphost
 
 import (
 	"bufio"
-	"errors"
 	"os"
 	"os/exec"
 	"strconv"
@@ -11,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/npuchat/npuchat/internal/proctest"
 )
 
 // TestNoOrphanWhenParentKilled: a process playing NPU Chat starts a stdio
@@ -48,13 +47,7 @@ func TestNoOrphanWhenParentKilled(t *testing.T) {
 	if line, err := lines.ReadString('\n'); err != nil || line != "CHURNED\n" {
 		t.Fatalf("the parent said %q (%v)", line, err)
 	}
-	// A pidfd, taken while the server lives, becomes readable when it
-	// ends: the wait below is on that event.
-	pidfd, err := unix.PidfdOpen(pid, 0)
-	if err != nil {
-		t.Fatalf("pidfd of the server (pid %d): %v", pid, err)
-	}
-	defer unix.Close(pidfd)
+	ended := proctest.Watch(t, pid) // while it lives: the wait below is on its end
 	if gone(pid) {
 		t.Fatalf("the server (pid %d) died while its parent lives: the thread that forked it ended", pid)
 	}
@@ -64,30 +57,8 @@ func TestNoOrphanWhenParentKilled(t *testing.T) {
 	parent.Wait()
 	// The kernel sends the signal as the parent dies; the bound only
 	// turns a hang into a failure.
-	if !ended(t, pidfd, 30*time.Second) {
+	if !ended(30 * time.Second) {
 		syscall.Kill(pid, syscall.SIGKILL)
 		t.Fatalf("the server (pid %d) outlived its killed parent (awaited its end for 30 s)", pid)
-	}
-}
-
-// ended waits for the process of pidfd to end, at most bound (a failure
-// bound), and reports whether it did.
-func ended(t *testing.T, pidfd int, bound time.Duration) bool {
-	t.Helper()
-	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
-	deadline := time.Now().Add(bound)
-	for {
-		left := time.Until(deadline)
-		if left <= 0 {
-			return false
-		}
-		n, err := unix.Poll(fds, int(left.Milliseconds())+1)
-		if errors.Is(err, unix.EINTR) {
-			continue // a signal to the Go runtime: poll again for what is left
-		}
-		if err != nil {
-			t.Fatalf("poll the pidfd: %v", err)
-		}
-		return n > 0
 	}
 }
