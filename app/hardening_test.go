@@ -94,8 +94,10 @@ func TestShutdownCutsAnswersExplicitly(t *testing.T) {
 	}
 }
 
-// waitUntil polls cond for up to 60 s (long, for a loaded two-core CI
-// machine; a cond that holds soon costs nothing).
+// waitUntil polls cond for up to 60 s (a failure bound: long, for a
+// loaded two-core CI machine; a cond that holds soon costs nothing). It
+// is for the service's Running and Waiting counts, whose changes
+// publish no event; the sleep only paces the poll.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/npuchat/npuchat/eventbus/eventbustest"
 	"github.com/npuchat/npuchat/models/hub/hubtest"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/service/install"
@@ -140,16 +141,23 @@ func TestPageInstallStartsTheModelInTheServer(t *testing.T) {
 			} else if err := a.StartInstall(); err != nil {
 				t.Fatal(err)
 			}
-			waitUntil(t, "the install's end", func() bool { return a.Installs().Status().State == install.StateDone })
+			select { // the install, and its OnDone, are over
+			case <-a.Installs().Finished():
+			case <-time.After(60 * time.Second):
+				t.Fatal("awaiting the install's end and its OnDone: not over after 60 s")
+			}
+			if st := a.Installs().Status(); st.State != install.StateDone {
+				t.Fatalf("the install ended %+v, want done", st)
+			}
 			if page {
 				// The stub files do not load: started is loading, then error.
-				waitUntil(t, "the model switched on", func() bool {
-					st := a.Status()
-					return st.Enabled && st.Model == "minicpm5:2b" && st.State != service.StateOff
-				})
+				events, stop := a.Subscribe()
+				defer stop()
+				eventbustest.Expect(t, events, eventbustest.Is("the model switched on", func(ev service.Event) bool {
+					return ev.Status.Enabled && ev.Status.Model == "minicpm5:2b" && ev.Status.State != service.StateOff
+				}))
 				return
 			}
-			time.Sleep(100 * time.Millisecond) // OnDone runs right after the end
 			if st := a.Status(); st.State != service.StateOff {
 				t.Fatalf("the tray's install switched the model on: %+v", st)
 			}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/npuchat/npuchat/config"
 	"github.com/npuchat/npuchat/engine/testmodel"
+	"github.com/npuchat/npuchat/internal/proctest"
 	"github.com/npuchat/npuchat/models"
 	"github.com/npuchat/npuchat/models/hub/hubtest"
 	"github.com/npuchat/npuchat/npu/flm/flmtest"
@@ -167,15 +168,12 @@ func TestNPUServesThroughFastFlowLM(t *testing.T) {
 	if pid == 0 {
 		t.Fatal("no FastFlowLM process was started")
 	}
+	ended := proctest.Watch(t, pid) // while it runs: the wait below is on its end
 	if err := a.mgr.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for syscall.Kill(pid, 0) == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("flm (pid %d) still running after the model was switched off", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !ended(60 * time.Second) { // a failure bound
+		t.Fatalf("flm (pid %d) still running 60 s after the model was switched off", pid)
 	}
 }
 

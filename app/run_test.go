@@ -19,6 +19,7 @@ import (
 
 	"github.com/npuchat/npuchat/config"
 	"github.com/npuchat/npuchat/engine/testmodel"
+	"github.com/npuchat/npuchat/eventbus/eventbustest"
 	"github.com/npuchat/npuchat/service"
 	"github.com/npuchat/npuchat/web/webtest"
 )
@@ -76,8 +77,8 @@ func running(t *testing.T, a *App, ro RunOptions) string {
 			if err != nil {
 				t.Errorf("Run: %v", err)
 			}
-		case <-time.After(6 * time.Second):
-			t.Error("Run did not return")
+		case <-time.After(60 * time.Second): // a failure bound
+			t.Error("awaiting Run's return after its ctx ended: not returned after 60 s")
 		}
 	})
 	select {
@@ -102,19 +103,16 @@ func post(t *testing.T, url, body string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// waitState waits for the service's events to show the state want (the
+// first event is the status now) and returns that status.
 func waitState(t *testing.T, a *App, want service.State) service.Status {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		st := a.Status()
-		if st.State == want {
-			return st
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("state %+v, want %s", st, want)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	events, stop := a.Subscribe()
+	defer stop()
+	seen := eventbustest.Expect(t, events, eventbustest.Is("the state "+string(want), func(ev service.Event) bool {
+		return ev.Status.State == want
+	}))
+	return seen[len(seen)-1].Status
 }
 
 // TestTrayStartsWithTheModelOff: the API listens and answers 503 until
@@ -180,10 +178,21 @@ func TestTakenPortIsReportedAndTriedAgain(t *testing.T) {
 	if got := a.Server(); got.Err == nil {
 		t.Fatalf("ServerStatus %+v", got)
 	}
-	select {
-	case err := <-done:
-		t.Fatalf("Run gave up: %v", err)
-	case <-time.After(200 * time.Millisecond):
+	// Run tries again: three more failed tries are reported (each a new
+	// status; a slow reader may see fewer values, never more), and Run
+	// has not returned.
+	for tries := 0; tries < 3; {
+		select {
+		case err := <-done:
+			t.Fatalf("Run gave up: %v", err)
+		case s = <-watch:
+			if s.Listening || s.Err == nil {
+				t.Fatalf("server status %+v while the port is taken", s)
+			}
+			tries++
+		case <-time.After(60 * time.Second):
+			t.Fatal("awaiting Run's next try to listen: none after 60 s")
+		}
 	}
 	other.Close()
 	deadline := time.After(60 * time.Second)
@@ -235,7 +244,7 @@ func endless(t *testing.T) *httptest.Server {
 					return
 				}
 				w.(http.Flusher).Flush()
-				select {
+				select { // paces the stream on purpose: an answer that goes on
 				case <-r.Context().Done():
 					return
 				case <-time.After(20 * time.Millisecond):
@@ -480,11 +489,9 @@ func TestOpenChatWhenServingWaitsForTheServer(t *testing.T) {
 	t.Cleanup(func() { a.Shutdown(context.Background()) })
 	done := make(chan error, 1)
 	go func() { done <- a.OpenChatWhenServing(context.Background()) }()
-	select {
-	case err := <-done:
-		t.Fatalf("returned before the server listened: %v", err)
-	case <-time.After(100 * time.Millisecond):
-	}
+	// A return before the server listened shows below, without waiting
+	// for it here: its error, or a link on no bound port (the bound
+	// port is known only once listening).
 	url := running(t, a, RunOptions{Model: ModelOff})
 	select {
 	case err := <-done:

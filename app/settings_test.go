@@ -199,8 +199,8 @@ func TestPageAndTraySeeOneSettingChangeAtOnce(t *testing.T) {
 				if ok(s) {
 					return
 				}
-			case <-time.After(5 * time.Second):
-				t.Fatalf("the settings subscriber was not told %s", what)
+			case <-time.After(60 * time.Second): // a failure bound
+				t.Fatalf("the settings subscriber was not told %s within 60 s", what)
 			}
 		}
 	}

@@ -27,7 +27,7 @@ func TestSettingsFIFODoesNotHang(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
 			t.Fatalf("err = %v", err)
 		}
-	case <-time.After(3 * time.Second):
-		t.Fatal("Load blocked on a FIFO settings file")
+	case <-time.After(60 * time.Second): // a failure bound
+		t.Fatal("Load blocked on a FIFO settings file (not returned after 60 s)")
 	}
 }

@@ -7,7 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/npuchat/npuchat/eventbus/eventbustest"
 )
 
 // newStore is a store over a settings file holding file ("" = none),
@@ -111,11 +112,14 @@ func TestStoreRefusesABadValueAtItsField(t *testing.T) {
 		if got := s.Get(); got.Engine != "auto" || got.KeepAlive != "" || got.Chat.Temperature != nil {
 			t.Errorf("%s: the settings changed: %+v", tt.field, got)
 		}
-		select {
-		case st := <-updates:
-			t.Errorf("%s: a refused change was published: %+v", tt.field, st)
-		case <-time.After(20 * time.Millisecond):
+		// The next change is the next value published: a refused one
+		// published would come before it.
+		if _, err := s.Update(context.Background(), func(st *Settings) error { st.Engine = "cpu"; return nil }); err != nil {
+			t.Fatal(err)
 		}
+		eventbustest.ExpectExactly(t, updates, eventbustest.Is("the engine set to cpu after the refused change", func(st Settings) bool {
+			return st.Engine == "cpu" && st.KeepAlive == "" && st.Chat.Temperature == nil && len(st.AddedModels) == 0
+		}))
 		stop()
 	}
 }
@@ -149,14 +153,9 @@ func TestStoreSubscribersSeeEachChange(t *testing.T) {
 		}
 	}
 	for _, ch := range []<-chan Settings{a, b} {
-		var last Settings
-		for last.Engine != "cpu" || last.KeepAlive != "1h" {
-			select {
-			case last = <-ch:
-			case <-time.After(5 * time.Second):
-				t.Fatalf("a subscriber's last settings %+v, want engine cpu and keep-alive 1h", last)
-			}
-		}
+		eventbustest.Expect(t, ch, eventbustest.Is("engine cpu and keep-alive 1h", func(st Settings) bool {
+			return st.Engine == "cpu" && st.KeepAlive == "1h"
+		}))
 	}
 	file, err := ReadSettings(path)
 	if err != nil || file.Engine != "cpu" || file.KeepAlive != "1h" {

@@ -58,6 +58,10 @@ type fakeApp struct {
 	chats     int // OpenChat calls
 	settings  int // OpenSettings calls
 
+	// changes fires at each change of the fields above through a method
+	// (what a test's eventually may be waiting for).
+	changes pulse
+
 	// store is a real settings store over a temporary settings file
 	// (SettingsStore): the window and "the page" (a test calling
 	// UpdateSettings) share it, as in the app.
@@ -127,12 +131,14 @@ func (f *fakeApp) OpenChat() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.chats++
+	f.changes.fire()
 	return nil
 }
 func (f *fakeApp) OpenSettings() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.settings++
+	f.changes.fire()
 	return nil
 }
 func (f *fakeApp) LogDir() string  { return "/tmp/npuchat-logs" }
@@ -147,6 +153,7 @@ func (f *fakeApp) Engine() enginekind.Kind {
 func (f *fakeApp) SetEngine(ctx context.Context, kind enginekind.Kind) error {
 	f.mu.Lock()
 	f.setEngine = append(f.setEngine, kind)
+	defer f.changes.fire()
 	if kind == "remote" {
 		f.mu.Unlock()
 		return errors.New("the remote engine needs --remote-url")
@@ -170,6 +177,7 @@ func (f *fakeApp) SetServeAtStart(on bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.atStart = on
+	f.changes.fire()
 	return nil
 }
 
@@ -188,6 +196,7 @@ func (f *fakeApp) SetLaunchAtLogin(on bool) error {
 		return f.loginErr
 	}
 	f.login = on
+	f.changes.fire()
 	return nil
 }
 
@@ -195,6 +204,7 @@ func (f *fakeApp) CheckNPU(ctx context.Context) (*check.Report, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.checks++
+	f.changes.fire()
 	return f.report, f.checkErr
 }
 
@@ -202,6 +212,7 @@ func (f *fakeApp) StartInstall() error {
 	f.mu.Lock()
 	start := f.install
 	f.installs++
+	f.changes.fire()
 	f.mu.Unlock()
 	if start == nil {
 		return errors.New("no install in this test")
@@ -227,6 +238,7 @@ func (f *fakeApp) WatchServer() (<-chan ServerStatus, func()) {
 func (f *fakeApp) setServer(s ServerStatus) {
 	f.mu.Lock()
 	f.server = s
+	f.changes.fire()
 	f.mu.Unlock()
 	f.serverCh <- s
 }
@@ -256,6 +268,42 @@ type fakeHost struct {
 	icon    fyne.Resource
 	tooltip string
 	tap     func()
+	changes pulse // fired at each Set call
+}
+
+// next returns a channel that is closed when the controller next sets
+// anything on the host.
+func (h *fakeHost) next() <-chan struct{} { return h.changes.next() }
+
+// changedLocked wakes the waiters of next. h.mu must be held.
+func (h *fakeHost) changedLocked() { h.changes.fire() }
+
+// pulse tells waiters that something changed: take next before looking,
+// look, then wait on it, and no change is missed. The zero pulse is
+// ready to use.
+type pulse struct {
+	mu sync.Mutex
+	ch chan struct{} // closed at the next fire (made by next)
+}
+
+// next returns a channel that is closed at the next fire.
+func (p *pulse) next() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ch == nil {
+		p.ch = make(chan struct{})
+	}
+	return p.ch
+}
+
+// fire wakes every waiter of next.
+func (p *pulse) fire() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ch != nil {
+		close(p.ch)
+		p.ch = nil
+	}
 }
 
 func (h *fakeHost) SetSystemTrayMenu(m *fyne.Menu) {
@@ -266,24 +314,28 @@ func (h *fakeHost) SetSystemTrayMenu(m *fyne.Menu) {
 	}
 	h.menu = m
 	h.menus++
+	h.changedLocked()
 }
 
 func (h *fakeHost) SetSystemTrayIcon(r fyne.Resource) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.icon = r
+	h.changedLocked()
 }
 
 func (h *fakeHost) SetTooltip(s string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.tooltip = s
+	h.changedLocked()
 }
 
 func (h *fakeHost) SetOnTapped(f func()) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.tap = f
+	h.changedLocked()
 }
 
 // uiThread runs functions one at a time on one goroutine, as fyne's
@@ -291,18 +343,29 @@ func (h *fakeHost) SetOnTapped(f func()) {
 // every look the test takes, so nothing races.
 // After the test, what is still sent is dropped, as fyne does after Quit.
 type uiThread struct {
-	q      chan func()
-	mu     sync.Mutex
-	closed bool
+	q       chan uiCall
+	mu      sync.Mutex
+	closed  bool
+	changes pulse // fired after each function run, but a look
+}
+
+// uiCall is one function for the UI goroutine; a look changes nothing
+// (a test's condition), so it wakes no one.
+type uiCall struct {
+	f    func()
+	look bool
 }
 
 func newUIThread(t *testing.T) *uiThread {
-	u := &uiThread{q: make(chan func(), 256)}
+	u := &uiThread{q: make(chan uiCall, 256)}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for f := range u.q {
-			f()
+		for c := range u.q {
+			c.f()
+			if !c.look {
+				u.changes.fire()
+			}
 		}
 	}()
 	t.Cleanup(func() {
@@ -315,11 +378,13 @@ func newUIThread(t *testing.T) *uiThread {
 	return u
 }
 
-func (u *uiThread) do(f func()) {
+func (u *uiThread) do(f func()) { u.send(uiCall{f: f}) }
+
+func (u *uiThread) send(c uiCall) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if !u.closed {
-		u.q <- f
+		u.q <- c
 	}
 }
 
@@ -327,6 +392,13 @@ func (u *uiThread) do(f func()) {
 func (u *uiThread) wait(f func()) {
 	done := make(chan struct{})
 	u.do(func() { f(); close(done) })
+	<-done
+}
+
+// look is wait for a function that only reads (it wakes no one).
+func (u *uiThread) look(f func()) {
+	done := make(chan struct{})
+	u.send(uiCall{f: func() { f(); close(done) }, look: true})
 	<-done
 }
 
@@ -342,6 +414,7 @@ type harness struct {
 	notes   []Notice
 	opened  []string
 	stopped bool
+	changes pulse // fired at each notice and opened URL
 }
 
 func newHarness(t *testing.T, fy fyne.App, f *fakeApp) *harness {
@@ -360,11 +433,13 @@ func harnessFor(t *testing.T, fy fyne.App, f *fakeApp, a App) *harness {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.notes = append(h.notes, n)
+		h.changes.fire()
 	}
 	h.c.openURL = func(u *url.URL) error {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.opened = append(h.opened, u.String())
+		h.changes.fire()
 		return nil
 	}
 	var stop func()
@@ -442,22 +517,28 @@ func (h *harness) tap() {
 	tap()
 }
 
-// eventually waits until cond (run on the UI goroutine) holds, polling
-// it for up to 60 s: long, for a loaded two-core CI machine; a cond
-// that holds at once costs nothing.
+// eventually waits until cond (run on the UI goroutine) holds, looking
+// again at each change that could make it hold: a function run on the
+// UI goroutine (the controller's, or a test's action), a change of the
+// fake app, a notice or an opened URL. A minute bounds a failure (long,
+// for a loaded two-core CI machine); nothing is timed.
 func (h *harness) eventually(what string, cond func() bool) {
 	h.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	bound := time.After(time.Minute)
 	for {
+		ui, app, seen := h.ui.changes.next(), h.app.changes.next(), h.changes.next()
 		var ok bool
-		h.ui.wait(func() { ok = cond() })
+		h.ui.look(func() { ok = cond() })
 		if ok {
 			return
 		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("timed out waiting for %s; menu %q, tooltip %q, notices %+v", what, h.menu(), h.tooltip(), h.notices())
+		select {
+		case <-ui:
+		case <-app:
+		case <-seen:
+		case <-bound:
+			h.t.Fatalf("awaiting %s for a minute; menu %q, tooltip %q, notices %+v", what, h.menu(), h.tooltip(), h.notices())
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -150,6 +150,7 @@ func tapFile(root func() fyne.CanvasObject, name string) error {
 		return fmt.Errorf("no %q in the dialog: %w", name, err)
 	}
 	fyne.DoAndWait(func() { target.Tapped(&fyne.PointEvent{}) })
+	// Paces the input on purpose: a second tap sooner would be a double tap.
 	time.Sleep(2 * fyne.CurrentApp().Driver().DoubleTapDelay())
 	return nil
 }

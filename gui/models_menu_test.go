@@ -15,6 +15,7 @@ import (
 
 	"github.com/npuchat/npuchat/app"
 	"github.com/npuchat/npuchat/engine/testmodel"
+	"github.com/npuchat/npuchat/eventbus/eventbustest"
 	"github.com/npuchat/npuchat/models/library"
 	"github.com/npuchat/npuchat/service"
 )
@@ -70,18 +71,25 @@ func TestModelMenuListsAndSwitches(t *testing.T) {
 		})
 		return out
 	}
-	eventually := func(what string, cond func() bool) {
+	// menuShows waits for the menu the controller sets on the host to
+	// satisfy cond, looking again at each change (a minute bounds a
+	// failure).
+	menuShows := func(what string, cond func(m []string) bool) {
 		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s; menu %q, status %+v", what, menu(), a.Status())
+		bound := time.After(time.Minute)
+		for {
+			next := host.next()
+			if cond(menu()) {
+				return
 			}
-			time.Sleep(20 * time.Millisecond)
+			select {
+			case <-next:
+			case <-bound:
+				t.Fatalf("awaiting %s for a minute; menu %q, status %+v", what, menu(), a.Status())
+			}
 		}
 	}
-	eventually("the model submenu", func() bool {
-		m := menu()
+	menuShows("the model submenu", func(m []string) bool {
 		return slices.Contains(m, labelModels) && slices.Contains(m, "  ○ alpha (CPU only)") && slices.Contains(m, "  ○ beta (CPU only)") &&
 			slices.Contains(m, "  "+labelAddFile) && slices.Contains(m, "  "+labelAddFolder)
 	})
@@ -96,11 +104,12 @@ func TestModelMenuListsAndSwitches(t *testing.T) {
 			t.Fatalf("no item for %s in %q", name, menu())
 		}
 		ui.wait(action)
-		eventually(name+" loaded", func() bool {
-			st := a.Status()
-			return st.Model == name && st.State == service.StateOn
-		})
-		eventually(name+" marked in the menu", func() bool { return slices.Contains(menu(), "  ● "+name+" (CPU only)") })
+		events, stop := a.Subscribe()
+		eventbustest.Expect(t, events, eventbustest.Is(name+" loaded", func(ev service.Event) bool {
+			return ev.Status.Model == name && ev.Status.State == service.StateOn
+		}))
+		stop()
+		menuShows(name+" marked in the menu", func(m []string) bool { return slices.Contains(m, "  ● "+name+" (CPU only)") })
 	}
 	if m := menu(); !slices.Contains(m, "  ○ alpha (CPU only)") {
 		t.Errorf("alpha still marked after switching to beta: %q", m)

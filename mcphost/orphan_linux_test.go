@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/npuchat/npuchat/internal/proctest"
 )
 
 // TestNoOrphanWhenParentKilled: a process playing NPU Chat starts a stdio
@@ -45,6 +47,7 @@ func TestNoOrphanWhenParentKilled(t *testing.T) {
 	if line, err := lines.ReadString('\n'); err != nil || line != "CHURNED\n" {
 		t.Fatalf("the parent said %q (%v)", line, err)
 	}
+	ended := proctest.Watch(t, pid) // while it lives: the wait below is on its end
 	if gone(pid) {
 		t.Fatalf("the server (pid %d) died while its parent lives: the thread that forked it ended", pid)
 	}
@@ -52,14 +55,10 @@ func TestNoOrphanWhenParentKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	parent.Wait()
-	// The kernel sends the signal as the parent dies; the deadline only
+	// The kernel sends the signal as the parent dies; the bound only
 	// turns a hang into a failure.
-	deadline := time.Now().Add(30 * time.Second)
-	for !gone(pid) {
-		if time.Now().After(deadline) {
-			syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("the server (pid %d) outlived its killed parent", pid)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !ended(30 * time.Second) {
+		syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("the server (pid %d) outlived its killed parent (awaited its end for 30 s)", pid)
 	}
 }

@@ -223,11 +223,10 @@ func (p *proc) url(t *testing.T) string {
 	return ""
 }
 
-// terminate sends SIGTERM and returns how long the process took to
-// exit; it fails unless the exit code is 0.
-func (p *proc) terminate(t *testing.T) time.Duration {
+// terminate sends SIGTERM and fails unless the process exits with 0
+// (Run's Shutdown returned no error: it met its ShutdownTimeout).
+func (p *proc) terminate(t *testing.T) {
 	t.Helper()
-	start := time.Now()
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-p.done:
@@ -235,11 +234,9 @@ func (p *proc) terminate(t *testing.T) time.Duration {
 		if err != nil {
 			t.Fatalf("after SIGTERM: %v; it printed:\n%s", err, p.stderr)
 		}
-		return time.Since(start)
-	case <-time.After(10 * time.Second):
-		t.Fatal("still running 10 s after SIGTERM")
+	case <-time.After(60 * time.Second): // a failure bound, not a measure
+		t.Fatal("awaiting the exit after SIGTERM: still running after 60 s")
 	}
-	return 0
 }
 
 func status(t *testing.T, url string) (st struct {
@@ -309,9 +306,7 @@ func TestTrayLifecycle(t *testing.T) {
 	}
 	resp.Body.Close()
 	waitState(t, url, "on", "the model on")
-	if took := first.terminate(t); took > 5*time.Second {
-		t.Fatalf("SIGTERM took %v", took)
-	}
+	first.terminate(t) // exit 0: Shutdown met its ShutdownTimeout (a timed-out one is an error, exit 1)
 	// The instance is free again: a new launch is the first.
 	again := d.start(t, exe, "--hidden", "--addr", "127.0.0.1:0")
 	url2 := again.url(t)
@@ -321,12 +316,13 @@ func TestTrayLifecycle(t *testing.T) {
 	again.terminate(t)
 }
 
-// TestTrayStopsWithinFiveSecondsMidAnswer: serve at start is on, an
+// TestTrayStopsInItsShutdownBoundMidAnswer: serve at start is on, an
 // answer in a chat-page conversation is streaming from a remote server
-// that never ends it, and SIGTERM still ends the process with 0 within
-// 5 s; started again, the history holds every word that was shown, as a
-// cut answer.
-func TestTrayStopsWithinFiveSecondsMidAnswer(t *testing.T) {
+// that never ends it, and SIGTERM still ends the process with 0, which
+// it gives only when Shutdown finished within ShutdownTimeout (the 5 s
+// promise; no clock is read here); started again, the history holds
+// every word that was shown, as a cut answer.
+func TestTrayStopsInItsShutdownBoundMidAnswer(t *testing.T) {
 	exe := buildNPUChat(t)
 	d := newDesktop(t)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -384,9 +380,7 @@ func TestTrayStopsWithinFiveSecondsMidAnswer(t *testing.T) {
 			shown.WriteString(tok.Text)
 		}
 	}
-	if took := p.terminate(t); took > 5*time.Second {
-		t.Fatalf("SIGTERM mid-answer took %v", took)
-	}
+	p.terminate(t) // exit 0: Shutdown met its ShutdownTimeout (a timed-out one is an error, exit 1)
 
 	// Restarted on the same port, as a person's server is (the session
 	// cookie is named for the port: a server on another port would not
@@ -445,11 +439,18 @@ func TestTrayWithATakenPortStaysUp(t *testing.T) {
 		}
 		return nil
 	})
-	select { // and it stays up, trying again
-	case err := <-p.done:
-		p.done <- err // for the cleanup
-		t.Fatalf("npuchat exited with a taken port: %v", err)
-	case <-time.After(time.Second):
-	}
+	// And it stays up, trying again: the log tells of a second try.
+	desktoptest.Eventually(t, waitLong, "a second try to listen in the log", func() error {
+		select {
+		case err := <-p.done:
+			p.done <- err // for the cleanup
+			t.Fatalf("npuchat exited with a taken port: %v", err)
+		default:
+		}
+		if b, _ := os.ReadFile(logFile); strings.Count(string(b), "trying again") < 2 {
+			return fmt.Errorf("log:\n%s", b)
+		}
+		return nil
+	})
 	p.terminate(t)
 }

@@ -213,6 +213,16 @@ func (r *Runner) Cancel(ctx context.Context, model string) error {
 	}
 }
 
+// Finished returns a channel that is closed when the latest install
+// started has ended and its OnDone has returned; nil before the first
+// Start. It is the observable end of an install's work, for tests that
+// must not guess when OnDone is over.
+func (r *Runner) Finished() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.done
+}
+
 // Close cancels a running install and waits for it to stop.
 func (r *Runner) Close() {
 	r.mu.Lock()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/npuchat/npuchat/config"
+	"github.com/npuchat/npuchat/eventbus/eventbustest"
 	"github.com/npuchat/npuchat/models"
 	"github.com/npuchat/npuchat/models/hub/hubtest"
 	"github.com/npuchat/npuchat/service/install"
@@ -41,17 +42,8 @@ func newRunner(t *testing.T, hub *hubtest.Server) (*install.Runner, *config.Conf
 
 func waitFor(t *testing.T, ch <-chan install.Status, what string, ok func(install.Status) bool) install.Status {
 	t.Helper()
-	timeout := time.After(60 * time.Second)
-	for {
-		select {
-		case st := <-ch:
-			if ok(st) {
-				return st
-			}
-		case <-timeout:
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
+	seen := eventbustest.Expect(t, ch, eventbustest.Is(what, ok))
+	return seen[len(seen)-1]
 }
 
 func TestInstallCancelResume(t *testing.T) {

