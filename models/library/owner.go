@@ -487,6 +487,32 @@ func (l *Library) Lookup(name string) (Entry, bool) {
 	return Entry{}, false
 }
 
+// Fresh returns the entry a name resolves to, as its files are now: a
+// local model whose file or folder went away since the last scan (the
+// library does not watch the disk) makes the library scan again, so
+// that the error says what is missing and the lists show it.
+func (l *Library) Fresh(ctx context.Context, name string) (Entry, error) {
+	n, err := l.Resolve(name)
+	if err != nil {
+		return Entry{}, err
+	}
+	e, err := l.entry(n)
+	if err != nil {
+		return Entry{}, err
+	}
+	if !e.Installed || e.Source == SourceRemote || e.Path == "" {
+		return e, nil
+	}
+	if _, err := os.Stat(e.Path); err == nil {
+		return e, nil
+	}
+	l.Rescan(ctx)
+	if n, err = l.Resolve(name); err != nil {
+		return Entry{}, err
+	}
+	return l.entry(n)
+}
+
 // Resolve maps a requested name to a served name: exact names and
 // aliases match case-insensitively, and a name without a tag matches
 // ("minicpm5" finds "minicpm5:2b", as "llama3" does in Ollama; also
@@ -499,6 +525,10 @@ func (l *Library) Resolve(name string) (string, error) {
 	var names []string
 	for _, e := range l.entries {
 		if !e.servable() {
+			if e.matches(want) && e.Missing != nil {
+				// Listed, but its file is gone: say so, not "not found".
+				return "", fmt.Errorf("model %q: %w: %w", name, ErrUnknownModel, e.Missing)
+			}
 			continue
 		}
 		if e.matches(want) {
