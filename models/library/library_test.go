@@ -193,3 +193,34 @@ func TestNameFor(t *testing.T) {
 		t.Errorf("got %q", n)
 	}
 }
+
+// TestLegacyMoveHalfDone: the models of library.json reached the
+// settings but the file could not be renamed (something is in the way of
+// library.json.moved): the file, whose models the settings now hold, is
+// removed instead, so that a model forgotten after never comes back from
+// it at the next start; what was in the way is left alone.
+func TestLegacyMoveHalfDone(t *testing.T) {
+	d := t.TempDir()
+	model := filepath.Join(d, "m.gguf")
+	write(t, model, "GGUF")
+	legacy := filepath.Join(d, "data", "library.json")
+	write(t, legacy, `{"models": [{"name": "m", "path": "`+filepath.ToSlash(model)+`", "format": "gguf"}]}`)
+	inTheWay := filepath.Join(legacy+".moved", "keep")
+	write(t, inTheWay, "not ours")
+	store := config.NewStore(&config.Config{SettingsPath: filepath.Join(d, "settings.json")})
+	t.Cleanup(store.Close)
+	l := New(context.Background(), Options{Store: store, LegacyFile: legacy, Home: d})
+	if _, err := l.Resolve("m"); err != nil {
+		t.Fatalf("the moved model: %v", err)
+	}
+	if b, err := os.ReadFile(inTheWay); err != nil || string(b) != "not ours" {
+		t.Errorf("what was in the way: %q, %v", b, err)
+	}
+	if err := l.Forget(context.Background(), "m"); err != nil {
+		t.Fatal(err)
+	}
+	l2 := New(context.Background(), Options{Store: store, LegacyFile: legacy, Home: d})
+	if _, err := l2.Resolve("m"); err == nil {
+		t.Errorf("a forgotten model came back from the old file (settings %+v)", store.Get().AddedModels)
+	}
+}

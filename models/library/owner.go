@@ -195,7 +195,7 @@ func New(ctx context.Context, opts Options) *Library {
 		l.current = opts.Store.Get().Model
 	}
 	if err := l.migrate(ctx); err != nil {
-		opts.Log.Warn("model library: the models added earlier stay in their old file", "err", err)
+		opts.Log.Warn("model library: moving the models added earlier into the settings", "err", err)
 	}
 	l.Rescan(ctx)
 	return l
@@ -382,9 +382,17 @@ func (l *Library) migrate(ctx context.Context) error {
 		return ms
 	})
 	if err != nil {
-		return fmt.Errorf("move %s into the settings: %w", l.opts.LegacyFile, err)
+		return fmt.Errorf("the models added earlier stay in %s: move them into the settings: %w", l.opts.LegacyFile, err)
 	}
-	return os.Rename(l.opts.LegacyFile, l.opts.LegacyFile+".moved")
+	if err := os.Rename(l.opts.LegacyFile, l.opts.LegacyFile+".moved"); err != nil {
+		// The settings hold its models now: a file left here would bring
+		// back at the next start a model forgotten meanwhile.
+		if rmErr := os.Remove(l.opts.LegacyFile); rmErr != nil {
+			return fmt.Errorf("the models of %s are in the settings now, but it could not be renamed (%v) nor removed: remove it, or a model forgotten will come back from it: %w", l.opts.LegacyFile, err, rmErr)
+		}
+		l.opts.Log.Warn("model library: the old file was removed, not renamed; its models are in the settings", "file", l.opts.LegacyFile, "err", err)
+	}
+	return nil
 }
 
 // fromFile resolves a model the user added earlier. One whose file is
