@@ -582,6 +582,10 @@ func (l *Library) SetCurrent(ctx context.Context, name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	// Held across both, so that two switches at once leave the settings
+	// naming the model the library holds as current.
+	l.edit.Lock()
+	defer l.edit.Unlock()
 	if l.setCurrent(served) && l.opts.Store != nil {
 		if _, err := l.opts.Store.Update(ctx, func(s *config.Settings) error { s.Model = served; return nil }); err != nil {
 			return served, fmt.Errorf("remember %s as the model: %w", served, err)
