@@ -224,3 +224,32 @@ func TestLegacyMoveHalfDone(t *testing.T) {
 		t.Errorf("a forgotten model came back from the old file (settings %+v)", store.Get().AddedModels)
 	}
 }
+
+// TestLegacyNameInUseIsKept: a model of library.json whose name an
+// added model of another file already has (library.json written again by
+// an earlier version after the move) is moved under a name of its own,
+// not dropped with the file renamed after it.
+func TestLegacyNameInUseIsKept(t *testing.T) {
+	d := t.TempDir()
+	a, b := filepath.Join(d, "a.gguf"), filepath.Join(d, "b.gguf")
+	write(t, a, "GGUF")
+	write(t, b, "GGUF")
+	legacy := filepath.Join(d, "data", "library.json")
+	write(t, legacy, `{"models": [{"name": "m", "path": "`+filepath.ToSlash(b)+`", "format": "gguf"}]}`)
+	store := config.NewStore(&config.Config{SettingsPath: filepath.Join(d, "settings.json")})
+	t.Cleanup(store.Close)
+	if _, err := store.Update(context.Background(), func(s *config.Settings) error {
+		s.AddedModels = []config.AddedModel{{Name: "m", Path: a, Format: FormatGGUF}}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	New(context.Background(), Options{Store: store, LegacyFile: legacy, Home: d})
+	paths := map[string]string{}
+	for _, m := range store.Get().AddedModels {
+		paths[m.Path] = m.Name
+	}
+	if paths[a] != "m" || paths[b] == "" || paths[b] == "m" {
+		t.Errorf("added models after the move: %+v, want m for %s and a name of its own for %s", store.Get().AddedModels, a, b)
+	}
+}

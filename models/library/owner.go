@@ -374,10 +374,22 @@ func (l *Library) migrate(ctx context.Context) error {
 		return err
 	}
 	err = l.editRecords(ctx, func(ms []config.AddedModel) []config.AddedModel {
+		taken := func(n string) bool {
+			return slices.ContainsFunc(ms, func(o config.AddedModel) bool { return strings.EqualFold(o.Name, n) })
+		}
 		for _, m := range old {
-			if !slices.ContainsFunc(ms, func(o config.AddedModel) bool { return strings.EqualFold(o.Name, m.Name) || o.Path == m.Path }) {
-				ms = append(ms, m)
+			if slices.ContainsFunc(ms, func(o config.AddedModel) bool { return o.Path == m.Path }) {
+				continue // moved already
 			}
+			if taken(m.Name) {
+				// Another file has its name (library.json written again by
+				// an earlier version): moved under a name of its own.
+				base := m.Name
+				for i := 2; taken(m.Name); i++ {
+					m.Name = fmt.Sprintf("%s-%d", base, i)
+				}
+			}
+			ms = append(ms, m)
 		}
 		return ms
 	})
