@@ -161,7 +161,7 @@ type App struct {
 }
 
 // New loads the configuration, applies opts.Flags, loads the catalog and
-// wires the registry, the backends, the service and the web server. A
+// wires the model library, the backends, the service and the web server. A
 // setting or flag that cannot work (an unknown engine, a remote engine
 // without a URL, a --model that does not exist, a non-loopback address
 // without an API key) is an error that says what to change.

@@ -78,12 +78,11 @@ func (a *App) capabilities(model string) []string {
 // backendFor is service.Options.NewBackend: the backend of a kind for
 // the model's library entry, with the settings in effect now.
 func (a *App) backendFor(ctx context.Context, model string, kind enginekind.Kind) (backend.Backend, error) {
-	e, ok := a.lib.Lookup(model)
-	if !ok && kind != enginekind.Remote {
-		_, err := a.resolve(model)
-		return nil, err
+	e, err := a.lib.Fresh(ctx, model)
+	if err != nil && kind != enginekind.Remote {
+		return nil, unknownModel{err}
 	}
-	if !ok {
+	if err != nil {
 		e = library.Entry{Name: model}
 	}
 	return a.newBackend(ctx, e, a.settings.Get(), kind)

@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/npuchat/npuchat/engine/testmodel"
 	"github.com/npuchat/npuchat/enginekind"
@@ -214,5 +216,55 @@ func TestLibraryChangesAreAnnounced(t *testing.T) {
 	next("forget")
 	if _, ok := libraryNamed(a.Library(ctx), "one"); ok {
 		t.Error("one still listed after forgetting it")
+	}
+}
+
+// TestAModelFileDeletedWhileCurrent: the file of the current model is
+// deleted after it was added; starting it says the file is gone and
+// where (not "not found", not the engine's open error), the library
+// lists it with that note and announces the change, and asking for it
+// again says the same without loading anything.
+func TestAModelFileDeletedWhileCurrent(t *testing.T) {
+	env := testEnv(t)
+	env["NPUCHAT_ENGINE"] = "cpu"
+	ctx := context.Background()
+	one := filepath.Join(env["HOME"], "models", "one.gguf")
+	tinyGGUF(t, one, 1)
+	a := newApp(t, env, Flags{})
+	if _, err := a.AddModel(ctx, one); err != nil {
+		t.Fatal(err)
+	}
+	changes, stop := a.WatchLibrary()
+	defer stop()
+	if err := a.UseModel(ctx, "one"); err != nil {
+		t.Fatal(err)
+	}
+	next := func(what string) {
+		t.Helper()
+		select {
+		case <-changes:
+		case <-time.After(time.Minute): // a bound on a failure only
+			t.Fatalf("%s announced nothing", what)
+		}
+	}
+	next("the switch")
+	if err := os.Remove(one); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.StartModel(); err != nil {
+		t.Fatal(err)
+	}
+	st := waitState(t, a, service.StateError)
+	if !strings.Contains(st.Error, "gone from "+one) {
+		t.Errorf("starting a model whose file is gone: %q, want it to say the file is gone from %s", st.Error, one)
+	}
+	next("the rescan that found the file gone")
+	m, ok := libraryNamed(a.Library(ctx), "one")
+	if !ok || !strings.Contains(m.Note, "gone") {
+		t.Errorf("listed as %+v (%v), want the note that its file is gone", m, ok)
+	}
+	err := a.UseModel(ctx, "one")
+	if err == nil || !strings.Contains(err.Error(), "gone from "+one) || !errors.Is(err, service.ErrUnknownModel) {
+		t.Errorf("using it again: %v, want that its file is gone (and the unknown-model 404)", err)
 	}
 }

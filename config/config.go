@@ -265,6 +265,11 @@ func Load(getenv Env, goos string) (*Config, error) {
 	if err := CheckSpeculative(c.Speculative); err != nil {
 		return nil, fmt.Errorf("config: speculative in %s: %w", c.SettingsPath, err)
 	}
+	if msg := checkAddedModels(c.AddedModels); msg != "" {
+		// Every later change is checked whole: accepted here, it would
+		// refuse each unrelated setting change with this message.
+		return nil, fmt.Errorf("config: added_models in %s: %s", c.SettingsPath, msg)
+	}
 
 	c.Settings.HFEndpoint = strings.TrimRight(strings.TrimSpace(c.Settings.HFEndpoint), "/")
 	c.HFEndpointEnv = strings.TrimRight(strings.TrimSpace(getenv("HF_ENDPOINT")), "/")

@@ -258,3 +258,32 @@ func TestEmptySettingsFileIsNoSettings(t *testing.T) {
 		}
 	}
 }
+
+// TestDamagedAddedModelsSaySoAtStart: a settings file whose added_models
+// cannot work (edited by hand: two of one name, a path that is not
+// whole, no name) is refused at start with the file and what to fix,
+// not accepted and then met as an added_models error on every later
+// change of an unrelated setting.
+func TestDamagedAddedModelsSaySoAtStart(t *testing.T) {
+	cases := []struct{ name, models, want string }{
+		{"two of one name", `[{"name": "a", "path": "/m/a.gguf"}, {"name": "A", "path": "/m/b.gguf"}]`, `two added models are named "A"`},
+		{"a relative path", `[{"name": "a", "path": "m/a.gguf"}]`, "no whole path"},
+		{"no name", `[{"name": " ", "path": "/m/a.gguf"}]`, "has no name"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "settings.json")
+			body := `{"added_models": ` + c.models + `}`
+			if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Load(MapEnv(map[string]string{"NPUCHAT_CONFIG": path}), "linux")
+			if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "added_models") || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("Load: %v, want an error naming %s, added_models and %q", err, path, c.want)
+			}
+			if b, _ := os.ReadFile(path); string(b) != body {
+				t.Errorf("the file was changed: %s", b)
+			}
+		})
+	}
+}

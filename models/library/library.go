@@ -16,7 +16,7 @@
 // to the user's home and the models folders, after following links, so
 // that no "..", symlink or absolute path leads outside them.
 //
-// Forgetting a model removes it from the file only: files the user
+// Forgetting a model removes it from the settings only: files the user
 // added are never deleted.
 package library
 

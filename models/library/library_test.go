@@ -193,3 +193,63 @@ func TestNameFor(t *testing.T) {
 		t.Errorf("got %q", n)
 	}
 }
+
+// TestLegacyMoveHalfDone: the models of library.json reached the
+// settings but the file could not be renamed (something is in the way of
+// library.json.moved): the file, whose models the settings now hold, is
+// removed instead, so that a model forgotten after never comes back from
+// it at the next start; what was in the way is left alone.
+func TestLegacyMoveHalfDone(t *testing.T) {
+	d := t.TempDir()
+	model := filepath.Join(d, "m.gguf")
+	write(t, model, "GGUF")
+	legacy := filepath.Join(d, "data", "library.json")
+	write(t, legacy, `{"models": [{"name": "m", "path": "`+filepath.ToSlash(model)+`", "format": "gguf"}]}`)
+	inTheWay := filepath.Join(legacy+".moved", "keep")
+	write(t, inTheWay, "not ours")
+	store := config.NewStore(&config.Config{SettingsPath: filepath.Join(d, "settings.json")})
+	t.Cleanup(store.Close)
+	l := New(context.Background(), Options{Store: store, LegacyFile: legacy, Home: d})
+	if _, err := l.Resolve("m"); err != nil {
+		t.Fatalf("the moved model: %v", err)
+	}
+	if b, err := os.ReadFile(inTheWay); err != nil || string(b) != "not ours" {
+		t.Errorf("what was in the way: %q, %v", b, err)
+	}
+	if err := l.Forget(context.Background(), "m"); err != nil {
+		t.Fatal(err)
+	}
+	l2 := New(context.Background(), Options{Store: store, LegacyFile: legacy, Home: d})
+	if _, err := l2.Resolve("m"); err == nil {
+		t.Errorf("a forgotten model came back from the old file (settings %+v)", store.Get().AddedModels)
+	}
+}
+
+// TestLegacyNameInUseIsKept: a model of library.json whose name an
+// added model of another file already has (library.json written again by
+// an earlier version after the move) is moved under a name of its own,
+// not dropped with the file renamed after it.
+func TestLegacyNameInUseIsKept(t *testing.T) {
+	d := t.TempDir()
+	a, b := filepath.Join(d, "a.gguf"), filepath.Join(d, "b.gguf")
+	write(t, a, "GGUF")
+	write(t, b, "GGUF")
+	legacy := filepath.Join(d, "data", "library.json")
+	write(t, legacy, `{"models": [{"name": "m", "path": "`+filepath.ToSlash(b)+`", "format": "gguf"}]}`)
+	store := config.NewStore(&config.Config{SettingsPath: filepath.Join(d, "settings.json")})
+	t.Cleanup(store.Close)
+	if _, err := store.Update(context.Background(), func(s *config.Settings) error {
+		s.AddedModels = []config.AddedModel{{Name: "m", Path: a, Format: FormatGGUF}}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	New(context.Background(), Options{Store: store, LegacyFile: legacy, Home: d})
+	paths := map[string]string{}
+	for _, m := range store.Get().AddedModels {
+		paths[m.Path] = m.Name
+	}
+	if paths[a] != "m" || paths[b] == "" || paths[b] == "m" {
+		t.Errorf("added models after the move: %+v, want m for %s and a name of its own for %s", store.Get().AddedModels, a, b)
+	}
+}

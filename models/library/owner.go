@@ -215,7 +215,7 @@ func New(ctx context.Context, opts Options) *Library {
 		l.current = opts.Store.Get().Model
 	}
 	if err := l.migrate(ctx); err != nil {
-		opts.Log.Warn("model library: the models added earlier stay in their old file", "err", err)
+		opts.Log.Warn("model library: moving the models added earlier into the settings", "err", err)
 	}
 	l.Rescan(ctx)
 	return l
@@ -407,17 +407,37 @@ func (l *Library) migrate(ctx context.Context) error {
 		return err
 	}
 	err = l.editRecords(ctx, func(ms []config.AddedModel) []config.AddedModel {
+		taken := func(n string) bool {
+			return slices.ContainsFunc(ms, func(o config.AddedModel) bool { return strings.EqualFold(o.Name, n) })
+		}
 		for _, m := range old {
-			if !slices.ContainsFunc(ms, func(o config.AddedModel) bool { return strings.EqualFold(o.Name, m.Name) || o.Path == m.Path }) {
-				ms = append(ms, m)
+			if slices.ContainsFunc(ms, func(o config.AddedModel) bool { return o.Path == m.Path }) {
+				continue // moved already
 			}
+			if taken(m.Name) {
+				// Another file has its name (library.json written again by
+				// an earlier version): moved under a name of its own.
+				base := m.Name
+				for i := 2; taken(m.Name); i++ {
+					m.Name = fmt.Sprintf("%s-%d", base, i)
+				}
+			}
+			ms = append(ms, m)
 		}
 		return ms
 	})
 	if err != nil {
-		return fmt.Errorf("move %s into the settings: %w", l.opts.LegacyFile, err)
+		return fmt.Errorf("the models added earlier stay in %s: move them into the settings: %w", l.opts.LegacyFile, err)
 	}
-	return os.Rename(l.opts.LegacyFile, l.opts.LegacyFile+".moved")
+	if err := os.Rename(l.opts.LegacyFile, l.opts.LegacyFile+".moved"); err != nil {
+		// The settings hold its models now: a file left here would bring
+		// back at the next start a model forgotten meanwhile.
+		if rmErr := os.Remove(l.opts.LegacyFile); rmErr != nil {
+			return fmt.Errorf("the models of %s are in the settings now, but it could not be renamed (%v) nor removed: remove it, or a model forgotten will come back from it: %w", l.opts.LegacyFile, err, rmErr)
+		}
+		l.opts.Log.Warn("model library: the old file was removed, not renamed; its models are in the settings", "file", l.opts.LegacyFile, "err", err)
+	}
+	return nil
 }
 
 // fromFile resolves a model the user added earlier. One whose file is
@@ -520,6 +540,32 @@ func (l *Library) Lookup(name string) (Entry, bool) {
 	return Entry{}, false
 }
 
+// Fresh returns the entry a name resolves to, as its files are now: a
+// local model whose file or folder went away since the last scan (the
+// library does not watch the disk) makes the library scan again, so
+// that the error says what is missing and the lists show it.
+func (l *Library) Fresh(ctx context.Context, name string) (Entry, error) {
+	n, err := l.Resolve(name)
+	if err != nil {
+		return Entry{}, err
+	}
+	e, err := l.entry(n)
+	if err != nil {
+		return Entry{}, err
+	}
+	if !e.Installed || e.Source == SourceRemote || e.Path == "" {
+		return e, nil
+	}
+	if _, err := os.Stat(e.Path); err == nil {
+		return e, nil
+	}
+	l.Rescan(ctx)
+	if n, err = l.Resolve(name); err != nil {
+		return Entry{}, err
+	}
+	return l.entry(n)
+}
+
 // Resolve maps a requested name to a served name: exact names and
 // aliases match case-insensitively, and a name without a tag matches
 // ("minicpm5" finds "minicpm5:2b", as "llama3" does in Ollama; also
@@ -532,6 +578,10 @@ func (l *Library) Resolve(name string) (string, error) {
 	var names []string
 	for _, e := range l.entries {
 		if !e.servable() {
+			if e.matches(want) && e.Missing != nil {
+				// Listed, but its file is gone: say so, not "not found".
+				return "", fmt.Errorf("model %q: %w: %w", name, ErrUnknownModel, e.Missing)
+			}
 			continue
 		}
 		if e.matches(want) {
@@ -577,6 +627,10 @@ func (l *Library) SetCurrent(ctx context.Context, name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	// Held across both, so that two switches at once leave the settings
+	// naming the model the library holds as current.
+	l.edit.Lock()
+	defer l.edit.Unlock()
 	if l.setCurrent(served) && l.opts.Store != nil {
 		if _, err := l.opts.Store.Update(ctx, func(s *config.Settings) error { s.Model = served; return nil }); err != nil {
 			return served, fmt.Errorf("remember %s as the model: %w", served, err)

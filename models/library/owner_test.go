@@ -399,3 +399,32 @@ func TestAddForRunAndRemote(t *testing.T) {
 		t.Errorf("the remote model is gone after a rescan: %v", err)
 	}
 }
+
+// TestFreshSeesAFolderGone: Fresh returns the entry as the last scan
+// found it while its folder is there (no scan, nothing announced); once
+// the folder is gone it scans again, so that the entry says it is not
+// installed and how to install it, and the change is announced.
+func TestFreshSeesAFolderGone(t *testing.T) {
+	r := newRig(t)
+	r.installed = true
+	r.lib.Rescan(context.Background())
+	r.drain()
+	e, err := r.lib.Fresh(context.Background(), "minicpm5")
+	if err != nil || !e.Installed || e.Name != "minicpm5:2b" {
+		t.Fatalf("installed: %+v, %v", e, err)
+	}
+	if n := r.drain(); n != 0 {
+		t.Errorf("a model still there announced %d changes", n)
+	}
+	if err := os.RemoveAll(e.Path); err != nil {
+		t.Fatal(err)
+	}
+	r.installed = false // what models.Locate finds now
+	e, err = r.lib.Fresh(context.Background(), "minicpm5:2b")
+	if err != nil || e.Installed || e.Missing == nil || !strings.Contains(e.Missing.Error(), "npuchat install") {
+		t.Errorf("folder gone: %+v, %v; want it not installed, saying how to install it", e, err)
+	}
+	if n := r.drain(); n != 1 {
+		t.Errorf("the folder gone announced %d changes, want 1", n)
+	}
+}

@@ -291,7 +291,7 @@ func (b *Backend) Load(ctx context.Context, progress func(backend.Progress)) err
 			report("unpacking model.q4nx (once)", 0.1+0.8*float64(done)/float64(max(total, 1)))
 		}})
 	if err != nil {
-		return fmt.Errorf("load %s: %w", b.opts.Path, err)
+		return err // engine.Load says "load <path>"
 	}
 	if err := ctx.Err(); err != nil {
 		m.Close()
