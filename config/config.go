@@ -397,36 +397,10 @@ func WriteSettingsFile(path string, data []byte) error {
 	return WriteFileAtomic(path, data, 0o600)
 }
 
-// WriteFileAtomic writes data to a temporary file in path's folder, syncs
-// it and renames it over path.
+// WriteFileAtomic is safefile.WriteAtomic: the old file or the new one,
+// never a part.
 func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, perm)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return safefile.WriteAtomic(path, data, perm)
 }
 
 // IsLoopback reports whether addr (host:port) binds only the loopback

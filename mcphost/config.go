@@ -3,15 +3,15 @@ package mcphost
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/npuchat/npuchat/secret"
 )
 
 // Server is one MCP server as the settings file keeps it (one element of
@@ -97,38 +97,8 @@ func (s Server) sameRun(o Server) bool {
 	return true
 }
 
-// Secret is a value that is never shown or logged whole: a server's
-// bearer token. Printed with fmt (%v, %s, %#v), logged with slog or
-// marshalled to JSON it is its Masked form; Reveal is the value itself,
-// for the one place that sends it (the Authorization header).
-type Secret string
-
-// Reveal is the secret itself.
-func (s Secret) Reveal() string { return string(s) }
-
-// Masked shows enough of a secret to recognize it and not enough to use
-// it: the first three characters and the last four ("sk-…1234") of a
-// long one, "…" and the last two of a medium one, "…" for a short one,
-// "" for none.
-func (s Secret) Masked() string {
-	r := []rune(string(s))
-	switch {
-	case len(r) == 0:
-		return ""
-	case len(r) >= 16:
-		return string(r[:3]) + "…" + string(r[len(r)-4:])
-	case len(r) >= 8:
-		return "…" + string(r[len(r)-2:])
-	}
-	return "…"
-}
-
-func (s Secret) String() string       { return s.Masked() }
-func (s Secret) GoString() string     { return strconv.Quote(s.Masked()) }
-func (s Secret) LogValue() slog.Value { return slog.StringValue(s.Masked()) }
-
-// MarshalJSON writes the masked form: a secret never leaves in JSON.
-func (s Secret) MarshalJSON() ([]byte, error) { return []byte(strconv.Quote(s.Masked())), nil }
+// Secret is a value that is never shown or logged whole (package secret).
+type Secret = secret.Secret
 
 // FieldError is a setting a person has to fix: Field is where it is in
 // the settings ("mcp_servers[2].url"), Message what is wrong and what to

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/npuchat/npuchat/safefile"
 )
 
 // TokenFileName is the file beside the settings file that holds the URL
@@ -82,7 +84,7 @@ func WriteTokens(path string, tokens map[string]Secret) error {
 	if err != nil {
 		return fmt.Errorf("save the MCP tokens: %w", err)
 	}
-	if err := writeFileAtomic(path, append(b, '\n'), 0o600); err != nil {
+	if err := safefile.WriteAtomic(path, append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("save the MCP tokens: %w", err)
 	}
 	return nil
@@ -113,37 +115,4 @@ func Tokens(servers []Server) map[string]Secret {
 		}
 	}
 	return tokens
-}
-
-// writeFileAtomic writes data to a temporary file in path's folder and
-// renames it into place, so that a crash never leaves half a file and
-// the file never exists with wider permissions than perm.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	err = f.Chmod(perm)
-	if err == nil {
-		_, err = f.Write(data)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }

@@ -73,3 +73,37 @@ func TestFileGrowsAfterOpen(t *testing.T) {
 		t.Fatalf("read %d bytes, err %v; want the 10 of the cap and ErrTooLarge", len(b), err)
 	}
 }
+
+// TestWriteAtomic: the file has its mode from the first byte, a missing
+// folder is made private for a private file, and a write that cannot
+// rename leaves the old file and no temporary file behind.
+func TestWriteAtomic(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "new")
+	path := filepath.Join(dir, "token")
+	if err := WriteAtomic(path, []byte("one"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("file: %v %v", fi, err)
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("folder: %v %v", fi, err)
+	}
+	// a folder where the file should go: the rename fails
+	bad := filepath.Join(dir, "taken")
+	if err := os.MkdirAll(filepath.Join(bad, "x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteAtomic(bad, []byte("two"), 0o600); err == nil || !strings.Contains(err.Error(), bad) {
+		t.Fatalf("rename over a folder: %v", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "one" {
+		t.Fatalf("the other file changed: %q", b)
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			t.Errorf("a temporary file was left: %s", e.Name())
+		}
+	}
+}
