@@ -532,11 +532,15 @@
         throw err;
       }
       const disp = r.headers.get("Content-Disposition") || "";
+      // filename* (UTF-8, the chat's title) first, then the ASCII filename.
+      const utf = /filename\*=UTF-8''([^;]+)/i.exec(disp);
       const m = /filename="([^"]+)"/.exec(disp);
+      let name = m ? m[1] : "npuchat-conversation-" + conversation;
+      if (utf) { try { name = decodeURIComponent(utf[1]); } catch { /* keep the ASCII name */ } }
       const url = URL.createObjectURL(await r.blob());
       const save = document.createElement("a");
       save.href = url;
-      save.download = m ? m[1] : "npuchat-conversation-" + conversation;
+      save.download = name;
       save.hidden = true;
       document.body.appendChild(save);
       save.click();
