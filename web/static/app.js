@@ -88,6 +88,7 @@
       err.status = r.status;
       err.code = data && (data.code || (data.error && data.error.code));
       err.param = data && (data.param || (data.error && data.error.param)); // the field of a bad setting
+      err.fields = data && Array.isArray(data.fields) ? data.fields : null; // every bad setting: [{param, message}]
       throw err;
     }
     return data;
