@@ -18,6 +18,7 @@
   const MD = window.NPUMarkdown;
 
   let conversation = app.dataset.conversation ? Number(app.dataset.conversation) : null;
+  let currentView = "chat"; // the view shown (showView)
   let modelName = app.dataset.model || "minicpm5:2b";
   let status = null;
   let streaming = null; // {abort: AbortController}
@@ -163,9 +164,19 @@
   // server's own words, folded under "Details"; action, {label, run}, a
   // button beside the message. No command line goes in: detail has
   // "run npuchat …" advice cut out (the page has a button for it).
+  //
+  // A banner with a kind is about the model or the server and shows
+  // everywhere; any other belongs to the chat or view it was raised in:
+  // it is put away when the reader goes elsewhere and shown again on
+  // coming back (followPlace).
   let errorKind = "";
+  let errorPlace = ""; // the place of the banner shown, "" for everywhere
+  let errorArgs = null; // the banner shown, [msg, opts]
+  const bannersAway = new Map(); // place -> [msg, opts], put away
   function showError(msg, opts) {
     const o = typeof opts === "object" && opts ? opts : { kind: opts ? "off" : "" };
+    errorArgs = msg ? [msg, opts] : null;
+    errorPlace = msg && !o.kind ? place() : "";
     const t = $("error-text");
     t.replaceChildren();
     if (msg) {
@@ -196,6 +207,29 @@
     }
     $("error-banner").hidden = !msg;
     errorKind = msg ? o.kind || "" : "";
+  }
+  // place is where the reader is: a chat (by id, "new" for a new one)
+  // or another view.
+  function place() {
+    return currentView === "chat" ? "chat:" + (conversation || "new") : "view:" + currentView;
+  }
+  // followPlace, after the reader moved, puts away a banner of another
+  // place and shows again the one put away here.
+  function followPlace() {
+    const here = place();
+    if (errorArgs && errorPlace && errorPlace !== here) {
+      bannersAway.set(errorPlace, errorArgs);
+      $("error-text").replaceChildren();
+      $("error-banner").hidden = true;
+      errorKind = "";
+      errorArgs = null;
+      errorPlace = "";
+    }
+    const back = bannersAway.get(here);
+    if (back && !errorArgs) {
+      bannersAway.delete(here);
+      showError(back[0], back[1]);
+    }
   }
   // cleanDetail drops advice to run a command from a server's message.
   function cleanDetail(s) {
@@ -465,6 +499,7 @@
   async function openConversation(id, push) {
     stopStreaming();
     conversation = id;
+    followPlace();
     lastContext = "";
     lastUsed = 0;
     if (push) history.pushState({ id }, "", id ? "/c/" + id : "/");
@@ -1767,9 +1802,9 @@
   }
 
   // ---- Views ----
-  let currentView = "chat";
   function showView(name) {
     currentView = name;
+    followPlace();
     for (const v of ["chat", "install", "check", "settings", "logs", "library"]) $("view-" + v).hidden = v !== name;
     if (name === "check") runCheck();
     if (name === "settings") loadSettings();
