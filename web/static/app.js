@@ -1363,13 +1363,21 @@
   input.addEventListener("keypress", (e) => {
     if (e.key === "Enter" && !e.shiftKey && !e.isComposing) e.preventDefault();
   });
+  // autosize fits the box to its text up to 40 % of the window; only
+  // beyond that does it scroll (scrollHeight leaves out the borders,
+  // which the border-box height holds: without them one line overflowed
+  // by 2 px and showed a scrollbar).
   function autosize() {
     if (!input.value) {
       input.style.height = "";
+      input.style.overflowY = "";
       return;
     }
     input.style.height = "auto";
-    input.style.height = Math.min(input.scrollHeight, window.innerHeight * 0.4) + "px";
+    const want = input.scrollHeight + input.offsetHeight - input.clientHeight;
+    const max = window.innerHeight * 0.4;
+    input.style.height = Math.min(want, max) + "px";
+    input.style.overflowY = want > max ? "auto" : "hidden";
   }
   input.addEventListener("input", autosize);
   stopBtn.addEventListener("click", stopStreaming);
