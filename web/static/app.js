@@ -1950,11 +1950,39 @@
   }
 
   // ---- Log ----
+  // logLine shows one record of the log (slog's JSON) as one readable
+  // line: time, level, message, then key=value; a value with spaces,
+  // quotes or = is quoted, an object written as JSON. A line that is
+  // not a JSON record is shown as it is.
+  function logLine(raw) {
+    let rec;
+    try {
+      rec = JSON.parse(raw);
+    } catch (_) {
+      return raw;
+    }
+    if (!rec || typeof rec !== "object" || Array.isArray(rec)) return raw;
+    const { time, level, msg, ...rest } = rec;
+    // The time as written (the server's clock), to the second.
+    const m = /^(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d)/.exec(String(time || ""));
+    const parts = [m ? m[1] + " " + m[2] : String(time || ""), String(level || "").padEnd(5), String(msg === undefined ? "" : msg)];
+    for (const [k, v] of Object.entries(rest)) {
+      const s = typeof v === "string" ? v : JSON.stringify(v);
+      parts.push(k + "=" + (typeof v === "string" && (v === "" || /[\s"=]/.test(v)) ? JSON.stringify(v) : s));
+    }
+    return parts.filter((p) => p !== "").join(" ");
+  }
   async function loadLogs() {
     try {
       const r = await api("GET", "/api/logs?lines=300");
       $("logs-path").textContent = r.path;
-      $("log-lines").textContent = r.lines.join("\n");
+      // A record a line of its own; a long one wraps with a hanging indent.
+      $("log-lines").replaceChildren(...r.lines.map((l) => {
+        const e = document.createElement("span");
+        e.className = "log-line";
+        e.textContent = logLine(l);
+        return e;
+      }));
       $("log-lines").scrollTop = $("log-lines").scrollHeight;
     } catch (e) {
       $("logs-path").textContent = e.message;
