@@ -1787,6 +1787,19 @@
         if (ev.status) showStatus(ev.status);
       });
     }
+    // A chat made, renamed, answered in or deleted, here or in another
+    // tab or client: the list follows.
+    es.addEventListener("conversations", async () => {
+      app.dataset.conversationEvents = String(Number(app.dataset.conversationEvents || 0) + 1); // for tests
+      // The keyboard focus in the list stays on the same chat's control.
+      const f = document.activeElement;
+      const li = f && f.closest ? f.closest("#conversations li.conversation") : null;
+      await loadList();
+      if (li && !document.contains(f)) {
+        const sel = ["button.rename", "button.delete"].find((c) => f.matches(c)) || ".conv-link";
+        if (document.querySelector('#conversations li[data-id="' + li.dataset.id + '"] ' + sel)) focusConversation(li.dataset.id, sel);
+      }
+    });
     es.addEventListener("install", (e) => {
       // The install's status, the same value GET …/install answers,
       // with its words (install.js shows them).
