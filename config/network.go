@@ -154,6 +154,19 @@ func checkModelsDir(dir string) string {
 	return ""
 }
 
+// checkModelsDirExists refuses a new models folder (a whole path) that
+// is not there: NPU Chat does not make one, so a typo cannot scatter
+// models into a folder nobody meant. Other faults are checkModelsDir's.
+func checkModelsDirExists(dir string) string {
+	if dir == "" || !filepath.IsAbs(dir) {
+		return ""
+	}
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return fmt.Sprintf("there is no folder %s: create it first, or choose a folder that exists", dir)
+	}
+	return ""
+}
+
 // checkAddr refuses a listening address that is not host:port with a
 // port number, and one reachable from other devices without an API key.
 func checkAddr(addr, apiKey string) (field, msg string) {

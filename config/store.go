@@ -78,8 +78,8 @@ func (s *Store) Update(ctx context.Context, change func(*Settings) error) (Setti
 		return s.cur, err
 	}
 	normalize(s.cur, &next)
-	if err := check(next); err != nil {
-		return clone(s.cur), err
+	if errs := CheckChange(s.cur, next); errs != nil {
+		return clone(s.cur), errs
 	}
 	if err := checkMCP(s.cur.MCPServers, next.MCPServers); err != nil {
 		return clone(s.cur), err
@@ -208,62 +208,117 @@ const MaxParallel = 16
 // MaxTokensLimit is the largest max_tokens a chat default may have.
 const MaxTokensLimit = 1 << 20
 
-// check refuses settings that cannot work, naming the field.
+// check refuses settings that cannot work: every bad field at once,
+// each a *FieldError whose message names the setting as the settings
+// page does (errors.Join; nil when all is well; FieldErrors lists them).
 func check(s Settings) error {
-	bad := func(field, format string, a ...any) error {
-		return &FieldError{Field: field, Message: fmt.Sprintf(format, a...)}
+	var errs []error
+	bad := func(field, format string, a ...any) {
+		errs = append(errs, &FieldError{Field: field, Message: fmt.Sprintf(format, a...)})
 	}
 	switch kind, err := enginekind.ParseEngine(s.Engine); {
 	case err != nil:
-		return bad("engine", "engine must be one of %s, got %q", enginekind.EngineNames(), s.Engine)
+		bad("engine", "engine must be one of %s, got %q", enginekind.EngineNames(), s.Engine)
 	case kind == enginekind.Remote && s.RemoteURL == "":
-		return bad("engine", "the remote engine needs a remote server's URL (remote_url in the settings file, NPUCHAT_REMOTE_URL or --remote-url)")
+		bad("engine", "the remote engine needs a remote server's URL (remote_url in the settings file, NPUCHAT_REMOTE_URL or --remote-url)")
 	}
-	if _, err := ParseKeepAlive(s.KeepAlive); err != nil {
-		return bad("keep_alive", "keep-alive %q: write a duration such as 5m or 1h, or -1 to keep the model loaded", s.KeepAlive)
+	if d, err := ParseKeepAlive(s.KeepAlive); err != nil {
+		bad("keep_alive", "keep-alive %q: write a duration such as 5m or 1h, or -1 to keep the model loaded", s.KeepAlive)
+	} else if d < 0 && !keepForever(s.KeepAlive) {
+		bad("keep_alive", "the time before the model is unloaded cannot be negative (got %s): write 0 or more, or choose never (-1) to keep it loaded", strings.TrimSpace(s.KeepAlive))
 	}
 	if n := s.ContextLength; n != 0 && (n < MinContextLength || n > MaxContextLength) {
-		return bad("context_length", "context_length must be 0 (automatic) or between %d and %d tokens, got %d", MinContextLength, MaxContextLength, n)
+		bad("context_length", "the context length must be 0 (automatic) or between %d and %d tokens, got %d", MinContextLength, MaxContextLength, n)
 	}
 	if n := s.Parallel; n < 0 || n > MaxParallel {
-		return bad("parallel", "parallel must be 0 (automatic) or between 1 and %d requests at once, got %d", MaxParallel, n)
+		bad("parallel", "requests answered at once must be 0 (automatic) or between 1 and %d, got %d", MaxParallel, n)
 	}
 	if err := CheckKVCacheType(s.KVCacheType); err != nil {
-		return bad("kv_cache_type", "%v", err)
+		bad("kv_cache_type", "%v", err)
 	}
 	if err := CheckSpeculative(s.Speculative); err != nil {
-		return bad("speculative", "%v", err)
+		bad("speculative", "%v", err)
 	}
 	c := s.Chat
 	if t := c.Temperature; t != nil && (*t < 0 || *t > 2) {
-		return bad("temperature", "temperature must be between 0 and 2, got %g", *t)
+		bad("temperature", "the temperature must be between 0 and 2, got %g", *t)
 	}
 	if t := c.TopP; t != nil && (*t < 0 || *t > 1) {
-		return bad("top_p", "top_p must be between 0 and 1, got %g", *t)
+		bad("top_p", "top-p must be between 0 and 1, got %g", *t)
 	}
 	if m := c.MaxTokens; m != nil && (*m < 1 || *m > MaxTokensLimit) {
-		return bad("max_tokens", "max_tokens must be between 1 and %d, got %d", MaxTokensLimit, *m)
+		bad("max_tokens", "max tokens must be between 1 and %d, got %d", MaxTokensLimit, *m)
 	}
 	if msg := checkEndpoint(s.HFEndpoint); msg != "" {
-		return bad("hf_endpoint", "%s", msg)
+		bad("hf_endpoint", "%s", msg)
 	}
 	if msg := checkToken(s.HFToken); msg != "" {
-		return bad("hf_token", "%s", msg)
+		bad("hf_token", "%s", msg)
 	}
 	if msg := checkModelsDir(s.ModelsDir); msg != "" {
-		return bad("models_dir", "%s", msg)
+		bad("models_dir", "%s", msg)
 	}
 	if field, msg := checkAddr(s.Addr, s.APIKey); field != "" && s.Addr != "" {
-		return bad(field, "%s", msg)
+		bad(field, "%s", msg)
 	}
 	if s.QueueSize < 0 {
-		return bad("queue_size", "queue_size must be 0 (the default) or more, got %d", s.QueueSize)
+		bad("queue_size", "the queue size must be 0 (the default) or more, got %d", s.QueueSize)
 	}
 	if s.Threads < 0 {
-		return bad("threads", "threads must be 0 (all cores) or more, got %d", s.Threads)
+		bad("threads", "threads must be 0 (all cores) or more, got %d", s.Threads)
 	}
 	if msg := checkAddedModels(s.AddedModels); msg != "" {
-		return bad("added_models", "%s", msg)
+		bad("added_models", "%s", msg)
+	}
+	if len(errs) == 1 {
+		return errs[0] // one bad field is its *FieldError itself
+	}
+	return errors.Join(errs...)
+}
+
+// CheckChange refuses a change from before to after that cannot work,
+// as Update does: every bad field at once, each a *FieldError (one bad
+// field is its *FieldError itself), and a new models folder that is not
+// there. A caller that found a bad field of its own uses it to name the
+// others with it.
+func CheckChange(before, after Settings) error {
+	errs := check(after)
+	if after.ModelsDir == before.ModelsDir {
+		return errs
+	}
+	msg := checkModelsDirExists(after.ModelsDir)
+	switch {
+	case msg == "":
+		return errs
+	case errs == nil:
+		return &FieldError{Field: "models_dir", Message: msg}
+	}
+	return errors.Join(errs, &FieldError{Field: "models_dir", Message: msg})
+}
+
+// keepForever reports whether a negative keep-alive is the documented
+// "never unload": -1, in any unit ("-1", "-1m", "-1h").
+func keepForever(keepAlive string) bool {
+	n := strings.TrimRight(strings.TrimSpace(keepAlive), "nsuµmh")
+	return n == "-1"
+}
+
+// FieldErrors lists the bad settings in err (one *FieldError, or several
+// joined), in order; nil when err holds none.
+func FieldErrors(err error) []*FieldError {
+	var fe *FieldError
+	if errors.As(err, &fe) && err == error(fe) {
+		return []*FieldError{fe}
+	}
+	var out []*FieldError
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			out = append(out, FieldErrors(e)...)
+		}
+		return out
+	}
+	if u := errors.Unwrap(err); u != nil {
+		return FieldErrors(u)
 	}
 	return nil
 }

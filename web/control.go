@@ -53,10 +53,13 @@ func (s *Server) modelStop(w http.ResponseWriter, r *http.Request) {
 }
 
 // events streams service events as server-sent events ("event: TYPE"),
-// with a comment every 15 seconds to keep proxies from closing it.
+// and "conversations" when the chat history changed, with a comment
+// every 15 seconds to keep proxies from closing it.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	ch, cancel := s.mgr.Subscribe()
 	defer cancel()
+	convs, stopConvs := s.convChanges.subscribe()
+	defer stopConvs()
 	out := s.newSSE(w)
 	if out.raw(": events\n\n") != nil {
 		return
@@ -71,6 +74,11 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-tick.C:
 			if out.raw(": keep-alive\n\n") != nil {
+				return
+			}
+		case <-convs:
+			// A conversation was made, renamed, answered in or deleted.
+			if out.event("conversations", struct{}{}) != nil {
 				return
 			}
 		case ev, ok := <-ch:

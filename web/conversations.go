@@ -319,8 +319,7 @@ func (s *Server) exportConversation(w http.ResponseWriter, r *http.Request) {
 		s.failHistory(w, r, err)
 		return
 	}
-	name := fmt.Sprintf("npuchat-conversation-%d.%s", id, format)
-	w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
+	w.Header().Set("Content-Disposition", attachmentDisposition(exportFileName(e.Title, id, format)))
 	if format == "json" {
 		w.Header().Set("Content-Type", "application/json")
 		e.WriteJSON(w)

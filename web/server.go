@@ -83,6 +83,8 @@ type Server struct {
 	sessions *Sessions
 	// chats are the conversations answering now (chatwriter.go).
 	chats chatWriters
+	// convChanges signals a change to the conversations (convevents.go).
+	convChanges changeSignal
 	// bodies is the memory generation bodies being read hold (body.go).
 	bodies *bodyBudget
 	// pdfs reads PDF attachments, two at a time (attachments.go).
@@ -198,14 +200,14 @@ func (s *Server) Handler() http.Handler {
 	// The chat page's API (conversations.go, install.go, settings.go).
 	mux.HandleFunc("GET /api/history", s.historyStatus)
 	mux.HandleFunc("GET /api/conversations", s.listConversations)
-	mux.HandleFunc("POST /api/conversations", s.createConversation)
+	mux.HandleFunc("POST /api/conversations", s.changesConversations(s.createConversation))
 	mux.HandleFunc("GET /api/conversations/{id}", s.getConversation)
-	mux.HandleFunc("PATCH /api/conversations/{id}", s.updateConversation)
-	mux.HandleFunc("DELETE /api/conversations/{id}", s.deleteConversation)
+	mux.HandleFunc("PATCH /api/conversations/{id}", s.changesConversations(s.updateConversation))
+	mux.HandleFunc("DELETE /api/conversations/{id}", s.changesConversations(s.deleteConversation))
 	mux.HandleFunc("GET /api/conversations/{id}/export", s.exportConversation)
 	mux.HandleFunc("GET /api/conversations/{id}/messages", s.listMessages)
-	mux.HandleFunc("POST /api/conversations/{id}/messages", s.sendMessage)
-	mux.HandleFunc("PUT /api/conversations/{id}/current", s.selectVersion)
+	mux.HandleFunc("POST /api/conversations/{id}/messages", s.changesConversations(s.sendMessage))
+	mux.HandleFunc("PUT /api/conversations/{id}/current", s.changesConversations(s.selectVersion))
 	mux.HandleFunc("GET /api/models/{name}/install", s.installStatus)
 	mux.HandleFunc("POST /api/models/{name}/install", s.installStart)
 	mux.HandleFunc("DELETE /api/models/{name}/install", s.installCancel)

@@ -214,7 +214,8 @@ func (s *Server) getSettings(w http.ResponseWriter, r *http.Request) {
 }
 
 // putSettings changes the settings the body names (the others keep
-// their values). A bad value is a 400 naming its field (param).
+// their values). Bad values are one 400 naming every bad field (fields,
+// each with its param and message; param is the first's).
 func (s *Server) putSettings(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Settings == nil {
 		writeError(w, r, http.StatusNotFound, "not_found", "this server has no settings to change")
@@ -227,14 +228,16 @@ func (s *Server) putSettings(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	// Every bad field is named at once: the page's own (an empty
+	// keep-alive, the port) with the store's.
+	var pre []error
 	if strings.TrimSpace(in.KeepAlive) == "" {
-		s.fail(w, r, badRequest("keep_alive", "keep-alive is empty: write a duration such as 5m or 1h, or -1 to keep the model loaded"))
-		return
+		pre = append(pre, &config.FieldError{Field: "keep_alive", Message: "the time before the model is unloaded is empty: write a duration such as 5m or 1h, or choose never (-1) to keep it loaded"})
 	}
 	addr, err := pageAddr(cur.Addr, in.Port, in.Reachable)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		pre = append(pre, &config.FieldError{Field: "port", Message: err.Error()})
+		addr = cur.Addr
 	}
 	out, err := s.opts.Settings.Update(r.Context(), func(c *config.Settings) error {
 		c.Engine, c.KeepAlive, c.ContextLength, c.Parallel, c.Chat = in.Engine, in.KeepAlive, in.ContextLength, in.Parallel, in.Chat
@@ -254,8 +257,16 @@ func (s *Server) putSettings(w http.ResponseWriter, r *http.Request) {
 		if in.MCPServers != nil {
 			c.MCPServers = mcpServersFrom(*in.MCPServers, c.MCPServers)
 		}
+		if pre != nil {
+			// Nothing is saved; the store's faults are named beside these.
+			return errors.Join(append(pre, config.CheckChange(cur, *c))...)
+		}
 		return nil
 	})
+	if fes := config.FieldErrors(err); len(fes) > 0 {
+		writeFieldErrors(w, fes)
+		return
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -346,4 +357,33 @@ func tailLines(path string, n int) ([]string, error) {
 		lines = lines[len(lines)-n:]
 	}
 	return lines, nil
+}
+
+// fieldProblem is one bad setting in a 400's fields: its param (the
+// settings key) and what is wrong, for a person.
+type fieldProblem struct {
+	Param   string `json:"param"`
+	Message string `json:"message"`
+}
+
+// settingsRefusal is the settings' 400: Ollama's error shape (error,
+// every message) with NPU Chat's param (the first bad field) and fields
+// (all of them), which the settings page shows each at its field.
+type settingsRefusal struct {
+	Error  string         `json:"error"`
+	Code   string         `json:"code"`
+	Param  string         `json:"param"`
+	Fields []fieldProblem `json:"fields"`
+}
+
+// writeFieldErrors writes bad settings as one 400.
+func writeFieldErrors(w http.ResponseWriter, fes []*config.FieldError) {
+	out := settingsRefusal{Code: "invalid_request_error", Param: fes[0].Field}
+	msgs := make([]string, 0, len(fes))
+	for _, fe := range fes {
+		out.Fields = append(out.Fields, fieldProblem{Param: fe.Field, Message: fe.Message})
+		msgs = append(msgs, fe.Message)
+	}
+	out.Error = strings.Join(msgs, "; ")
+	writeJSON(w, http.StatusBadRequest, out)
 }

@@ -47,8 +47,8 @@ func TestSettingsAPI(t *testing.T) {
 		{`{"engine": "gpu"}`, "engine must be one of auto, npu, oflm, flm, cpu, remote"},
 		{`{"engine": "remote"}`, "needs a remote server's URL"},
 		{`{"keep_alive": "soon"}`, "write a duration such as 5m"},
-		{`{"chat": {"top_p": 3}}`, "top_p must be between 0 and 1"},
-		{`{"context_length": 100}`, "context_length must be 0 (automatic) or between 512"},
+		{`{"chat": {"top_p": 3}}`, "top-p must be between 0 and 1"},
+		{`{"context_length": 100}`, "the context length must be 0 (automatic) or between 512"},
 		{`{"kv_cache_type": "q4"}`, `"param":"kv_cache_type"`},
 		{`{"speculative": "always"}`, `"param":"speculative"`},
 	} {

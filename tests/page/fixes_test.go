@@ -83,17 +83,28 @@ func TestAPIKeyReloadDirectLinkAndExport(t *testing.T) {
 	b.waitJS(`document.querySelectorAll('[data-testid=message]').length === 2`, 15*time.Second)
 	dir := t.TempDir()
 	done := make(chan string, 4)
+	names := make(chan string, 4)
 	chromedp.ListenTarget(b.ctx, func(ev any) {
+		if e, ok := ev.(*cdpbrowser.EventDownloadWillBegin); ok {
+			names <- e.SuggestedFilename
+		}
 		if e, ok := ev.(*cdpbrowser.EventDownloadProgress); ok && e.State == cdpbrowser.DownloadProgressStateCompleted {
 			done <- e.GUID
 		}
 	})
 	b.run(cdpbrowser.SetDownloadBehavior(cdpbrowser.SetDownloadBehaviorBehaviorAllowAndName).WithDownloadPath(dir).WithEventsEnabled(true))
-	for _, c := range []struct{ id, want string }{{"#export-md", "The answer is 42."}, {"#export-json", `"content": "The answer is 42."`}} {
+	for _, c := range []struct{ id, want, name string }{
+		{"#export-md", "The answer is 42.", "what is the answer.md"},
+		{"#export-json", `"content": "The answer is 42."`, "what is the answer.json"},
+	} {
 		b.run(chromedp.Click(c.id, chromedp.ByQuery))
 		var guid string
 		select {
 		case guid = <-done:
+			// The file is named for the chat's title, not its number.
+			if name := <-names; name != c.name {
+				t.Errorf("%s saved as %q, want %q", c.id, name, c.name)
+			}
 		case <-time.After(20 * time.Second):
 			t.Fatalf("%s: no download; banner %q", c.id, eval[string](b, `document.getElementById('error-banner').textContent`))
 		}

@@ -18,6 +18,7 @@
   const MD = window.NPUMarkdown;
 
   let conversation = app.dataset.conversation ? Number(app.dataset.conversation) : null;
+  let currentView = "chat"; // the view shown (showView)
   let modelName = app.dataset.model || "minicpm5:2b";
   let status = null;
   let streaming = null; // {abort: AbortController}
@@ -88,6 +89,7 @@
       err.status = r.status;
       err.code = data && (data.code || (data.error && data.error.code));
       err.param = data && (data.param || (data.error && data.error.param)); // the field of a bad setting
+      err.fields = data && Array.isArray(data.fields) ? data.fields : null; // every bad setting: [{param, message}]
       throw err;
     }
     return data;
@@ -162,9 +164,19 @@
   // server's own words, folded under "Details"; action, {label, run}, a
   // button beside the message. No command line goes in: detail has
   // "run npuchat …" advice cut out (the page has a button for it).
+  //
+  // A banner with a kind is about the model or the server and shows
+  // everywhere; any other belongs to the chat or view it was raised in:
+  // it is put away when the reader goes elsewhere and shown again on
+  // coming back (followPlace).
   let errorKind = "";
+  let errorPlace = ""; // the place of the banner shown, "" for everywhere
+  let errorArgs = null; // the banner shown, [msg, opts]
+  const bannersAway = new Map(); // place -> [msg, opts], put away
   function showError(msg, opts) {
     const o = typeof opts === "object" && opts ? opts : { kind: opts ? "off" : "" };
+    errorArgs = msg ? [msg, opts] : null;
+    errorPlace = msg && !o.kind ? place() : "";
     const t = $("error-text");
     t.replaceChildren();
     if (msg) {
@@ -195,6 +207,29 @@
     }
     $("error-banner").hidden = !msg;
     errorKind = msg ? o.kind || "" : "";
+  }
+  // place is where the reader is: a chat (by id, "new" for a new one)
+  // or another view.
+  function place() {
+    return currentView === "chat" ? "chat:" + (conversation || "new") : "view:" + currentView;
+  }
+  // followPlace, after the reader moved, puts away a banner of another
+  // place and shows again the one put away here.
+  function followPlace() {
+    const here = place();
+    if (errorArgs && errorPlace && errorPlace !== here) {
+      bannersAway.set(errorPlace, errorArgs);
+      $("error-text").replaceChildren();
+      $("error-banner").hidden = true;
+      errorKind = "";
+      errorArgs = null;
+      errorPlace = "";
+    }
+    const back = bannersAway.get(here);
+    if (back && !errorArgs) {
+      bannersAway.delete(here);
+      showError(back[0], back[1]);
+    }
   }
   // cleanDetail drops advice to run a command from a server's message.
   function cleanDetail(s) {
@@ -464,6 +499,7 @@
   async function openConversation(id, push) {
     stopStreaming();
     conversation = id;
+    followPlace();
     lastContext = "";
     lastUsed = 0;
     if (push) history.pushState({ id }, "", id ? "/c/" + id : "/");
@@ -532,11 +568,15 @@
         throw err;
       }
       const disp = r.headers.get("Content-Disposition") || "";
+      // filename* (UTF-8, the chat's title) first, then the ASCII filename.
+      const utf = /filename\*=UTF-8''([^;]+)/i.exec(disp);
       const m = /filename="([^"]+)"/.exec(disp);
+      let name = m ? m[1] : "npuchat-conversation-" + conversation;
+      if (utf) { try { name = decodeURIComponent(utf[1]); } catch { /* keep the ASCII name */ } }
       const url = URL.createObjectURL(await r.blob());
       const save = document.createElement("a");
       save.href = url;
-      save.download = m ? m[1] : "npuchat-conversation-" + conversation;
+      save.download = name;
       save.hidden = true;
       document.body.appendChild(save);
       save.click();
@@ -1323,13 +1363,21 @@
   input.addEventListener("keypress", (e) => {
     if (e.key === "Enter" && !e.shiftKey && !e.isComposing) e.preventDefault();
   });
+  // autosize fits the box to its text up to 40 % of the window; only
+  // beyond that does it scroll (scrollHeight leaves out the borders,
+  // which the border-box height holds: without them one line overflowed
+  // by 2 px and showed a scrollbar).
   function autosize() {
     if (!input.value) {
       input.style.height = "";
+      input.style.overflowY = "";
       return;
     }
     input.style.height = "auto";
-    input.style.height = Math.min(input.scrollHeight, window.innerHeight * 0.4) + "px";
+    const want = input.scrollHeight + input.offsetHeight - input.clientHeight;
+    const max = window.innerHeight * 0.4;
+    input.style.height = Math.min(want, max) + "px";
+    input.style.overflowY = want > max ? "auto" : "hidden";
   }
   input.addEventListener("input", autosize);
   stopBtn.addEventListener("click", stopStreaming);
@@ -1739,6 +1787,19 @@
         if (ev.status) showStatus(ev.status);
       });
     }
+    // A chat made, renamed, answered in or deleted, here or in another
+    // tab or client: the list follows.
+    es.addEventListener("conversations", async () => {
+      app.dataset.conversationEvents = String(Number(app.dataset.conversationEvents || 0) + 1); // for tests
+      // The keyboard focus in the list stays on the same chat's control.
+      const f = document.activeElement;
+      const li = f && f.closest ? f.closest("#conversations li.conversation") : null;
+      await loadList();
+      if (li && !document.contains(f)) {
+        const sel = ["button.rename", "button.delete"].find((c) => f.matches(c)) || ".conv-link";
+        if (document.querySelector('#conversations li[data-id="' + li.dataset.id + '"] ' + sel)) focusConversation(li.dataset.id, sel);
+      }
+    });
     es.addEventListener("install", (e) => {
       // The install's status, the same value GET …/install answers,
       // with its words (install.js shows them).
@@ -1762,9 +1823,9 @@
   }
 
   // ---- Views ----
-  let currentView = "chat";
   function showView(name) {
     currentView = name;
+    followPlace();
     for (const v of ["chat", "install", "check", "settings", "logs", "library"]) $("view-" + v).hidden = v !== name;
     if (name === "check") runCheck();
     if (name === "settings") loadSettings();
@@ -1902,11 +1963,39 @@
   }
 
   // ---- Log ----
+  // logLine shows one record of the log (slog's JSON) as one readable
+  // line: time, level, message, then key=value; a value with spaces,
+  // quotes or = is quoted, an object written as JSON. A line that is
+  // not a JSON record is shown as it is.
+  function logLine(raw) {
+    let rec;
+    try {
+      rec = JSON.parse(raw);
+    } catch (_) {
+      return raw;
+    }
+    if (!rec || typeof rec !== "object" || Array.isArray(rec)) return raw;
+    const { time, level, msg, ...rest } = rec;
+    // The time as written (the server's clock), to the second.
+    const m = /^(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d)/.exec(String(time || ""));
+    const parts = [m ? m[1] + " " + m[2] : String(time || ""), String(level || "").padEnd(5), String(msg === undefined ? "" : msg)];
+    for (const [k, v] of Object.entries(rest)) {
+      const s = typeof v === "string" ? v : JSON.stringify(v);
+      parts.push(k + "=" + (typeof v === "string" && (v === "" || /[\s"=]/.test(v)) ? JSON.stringify(v) : s));
+    }
+    return parts.filter((p) => p !== "").join(" ");
+  }
   async function loadLogs() {
     try {
       const r = await api("GET", "/api/logs?lines=300");
       $("logs-path").textContent = r.path;
-      $("log-lines").textContent = r.lines.join("\n");
+      // A record a line of its own; a long one wraps with a hanging indent.
+      $("log-lines").replaceChildren(...r.lines.map((l) => {
+        const e = document.createElement("span");
+        e.className = "log-line";
+        e.textContent = logLine(l);
+        return e;
+      }));
       $("log-lines").scrollTop = $("log-lines").scrollHeight;
     } catch (e) {
       $("logs-path").textContent = e.message;

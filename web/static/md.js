@@ -4,7 +4,7 @@
 // Parsing is markdown-it's (web/static/vendor/README.md names the pinned
 // versions): CommonMark, plus GFM tables with alignment, strikethrough,
 // bare-URL autolinks (linkify-it, bundled in markdown-it), task lists
-// (markdown-it-task-lists) and TeX math in $…$ and $$…$$
+// (markdown-it-task-lists) and TeX math in $…$, $$…$$, \(…\) and \[…\]
 // (markdown-it-texmath with KaTeX); code is highlighted by highlight.js.
 // markdown-it runs with html: false, so raw HTML in an answer is text.
 //
@@ -72,14 +72,17 @@
     });
     gfmAutolinks(m);
     if (typeof window.markdownitTaskLists === "function") m.use(window.markdownitTaskLists, { enabled: false, label: false });
+    // trust: false keeps \href, \url, \htmlClass and the like off; the
+    // limits keep a hostile formula from eating the page.
+    const katexOptions = { throwOnError: false, trust: false, strict: "ignore", maxSize: 20, maxExpand: 500, output: "htmlAndMathml" };
     if (typeof window.texmath === "function" && window.katex) {
       m.use(window.texmath, {
         engine: window.katex,
-        delimiters: "dollars",
-        // trust: false keeps \href, \url, \htmlClass and the like off;
-        // the limits keep a hostile formula from eating the page.
-        katexOptions: { throwOnError: false, trust: false, strict: "ignore", maxSize: 20, maxExpand: 500, output: "htmlAndMathml" },
+        // $…$ and $$…$$, and the \(…\) and \[…\] Qwen and DeepSeek write.
+        delimiters: ["dollars", "brackets"],
+        katexOptions,
       });
+      bracketDisplay(m, katexOptions);
     }
     // An image is shown as a link to it, never loaded.
     m.renderer.rules.image = (tokens, idx, options, env, self) => {
@@ -111,6 +114,19 @@
     // rule takes an empty list as "no link here".)
     lk.match = gfm;
     m.inline.ruler.disable("linkify");
+  }
+
+  // bracketDisplay adds \[…\] inside a paragraph, over lines too, as
+  // $$…$$ is (texmath's brackets take \[…\] only as a block of its own).
+  // Like every math rule it runs before markdown-it's escapes, so \\[
+  // stays text, and never inside code, which its own rules take whole.
+  // A formula holds more than backslashes and spaces: "\[\\\]" is
+  // CommonMark's escaped "[\]".
+  function bracketDisplay(m, opts) {
+    const tm = window.texmath;
+    const rule = { name: "math_inline_bracket", rex: /\\\[((?:(?!\\\])[\s\S])*?[^\s\\](?:(?!\\\])[\s\S])*?)\\\]/gy, tmpl: "<section><eqn>$1</eqn></section>", tag: "\\[", displayMode: true };
+    m.inline.ruler.before("escape", rule.name, tm.inline(rule));
+    m.renderer.rules[rule.name] = (tokens, idx) => rule.tmpl.replace(/\$1/, () => tm.render(tokens[idx].content, true, opts));
   }
 
   // toHTML is the parser's HTML for text (what the CommonMark spec test

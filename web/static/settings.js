@@ -156,7 +156,10 @@
     const never = $("set-keep-alive-unit").value === "never";
     $("set-keep-alive-n").hidden = never;
     const s = keepAliveSeconds();
-    $("set-keep-alive-text").textContent = never || Number.isFinite(s) ? "= " + durationWords(s) : "";
+    // A negative time is not "never": Save refuses it (never is chosen
+    // in the unit list).
+    if (!never && s < 0) $("set-keep-alive-text").textContent = "= below 0: not a time";
+    else $("set-keep-alive-text").textContent = never || Number.isFinite(s) ? "= " + durationWords(s) : "";
   }
 
   // ---- the theme (theme.js's, in this browser) ----
@@ -185,7 +188,9 @@
   }
   // fieldFor maps the server's param to the field that shows it.
   const fieldFor = { addr: "port" };
-  function showFieldError(param, msg) {
+  // showFieldError shows msg at param's field; the first shown (focus)
+  // takes the focus.
+  function showFieldError(param, msg, focus = true) {
     const name = fieldFor[param] || param;
     const box = $("err-" + name);
     if (!box) return false;
@@ -196,10 +201,25 @@
     if (input) {
       input.setAttribute("aria-invalid", "true");
       input.setAttribute("aria-errormessage", box.id);
-      input.focus();
+      if (focus) input.focus();
     }
-    box.scrollIntoView({ block: "nearest" });
+    if (focus) box.scrollIntoView({ block: "nearest" });
     return true;
+  }
+  // showFieldErrors shows every [param, message] at its field, the
+  // first focused, and says in the note how many need a change; the
+  // ones without a field of their own are said in the note.
+  function showFieldErrors(list) {
+    let shownCount = 0;
+    const elsewhere = [];
+    for (const [param, msg] of list) {
+      if (showFieldError(param, msg, shownCount === 0)) shownCount++;
+      else elsewhere.push(msg);
+    }
+    const n = shownCount + elsewhere.length;
+    const words = n === 1 ? "one setting needs a change" : n + " settings need a change";
+    $("settings-note").textContent = "Not saved: " + words + (shownCount ? ", see the fields marked" : "") +
+      (elsewhere.length ? ": " + elsewhere.join("; ") : ".");
   }
 
   // ---- fill ----
@@ -308,14 +328,12 @@
     else if (tokenRemove) body.hf_token = "";
     const key = $("set-api-key").value.trim();
     if (key !== "") body.api_key = key;
-    if (!Number.isInteger(body.context_length)) {
-      showFieldError("context_length", "Write a whole number of tokens, or 0 for automatic.");
-      $("settings-note").textContent = "Not saved: see the field marked.";
-      return;
-    }
-    if (!Number.isInteger(body.parallel)) {
-      showFieldError("parallel", "Write a whole number of requests, or 0 for automatic.");
-      $("settings-note").textContent = "Not saved: see the field marked.";
+    // What cannot be sent as a number is said here, all at once.
+    const local = [];
+    if (!Number.isInteger(body.context_length)) local.push(["context_length", "Write a whole number of tokens, or 0 for automatic."]);
+    if (!Number.isInteger(body.parallel)) local.push(["parallel", "Write a whole number of requests, or 0 for automatic."]);
+    if (local.length) {
+      showFieldErrors(local);
       return;
     }
     const before = shown;
@@ -337,7 +355,9 @@
       if (notes.length === 1) notes.push("It applies now.");
       $("settings-note").textContent = notes.join(" ");
     } catch (err) {
-      if (err.param && showFieldError(err.param, err.message)) {
+      if (err.fields && err.fields.length) {
+        showFieldErrors(err.fields.map((f) => [f.param, f.message]));
+      } else if (err.param && showFieldError(err.param, err.message)) {
         $("settings-note").textContent = "Not saved: see the field marked.";
       } else {
         $("settings-note").textContent = "Not saved: " + err.message;
