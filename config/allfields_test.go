@@ -51,7 +51,7 @@ func TestStoreKeepAliveNegativeIsOnlyNever(t *testing.T) {
 		keepAlive string
 		ok        bool
 	}{
-		{"-1", true}, {"-1m", true}, {"-1h", true}, {"0", true}, {"5m", true},
+		{"-1", true}, {"-1m", true}, {"-1h", true}, {"0", true}, {"5m", true}, {"never", true}, {"never (the model stays loaded)", true},
 		{"-3m", false}, {"-10", false}, {"-1.5h", false}, {"-0.5", false}, {"-11m", false},
 	} {
 		s, _ := newStore(t, "{}", Settings{Engine: "auto"})

@@ -299,8 +299,11 @@ func CheckChange(before, after Settings) error {
 // keepForever reports whether a negative keep-alive is the documented
 // "never unload": -1, in any unit ("-1", "-1m", "-1h").
 func keepForever(keepAlive string) bool {
-	n := strings.TrimRight(strings.TrimSpace(keepAlive), "nsuµmh")
-	return n == "-1"
+	k := strings.TrimSpace(keepAlive)
+	if strings.HasPrefix(strings.ToLower(k), "never") { // as KeepAliveWords writes it
+		return true
+	}
+	return strings.TrimRight(k, "nsuµmh") == "-1"
 }
 
 // FieldErrors lists the bad settings in err (one *FieldError, or several

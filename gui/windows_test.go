@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -248,8 +250,13 @@ func TestSettingsWindowFollowsTheStore(t *testing.T) {
 	// The page changes keep-alive and the context; the person is typing
 	// in the models folder meanwhile.
 	h.ui.wait(func() { s.modelsDir.SetText("/home/me/mod") })
+	// a models folder must exist to be saved
+	srvModels := filepath.Join(t.TempDir(), "srv", "models")
+	if err := os.MkdirAll(srvModels, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := f.UpdateSettings(context.Background(), func(c *config.Settings) error {
-		c.KeepAlive, c.ContextLength, c.ModelsDir, c.Parallel, c.KVCacheType = "1h30m", 8192, "/srv/models", 3, "q8_0"
+		c.KeepAlive, c.ContextLength, c.ModelsDir, c.Parallel, c.KVCacheType = "1h30m", 8192, srvModels, 3, "q8_0"
 		c.Speculative = "auto"
 		return nil
 	}); err != nil {
@@ -265,7 +272,7 @@ func TestSettingsWindowFollowsTheStore(t *testing.T) {
 	})
 
 	// Too many at once: its error under its field, nothing saved.
-	h.ui.wait(func() { s.modelsDir.SetText("/srv/models"); s.parallel.SetText("17"); test.Tap(s.save) })
+	h.ui.wait(func() { s.modelsDir.SetText(srvModels); s.parallel.SetText("17"); test.Tap(s.save) })
 	h.eventually("the error at the parallel field", func() bool {
 		return s.errs["parallel"].Visible() && strings.Contains(s.errs["parallel"].Text, "between 1 and 16")
 	})
@@ -275,7 +282,7 @@ func TestSettingsWindowFollowsTheStore(t *testing.T) {
 	h.ui.wait(func() { s.parallel.SetText("2") })
 
 	// A bad address: its error under its field, nothing saved.
-	h.ui.wait(func() { s.modelsDir.SetText("/srv/models"); s.hfEndpoint.SetText("hf-mirror"); test.Tap(s.save) })
+	h.ui.wait(func() { s.modelsDir.SetText(srvModels); s.hfEndpoint.SetText("hf-mirror"); test.Tap(s.save) })
 	h.eventually("the error at its field", func() bool {
 		return s.errs["hf_endpoint"].Visible() && strings.Contains(s.errs["hf_endpoint"].Text, "starting with https://")
 	})
