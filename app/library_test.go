@@ -248,6 +248,13 @@ func TestAModelFileDeletedWhileCurrent(t *testing.T) {
 		}
 	}
 	next("the switch")
+	// UseModel also loads it: switch it off, then take its file away
+	if err := a.StopModel(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := a.Status(); st.State != service.StateOff {
+		t.Fatalf("after StopModel: %s", st.State)
+	}
 	if err := os.Remove(one); err != nil {
 		t.Fatal(err)
 	}
