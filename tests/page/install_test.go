@@ -92,6 +92,9 @@ func TestInstallWordsOnThePageAreTheStatusWords(t *testing.T) {
 	b := newBrowser(t)
 	b.open(srv.URL + "/")
 	b.waitJS(`window.NPUInstall && document.getElementById('install-title').textContent !== ''`, 20*time.Second)
+	// the page's own status requests are answered before statuses are
+	// shown to it (a late answer showed the real status over one)
+	b.waitIdle()
 	sts := installtest.Statuses()
 	names := make([]string, 0, len(sts))
 	for n := range sts {
